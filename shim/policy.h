@@ -1,0 +1,119 @@
+/*
+ * policy.h - the policy model, shared by the shim and pmallocd.
+ *
+ * One parser (libconfig) and one matcher serve both sides: the shim reads a
+ * file (PMALLOC_CONF) or the text pmallocd hands it; pmallocd reads
+ * /etc/pmalloc.conf and picks the policy for a client with the same
+ * policy_set_match().  Every check a hostile file needs lives here: unknown
+ * keys, wrong types, bad globs, duplicate names, bad durations and sizes.
+ *
+ * This code allocates with malloc and calls libconfig: in the shim it only
+ * runs outside interposition (during init, with the shim's re-entrancy guard
+ * set) and never from a signal handler.
+ */
+#ifndef PMALLOC_POLICY_H
+#define PMALLOC_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define POLICY_NAME_MAX 63          /* policy and pool names: [A-Za-z0-9_.-]{1,63} */
+#define POLICY_ERR_MAX 512
+
+enum policy_mode { POLICY_MODE_ENFORCE, POLICY_MODE_AUDIT };
+enum policy_protection { POLICY_PROT_MPROTECT, POLICY_PROT_SEAL };
+enum policy_trigger_kind { POLICY_TRIGGER_ON_CALL, POLICY_TRIGGER_AFTER, POLICY_TRIGGER_MANUAL };
+
+/* The libc functions an on-call trigger may name (the shim interposes each). */
+enum policy_call {
+	POLICY_CALL_LISTEN, POLICY_CALL_ACCEPT, POLICY_CALL_ACCEPT4,
+	POLICY_CALL_EPOLL_WAIT, POLICY_CALL_EPOLL_PWAIT, POLICY_CALL_POLL,
+	POLICY_CALL_PPOLL, POLICY_CALL_SELECT, POLICY_CALL_PSELECT,
+	POLICY_CALL_SETUID, POLICY_CALL_SETGID, POLICY_CALL_SETRESUID,
+	POLICY_CALL_SETRESGID, POLICY_CALL_SETEUID, POLICY_CALL_SETEGID,
+	POLICY_CALL_CHROOT, POLICY_CALL_PTHREAD_CREATE, POLICY_CALL_FORK,
+	POLICY_CALL_DAEMON, POLICY_CALL_EXECVE,
+	POLICY_CALL__COUNT
+};
+/* "listen" for POLICY_CALL_LISTEN, ...; NULL when out of range. */
+const char *policy_call_name(enum policy_call c);
+/* The call named name, or -1. */
+int policy_call_from_name(const char *name);
+
+struct policy_trigger {
+	enum policy_trigger_kind kind;
+	enum policy_call call;       /* POLICY_TRIGGER_ON_CALL */
+	uint64_t after_ns;           /* POLICY_TRIGGER_AFTER: from process start */
+};
+
+/* A site rule "[OBJECT-GLOB:]FUNCTION-GLOB", split. */
+struct policy_site {
+	char *object;                /* fnmatch glob on the object's path or basename; NULL: any object */
+	char *function;              /* fnmatch glob on the symbol name */
+};
+
+struct policy_pool {
+	char *name;
+	struct policy_site *sites;
+	size_t n_sites;
+	char **wrappers;             /* function names (globs allowed) to look through */
+	size_t n_wrappers;
+	struct policy_trigger *triggers;
+	size_t n_triggers;
+	uint64_t max_bytes;          /* 0: no cap */
+	int line;
+};
+
+struct policy {
+	char *name;
+	char **match_exe;            /* fnmatch globs on the real executable path */
+	size_t n_match_exe;
+	char **match_comm;           /* globs on /proc/PID/comm */
+	size_t n_match_comm;
+	uid_t *match_uid;
+	size_t n_match_uid;
+	enum policy_mode mode;
+	enum policy_protection protection;
+	struct policy_pool *pools;
+	size_t n_pools;
+	int line;
+};
+
+struct policy_daemon_settings {
+	char *socket;                /* default "/run/pmalloc/pmallocd.sock" */
+	unsigned int handshake_timeout_ms;   /* default 100 */
+	unsigned int report_burst;           /* default 20 */
+	unsigned int report_interval_s;      /* default 10 */
+};
+
+struct policy_set {
+	int version;                 /* must be 1 */
+	struct policy_daemon_settings daemon;
+	struct policy *policies;
+	size_t n_policies;
+};
+
+/* Parse and validate.  0 and *ret on success; on failure -errno (-EINVAL for
+ * a bad file, -ENOENT etc. for I/O) and err holds "FILE:LINE: message" (or
+ * "FILE: message" where no line applies).  name labels text in messages. */
+int policy_set_load_file(const char *path, struct policy_set **ret, char *err, size_t errlen);
+int policy_set_load_string(const char *text, const char *name, struct policy_set **ret,
+			   char *err, size_t errlen);
+void policy_set_free(struct policy_set *set);
+
+/* The first policy whose match fits (every given criterion must fit: exe
+ * glob AND comm glob AND uid list, each only when present; a policy with
+ * no criterion matches nothing); NULL when none does. */
+const struct policy *policy_set_match(const struct policy_set *set, const char *exe,
+				      const char *comm, uid_t uid);
+
+/* libconfig text of a complete file holding set's daemon settings and the
+ * single policy p, which policy_set_load_string() reads back to an equal
+ * model.  0 and *ret (malloc'ed, NUL-terminated) or -ENOMEM. */
+int policy_to_text(const struct policy_set *set, const struct policy *p, char **ret);
+
+/* Durations "250ms", "2s", "1m", "1h" (integer + unit) -> ns; -EINVAL if bad. */
+int policy_parse_duration(const char *s, uint64_t *ret_ns);
+
+#endif

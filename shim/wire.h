@@ -1,0 +1,156 @@
+/*
+ * wire.h - the messages between the shim, pmallocd and pmallocctl.
+ *
+ * Transport: a SOCK_SEQPACKET unix socket (one message per packet, so a
+ * message is never split or merged).  The daemon sets SO_PASSCRED and takes
+ * the sender's pid/uid from SCM_CREDENTIALS/SO_PEERCRED, never from the
+ * message: nothing here identifies the sender.
+ *
+ * Every message starts with struct pmw_header; the receiver checks magic,
+ * version, type and that length equals the packet size (and the fixed size
+ * of the type, or the bounds of its variable part) before reading anything
+ * else.  Strings are NUL-terminated within their arrays; a receiver forces
+ * the last byte to NUL anyway.  Fixed layouts, host byte order (same host).
+ *
+ * Exchange:
+ *   shim -> daemon  PMW_HELLO            (first message; version checked)
+ *   daemon -> shim  PMW_POLICY | PMW_NO_POLICY | PMW_REFUSED
+ *   shim -> daemon  PMW_PROTECTED        (each protect; from normal context)
+ *   shim -> daemon  PMW_REPORT           (a write fault; from the signal handler)
+ *   ctl -> daemon   PMW_STATUS_REQ
+ *   daemon -> ctl   PMW_STATUS           (text for people, then the socket closes)
+ */
+#ifndef PMALLOC_WIRE_H
+#define PMALLOC_WIRE_H
+
+#include <stdint.h>
+#include <assert.h>
+
+#define PMW_MAGIC 0x31414d50u        /* "PMA1" */
+#define PMW_VERSION 1
+#define PMW_MAX_MSG (64 * 1024)      /* no message is larger; larger ones are refused */
+
+enum pmw_type {
+	PMW_HELLO = 1,
+	PMW_POLICY = 2,
+	PMW_NO_POLICY = 3,
+	PMW_REFUSED = 4,
+	PMW_PROTECTED = 5,
+	PMW_REPORT = 6,
+	PMW_STATUS_REQ = 7,
+	PMW_STATUS = 8,
+};
+
+struct pmw_header {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t length;                 /* whole message, header included */
+	uint32_t reserved;               /* 0 */
+};
+
+#define PMW_NAME 64
+#define PMW_SYM 128
+#define PMW_PATH 256
+#define PMW_FRAMES 16
+#define PMW_MODULES 8
+#define PMW_BUILD_ID 20
+
+struct pmw_hello {
+	struct pmw_header h;
+	uint32_t flags;                  /* 0 */
+	uint32_t reserved;
+};
+
+/* PMW_POLICY: h, then text_len bytes of libconfig text (policy_to_text()),
+ * NUL included; length == sizeof(struct pmw_policy) + text_len. */
+struct pmw_policy {
+	struct pmw_header h;
+	uint64_t generation;             /* policy set generation in the daemon */
+	uint32_t text_len;
+	uint32_t reserved;
+	char text[];
+};
+
+/* PMW_NO_POLICY and PMW_REFUSED: h, generation, and a reason for people. */
+struct pmw_answer {
+	struct pmw_header h;
+	uint64_t generation;
+	char reason[PMW_SYM];
+};
+
+struct pmw_protected {
+	struct pmw_header h;
+	char policy[PMW_NAME];
+	char pool[PMW_NAME];
+	char trigger[PMW_NAME];          /* "on-call:listen", "after:2s", "manual" */
+	uint64_t generation;
+	uint64_t new_bytes;              /* made read-only by this protect */
+	uint64_t protected_bytes;        /* pool total */
+	uint64_t objects;                /* pool total */
+};
+
+struct pmw_module {
+	char path[PMW_PATH];
+	uint64_t base;                   /* load address in the reporting process */
+	uint8_t build_id[PMW_BUILD_ID];
+	uint32_t build_id_len;           /* 0 where unknown */
+};
+
+struct pmw_frame {
+	uint64_t ip;
+	uint64_t offset;                 /* ip - module base */
+	uint32_t module;                 /* index into modules, PMW_NO_MODULE where unknown */
+	uint32_t reserved;
+};
+#define PMW_NO_MODULE 0xffffffffu
+
+enum pmw_mode { PMW_MODE_ENFORCE = 0, PMW_MODE_AUDIT = 1 };
+
+struct pmw_report {
+	struct pmw_header h;
+	char policy[PMW_NAME];           /* "" for API pools outside any policy */
+	char pool[PMW_NAME];
+	uint32_t mode;                   /* enum pmw_mode */
+	uint32_t n_frames;
+	uint64_t generation;
+	uint64_t address;                /* faulting data address */
+	uint64_t object_start;           /* 0 where no object contains address */
+	uint64_t object_size;
+	uint64_t offset;                 /* address - object_start */
+	char object_site[PMW_SYM];       /* "symbol+0xoff" or "module+0xoff" that allocated it; "" unknown */
+	uint64_t fault_ip;
+	char fault_symbol[PMW_SYM];      /* "" where the shim could not tell; the daemon resolves frames[0] */
+	char exe[PMW_PATH];
+	struct pmw_frame frames[PMW_FRAMES];  /* frames[0] is the faulting instruction */
+	uint32_t n_modules;
+	uint32_t reserved;
+	struct pmw_module modules[PMW_MODULES];
+};
+
+struct pmw_status_req {
+	struct pmw_header h;
+};
+
+/* PMW_STATUS: h, then text_len bytes of text (NUL included). */
+struct pmw_status {
+	struct pmw_header h;
+	uint32_t text_len;
+	uint32_t reserved;
+	char text[];
+};
+
+static_assert(sizeof(struct pmw_report) < PMW_MAX_MSG, "report fits one packet");
+static_assert(sizeof(struct pmw_header) == 16, "header layout");
+
+/* Fill a header. */
+static inline void pmw_header_init(struct pmw_header *h, enum pmw_type type, uint32_t length)
+{
+	h->magic = PMW_MAGIC;
+	h->version = PMW_VERSION;
+	h->type = (uint16_t)type;
+	h->length = length;
+	h->reserved = 0;
+}
+
+#endif
