@@ -1,0 +1,42 @@
+# lib.sh - shared by the integration tests (sourced, not run).
+#
+# Gives: $B (build dir), $SRC (source dir), $T (a private scratch dir removed
+# on exit), fail/skip, journald_ensure (a real systemd-journald: the machine's,
+# or one started here as root when none runs), journal_sync, wait_until.
+set -u
+B=${PMALLOC_BUILD:?run through make check}
+SRC=${PMALLOC_SRC:?run through make check}
+T=$(mktemp -d "${TMPDIR:-/tmp}/pmalloc-test.XXXXXX")
+_cleanup_fns=()
+_cleanup() { local f; for f in "${_cleanup_fns[@]}"; do $f; done; rm -rf "$T"; }
+trap _cleanup EXIT
+at_exit() { _cleanup_fns+=("$1"); }
+
+fail() { printf 'FAIL: %s\n' "$*"; exit 1; }
+skip() { printf 'skipped: %s\n' "$*"; exit 77; }
+pass() { printf 'ok: %s\n' "$*"; }
+
+JOURNAL_SOCKET=/run/systemd/journal/socket
+_journald_pid=
+_journald_stop() { [ -n "$_journald_pid" ] && kill "$_journald_pid" 2>/dev/null; wait "$_journald_pid" 2>/dev/null; true; }
+# A real journald answers on its native socket; start one if none does.
+journald_ensure() {
+	if [ -S "$JOURNAL_SOCKET" ] && journalctl --sync 2>/dev/null; then return 0; fi
+	[ "$(id -u)" = 0 ] || skip "no systemd-journald running and not root to start one"
+	local jd=/lib/systemd/systemd-journald
+	[ -x "$jd" ] || jd=/usr/lib/systemd/systemd-journald
+	[ -x "$jd" ] || skip "systemd-journald not installed"
+	"$jd" >"$T/journald.log" 2>&1 &
+	_journald_pid=$!
+	at_exit _journald_stop
+	wait_until 100 journalctl --sync || fail "journald did not come up: $(cat "$T/journald.log")"
+}
+# Everything sent so far is readable by journalctl afterwards.
+journal_sync() { journalctl --sync; }
+
+# wait_until TRIES CMD...: run CMD every 50 ms until it succeeds (bounded).
+wait_until() {
+	local n=$1; shift
+	while [ "$n" -gt 0 ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.05; n=$((n - 1)); done
+	return 1
+}
