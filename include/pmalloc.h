@@ -31,7 +31,7 @@ struct pmalloc_pool *pmalloc_create_pool(void);
 void *pmalloc(struct pmalloc_pool *pool, size_t size);
 /* As pmalloc(), zero-filled. */
 void *pzalloc(struct pmalloc_pool *pool, size_t size);
-/* n objects of size bytes; NULL with errno = EOVERFLOW when n * size overflows. */
+/* n objects of size bytes; NULL with errno = ENOMEM when n * size overflows. */
 void *pmalloc_array(struct pmalloc_pool *pool, size_t n, size_t size);
 /* As pmalloc_array(), zero-filled. */
 void *pcalloc(struct pmalloc_pool *pool, size_t n, size_t size);

@@ -1,0 +1,135 @@
+/*
+ * api.c - the public pool API of include/pmalloc.h: argument checks and
+ * errno, then pool.c does the work.  Thin by design.
+ *
+ * Every entry validates its pool (NULL is refused gently; anything else
+ * that is not a live pool is memory corruption and fatal()).  No lock is
+ * held on return; errno is only written on failure.
+ */
+#define _GNU_SOURCE
+#include "pmalloc.h"
+#include "pool.h"
+#include "site.h"
+#include "os.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define CALLER() site_id((uintptr_t)__builtin_return_address(0))
+
+PMALLOC_EXPORT struct pmalloc_pool *pmalloc_create_pool(void)
+{
+	return pool_create(NULL, 0);
+}
+
+PMALLOC_EXPORT struct pmalloc_pool *pmalloc_create_named_pool(const char *name, unsigned int flags)
+{
+	if (flags & ~PMALLOC_POOL_SEAL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return pool_create(name, flags);
+}
+
+static void *alloc_checked(struct pmalloc_pool *pool, size_t size, uint16_t site, const char *api)
+{
+	if (unlikely(!pool)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pool_check(pool, api);
+	return pool_alloc(pool, size, PM_ALIGN, site);
+}
+
+PMALLOC_EXPORT void *pmalloc(struct pmalloc_pool *pool, size_t size)
+{
+	return alloc_checked(pool, size, CALLER(), "pmalloc");
+}
+
+PMALLOC_EXPORT void *pzalloc(struct pmalloc_pool *pool, size_t size)
+{
+	/* Fresh pool pages are zero, but a recycled span's are not guaranteed
+	 * to stay so only where the kernel says: clear explicitly. */
+	void *p = alloc_checked(pool, size, CALLER(), "pzalloc");
+	if (p)
+		memset(p, 0, size);
+	return p;
+}
+
+PMALLOC_EXPORT void *pmalloc_array(struct pmalloc_pool *pool, size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return alloc_checked(pool, total, CALLER(), "pmalloc_array");
+}
+
+PMALLOC_EXPORT void *pcalloc(struct pmalloc_pool *pool, size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	void *p = alloc_checked(pool, total, CALLER(), "pcalloc");
+	if (p)
+		memset(p, 0, total);
+	return p;
+}
+
+PMALLOC_EXPORT char *pstrdup(struct pmalloc_pool *pool, const char *s)
+{
+	if (!s) {
+		errno = EINVAL;
+		return NULL;
+	}
+	size_t n = strlen(s) + 1;
+	char *p = alloc_checked(pool, n, CALLER(), "pstrdup");
+	if (p)
+		memcpy(p, s, n);
+	return p;
+}
+
+PMALLOC_EXPORT void pmalloc_protect_pool(struct pmalloc_pool *pool)
+{
+	if (!pool)
+		return;
+	pool_check(pool, "pmalloc_protect_pool");
+	pool_protect(pool, "pmalloc_protect_pool");
+}
+
+PMALLOC_EXPORT void pmalloc_destroy_pool(struct pmalloc_pool *pool)
+{
+	if (!pool)
+		return;
+	pool_check(pool, "pmalloc_destroy_pool");
+	pool_destroy(pool);
+}
+
+PMALLOC_EXPORT int pmalloc_pool_stats(const struct pmalloc_pool *pool, struct pmalloc_stats *st)
+{
+	if (!pool || !st) {
+		errno = EINVAL;
+		return -1;
+	}
+	pool_check(pool, "pmalloc_pool_stats");
+	struct pmalloc_pool *p = (struct pmalloc_pool *)(uintptr_t)pool;
+	pthread_mutex_lock(&p->lock);
+	st->objects = p->st.objects;
+	st->requested_bytes = p->st.requested;
+	st->used_bytes = p->st.used;
+	st->protected_bytes = p->st.protected_bytes;
+	st->mapped_bytes = p->st.mapped;
+	st->protect_calls = p->st.protect_calls;
+	st->sealed = (p->flags & PMALLOC_POOL_SEAL) && os_have_mseal;
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
+PMALLOC_EXPORT int pmalloc_is_protected(const void *addr)
+{
+	struct pool_hit hit;
+	return pool_lookup(addr, &hit) && hit.is_protected;
+}

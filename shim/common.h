@@ -1,0 +1,34 @@
+/*
+ * common.h - what every file of the shim shares: export marking, branch
+ * hints, sizes, and the two error tiers (NULL + errno for exhaustion,
+ * fatal() for what must be impossible).
+ */
+#ifndef PMALLOC_COMMON_H
+#define PMALLOC_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <stdnoreturn.h>
+#include <stdatomic.h>
+#include <assert.h>
+
+#define PMALLOC_EXPORT __attribute__((visibility("default")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define cold __attribute__((cold, noinline))
+
+#define ALIGN_UP(x, a) (((x) + ((a) - 1)) & ~((uintptr_t)(a) - 1))
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Object alignment: alignof(max_align_t) on every target we build for. */
+#define PM_ALIGN 16u
+
+/* Write "pmalloc: fatal error in API: msg" to stderr with write(2) and abort.
+ * Async-signal-safe; for broken invariants only, never for exhaustion. */
+noreturn void fatal(const char *api, const char *msg);
+
+/* 1 when PMALLOC_DEBUG=1 (read once at start-up with secure_getenv). */
+extern int pm_debug;
+
+#endif

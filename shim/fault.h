@@ -1,0 +1,22 @@
+/*
+ * fault.h - the SIGSEGV handler: writes to protected pool memory are
+ * reported and end the process (enforce) or are let through (audit); every
+ * other SIGSEGV goes where it would have gone without the shim.
+ */
+#ifndef PMALLOC_FAULT_H
+#define PMALLOC_FAULT_H
+
+#include <signal.h>
+
+/* Install the handler (once; idempotent), remembering the previous one. */
+void fault_install(void);
+/* Interposed sigaction() for SIGSEGV: record the program's handler as the
+ * one to chain to, keeping the shim's first.  Same contract as sigaction(). */
+int fault_set_program_action(const struct sigaction *act, struct sigaction *old);
+/* Audit pools exist: let their faulting writes through by single-stepping
+ * them (installs a SIGTRAP handler once). */
+void fault_enable_audit(void);
+/* 1 once the shim's handler is installed. */
+int fault_installed(void);
+
+#endif

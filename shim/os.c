@@ -1,0 +1,110 @@
+/*
+ * os.c - the only file of the shim that calls mmap, mprotect, mseal, munmap
+ * and sigaction.  Every function returns 0 or -errno (the contract in
+ * os.h), never allocates, never logs, and keeps errno as it found it, so
+ * callers inside the host program's malloc and signal handler can use it.
+ */
+#define _GNU_SOURCE
+#include "os.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef __NR_mseal
+#define __NR_mseal 462
+#endif
+
+size_t os_page_size = 4096;
+int os_have_mseal;
+
+/* glibc's own entry point: the shim interposes sigaction() itself. */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+#define OS_CALL(expr) ({ int _e = errno; int _r = (expr) == 0 ? 0 : -errno; errno = _e; _r; })
+
+void os_init(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	if (ps > 0)
+		os_page_size = (size_t)ps;
+	/* mseal(addr, 0, 0) succeeds where the call exists and does nothing. */
+	int e = errno;
+	os_have_mseal = syscall(__NR_mseal, (unsigned long)0, 0UL, 0UL) == 0;
+	errno = e;
+}
+
+static int map(void *hint, size_t len, int prot, int flags, void **ret)
+{
+	int e = errno;
+	void *p = mmap(hint, len, prot, flags | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int r = p == MAP_FAILED ? -errno : 0;
+	errno = e;
+	if (r == 0)
+		*ret = p;
+	return r;
+}
+
+int os_reserve(size_t len, void **ret)
+{
+	return map(NULL, len, PROT_NONE, MAP_NORESERVE, ret);
+}
+
+int os_commit(void *p, size_t len)
+{
+	return OS_CALL(mprotect(p, len, PROT_READ | PROT_WRITE));
+}
+
+int os_decommit(void *p, size_t len)
+{
+	/* A fresh mapping on top drops the pages and any protection at once. */
+	void *q;
+	int r = map(p, len, PROT_NONE, MAP_FIXED | MAP_NORESERVE, &q);
+	return r;
+}
+
+int os_protect_ro(void *p, size_t len)
+{
+	return OS_CALL(mprotect(p, len, PROT_READ));
+}
+
+int os_protect_rw(void *p, size_t len)
+{
+	return OS_CALL(mprotect(p, len, PROT_READ | PROT_WRITE));
+}
+
+int os_seal(void *p, size_t len)
+{
+	return OS_CALL(syscall(__NR_mseal, (unsigned long)p, (unsigned long)len, 0UL) == 0 ? 0 : -1);
+}
+
+int os_map(size_t len, void **ret)
+{
+	return map(NULL, len, PROT_READ | PROT_WRITE, 0, ret);
+}
+
+int os_unmap(void *p, size_t len)
+{
+	return OS_CALL(munmap(p, len));
+}
+
+int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return OS_CALL(__sigaction(sig, act, old));
+}
+
+void os_write_all(int fd, const char *buf, size_t len)
+{
+	int e = errno;
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		buf += n;
+		len -= (size_t)n;
+	}
+	errno = e;
+}

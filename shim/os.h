@@ -1,0 +1,38 @@
+/*
+ * os.h - the shim's only door to the kernel's memory and signal calls.
+ *
+ * Contract, once for all: every function returns 0 or -errno and writes its
+ * result parameters only on success; none allocates; all are
+ * async-signal-safe except os_init().
+ */
+#ifndef PMALLOC_OS_H
+#define PMALLOC_OS_H
+
+#include <signal.h>
+#include <stddef.h>
+
+extern size_t os_page_size;     /* set by os_init() */
+extern int os_have_mseal;       /* 1 when mseal(2) works here; probed by os_init() */
+
+void os_init(void);
+/* Reserve len bytes of address space, inaccessible, not charged to commit. */
+int os_reserve(size_t len, void **ret);
+/* Make [p, p+len) of a reservation read-write (fresh pages read as zero). */
+int os_commit(void *p, size_t len);
+/* Give [p, p+len) back to the system, leaving it reserved and inaccessible. */
+int os_decommit(void *p, size_t len);
+/* Make [p, p+len) read-only. */
+int os_protect_ro(void *p, size_t len);
+/* Make [p, p+len) read-write again (audit mode's single-step only). */
+int os_protect_rw(void *p, size_t len);
+/* mseal(2) [p, p+len): no later mprotect/munmap/mremap of it can succeed. */
+int os_seal(void *p, size_t len);
+/* Fresh read-write anonymous memory for the shim's own metadata. */
+int os_map(size_t len, void **ret);
+int os_unmap(void *p, size_t len);
+/* The libc sigaction, bypassing the shim's interposed one. */
+int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* write(2) all of buf to fd, retrying on EINTR and short writes. */
+void os_write_all(int fd, const char *buf, size_t len);
+
+#endif

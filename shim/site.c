@@ -1,0 +1,120 @@
+/*
+ * site.c - the table of call sites (see site.h): open addressing over a
+ * fixed mapping, inserted with one compare-and-swap, never removed, so ids
+ * stay valid for the life of the process and the signal handler can read
+ * them without a lock.
+ *
+ * Never allocates through malloc (its table comes from os_map) and never
+ * blocks.
+ */
+#define _GNU_SOURCE
+#include "site.h"
+#include "os.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#define SITE_BITS 14
+#define SITE_SLOTS (1u << SITE_BITS)
+#define SITE_PROBES 32
+#define SITE_SYM 48
+
+struct site {
+	_Atomic uintptr_t ra;
+	_Atomic int route;       /* stored as route - SITE_ROUTE_UNKNOWN: zeroed means unknown */
+	char sym[SITE_SYM];      /* written once, before sym_ready */
+	_Atomic int sym_ready;
+};
+
+static struct site *sites;
+static pthread_once_t site_once = PTHREAD_ONCE_INIT;
+
+static void site_init(void)
+{
+	void *p;
+	if (os_map(SITE_SLOTS * sizeof(struct site), &p) == 0)
+		__atomic_store_n(&sites, (struct site *)p, __ATOMIC_RELEASE);
+}
+
+static inline uint32_t site_hash(uintptr_t ra)
+{
+	return (uint32_t)(((uint64_t)ra * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - SITE_BITS));
+}
+
+uint16_t site_id(uintptr_t ra)
+{
+	struct site *t = __atomic_load_n(&sites, __ATOMIC_ACQUIRE);
+	if (unlikely(!t)) {
+		pthread_once(&site_once, site_init);
+		t = __atomic_load_n(&sites, __ATOMIC_ACQUIRE);
+		if (!t || ra == 0)
+			return SITE_NONE;
+	}
+	uint32_t h = site_hash(ra);
+	for (uint32_t i = 0; i < SITE_PROBES; i++) {
+		struct site *s = &t[(h + i) & (SITE_SLOTS - 1)];
+		uintptr_t cur = atomic_load_explicit(&s->ra, memory_order_acquire);
+		if (likely(cur == ra))
+			return (uint16_t)(((h + i) & (SITE_SLOTS - 1)) + 1);
+		if (cur == 0) {
+			uintptr_t expected = 0;
+			if (atomic_compare_exchange_strong(&s->ra, &expected, ra) || expected == ra)
+				return (uint16_t)(((h + i) & (SITE_SLOTS - 1)) + 1);
+		}
+	}
+	return SITE_NONE;
+}
+
+static struct site *site_get(uint16_t id)
+{
+	struct site *t = __atomic_load_n(&sites, __ATOMIC_ACQUIRE);
+	if (!t || id == SITE_NONE || id > SITE_SLOTS)
+		return NULL;
+	return &t[id - 1];
+}
+
+uintptr_t site_address(uint16_t id)
+{
+	struct site *s = site_get(id);
+	return s ? atomic_load_explicit(&s->ra, memory_order_acquire) : 0;
+}
+
+int site_route(uint16_t id)
+{
+	struct site *s = site_get(id);
+	return s ? atomic_load_explicit(&s->route, memory_order_acquire) + SITE_ROUTE_UNKNOWN : SITE_ROUTE_HEAP;
+}
+
+void site_set_route(uint16_t id, int route)
+{
+	struct site *s = site_get(id);
+	if (s)
+		atomic_store_explicit(&s->route, route - SITE_ROUTE_UNKNOWN, memory_order_release);
+}
+
+void site_reset_routes(void)
+{
+	struct site *t = __atomic_load_n(&sites, __ATOMIC_ACQUIRE);
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < SITE_SLOTS; i++)
+		if (atomic_load_explicit(&t[i].ra, memory_order_relaxed))
+			atomic_store_explicit(&t[i].route, 0, memory_order_release);
+}
+
+const char *site_symbol(uint16_t id)
+{
+	struct site *s = site_get(id);
+	return s && atomic_load_explicit(&s->sym_ready, memory_order_acquire) ? s->sym : NULL;
+}
+
+void site_set_symbol(uint16_t id, const char *sym)
+{
+	struct site *s = site_get(id);
+	if (!s || atomic_load_explicit(&s->sym_ready, memory_order_acquire))
+		return;
+	size_t n = strnlen(sym, SITE_SYM - 1);
+	memcpy(s->sym, sym, n);
+	s->sym[n] = '\0';
+	atomic_store_explicit(&s->sym_ready, 1, memory_order_release);
+}
