@@ -124,7 +124,7 @@ $(B)/tests/%: tests/unit/%.c $(SHIM_LIB) $(SHARED_OBJS) tests/unit/testutil.h
 # no pmalloc headers unless they use the API, symbols kept (not stripped).
 $(B)/progs/%: tests/progs/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O1 -g -Wall -Werror -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
+	$(CC) -std=gnu11 -O0 -g -Wall -Werror -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
 		$(if $(findstring api_,$*),-lpmalloc_shim) -ldl -lpthread
 
 $(B)/progs/lib%.so: tests/progs/lib%.c

@@ -173,6 +173,8 @@ void *pool_alloc(struct pmalloc_pool *p, size_t size, size_t align, uint16_t sit
 	pthread_mutex_lock(&p->lock);
 	if (unlikely(p->max_bytes && p->st.used + need > p->max_bytes)) {
 		r = NULL;
+		if (!atomic_exchange(&p->capped_said, 1))
+			debug_line("pool \"", p->name, "\" reached max_bytes: further allocations go to the heap");
 	} else {
 		struct span *s = p->cur;
 		size_t off = s ? ALIGN_UP(s->base + s->cursor, align) - s->base : 0;
@@ -296,4 +298,29 @@ void pool_for_each(void (*fn)(struct pmalloc_pool *p, void *ctx), void *ctx)
 	for (struct pmalloc_pool *p = registry; p; p = p->reg_next)
 		fn(p, ctx);
 	pthread_mutex_unlock(&registry_lock);
+}
+
+static struct pool_hit object_of(const void *p, const char *api)
+{
+	struct pool_hit hit;
+	if (!pool_lookup(p, &hit) || !hit.in_object || hit.object != (uintptr_t)p)
+		fatal(api, "invalid pointer into pool memory");
+	return hit;
+}
+
+void pool_note_free(void *p, const char *api)
+{
+	struct pool_hit hit = object_of(p, api);
+	atomic_fetch_add_explicit(&hit.pool->frees, 1, memory_order_relaxed);
+}
+
+size_t pool_usable_size(const void *p, const char *api)
+{
+	return object_of(p, api).object_size;
+}
+
+bool pool_is_protected(const void *p)
+{
+	struct pool_hit hit;
+	return pool_lookup(p, &hit) && hit.is_protected;
 }

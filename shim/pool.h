@@ -28,6 +28,8 @@ struct pmalloc_pool {
 	} st;
 	unsigned int flags;              /* PMALLOC_POOL_* */
 	_Atomic int mode;                /* enum pool_mode, read by the fault handler */
+	_Atomic size_t frees;            /* free()/realloc() of its objects, accepted and ignored */
+	_Atomic int capped_said;         /* max_bytes reached, said once */
 	int index;                       /* interposition pool number, -1 for API pools */
 	char name[POOL_NAME];
 	char policy[POOL_NAME];          /* "" for API pools */
@@ -57,6 +59,14 @@ struct pool_hit {
 /* What p is in pool memory; false when it is not pool memory.  Lock-free,
  * async-signal-safe. */
 bool pool_lookup(const void *p, struct pool_hit *ret);
+
+/* free() of pool object p: counted, the memory stays; fatal() when p is
+ * pool memory but not the start of an object (a corrupt pointer). */
+void pool_note_free(void *p, const char *api);
+/* Usable size of pool object p; fatal() like pool_note_free. */
+size_t pool_usable_size(const void *p, const char *api);
+/* 1 if p lies in protected pool memory. */
+bool pool_is_protected(const void *p);
 
 /* Install fork handlers and the fault handler (once). */
 void pool_global_init(void);

@@ -13,6 +13,7 @@
 #define SITE_NONE 0
 #define SITE_ROUTE_UNKNOWN (-2)      /* not decided yet */
 #define SITE_ROUTE_HEAP (-1)         /* ordinary heap */
+#define SITE_ROUTE_WRAPPER (-3)      /* an allocation wrapper: decided per call by its caller */
 
 /* The id of return address ra, inserting it on first sight; SITE_NONE when
  * the table is full.  Lock-free; about 3 ns on a hit. */

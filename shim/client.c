@@ -1,0 +1,304 @@
+/*
+ * client.c - the shim's side of pmallocd: the start-up handshake that
+ * fetches this process's policy, and the reports sent afterwards (pool
+ * protected; write fault, from the signal handler).  With no daemon,
+ * reports go to the journal directly (journal.c).
+ *
+ * The connection is a SOCK_SEQPACKET socket opened at start-up and kept,
+ * moved to a high descriptor and checked by inode before each use: a
+ * program that closes every descriptor, or reuses the number, never gets
+ * our bytes in its files.  The daemon learns who sends from the kernel
+ * (SO_PASSCRED), so a forked child reports as itself.
+ *
+ * The handshake never waits longer than its timeout; sends never block.
+ * client_report() is async-signal-safe: a static message, no malloc.
+ */
+#define _GNU_SOURCE
+#include "shim.h"
+#include "client.h"
+#include "journal.h"
+#include "fmt.h"
+#include "report.h"
+#include "wire.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CLIENT_FD_MIN 600      /* out of the way of programs' own descriptors */
+
+static int client_fd = -1;
+static dev_t client_dev;
+static ino_t client_ino;
+static uint64_t client_generation;
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static bool client_fd_valid(void)
+{
+	struct stat st;
+	return client_fd >= 0 && fstat(client_fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	       st.st_dev == client_dev && st.st_ino == client_ino;
+}
+
+/* 1 and the policy text, 0 when the daemon has none, -errno when no daemon
+ * answered in time (the caller then reads the file). */
+int client_fetch_policy(const char *path, unsigned int timeout_ms, char **ret_text, uint64_t *ret_generation)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, CLIENT_FD_MIN);
+	if (high >= 0) {
+		close(fd);
+		fd = high;
+	}
+	int r;
+	char *buf = NULL;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	struct pmw_hello hello = { 0 };
+	pmw_header_init(&hello.h, PMW_HELLO, sizeof(hello));
+	if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello)) {
+		r = -errno;
+		goto fail;
+	}
+	buf = malloc(PMW_MAX_MSG + 1);
+	if (!buf) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	uint64_t deadline = ms_now() + timeout_ms;
+	ssize_t n;
+	for (;;) {
+		n = recv(fd, buf, PMW_MAX_MSG + 1, MSG_TRUNC);
+		if (n >= 0 || errno != EAGAIN) {
+			if (n < 0) {
+				r = -errno;
+				goto fail;
+			}
+			break;
+		}
+		uint64_t now = ms_now();
+		if (now >= deadline) {
+			r = -ETIMEDOUT;
+			goto fail;
+		}
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct timespec ts = { 0, (long)(deadline - now) * 1000000L };
+		/* The raw system call: poll() and ppoll() are interposed triggers. */
+		syscall(SYS_ppoll, &pfd, 1, &ts, NULL, (size_t)8);
+	}
+	const struct pmw_header *h = (const void *)buf;
+	if (n < (ssize_t)sizeof(*h) || n > PMW_MAX_MSG || h->magic != PMW_MAGIC || h->length != (uint32_t)n) {
+		r = -EPROTO;
+		goto fail;
+	}
+	if (h->version != PMW_VERSION || h->type == PMW_REFUSED) {
+		const struct pmw_answer *a = (const void *)buf;
+		if (h->type == PMW_REFUSED && n == (ssize_t)sizeof(*a)) {
+			char reason[PMW_SYM];
+			memcpy(reason, a->reason, sizeof(reason));
+			reason[sizeof(reason) - 1] = '\0';
+			debug_printf("pmallocd refused this process: %s", reason);
+		}
+		r = -EPROTONOSUPPORT;
+		goto fail;
+	}
+	if (h->type == PMW_NO_POLICY && n == (ssize_t)sizeof(struct pmw_answer)) {
+		r = 0;
+		goto fail;
+	}
+	const struct pmw_policy *p = (const void *)buf;
+	if (h->type != PMW_POLICY || n < (ssize_t)sizeof(*p) || p->text_len == 0 ||
+	    sizeof(*p) + p->text_len != (size_t)n || p->text[p->text_len - 1] != '\0') {
+		r = -EPROTO;
+		goto fail;
+	}
+	char *text = malloc(p->text_len);
+	if (!text) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	memcpy(text, p->text, p->text_len);
+	struct stat st;
+	if (fstat(fd, &st) == 0) {
+		client_dev = st.st_dev;
+		client_ino = st.st_ino;
+		client_fd = fd;
+	} else {
+		close(fd);
+	}
+	uint64_t generation = p->generation;
+	client_generation = generation;
+	free(buf);
+	*ret_text = text;
+	*ret_generation = generation;
+	return 1;
+fail:
+	free(buf);
+	close(fd);
+	return r;
+}
+
+void client_after_fork(void)
+{
+	/* The child shares the connection; the daemon tells it apart by pid. */
+}
+
+static void copy_name(char *dst, size_t len, const char *src)
+{
+	size_t n = src ? strnlen(src, len - 1) : 0;
+	memcpy(dst, src ? src : "", n);
+	memset(dst + n, 0, len - n);
+}
+
+void client_notify_protected(size_t i, const char *trigger, size_t new_bytes)
+{
+	const struct shim_state *st = shim;
+	struct pmalloc_pool *p = st->pools[i].pool;
+	struct pmw_protected m;
+	memset(&m, 0, sizeof(m));
+	pmw_header_init(&m.h, PMW_PROTECTED, sizeof(m));
+	copy_name(m.policy, sizeof(m.policy), st->policy->name);
+	copy_name(m.pool, sizeof(m.pool), p->name);
+	copy_name(m.trigger, sizeof(m.trigger), trigger);
+	m.generation = st->generation;
+	m.new_bytes = new_bytes;
+	pthread_mutex_lock(&p->lock);
+	m.protected_bytes = p->st.protected_bytes;
+	m.objects = p->st.objects;
+	pthread_mutex_unlock(&p->lock);
+	if (client_fd_valid() && send(client_fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) == sizeof(m))
+		return;
+	journal_protected(&m);
+}
+
+/* The build-id of the object mapped at [start, end), read from its program
+ * headers in memory: no lock, no system call. */
+static uint32_t build_id_of(const struct link_map *lm, uintptr_t start, uintptr_t end, uint8_t *out)
+{
+	const ElfW(Ehdr) *eh = (const void *)start;
+	if (end - start < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
+		return 0;
+	uintptr_t ph = start + eh->e_phoff;
+	if (eh->e_phoff == 0 || ph + (uintptr_t)eh->e_phnum * sizeof(ElfW(Phdr)) > end)
+		return 0;
+	for (int i = 0; i < eh->e_phnum; i++) {
+		const ElfW(Phdr) *p = (const void *)(ph + (uintptr_t)i * sizeof(ElfW(Phdr)));
+		if (p->p_type != PT_NOTE)
+			continue;
+		uintptr_t n = lm->l_addr + p->p_vaddr, nend = n + p->p_memsz;
+		if (n < start || nend > end)
+			continue;
+		while (n + sizeof(ElfW(Nhdr)) <= nend) {
+			const ElfW(Nhdr) *nh = (const void *)n;
+			uintptr_t name = n + sizeof(*nh);
+			uintptr_t desc = name + ALIGN_UP(nh->n_namesz, 4);
+			uintptr_t next = desc + ALIGN_UP(nh->n_descsz, 4);
+			if (next > nend)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    memcmp((const void *)name, "GNU", 4) == 0) {
+				uint32_t len = nh->n_descsz < PMW_BUILD_ID ? nh->n_descsz : PMW_BUILD_ID;
+				memcpy(out, (const void *)desc, len);
+				return len;
+			}
+			n = next;
+		}
+	}
+	return 0;
+}
+
+static uint32_t module_index(struct pmw_report *m, uintptr_t ip, uint64_t *ret_offset)
+{
+	struct dl_find_object dlfo;
+	if (_dl_find_object((void *)ip, &dlfo) != 0 || !dlfo.dlfo_link_map)
+		return PMW_NO_MODULE;
+	const struct link_map *lm = dlfo.dlfo_link_map;
+	*ret_offset = ip - lm->l_addr;
+	for (uint32_t i = 0; i < m->n_modules; i++)
+		if (m->modules[i].base == lm->l_addr)
+			return i;
+	if (m->n_modules >= PMW_MODULES)
+		return PMW_NO_MODULE;
+	struct pmw_module *mod = &m->modules[m->n_modules];
+	const char *name = lm->l_name && lm->l_name[0] ? lm->l_name : m->exe;
+	copy_name(mod->path, sizeof(mod->path), name);
+	mod->base = lm->l_addr;
+	mod->build_id_len = build_id_of(lm, (uintptr_t)dlfo.dlfo_map_start, (uintptr_t)dlfo.dlfo_map_end,
+					mod->build_id);
+	return m->n_modules++;
+}
+
+static struct pmw_report report_msg;
+static atomic_flag report_busy = ATOMIC_FLAG_INIT;
+static char exe_path[PMW_PATH];
+
+void client_report(const struct violation *v)
+{
+	/* One report at a time; a second thread faulting meanwhile is only
+	 * reported on stderr (its process is about to die anyway). */
+	if (atomic_flag_test_and_set(&report_busy))
+		return;
+	struct pmw_report *m = &report_msg;
+	memset(m, 0, sizeof(*m));
+	pmw_header_init(&m->h, PMW_REPORT, sizeof(*m));
+	copy_name(m->policy, sizeof(m->policy), v->policy);
+	copy_name(m->pool, sizeof(m->pool), v->pool);
+	m->mode = v->audit ? PMW_MODE_AUDIT : PMW_MODE_ENFORCE;
+	m->generation = shim ? shim->generation : 0;
+	m->address = v->address;
+	m->object_start = v->object;
+	m->object_size = v->object_size;
+	m->offset = v->object ? v->address - v->object : 0;
+	if (v->site_symbol)
+		copy_name(m->object_site, sizeof(m->object_site), v->site_symbol);
+	else if (v->site_ra) {
+		struct fmt f;
+		fmt_init(&f, m->object_site, sizeof(m->object_site));
+		report_fmt_location(&f, v->site_ra);
+		fmt_cstr(&f);
+	}
+	m->fault_ip = v->ip;
+	copy_name(m->exe, sizeof(m->exe), exe_path);
+	for (int i = 0; i < v->n_frames && i < PMW_FRAMES; i++) {
+		m->frames[i].ip = v->frames[i];
+		m->frames[i].module = module_index(m, v->frames[i], &m->frames[i].offset);
+		m->n_frames++;
+	}
+	bool sent = client_fd_valid() &&
+		    send(client_fd, m, sizeof(*m), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(*m);
+	if (!sent)
+		journal_violation(m, v);
+	atomic_flag_clear(&report_busy);
+}
+
+void client_init(void)
+{
+	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+	exe_path[n > 0 ? n : 0] = '\0';
+	report_send_hook = client_report;
+}

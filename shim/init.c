@@ -1,0 +1,222 @@
+/*
+ * init.c - start-up of the interposition: which policy applies to this
+ * process (from pmallocd, else the policy file), its pools, its symbols and
+ * its triggers; then the state is made read-only and armed.
+ *
+ * Runs once, as a constructor of the preloaded library, before the
+ * program's own constructors and main.  Fails open: any problem leaves the
+ * program running unprotected, said once on stderr when it is the policy
+ * file's fault, otherwise only under PMALLOC_DEBUG=1.  Its allocations go
+ * to libc (shim_busy).
+ */
+#define _GNU_SOURCE
+#include "shim.h"
+#include "client.h"
+#include "fault.h"
+#include "fmt.h"
+#include "os.h"
+#include "pmalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_CONF "/etc/pmalloc.conf"
+#define DEFAULT_SOCKET "/run/pmalloc/pmallocd.sock"
+#define HANDSHAKE_TIMEOUT_MS 100
+
+void debug_printf(const char *fmt, ...)
+{
+	if (!pm_debug)
+		return;
+	char buf[1024];
+	int n = snprintf(buf, sizeof(buf), "pmalloc[%d]: ", (int)getpid());
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m >= sizeof(buf) - (size_t)n - 1 ? sizeof(buf) - (size_t)n - 2 : (size_t)m);
+	buf[len++] = '\n';
+	os_write_all(STDERR_FILENO, buf, len);
+}
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	char buf[1024];
+	int n = snprintf(buf, sizeof(buf), "pmalloc: ");
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m >= sizeof(buf) - (size_t)n - 1 ? sizeof(buf) - (size_t)n - 2 : (size_t)m);
+	buf[len++] = '\n';
+	os_write_all(STDERR_FILENO, buf, len);
+}
+
+static void read_identity(char *exe, size_t exe_len, char *comm, size_t comm_len)
+{
+	ssize_t n = readlink("/proc/self/exe", exe, exe_len - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	comm[0] = '\0';
+	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, comm, comm_len - 1);
+		comm[n > 0 ? n : 0] = '\0';
+		comm[strcspn(comm, "\n")] = '\0';
+		close(fd);
+	}
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The policy set for this process: 1 with *ret, 0 for none, never fails. */
+static int load_policy(struct policy_set **ret, uint64_t *ret_generation, bool *ret_from_daemon)
+{
+	const char *sock = secure_getenv("PMALLOC_SOCKET");
+	char *text = NULL, err[POLICY_ERR_MAX];
+	uint64_t gen = 0;
+	int r = client_fetch_policy(sock && *sock ? sock : DEFAULT_SOCKET, HANDSHAKE_TIMEOUT_MS, &text, &gen);
+	if (r == 0) {
+		debug_printf("pmallocd has no policy for this process");
+		return 0;
+	}
+	if (r > 0) {
+		r = policy_set_load_string(text, "pmallocd", ret, err, sizeof(err));
+		free(text);
+		if (r < 0) {
+			say("policy from pmallocd refused: %s (running unprotected)", err);
+			return 0;
+		}
+		*ret_generation = gen;
+		*ret_from_daemon = true;
+		return 1;
+	}
+	debug_printf("no answer from pmallocd at %s: %s; reading the policy file", sock ? sock : DEFAULT_SOCKET,
+		     strerror(-r));
+	const char *conf = secure_getenv("PMALLOC_CONF");
+	if (!conf || !*conf)
+		conf = DEFAULT_CONF;
+	r = policy_set_load_file(conf, ret, err, sizeof(err));
+	if (r == -ENOENT && access(conf, F_OK) < 0) {
+		debug_printf("no policy file %s", conf);
+		return 0;
+	}
+	if (r < 0) {
+		say("%s (running unprotected)", err);
+		return 0;
+	}
+	return 1;
+}
+
+static int arm(const struct policy_set *set, const struct policy *pol, uint64_t generation)
+{
+	void *mem;
+	size_t len = ALIGN_UP(sizeof(struct shim_state), os_page_size);
+	int r = os_map(len, &mem);
+	if (r < 0)
+		return r;
+	struct shim_state *st = mem;
+	st->set = set;
+	st->policy = pol;
+	st->generation = generation;
+	st->match_all = -1;
+	st->start_ns = monotonic_ns();
+	if (pol->n_pools > SHIM_POOLS_MAX) {
+		say("policy \"%s\" has %zu pools, more than the %d supported; running unprotected",
+		    pol->name, pol->n_pools, SHIM_POOLS_MAX);
+		return -E2BIG;
+	}
+	for (size_t i = 0; i < pol->n_pools; i++) {
+		const struct policy_pool *pp = &pol->pools[i];
+		struct shim_pool *sp = &st->pools[i];
+		unsigned flags = pol->protection == POLICY_PROT_SEAL ? PMALLOC_POOL_SEAL : 0;
+		sp->pool = pool_create(pp->name, flags);
+		if (!sp->pool)
+			return -ENOMEM;
+		snprintf(sp->pool->policy, sizeof(sp->pool->policy), "%s", pol->name);
+		sp->pool->max_bytes = pp->max_bytes;
+		sp->pool->index = (int)i;
+		atomic_store(&sp->pool->mode, pol->mode == POLICY_MODE_AUDIT ? POOL_AUDIT : POOL_ENFORCE);
+		sp->spec = pp;
+		for (size_t t = 0; t < pp->n_triggers; t++) {
+			const struct policy_trigger *tr = &pp->triggers[t];
+			if (tr->kind == POLICY_TRIGGER_ON_CALL) {
+				sp->call_mask |= 1u << tr->call;
+			} else if (tr->kind == POLICY_TRIGGER_AFTER) {
+				if (!sp->after_ns || tr->after_ns < sp->after_ns)
+					sp->after_ns = tr->after_ns;
+			}
+		}
+		if (sp->after_ns)
+			snprintf(sp->after_text, sizeof(sp->after_text), "after:%llums",
+				 (unsigned long long)(sp->after_ns / 1000000u));
+		st->call_mask |= sp->call_mask;
+		for (size_t s = 0; s < pp->n_sites; s++)
+			if (!pp->sites[s].object && strcmp(pp->sites[s].function, "*") == 0 && st->match_all < 0)
+				st->match_all = (int)i;
+		debug_printf("pool \"%s\": %zu sites, %zu wrappers, %zu triggers, max_bytes %llu", pp->name,
+			     pp->n_sites, pp->n_wrappers, pp->n_triggers, (unsigned long long)pp->max_bytes);
+	}
+	st->n_pools = pol->n_pools;
+	if (pol->mode == POLICY_MODE_AUDIT)
+		fault_enable_audit();
+	r = resolve_init(st);
+	if (r < 0)
+		return r;
+	os_protect_ro(mem, len);
+	shim = st;
+	trigger_init(st);
+	return 0;
+}
+
+void shim_init(void)
+{
+	int saved = errno;
+	shim_busy = 1;
+	const char *d = secure_getenv("PMALLOC_DEBUG");
+	pm_debug = d && strcmp(d, "1") == 0;
+	os_init();
+	client_init();
+
+	struct policy_set *set = NULL;
+	uint64_t generation = 0;
+	bool from_daemon = false;
+	if (load_policy(&set, &generation, &from_daemon) > 0) {
+		char exe[4096], comm[64];
+		read_identity(exe, sizeof(exe), comm, sizeof(comm));
+		/* pmallocd already matched this process by what the kernel says. */
+		const struct policy *pol = from_daemon ? (set->n_policies ? &set->policies[0] : NULL)
+						       : policy_set_match(set, exe, comm, getuid());
+		if (!pol) {
+			debug_printf("no policy matches %s (comm %s, uid %u)", exe, comm, (unsigned)getuid());
+			policy_set_free(set);
+		} else {
+			debug_printf("policy \"%s\" (%s, %s) applies to %s%s", pol->name,
+				     pol->mode == POLICY_MODE_AUDIT ? "audit" : "enforce",
+				     pol->protection == POLICY_PROT_SEAL ? "seal" : "mprotect", exe,
+				     from_daemon ? ", from pmallocd" : "");
+			int r = arm(set, pol, generation);
+			if (r < 0)
+				debug_printf("cannot arm policy \"%s\": %s; running unprotected", pol->name,
+					     strerror(-r));
+		}
+	}
+	shim_busy = 0;
+	errno = saved;
+}
+
+__attribute__((constructor)) static void shim_constructor(void)
+{
+	shim_init();
+}

@@ -1,0 +1,400 @@
+/*
+ * resolve.c - from "the function whose code called malloc" to a pool: the
+ * policy's site and wrapper rules turned into address ranges, and the
+ * decision for each return address, made once and cached in site.c.
+ *
+ * The objects loaded at start-up are read from their files (.symtab where
+ * present, so static functions count; .dynsym otherwise) before the
+ * program's main runs.  Objects loaded later by dlopen are read from memory
+ * (.dynsym, exported functions only) at the first allocation made from
+ * them: by then the program may be chrooted or under a seccomp filter, and
+ * an allocator must not open files behind its back.
+ *
+ * Range tables are built aside and published with one atomic store, then
+ * never written again (they are mprotect'ed read-only) nor freed, so
+ * lookups take no lock.  Runs with shim_busy set: its own allocations go to
+ * libc.  Never called from a signal handler.
+ */
+#define _GNU_SOURCE
+#include "shim.h"
+#include "os.h"
+#include "site.h"
+#include "symtab.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#define OBJECTS_MAX 4096
+
+struct rule {
+	int route;                  /* pool index, or SITE_ROUTE_WRAPPER */
+	const char *object;         /* glob or NULL */
+	const char *function;       /* glob */
+	bool literal;               /* function has no glob characters */
+	bool matched;
+};
+
+struct range {
+	uintptr_t start, end;
+	int route;
+	const char *name;
+};
+
+struct range_table {
+	size_t n, map_len;
+	struct range r[];
+};
+
+static const struct shim_state *state;   /* the state being armed, then shim */
+static struct rule *rules;
+static size_t n_rules;
+static bool any_specific;        /* a rule other than the match-all "*" */
+static struct range_table *_Atomic table;
+static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
+static const void *scanned[OBJECTS_MAX];   /* link maps already read */
+static size_t n_scanned;
+
+static bool has_glob_chars(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+static bool object_matches(const struct rule *r, const char *path)
+{
+	return !r->object || fnmatch(r->object, path, 0) == 0 ||
+	       fnmatch(r->object, base_name(path), 0) == 0;
+}
+
+/* Collected ranges of one object, before merging. */
+struct collect {
+	const struct rule **rules;   /* the rules that apply to this object */
+	size_t n_rules;
+	struct range *r;
+	size_t n, cap;
+};
+
+static int collect_symbol(void *ctx, const char *name, uintptr_t start, size_t size)
+{
+	struct collect *c = ctx;
+	for (size_t i = 0; i < c->n_rules; i++) {
+		const struct rule *ru = c->rules[i];
+		if (ru->literal ? strcmp(ru->function, name) != 0 : fnmatch(ru->function, name, 0) != 0)
+			continue;
+		if (c->n == c->cap) {
+			size_t cap = c->cap ? c->cap * 2 : 64;
+			struct range *nr = realloc(c->r, cap * sizeof(*nr));
+			if (!nr)
+				return -ENOMEM;
+			c->r = nr;
+			c->cap = cap;
+		}
+		char *copy = strdup(name);
+		if (!copy)
+			return -ENOMEM;
+		c->r[c->n++] = (struct range){ start, start + size, ru->route, copy };
+		((struct rule *)(uintptr_t)ru)->matched = true;
+		break;      /* first rule wins: wrappers are listed before sites */
+	}
+	return 0;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Publish the current table plus c's ranges as a new read-only table. */
+static int merge(struct collect *c)
+{
+	struct range_table *old = atomic_load(&table);
+	size_t n = (old ? old->n : 0) + c->n;
+	size_t len = ALIGN_UP(sizeof(struct range_table) + n * sizeof(struct range), os_page_size);
+	void *mem;
+	int r = os_map(len, &mem);
+	if (r < 0)
+		return r;
+	struct range_table *t = mem;
+	t->map_len = len;
+	t->n = n;
+	if (old)
+		memcpy(t->r, old->r, old->n * sizeof(struct range));
+	memcpy(t->r + (old ? old->n : 0), c->r, c->n * sizeof(struct range));
+	qsort(t->r, n, sizeof(struct range), range_cmp);
+	os_protect_ro(mem, len);
+	atomic_store(&table, t);
+	/* The old table stays mapped: a lookup may still be reading it. */
+	return 0;
+}
+
+static bool already_scanned(const void *key)
+{
+	for (size_t i = 0; i < n_scanned; i++)
+		if (scanned[i] == key)
+			return true;
+	return false;
+}
+
+/* .dynsym of a loaded object, from memory: DT_SYMTAB/DT_STRTAB (relocated
+ * by ld.so on this architecture), with the symbol count from DT_HASH or,
+ * lacking it, the last chain of DT_GNU_HASH. */
+static int walk_loaded_dynsym(const ElfW(Dyn) *dyn, uintptr_t bias, symtab_fn fn, void *ctx)
+{
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	const uint32_t *hash = NULL, *gnu = NULL;
+	for (const ElfW(Dyn) *d = dyn; d && d->d_tag != DT_NULL; d++) {
+		switch (d->d_tag) {
+		case DT_SYMTAB: symtab = (const void *)d->d_un.d_ptr; break;
+		case DT_STRTAB: strtab = (const void *)d->d_un.d_ptr; break;
+		case DT_HASH: hash = (const void *)d->d_un.d_ptr; break;
+		case DT_GNU_HASH: gnu = (const void *)d->d_un.d_ptr; break;
+		}
+	}
+	if (!symtab || !strtab)
+		return 0;
+	size_t count = 0;
+	if (hash) {
+		count = hash[1];
+	} else if (gnu) {
+		uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom = gnu[2];
+		const uint32_t *buckets = gnu + 4 + bloom * (sizeof(ElfW(Addr)) / 4);
+		const uint32_t *chain = buckets + nbuckets;
+		uint32_t last = 0;
+		for (uint32_t i = 0; i < nbuckets; i++)
+			if (buckets[i] > last)
+				last = buckets[i];
+		if (last >= symoffset) {
+			while (!(chain[last - symoffset] & 1))
+				last++;
+			count = last + 1;
+		}
+	}
+	for (size_t i = 0; i < count; i++) {
+		const ElfW(Sym) *s = &symtab[i];
+		int type = ELF64_ST_TYPE(s->st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s->st_shndx == SHN_UNDEF || !s->st_size)
+			continue;
+		int r = fn(ctx, strtab + s->st_name, bias + s->st_value, s->st_size);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* Read the function symbols of one object, from its file or from memory,
+ * and publish the ranges the rules select. */
+static void scan_object(const void *key, const char *path, uintptr_t bias, const ElfW(Dyn) *dyn,
+			bool from_file)
+{
+	const struct rule *applicable[64];
+	struct collect c = { .rules = applicable };
+	for (size_t i = 0; i < n_rules && c.n_rules < ARRAY_SIZE(applicable); i++)
+		if (object_matches(&rules[i], path))
+			c.rules[c.n_rules++] = &rules[i];
+	if (c.n_rules) {
+		int r = from_file ? symtab_for_each_function(path, bias, collect_symbol, &c)
+				  : walk_loaded_dynsym(dyn, bias, collect_symbol, &c);
+		if (r < 0)
+			debug_printf("cannot read symbols of %s: %s", path, strerror(-r));
+	}
+	pthread_mutex_lock(&resolve_lock);
+	if (!already_scanned(key)) {
+		if (n_scanned < OBJECTS_MAX)
+			scanned[n_scanned++] = key;
+		if (c.n && merge(&c) == 0 && pm_debug)
+			for (size_t i = 0; i < c.n; i++)
+				debug_printf("site %s [%#lx, %#lx) in %s -> %s", c.r[i].name,
+					     (unsigned long)c.r[i].start, (unsigned long)c.r[i].end, path,
+					     c.r[i].route == SITE_ROUTE_WRAPPER ? "wrapper"
+					     : state->pools[c.r[i].route].pool->name);
+	}
+	pthread_mutex_unlock(&resolve_lock);
+	free(c.r);
+}
+
+static const char *object_path(const struct link_map *lm, char *buf, size_t len)
+{
+	if (lm->l_name && lm->l_name[0])
+		return lm->l_name;
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	return buf;
+}
+
+static const struct range *lookup(uintptr_t a)
+{
+	const struct range_table *t = atomic_load_explicit(&table, memory_order_acquire);
+	if (!t || t->n == 0)
+		return NULL;
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {               /* the last range starting at or before a */
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->r[mid].start <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	const struct range *r = &t->r[lo - 1];
+	return a < r->end ? r : NULL;
+}
+
+/* An object loaded after start-up: read it from memory, once. */
+static void ensure_scanned(uintptr_t a)
+{
+	struct dl_find_object dlfo;
+	if (_dl_find_object((void *)a, &dlfo) != 0 || !dlfo.dlfo_link_map)
+		return;
+	const struct link_map *lm = dlfo.dlfo_link_map;
+	pthread_mutex_lock(&resolve_lock);
+	bool done = already_scanned(lm);
+	pthread_mutex_unlock(&resolve_lock);
+	if (done)
+		return;
+	char buf[4096];
+	const char *path = object_path(lm, buf, sizeof(buf));
+	scan_object(lm, path ? path : "?", lm->l_addr, lm->l_ld, false);
+}
+
+int resolve_route(uintptr_t ra, uint16_t id)
+{
+	uintptr_t a = ra - 1;        /* inside the call instruction's function */
+	if (any_specific)
+		ensure_scanned(a);
+	const struct range *r = lookup(a);
+	int route = r ? r->route : state->match_all >= 0 ? state->match_all : SITE_ROUTE_HEAP;
+	if (r && route >= 0) {
+		char sym[64];
+		snprintf(sym, sizeof(sym), "%s+%#lx", r->name, (unsigned long)(ra - r->start));
+		site_set_symbol(id, sym);
+		debug_printf("allocation site %s (%#lx) -> pool \"%s\"", sym, (unsigned long)ra,
+			     state->pools[route].pool->name);
+	}
+	site_set_route(id, route);
+	return route;
+}
+
+struct unwind_walk {
+	uintptr_t ra;
+	uintptr_t caller;
+	bool seen;
+};
+
+static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
+{
+	struct unwind_walk *w = arg;
+	uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
+	if (!w->seen) {
+		w->seen = ip == w->ra;
+		return _URC_NO_REASON;
+	}
+	const struct range *r = lookup(ip - 1);
+	if (r && r->route == SITE_ROUTE_WRAPPER)
+		return _URC_NO_REASON;      /* a wrapper calling a wrapper: keep going */
+	w->caller = ip;
+	return _URC_END_OF_STACK;
+}
+
+uint16_t resolve_through_wrapper(uintptr_t ra)
+{
+	struct unwind_walk w = { .ra = ra };
+	_Unwind_Backtrace(unwind_step, &w);
+	if (!w.caller)
+		return site_id(ra);         /* no caller found: charge the wrapper */
+	uint16_t id = site_id(w.caller);
+	int route = site_route(id);
+	if (route == SITE_ROUTE_UNKNOWN)
+		route = resolve_route(w.caller, id);
+	if (route == SITE_ROUTE_WRAPPER)    /* cannot be, but never loop */
+		site_set_route(id, SITE_ROUTE_HEAP);
+	return id;
+}
+
+static int add_rule(int route, const char *object, const char *function)
+{
+	struct rule *nr = realloc(rules, (n_rules + 1) * sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	rules = nr;
+	rules[n_rules++] = (struct rule){ route, object, function, !has_glob_chars(function), false };
+	return 0;
+}
+
+static int visit_startup(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	(void)ctx;
+	const char *name = info->dlpi_name;
+	char buf[4096];
+	/* The link map is the key ensure_scanned() will look for. */
+	struct dl_find_object dlfo;
+	const void *probe = info->dlpi_phnum ? (const void *)(info->dlpi_addr + info->dlpi_phdr[0].p_vaddr) : NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+			probe = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+			break;
+		}
+	if (!probe || _dl_find_object((void *)(uintptr_t)probe, &dlfo) != 0 || !dlfo.dlfo_link_map)
+		return 0;
+	if (!name || !name[0]) {
+		ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+		if (n <= 0)
+			return 0;
+		buf[n] = '\0';
+		name = buf;
+	}
+	if (strncmp(base_name(name), "linux-vdso", 10) == 0 || strncmp(base_name(name), "linux-gate", 10) == 0)
+		return 0;
+	scan_object(dlfo.dlfo_link_map, name, info->dlpi_addr, NULL, true);
+	return 0;
+}
+
+int resolve_init(const struct shim_state *st)
+{
+	state = st;
+	/* Wrappers first: a function named both ways is looked through. */
+	for (size_t i = 0; i < st->n_pools; i++)
+		for (size_t w = 0; w < st->pools[i].spec->n_wrappers; w++)
+			if (add_rule(SITE_ROUTE_WRAPPER, NULL, st->pools[i].spec->wrappers[w]) < 0)
+				return -ENOMEM;
+	for (size_t i = 0; i < st->n_pools; i++) {
+		const struct policy_pool *pp = st->pools[i].spec;
+		for (size_t s = 0; s < pp->n_sites; s++) {
+			const struct policy_site *site = &pp->sites[s];
+			if (!site->object && strcmp(site->function, "*") == 0 && st->match_all == (int)i)
+				continue;
+			if (add_rule((int)i, site->object, site->function) < 0)
+				return -ENOMEM;
+			any_specific = true;
+		}
+	}
+	if (!any_specific)
+		return 0;            /* "*" alone needs no symbols */
+	dl_iterate_phdr(visit_startup, NULL);
+	for (size_t i = 0; i < n_rules; i++)
+		if (!rules[i].matched)
+			debug_printf("%s rule \"%s%s%s\" matches no function loaded at start-up",
+				     rules[i].route == SITE_ROUTE_WRAPPER ? "wrapper" : "site",
+				     rules[i].object ? rules[i].object : "", rules[i].object ? ":" : "",
+				     rules[i].function);
+	return 0;
+}

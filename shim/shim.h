@@ -1,0 +1,67 @@
+/*
+ * shim.h - the interposition's state: the policy that applies to this
+ * process and its pools.  Built once by init.c, then read-only (its page is
+ * mprotect'ed, as OpenBSD's malloc_readonly is): an attacker who can write
+ * the heap cannot rewrite where allocations go or which pools protect.
+ */
+#ifndef PMALLOC_SHIM_H
+#define PMALLOC_SHIM_H
+
+#include "common.h"
+#include "policy.h"
+#include "pool.h"
+
+#define SHIM_POOLS_MAX 32
+
+struct shim_pool {
+	struct pmalloc_pool *pool;
+	const struct policy_pool *spec;
+	uint32_t call_mask;              /* bit c: on-call trigger for call c */
+	uint64_t after_ns;               /* after: trigger, 0 when none */
+	char after_text[24];             /* "after:2s", for reports */
+};
+
+struct shim_state {
+	const struct policy_set *set;
+	const struct policy *policy;
+	uint64_t generation;             /* the daemon's policy generation; 0 from a file */
+	size_t n_pools;
+	uint32_t call_mask;              /* union of the pools' on-call triggers */
+	int match_all;                   /* pool taking every allocation ("*"), or -1 */
+	uint64_t start_ns;               /* CLOCK_MONOTONIC at start-up */
+	struct shim_pool pools[SHIM_POOLS_MAX];
+};
+
+/* NULL until a policy with pools is armed; then read-only. */
+extern const struct shim_state *shim;
+
+/* Per-thread re-entrancy guard: set while the shim itself allocates or
+ * resolves, so those allocations go straight to libc. */
+extern __thread int shim_busy __attribute__((tls_model("initial-exec")));
+
+/* init.c: the start-up (constructor); 0 or -errno. */
+void shim_init(void);
+
+/* resolve.c: the routing decision for return address ra (cold path). */
+int resolve_route(uintptr_t ra, uint16_t id);
+/* The site id to charge an allocation to, looking through wrappers from
+ * the call at ra (id is ra's site): may return another site.  */
+uint16_t resolve_through_wrapper(uintptr_t ra);
+/* Read the rules of the armed policy; scans the objects loaded now. */
+int resolve_init(const struct shim_state *st);
+
+/* trigger.c */
+void trigger_call(enum policy_call c);
+void trigger_init(const struct shim_state *st);
+size_t shim_protect_pool(size_t i, const char *trigger);
+
+/* client.c: the daemon handshake and reports */
+int client_fetch_policy(const char *socket_path, unsigned int timeout_ms, char **ret_text,
+			uint64_t *ret_generation);
+void client_notify_protected(size_t pool_index, const char *trigger, size_t new_bytes);
+void client_after_fork(void);
+
+/* A debug line (PMALLOC_DEBUG=1) with printf formatting; normal context only. */
+void debug_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

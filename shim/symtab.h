@@ -1,0 +1,23 @@
+/*
+ * symtab.h - function symbols of the objects loaded in this process, read
+ * from their ELF files with libelf: .symtab where the file has one (static
+ * functions of an unstripped program count), else .dynsym.
+ *
+ * Start-up and dlopen time only: it allocates (malloc, libelf) and opens
+ * files, so callers run it with the shim's re-entrancy guard set and no shim
+ * lock held that an allocation could need.
+ */
+#ifndef PMALLOC_SYMTAB_H
+#define PMALLOC_SYMTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Called for each defined function symbol with its run-time address range;
+ * a non-zero return stops the walk and is returned. */
+typedef int (*symtab_fn)(void *ctx, const char *name, uintptr_t start, size_t size);
+
+/* Walk the function symbols of the ELF file at path, loaded with bias. */
+int symtab_for_each_function(const char *path, uintptr_t bias, symtab_fn fn, void *ctx);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * trigger.c - when interposition pools are protected: on calls that mark
+ * the end of initialisation (on-call:listen, ...), once after a delay from
+ * start-up (after:2s, by a timer thread), or when the program asks
+ * (pmalloc_protect_named, the manual trigger).
+ *
+ * The interposed calls are thin: one test of a read-only mask, then the
+ * real function, found once with dlsym.  A protect with nothing new costs a
+ * lock and no system call.  The protect happens before the real call runs,
+ * so what initialisation built is read-only before the program listens.
+ */
+#define _GNU_SOURCE
+#include "shim.h"
+#include "pmalloc.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+size_t shim_protect_pool(size_t i, const char *trigger)
+{
+	const struct shim_state *st = shim;
+	size_t n = pool_protect(st->pools[i].pool, trigger);
+	if (n) {
+		debug_printf("pool \"%s\": %zu bytes made read-only (%s)", st->pools[i].pool->name, n,
+			     trigger);
+		client_notify_protected(i, trigger, n);
+	}
+	return n;
+}
+
+void trigger_call(enum policy_call c)
+{
+	const struct shim_state *st = shim;
+	if (likely(!st || !(st->call_mask & (1u << c))) || shim_busy)
+		return;
+	char trigger[48];
+	snprintf(trigger, sizeof(trigger), "on-call:%s", policy_call_name(c));
+	for (size_t i = 0; i < st->n_pools; i++)
+		if (st->pools[i].call_mask & (1u << c))
+			shim_protect_pool(i, trigger);
+}
+
+PMALLOC_EXPORT int pmalloc_protect_named(const char *name)
+{
+	const struct shim_state *st = shim;
+	for (size_t i = 0; st && name && i < st->n_pools; i++)
+		if (strcmp(st->pools[i].pool->name, name) == 0) {
+			shim_protect_pool(i, "manual");
+			return 0;
+		}
+	errno = ENOENT;
+	return -1;
+}
+
+/* The next definition of name after the shim's: libc's. */
+static void *real_symbol(const char *name)
+{
+	int busy = shim_busy;
+	shim_busy = 1;
+	void *fn = dlsym(RTLD_NEXT, name);
+	shim_busy = busy;
+	return fn;
+}
+
+#define REAL(name, type) ({ \
+	static type _Atomic real_; \
+	type fn_ = atomic_load_explicit(&real_, memory_order_relaxed); \
+	if (unlikely(!fn_)) { \
+		fn_ = (type)real_symbol(#name); \
+		atomic_store_explicit(&real_, fn_, memory_order_relaxed); \
+	} \
+	fn_; })
+
+/* An interposed call: the trigger, then the real function (ENOSYS if libc
+ * has none, which cannot happen with glibc). */
+#define WRAP(ret, name, call, params, args) \
+	PMALLOC_EXPORT ret name params \
+	{ \
+		typedef ret (*fn_t) params; \
+		trigger_call(call); \
+		fn_t fn = REAL(name, fn_t); \
+		if (unlikely(!fn)) { \
+			errno = ENOSYS; \
+			return (ret)-1; \
+		} \
+		return fn args; \
+	}
+
+WRAP(int, listen, POLICY_CALL_LISTEN, (int fd, int backlog), (fd, backlog))
+WRAP(int, accept, POLICY_CALL_ACCEPT, (int fd, struct sockaddr *a, socklen_t *l), (fd, a, l))
+WRAP(int, accept4, POLICY_CALL_ACCEPT4, (int fd, struct sockaddr *a, socklen_t *l, int f), (fd, a, l, f))
+WRAP(int, epoll_wait, POLICY_CALL_EPOLL_WAIT, (int fd, struct epoll_event *e, int n, int t), (fd, e, n, t))
+WRAP(int, epoll_pwait, POLICY_CALL_EPOLL_PWAIT,
+     (int fd, struct epoll_event *e, int n, int t, const sigset_t *s), (fd, e, n, t, s))
+WRAP(int, poll, POLICY_CALL_POLL, (struct pollfd *f, nfds_t n, int t), (f, n, t))
+WRAP(int, ppoll, POLICY_CALL_PPOLL,
+     (struct pollfd *f, nfds_t n, const struct timespec *t, const sigset_t *s), (f, n, t, s))
+WRAP(int, select, POLICY_CALL_SELECT, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t),
+     (n, r, w, e, t))
+WRAP(int, pselect, POLICY_CALL_PSELECT,
+     (int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t, const sigset_t *s),
+     (n, r, w, e, t, s))
+WRAP(int, setuid, POLICY_CALL_SETUID, (uid_t u), (u))
+WRAP(int, setgid, POLICY_CALL_SETGID, (gid_t g), (g))
+WRAP(int, setresuid, POLICY_CALL_SETRESUID, (uid_t r, uid_t e, uid_t s), (r, e, s))
+WRAP(int, setresgid, POLICY_CALL_SETRESGID, (gid_t r, gid_t e, gid_t s), (r, e, s))
+WRAP(int, seteuid, POLICY_CALL_SETEUID, (uid_t u), (u))
+WRAP(int, setegid, POLICY_CALL_SETEGID, (gid_t g), (g))
+WRAP(int, chroot, POLICY_CALL_CHROOT, (const char *p), (p))
+WRAP(int, pthread_create, POLICY_CALL_PTHREAD_CREATE,
+     (pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), void *arg), (t, a, f, arg))
+WRAP(pid_t, fork, POLICY_CALL_FORK, (void), ())
+WRAP(int, daemon, POLICY_CALL_DAEMON, (int nochdir, int noclose), (nochdir, noclose))
+WRAP(int, execve, POLICY_CALL_EXECVE, (const char *p, char *const argv[], char *const envp[]),
+     (p, argv, envp))
+
+/* after:DURATION - a thread that sleeps until each deadline and protects.
+ * It blocks every signal (the program's handlers never run on it) and is
+ * started again in a forked child whose deadlines are still ahead. */
+static _Atomic int timer_running;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *timer_main(void *arg)
+{
+	(void)arg;
+	const struct shim_state *st = shim;
+	bool fired[SHIM_POOLS_MAX] = { false };
+	uint64_t started = now_ns();
+	for (;;) {
+		uint64_t next = UINT64_MAX, now = now_ns();
+		for (size_t i = 0; i < st->n_pools; i++) {
+			uint64_t d = st->pools[i].after_ns ? st->start_ns + st->pools[i].after_ns : 0;
+			if (!d || fired[i])
+				continue;
+			if (d <= now) {
+				fired[i] = true;
+				/* Once; a forked child's thread leaves alone what
+				 * fired in the parent before the fork. */
+				if (d > started)
+					shim_protect_pool(i, st->pools[i].after_text);
+			} else if (d < next) {
+				next = d;
+			}
+		}
+		if (next == UINT64_MAX)
+			break;
+		struct timespec ts = { (time_t)(next / 1000000000u), (long)(next % 1000000000u) };
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			;
+	}
+	atomic_store(&timer_running, 0);
+	return NULL;
+}
+
+static void timer_start(void)
+{
+	const struct shim_state *st = shim;
+	uint64_t now = now_ns();
+	bool ahead = false;
+	for (size_t i = 0; st && i < st->n_pools; i++)
+		if (st->pools[i].after_ns && st->start_ns + st->pools[i].after_ns > now)
+			ahead = true;
+	if (!ahead || atomic_exchange(&timer_running, 1))
+		return;
+	typedef int (*create_t)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	create_t create = REAL(pthread_create, create_t);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	if (!create || create(&t, &attr, timer_main, NULL) != 0) {
+		atomic_store(&timer_running, 0);
+		debug_printf("cannot start the after: timer thread; after: triggers will not fire");
+	} else {
+		pthread_setname_np(t, "pmalloc-timer");
+	}
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void timer_after_fork_child(void)
+{
+	atomic_store(&timer_running, 0);
+	client_after_fork();
+	timer_start();
+}
+
+void trigger_init(const struct shim_state *st)
+{
+	(void)st;
+	pthread_atfork(NULL, NULL, timer_after_fork_child);
+	timer_start();
+}
