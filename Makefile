@@ -131,10 +131,12 @@ $(B)/progs/lib%.so: tests/progs/lib%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g -Wall -Werror -fPIC -shared -o $@ $<
 
+# Benchmarks named bench_* use the API; the others are plain programs that
+# the runner preloads the shim into (or not).
 $(B)/bench/%: tests/bench/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O2 -g -Wall -Werror -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
-		-lpmalloc_shim -lpthread
+		$(if $(findstring bench_,$*),-lpmalloc_shim) -lpthread
 
 check: all $(UNIT_BINS) $(PROG_BINS)
 	@tests/run-tests $(B) $(UNIT_BINS)

@@ -107,7 +107,13 @@ struct pmalloc_pool *pool_create(const char *name, unsigned int flags)
 		return NULL;
 	}
 	memset(p, 0, sizeof(*p));
-	pthread_mutex_init(&p->lock, NULL);
+	/* Adaptive: the critical section is a few nanoseconds, so a contending
+	 * thread spins briefly instead of sleeping in the kernel. */
+	pthread_mutexattr_t attr;
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&p->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
 	p->next_span_bytes = SPAN_FIRST;
 	p->flags = flags;
 	p->index = -1;
