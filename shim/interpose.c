@@ -67,6 +67,7 @@ static inline void *route(size_t size, size_t align, uintptr_t ra)
 	uint16_t id = site_id(ra);
 	int r = site_route(id);
 	if (unlikely(r == SITE_ROUTE_UNKNOWN || r == SITE_ROUTE_WRAPPER)) {
+		int e = errno;       /* a successful malloc leaves errno alone */
 		shim_busy = 1;
 		if (r == SITE_ROUTE_UNKNOWN)
 			r = resolve_route(ra, id);
@@ -75,6 +76,7 @@ static inline void *route(size_t size, size_t align, uintptr_t ra)
 			r = site_route(id);
 		}
 		shim_busy = 0;
+		errno = e;
 	}
 	if (likely(r < 0))
 		return NULL;

@@ -3,6 +3,8 @@
  * and sigaction.  Every function returns 0 or -errno (the contract in
  * os.h), never allocates, never logs, and keeps errno as it found it, so
  * callers inside the host program's malloc and signal handler can use it.
+ * Memory calls are raw system calls: another preloaded library that wraps
+ * mmap or mprotect must not run (or allocate) inside our allocator.
  */
 #define _GNU_SOURCE
 #include "os.h"
@@ -38,7 +40,7 @@ void os_init(void)
 static int map(void *hint, size_t len, int prot, int flags, void **ret)
 {
 	int e = errno;
-	void *p = mmap(hint, len, prot, flags | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *p = (void *)syscall(SYS_mmap, hint, len, prot, flags | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
 	int r = p == MAP_FAILED ? -errno : 0;
 	errno = e;
 	if (r == 0)
@@ -53,7 +55,7 @@ int os_reserve(size_t len, void **ret)
 
 int os_commit(void *p, size_t len)
 {
-	return OS_CALL(mprotect(p, len, PROT_READ | PROT_WRITE));
+	return OS_CALL(syscall(SYS_mprotect, p, len, PROT_READ | PROT_WRITE));
 }
 
 int os_decommit(void *p, size_t len)
@@ -66,17 +68,17 @@ int os_decommit(void *p, size_t len)
 
 int os_protect_ro(void *p, size_t len)
 {
-	return OS_CALL(mprotect(p, len, PROT_READ));
+	return OS_CALL(syscall(SYS_mprotect, p, len, PROT_READ));
 }
 
 int os_protect_rw(void *p, size_t len)
 {
-	return OS_CALL(mprotect(p, len, PROT_READ | PROT_WRITE));
+	return OS_CALL(syscall(SYS_mprotect, p, len, PROT_READ | PROT_WRITE));
 }
 
 int os_seal(void *p, size_t len)
 {
-	return OS_CALL(syscall(__NR_mseal, (unsigned long)p, (unsigned long)len, 0UL) == 0 ? 0 : -1);
+	return OS_CALL(syscall(__NR_mseal, (unsigned long)p, (unsigned long)len, 0UL));
 }
 
 int os_map(size_t len, void **ret)
@@ -86,7 +88,7 @@ int os_map(size_t len, void **ret)
 
 int os_unmap(void *p, size_t len)
 {
-	return OS_CALL(munmap(p, len));
+	return OS_CALL(syscall(SYS_munmap, p, len));
 }
 
 int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old)

@@ -214,17 +214,20 @@ static void scan_object(const void *key, const char *path, uintptr_t bias, const
 			debug_printf("cannot read symbols of %s: %s", path, strerror(-r));
 	}
 	pthread_mutex_lock(&resolve_lock);
-	if (!already_scanned(key)) {
+	bool fresh = !already_scanned(key);
+	if (fresh) {
 		if (n_scanned < OBJECTS_MAX)
 			scanned[n_scanned++] = key;
-		if (c.n && merge(&c) == 0 && pm_debug)
-			for (size_t i = 0; i < c.n; i++)
+		fresh = c.n && merge(&c) == 0;
+	}
+	pthread_mutex_unlock(&resolve_lock);
+	/* Said outside the lock: nothing that may call out runs under it. */
+	if (fresh && pm_debug)
+		for (size_t i = 0; i < c.n; i++)
 				debug_printf("site %s [%#lx, %#lx) in %s -> %s", c.r[i].name,
 					     (unsigned long)c.r[i].start, (unsigned long)c.r[i].end, path,
 					     c.r[i].route == SITE_ROUTE_WRAPPER ? "wrapper"
 					     : state->pools[c.r[i].route].pool->name);
-	}
-	pthread_mutex_unlock(&resolve_lock);
 	free(c.r);
 }
 
@@ -368,9 +371,20 @@ static int visit_startup(struct dl_phdr_info *info, size_t size, void *ctx)
 	return 0;
 }
 
+static void resolve_lock_take(void)
+{
+	pthread_mutex_lock(&resolve_lock);
+}
+
+static void resolve_lock_drop(void)
+{
+	pthread_mutex_unlock(&resolve_lock);
+}
+
 int resolve_init(const struct shim_state *st)
 {
 	state = st;
+	pthread_atfork(resolve_lock_take, resolve_lock_drop, resolve_lock_drop);
 	/* Wrappers first: a function named both ways is looked through. */
 	for (size_t i = 0; i < st->n_pools; i++)
 		for (size_t w = 0; w < st->pools[i].spec->n_wrappers; w++)
