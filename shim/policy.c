@@ -1,0 +1,1407 @@
+/*
+ * policy.c - the policy file: read, validate, match, print (policy.h).
+ *
+ * Owns the policy model and every check a hostile policy file needs.
+ * libconfig alone is not enough: it accepts unknown keys, wraps integer
+ * literals silently (in 1.5, "4294967296" reads as 0, so a uid would become
+ * root and a max_bytes cap would vanish), follows @include, accepts an
+ * unterminated comment, stops at a NUL byte, and leaks memory on a string
+ * that stands where its grammar has no place for one.  So the text is read
+ * into memory here, pre-scanned for those traps, parsed by libconfig, and
+ * every group is walked against a fixed list of keys before anything
+ * reaches the model.
+ *
+ * Must never print or log (the caller reports err), never keep state between
+ * calls, and never be called from a signal handler or while the shim
+ * interposes (it allocates with malloc and calls libconfig).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <libconfig.h>
+
+#include "policy.h"
+
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+
+/* Bounds on what a file may ask for.  Far above any sane policy; they exist
+ * so that a hostile file costs bounded memory and time (duplicate checks are
+ * quadratic). */
+#define FILE_MAX (1024 * 1024)
+#define POLICIES_MAX 1024
+#define POOLS_MAX 256
+#define ENTRIES_MAX 1024
+#define GLOB_MAX 255
+
+#define DEFAULT_SOCKET "/run/pmalloc/pmallocd.sock"
+#define DEFAULT_HANDSHAKE_TIMEOUT_MS 100
+#define DEFAULT_REPORT_BURST 20
+#define DEFAULT_REPORT_INTERVAL_S 10
+
+#define NS_PER_MS UINT64_C(1000000)
+#define NS_PER_S UINT64_C(1000000000)
+#define DURATION_MAX_NS (24 * 3600 * NS_PER_S)
+
+/* An unknown uid is never (uid_t)-1: that value means "unchanged" to
+ * setresuid(2) and names no account. */
+#define UID_MAX_VALID UINT64_C(4294967294)
+
+static const char *const call_names[POLICY_CALL__COUNT] = {
+	[POLICY_CALL_LISTEN] = "listen",
+	[POLICY_CALL_ACCEPT] = "accept",
+	[POLICY_CALL_ACCEPT4] = "accept4",
+	[POLICY_CALL_EPOLL_WAIT] = "epoll_wait",
+	[POLICY_CALL_EPOLL_PWAIT] = "epoll_pwait",
+	[POLICY_CALL_POLL] = "poll",
+	[POLICY_CALL_PPOLL] = "ppoll",
+	[POLICY_CALL_SELECT] = "select",
+	[POLICY_CALL_PSELECT] = "pselect",
+	[POLICY_CALL_SETUID] = "setuid",
+	[POLICY_CALL_SETGID] = "setgid",
+	[POLICY_CALL_SETRESUID] = "setresuid",
+	[POLICY_CALL_SETRESGID] = "setresgid",
+	[POLICY_CALL_SETEUID] = "seteuid",
+	[POLICY_CALL_SETEGID] = "setegid",
+	[POLICY_CALL_CHROOT] = "chroot",
+	[POLICY_CALL_PTHREAD_CREATE] = "pthread_create",
+	[POLICY_CALL_FORK] = "fork",
+	[POLICY_CALL_DAEMON] = "daemon",
+	[POLICY_CALL_EXECVE] = "execve",
+};
+
+const char *policy_call_name(enum policy_call c)
+{
+	if ((unsigned int)c >= POLICY_CALL__COUNT)
+		return NULL;
+	return call_names[c];
+}
+
+int policy_call_from_name(const char *name)
+{
+	if (!name)
+		return -1;
+	for (int i = 0; i < POLICY_CALL__COUNT; i++)
+		if (strcmp(call_names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+/* Strict on purpose: digits, then exactly one unit; no sign, no spaces, no
+ * fractions, so that a typo is refused rather than read as something else. */
+int policy_parse_duration(const char *s, uint64_t *ret_ns)
+{
+	uint64_t v = 0, unit;
+	const char *p = s;
+
+	if (!s || !ret_ns || !isdigit((unsigned char)*p))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*p); p++) {
+		unsigned int d = (unsigned int)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -EINVAL;
+		v = v * 10 + d;
+	}
+	if (strcmp(p, "ms") == 0)
+		unit = NS_PER_MS;
+	else if (strcmp(p, "s") == 0)
+		unit = NS_PER_S;
+	else if (strcmp(p, "m") == 0)
+		unit = 60 * NS_PER_S;
+	else if (strcmp(p, "h") == 0)
+		unit = 3600 * NS_PER_S;
+	else
+		return -EINVAL;
+	if (v == 0 || v > DURATION_MAX_NS / unit)
+		return -EINVAL;
+	*ret_ns = v * unit;
+	return 0;
+}
+
+/* ---- freeing: every field may be NULL or partly filled ---- */
+
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void pool_free(struct policy_pool *pool)
+{
+	free(pool->name);
+	for (size_t i = 0; i < pool->n_sites; i++) {
+		free(pool->sites[i].object);
+		free(pool->sites[i].function);
+	}
+	free(pool->sites);
+	strv_free(pool->wrappers, pool->n_wrappers);
+	free(pool->triggers);
+}
+
+static void policy_free(struct policy *p)
+{
+	free(p->name);
+	strv_free(p->match_exe, p->n_match_exe);
+	strv_free(p->match_comm, p->n_match_comm);
+	free(p->match_uid);
+	for (size_t i = 0; i < p->n_pools; i++)
+		pool_free(&p->pools[i]);
+	free(p->pools);
+}
+
+void policy_set_free(struct policy_set *set)
+{
+	if (!set)
+		return;
+	free(set->daemon.socket);
+	for (size_t i = 0; i < set->n_policies; i++)
+		policy_free(&set->policies[i]);
+	free(set->policies);
+	free(set);
+}
+
+/* ---- error reporting ---- */
+
+struct parse_ctx {
+	const char *name;            /* the file, as messages name it */
+	char *err;
+	size_t errlen;
+};
+
+/* err gets "NAME:LINE: msg", or "NAME: msg" when line is 0 (no line applies). */
+static int PRINTF_LIKE(4, 5) fail_with(const struct parse_ctx *c, int r, unsigned int line,
+				       const char *fmt, ...)
+{
+	char msg[POLICY_ERR_MAX];
+	va_list ap;
+
+	if (!c->err || c->errlen == 0)
+		return r;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (line > 0)
+		snprintf(c->err, c->errlen, "%s:%u: %s", c->name, line, msg);
+	else
+		snprintf(c->err, c->errlen, "%s: %s", c->name, msg);
+	return r;
+}
+
+#define fail(c, line, ...) fail_with((c), -EINVAL, (line), __VA_ARGS__)
+#define oom(c) fail_with((c), -ENOMEM, 0, "out of memory")
+#define LINE(s) ((unsigned int)config_setting_source_line(s))
+
+/* Values from the file are echoed in messages that reach terminals and the
+ * journal: quote them, cut them short and replace anything unprintable. */
+struct quoted {
+	char s[72];
+};
+
+static const char *quote(struct quoted *q, const char *s)
+{
+	size_t o = 0, i;
+
+	q->s[o++] = '"';
+	for (i = 0; s[i] && o < sizeof(q->s) - 6; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		q->s[o++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
+	}
+	q->s[o++] = '"';
+	if (s[i]) {
+		memcpy(q->s + o, "...", 3);
+		o += 3;
+	}
+	q->s[o] = '\0';
+	return q->s;
+}
+
+#define Q(str) quote(&(struct quoted){ { 0 } }, (str))
+
+static const char *type_name(const config_setting_t *s)
+{
+	switch (config_setting_type(s)) {
+	case CONFIG_TYPE_GROUP: return "a group";
+	case CONFIG_TYPE_INT:
+	case CONFIG_TYPE_INT64: return "an integer";
+	case CONFIG_TYPE_FLOAT: return "a float";
+	case CONFIG_TYPE_STRING: return "a string";
+	case CONFIG_TYPE_BOOL: return "a boolean";
+	case CONFIG_TYPE_ARRAY: return "an array";
+	case CONFIG_TYPE_LIST: return "a list";
+	default: return "nothing";
+	}
+}
+
+/* ---- pre-scan: what libconfig would accept silently ---- */
+
+/* A literal libconfig would wrap or saturate: without L it is stored in an
+ * int, with L in a long long. */
+static bool int_literal_fits(const char *tok, size_t len)
+{
+	size_t i = 0, n_l = 0;
+	bool neg = false, hex = false;
+	uint64_t v = 0, limit;
+	unsigned int base = 10;
+
+	if (tok[i] == '-' || tok[i] == '+')
+		neg = tok[i++] == '-';
+	if (i + 1 < len && tok[i] == '0' && (tok[i + 1] == 'x' || tok[i + 1] == 'X')) {
+		hex = true;
+		base = 16;
+		i += 2;
+	}
+	size_t digits = i;
+	bool overflow = false;
+	for (; i < len && (hex ? isxdigit((unsigned char)tok[i]) : isdigit((unsigned char)tok[i])); i++) {
+		unsigned int d = isdigit((unsigned char)tok[i]) ? (unsigned int)(tok[i] - '0')
+			: (unsigned int)(tolower((unsigned char)tok[i]) - 'a' + 10);
+		if (v > (UINT64_MAX - d) / base)
+			overflow = true;
+		else
+			v = v * base + d;
+	}
+	if (i == digits)
+		return true;    /* not an integer: libconfig judges it */
+	while (i < len && tok[i] == 'L' && n_l < 2) {
+		i++;
+		n_l++;
+	}
+	if (i != len)
+		return true;    /* a float or garbage: libconfig judges it */
+	if (overflow)
+		return false;
+	limit = n_l ? (uint64_t)INT64_MAX : (uint64_t)INT_MAX;
+	/* Negative decimals reach one further; hex literals are never negative. */
+	if (neg && !hex)
+		limit++;
+	return v <= limit;
+}
+
+static bool is_name_char(char ch)
+{
+	return isalnum((unsigned char)ch) || ch == '-' || ch == '_' || ch == '*';
+}
+
+/* What the pre-scan found: the token [off, end) (end 0: it runs to the end
+ * of the text), the line to report and the line of its last byte, and what
+ * to say unless libconfig meets an earlier error. */
+struct finding {
+	size_t off, end;
+	unsigned int line, last_line;
+	char msg[96];
+};
+
+static int PRINTF_LIKE(7, 8) found(struct finding *f, const char *text, const char *at,
+				   const char *end, unsigned int line, unsigned int last_line,
+				   const char *fmt, ...)
+{
+	va_list ap;
+
+	f->off = (size_t)(at - text);
+	f->end = end ? (size_t)(end - text) : 0;
+	f->line = line;
+	f->last_line = last_line;
+	va_start(ap, fmt);
+	vsnprintf(f->msg, sizeof(f->msg), fmt, ap);
+	va_end(ap);
+	return 1;
+}
+
+#define NEST_MAX 32
+
+/* 0 when text holds none of the traps, 1 and *f for the first one.
+ *
+ * It follows libconfig's tokens (comments, strings, names, numbers) and just
+ * enough of its grammar to know where a string may stand: libconfig 1.5
+ * leaks the string's buffer when a string is its first syntax error, so such
+ * a text must never reach it whole. */
+static int prescan(const char *text, struct finding *f)
+{
+	/* Whether a string may come next: after = or :, first in or after a comma
+	 * in [ ] and ( ), or right after another string (concatenation). */
+	bool value_next = false;
+	char nest[NEST_MAX];
+	unsigned int line = 1, depth = 0;
+	const char *p = text, *start;
+
+	while (*p) {
+		unsigned int first = line;
+
+		start = p;
+		if (*p == '\n') {
+			line++;
+			p++;
+		} else if (isspace((unsigned char)*p)) {
+			p++;
+		} else if (*p == '#' || (p[0] == '/' && p[1] == '/')) {
+			while (*p && *p != '\n')
+				p++;
+		} else if (p[0] == '/' && p[1] == '*') {
+			for (p += 2; *p && !(p[0] == '*' && p[1] == '/'); p++)
+				if (*p == '\n')
+					line++;
+			if (!*p)
+				return found(f, text, start, NULL, first, first, "unterminated comment");
+			p += 2;
+		} else if (*p == '"') {
+			bool nul = false;
+			for (p++; *p && *p != '"'; p++) {
+				if (*p == '\\' && p[1]) {
+					nul |= p[1] == 'x' && p[2] == '0' && p[3] == '0';
+					p++;
+				}
+				if (*p == '\n')
+					line++;
+			}
+			if (!*p)
+				return found(f, text, start, NULL, first, first, "unterminated string");
+			p++;
+			/* libconfig names the line where the string ends. */
+			if (!value_next)
+				return found(f, text, start, p, line, line, "syntax error");
+			/* libconfig would cut the string there silently. */
+			if (nul)
+				return found(f, text, start, p, first, line, "\\x00 in a string");
+		} else if (*p == '@') {
+			/* The policy must be this one file: what the daemon checks is
+			 * what every process gets. */
+			return found(f, text, start, p + 1, line, line, "@include is not supported");
+		} else if (isalpha((unsigned char)*p) || *p == '*') {
+			while (is_name_char(*p))
+				p++;
+		} else if (isdigit((unsigned char)*p) ||
+			   ((*p == '-' || *p == '+' || *p == '.') && isdigit((unsigned char)p[1]))) {
+			p++;
+			while (isalnum((unsigned char)*p) || *p == '.' || *p == '_' ||
+			       ((*p == '-' || *p == '+') && (p[-1] == 'e' || p[-1] == 'E')))
+				p++;
+			if (!int_literal_fits(start, (size_t)(p - start)))
+				return found(f, text, start, p, line, line, "integer %.*s out of range%s",
+					     (int)(p - start > 40 ? 40 : p - start), start,
+					     memchr(start, 'L', (size_t)(p - start)) ? ""
+					     : " (a value above 2147483647 needs the suffix L)");
+		} else if (*p == '[' || *p == '(' || *p == '{') {
+			/* Deeper than any valid policy file goes. */
+			if (depth == NEST_MAX)
+				return found(f, text, start, p + 1, line, line,
+					     "nested deeper than %d levels", NEST_MAX);
+			nest[depth++] = *p++;
+		} else if (*p == ']' || *p == ')' || *p == '}') {
+			depth -= depth > 0;
+			p++;
+		} else {
+			p++;
+		}
+
+		if (isspace((unsigned char)*start) || *start == '#' ||
+		    (start[0] == '/' && (start[1] == '/' || start[1] == '*')))
+			continue;
+		value_next = *start == '"' || *start == '=' || *start == ':' || *start == '[' ||
+			*start == '(' || (*start == ',' && depth > 0 && nest[depth - 1] != '{');
+	}
+	return 0;
+}
+
+/* ---- typed access to settings ---- */
+
+static int check_keys(const struct parse_ctx *c, const config_setting_t *group,
+		      const char *const *known, const char *where)
+{
+	int n = config_setting_length(group);
+
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *m = config_setting_get_elem(group, (unsigned int)i);
+		const char *name = config_setting_name(m);
+		size_t k;
+
+		for (k = 0; known[k]; k++)
+			if (strcmp(known[k], name) == 0)
+				break;
+		if (!known[k])
+			return fail(c, LINE(m), "unknown key %s in %s", Q(name), where);
+	}
+	return 0;
+}
+
+static int get_uint(const struct parse_ctx *c, const config_setting_t *s, const char *what,
+		    uint64_t min, uint64_t max, uint64_t *ret)
+{
+	long long v;
+
+	if (config_setting_type(s) == CONFIG_TYPE_INT)
+		v = config_setting_get_int(s);
+	else if (config_setting_type(s) == CONFIG_TYPE_INT64)
+		v = config_setting_get_int64(s);
+	else
+		return fail(c, LINE(s), "%s must be an integer, not %s", what, type_name(s));
+	if (v < 0)
+		return fail(c, LINE(s), "%s must not be negative", what);
+	if ((uint64_t)v < min || (uint64_t)v > max)
+		return fail(c, LINE(s), "%s must be between %" PRIu64 " and %" PRIu64 ", not %lld",
+			    what, min, max, v);
+	*ret = (uint64_t)v;
+	return 0;
+}
+
+static int get_string(const struct parse_ctx *c, const config_setting_t *s, const char *what,
+		      const char **ret)
+{
+	if (config_setting_type(s) != CONFIG_TYPE_STRING)
+		return fail(c, LINE(s), "%s must be a string, not %s", what, type_name(s));
+	*ret = config_setting_get_string(s);
+	return 0;
+}
+
+/* Lists of values are arrays "[ ... ]" only, as SPEC.md writes them. */
+static int get_array(const struct parse_ctx *c, const config_setting_t *s, const char *what,
+		     bool strings, unsigned int *ret_n)
+{
+	int n;
+
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY)
+		return fail(c, LINE(s), "%s must be an array [ ... ], not %s", what, type_name(s));
+	n = config_setting_length(s);
+	if (n > ENTRIES_MAX)
+		return fail(c, LINE(s), "%s has more than %d entries", what, ENTRIES_MAX);
+	/* libconfig keeps an array's elements all of one type: the first tells. */
+	if (n > 0) {
+		const config_setting_t *e = config_setting_get_elem(s, 0);
+		int t = config_setting_type(e);
+		if (strings ? t != CONFIG_TYPE_STRING : (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64))
+			return fail(c, LINE(e), "%s entries must be %s, not %s", what,
+				    strings ? "strings" : "integers", type_name(e));
+	}
+	*ret_n = (unsigned int)n;
+	return 0;
+}
+
+static int dup_string(const struct parse_ctx *c, const char *s, char **ret)
+{
+	char *d = strdup(s);
+
+	if (!d)
+		return oom(c);
+	*ret = d;
+	return 0;
+}
+
+static bool has_control_char(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+/* fnmatch(3) reads an unclosed '[' as a literal, which is never what the
+ * author meant; a trailing '\' is refused for the same reason. */
+static const char *glob_problem(const char *g, size_t len)
+{
+	size_t i;
+
+	if (len == 0)
+		return "is empty";
+	if (len > GLOB_MAX)
+		return "is longer than 255 bytes";
+	for (i = 0; i < len; i++)
+		if ((unsigned char)g[i] < 0x20 || g[i] == 0x7f)
+			return "contains a control character";
+	for (i = 0; i < len; i++) {
+		if (g[i] == '\\') {
+			if (++i == len)
+				return "ends in a lone '\\'";
+		} else if (g[i] == '[') {
+			size_t j = i + 1;
+			if (j < len && (g[j] == '!' || g[j] == '^'))
+				j++;
+			if (j < len && g[j] == ']')
+				j++;            /* a ']' first in the set is a member */
+			for (; j < len && g[j] != ']'; j++) {
+				if (g[j] == '\\') {
+					j++;
+				} else if (g[j] == '[' && j + 1 < len &&
+					   (g[j + 1] == ':' || g[j + 1] == '.' || g[j + 1] == '=')) {
+					char delim = g[j + 1];
+					for (j += 2; j + 1 < len && !(g[j] == delim && g[j + 1] == ']'); j++)
+						;
+					if (j + 1 >= len)
+						return "has an unbalanced '['";
+					j++;
+				}
+			}
+			if (j >= len)
+				return "has an unbalanced '['";
+			i = j;
+		}
+	}
+	return NULL;
+}
+
+static int check_glob(const struct parse_ctx *c, const config_setting_t *s, const char *what,
+		      const char *whole, const char *g, size_t len)
+{
+	const char *why = glob_problem(g, len);
+
+	if (why)
+		return fail(c, LINE(s), "%s %s: glob %s", what, Q(whole), why);
+	return 0;
+}
+
+/* A vector of globs from an array of strings; an empty array is refused
+ * unless allow_empty (where "none" and "absent" would differ in meaning). */
+static int get_globs(const struct parse_ctx *c, const config_setting_t *s, const char *what,
+		     bool allow_empty, bool no_colon, char ***ret, size_t *ret_n)
+{
+	unsigned int n;
+	int r = get_array(c, s, what, true, &n);
+
+	if (r < 0)
+		return r;
+	if (n == 0 && !allow_empty)
+		return fail(c, LINE(s), "%s is empty (leave the key out instead)", what);
+	if (n == 0)
+		return 0;
+	*ret = calloc(n, sizeof(**ret));
+	if (!*ret)
+		return oom(c);
+	for (unsigned int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, i);
+		const char *g = config_setting_get_string(e);
+
+		r = check_glob(c, e, what, g, g, strlen(g));
+		if (r < 0)
+			return r;
+		if (no_colon && strchr(g, ':'))
+			return fail(c, LINE(e), "%s %s: a function glob only, without OBJECT:",
+				    what, Q(g));
+		r = dup_string(c, g, &(*ret)[i]);
+		if (r < 0)
+			return r;
+		(*ret_n)++;
+	}
+	return 0;
+}
+
+static bool name_ok(const char *s)
+{
+	size_t n = 0;
+
+	for (; s[n]; n++)
+		if (!isalnum((unsigned char)s[n]) && s[n] != '_' && s[n] != '.' && s[n] != '-')
+			return false;
+	return n >= 1 && n <= POLICY_NAME_MAX;
+}
+
+static int get_name(const struct parse_ctx *c, const config_setting_t *group, const char *what,
+		    const config_setting_t **ret_s, char **ret)
+{
+	const config_setting_t *s = config_setting_get_member(group, "name");
+	const char *v = NULL;
+	int r;
+
+	if (!s)
+		return fail(c, LINE(group), "%s without a name", what);
+	r = get_string(c, s, "name", &v);
+	if (r < 0)
+		return r;
+	if (!name_ok(v))
+		return fail(c, LINE(s), "bad %s name %s (1 to 63 of A-Z a-z 0-9 _ . -)", what, Q(v));
+	*ret_s = s;
+	return dup_string(c, v, ret);
+}
+
+/* ---- the model, level by level ---- */
+
+static const char *const root_keys[] = { "version", "daemon", "policies", NULL };
+static const char *const daemon_keys[] = {
+	"socket", "handshake_timeout_ms", "report_burst", "report_interval_s", NULL
+};
+static const char *const policy_keys[] = { "name", "match", "mode", "protection", "pools", NULL };
+static const char *const match_keys[] = { "exe", "comm", "uid", NULL };
+static const char *const pool_keys[] = {
+	"name", "sites", "wrappers", "protect", "max_bytes", NULL
+};
+
+static int parse_uint_member(const struct parse_ctx *c, const config_setting_t *group,
+			     const char *key, uint64_t min, uint64_t max, unsigned int *ret)
+{
+	const config_setting_t *s = config_setting_get_member(group, key);
+	uint64_t v;
+	int r;
+
+	if (!s)
+		return 0;
+	r = get_uint(c, s, key, min, max, &v);
+	if (r < 0)
+		return r;
+	*ret = (unsigned int)v;
+	return 0;
+}
+
+static int parse_daemon(const struct parse_ctx *c, const config_setting_t *g,
+			struct policy_daemon_settings *d)
+{
+	const config_setting_t *s;
+	const char *sock = DEFAULT_SOCKET;
+	int r;
+
+	d->handshake_timeout_ms = DEFAULT_HANDSHAKE_TIMEOUT_MS;
+	d->report_burst = DEFAULT_REPORT_BURST;
+	d->report_interval_s = DEFAULT_REPORT_INTERVAL_S;
+	if (g) {
+		if (!config_setting_is_group(g))
+			return fail(c, LINE(g), "daemon must be a group { ... }, not %s", type_name(g));
+		r = check_keys(c, g, daemon_keys, "daemon");
+		if (r < 0)
+			return r;
+		s = config_setting_get_member(g, "socket");
+		if (s) {
+			r = get_string(c, s, "socket", &sock);
+			if (r < 0)
+				return r;
+			if (sock[0] != '/')
+				return fail(c, LINE(s), "socket %s is not an absolute path", Q(sock));
+			if (strlen(sock) >= sizeof(((struct sockaddr_un *)NULL)->sun_path))
+				return fail(c, LINE(s), "socket path is longer than %zu bytes",
+					    sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1);
+			if (has_control_char(sock))
+				return fail(c, LINE(s), "socket path contains a control character");
+		}
+		/* Every preloaded process may wait this long at start: keep it short. */
+		r = parse_uint_member(c, g, "handshake_timeout_ms", 1, 10000, &d->handshake_timeout_ms);
+		if (r < 0)
+			return r;
+		/* 0 would silence violations, which a hardening tool must not allow. */
+		r = parse_uint_member(c, g, "report_burst", 1, 1000000, &d->report_burst);
+		if (r < 0)
+			return r;
+		r = parse_uint_member(c, g, "report_interval_s", 1, 86400, &d->report_interval_s);
+		if (r < 0)
+			return r;
+	}
+	return dup_string(c, sock, &d->socket);
+}
+
+static int parse_site(const struct parse_ctx *c, const config_setting_t *e,
+		      struct policy_site *site)
+{
+	const char *rule = config_setting_get_string(e);
+	/* Split at the LAST ':': an object path may hold one, a symbol never does. */
+	const char *colon = strrchr(rule, ':');
+	const char *fn = colon ? colon + 1 : rule;
+	int r;
+
+	if (colon) {
+		if (colon == rule)
+			return fail(c, LINE(e), "site %s: empty OBJECT part", Q(rule));
+		if (!*fn)
+			return fail(c, LINE(e), "site %s: empty FUNCTION part", Q(rule));
+		r = check_glob(c, e, "site", rule, rule, (size_t)(colon - rule));
+		if (r < 0)
+			return r;
+	}
+	r = check_glob(c, e, "site", rule, fn, strlen(fn));
+	if (r < 0)
+		return r;
+	if (colon) {
+		site->object = strndup(rule, (size_t)(colon - rule));
+		if (!site->object)
+			return oom(c);
+	}
+	return dup_string(c, fn, &site->function);
+}
+
+static int parse_trigger(const struct parse_ctx *c, const config_setting_t *e,
+			 struct policy_trigger *t)
+{
+	const char *s = config_setting_get_string(e);
+
+	if (strcmp(s, "manual") == 0) {
+		t->kind = POLICY_TRIGGER_MANUAL;
+	} else if (strncmp(s, "on-call:", 8) == 0) {
+		int call = policy_call_from_name(s + 8);
+		if (call < 0)
+			return fail(c, LINE(e), "trigger %s: on-call takes one of listen, accept, "
+				    "accept4, epoll_wait, epoll_pwait, poll, ppoll, select, pselect, "
+				    "setuid, setgid, setresuid, setresgid, seteuid, setegid, chroot, "
+				    "pthread_create, fork, daemon, execve", Q(s));
+		t->kind = POLICY_TRIGGER_ON_CALL;
+		t->call = (enum policy_call)call;
+	} else if (strncmp(s, "after:", 6) == 0) {
+		if (policy_parse_duration(s + 6, &t->after_ns) < 0)
+			return fail(c, LINE(e), "trigger %s: the duration must be an integer > 0 "
+				    "with unit ms, s, m or h, at most 24h", Q(s));
+		t->kind = POLICY_TRIGGER_AFTER;
+	} else {
+		return fail(c, LINE(e), "unknown trigger %s (on-call:FUNCTION, after:DURATION "
+			    "or manual)", Q(s));
+	}
+	return 0;
+}
+
+static int parse_pool(const struct parse_ctx *c, const config_setting_t *g,
+		      const struct policy_pool *earlier, size_t n_earlier, struct policy_pool *pool)
+{
+	const config_setting_t *s, *name_s = NULL;
+	unsigned int n;
+	int r;
+
+	pool->line = (int)LINE(g);
+	if (!config_setting_is_group(g))
+		return fail(c, LINE(g), "each entry of pools must be a group { ... }, not %s",
+			    type_name(g));
+	r = check_keys(c, g, pool_keys, "a pool");
+	if (r < 0)
+		return r;
+	r = get_name(c, g, "pool", &name_s, &pool->name);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n_earlier; i++)
+		if (strcmp(earlier[i].name, pool->name) == 0)
+			return fail(c, LINE(name_s), "duplicate pool name %s (first at line %d)",
+				    Q(pool->name), earlier[i].line);
+
+	s = config_setting_get_member(g, "sites");
+	if (!s)
+		return fail(c, LINE(g), "pool %s without sites", Q(pool->name));
+	r = get_array(c, s, "sites", true, &n);
+	if (r < 0)
+		return r;
+	if (n == 0)
+		return fail(c, LINE(s), "sites is empty (the pool would never be used)");
+	pool->sites = calloc(n, sizeof(*pool->sites));
+	if (!pool->sites)
+		return oom(c);
+	for (unsigned int i = 0; i < n; i++) {
+		/* Counted before filling, so a half-filled site is freed too. */
+		pool->n_sites++;
+		r = parse_site(c, config_setting_get_elem(s, i), &pool->sites[i]);
+		if (r < 0)
+			return r;
+	}
+
+	s = config_setting_get_member(g, "wrappers");
+	if (s) {
+		r = get_globs(c, s, "wrapper", true, true, &pool->wrappers, &pool->n_wrappers);
+		if (r < 0)
+			return r;
+	}
+
+	/* protect is optional and may be empty: such a pool is filled and capped
+	 * but never protected automatically. */
+	s = config_setting_get_member(g, "protect");
+	if (s) {
+		r = get_array(c, s, "protect", true, &n);
+		if (r < 0)
+			return r;
+		if (n > 0) {
+			pool->triggers = calloc(n, sizeof(*pool->triggers));
+			if (!pool->triggers)
+				return oom(c);
+		}
+		for (unsigned int i = 0; i < n; i++) {
+			r = parse_trigger(c, config_setting_get_elem(s, i), &pool->triggers[i]);
+			if (r < 0)
+				return r;
+			pool->n_triggers++;
+		}
+	}
+
+	s = config_setting_get_member(g, "max_bytes");
+	if (s) {
+		r = get_uint(c, s, "max_bytes", 0, INT64_MAX, &pool->max_bytes);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int parse_match(const struct parse_ctx *c, const config_setting_t *policy_g,
+		       struct policy *p)
+{
+	const config_setting_t *g = config_setting_get_member(policy_g, "match");
+	const config_setting_t *s;
+	int r;
+
+	if (!g)
+		return fail(c, LINE(policy_g), "policy %s without match", Q(p->name));
+	if (!config_setting_is_group(g))
+		return fail(c, LINE(g), "match must be a group { ... }, not %s", type_name(g));
+	r = check_keys(c, g, match_keys, "match");
+	if (r < 0)
+		return r;
+	if (config_setting_length(g) == 0)
+		return fail(c, LINE(g), "match is empty: give exe, comm or uid "
+			    "(a policy without them would match nothing)");
+	s = config_setting_get_member(g, "exe");
+	if (s) {
+		r = get_globs(c, s, "exe", false, false, &p->match_exe, &p->n_match_exe);
+		if (r < 0)
+			return r;
+	}
+	s = config_setting_get_member(g, "comm");
+	if (s) {
+		r = get_globs(c, s, "comm", false, false, &p->match_comm, &p->n_match_comm);
+		if (r < 0)
+			return r;
+	}
+	/* uids are numbers only: a name would need NSS lookups, which the shim
+	 * cannot make safely at start-up, and could mean a different account on
+	 * each machine or after each reload. */
+	s = config_setting_get_member(g, "uid");
+	if (s) {
+		unsigned int n;
+
+		r = get_array(c, s, "uid", false, &n);
+		if (r < 0)
+			return r;
+		if (n == 0)
+			return fail(c, LINE(s), "uid is empty (leave the key out instead)");
+		p->match_uid = calloc(n, sizeof(*p->match_uid));
+		if (!p->match_uid)
+			return oom(c);
+		for (unsigned int i = 0; i < n; i++) {
+			uint64_t v;
+			r = get_uint(c, config_setting_get_elem(s, i), "uid", 0, UID_MAX_VALID, &v);
+			if (r < 0)
+				return r;
+			p->match_uid[p->n_match_uid++] = (uid_t)v;
+		}
+	}
+	return 0;
+}
+
+static int parse_policy(const struct parse_ctx *c, const config_setting_t *g,
+			const struct policy *earlier, size_t n_earlier, struct policy *p)
+{
+	const config_setting_t *s, *name_s = NULL;
+	const char *v = NULL;
+	int r, n;
+
+	p->line = (int)LINE(g);
+	if (!config_setting_is_group(g))
+		return fail(c, LINE(g), "each entry of policies must be a group { ... }, not %s",
+			    type_name(g));
+	r = check_keys(c, g, policy_keys, "a policy");
+	if (r < 0)
+		return r;
+	r = get_name(c, g, "policy", &name_s, &p->name);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n_earlier; i++)
+		if (strcmp(earlier[i].name, p->name) == 0)
+			return fail(c, LINE(name_s), "duplicate policy name %s (first at line %d)",
+				    Q(p->name), earlier[i].line);
+
+	r = parse_match(c, g, p);
+	if (r < 0)
+		return r;
+
+	p->mode = POLICY_MODE_ENFORCE;
+	s = config_setting_get_member(g, "mode");
+	if (s) {
+		r = get_string(c, s, "mode", &v);
+		if (r < 0)
+			return r;
+		if (strcmp(v, "enforce") == 0)
+			p->mode = POLICY_MODE_ENFORCE;
+		else if (strcmp(v, "audit") == 0)
+			p->mode = POLICY_MODE_AUDIT;
+		else
+			return fail(c, LINE(s), "mode must be \"enforce\" or \"audit\", not %s", Q(v));
+	}
+
+	p->protection = POLICY_PROT_MPROTECT;
+	s = config_setting_get_member(g, "protection");
+	if (s) {
+		r = get_string(c, s, "protection", &v);
+		if (r < 0)
+			return r;
+		if (strcmp(v, "mprotect") == 0)
+			p->protection = POLICY_PROT_MPROTECT;
+		else if (strcmp(v, "seal") == 0)
+			p->protection = POLICY_PROT_SEAL;
+		else
+			return fail(c, LINE(s), "protection must be \"mprotect\" or \"seal\", not %s",
+				    Q(v));
+	}
+
+	s = config_setting_get_member(g, "pools");
+	if (!s)
+		return fail(c, LINE(g), "policy %s without pools", Q(p->name));
+	if (!config_setting_is_list(s))
+		return fail(c, LINE(s), "pools must be a list ( { ... }, ... ), not %s", type_name(s));
+	n = config_setting_length(s);
+	if (n == 0)
+		return fail(c, LINE(s), "pools is empty (the policy would do nothing)");
+	if (n > POOLS_MAX)
+		return fail(c, LINE(s), "more than %d pools", POOLS_MAX);
+	p->pools = calloc((size_t)n, sizeof(*p->pools));
+	if (!p->pools)
+		return oom(c);
+	for (int i = 0; i < n; i++) {
+		p->n_pools++;
+		r = parse_pool(c, config_setting_get_elem(s, (unsigned int)i), p->pools, (size_t)i,
+			       &p->pools[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int parse_root(const struct parse_ctx *c, const config_setting_t *root,
+		      struct policy_set *set)
+{
+	const config_setting_t *s;
+	long long version;
+	int r, n;
+
+	r = check_keys(c, root, root_keys, "the top level");
+	if (r < 0)
+		return r;
+	s = config_setting_get_member(root, "version");
+	if (!s)
+		return fail(c, 0, "missing \"version = 1;\"");
+	if (config_setting_type(s) == CONFIG_TYPE_INT)
+		version = config_setting_get_int(s);
+	else if (config_setting_type(s) == CONFIG_TYPE_INT64)
+		version = config_setting_get_int64(s);
+	else
+		return fail(c, LINE(s), "version must be an integer, not %s", type_name(s));
+	if (version != 1)
+		return fail(c, LINE(s), "version %lld is not supported (this pmalloc reads version 1)",
+			    version);
+	set->version = 1;
+
+	r = parse_daemon(c, config_setting_get_member(root, "daemon"), &set->daemon);
+	if (r < 0)
+		return r;
+
+	/* No policies is a valid file: every process is left alone. */
+	s = config_setting_get_member(root, "policies");
+	if (!s)
+		return 0;
+	if (!config_setting_is_list(s))
+		return fail(c, LINE(s), "policies must be a list ( { ... }, ... ), not %s",
+			    type_name(s));
+	n = config_setting_length(s);
+	if (n > POLICIES_MAX)
+		return fail(c, LINE(s), "more than %d policies", POLICIES_MAX);
+	if (n == 0)
+		return 0;
+	set->policies = calloc((size_t)n, sizeof(*set->policies));
+	if (!set->policies)
+		return oom(c);
+	for (int i = 0; i < n; i++) {
+		set->n_policies++;
+		r = parse_policy(c, config_setting_get_elem(s, (unsigned int)i), set->policies,
+				 (size_t)i, &set->policies[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The first error in the file is the one reported.  libconfig reads a copy
+ * in which the finding is blanked out and its last byte replaced by '!',
+ * which libconfig refuses wherever it stands (and without leaking): if it
+ * stops earlier than that, its error comes first. */
+static int refuse_finding(const struct parse_ctx *c, const char *text, const struct finding *f)
+{
+	char *copy = strdup(text);
+	config_t cfg;
+	int r;
+
+	if (!copy)
+		return oom(c);
+	if (f->end == 0) {
+		copy[f->off] = '!';
+		copy[f->off + 1] = '\0';
+	} else {
+		for (size_t i = f->off; i < f->end; i++)
+			if (copy[i] != '\n')
+				copy[i] = ' ';
+		copy[f->end - 1] = '!';
+	}
+	config_init(&cfg);
+	if (config_read_string(&cfg, copy) != CONFIG_TRUE) {
+		unsigned int line = (unsigned int)config_error_line(&cfg);
+		const char *why = config_error_text(&cfg) ? config_error_text(&cfg) : "syntax error";
+
+		/* On the '!' line, only a different complaint proves an earlier error. */
+		if (line < f->last_line || (line == f->last_line && strcmp(why, "syntax error") != 0))
+			r = fail(c, line, "%s", why);
+		else
+			r = fail(c, f->line, "%s", f->msg);
+	} else {
+		r = fail(c, f->line, "%s", f->msg);
+	}
+	config_destroy(&cfg);
+	free(copy);
+	return r;
+}
+
+static int load_text(const struct parse_ctx *c, const char *text, struct policy_set **ret)
+{
+	struct finding f;
+	struct policy_set *set;
+	config_t cfg;
+	int r;
+
+	if (prescan(text, &f) > 0)
+		return refuse_finding(c, text, &f);
+
+	config_init(&cfg);
+	if (config_read_string(&cfg, text) != CONFIG_TRUE) {
+		/* No @include got through, so the file is always ours to name.
+		 * libconfig reports exhaustion as a parse error too: rare enough to
+		 * leave as -EINVAL. */
+		int line = config_error_line(&cfg);
+		const char *why = config_error_text(&cfg);
+
+		r = fail(c, line > 0 ? (unsigned int)line : 0, "%s", why ? why : "syntax error");
+		config_destroy(&cfg);
+		return r;
+	}
+
+	set = calloc(1, sizeof(*set));
+	if (!set) {
+		config_destroy(&cfg);
+		return oom(c);
+	}
+	r = parse_root(c, config_root_setting(&cfg), set);
+	config_destroy(&cfg);
+	if (r < 0) {
+		policy_set_free(set);
+		return r;
+	}
+	*ret = set;
+	return 0;
+}
+
+int policy_set_load_string(const char *text, const char *name, struct policy_set **ret,
+			   char *err, size_t errlen)
+{
+	const struct parse_ctx c = { name ? name : "<string>", err, errlen };
+
+	if (!text || !ret)
+		return fail(&c, 0, "no text");
+	if (strnlen(text, FILE_MAX + 1) > FILE_MAX)
+		return fail_with(&c, -EFBIG, 0, "larger than %d bytes", FILE_MAX);
+	return load_text(&c, text, ret);
+}
+
+/* Read here rather than by config_read_file(): the size is bounded, a FIFO
+ * or device cannot block or feed us forever, and a NUL byte (after which
+ * libconfig would silently stop reading) is refused. */
+int policy_set_load_file(const char *path, struct policy_set **ret, char *err, size_t errlen)
+{
+	const struct parse_ctx c = { path ? path : "<null>", err, errlen };
+	struct stat st;
+	char *buf;
+	size_t len = 0, cap;
+	int fd, r;
+
+	if (!path || !ret)
+		return fail(&c, 0, "no file");
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		r = -errno;
+		return fail_with(&c, r, 0, "cannot open: %s", strerror(-r));
+	}
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		close(fd);
+		return fail_with(&c, r, 0, "cannot stat: %s", strerror(-r));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return fail(&c, 0, "not a regular file");
+	}
+	if (st.st_size > FILE_MAX) {
+		close(fd);
+		return fail_with(&c, -EFBIG, 0, "larger than %d bytes", FILE_MAX);
+	}
+	/* Room for one byte more than fstat() saw, to notice a file that grew
+	 * while it was read (rewritten in place): refused, the caller may retry. */
+	cap = (size_t)st.st_size + 1;
+	buf = malloc(cap + 1);
+	if (!buf) {
+		close(fd);
+		return oom(&c);
+	}
+	while (len < cap) {
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			close(fd);
+			free(buf);
+			return fail_with(&c, r, 0, "cannot read: %s", strerror(-r));
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len == cap) {
+		close(fd);
+		free(buf);
+		return fail_with(&c, -EAGAIN, 0, "changed while being read");
+	}
+	close(fd);
+	buf[len] = '\0';
+	if (strlen(buf) != len) {
+		unsigned int line = 1;
+		for (const char *p = buf; *p; p++)
+			line += *p == '\n';
+		free(buf);
+		return fail(&c, line, "NUL byte in the file");
+	}
+	r = load_text(&c, buf, ret);
+	free(buf);
+	return r;
+}
+
+/* ---- matching ---- */
+
+static bool glob_any(char *const *globs, size_t n, const char *s)
+{
+	if (!s)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (fnmatch(globs[i], s, 0) == 0)
+			return true;
+	return false;
+}
+
+const struct policy *policy_set_match(const struct policy_set *set, const char *exe,
+				      const char *comm, uid_t uid)
+{
+	if (!set)
+		return NULL;
+	for (size_t i = 0; i < set->n_policies; i++) {
+		const struct policy *p = &set->policies[i];
+		bool uid_ok = p->n_match_uid == 0;
+
+		if (p->n_match_exe == 0 && p->n_match_comm == 0 && p->n_match_uid == 0)
+			continue;
+		if (p->n_match_exe > 0 && !glob_any(p->match_exe, p->n_match_exe, exe))
+			continue;
+		if (p->n_match_comm > 0 && !glob_any(p->match_comm, p->n_match_comm, comm))
+			continue;
+		for (size_t j = 0; j < p->n_match_uid && !uid_ok; j++)
+			uid_ok = p->match_uid[j] == uid;
+		if (uid_ok)
+			return p;
+	}
+	return NULL;
+}
+
+/* ---- printing ---- */
+
+struct text {
+	char *buf;
+	size_t len, cap;
+	int r;                       /* the first error; sticky, checked once at the end */
+};
+
+static bool text_reserve(struct text *t, size_t more)
+{
+	size_t cap;
+	char *b;
+
+	if (t->r < 0)
+		return false;
+	if (more < t->cap - t->len)
+		return true;
+	cap = t->cap ? t->cap : 1024;
+	while (cap - t->len <= more) {
+		if (cap > SIZE_MAX / 2) {
+			t->r = -ENOMEM;
+			return false;
+		}
+		cap *= 2;
+	}
+	b = realloc(t->buf, cap);
+	if (!b) {
+		t->r = -ENOMEM;
+		return false;
+	}
+	t->buf = b;
+	t->cap = cap;
+	return true;
+}
+
+static void PRINTF_LIKE(2, 3) text_printf(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		if (t->r == 0)
+			t->r = -EINVAL;
+		return;
+	}
+	if (!text_reserve(t, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+	va_end(ap);
+	t->len += (size_t)n;
+}
+
+/* The inside of a libconfig string literal.  A model from the parser holds
+ * no control characters; \xNN keeps the text valid for any other. */
+static void text_escaped(struct text *t, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			text_printf(t, "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			text_printf(t, "\\x%02x", ch);
+		else
+			text_printf(t, "%c", ch);
+	}
+}
+
+static void text_string(struct text *t, const char *s)
+{
+	text_printf(t, "\"");
+	text_escaped(t, s);
+	text_printf(t, "\"");
+}
+
+static void text_strings(struct text *t, const char *indent, const char *key,
+			 char *const *v, size_t n)
+{
+	if (n == 0)
+		return;
+	text_printf(t, "%s%s = [ ", indent, key);
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			text_printf(t, ", ");
+		text_string(t, v[i]);
+	}
+	text_printf(t, " ];\n");
+}
+
+/* The largest unit that states d exactly; the parser only makes whole ms. */
+static void text_duration(struct text *t, uint64_t d)
+{
+	if (d % (3600 * NS_PER_S) == 0)
+		text_printf(t, "%" PRIu64 "h", d / (3600 * NS_PER_S));
+	else if (d % (60 * NS_PER_S) == 0)
+		text_printf(t, "%" PRIu64 "m", d / (60 * NS_PER_S));
+	else if (d % NS_PER_S == 0)
+		text_printf(t, "%" PRIu64 "s", d / NS_PER_S);
+	else
+		text_printf(t, "%" PRIu64 "ms", (d + NS_PER_MS - 1) / NS_PER_MS);
+}
+
+static void text_pool(struct text *t, const struct policy_pool *pool)
+{
+	text_printf(t, "      {\n        name = ");
+	text_string(t, pool->name);
+	text_printf(t, ";\n        sites = [ ");
+	for (size_t i = 0; i < pool->n_sites; i++) {
+		const struct policy_site *site = &pool->sites[i];
+		if (i > 0)
+			text_printf(t, ", ");
+		if (site->object) {
+			text_printf(t, "\"");
+			text_escaped(t, site->object);
+			text_printf(t, ":");
+			text_escaped(t, site->function);
+			text_printf(t, "\"");
+		} else {
+			text_string(t, site->function);
+		}
+	}
+	text_printf(t, " ];\n");
+	text_strings(t, "        ", "wrappers", pool->wrappers, pool->n_wrappers);
+	/* Written even when empty, so that "never protected automatically" is
+	 * visible to whoever reads the text. */
+	text_printf(t, "        protect = [");
+	for (size_t i = 0; i < pool->n_triggers; i++) {
+		const struct policy_trigger *tr = &pool->triggers[i];
+		text_printf(t, "%s ", i > 0 ? "," : "");
+		if (tr->kind == POLICY_TRIGGER_MANUAL) {
+			text_printf(t, "\"manual\"");
+		} else if (tr->kind == POLICY_TRIGGER_ON_CALL) {
+			const char *name = policy_call_name(tr->call);
+			if (!name) {
+				t->r = -EINVAL;
+				return;
+			}
+			text_printf(t, "\"on-call:%s\"", name);
+		} else {
+			text_printf(t, "\"after:");
+			text_duration(t, tr->after_ns);
+			text_printf(t, "\"");
+		}
+	}
+	text_printf(t, " ];\n");
+	/* Without L, libconfig would wrap anything above INT_MAX. */
+	text_printf(t, "        max_bytes = %" PRIu64 "%s;\n      }", pool->max_bytes,
+		    pool->max_bytes > INT_MAX ? "L" : "");
+}
+
+int policy_to_text(const struct policy_set *set, const struct policy *p, char **ret)
+{
+	struct text t = { NULL, 0, 0, 0 };
+	bool uid_l = false;
+
+	if (!set || !p || !ret)
+		return -EINVAL;
+	text_printf(&t, "version = 1;\n\ndaemon = {\n  socket = ");
+	text_string(&t, set->daemon.socket ? set->daemon.socket : DEFAULT_SOCKET);
+	text_printf(&t, ";\n  handshake_timeout_ms = %u;\n  report_burst = %u;\n"
+		    "  report_interval_s = %u;\n};\n\npolicies = (\n  {\n    name = ",
+		    set->daemon.handshake_timeout_ms, set->daemon.report_burst,
+		    set->daemon.report_interval_s);
+	text_string(&t, p->name);
+	text_printf(&t, ";\n    match = {\n");
+	text_strings(&t, "      ", "exe", p->match_exe, p->n_match_exe);
+	text_strings(&t, "      ", "comm", p->match_comm, p->n_match_comm);
+	if (p->n_match_uid > 0) {
+		/* An array holds one type: if one uid needs L, all get it. */
+		for (size_t i = 0; i < p->n_match_uid; i++)
+			uid_l |= p->match_uid[i] > INT_MAX;
+		text_printf(&t, "      uid = [ ");
+		for (size_t i = 0; i < p->n_match_uid; i++)
+			text_printf(&t, "%s%u%s", i > 0 ? ", " : "", (unsigned int)p->match_uid[i],
+				    uid_l ? "L" : "");
+		text_printf(&t, " ];\n");
+	}
+	text_printf(&t, "    };\n    mode = \"%s\";\n    protection = \"%s\";\n    pools = (\n",
+		    p->mode == POLICY_MODE_AUDIT ? "audit" : "enforce",
+		    p->protection == POLICY_PROT_SEAL ? "seal" : "mprotect");
+	for (size_t i = 0; i < p->n_pools; i++) {
+		text_pool(&t, &p->pools[i]);
+		text_printf(&t, "%s\n", i + 1 < p->n_pools ? "," : "");
+	}
+	text_printf(&t, "    );\n  }\n);\n");
+	if (t.r < 0) {
+		free(t.buf);
+		return t.r;
+	}
+	*ret = t.buf;
+	return 0;
+}
