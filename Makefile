@@ -57,8 +57,10 @@ DAEMON_LIBS = $(call pc_libs,libconfig libsystemd libseccomp libdw)
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
-PROG_SRCS := $(wildcard tests/progs/*.c)
-PROG_BINS := $(PROG_SRCS:tests/progs/%.c=$(B)/progs/%)
+# Test programs; tests/progs/libNAME.c are shared libraries they dlopen.
+PROG_LIB_SRCS := $(wildcard tests/progs/lib*.c)
+PROG_SRCS := $(filter-out $(PROG_LIB_SRCS),$(wildcard tests/progs/*.c))
+PROG_BINS := $(PROG_SRCS:tests/progs/%.c=$(B)/progs/%) $(PROG_LIB_SRCS:tests/progs/%.c=$(B)/progs/%.so)
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(B)/bench/%)
 
