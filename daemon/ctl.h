@@ -1,0 +1,79 @@
+/*
+ * ctl.h - the pieces of pmallocctl, the command-line front of pmalloc.
+ *
+ * Owns the interfaces between pmallocctl's files: the command entry points
+ * (each parses its own arguments, prints, and returns a process exit code)
+ * and the helpers under them (which return 0 or -errno, write results only
+ * on success, and never print).  Nothing here is used by pmallocd or the
+ * shim; pmallocctl never writes to the journal, the policy file or the
+ * daemon's state: it only reads.
+ */
+#ifndef PMALLOC_CTL_H
+#define PMALLOC_CTL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define CTL_NAME "pmallocctl"
+#define CTL_VERSION "0.1"                    /* the Version of pmalloc.pc (Makefile) */
+#define CTL_DEFAULT_CONF "/etc/pmalloc.conf"
+#define CTL_DEFAULT_SOCKET "/run/pmalloc/pmallocd.sock"
+#define CTL_VIOLATION_MESSAGE_ID "7df8f2fd7e8542c19da1343c00501acc"
+
+/* Exit statuses, as systemctl uses them. */
+enum ctl_exit {
+	CTL_EXIT_OK = 0,
+	CTL_EXIT_FAILURE = 1,
+	CTL_EXIT_USAGE = 2,
+	CTL_EXIT_NOT_RUNNING = 3,            /* status: no daemon answers */
+};
+
+/* Commands: argv[0] is the command name; the return value is the exit status. */
+int ctl_cmd_check(int argc, char **argv);
+int ctl_cmd_status(int argc, char **argv);
+int ctl_cmd_violations(int argc, char **argv);
+
+/* ctl.c: the usage text, on f. */
+void ctl_usage(FILE *f);
+/* ctl.c: "pmallocctl: WHAT 'WORD'" (WORD escaped; left out when NULL) and a
+ * pointer to --help on stderr; returns CTL_EXIT_USAGE. */
+int ctl_usage_error(const char *what, const char *word);
+/* ctl.c: report getopt_long's '?' or ':' for argv (opterr must be 0). */
+int ctl_option_error(int c, char **argv);
+
+/* ctl_escape.c: making hostile bytes harmless on output. */
+#define CTL_ESC_MULTILINE 0x1u               /* keep '\n' and '\t' as they are */
+/* Write s[0, n) to f so that none of it can act on a terminal: control
+ * characters (C0, DEL, C1), bidirectional overrides, line separators,
+ * backslash and bytes that are not UTF-8 become \n, \t, \\, \xHH or \uHHHH. */
+void ctl_put_text(FILE *f, const char *s, size_t n, unsigned int flags);
+/* As ctl_put_text() for a NUL-terminated string. */
+void ctl_put_str(FILE *f, const char *s, unsigned int flags);
+/* The same into a new string: 0 and *ret (malloc'ed), or -ENOMEM. */
+int ctl_escape(const char *s, size_t n, unsigned int flags, char **ret);
+/* Columns s takes on a terminal, counted in code points (s is escaped). */
+size_t ctl_text_width(const char *s);
+/* A JSON value for s[0, n): a string when s is UTF-8 without NUL (every
+ * control and invisible character \u-escaped), otherwise an array of the byte
+ * values, as journalctl -o json writes such fields. */
+void ctl_put_json(FILE *f, const char *s, size_t n);
+
+/* ctl_time.c: time arguments and timestamps (local time zone unless noted). */
+/* Parse a --since TIME (see pmallocctl(8)) relative to now_usec (realtime,
+ * µs): 0 and *ret_usec, or -EINVAL (syntax) / -ERANGE (out of range). */
+int ctl_parse_time(const char *s, uint64_t now_usec, uint64_t *ret_usec);
+/* "YYYY-MM-DD HH:MM:SS" in local time; 0 or -EOVERFLOW / -ENOBUFS. */
+int ctl_format_local(uint64_t usec, char *buf, size_t len);
+/* "YYYY-MM-DDTHH:MM:SS.uuuuuuZ" (UTC); 0 or -EOVERFLOW / -ENOBUFS. */
+int ctl_format_iso_utc(uint64_t usec, char *buf, size_t len);
+/* CLOCK_REALTIME in µs. */
+uint64_t ctl_now_usec(void);
+
+/* ctl_status.c: one PMW_STATUS_REQ/PMW_STATUS exchange with pmallocd at
+ * path.  0 and *ret_text (malloc'ed, NUL-terminated, not yet escaped), or
+ * -errno: -ENOENT/-ECONNREFUSED (nobody listens), -ETIMEDOUT/-ECONNRESET
+ * (nobody answers), -EBADMSG (malformed reply), -EPROTONOSUPPORT (another
+ * protocol version), -EMSGSIZE (reply too large), -ENAMETOOLONG (path). */
+int ctl_status_fetch(const char *path, int timeout_ms, char **ret_text);
+
+#endif

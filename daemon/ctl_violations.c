@@ -1,0 +1,434 @@
+/*
+ * ctl_violations.c - "pmallocctl violations": the violation entries of the
+ * journal (MESSAGE_ID 7df8f2fd7e8542c19da1343c00501acc, fields in SPEC.md),
+ * read with the sd-journal API, as a table or as JSON lines.
+ *
+ * Owns the table's columns and the JSON object's keys (pmallocctl(8) lists
+ * both).  Must never trust a field: any local process can write an entry
+ * with this MESSAGE_ID, so every value is taken by its length (it may hold
+ * NUL bytes, newlines, escape sequences or invalid UTF-8), looked up by exact
+ * field name, and escaped on output; an entry missing fields is shown with
+ * "-" rather than skipped, so nothing is hidden by leaving a field out.
+ */
+#define _GNU_SOURCE                  /* asprintf */
+#include <errno.h>
+#include <getopt.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <systemd/sd-journal.h>
+
+#include "ctl.h"
+
+struct vio_opts {
+	long pid;                    /* 0: any process */
+	uint64_t since_usec;         /* 0: from the start of the journal */
+	bool json;
+};
+
+/* One field of an entry, copied out of the journal (whose pointers live only
+ * until the next call). */
+struct vio_field {
+	char *name;
+	char *value;                 /* value[len] is NUL, but value may hold NULs too */
+	size_t len;
+};
+
+struct vio_entry {
+	uint64_t usec;
+	struct vio_field *fields;    /* sorted by name; the first occurrence of each */
+	size_t n_fields;
+};
+
+enum { VIO_COLUMNS = 10 };
+static const char *const vio_headers[VIO_COLUMNS] = {
+	"TIME", "PID", "EXE", "POLICY", "POOL", "MODE", "ADDRESS", "OFFSET/SIZE", "SITE",
+	"FAULT SYMBOL",
+};
+
+struct vio_table {
+	char *(*rows)[VIO_COLUMNS];  /* escaped cells */
+	size_t n_rows, cap;
+};
+
+/* The fields an entry keeps: the PMALLOC_* ones, the process it is about,
+ * the human message and priority, and the sender as journald saw it (the
+ * only fields nobody can forge: they tell pmallocd's entries from others). */
+static bool vio_field_wanted(const char *name, size_t len)
+{
+	static const char *const extra[] = {
+		"OBJECT_PID", "MESSAGE", "PRIORITY", "_PID", "_UID", "_COMM",
+	};
+
+	if (len > 8 && memcmp(name, "PMALLOC_", 8) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
+		if (strlen(extra[i]) == len && memcmp(name, extra[i], len) == 0)
+			return true;
+	return false;
+}
+
+static void vio_entry_clear(struct vio_entry *e)
+{
+	for (size_t i = 0; i < e->n_fields; i++) {
+		free(e->fields[i].name);
+		free(e->fields[i].value);
+	}
+	free(e->fields);
+	e->fields = NULL;
+	e->n_fields = 0;
+}
+
+static const struct vio_field *vio_get(const struct vio_entry *e, const char *name)
+{
+	for (size_t i = 0; i < e->n_fields; i++)
+		if (strcmp(e->fields[i].name, name) == 0)
+			return &e->fields[i];
+	return NULL;
+}
+
+static int vio_field_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct vio_field *)a)->name, ((const struct vio_field *)b)->name);
+}
+
+/* Add NAME=VALUE (data[0, len)) to e unless unwanted or already there. */
+static int vio_entry_add(struct vio_entry *e, const char *data, size_t len)
+{
+	const char *eq = memchr(data, '=', len);
+	struct vio_field *fields, *f;
+	size_t name_len;
+
+	if (!eq)
+		return 0;
+	name_len = (size_t)(eq - data);
+	if (!vio_field_wanted(data, name_len))
+		return 0;
+	for (size_t i = 0; i < e->n_fields; i++)
+		if (strlen(e->fields[i].name) == name_len &&
+		    memcmp(e->fields[i].name, data, name_len) == 0)
+			return 0;
+
+	fields = realloc(e->fields, (e->n_fields + 1) * sizeof(*fields));
+	if (!fields)
+		return -ENOMEM;
+	e->fields = fields;
+	f = &fields[e->n_fields];
+	f->len = len - name_len - 1;
+	f->name = strndup(data, name_len);
+	f->value = malloc(f->len + 1);
+	if (!f->name || !f->value) {
+		free(f->name);
+		free(f->value);
+		return -ENOMEM;
+	}
+	memcpy(f->value, eq + 1, f->len);
+	f->value[f->len] = '\0';
+	e->n_fields++;
+	return 0;
+}
+
+/* The entry j points at, into *e (cleared first). */
+static int vio_entry_read(sd_journal *j, struct vio_entry *e)
+{
+	const void *data;
+	size_t len;
+	int r;
+
+	vio_entry_clear(e);
+	r = sd_journal_get_realtime_usec(j, &e->usec);
+	if (r < 0)
+		return r;
+	sd_journal_restart_data(j);
+	while ((r = sd_journal_enumerate_available_data(j, &data, &len)) > 0) {
+		r = vio_entry_add(e, data, len);
+		if (r < 0)
+			return r;
+	}
+	if (r < 0)
+		return r;
+	if (e->n_fields > 1)
+		qsort(e->fields, e->n_fields, sizeof(*e->fields), vio_field_cmp);
+	return 0;
+}
+
+/* One JSON object on one line: the timestamps, then every field kept. */
+static void vio_put_json(FILE *f, const struct vio_entry *e)
+{
+	char iso[64];
+
+	fprintf(f, "{\"__REALTIME_TIMESTAMP\":\"%llu\"", (unsigned long long)e->usec);
+	if (ctl_format_iso_utc(e->usec, iso, sizeof(iso)) == 0)
+		fprintf(f, ",\"TIMESTAMP\":\"%s\"", iso);
+	for (size_t i = 0; i < e->n_fields; i++) {
+		fputc(',', f);
+		ctl_put_json(f, e->fields[i].name, strlen(e->fields[i].name));
+		fputc(':', f);
+		ctl_put_json(f, e->fields[i].value, e->fields[i].len);
+	}
+	fputs("}\n", f);
+}
+
+/* The escaped value of field name, or "-" when absent or empty. */
+static int vio_cell(const struct vio_entry *e, const char *name, char **ret)
+{
+	const struct vio_field *f = vio_get(e, name);
+
+	if (!f || f->len == 0) {
+		*ret = strdup("-");
+		return *ret ? 0 : -ENOMEM;
+	}
+	return ctl_escape(f->value, f->len, 0, ret);
+}
+
+static int vio_table_add(struct vio_table *t, const struct vio_entry *e)
+{
+	static const char *const simple[VIO_COLUMNS] = {
+		[1] = "OBJECT_PID", [2] = "PMALLOC_EXE", [3] = "PMALLOC_POLICY",
+		[4] = "PMALLOC_POOL", [5] = "PMALLOC_MODE", [6] = "PMALLOC_ADDRESS",
+		[8] = "PMALLOC_OBJECT_SITE",
+	};
+	char *(*row)[VIO_COLUMNS];
+	char *offset = NULL, *size = NULL;
+	char when[64];
+	int r = 0;
+
+	if (t->n_rows == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		char *(*rows)[VIO_COLUMNS] = realloc(t->rows, cap * sizeof(*rows));
+
+		if (!rows)
+			return -ENOMEM;
+		t->rows = rows;
+		t->cap = cap;
+	}
+	row = &t->rows[t->n_rows];
+	memset(row, 0, sizeof(*row));
+
+	if (ctl_format_local(e->usec, when, sizeof(when)) < 0)
+		snprintf(when, sizeof(when), "@%llu", (unsigned long long)(e->usec / 1000000));
+	(*row)[0] = strdup(when);
+	if (!(*row)[0])
+		r = -ENOMEM;
+	for (int c = 1; c < VIO_COLUMNS && r == 0; c++)
+		if (simple[c])
+			r = vio_cell(e, simple[c], &(*row)[c]);
+	if (r == 0)
+		r = vio_cell(e, "PMALLOC_OFFSET", &offset);
+	if (r == 0)
+		r = vio_cell(e, "PMALLOC_OBJECT_SIZE", &size);
+	if (r == 0 && asprintf(&(*row)[7], "%s/%s", offset, size) < 0) {
+		(*row)[7] = NULL;
+		r = -ENOMEM;
+	}
+	/* The faulting instruction by name where known, else by address. */
+	if (r == 0) {
+		const struct vio_field *sym = vio_get(e, "PMALLOC_FAULT_SYMBOL");
+
+		r = vio_cell(e, sym && sym->len ? "PMALLOC_FAULT_SYMBOL" : "PMALLOC_FAULT_IP",
+			     &(*row)[9]);
+	}
+	free(offset);
+	free(size);
+	if (r < 0) {
+		for (int c = 0; c < VIO_COLUMNS; c++)
+			free((*row)[c]);
+		return r;
+	}
+	t->n_rows++;
+	return 0;
+}
+
+static void vio_table_print(FILE *f, const struct vio_table *t)
+{
+	size_t width[VIO_COLUMNS];
+
+	for (int c = 0; c < VIO_COLUMNS; c++) {
+		width[c] = strlen(vio_headers[c]);
+		for (size_t i = 0; i < t->n_rows; i++) {
+			size_t w = ctl_text_width(t->rows[i][c]);
+
+			if (w > width[c])
+				width[c] = w;
+		}
+	}
+	for (size_t i = 0; i <= t->n_rows; i++) {
+		const char *const *cells = i == 0 ? vio_headers : (const char *const *)t->rows[i - 1];
+
+		for (int c = 0; c < VIO_COLUMNS; c++) {
+			fputs(cells[c], f);
+			if (c < VIO_COLUMNS - 1)
+				fprintf(f, "%*s", (int)(width[c] - ctl_text_width(cells[c]) + 2), "");
+		}
+		fputc('\n', f);
+	}
+}
+
+static void vio_table_free(struct vio_table *t)
+{
+	for (size_t i = 0; i < t->n_rows; i++)
+		for (int c = 0; c < VIO_COLUMNS; c++)
+			free(t->rows[i][c]);
+	free(t->rows);
+}
+
+static int vio_open(const struct vio_opts *o, sd_journal **ret)
+{
+	sd_journal *j;
+	int r;
+
+	r = sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
+	if (r < 0)
+		return r;
+	r = sd_journal_add_match(j, "MESSAGE_ID=" CTL_VIOLATION_MESSAGE_ID, 0);
+	if (r >= 0 && o->pid) {
+		char match[32];
+
+		snprintf(match, sizeof(match), "OBJECT_PID=%ld", o->pid);
+		r = sd_journal_add_match(j, match, 0);
+	}
+	if (r >= 0)
+		r = o->since_usec ? sd_journal_seek_realtime_usec(j, o->since_usec)
+				  : sd_journal_seek_head(j);
+	if (r < 0) {
+		sd_journal_close(j);
+		return r;
+	}
+	*ret = j;
+	return 0;
+}
+
+/* Write the matching entries to f; 0 and *ret_count, or -errno. */
+static int vio_list(const struct vio_opts *o, FILE *f, size_t *ret_count)
+{
+	struct vio_table table = { 0 };
+	struct vio_entry e = { 0 };
+	sd_journal *j;
+	size_t count = 0;
+	int r;
+
+	r = vio_open(o, &j);
+	if (r < 0)
+		return r;
+	while ((r = sd_journal_next(j)) > 0) {
+		r = vio_entry_read(j, &e);
+		if (r == -ENOMEM)
+			break;
+		/* A seek by time is approximate across journal files: filter exactly. */
+		if (r < 0 || e.usec < o->since_usec)
+			continue;
+		count++;
+		if (o->json) {
+			vio_put_json(f, &e);
+		} else {
+			r = vio_table_add(&table, &e);
+			if (r < 0)
+				break;
+		}
+	}
+	vio_entry_clear(&e);
+	sd_journal_close(j);
+	if (r == 0 && !o->json && count)
+		vio_table_print(f, &table);
+	vio_table_free(&table);
+	if (r < 0)
+		return r;
+	*ret_count = count;
+	return 0;
+}
+
+static int vio_parse_pid(const char *s, long *ret)
+{
+	char *end;
+	long v;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v <= 0 || v > INT_MAX)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+/* Whether the system journal is readable to us: root, or a member of the
+ * groups journald gives read access to (journalctl's own hint). */
+static bool vio_sees_system_journal(void)
+{
+	static const char *const groups[] = { "systemd-journal", "adm", "wheel" };
+	gid_t list[256];
+	int n;
+
+	if (geteuid() == 0)
+		return true;
+	n = getgroups(sizeof(list) / sizeof(list[0]), list);
+	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
+		const struct group *g = getgrnam(groups[i]);
+
+		if (!g)
+			continue;
+		if (g->gr_gid == getegid())
+			return true;
+		for (int k = 0; k < n; k++)
+			if (list[k] == g->gr_gid)
+				return true;
+	}
+	return false;
+}
+
+int ctl_cmd_violations(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "since", required_argument, NULL, 'S' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct vio_opts o = { 0 };
+	size_t count = 0;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, ":p:S:jh", options, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (vio_parse_pid(optarg, &o.pid) < 0)
+				return ctl_usage_error("invalid --pid", optarg);
+			break;
+		case 'S':
+			r = ctl_parse_time(optarg, ctl_now_usec(), &o.since_usec);
+			if (r < 0)
+				return ctl_usage_error(r == -ERANGE ? "--since out of range"
+								    : "invalid --since", optarg);
+			break;
+		case 'j':
+			o.json = true;
+			break;
+		case 'h':
+			ctl_usage(stdout);
+			return CTL_EXIT_OK;
+		default:
+			return ctl_option_error(c, argv);
+		}
+	}
+	if (optind < argc)
+		return ctl_usage_error("violations takes no arguments, got", argv[optind]);
+
+	r = vio_list(&o, stdout, &count);
+	if (r < 0) {
+		fflush(stdout);
+		fprintf(stderr, CTL_NAME ": cannot read the journal: %s\n", strerror(-r));
+		return CTL_EXIT_FAILURE;
+	}
+	if (count == 0 && !o.json)
+		puts("No violations.");
+	if (count == 0 && !vio_sees_system_journal())
+		fputs(CTL_NAME ": note: only the journal files readable by this user were searched; "
+		      "members of the groups 'adm' and 'systemd-journal' see all.\n", stderr);
+	return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+}

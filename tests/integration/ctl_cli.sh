@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# pmallocctl's command line: --help and --version on stdout with exit 0; a
+# missing or unknown command gives the usage on stderr and exit 2; words
+# from the command line are echoed escaped.
+. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+
+ctl=$B/pmallocctl
+[ -x "$ctl" ] || skip "pmallocctl not built"
+run() { "$ctl" "$@" >"$T/out" 2>"$T/err"; echo $? >"$T/rc"; }
+rc() { cat "$T/rc"; }
+
+for args in --help -h "check --help" "status --help" "violations -h"; do
+	# shellcheck disable=SC2086
+	run $args
+	[ "$(rc)" = 0 ] || fail "$args: exit $(rc)"
+	head -n 1 "$T/out" | grep -q '^Usage: pmallocctl ' || fail "$args: $(head -n 1 "$T/out")"
+	for cmd in check status violations; do grep -q "^  $cmd " "$T/out" || fail "$args: no $cmd in usage"; done
+	[ ! -s "$T/err" ] || fail "$args: stderr: $(cat "$T/err")"
+done
+run --version
+[ "$(rc)" = 0 ] && grep -qxE 'pmallocctl [0-9]+\.[0-9]+(\.[0-9]+)?' "$T/out" || fail "--version: $(cat "$T/out")"
+pass "--help, --version"
+
+run
+[ "$(rc)" = 2 ] && [ ! -s "$T/out" ] && [ "$(head -n 1 "$T/err")" = "pmallocctl: no command given" ] &&
+	grep -q '^Usage: pmallocctl ' "$T/err" || fail "no command: exit $(rc): $(cat "$T/err")"
+run frobnicate --json
+[ "$(rc)" = 2 ] && [ ! -s "$T/out" ] && [ "$(head -n 1 "$T/err")" = "pmallocctl: unknown command 'frobnicate'" ] &&
+	grep -q '^Usage: pmallocctl ' "$T/err" || fail "unknown command: exit $(rc): $(cat "$T/err")"
+run --frobnicate
+[ "$(rc)" = 2 ] && [ "$(head -n 1 "$T/err")" = "pmallocctl: unknown option '--frobnicate'" ] ||
+	fail "unknown global option: exit $(rc): $(cat "$T/err")"
+run violations -x
+[ "$(rc)" = 2 ] && [ "$(head -n 1 "$T/err")" = "pmallocctl: unknown option '-x'" ] ||
+	fail "unknown short option: exit $(rc): $(cat "$T/err")"
+run status --socket
+[ "$(rc)" = 2 ] && [ "$(head -n 1 "$T/err")" = "pmallocctl: missing argument to option '--socket'" ] ||
+	fail "missing argument: exit $(rc): $(cat "$T/err")"
+run $'\e]0;title\a'
+[ "$(rc)" = 2 ] && [ "$(head -n 1 "$T/err")" = "pmallocctl: unknown command '\\x1b]0;title\\x07'" ] ||
+	fail "escaped command: $(head -n 1 "$T/err" | od -c)"
+pass "usage errors: exit 2, usage on stderr"
