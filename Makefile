@@ -110,10 +110,13 @@ $(B)/pmallocd: $(DAEMON_OBJS) $(SHARED_OBJS)
 $(B)/pmallocctl: $(CTL_OBJS) $(SHARED_OBJS)
 	$(CC) -pie $(LDHARDEN) -o $@ $^ $(DAEMON_LIBS)
 
+# pkg-config file for the build tree's prefix; install writes its own from
+# the install-time variables.
+write_pc = printf 'prefix=%s\nlibdir=%s\nincludedir=%s\n\nName: pmalloc\nDescription: protectable memory pools\nVersion: 0.1\nLibs: -L$${libdir} -lpmalloc_shim\nCflags: -I$${includedir}\n' \
+	'$(PREFIX)' '$(LIBDIR)' '$(INCLUDEDIR)'
 $(B)/pmalloc.pc: Makefile
 	@mkdir -p $(B)
-	printf 'prefix=%s\nlibdir=%s\nincludedir=%s\n\nName: pmalloc\nDescription: protectable memory pools\nVersion: 0.1\nLibs: -L$${libdir} -lpmalloc_shim\nCflags: -I$${includedir}\n' \
-		'$(PREFIX)' '$(LIBDIR)' '$(INCLUDEDIR)' > $@
+	$(write_pc) > $@
 
 # Unit tests (Check): each tests/unit/test_*.c is one program, linked against
 # the shim as a user would, plus the shared objects for white-box tests.
@@ -157,7 +160,7 @@ install: all
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
 	install -m 0755 $(SHIM_LIB) $(DESTDIR)$(LIBDIR)/
 	install -m 0644 include/pmalloc.h $(DESTDIR)$(INCLUDEDIR)/
-	install -m 0644 $(B)/pmalloc.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	$(write_pc) > $(DESTDIR)$(LIBDIR)/pkgconfig/pmalloc.pc
 	@if [ -f $(B)/pmallocd ]; then \
 		install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(SYSCONFDIR) \
 			$(DESTDIR)$(UNITDIR) $(DESTDIR)$(CATALOGDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5; \

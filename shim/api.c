@@ -130,6 +130,5 @@ PMALLOC_EXPORT int pmalloc_pool_stats(const struct pmalloc_pool *pool, struct pm
 
 PMALLOC_EXPORT int pmalloc_is_protected(const void *addr)
 {
-	struct pool_hit hit;
-	return pool_lookup(addr, &hit) && hit.is_protected;
+	return pool_is_protected(addr);
 }

@@ -28,6 +28,7 @@ struct span {
 	size_t bytes;                        /* a multiple of ARENA_UNIT */
 	size_t cursor;                       /* bytes handed out; owner's lock */
 	_Atomic size_t prot;                 /* [base, base+prot) is read-only */
+	size_t prot_before;                  /* prot before the protect under way; owner's lock */
 	uint64_t *starts;                    /* bit g: an object starts at granule g */
 	uint64_t *ends;                      /* bit g: an object ends in granule g */
 	uint16_t *sites;                     /* site id of the object starting at g */

@@ -102,27 +102,49 @@ static void die_by_default(int sig, const siginfo_t *si)
 		syscall(SYS_tgkill, getpid(), gettid(), sig);
 }
 
-static void chain(int sig, siginfo_t *si, void *uctx, struct sigaction *pa)
+/* Run the program's action for sig as the kernel would have: its mask
+ * (and sig itself unless SA_NODEFER) blocked, and SA_RESETHAND honoured by
+ * making the default action current first (reset() publishes it). */
+static void chain(int sig, siginfo_t *si, void *uctx, const struct sigaction *saved,
+		  void (*reset)(void))
 {
-	if (pa->sa_flags & SA_SIGINFO) {
-		if (pa->sa_sigaction) {
-			sigset_t old;
-			pthread_sigmask(SIG_BLOCK, &pa->sa_mask, &old);
-			pa->sa_sigaction(sig, si, uctx);
-			pthread_sigmask(SIG_SETMASK, &old, NULL);
-			return;
+	struct sigaction pa = *saved;
+	bool runs = (pa.sa_flags & SA_SIGINFO) ? pa.sa_sigaction != NULL
+					       : pa.sa_handler != SIG_DFL && pa.sa_handler != SIG_IGN;
+	if (runs) {
+		if (pa.sa_flags & SA_RESETHAND)
+			reset();
+		sigset_t old, self;
+		pthread_sigmask(SIG_BLOCK, &pa.sa_mask, &old);
+		if (pa.sa_flags & SA_NODEFER) {
+			sigemptyset(&self);
+			sigaddset(&self, sig);
+			pthread_sigmask(SIG_UNBLOCK, &self, NULL);
 		}
-	} else if (pa->sa_handler == SIG_IGN) {
-		if (si->si_code <= 0)
-			return;                  /* an ignored kill(SIGSEGV) */
-	} else if (pa->sa_handler != SIG_DFL) {
-		sigset_t old;
-		pthread_sigmask(SIG_BLOCK, &pa->sa_mask, &old);
-		pa->sa_handler(sig);
+		if (pa.sa_flags & SA_SIGINFO)
+			pa.sa_sigaction(sig, si, uctx);
+		else
+			pa.sa_handler(sig);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return;
 	}
+	if (!(pa.sa_flags & SA_SIGINFO) && pa.sa_handler == SIG_IGN && si->si_code <= 0)
+		return;                          /* an ignored kill(SIGSEGV) */
 	die_by_default(sig, si);
+}
+
+static void reset_segv(void)
+{
+	int cur = atomic_load_explicit(&prev_idx, memory_order_acquire);
+	memset(&prev_segv[!cur], 0, sizeof(prev_segv[!cur]));
+	prev_segv[!cur].sa_handler = SIG_DFL;
+	atomic_store_explicit(&prev_idx, !cur, memory_order_release);
+}
+
+static void reset_trap(void)
+{
+	memset(&prev_trap, 0, sizeof(prev_trap));
+	prev_trap.sa_handler = SIG_DFL;
 }
 
 static bool audit_let_through(uintptr_t addr, void *uctx)
@@ -168,7 +190,7 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 		errno = saved;
 		return;
 	}
-	chain(sig, si, uctx, &prev_segv[atomic_load_explicit(&prev_idx, memory_order_acquire)]);
+	chain(sig, si, uctx, &prev_segv[atomic_load_explicit(&prev_idx, memory_order_acquire)], reset_segv);
 	errno = saved;
 }
 
@@ -185,7 +207,7 @@ static void on_trap(int sig, siginfo_t *si, void *uctx)
 		return;
 	}
 #endif
-	chain(sig, si, uctx, &prev_trap);
+	chain(sig, si, uctx, &prev_trap, reset_trap);
 	errno = saved;
 }
 

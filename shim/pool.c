@@ -155,6 +155,9 @@ static cold void *alloc_slow(struct pmalloc_pool *p, size_t need, size_t align, 
 {
 	struct span *s;
 	bool dedicated = need + align > DEDICATED_MIN;
+	if (!dedicated)
+		while (p->next_span_bytes < need + align)
+			p->next_span_bytes *= 2;
 	size_t bytes = dedicated ? need + align : p->next_span_bytes;
 	if (arena_span_alloc(bytes, p, &s) < 0)
 		return NULL;
@@ -203,52 +206,81 @@ void *pool_alloc(struct pmalloc_pool *p, size_t size, size_t align, uint16_t sit
 	return r;
 }
 
-static void protect_range(struct pmalloc_pool *p, uintptr_t a, uintptr_t b, const char *api)
+/* mprotect (and mseal) one contiguous range: 0, or -ENOMEM when the
+ * process is out of memory mappings (vm.max_map_count). */
+static int protect_range(struct pmalloc_pool *p, uintptr_t a, uintptr_t b, const char *api)
 {
 	if (a == b)
-		return;
+		return 0;
 	int r = os_protect_ro((void *)a, b - a);
-	if (r == -ENOMEM) {
-		/* Out of mappings (vm.max_map_count): the range stays writable. */
-		p->st.protect_failures++;
-		debug_line("cannot protect pool \"", p->name, "\": out of memory mappings");
-		return;
-	}
+	if (r == -ENOMEM)
+		return r;
 	if (r < 0)
 		fatal(api, "mprotect of pool memory failed");
 	if ((p->flags & PMALLOC_POOL_SEAL) && os_have_mseal && os_seal((void *)a, b - a) < 0)
 		fatal(api, "mseal of pool memory failed");
+	return 0;
+}
+
+/* The spans [first, last] of a range that could not be protected: their
+ * marks go back, so the next protect tries them again and nothing claims
+ * to be read-only that is not. */
+static size_t protect_undo(struct span *first, struct span *last)
+{
+	size_t undone = 0;
+	for (struct span *s = first; s; s = s->next) {
+		undone += atomic_load_explicit(&s->prot, memory_order_relaxed) - s->prot_before;
+		atomic_store_explicit(&s->prot, s->prot_before, memory_order_release);
+		if (s == last)
+			break;
+	}
+	return undone;
 }
 
 size_t pool_protect(struct pmalloc_pool *p, const char *api)
 {
 	size_t fresh = 0;
 	uintptr_t a = 0, b = 0;
+	struct span *range_first = NULL, *range_last = NULL, *failed = NULL;
 	pthread_mutex_lock(&p->lock);
 	for (struct span *s = p->dirty; s; s = s->next) {
 		size_t start = atomic_load_explicit(&s->prot, memory_order_relaxed);
 		size_t end = s == p->cur ? ALIGN_UP(s->cursor, os_page_size) : s->bytes;
+		s->prot_before = start;       /* what protect_undo() restores */
 		if (end <= start)
 			continue;
 		if (s == p->cur)
 			s->cursor = end;          /* the page's tail is given up */
+		if (s->base + start != b) {
+			if (protect_range(p, a, b, api) < 0) {
+				fresh -= protect_undo(range_first, range_last);
+				failed = failed ? failed : range_first;
+			}
+			a = s->base + start;
+			range_first = s;
+		}
 		/* Published before the mprotect, so a fault can never find memory
 		 * read-only yet not known to be protected. */
 		atomic_store_explicit(&s->prot, end, memory_order_release);
 		fresh += end - start;
-		if (s->base + start != b) {
-			protect_range(p, a, b, api);
-			a = s->base + start;
-		}
 		b = s->base + end;
+		range_last = s;
 	}
-	protect_range(p, a, b, api);
-	p->dirty = p->cur;
+	if (protect_range(p, a, b, api) < 0) {
+		fresh -= protect_undo(range_first, range_last);
+		failed = failed ? failed : range_first;
+	}
+	p->dirty = failed ? failed : p->cur;
 	if (fresh) {
 		p->st.protected_bytes += fresh;
 		p->st.protect_calls++;
 	}
+	if (failed)
+		p->st.protect_failures++;
 	pthread_mutex_unlock(&p->lock);
+	if (failed)
+		debug_line("cannot protect all of pool \"", p->name,
+			   "\": out of memory mappings (vm.max_map_count); will retry at the next protect");
 	return fresh;
 }
 
@@ -327,6 +359,7 @@ size_t pool_usable_size(const void *p, const char *api)
 
 bool pool_is_protected(const void *p)
 {
-	struct pool_hit hit;
-	return pool_lookup(p, &hit) && hit.is_protected;
+	/* O(1): the span and its mark, not the object. */
+	struct span *s = arena_span_of(p);
+	return s && (uintptr_t)p - s->base < atomic_load_explicit(&s->prot, memory_order_acquire);
 }
