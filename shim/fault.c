@@ -70,6 +70,8 @@ static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
 {
 	struct unwind_state *st = arg;
 	uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
+	if (ip == 0)
+		return _URC_END_OF_STACK;
 	/* Skip the handler's own frames: start at the faulting instruction. */
 	if (!st->started) {
 		if (ip != st->v->ip)

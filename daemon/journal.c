@@ -1,0 +1,312 @@
+/*
+ * journal.c - structured entries about client processes, and their rate
+ * limit.
+ *
+ * Owns: the MESSAGE_IDs and field names of SPEC.md (except the violation
+ * entry's content, which violation.c assembles with jentry), the per
+ * process/site limiter and its summary entries.
+ * Never: allocates per entry (fixed buffers), writes an entry a client can
+ * repeat at will without the limiter, or lets a client string break a
+ * one-line MESSAGE.  (sd_journal_sendv waits only while journald's socket
+ * is full, as for every journal client; the limiter keeps that rare.)
+ */
+#define _GNU_SOURCE
+#include "journal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <systemd/sd-journal.h>
+
+#include "log.h"
+#include "registry.h"
+#include "strbuf.h"
+
+#define USEC_PER_SEC 1000000ULL
+
+void jentry_init(struct jentry *j, const char *message_id, int priority)
+{
+	j->n = 0;
+	j->used = 0;
+	j->truncated = false;
+	jentry_add(j, "MESSAGE_ID=%s", message_id);
+	jentry_add(j, "PRIORITY=%d", priority);
+	jentry_add(j, "SYSLOG_IDENTIFIER=pmallocd");
+}
+
+void jentry_add(struct jentry *j, const char *format, ...)
+{
+	size_t room = sizeof(j->buf) - j->used;
+	va_list ap;
+	int n;
+
+	/* Keep one slot for PMALLOC_TRUNCATED. */
+	if (j->n >= JENTRY_FIELDS - 1 || room == 0) {
+		j->truncated = true;
+		return;
+	}
+	va_start(ap, format);
+	n = vsnprintf(j->buf + j->used, room, format, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= room) {
+		j->truncated = true;
+		return;
+	}
+	j->iov[j->n].iov_base = j->buf + j->used;
+	j->iov[j->n].iov_len = (size_t)n;
+	j->n++;
+	j->used += (size_t)n + 1;
+}
+
+int jentry_send(struct jentry *j)
+{
+	static const char trunc[] = "PMALLOC_TRUNCATED=1";
+	int r;
+
+	if (j->truncated) {
+		j->iov[j->n].iov_base = (void *)(uintptr_t)trunc;
+		j->iov[j->n].iov_len = sizeof(trunc) - 1;
+		j->n++;
+	}
+	r = sd_journal_sendv(j->iov, (int)j->n);
+	if (r < 0) {
+		static struct log_limit lim = LOG_LIMIT_INIT(60, 3);
+		log_limited(&lim, LOG_WARNING, "cannot write to the journal: %s", strerror(-r));
+	}
+	return r;
+}
+
+void journal_sanitize(char *dst, size_t n, const char *src)
+{
+	size_t i;
+
+	if (n == 0)
+		return;
+	for (i = 0; i + 1 < n && src[i]; i++) {
+		unsigned char ch = (unsigned char)src[i];
+		dst[i] = (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
+	}
+	dst[i] = '\0';
+}
+
+static const char *exe_of(const struct proc_entry *e)
+{
+	return e->exe ? e->exe : "?";
+}
+
+void journal_handed(const struct proc_entry *e, const char *policy)
+{
+	struct jentry j;
+
+	jentry_init(&j, MID_HANDED, LOG_INFO);
+	jentry_add(&j, "MESSAGE=pmalloc: policy \"%s\" (generation %" PRIu64 ", %s) handed to PID %d (%s)",
+		   policy, e->generation, e->mode == POLICY_MODE_AUDIT ? "audit" : "enforce",
+		   (int)e->pid, exe_of(e));
+	jentry_add(&j, "OBJECT_PID=%d", (int)e->pid);
+	jentry_add(&j, "PMALLOC_POLICY=%s", policy);
+	jentry_add(&j, "PMALLOC_MODE=%s", e->mode == POLICY_MODE_AUDIT ? "audit" : "enforce");
+	jentry_add(&j, "PMALLOC_EXE=%s", exe_of(e));
+	jentry_add(&j, "PMALLOC_COMM=%s", e->comm);
+	jentry_add(&j, "PMALLOC_UID=%u", (unsigned)e->uid);
+	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, e->generation);
+	(void)jentry_send(&j);
+}
+
+void journal_protected(const struct proc_entry *e, const struct pmw_protected *msg,
+		       const char *policy, const char *pool, const char *trigger)
+{
+	struct jentry j;
+
+	jentry_init(&j, MID_PROTECTED, LOG_DEBUG);
+	jentry_add(&j, "MESSAGE=pmalloc: PID %d (%s) protected pool \"%s\"%s%s%s (%s): %" PRIu64
+		   " new bytes, %" PRIu64 " bytes in %" PRIu64 " objects read-only",
+		   (int)e->pid, exe_of(e), pool, *policy ? " of policy \"" : "", policy,
+		   *policy ? "\"" : "", trigger, msg->new_bytes, msg->protected_bytes, msg->objects);
+	jentry_add(&j, "OBJECT_PID=%d", (int)e->pid);
+	jentry_add(&j, "PMALLOC_POLICY=%s", policy);
+	jentry_add(&j, "PMALLOC_POOL=%s", pool);
+	jentry_add(&j, "PMALLOC_TRIGGER=%s", trigger);
+	jentry_add(&j, "PMALLOC_NEW_BYTES=%" PRIu64, msg->new_bytes);
+	jentry_add(&j, "PMALLOC_PROTECTED_BYTES=%" PRIu64, msg->protected_bytes);
+	jentry_add(&j, "PMALLOC_OBJECTS=%" PRIu64, msg->objects);
+	jentry_add(&j, "PMALLOC_EXE=%s", exe_of(e));
+	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, e->generation);
+	(void)jentry_send(&j);
+}
+
+void journal_policy_loaded(const char *path, uint64_t generation, size_t n_policies, bool first)
+{
+	struct jentry j;
+
+	jentry_init(&j, MID_POLICY, LOG_NOTICE);
+	jentry_add(&j, "MESSAGE=pmalloc: policy file %s %s: generation %" PRIu64 ", %zu %s",
+		   path, first ? "loaded" : "reloaded", generation, n_policies,
+		   n_policies == 1 ? "policy" : "policies");
+	jentry_add(&j, "CONFIG_FILE=%s", path);
+	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, generation);
+	jentry_add(&j, "PMALLOC_POLICIES=%zu", n_policies);
+	(void)jentry_send(&j);
+}
+
+void journal_policy_refused(const char *path, const char *error, uint64_t kept_generation,
+			    bool first)
+{
+	struct jentry j;
+
+	jentry_init(&j, MID_POLICY, LOG_ERR);
+	if (first)
+		jentry_add(&j, "MESSAGE=pmalloc: policy file refused: %s", error);
+	else
+		jentry_add(&j, "MESSAGE=pmalloc: policy file refused, keeping generation %" PRIu64 ": %s",
+			   kept_generation, error);
+	jentry_add(&j, "CONFIG_FILE=%s", path);
+	jentry_add(&j, "PMALLOC_ERROR=%s", error);
+	if (!first)
+		jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, kept_generation);
+	(void)jentry_send(&j);
+}
+
+/* ---- rate limit ---- */
+
+static void limit_summary(const struct proc_entry *e, const struct limit_site *s)
+{
+	struct jentry j;
+
+	jentry_init(&j, MID_DROPPED, LOG_WARNING);
+	if (s->kind == LIMIT_VIOLATION)
+		jentry_add(&j, "MESSAGE=pmalloc: PID %d (%s): %" PRIu64 " more violation reports %s%" PRIx64
+			   " not logged (rate limit: %u per %u s)", (int)e->pid, exe_of(e), s->dropped,
+			   s->key == UINT64_MAX ? "from other sites, last at 0x" : "at ip 0x",
+			   s->key == UINT64_MAX ? 0 : s->key, s->burst, s->interval_s);
+	else
+		jentry_add(&j, "MESSAGE=pmalloc: PID %d (%s): %" PRIu64 " more pool-protected entries for pool \"%s\""
+			   " not logged (rate limit: %u per %u s)", (int)e->pid, exe_of(e), s->dropped,
+			   s->pool, s->burst, s->interval_s);
+	jentry_add(&j, "OBJECT_PID=%d", (int)e->pid);
+	jentry_add(&j, "PMALLOC_DROPPED=%" PRIu64, s->dropped);
+	jentry_add(&j, "PMALLOC_DROPPED_KIND=%s", s->kind == LIMIT_VIOLATION ? "violation" : "protected");
+	if (s->kind == LIMIT_VIOLATION && s->key != UINT64_MAX)
+		jentry_add(&j, "PMALLOC_FAULT_IP=0x%" PRIx64, s->key);
+	jentry_add(&j, "PMALLOC_POLICY=%s", s->policy);
+	jentry_add(&j, "PMALLOC_POOL=%s", s->pool);
+	jentry_add(&j, "PMALLOC_EXE=%s", exe_of(e));
+	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, e->generation);
+	jentry_add(&j, "PMALLOC_RATE_BURST=%u", s->burst);
+	jentry_add(&j, "PMALLOC_RATE_INTERVAL_S=%u", s->interval_s);
+	(void)jentry_send(&j);
+}
+
+/* Summaries for windows ended by now (all when now == UINT64_MAX); slots
+ * whose window ended are freed.  Returns the earliest window end still
+ * holding drops, or UINT64_MAX. */
+static uint64_t limit_sweep(struct proc_entry *e, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (size_t i = 0; i < LIMIT_SITES; i++) {
+		struct limit_site *s = &e->limit.sites[i];
+
+		if (!s->used)
+			continue;
+		if (now >= s->window_end) {
+			if (s->dropped > 0)
+				limit_summary(e, s);
+			s->used = false;
+		} else if (s->dropped > 0 && s->window_end < next)
+			next = s->window_end;
+	}
+	return next;
+}
+
+static int limit_on_timer(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct proc_entry *e = userdata;
+	uint64_t next;
+
+	next = limit_sweep(e, usec);
+	if (next == UINT64_MAX)
+		return sd_event_source_set_enabled(src, SD_EVENT_OFF);
+	(void)sd_event_source_set_time(src, next);
+	return sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+}
+
+static void limit_arm(sd_event *event, struct proc_entry *e, uint64_t when)
+{
+	uint64_t cur;
+	int enabled = SD_EVENT_OFF, r;
+
+	if (!e->limit.timer) {
+		r = sd_event_add_time(event, &e->limit.timer, CLOCK_MONOTONIC, when, 100 * 1000,
+				      limit_on_timer, e);
+		if (r < 0)
+			log_warning_errno(r, "cannot arm the rate-limit timer: %m");
+		return;
+	}
+	(void)sd_event_source_get_enabled(e->limit.timer, &enabled);
+	if (enabled != SD_EVENT_OFF && sd_event_source_get_time(e->limit.timer, &cur) >= 0 && cur <= when)
+		return;
+	(void)sd_event_source_set_time(e->limit.timer, when);
+	(void)sd_event_source_set_enabled(e->limit.timer, SD_EVENT_ONESHOT);
+}
+
+bool journal_limit_admit(sd_event *event, struct proc_entry *e, enum limit_kind kind, uint64_t key,
+			 const char *policy, const char *pool, unsigned int burst,
+			 unsigned int interval_s)
+{
+	struct limit_site *s = NULL, *free_slot = NULL;
+	uint64_t now = 0;
+
+	if (sd_event_now(event, CLOCK_MONOTONIC, &now) < 0)
+		return true;
+	if (burst == 0 || interval_s == 0)
+		return true;                     /* limit off */
+
+	for (size_t i = 0; i < LIMIT_SITES - 1; i++) {
+		struct limit_site *c = &e->limit.sites[i];
+
+		if (c->used && now >= c->window_end && c->dropped == 0)
+			c->used = false;         /* expired, nothing to report: reuse */
+		if (c->used && c->kind == kind && c->key == key) {
+			s = c;
+			break;
+		}
+		if (!c->used && !free_slot)
+			free_slot = c;
+	}
+	if (!s)
+		s = free_slot;
+	if (!s) {
+		/* Every slot busy: all further sites share the last one. */
+		s = &e->limit.sites[LIMIT_SITES - 1];
+		key = UINT64_MAX;
+	}
+	if (!s->used || now >= s->window_end) {
+		if (s->used && s->dropped > 0)
+			limit_summary(e, s);
+		memset(s, 0, sizeof(*s));
+		s->used = true;
+		s->kind = kind;
+		s->key = key;
+		s->window_end = now + (uint64_t)interval_s * USEC_PER_SEC;
+		s->burst = burst;
+		s->interval_s = interval_s;
+		str_copy(s->policy, sizeof(s->policy), policy);
+		str_copy(s->pool, sizeof(s->pool), pool);
+	}
+
+	if (s->count < s->burst) {
+		s->count++;
+		return true;
+	}
+	s->dropped++;
+	if (s->dropped == 1)
+		limit_arm(event, e, s->window_end);
+	return false;
+}
+
+void journal_limit_finish(struct proc_entry *e)
+{
+	(void)limit_sweep(e, UINT64_MAX);
+	e->limit.timer = sd_event_source_disable_unref(e->limit.timer);
+}

@@ -1,0 +1,85 @@
+/*
+ * journal.h - the structured journal entries pmallocd writes about client
+ * processes (MESSAGE_IDs of SPEC.md), and the per-process rate limit.
+ */
+#ifndef PMALLOCD_JOURNAL_H
+#define PMALLOCD_JOURNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <systemd/sd-event.h>
+
+#include "wire.h"
+
+#define MID_VIOLATION "7df8f2fd7e8542c19da1343c00501acc"
+#define MID_PROTECTED "4861793aed344e45916acf02f15da997"
+#define MID_HANDED    "26f986b8445b455b9a3a7a8b0d017fb8"
+#define MID_POLICY    "daf928bc276d4cc7b9b7976f4bb6e0fa"
+#define MID_DROPPED   "c1e835285fc54160a43c1065e7656999"
+
+/* One entry under construction: FIELD=value strings in a fixed buffer.
+ * A field that does not fit is left out and the entry says so
+ * (PMALLOC_TRUNCATED=1) rather than failing. */
+#define JENTRY_FIELDS 48
+#define JENTRY_BUF (24 * 1024)
+struct jentry {
+	struct iovec iov[JENTRY_FIELDS];
+	size_t n;
+	size_t used;
+	bool truncated;
+	char buf[JENTRY_BUF];
+};
+
+void jentry_init(struct jentry *j, const char *message_id, int priority);
+void jentry_add(struct jentry *j, const char *format, ...) __attribute__((format(printf, 2, 3)));
+int jentry_send(struct jentry *j);
+
+/* Copy src to dst (size n) with control characters replaced by '?': client
+ * strings go into one-line messages. */
+void journal_sanitize(char *dst, size_t n, const char *src);
+
+struct proc_entry;
+
+void journal_handed(const struct proc_entry *e, const char *policy);
+void journal_protected(const struct proc_entry *e, const struct pmw_protected *msg,
+		       const char *policy, const char *pool, const char *trigger);
+void journal_policy_loaded(const char *path, uint64_t generation, size_t n_policies, bool first);
+void journal_policy_refused(const char *path, const char *error, uint64_t kept_generation,
+			    bool first);
+
+/* Rate limit: per process and site, burst entries per interval; the rest
+ * are counted and one summary entry (MID_DROPPED) names how many, when the
+ * interval ends or the process goes away.  A site is the faulting
+ * instruction for violations and the pool for protect entries. */
+enum limit_kind { LIMIT_VIOLATION, LIMIT_PROTECTED };
+#define LIMIT_SITES 16                   /* the last slot is shared by all further sites */
+struct limit_site {
+	bool used;
+	enum limit_kind kind;
+	uint64_t key;
+	uint64_t window_end;             /* CLOCK_MONOTONIC usec */
+	unsigned int count;
+	uint64_t dropped;
+	unsigned int burst, interval_s;  /* as in force when the window opened */
+	char policy[PMW_NAME];
+	char pool[PMW_NAME];
+};
+struct report_limit {
+	struct limit_site sites[LIMIT_SITES];
+	sd_event_source *timer;
+};
+
+/* true: log it; false: counted as dropped.  Arms a timer on e to emit the
+ * summary at the end of the window. */
+bool journal_limit_admit(sd_event *event, struct proc_entry *e, enum limit_kind kind, uint64_t key,
+			 const char *policy, const char *pool, unsigned int burst,
+			 unsigned int interval_s);
+/* Emit the summaries that are due (all of them when the process is gone)
+ * and release the timer in that case. */
+void journal_limit_finish(struct proc_entry *e);
+
+#endif

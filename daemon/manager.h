@@ -1,0 +1,31 @@
+/*
+ * manager.h - the daemon's state, shared by its modules.  pmallocd.c owns
+ * it (creates, reloads, frees); the others read it and touch only their
+ * own part.
+ */
+#ifndef PMALLOCD_MANAGER_H
+#define PMALLOCD_MANAGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "config.h"
+#include "registry.h"
+
+struct server;
+struct symbolizer;
+
+struct manager {
+	sd_event *event;
+	const char *config_path;
+	struct config *config;           /* in force; never NULL once running */
+	uint64_t config_loaded_usec;     /* CLOCK_MONOTONIC */
+	uint64_t start_usec;
+	uint64_t reloads_refused;
+	struct server *server;
+	struct registry registry;
+	struct symbolizer *symbolizer;
+};
+
+#endif

@@ -1,0 +1,38 @@
+/*
+ * proc.h - what the kernel says about a process: /proc reads, the peer's
+ * credentials and pidfd.  Nothing here trusts what a client says.
+ */
+#ifndef PMALLOCD_PROC_H
+#define PMALLOCD_PROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PROC_COMM_MAX 16                 /* TASK_COMM_LEN, NUL included */
+
+/* readlink /proc/PID/exe; a " (deleted)" suffix (binary replaced since the
+ * process started) is cut off and reported in *ret_deleted.  0 and a
+ * malloc'ed *ret, or -errno (-ESRCH for a process that is gone). */
+int proc_read_exe(pid_t pid, char **ret, bool *ret_deleted);
+/* /proc/PID/comm without its newline. */
+int proc_read_comm(pid_t pid, char ret[PROC_COMM_MAX]);
+/* ppid and start time (clock ticks since boot) from /proc/PID/stat. */
+int proc_read_stat(pid_t pid, pid_t *ret_ppid, uint64_t *ret_starttime);
+/* Effective uid from /proc/PID/status (the uid SO_PEERCRED reports). */
+int proc_read_euid(pid_t pid, uid_t *ret);
+
+/* True when pid still runs and started at starttime (not a reused pid). */
+bool proc_is_alive(pid_t pid, uint64_t starttime);
+
+/* The peer's pidfd (SO_PEERPIDFD), or -errno (-ENOPROTOOPT on kernels
+ * without it: optional). */
+int proc_peer_pidfd(int sockfd);
+/* 1 when the process behind pidfd has exited, 0 when it runs, -errno. */
+int proc_pidfd_exited(int pidfd);
+
+/* Call cb for every process in /proc (not threads); stops at the first
+ * negative return and passes it on.  max bounds the number visited. */
+int proc_for_each(int (*cb)(pid_t pid, void *userdata), void *userdata, unsigned int max);
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * registry.c - the table of processes pmallocd has served.
+ *
+ * Owns: proc_entry lifetime, the live list and the bounded history.
+ * Never: reads /proc or sockets, logs, or grows past its bounds (live
+ * entries are bounded by the server's client and child caps, the history
+ * by REGISTRY_HISTORY, pools by REGISTRY_POOLS).
+ */
+#define _GNU_SOURCE
+#include "registry.h"
+#include "strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void entry_free(struct proc_entry *e)
+{
+	free(e->exe);
+	free(e->pools);
+	free(e);
+}
+
+void registry_init(struct registry *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+void registry_done(struct registry *r)
+{
+	struct proc_entry *e, *next;
+
+	for (e = r->live; e; e = next) {
+		next = e->next;
+		journal_limit_finish(e);
+		entry_free(e);
+	}
+	for (e = r->history; e; e = next) {
+		next = e->next;
+		entry_free(e);
+	}
+	memset(r, 0, sizeof(*r));
+}
+
+struct proc_entry *registry_add(struct registry *r, pid_t pid, uid_t uid, uint64_t now)
+{
+	struct proc_entry *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->pid = pid;
+	e->uid = uid;
+	e->since_usec = now;
+	e->next = r->live;
+	if (r->live)
+		r->live->prev = e;
+	r->live = e;
+	r->n_live++;
+	return e;
+}
+
+void registry_retire(struct registry *r, struct proc_entry *e, uint64_t now)
+{
+	journal_limit_finish(e);
+
+	if (e->prev)
+		e->prev->next = e->next;
+	else
+		r->live = e->next;
+	if (e->next)
+		e->next->prev = e->prev;
+	r->n_live--;
+
+	e->exited_usec = now ? now : 1;
+	e->prev = NULL;
+	e->next = r->history;
+	if (r->history)
+		r->history->prev = e;
+	else
+		r->history_tail = e;
+	r->history = e;
+	r->n_history++;
+
+	while (r->n_history > REGISTRY_HISTORY) {
+		struct proc_entry *old = r->history_tail;
+
+		r->history_tail = old->prev;
+		r->history_tail->next = NULL;
+		r->n_history--;
+		r->n_evicted++;
+		entry_free(old);
+	}
+}
+
+struct reg_pool *proc_entry_pool(struct proc_entry *e, const char *policy, const char *name)
+{
+	struct reg_pool *p;
+
+	for (size_t i = 0; i < e->n_pools; i++)
+		if (strcmp(e->pools[i].name, name) == 0 && strcmp(e->pools[i].policy, policy) == 0)
+			return &e->pools[i];
+	if (e->n_pools >= REGISTRY_POOLS)
+		return NULL;
+	p = realloc(e->pools, (e->n_pools + 1) * sizeof(*p));
+	if (!p)
+		return NULL;
+	e->pools = p;
+	p = &e->pools[e->n_pools++];
+	memset(p, 0, sizeof(*p));
+	str_copy(p->policy, sizeof(p->policy), policy);
+	str_copy(p->name, sizeof(p->name), name);
+	return p;
+}

@@ -1,0 +1,78 @@
+/*
+ * registry.h - what pmallocd knows about each process it served: identity
+ * (from the kernel), the hand-out, pools and protected bytes, violation
+ * counts; live entries, then a bounded history of exited ones.
+ */
+#ifndef PMALLOCD_REGISTRY_H
+#define PMALLOCD_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "journal.h"
+#include "policy.h"
+#include "proc.h"
+#include "wire.h"
+
+#define REGISTRY_HISTORY 256             /* exited processes kept for status */
+#define REGISTRY_POOLS 32                /* pools tracked per process */
+
+struct reg_pool {
+	char policy[PMW_NAME];
+	char name[PMW_NAME];
+	char last_trigger[PMW_NAME];
+	uint64_t protected_bytes;        /* as last reported by the process */
+	uint64_t objects;
+	uint64_t protects;
+};
+
+struct proc_entry {
+	struct proc_entry *prev, *next;
+	pid_t pid;
+	pid_t via_pid;                   /* 0, or the peer whose connection a forked child used */
+	uid_t uid;
+	uint64_t starttime;              /* /proc/PID/stat; 0 unknown */
+	char *exe;                       /* /proc/PID/exe; NULL when it could not be read */
+	bool exe_deleted;
+	char comm[PROC_COMM_MAX];
+	bool has_policy;
+	char policy[PMW_NAME];
+	enum policy_mode mode;
+	uint64_t generation;             /* of the set the hand-out came from */
+	uint64_t since_usec;             /* CLOCK_MONOTONIC */
+	uint64_t exited_usec;            /* 0 while its connection is open */
+	struct reg_pool *pools;
+	size_t n_pools;
+	uint64_t pools_untracked;        /* protect messages for pools past REGISTRY_POOLS */
+	uint64_t protects;
+	uint64_t violations;             /* reports received */
+	uint64_t violations_dropped;     /* of those, not logged (rate limit) */
+	uint64_t protects_dropped;
+	struct report_limit limit;
+};
+
+struct registry {
+	struct proc_entry *live;         /* newest first */
+	size_t n_live;
+	struct proc_entry *history;      /* newest first */
+	struct proc_entry *history_tail;
+	size_t n_history;
+	uint64_t n_evicted;
+};
+
+void registry_init(struct registry *r);
+void registry_done(struct registry *r);
+
+/* A new live entry (zeroed but for pid, uid, since); NULL on ENOMEM. */
+struct proc_entry *registry_add(struct registry *r, pid_t pid, uid_t uid, uint64_t now);
+/* The connection is gone: flush its rate-limit summaries, move it to the
+ * history (dropping the oldest past REGISTRY_HISTORY). */
+void registry_retire(struct registry *r, struct proc_entry *e, uint64_t now);
+
+/* The pool (policy, name) of e, added on first use; NULL when e already
+ * tracks REGISTRY_POOLS pools or on ENOMEM. */
+struct reg_pool *proc_entry_pool(struct proc_entry *e, const char *policy, const char *name);
+
+#endif

@@ -1,0 +1,828 @@
+/*
+ * server.c - pmallocd's socket: accepting clients, checking every message,
+ * answering, and the limits on what a client can make the daemon hold.
+ *
+ * Owns: the listening socket's lifetime (listen.c makes it; its path is
+ * unlinked at exit when pmallocd made it), struct client,
+ * the per-connection state machine (NEW -> SERVED, or NEW -> status ->
+ * closed), message validation, client caps and the silent-client timer.
+ * Identity comes from the kernel only: SO_PEERCRED at accept, SO_PEERPIDFD
+ * and /proc (proc.c) at HELLO, SCM_CREDENTIALS on each packet.
+ * Never: blocks on a client (every socket is non-blocking, every send
+ * MSG_DONTWAIT), reads a field before the header, length and type-specific
+ * size are checked, keeps a file descriptor a client passed, or lets one
+ * client's traffic stop others (bounded work per wake-up).
+ */
+#define _GNU_SOURCE
+#include "server.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdalign.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "journal.h"
+#include "listen.h"
+#include "log.h"
+#include "proc.h"
+#include "status.h"
+#include "violation.h"
+#include "wire.h"
+#include "strbuf.h"
+
+#define USEC_PER_MSEC 1000ULL
+
+enum client_state { CLIENT_NEW, CLIENT_SERVED };
+
+struct client {
+	struct client *prev, *next;
+	struct server *server;
+	int fd;
+	sd_event_source *io;
+	sd_event_source *timer;
+	enum client_state state;
+	pid_t pid;                       /* SO_PEERCRED at accept */
+	uid_t uid;
+	struct proc_entry *entry;        /* once served */
+	struct proc_entry *children[SERVER_MAX_CHILDREN];
+	size_t n_children;
+};
+
+struct server {
+	struct manager *manager;
+	int fd;
+	char *path;
+	bool owns_path;
+	bool activated;
+	sd_event_source *listen_src;
+	sd_event_source *retry_timer;
+	struct client *clients;
+	size_t n_clients;
+	size_t max_clients;              /* SERVER_MAX_CLIENTS, less where descriptors are fewer */
+	struct server_counters counters;
+	struct log_limit drop_log;
+};
+
+/* One receive buffer, one send buffer: the daemon is single-threaded. */
+static alignas(16) uint8_t rx_buf[PMW_MAX_MSG];
+static alignas(16) uint8_t tx_buf[PMW_MAX_MSG];
+
+static uint64_t now_usec(const struct server *s)
+{
+	uint64_t t = 0;
+	(void)sd_event_now(s->manager->event, CLOCK_MONOTONIC, &t);
+	return t;
+}
+
+/* Count and log (limited) a client we drop or refuse. */
+#define client_drop(c, counter, ...)                                                      \
+	do {                                                                              \
+		(c)->server->counters.counter++;                                          \
+		log_limited(&(c)->server->drop_log, LOG_NOTICE, "client PID %d (uid %u): " \
+			    __VA_ARGS__);                                                   \
+	} while (0)
+#define client_drop_args(c) (int)(c)->pid, (unsigned)(c)->uid
+
+/* ---- client lifetime ---- */
+
+static void client_free(struct client *c)
+{
+	struct server *s = c->server;
+	uint64_t now = now_usec(s);
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->clients = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->n_clients--;
+
+	c->io = sd_event_source_disable_unref(c->io);
+	c->timer = sd_event_source_disable_unref(c->timer);
+	for (size_t i = 0; i < c->n_children; i++)
+		registry_retire(&s->manager->registry, c->children[i], now);
+	if (c->entry)
+		registry_retire(&s->manager->registry, c->entry, now);
+	close(c->fd);
+	free(c);
+}
+
+static int client_send(struct client *c, const void *msg, size_t len)
+{
+	ssize_t n = send(c->fd, msg, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+	if (n < 0)
+		return -errno;
+	if ((size_t)n != len)
+		return -EIO;
+	return 0;
+}
+
+static int send_answer_fd(int fd, enum pmw_type type, uint64_t generation, const char *reason)
+{
+	struct pmw_answer a;
+	ssize_t n;
+
+	memset(&a, 0, sizeof(a));
+	pmw_header_init(&a.h, type, sizeof(a));
+	a.generation = generation;
+	str_copy(a.reason, sizeof(a.reason), reason);
+	n = send(fd, &a, sizeof(a), MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == sizeof(a) ? 0 : -EIO;
+}
+
+/* Read and discard what the client sent: closing a unix socket with unread
+ * data makes the peer's next read fail with ECONNRESET, and it would lose
+ * the answer queued just before the close. */
+static void drain(int fd)
+{
+	char b[64];
+
+	for (int i = 0; i < 4; i++)
+		if (recv(fd, b, sizeof(b), MSG_DONTWAIT | MSG_TRUNC) <= 0)
+			break;
+}
+
+static int on_client_timeout(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct client *c = userdata;
+
+	(void)src;
+	(void)usec;
+	client_drop(c, timed_out, "said nothing before the deadline, dropped", client_drop_args(c));
+	client_free(c);
+	return 0;
+}
+
+static unsigned int silent_limit_ms(const struct server *s)
+{
+	unsigned int ms = s->manager->config->set->daemon.handshake_timeout_ms;
+
+	ms = ms > SERVER_SILENT_MAX_MS / 10 ? SERVER_SILENT_MAX_MS : ms * 10;
+	return ms < SERVER_SILENT_MIN_MS ? SERVER_SILENT_MIN_MS : ms;
+}
+
+/* ---- message handlers; each returns 0 to keep the connection, <0 to close ---- */
+
+/* The process this packet came from: the peer, or a forked child that
+ * shares its connection (SCM_CREDENTIALS of this packet says which). */
+static struct proc_entry *sender_entry(struct client *c, const struct ucred *cred)
+{
+	struct registry *reg = &c->server->manager->registry;
+	struct proc_entry *e;
+	uint64_t now;
+	int r;
+
+	if (!cred || cred->pid <= 0 || cred->pid == c->pid)
+		return c->entry;
+	for (size_t i = 0; i < c->n_children; i++)
+		if (c->children[i]->pid == cred->pid)
+			return c->children[i];
+
+	now = now_usec(c->server);
+	if (c->n_children == SERVER_MAX_CHILDREN) {
+		/* Oldest child goes to the history; the cap holds. */
+		registry_retire(reg, c->children[0], now);
+		memmove(c->children, c->children + 1, (SERVER_MAX_CHILDREN - 1) * sizeof(c->children[0]));
+		c->n_children--;
+	}
+	e = registry_add(reg, cred->pid, cred->uid, now);
+	if (!e)
+		return c->entry;
+	e->via_pid = c->pid;
+	/* The child inherited its parent's shim state, hence its hand-out. */
+	e->has_policy = c->entry->has_policy;
+	memcpy(e->policy, c->entry->policy, sizeof(e->policy));
+	e->mode = c->entry->mode;
+	e->generation = c->entry->generation;
+	/* It usually dies right after reporting: read what the kernel says now. */
+	r = proc_read_exe(cred->pid, &e->exe, &e->exe_deleted);
+	if (r < 0)
+		log_debug_errno(r, "child PID %d of PID %d: exe unknown: %m", (int)cred->pid, (int)c->pid);
+	(void)proc_read_comm(cred->pid, e->comm);
+	(void)proc_read_stat(cred->pid, NULL, &e->starttime);
+	c->children[c->n_children++] = e;
+	return e;
+}
+
+static int handle_hello(struct client *c, const struct pmw_hello *m)
+{
+	struct server *s = c->server;
+	const struct config *cfg = s->manager->config;
+	const struct policy *p;
+	struct proc_entry *e;
+	char *exe = NULL, comm[PROC_COMM_MAX] = "";
+	bool deleted = false;
+	uint64_t starttime = 0;
+	int pidfd, r;
+
+	if (m->flags != 0 || m->reserved != 0) {
+		client_drop(c, malformed, "HELLO with unknown flags 0x%x, dropped", client_drop_args(c),
+			    (unsigned)m->flags);
+		return -EINVAL;
+	}
+
+	/* The pidfd (where the kernel has SO_PEERPIDFD) pins the process that
+	 * connected: if it still runs after the /proc reads, they were its,
+	 * not those of a process that reused its pid. */
+	pidfd = proc_peer_pidfd(c->fd);
+	r = proc_read_exe(c->pid, &exe, &deleted);
+	if (r >= 0)
+		r = proc_read_comm(c->pid, comm);
+	if (r >= 0)
+		r = proc_read_stat(c->pid, NULL, &starttime);
+	if (r >= 0 && pidfd >= 0 && proc_pidfd_exited(pidfd) != 0)
+		r = -ESRCH;
+	if (pidfd >= 0)
+		close(pidfd);
+	if (r < 0) {
+		free(exe);
+		client_drop(c, unidentified, "cannot identify it (%s), dropped", client_drop_args(c),
+			    strerror(-r));
+		return r;
+	}
+
+	e = registry_add(&s->manager->registry, c->pid, c->uid, now_usec(s));
+	if (!e) {
+		free(exe);
+		return log_error_errno(ENOMEM, "out of memory");
+	}
+	e->exe = exe;
+	e->exe_deleted = deleted;
+	memcpy(e->comm, comm, sizeof(e->comm));
+	e->starttime = starttime;
+	e->generation = cfg->generation;
+	c->entry = e;
+	c->state = CLIENT_SERVED;
+	c->timer = sd_event_source_disable_unref(c->timer);
+
+	p = policy_set_match(cfg->set, exe, comm, c->uid);
+	if (p) {
+		int idx = config_policy_index(cfg, p);
+		struct pmw_policy *out = (struct pmw_policy *)tx_buf;
+		size_t len;
+
+		if (idx < 0)
+			return log_error_errno(EINVAL, "policy_set_match() returned a foreign policy");
+		len = sizeof(*out) + cfg->text_sizes[idx];
+		memset(out, 0, sizeof(*out));
+		pmw_header_init(&out->h, PMW_POLICY, (uint32_t)len);
+		out->generation = cfg->generation;
+		out->text_len = (uint32_t)cfg->text_sizes[idx];
+		memcpy(out->text, cfg->texts[idx], cfg->text_sizes[idx]);
+
+		e->has_policy = true;
+		str_copy(e->policy, sizeof(e->policy), p->name);
+		e->mode = p->mode;
+		r = client_send(c, out, len);
+		if (r < 0) {
+			client_drop(c, vanished, "gone before its policy was sent (%s)", client_drop_args(c),
+				    strerror(-r));
+			return r;
+		}
+		s->counters.handed++;
+		journal_handed(e, p->name);
+	} else {
+		char reason[PMW_SYM];
+
+		snprintf(reason, sizeof(reason), "no policy matches %s", exe);
+		r = send_answer_fd(c->fd, PMW_NO_POLICY, cfg->generation, reason);
+		if (r < 0) {
+			client_drop(c, vanished, "gone before its answer was sent (%s)", client_drop_args(c),
+				    strerror(-r));
+			return r;
+		}
+		s->counters.no_policy++;
+		log_debug("PID %d (%s): no policy", (int)c->pid, exe);
+	}
+	return 0;
+}
+
+static int handle_status_req(struct client *c)
+{
+	struct pmw_status *out = (struct pmw_status *)tx_buf;
+	const size_t text_max = PMW_MAX_MSG - sizeof(*out);
+	struct strbuf text;
+	size_t len;
+	int r;
+
+	c->server->counters.status_requests++;
+	strbuf_init_fixed(&text, out->text, text_max);
+	status_render(c->server->manager, &text);
+	len = sizeof(*out) + text.len + 1;
+	pmw_header_init(&out->h, PMW_STATUS, (uint32_t)len);
+	out->text_len = (uint32_t)(text.len + 1);
+	out->reserved = 0;
+	r = client_send(c, out, len);
+	if (r < 0)
+		client_drop(c, vanished, "gone before its status was sent (%s)", client_drop_args(c),
+			    strerror(-r));
+	return -ECONNRESET;              /* one answer, then the connection closes */
+}
+
+/* Force NUL termination of a fixed string field; fields are in rx_buf. */
+#define FORCE_NUL(field) ((field)[sizeof(field) - 1] = '\0')
+
+/* Rate-limit site of a protect entry: its pool (FNV-1a of policy and name). */
+static uint64_t pool_key(const char *policy, const char *pool)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (const char *p = policy; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+	h = (h ^ 0xff) * 1099511628211ULL;
+	for (const char *p = pool; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+	return h == UINT64_MAX ? 0 : h;
+}
+
+static int handle_protected(struct client *c, struct pmw_protected *m, const struct ucred *cred)
+{
+	struct server *s = c->server;
+	const struct policy_daemon_settings *d = &s->manager->config->set->daemon;
+	char policy[PMW_NAME], pool[PMW_NAME], trigger[PMW_NAME];
+	struct proc_entry *e;
+	struct reg_pool *rp;
+
+	FORCE_NUL(m->policy);
+	FORCE_NUL(m->pool);
+	FORCE_NUL(m->trigger);
+	journal_sanitize(policy, sizeof(policy), m->policy);
+	journal_sanitize(pool, sizeof(pool), m->pool);
+	journal_sanitize(trigger, sizeof(trigger), m->trigger);
+	if (!pool[0]) {
+		client_drop(c, malformed, "PROTECTED without a pool name, dropped", client_drop_args(c));
+		return -EINVAL;
+	}
+
+	s->counters.protects++;
+	e = sender_entry(c, cred);
+	e->protects++;
+	rp = proc_entry_pool(e, policy, pool);
+	if (rp) {
+		rp->protected_bytes = m->protected_bytes;
+		rp->objects = m->objects;
+		rp->protects++;
+		str_copy(rp->last_trigger, sizeof(rp->last_trigger), trigger);
+	} else
+		e->pools_untracked++;
+
+	if (journal_limit_admit(s->manager->event, e, LIMIT_PROTECTED, pool_key(policy, pool), policy,
+				pool, d->report_burst, d->report_interval_s))
+		journal_protected(e, m, policy, pool, trigger);
+	else
+		e->protects_dropped++;
+	return 0;
+}
+
+static int check_report(struct client *c, struct pmw_report *m)
+{
+	if (m->mode != PMW_MODE_ENFORCE && m->mode != PMW_MODE_AUDIT)
+		return -EINVAL;
+	if (m->n_frames > PMW_FRAMES || m->n_modules > PMW_MODULES)
+		return -EINVAL;
+	for (uint32_t i = 0; i < m->n_frames; i++)
+		if (m->frames[i].module != PMW_NO_MODULE && m->frames[i].module >= m->n_modules)
+			return -EINVAL;
+	for (uint32_t i = 0; i < m->n_modules; i++) {
+		if (m->modules[i].build_id_len > PMW_BUILD_ID)
+			return -EINVAL;
+		FORCE_NUL(m->modules[i].path);
+	}
+	FORCE_NUL(m->policy);
+	FORCE_NUL(m->pool);
+	FORCE_NUL(m->object_site);
+	FORCE_NUL(m->fault_symbol);
+	FORCE_NUL(m->exe);
+	(void)c;
+	return 0;
+}
+
+static int handle_report(struct client *c, struct pmw_report *m, const struct ucred *cred)
+{
+	struct server *s = c->server;
+	const struct policy_daemon_settings *d = &s->manager->config->set->daemon;
+	char policy[PMW_NAME], pool[PMW_NAME];
+	struct proc_entry *e;
+
+	if (check_report(c, m) < 0) {
+		client_drop(c, malformed, "REPORT with out-of-range fields, dropped", client_drop_args(c));
+		return -EINVAL;
+	}
+	s->counters.reports++;
+	e = sender_entry(c, cred);
+	e->violations++;
+	journal_sanitize(policy, sizeof(policy), m->policy);
+	journal_sanitize(pool, sizeof(pool), m->pool);
+	if (!journal_limit_admit(s->manager->event, e, LIMIT_VIOLATION, m->fault_ip, policy, pool,
+				 d->report_burst, d->report_interval_s)) {
+		e->violations_dropped++;
+		return 0;
+	}
+	violation_log(s->manager->symbolizer, e, m);
+	return 0;
+}
+
+/* Sizes each client-sent type must have exactly. */
+static size_t expected_size(uint16_t type)
+{
+	switch (type) {
+	case PMW_HELLO:
+		return sizeof(struct pmw_hello);
+	case PMW_PROTECTED:
+		return sizeof(struct pmw_protected);
+	case PMW_REPORT:
+		return sizeof(struct pmw_report);
+	case PMW_STATUS_REQ:
+		return sizeof(struct pmw_status_req);
+	default:
+		return 0;                /* not something a client sends */
+	}
+}
+
+static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
+{
+	struct pmw_header *h = (struct pmw_header *)rx_buf;
+	size_t want;
+
+	if (n < sizeof(*h)) {
+		client_drop(c, malformed, "%zu-byte packet, shorter than a header, dropped",
+			    client_drop_args(c), n);
+		return -EINVAL;
+	}
+	if (h->magic != PMW_MAGIC) {
+		client_drop(c, malformed, "bad magic 0x%08x, dropped", client_drop_args(c),
+			    (unsigned)h->magic);
+		return -EINVAL;
+	}
+	if (h->length != n) {
+		client_drop(c, malformed, "header says %u bytes, packet has %zu, dropped",
+			    client_drop_args(c), (unsigned)h->length, n);
+		return -EINVAL;
+	}
+	if (h->version != PMW_VERSION) {
+		if (h->type == PMW_HELLO && c->state == CLIENT_NEW) {
+			char reason[PMW_SYM];
+
+			snprintf(reason, sizeof(reason),
+				 "protocol version %u not supported: pmallocd speaks version %u",
+				 (unsigned)h->version, (unsigned)PMW_VERSION);
+			drain(c->fd);
+			(void)send_answer_fd(c->fd, PMW_REFUSED, c->server->manager->config->generation,
+					     reason);
+			client_drop(c, refused_version, "%s", client_drop_args(c), reason);
+		} else
+			client_drop(c, malformed, "message of protocol version %u, dropped",
+				    client_drop_args(c), (unsigned)h->version);
+		return -EPROTO;
+	}
+	if (h->reserved != 0) {
+		client_drop(c, malformed, "reserved header field set, dropped", client_drop_args(c));
+		return -EINVAL;
+	}
+	want = expected_size(h->type);
+	if (want == 0) {
+		client_drop(c, out_of_order, "sent message type %u, which clients do not send, dropped",
+			    client_drop_args(c), (unsigned)h->type);
+		return -EPROTO;
+	}
+	if (n != want) {
+		client_drop(c, malformed, "type %u message of %zu bytes, expected %zu, dropped",
+			    client_drop_args(c), (unsigned)h->type, n, want);
+		return -EINVAL;
+	}
+
+	switch (c->state) {
+	case CLIENT_NEW:
+		if (h->type == PMW_HELLO)
+			return handle_hello(c, (struct pmw_hello *)rx_buf);
+		if (h->type == PMW_STATUS_REQ)
+			return handle_status_req(c);
+		break;
+	case CLIENT_SERVED:
+		if (h->type == PMW_PROTECTED)
+			return handle_protected(c, (struct pmw_protected *)rx_buf, cred);
+		if (h->type == PMW_REPORT)
+			return handle_report(c, (struct pmw_report *)rx_buf, cred);
+		break;
+	}
+	client_drop(c, out_of_order, "type %u message out of order (%s), dropped", client_drop_args(c),
+		    (unsigned)h->type, c->state == CLIENT_NEW ? "before HELLO" : "after HELLO");
+	return -EPROTO;
+}
+
+/* 1: a message was handled, 0: nothing more to read, <0: close. */
+static int client_receive_one(struct client *c)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(sizeof(int) * 32)];
+	} control;
+	struct iovec iov = { .iov_base = rx_buf, .iov_len = sizeof(rx_buf) };
+	struct msghdr mh = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = &control,
+		.msg_controllen = sizeof(control),
+	};
+	struct ucred cred_storage, *cred = NULL;
+	bool fds = false;
+	ssize_t n;
+
+	/* MSG_TRUNC: n is the packet's real size, so an oversized one is seen. */
+	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+	if (n < 0) {
+		int e = errno;
+
+		if (e == EAGAIN || e == EINTR)
+			return 0;
+		client_drop(c, vanished, "receive failed (%s), dropped", client_drop_args(c), strerror(e));
+		return -e;
+	}
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET)
+			continue;
+		if (cm->cmsg_type == SCM_CREDENTIALS &&
+		    cm->cmsg_len == CMSG_LEN(sizeof(struct ucred))) {
+			memcpy(&cred_storage, CMSG_DATA(cm), sizeof(cred_storage));
+			cred = &cred_storage;
+		} else if (cm->cmsg_type == SCM_RIGHTS) {
+			size_t nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			for (size_t i = 0; i < nfd; i++) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+				close(fd);
+			}
+			fds = true;
+		}
+	}
+	if (n == 0) {
+		if (c->state == CLIENT_NEW)
+			client_drop(c, vanished, "closed without a word", client_drop_args(c));
+		return -ECONNRESET;
+	}
+	if (fds || (mh.msg_flags & MSG_CTRUNC)) {
+		client_drop(c, fds_passed, "passed file descriptors, dropped", client_drop_args(c));
+		return -EBADMSG;
+	}
+	if ((size_t)n > sizeof(rx_buf) || (mh.msg_flags & MSG_TRUNC)) {
+		client_drop(c, oversized, "%zd-byte packet, more than %d, dropped", client_drop_args(c), n,
+			    PMW_MAX_MSG);
+		return -EMSGSIZE;
+	}
+	return client_dispatch(c, (size_t)n, cred) < 0 ? -EBADMSG : 1;
+}
+
+static int on_client_io(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct client *c = userdata;
+
+	(void)src;
+	(void)fd;
+	(void)revents;
+	for (int i = 0; i < SERVER_READ_BATCH; i++) {
+		int r = client_receive_one(c);
+		if (r == 0)
+			return 0;
+		if (r < 0) {
+			client_free(c);
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* ---- accepting ---- */
+
+static int on_retry_accept(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct server *s = userdata;
+
+	(void)usec;
+	(void)src;
+	s->retry_timer = sd_event_source_disable_unref(s->retry_timer);
+	return sd_event_source_set_enabled(s->listen_src, SD_EVENT_ON);
+}
+
+/* Out of descriptors or memory: stop accepting for a moment instead of
+ * spinning on a listening socket that stays readable. */
+static void pause_accepting(struct server *s)
+{
+	int r;
+
+	(void)sd_event_source_set_enabled(s->listen_src, SD_EVENT_OFF);
+	if (s->retry_timer)
+		return;
+	r = sd_event_add_time_relative(s->manager->event, &s->retry_timer, CLOCK_MONOTONIC,
+				       100 * USEC_PER_MSEC, 10 * USEC_PER_MSEC, on_retry_accept, s);
+	if (r < 0) {
+		log_error_errno(r, "cannot arm the accept retry timer: %m");
+		(void)sd_event_source_set_enabled(s->listen_src, SD_EVENT_ON);
+	}
+}
+
+static size_t clients_of_uid(const struct server *s, uid_t uid)
+{
+	size_t n = 0;
+
+	for (const struct client *c = s->clients; c; c = c->next)
+		n += c->uid == uid;
+	return n;
+}
+
+static void client_accept(struct server *s, int fd)
+{
+	struct ucred peer;
+	socklen_t len = sizeof(peer);
+	struct client *c;
+	int one = 1, r;
+
+	s->counters.accepted++;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || len != sizeof(peer) ||
+	    peer.pid <= 0) {
+		s->counters.unidentified++;
+		log_limited(&s->drop_log, LOG_NOTICE, "client without peer credentials, dropped");
+		close(fd);
+		return;
+	}
+	if (s->n_clients >= s->max_clients ||
+	    (peer.uid != 0 && clients_of_uid(s, peer.uid) >= s->max_clients * 3 / 4)) {
+		s->counters.refused_busy++;
+		log_limited(&s->drop_log, LOG_NOTICE, "client PID %d (uid %u): refused, %zu clients connected",
+			    (int)peer.pid, (unsigned)peer.uid, s->n_clients);
+		drain(fd);
+		(void)send_answer_fd(fd, PMW_REFUSED, s->manager->config->generation,
+				     "pmallocd is serving too many clients");
+		close(fd);
+		return;
+	}
+
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		log_error_errno(ENOMEM, "out of memory, client dropped");
+		close(fd);
+		return;
+	}
+	c->server = s;
+	c->fd = fd;
+	c->pid = peer.pid;
+	c->uid = peer.uid;
+	/* Inherited from the listening socket already; set it anyway. */
+	(void)setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+
+	r = sd_event_add_io(s->manager->event, &c->io, fd, EPOLLIN, on_client_io, c);
+	if (r >= 0)
+		r = sd_event_add_time_relative(s->manager->event, &c->timer, CLOCK_MONOTONIC,
+					       (uint64_t)silent_limit_ms(s) * USEC_PER_MSEC,
+					       50 * USEC_PER_MSEC, on_client_timeout, c);
+	if (r < 0) {
+		log_error_errno(r, "cannot watch a client: %m");
+		c->io = sd_event_source_disable_unref(c->io);
+		close(fd);
+		free(c);
+		return;
+	}
+	c->next = s->clients;
+	if (s->clients)
+		s->clients->prev = c;
+	s->clients = c;
+	s->n_clients++;
+}
+
+static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct server *s = userdata;
+
+	(void)src;
+	(void)revents;
+	for (int i = 0; i < SERVER_ACCEPT_BATCH; i++) {
+		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (cfd < 0) {
+			if (errno == EAGAIN)
+				return 0;
+			if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
+				continue;
+			s->counters.accept_errors++;
+			log_limited(&s->drop_log, LOG_WARNING, "accept failed: %m");
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+				pause_accepting(s);
+			return 0;
+		}
+		client_accept(s, cfd);
+	}
+	return 0;
+}
+
+/* One descriptor per client; keep SERVER_FD_RESERVE for the rest (journal,
+ * notify, module files, /proc reads), so the cap refuses politely before
+ * accept() runs out of descriptors. */
+static size_t max_clients(void)
+{
+	struct rlimit rl;
+	size_t n = SERVER_MAX_CLIENTS;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+		if (rl.rlim_cur < SERVER_FD_RESERVE + 16)
+			n = 16;
+		else if (rl.rlim_cur - SERVER_FD_RESERVE < n)
+			n = (size_t)(rl.rlim_cur - SERVER_FD_RESERVE);
+	}
+	return n;
+}
+
+int server_open(struct manager *m, const char *path, int activated_fd, struct server **ret)
+{
+	struct server *s = calloc(1, sizeof(*s));
+	int r;
+
+	if (!s)
+		return log_error_errno(ENOMEM, "out of memory");
+	s->manager = m;
+	s->fd = -1;
+	s->drop_log = (struct log_limit)LOG_LIMIT_INIT(10, 10);
+	s->max_clients = max_clients();
+	if (activated_fd >= 0) {
+		r = listen_adopt(activated_fd, &s->path);
+		s->fd = activated_fd;
+		s->activated = true;
+	} else {
+		s->path = strdup(path);
+		r = s->path ? listen_bind(path, &s->fd) : -ENOMEM;
+		s->owns_path = r >= 0;
+	}
+	if (r < 0) {
+		free(s->path);
+		free(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+int server_start(struct server *s)
+{
+	int r = sd_event_add_io(s->manager->event, &s->listen_src, s->fd, EPOLLIN, on_listen, s);
+
+	if (r < 0)
+		return log_error_errno(r, "cannot watch the socket: %m");
+	return 0;
+}
+
+void server_free(struct server *s)
+{
+	if (!s)
+		return;
+	while (s->clients)
+		client_free(s->clients);
+	s->listen_src = sd_event_source_disable_unref(s->listen_src);
+	s->retry_timer = sd_event_source_disable_unref(s->retry_timer);
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->owns_path && s->path && unlink(s->path) < 0 && errno != ENOENT)
+		log_warning_errno(errno, "cannot remove %s: %m", s->path);
+	free(s->path);
+	free(s);
+}
+
+const struct server_counters *server_get_counters(const struct server *s)
+{
+	return &s->counters;
+}
+
+size_t server_n_clients(const struct server *s)
+{
+	return s->n_clients;
+}
+
+size_t server_max_clients(const struct server *s)
+{
+	return s->max_clients;
+}
+
+const char *server_socket_path(const struct server *s)
+{
+	return s->path ? s->path : "(socket activation)";
+}
+
+bool server_socket_activated(const struct server *s)
+{
+	return s->activated;
+}
+
+bool server_is_peer(const struct server *s, pid_t pid)
+{
+	for (const struct client *c = s->clients; c; c = c->next)
+		if (c->pid == pid)
+			return true;
+	return false;
+}

@@ -1,0 +1,512 @@
+/*
+ * wire_client.c - a pmallocd client for the daemon tests, speaking
+ * shim/wire.h exactly as the shim does (shim/client.c), plus the ways a
+ * broken or hostile client gets it wrong.
+ *
+ *   wire_client --socket PATH [ACTION...]
+ *
+ * Without an action: connect, send HELLO, print the answer:
+ *   "POLICY generation=N" then the policy text, "NO_POLICY generation=N
+ *   reason=...", or "REFUSED reason=...".
+ * Actions (after the answer, in this order):
+ *   --protect POOL          send PMW_PROTECTED for POOL (policy from --policy)
+ *   --report N              send N violation reports about this program's own code
+ *   --fork-report           fork; the child sends one report on the shared connection
+ *                           and prints "child=PID"
+ *   --flood N               send N PMW_PROTECTED as fast as the socket takes them
+ *   --hold MS               keep the connection open MS ms before exiting
+ * Instead of a HELLO:
+ *   --version V             HELLO with protocol version V
+ *   --garbage | --truncated | --oversized | --bad-length | --report-first | --fds
+ *                           send that, then print "closed" once the daemon hangs up
+ *   --silent                connect, say nothing, print "closed after MS ms" when dropped
+ *   --status                send PMW_STATUS_REQ and print the text
+ *   --many N                N connections at once, each says HELLO; prints
+ *                           "answered=K refused=R" (exit 0 when every one got either);
+ *                           with --hold, they stay open that long
+ *   --vanish                send HELLO and exit without reading the answer
+ * Options: --policy NAME (default "demo"), --pool NAME (default "config"),
+ *   --mode enforce|audit, --delay-ms MS between reports, --module-path PATH
+ *   (reports name PATH as the program's module: a file the daemon must not
+ *   trust).
+ * Prints "pid=PID" first.  Exit 0 on success, 1 on error, 2 on usage.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <getopt.h>
+#include <link.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/resource.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../shim/wire.h"
+
+static const char *opt_socket;
+static const char *opt_policy = "demo";
+static const char *opt_pool = "config";
+static int opt_audit;
+static int opt_delay_ms;
+static const char *opt_module_path;
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int connect_daemon(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(opt_socket) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "socket path too long\n");
+		exit(2);
+	}
+	strcpy(sa.sun_path, opt_socket);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		perror("socket");
+		exit(1);
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		perror("connect");
+		exit(1);
+	}
+	return fd;
+}
+
+static void send_all(int fd, const void *buf, size_t len)
+{
+	ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+	if (n != (ssize_t)len) {
+		fprintf(stderr, "send: %s\n", n < 0 ? strerror(errno) : "short");
+		exit(1);
+	}
+}
+
+/* Wait up to ms for a packet; returns its size, 0 on EOF, -1 on timeout. */
+static ssize_t recv_timeout(int fd, void *buf, size_t size, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	if (poll(&p, 1, ms) <= 0)
+		return -1;
+	n = recv(fd, buf, size, MSG_TRUNC);
+	if (n < 0 && (errno == ECONNRESET || errno == EPIPE))
+		return 0;
+	return n;
+}
+
+static void hello(int fd, uint16_t version)
+{
+	struct pmw_hello h;
+
+	memset(&h, 0, sizeof(h));
+	pmw_header_init(&h.h, PMW_HELLO, sizeof(h));
+	h.h.version = version;
+	send_all(fd, &h, sizeof(h));
+}
+
+/* Print the daemon's answer to HELLO; 0 when a policy or no-policy came. */
+static int print_answer(int fd)
+{
+	static char buf[PMW_MAX_MSG + 1];
+	ssize_t n = recv_timeout(fd, buf, sizeof(buf), 5000);
+	const struct pmw_header *h = (const void *)buf;
+
+	if (n < 0) {
+		printf("timeout\n");
+		return 1;
+	}
+	if (n == 0) {
+		printf("closed\n");
+		return 1;
+	}
+	if (n < (ssize_t)sizeof(*h) || h->magic != PMW_MAGIC || h->length != (uint32_t)n) {
+		printf("bad answer (%zd bytes)\n", n);
+		return 1;
+	}
+	if (h->type == PMW_POLICY) {
+		const struct pmw_policy *p = (const void *)buf;
+		if (n < (ssize_t)sizeof(*p) || sizeof(*p) + p->text_len != (size_t)n ||
+		    p->text_len == 0 || p->text[p->text_len - 1] != '\0') {
+			printf("bad policy answer\n");
+			return 1;
+		}
+		printf("POLICY generation=%llu\n%s", (unsigned long long)p->generation, p->text);
+		return 0;
+	}
+	if ((h->type == PMW_NO_POLICY || h->type == PMW_REFUSED) && n == sizeof(struct pmw_answer)) {
+		const struct pmw_answer *a = (const void *)buf;
+		char reason[PMW_SYM];
+		memcpy(reason, a->reason, sizeof(reason));
+		reason[sizeof(reason) - 1] = '\0';
+		if (h->type == PMW_NO_POLICY)
+			printf("NO_POLICY generation=%llu reason=%s\n", (unsigned long long)a->generation, reason);
+		else
+			printf("REFUSED reason=%s\n", reason);
+		return h->type == PMW_NO_POLICY ? 0 : 1;
+	}
+	printf("unexpected answer type %u\n", h->type);
+	return 1;
+}
+
+static void wait_closed(int fd, int ms)
+{
+	char buf[256];
+	ssize_t n = recv_timeout(fd, buf, sizeof(buf), ms);
+	printf(n == 0 ? "closed\n" : n < 0 ? "still open\n" : "answered\n");
+}
+
+/* ---- a report built the way shim/client.c builds one ---- */
+
+__attribute__((noinline, used)) void wire_alloc_site(void);
+__attribute__((noinline, used)) void wire_alloc_site(void)
+{
+	__asm__ volatile("nop; nop; nop; nop; nop; nop; nop; nop");
+}
+
+__attribute__((noinline, used)) void wire_fault_site(void);
+__attribute__((noinline, used)) void wire_fault_site(void)
+{
+	__asm__ volatile("nop; nop; nop; nop; nop; nop; nop; nop");
+}
+
+static void copy_name(char *dst, size_t len, const char *src)
+{
+	size_t n = strnlen(src, len - 1);
+	memcpy(dst, src, n);
+	memset(dst + n, 0, len - n);
+}
+
+static uint32_t build_id_of(const struct link_map *lm, uint8_t *out)
+{
+	const ElfW(Ehdr) *eh;
+	struct dl_find_object dlfo;
+
+	if (_dl_find_object((void *)lm->l_ld, &dlfo) != 0)
+		return 0;
+	eh = dlfo.dlfo_map_start;
+	for (int i = 0; i < eh->e_phnum; i++) {
+		const ElfW(Phdr) *p = (const void *)((const char *)eh + eh->e_phoff + (size_t)i * sizeof(ElfW(Phdr)));
+		uintptr_t n, end;
+		if (p->p_type != PT_NOTE)
+			continue;
+		n = lm->l_addr + p->p_vaddr;
+		end = n + p->p_memsz;
+		while (n + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const void *)n;
+			uintptr_t name = n + sizeof(*nh);
+			uintptr_t desc = name + ((nh->n_namesz + 3u) & ~3u);
+			uintptr_t next = desc + ((nh->n_descsz + 3u) & ~3u);
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp((void *)name, "GNU", 4)) {
+				uint32_t len = nh->n_descsz < PMW_BUILD_ID ? nh->n_descsz : PMW_BUILD_ID;
+				memcpy(out, (const void *)desc, len);
+				return len;
+			}
+			n = next;
+		}
+	}
+	return 0;
+}
+
+static uint32_t module_index(struct pmw_report *m, uintptr_t ip, uint64_t *ret_offset)
+{
+	struct dl_find_object dlfo;
+	const struct link_map *lm;
+	struct pmw_module *mod;
+
+	if (_dl_find_object((void *)ip, &dlfo) != 0 || !dlfo.dlfo_link_map)
+		return PMW_NO_MODULE;
+	lm = dlfo.dlfo_link_map;
+	*ret_offset = ip - lm->l_addr;
+	for (uint32_t i = 0; i < m->n_modules; i++)
+		if (m->modules[i].base == lm->l_addr)
+			return i;
+	if (m->n_modules >= PMW_MODULES)
+		return PMW_NO_MODULE;
+	mod = &m->modules[m->n_modules];
+	copy_name(mod->path, sizeof(mod->path), lm->l_name && lm->l_name[0] ? lm->l_name : m->exe);
+	mod->base = lm->l_addr;
+	mod->build_id_len = build_id_of(lm, mod->build_id);
+	return m->n_modules++;
+}
+
+static void build_report(struct pmw_report *m)
+{
+	uintptr_t frames[3];
+	struct dl_find_object dlfo;
+	const char *base;
+	ssize_t n;
+
+	memset(m, 0, sizeof(*m));
+	pmw_header_init(&m->h, PMW_REPORT, sizeof(*m));
+	copy_name(m->policy, sizeof(m->policy), opt_policy);
+	copy_name(m->pool, sizeof(m->pool), opt_pool);
+	m->mode = opt_audit ? PMW_MODE_AUDIT : PMW_MODE_ENFORCE;
+	m->generation = 1;
+	m->object_start = 0x7f0000001000ull;
+	m->object_size = 32;
+	m->address = m->object_start + 8;
+	m->offset = 8;
+	n = readlink("/proc/self/exe", m->exe, sizeof(m->exe) - 1);
+	m->exe[n > 0 ? n : 0] = '\0';
+
+	/* The object site as the shim writes it without a symbol: basename+0xoff. */
+	if (_dl_find_object((void *)(uintptr_t)&wire_alloc_site, &dlfo) == 0) {
+		char off[32];
+		base = strrchr(m->exe, '/');
+		base = base ? base + 1 : m->exe;
+		snprintf(off, sizeof(off), "+0x%lx",
+			 (unsigned long)((uintptr_t)&wire_alloc_site + 4 - dlfo.dlfo_link_map->l_addr));
+		if (strlen(base) + strlen(off) < sizeof(m->object_site)) {
+			strcpy(m->object_site, base);
+			strcat(m->object_site, off);
+		}
+	}
+	m->fault_ip = (uintptr_t)&wire_fault_site + 4;
+	frames[0] = m->fault_ip;
+	frames[1] = (uintptr_t)&build_report + 1;
+	frames[2] = (uintptr_t)&printf;             /* into libc */
+	for (int i = 0; i < 3; i++) {
+		m->frames[i].ip = frames[i];
+		m->frames[i].module = module_index(m, frames[i], &m->frames[i].offset);
+		m->n_frames++;
+	}
+	if (opt_module_path && m->n_modules > 0) {
+		copy_name(m->modules[0].path, sizeof(m->modules[0].path), opt_module_path);
+		m->modules[0].build_id_len = 0;
+	}
+}
+
+static void send_report(int fd)
+{
+	static struct pmw_report m;
+	build_report(&m);
+	send_all(fd, &m, sizeof(m));
+}
+
+static void send_protected(int fd, const char *pool)
+{
+	struct pmw_protected m;
+
+	memset(&m, 0, sizeof(m));
+	pmw_header_init(&m.h, PMW_PROTECTED, sizeof(m));
+	copy_name(m.policy, sizeof(m.policy), opt_policy);
+	copy_name(m.pool, sizeof(m.pool), pool);
+	copy_name(m.trigger, sizeof(m.trigger), "on-call:listen");
+	m.generation = 1;
+	m.new_bytes = 4096;
+	m.protected_bytes = 8192;
+	m.objects = 3;
+	send_all(fd, &m, sizeof(m));
+}
+
+/* ---- bad clients ---- */
+
+static void bad_message(int fd, const char *what)
+{
+	static char buf[PMW_MAX_MSG + 512];
+	struct pmw_hello h;
+
+	memset(&h, 0, sizeof(h));
+	pmw_header_init(&h.h, PMW_HELLO, sizeof(h));
+	if (!strcmp(what, "garbage")) {
+		for (size_t i = 0; i < 200; i++)
+			buf[i] = (char)(i * 37 + 11);
+		send_all(fd, buf, 200);
+	} else if (!strcmp(what, "truncated")) {
+		send_all(fd, &h, 10);
+	} else if (!strcmp(what, "oversized")) {
+		struct pmw_header *hh = (struct pmw_header *)buf;
+		memset(buf, 'A', sizeof(buf));
+		pmw_header_init(hh, PMW_REPORT, sizeof(buf));
+		send_all(fd, buf, sizeof(buf));
+	} else if (!strcmp(what, "bad-length")) {
+		h.h.length = sizeof(h) + 8;
+		send_all(fd, &h, sizeof(h));
+	} else if (!strcmp(what, "report-first")) {
+		send_report(fd);
+	} else if (!strcmp(what, "fds")) {
+		union { struct cmsghdr a; char b[CMSG_SPACE(sizeof(int))]; } ctl;
+		struct iovec iov = { .iov_base = &h, .iov_len = sizeof(h) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &ctl,
+				     .msg_controllen = sizeof(ctl) };
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		int pass = 0;
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pass, sizeof(int));
+		if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0) {
+			perror("sendmsg");
+			exit(1);
+		}
+	}
+	wait_closed(fd, 5000);
+}
+
+static int many(int n, int hold_ms)
+{
+	struct rlimit rl;
+	int *fds = calloc((size_t)n, sizeof(int)), answered = 0, refused = 0;
+	static char buf[PMW_MAX_MSG + 1];
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	for (int i = 0; i < n; i++) {
+		fds[i] = connect_daemon();
+		hello(fds[i], PMW_VERSION);
+	}
+	for (int i = 0; i < n; i++) {
+		ssize_t r = recv_timeout(fds[i], buf, sizeof(buf), 10000);
+		const struct pmw_header *h = (const void *)buf;
+		if (r >= (ssize_t)sizeof(*h) && (h->type == PMW_POLICY || h->type == PMW_NO_POLICY))
+			answered++;
+		else if (r >= (ssize_t)sizeof(*h) && h->type == PMW_REFUSED)
+			refused++;
+	}
+	printf("answered=%d refused=%d\n", answered, refused);
+	if (hold_ms)
+		usleep((useconds_t)hold_ms * 1000);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	free(fds);
+	return answered + refused == n ? 0 : 1;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: wire_client --socket PATH [options]; see the source\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_SOCKET = 1, O_VERSION, O_BAD, O_SILENT, O_STATUS, O_MANY, O_PROTECT, O_REPORT,
+	       O_FORK, O_HOLD, O_POLICY, O_POOL, O_MODE, O_DELAY, O_VANISH, O_FLOOD, O_MODPATH };
+	static const struct option opts[] = {
+		{ "socket", 1, NULL, O_SOCKET }, { "version", 1, NULL, O_VERSION },
+		{ "garbage", 0, NULL, O_BAD }, { "truncated", 0, NULL, O_BAD },
+		{ "oversized", 0, NULL, O_BAD }, { "bad-length", 0, NULL, O_BAD },
+		{ "report-first", 0, NULL, O_BAD }, { "fds", 0, NULL, O_BAD },
+		{ "silent", 0, NULL, O_SILENT }, { "status", 0, NULL, O_STATUS },
+		{ "many", 1, NULL, O_MANY }, { "protect", 1, NULL, O_PROTECT },
+		{ "report", 1, NULL, O_REPORT }, { "fork-report", 0, NULL, O_FORK },
+		{ "hold", 1, NULL, O_HOLD }, { "policy", 1, NULL, O_POLICY },
+		{ "pool", 1, NULL, O_POOL }, { "mode", 1, NULL, O_MODE },
+		{ "delay-ms", 1, NULL, O_DELAY }, { "vanish", 0, NULL, O_VANISH },
+		{ "flood", 1, NULL, O_FLOOD }, { "module-path", 1, NULL, O_MODPATH },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *bad = NULL, *protect = NULL;
+	int version = PMW_VERSION, silent = 0, status = 0, n_many = 0, n_reports = 0, fork_report = 0;
+	int hold = 0, vanish = 0, flood = 0, c, idx, fd, r;
+
+	while ((c = getopt_long(argc, argv, "", opts, &idx)) >= 0) {
+		switch (c) {
+		case O_SOCKET: opt_socket = optarg; break;
+		case O_VERSION: version = atoi(optarg); break;
+		case O_BAD: bad = opts[idx].name; break;
+		case O_SILENT: silent = 1; break;
+		case O_STATUS: status = 1; break;
+		case O_MANY: n_many = atoi(optarg); break;
+		case O_PROTECT: protect = optarg; break;
+		case O_REPORT: n_reports = atoi(optarg); break;
+		case O_FORK: fork_report = 1; break;
+		case O_HOLD: hold = atoi(optarg); break;
+		case O_POLICY: opt_policy = optarg; break;
+		case O_POOL: opt_pool = optarg; break;
+		case O_MODE: opt_audit = !strcmp(optarg, "audit"); break;
+		case O_DELAY: opt_delay_ms = atoi(optarg); break;
+		case O_VANISH: vanish = 1; break;
+		case O_FLOOD: flood = atoi(optarg); break;
+		case O_MODPATH: opt_module_path = optarg; break;
+		default: usage();
+		}
+	}
+	if (!opt_socket)
+		usage();
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("pid=%d\n", (int)getpid());
+
+	if (n_many)
+		return many(n_many, hold);
+	fd = connect_daemon();
+	if (silent) {
+		uint64_t t0 = ms_now();
+		char buf[64];
+		ssize_t n = recv_timeout(fd, buf, sizeof(buf), 60000);
+		printf(n == 0 ? "closed after %llu ms\n" : "not closed after %llu ms\n",
+		       (unsigned long long)(ms_now() - t0));
+		return n == 0 ? 0 : 1;
+	}
+	if (bad) {
+		bad_message(fd, bad);
+		return 0;
+	}
+	if (status) {
+		static char buf[PMW_MAX_MSG + 1];
+		struct pmw_status_req req;
+		const struct pmw_status *st = (const void *)buf;
+		ssize_t n;
+
+		memset(&req, 0, sizeof(req));
+		pmw_header_init(&req.h, PMW_STATUS_REQ, sizeof(req));
+		send_all(fd, &req, sizeof(req));
+		n = recv_timeout(fd, buf, sizeof(buf), 5000);
+		if (n < (ssize_t)sizeof(*st) || st->h.type != PMW_STATUS || st->h.length != (uint32_t)n ||
+		    sizeof(*st) + st->text_len != (size_t)n || st->text[st->text_len - 1] != '\0') {
+			printf("bad status answer (%zd bytes)\n", n);
+			return 1;
+		}
+		fputs(st->text, stdout);
+		return 0;
+	}
+
+	hello(fd, (uint16_t)version);
+	if (vanish)
+		return 0;
+	r = print_answer(fd);
+	if (r != 0)
+		return version == PMW_VERSION ? 1 : 0;
+	if (protect)
+		send_protected(fd, protect);
+	for (int i = 0; i < flood; i++)
+		send_protected(fd, opt_pool);
+	for (int i = 0; i < n_reports; i++) {
+		send_report(fd);
+		if (opt_delay_ms)
+			usleep((useconds_t)opt_delay_ms * 1000);
+	}
+	if (fork_report) {
+		pid_t pid = fork();
+		int st;
+		if (pid == 0) {
+			printf("child=%d\n", (int)getpid());
+			send_report(fd);
+			usleep(300 * 1000);          /* let the daemon read /proc/PID/exe */
+			_exit(0);
+		}
+		waitpid(pid, &st, 0);
+	}
+	if (hold)
+		usleep((useconds_t)hold * 1000);
+	close(fd);
+	return 0;
+}
