@@ -57,6 +57,18 @@ static bool client_fd_valid(void)
 	       st.st_dev == client_dev && st.st_ino == client_ino;
 }
 
+static void keep_connection(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) == 0) {
+		client_dev = st.st_dev;
+		client_ino = st.st_ino;
+		client_fd = fd;
+	} else {
+		close(fd);
+	}
+}
+
 /* 1 and the policy text, 0 when the daemon has none, -errno when no daemon
  * answered in time (the caller then reads the file). */
 int client_fetch_policy(const char *path, unsigned int timeout_ms, char **ret_text, uint64_t *ret_generation)
@@ -128,8 +140,11 @@ int client_fetch_policy(const char *path, unsigned int timeout_ms, char **ret_te
 		goto fail;
 	}
 	if (h->type == PMW_NO_POLICY && n == (ssize_t)sizeof(struct pmw_answer)) {
-		r = 0;
-		goto fail;
+		/* Kept: violations in the program's own API pools still reach
+		 * the daemon, which symbolises them. */
+		keep_connection(fd);
+		free(buf);
+		return 0;
 	}
 	const struct pmw_policy *p = (const void *)buf;
 	if (h->type != PMW_POLICY || n < (ssize_t)sizeof(*p) || p->text_len == 0 ||
@@ -143,14 +158,7 @@ int client_fetch_policy(const char *path, unsigned int timeout_ms, char **ret_te
 		goto fail;
 	}
 	memcpy(text, p->text, p->text_len);
-	struct stat st;
-	if (fstat(fd, &st) == 0) {
-		client_dev = st.st_dev;
-		client_ino = st.st_ino;
-		client_fd = fd;
-	} else {
-		close(fd);
-	}
+	keep_connection(fd);
 	uint64_t generation = p->generation;
 	client_generation = generation;
 	free(buf);

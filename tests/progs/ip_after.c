@@ -1,0 +1,68 @@
+/*
+ * ip_after - the after:DURATION trigger: make_token()'s object is
+ * writable right after start-up, and read-only once the delay has passed.
+ * The program waits by polling pmalloc_is_protected() (bounded: 5 s).
+ *
+ *   ip_after          report and exit 0 (exit 1 when never protected)
+ *   ip_after write    then write into the token
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int is_protected(const void *p)
+{
+	int (*fn)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "pmalloc_is_protected");
+	return fn ? fn(p) : -1;
+}
+
+static void corrupt(volatile char *where, char what)
+{
+	*where = what;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static char *make_token(void)
+{
+	char *t = malloc(24);
+	if (!t)
+		exit(3);
+	strcpy(t, "token-abcdef");
+	return t;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	double start = now_ms();
+	char *t = make_token();
+	int before = is_protected(t);
+	t[0] = 'T';                           /* still initialising: allowed */
+	printf("at start: protected %d, write ok\n", before);
+	fflush(stdout);
+	int prot = 0;
+	double waited = 0;
+	while (!(prot = is_protected(t) == 1) && (waited = now_ms() - start) < 5000) {
+		struct timespec pause = { 0, 1000000 };
+		nanosleep(&pause, NULL);
+	}
+	waited = now_ms() - start;
+	if (!prot) {
+		printf("never protected\n");
+		return 1;
+	}
+	printf("protected after the delay (%s)\n", waited >= 150 ? "not early" : "TOO EARLY");
+	fflush(stdout);
+	if (strcmp(mode, "write") == 0)
+		corrupt(t + 3, 'X');
+	printf("token %s\n", t);
+	return 0;
+}

@@ -1,0 +1,81 @@
+/*
+ * ip_static - a static function as an allocation site.
+ *
+ * make_secret() is static: it exists only in .symtab, so the policy can
+ * name it only because the program is not stripped.  make_scratch() is not
+ * named and allocates from the ordinary heap.  listen() ends start-up.
+ *
+ *   ip_static          report where the objects went and exit 0
+ *   ip_static write    then write into the secret (dies by SIGSEGV when
+ *                      the secret is protected; exits 0 when it is not)
+ */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* -1 when no shim is loaded. */
+static int is_protected(const void *p)
+{
+	int (*fn)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "pmalloc_is_protected");
+	return fn ? fn(p) : -1;
+}
+
+static int listen_once(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
+		perror("ip_static: listen");
+		exit(2);
+	}
+	return fd;
+}
+
+/* Through a volatile pointer so the compiler keeps the deliberate bug. */
+static void corrupt(volatile char *where, char what)
+{
+	*where = what;
+}
+
+static char *make_secret(void)
+{
+	char *s = malloc(20);
+	if (!s)
+		exit(3);
+	strcpy(s, "secret-0123456789");
+	return s;
+}
+
+static char *make_scratch(void)
+{
+	char *s = malloc(20);
+	if (!s)
+		exit(3);
+	strcpy(s, "scratch");
+	return s;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	char *secret = make_secret();
+	char *scratch = make_scratch();
+	printf("before listen: secret protected %d\n", is_protected(secret));
+	int fd = listen_once();
+	printf("after listen: secret protected %d, scratch protected %d\n", is_protected(secret),
+	       is_protected(scratch));
+	scratch[0] = 'S';                       /* the heap stays writable */
+	fflush(stdout);
+	if (strcmp(mode, "write") == 0)
+		corrupt(secret + 5, 'X');
+	printf("secret is %s\n", secret);
+	free(scratch);
+	free(secret);
+	close(fd);
+	return 0;
+}

@@ -1,0 +1,89 @@
+/*
+ * ip_wrapper - an allocation wrapper looked through to its caller.
+ *
+ * xmalloc() is named as a wrapper, load_config() as a site: what
+ * load_config() gets from xmalloc() goes to the pool; what
+ * handle_request() gets from the same xmalloc() stays on the heap.
+ *
+ *   ip_wrapper                  report and exit 0
+ *   ip_wrapper write-request    write the request object (allowed)
+ *   ip_wrapper write-config     write the config object (dies when protected)
+ */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int is_protected(const void *p)
+{
+	int (*fn)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "pmalloc_is_protected");
+	return fn ? fn(p) : -1;
+}
+
+static int listen_once(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
+		perror("ip_wrapper: listen");
+		exit(2);
+	}
+	return fd;
+}
+
+static void corrupt(volatile char *where, char what)
+{
+	*where = what;
+}
+
+void *xmalloc(size_t n);
+
+__attribute__((noinline)) void *xmalloc(size_t n)
+{
+	void *p = malloc(n);
+	if (!p) {
+		perror("xmalloc");
+		exit(3);
+	}
+	return p;
+}
+
+static char *load_config(void)
+{
+	char *c = xmalloc(40);
+	strcpy(c, "config: port=8080");
+	return c;
+}
+
+static char *handle_request(void)
+{
+	char *r = xmalloc(40);
+	strcpy(r, "GET /");
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	char *config = load_config();
+	char *request = handle_request();
+	int fd = listen_once();
+	char *late = handle_request();
+	printf("config %d, request %d, late request %d\n", is_protected(config), is_protected(request),
+	       is_protected(late));
+	fflush(stdout);
+	if (strcmp(mode, "write-request") == 0)
+		corrupt(request + 1, 'P');
+	else if (strcmp(mode, "write-config") == 0)
+		corrupt(config + 8, 'X');
+	printf("%s | %s\n", config, request);
+	free(late);
+	free(request);
+	free(config);
+	close(fd);
+	return 0;
+}
