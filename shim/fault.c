@@ -36,17 +36,34 @@
 #include <unistd.h>
 #include <unwind.h>
 
-/* The program's SIGSEGV action; two slots so the handler never reads one
- * being written: writers fill the idle slot, then publish its index. */
-static struct sigaction prev_segv[2];
-static _Atomic int prev_idx;
-static struct sigaction prev_trap;
+/* The program's action for a signal the shim handles first; two slots so
+ * the handler never reads one being written: writers (under install_lock)
+ * fill the idle slot, then publish its index. */
+struct program_action {
+	struct sigaction slot[2];
+	_Atomic int idx;
+	_Atomic int ours;                /* the shim's handler is installed */
+};
+static struct program_action prog_segv, prog_trap;
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int installed, audit_installed;
 
-/* The page an audited write was let through on, per thread.  initial-exec:
- * no allocation on first use in a signal handler. */
-static __thread uintptr_t audit_page __attribute__((tls_model("initial-exec")));
+static const struct sigaction *program_current(struct program_action *pa)
+{
+	return &pa->slot[atomic_load_explicit(&pa->idx, memory_order_acquire)];
+}
+
+static void program_publish(struct program_action *pa, const struct sigaction *act)
+{
+	int cur = atomic_load_explicit(&pa->idx, memory_order_relaxed);
+	pa->slot[!cur] = *act;
+	atomic_store_explicit(&pa->idx, !cur, memory_order_release);
+}
+
+/* The pages an audited write was let through on (two when one store
+ * straddles a page boundary) and its instruction, per thread.
+ * initial-exec: no allocation on first use in a signal handler. */
+static __thread uintptr_t audit_pages[2] __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t audit_ip __attribute__((tls_model("initial-exec")));
 
 static uintptr_t context_ip(const void *uctx)
 {
@@ -106,16 +123,19 @@ static void die_by_default(int sig, const siginfo_t *si)
 
 /* Run the program's action for sig as the kernel would have: its mask
  * (and sig itself unless SA_NODEFER) blocked, and SA_RESETHAND honoured by
- * making the default action current first (reset() publishes it). */
-static void chain(int sig, siginfo_t *si, void *uctx, const struct sigaction *saved,
-		  void (*reset)(void))
+ * making the default action current first. */
+static void chain(int sig, siginfo_t *si, void *uctx, struct program_action *prog)
 {
-	struct sigaction pa = *saved;
+	struct sigaction pa = *program_current(prog);
 	bool runs = (pa.sa_flags & SA_SIGINFO) ? pa.sa_sigaction != NULL
 					       : pa.sa_handler != SIG_DFL && pa.sa_handler != SIG_IGN;
 	if (runs) {
-		if (pa.sa_flags & SA_RESETHAND)
-			reset();
+		if (pa.sa_flags & SA_RESETHAND) {
+			struct sigaction dfl;
+			memset(&dfl, 0, sizeof(dfl));
+			dfl.sa_handler = SIG_DFL;
+			program_publish(prog, &dfl);
+		}
 		sigset_t old, self;
 		pthread_sigmask(SIG_BLOCK, &pa.sa_mask, &old);
 		if (pa.sa_flags & SA_NODEFER) {
@@ -131,37 +151,42 @@ static void chain(int sig, siginfo_t *si, void *uctx, const struct sigaction *sa
 		return;
 	}
 	if (!(pa.sa_flags & SA_SIGINFO) && pa.sa_handler == SIG_IGN && si->si_code <= 0)
-		return;                          /* an ignored kill(SIGSEGV) */
+		return;                          /* an ignored kill() */
 	die_by_default(sig, si);
 }
 
-static void reset_segv(void)
-{
-	int cur = atomic_load_explicit(&prev_idx, memory_order_acquire);
-	memset(&prev_segv[!cur], 0, sizeof(prev_segv[!cur]));
-	prev_segv[!cur].sa_handler = SIG_DFL;
-	atomic_store_explicit(&prev_idx, !cur, memory_order_release);
-}
+enum audit_step { AUDIT_REFUSED, AUDIT_FIRST, AUDIT_MORE };
 
-static void reset_trap(void)
-{
-	memset(&prev_trap, 0, sizeof(prev_trap));
-	prev_trap.sa_handler = SIG_DFL;
-}
-
-static bool audit_let_through(uintptr_t addr, void *uctx)
+/* Open the faulting page for one instruction (x86-64 trap flag); a store
+ * straddling two pages faults twice with the same ip and opens both. */
+static enum audit_step audit_let_through(uintptr_t addr, uintptr_t ip, void *uctx)
 {
 #if defined(__x86_64__)
 	uintptr_t page = addr & ~(uintptr_t)(os_page_size - 1);
-	if (!atomic_load(&audit_installed) || audit_page || os_protect_rw((void *)page, os_page_size) < 0)
-		return false;                /* sealed, or already stepping: enforce */
-	audit_page = page;
+	enum audit_step step;
+	int slot;
+	if (!atomic_load(&prog_trap.ours))
+		return AUDIT_REFUSED;
+	if (!audit_pages[0]) {
+		slot = 0;
+		step = AUDIT_FIRST;
+	} else if (!audit_pages[1] && ip == audit_ip) {
+		slot = 1;
+		step = AUDIT_MORE;
+	} else {
+		return AUDIT_REFUSED;
+	}
+	if (os_protect_rw((void *)page, os_page_size) < 0)
+		return AUDIT_REFUSED;            /* sealed: enforce */
+	audit_pages[slot] = page;
+	audit_ip = ip;
 	((ucontext_t *)uctx)->uc_mcontext.gregs[REG_EFL] |= 0x100;    /* trap flag */
-	return true;
+	return step;
 #else
 	(void)addr;
+	(void)ip;
 	(void)uctx;
-	return false;
+	return AUDIT_REFUSED;
 #endif
 }
 
@@ -176,23 +201,27 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 		v.policy = hit.pool->policy;
 		v.audit = atomic_load_explicit(&hit.pool->mode, memory_order_relaxed) == POOL_AUDIT;
 		v.address = (uintptr_t)si->si_addr;
+		v.ip = context_ip(uctx);
+		enum audit_step step = v.audit ? audit_let_through(v.address, v.ip, uctx) : AUDIT_REFUSED;
+		if (step == AUDIT_MORE) {
+			errno = saved;
+			return;                  /* the same store, already reported */
+		}
+		v.audit = step == AUDIT_FIRST;
 		if (hit.in_object) {
 			v.object = hit.object;
 			v.object_size = hit.object_size;
 			v.site_ra = site_address(hit.site);
 			v.site_symbol = site_symbol(hit.site);
 		}
-		v.ip = context_ip(uctx);
 		collect_backtrace(&v);
-		if (v.audit && !audit_let_through(v.address, uctx))
-			v.audit = 0;
 		report_violation(&v);
 		if (!v.audit)
 			die_by_default(sig, si);
 		errno = saved;
 		return;
 	}
-	chain(sig, si, uctx, &prev_segv[atomic_load_explicit(&prev_idx, memory_order_acquire)], reset_segv);
+	chain(sig, si, uctx, &prog_segv);
 	errno = saved;
 }
 
@@ -200,16 +229,17 @@ static void on_trap(int sig, siginfo_t *si, void *uctx)
 {
 	int saved = errno;
 #if defined(__x86_64__)
-	if (audit_page) {
-		if (os_protect_ro((void *)audit_page, os_page_size) < 0)
-			fatal("audit", "cannot protect pool memory again");
-		audit_page = 0;
+	if (audit_pages[0]) {
+		for (int i = 0; i < 2; i++)
+			if (audit_pages[i] && os_protect_ro((void *)audit_pages[i], os_page_size) < 0)
+				fatal("audit", "cannot protect pool memory again");
+		audit_pages[0] = audit_pages[1] = 0;
 		((ucontext_t *)uctx)->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)0x100;
 		errno = saved;
 		return;
 	}
 #endif
-	chain(sig, si, uctx, &prev_trap, reset_trap);
+	chain(sig, si, uctx, &prog_trap);
 	errno = saved;
 }
 
@@ -224,46 +254,44 @@ static void install(int sig, void (*fn)(int, siginfo_t *, void *), struct sigact
 		fatal("pmalloc_create_pool", "cannot install the fault handler");
 }
 
-void fault_install(void)
+static void take_over(int sig, void (*fn)(int, siginfo_t *, void *), struct program_action *prog)
 {
 	pthread_mutex_lock(&install_lock);
-	if (!atomic_load(&installed)) {
-		install(SIGSEGV, on_segv, &prev_segv[0]);
-		atomic_store(&prev_idx, 0);
-		atomic_store(&installed, 1);
+	if (!atomic_load(&prog->ours)) {
+		install(sig, fn, &prog->slot[0]);
+		atomic_store(&prog->idx, 0);
+		atomic_store(&prog->ours, 1);
 	}
 	pthread_mutex_unlock(&install_lock);
+}
+
+void fault_install(void)
+{
+	take_over(SIGSEGV, on_segv, &prog_segv);
 }
 
 void fault_enable_audit(void)
 {
-	pthread_mutex_lock(&install_lock);
-	if (!atomic_load(&audit_installed)) {
-		install(SIGTRAP, on_trap, &prev_trap);
-		atomic_store(&audit_installed, 1);
-	}
-	pthread_mutex_unlock(&install_lock);
+	take_over(SIGTRAP, on_trap, &prog_trap);
 }
 
 int fault_installed(void)
 {
-	return atomic_load(&installed);
+	return atomic_load(&prog_segv.ours);
 }
 
-int fault_set_program_action(const struct sigaction *act, struct sigaction *old)
+int fault_set_program_action(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	struct program_action *prog = sig == SIGSEGV ? &prog_segv : sig == SIGTRAP ? &prog_trap : NULL;
 	int r = 0;
 	pthread_mutex_lock(&install_lock);
-	if (!atomic_load(&installed)) {
-		r = os_sigaction(SIGSEGV, act, old);
+	if (!prog || !atomic_load(&prog->ours)) {
+		r = os_sigaction(sig, act, old);
 	} else {
-		int cur = atomic_load(&prev_idx);
 		if (old)
-			*old = prev_segv[cur];
-		if (act) {
-			prev_segv[!cur] = *act;
-			atomic_store_explicit(&prev_idx, !cur, memory_order_release);
-		}
+			*old = *program_current(prog);
+		if (act)
+			program_publish(prog, act);
 	}
 	pthread_mutex_unlock(&install_lock);
 	if (r < 0) {

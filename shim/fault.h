@@ -10,9 +10,10 @@
 
 /* Install the handler (once; idempotent), remembering the previous one. */
 void fault_install(void);
-/* Interposed sigaction() for SIGSEGV: record the program's handler as the
- * one to chain to, keeping the shim's first.  Same contract as sigaction(). */
-int fault_set_program_action(const struct sigaction *act, struct sigaction *old);
+/* Interposed sigaction() for SIGSEGV (and SIGTRAP while audit pools
+ * exist): record the program's handler as the one to chain to, keeping the
+ * shim's first; other signals go to libc.  Same contract as sigaction(). */
+int fault_set_program_action(int sig, const struct sigaction *act, struct sigaction *old);
 /* Audit pools exist: let their faulting writes through by single-stepping
  * them (installs a SIGTRAP handler once). */
 void fault_enable_audit(void);

@@ -255,8 +255,8 @@ extern sighandler_t bsd_signal(int, sighandler_t);
 
 PMALLOC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (sig == SIGSEGV && fault_installed())
-		return fault_set_program_action(act, old);
+	if (sig == SIGSEGV || sig == SIGTRAP)
+		return fault_set_program_action(sig, act, old);
 	return __sigaction(sig, act, old);
 }
 
@@ -268,9 +268,38 @@ PMALLOC_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	sigaddset(&sa.sa_mask, sig);     /* BSD semantics, as glibc's signal() */
-	if (sig != SIGSEGV)
+	if (sig != SIGSEGV && sig != SIGTRAP)
 		return bsd_signal(sig, handler);
 	if (sigaction(sig, &sa, &old) < 0)
 		return SIG_ERR;
 	return old.sa_handler;
+}
+
+/* dlclose: an object may go, and another come to its addresses; what was
+ * decided for return addresses there must be decided again.  (dlopen is not
+ * interposed: glibc resolves a relative name against its *caller's*
+ * RUNPATH, which a wrapper would change; new objects are found at their
+ * first allocation instead.) */
+PMALLOC_EXPORT int dlclose(void *handle)
+{
+	static int (*_Atomic real_dlclose)(void *);
+	int (*fn)(void *) = atomic_load_explicit(&real_dlclose, memory_order_relaxed);
+	if (!fn) {
+		int busy = shim_busy;
+		shim_busy = 1;
+		fn = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+		shim_busy = busy;
+		if (!fn)
+			fatal("dlclose", "glibc's dlclose not found");
+		atomic_store_explicit(&real_dlclose, fn, memory_order_relaxed);
+	}
+	int r = fn(handle);
+	if (shim && !shim_busy) {
+		int e = errno;
+		shim_busy = 1;
+		resolve_forget_unloaded();
+		shim_busy = 0;
+		errno = e;
+	}
+	return r;
 }

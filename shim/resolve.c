@@ -43,10 +43,20 @@ struct rule {
 	bool matched;
 };
 
+/* A loaded object, as both dl_iterate_phdr and a link map name it: load
+ * bias and l_name ("" for the program).  Two objects loaded at once never
+ * share both; an object loaded where an unloaded one was is a new key only
+ * once the old one is forgotten (resolve_forget_unloaded). */
+struct object_key {
+	uintptr_t base;
+	const char *name;         /* interned copy */
+};
+
 struct range {
 	uintptr_t start, end;
 	int route;
 	const char *name;
+	struct object_key obj;
 };
 
 struct range_table {
@@ -60,7 +70,7 @@ static size_t n_rules;
 static bool any_specific;        /* a rule other than the match-all "*" */
 static struct range_table *_Atomic table;
 static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
-static const void *scanned[OBJECTS_MAX];   /* link maps already read */
+static struct object_key scanned[OBJECTS_MAX];   /* objects already read */
 static size_t n_scanned;
 
 static bool has_glob_chars(const char *s)
@@ -84,6 +94,7 @@ static bool object_matches(const struct rule *r, const char *path)
 struct collect {
 	const struct rule **rules;   /* the rules that apply to this object */
 	size_t n_rules;
+	struct object_key obj;
 	struct range *r;
 	size_t n, cap;
 };
@@ -106,7 +117,7 @@ static int collect_symbol(void *ctx, const char *name, uintptr_t start, size_t s
 		char *copy = strdup(name);
 		if (!copy)
 			return -ENOMEM;
-		c->r[c->n++] = (struct range){ start, start + size, ru->route, copy };
+		c->r[c->n++] = (struct range){ start, start + size, ru->route, copy, c->obj };
 		((struct rule *)(uintptr_t)ru)->matched = true;
 		break;      /* first rule wins: wrappers are listed before sites */
 	}
@@ -119,14 +130,35 @@ static int range_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Publish the current table plus c's ranges as a new read-only table. */
-static int merge(struct collect *c)
+/* Tables come from one reservation made at start-up: no mmap while the
+ * program runs (after a dlclose, a fresh mapping would also take the place
+ * of the object just unloaded), and nothing is ever unmapped. */
+#define TABLE_SPACE ((size_t)16 << 20)
+static char *table_base;
+static size_t table_used;
+
+static int table_space(size_t len, void **ret)
 {
-	struct range_table *old = atomic_load(&table);
+	if (table_base && table_used + len <= TABLE_SPACE) {
+		int r = os_commit(table_base + table_used, len);
+		if (r < 0)
+			return r;
+		*ret = table_base + table_used;
+		table_used += len;
+		return 0;
+	}
+	return os_map(len, ret);
+}
+
+/* Publish c's ranges, with the current table's when keep_old, as a new
+ * read-only table. */
+static int merge(struct collect *c, bool keep_old)
+{
+	struct range_table *old = keep_old ? atomic_load(&table) : NULL;
 	size_t n = (old ? old->n : 0) + c->n;
 	size_t len = ALIGN_UP(sizeof(struct range_table) + n * sizeof(struct range), os_page_size);
 	void *mem;
-	int r = os_map(len, &mem);
+	int r = table_space(len, &mem);
 	if (r < 0)
 		return r;
 	struct range_table *t = mem;
@@ -142,10 +174,15 @@ static int merge(struct collect *c)
 	return 0;
 }
 
-static bool already_scanned(const void *key)
+static bool key_equal(const struct object_key *a, uintptr_t base, const char *name)
+{
+	return a->base == base && strcmp(a->name, name) == 0;
+}
+
+static bool already_scanned(uintptr_t base, const char *name)
 {
 	for (size_t i = 0; i < n_scanned; i++)
-		if (scanned[i] == key)
+		if (key_equal(&scanned[i], base, name))
 			return true;
 	return false;
 }
@@ -197,37 +234,41 @@ static int walk_loaded_dynsym(const ElfW(Dyn) *dyn, uintptr_t bias, symtab_fn fn
 	return 0;
 }
 
-/* Read the function symbols of one object, from its file or from memory,
- * and publish the ranges the rules select. */
-static void scan_object(const void *key, const char *path, uintptr_t bias, const ElfW(Dyn) *dyn,
+/* Read the function symbols of one object (key: its load bias and l_name),
+ * from its file or from memory, and publish the ranges the rules select. */
+static void scan_object(uintptr_t base, const char *key_name, const char *path, const ElfW(Dyn) *dyn,
 			bool from_file)
 {
 	const struct rule *applicable[64];
 	struct collect c = { .rules = applicable };
+	c.obj.base = base;
+	c.obj.name = strdup(key_name);
+	if (!c.obj.name)
+		return;
 	for (size_t i = 0; i < n_rules && c.n_rules < ARRAY_SIZE(applicable); i++)
 		if (object_matches(&rules[i], path))
 			c.rules[c.n_rules++] = &rules[i];
 	if (c.n_rules) {
-		int r = from_file ? symtab_for_each_function(path, bias, collect_symbol, &c)
-				  : walk_loaded_dynsym(dyn, bias, collect_symbol, &c);
+		int r = from_file ? symtab_for_each_function(path, base, collect_symbol, &c)
+				  : walk_loaded_dynsym(dyn, base, collect_symbol, &c);
 		if (r < 0)
 			debug_printf("cannot read symbols of %s: %s", path, strerror(-r));
 	}
 	pthread_mutex_lock(&resolve_lock);
-	bool fresh = !already_scanned(key);
+	bool fresh = !already_scanned(base, key_name);
 	if (fresh) {
 		if (n_scanned < OBJECTS_MAX)
-			scanned[n_scanned++] = key;
-		fresh = c.n && merge(&c) == 0;
+			scanned[n_scanned++] = c.obj;
+		fresh = c.n && merge(&c, true) == 0;
 	}
 	pthread_mutex_unlock(&resolve_lock);
 	/* Said outside the lock: nothing that may call out runs under it. */
 	if (fresh && pm_debug)
 		for (size_t i = 0; i < c.n; i++)
-				debug_printf("site %s [%#lx, %#lx) in %s -> %s", c.r[i].name,
-					     (unsigned long)c.r[i].start, (unsigned long)c.r[i].end, path,
-					     c.r[i].route == SITE_ROUTE_WRAPPER ? "wrapper"
-					     : state->pools[c.r[i].route].pool->name);
+			debug_printf("site %s [%#lx, %#lx) in %s -> %s", c.r[i].name,
+				     (unsigned long)c.r[i].start, (unsigned long)c.r[i].end, path,
+				     c.r[i].route == SITE_ROUTE_WRAPPER ? "wrapper"
+				     : state->pools[c.r[i].route].pool->name);
 	free(c.r);
 }
 
@@ -268,14 +309,15 @@ static void ensure_scanned(uintptr_t a)
 	if (_dl_find_object((void *)a, &dlfo) != 0 || !dlfo.dlfo_link_map)
 		return;
 	const struct link_map *lm = dlfo.dlfo_link_map;
+	const char *key_name = lm->l_name ? lm->l_name : "";
 	pthread_mutex_lock(&resolve_lock);
-	bool done = already_scanned(lm);
+	bool done = already_scanned(lm->l_addr, key_name);
 	pthread_mutex_unlock(&resolve_lock);
 	if (done)
 		return;
 	char buf[4096];
 	const char *path = object_path(lm, buf, sizeof(buf));
-	scan_object(lm, path ? path : "?", lm->l_addr, lm->l_ld, false);
+	scan_object(lm->l_addr, key_name, path ? path : "?", lm->l_ld, false);
 }
 
 int resolve_route(uintptr_t ra, uint16_t id)
@@ -346,29 +388,84 @@ static int visit_startup(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	(void)size;
 	(void)ctx;
-	const char *name = info->dlpi_name;
+	const char *key_name = info->dlpi_name ? info->dlpi_name : "", *path = key_name;
 	char buf[4096];
-	/* The link map is the key ensure_scanned() will look for. */
-	struct dl_find_object dlfo;
-	const void *probe = info->dlpi_phnum ? (const void *)(info->dlpi_addr + info->dlpi_phdr[0].p_vaddr) : NULL;
-	for (int i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_LOAD) {
-			probe = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-			break;
-		}
-	if (!probe || _dl_find_object((void *)(uintptr_t)probe, &dlfo) != 0 || !dlfo.dlfo_link_map)
-		return 0;
-	if (!name || !name[0]) {
+	if (!path[0]) {
 		ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
 		if (n <= 0)
 			return 0;
 		buf[n] = '\0';
-		name = buf;
+		path = buf;
 	}
-	if (strncmp(base_name(name), "linux-vdso", 10) == 0 || strncmp(base_name(name), "linux-gate", 10) == 0)
+	if (strncmp(base_name(path), "linux-vdso", 10) == 0 || strncmp(base_name(path), "linux-gate", 10) == 0)
 		return 0;
-	scan_object(dlfo.dlfo_link_map, name, info->dlpi_addr, NULL, true);
+	scan_object(info->dlpi_addr, key_name, path, NULL, true);
 	return 0;
+}
+
+struct loaded {
+	struct object_key *keys;
+	size_t n, cap;
+};
+
+static int visit_loaded(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	struct loaded *l = ctx;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		struct object_key *k = realloc(l->keys, cap * sizeof(*k));
+		if (!k)
+			return 1;
+		l->keys = k;
+		l->cap = cap;
+	}
+	l->keys[l->n++] = (struct object_key){ info->dlpi_addr, info->dlpi_name ? info->dlpi_name : "" };
+	return 0;
+}
+
+static bool is_loaded(const struct loaded *l, const struct object_key *k)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (key_equal(k, l->keys[i].base, l->keys[i].name))
+			return true;
+	return false;
+}
+
+void resolve_forget_unloaded(void)
+{
+	if (!state || !any_specific)
+		return;
+	struct loaded l = { 0 };
+	if (dl_iterate_phdr(visit_loaded, &l) != 0) {
+		free(l.keys);
+		return;
+	}
+	pthread_mutex_lock(&resolve_lock);
+	/* Forget what was unloaded: its ranges, and that it was read, so an
+	 * object loaded at the same place is read afresh. */
+	size_t kept = 0;
+	for (size_t i = 0; i < n_scanned; i++)
+		if (is_loaded(&l, &scanned[i]))
+			scanned[kept++] = scanned[i];
+	bool changed = kept != n_scanned;
+	n_scanned = kept;
+	struct range_table *old = atomic_load(&table);
+	if (changed && old) {
+		struct collect c = { 0 };
+		c.r = malloc(old->n * sizeof(struct range) + 1);
+		for (size_t i = 0; c.r && i < old->n; i++)
+			if (is_loaded(&l, &old->r[i].obj))
+				c.r[c.n++] = old->r[i];
+		if (c.r)
+			merge(&c, false);
+		free(c.r);
+	}
+	pthread_mutex_unlock(&resolve_lock);
+	free(l.keys);
+	/* Return addresses may now mean other code: decide every site again. */
+	if (changed)
+		site_reset_routes();
 }
 
 static void resolve_lock_take(void)
@@ -385,6 +482,9 @@ int resolve_init(const struct shim_state *st)
 {
 	state = st;
 	pthread_atfork(resolve_lock_take, resolve_lock_drop, resolve_lock_drop);
+	void *space;
+	if (os_reserve(TABLE_SPACE, &space) == 0)
+		table_base = space;
 	/* Wrappers first: a function named both ways is looked through. */
 	for (size_t i = 0; i < st->n_pools; i++)
 		for (size_t w = 0; w < st->pools[i].spec->n_wrappers; w++)

@@ -47,6 +47,9 @@ int resolve_route(uintptr_t ra, uint16_t id);
 /* The site id to charge an allocation to, looking through wrappers from
  * the call at ra (id is ra's site): may return another site.  */
 uint16_t resolve_through_wrapper(uintptr_t ra);
+/* After dlclose: forget the ranges of objects no longer loaded and decide
+ * every call site again (another object may now sit at the same place). */
+void resolve_forget_unloaded(void);
 /* Read the rules of the armed policy; scans the objects loaded now. */
 int resolve_init(const struct shim_state *st);
 

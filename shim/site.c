@@ -98,8 +98,10 @@ void site_reset_routes(void)
 	if (!t)
 		return;
 	for (uint32_t i = 0; i < SITE_SLOTS; i++)
-		if (atomic_load_explicit(&t[i].ra, memory_order_relaxed))
+		if (atomic_load_explicit(&t[i].ra, memory_order_relaxed)) {
 			atomic_store_explicit(&t[i].route, 0, memory_order_release);
+			atomic_store_explicit(&t[i].sym_ready, 0, memory_order_release);
+		}
 }
 
 const char *site_symbol(uint16_t id)
