@@ -11,13 +11,14 @@
 #ifndef PMALLOC_CTL_H
 #define PMALLOC_CTL_H
 
+#include "policy.h"
 #include <stdint.h>
 #include <stdio.h>
 
 #define CTL_NAME "pmallocctl"
 #define CTL_VERSION "0.1"                    /* the Version of pmalloc.pc (Makefile) */
-#define CTL_DEFAULT_CONF "/etc/pmalloc.conf"
-#define CTL_DEFAULT_SOCKET "/run/pmalloc/pmallocd.sock"
+#define CTL_DEFAULT_CONF POLICY_DEFAULT_FILE
+#define CTL_DEFAULT_SOCKET POLICY_DEFAULT_SOCKET
 #define CTL_VIOLATION_MESSAGE_ID "7df8f2fd7e8542c19da1343c00501acc"
 
 /* Exit statuses, as systemctl uses them. */

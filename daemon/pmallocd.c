@@ -25,6 +25,7 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
+#include "policy.h"
 #include "config.h"
 #include "journal.h"
 #include "log.h"
@@ -33,8 +34,8 @@
 #include "server.h"
 #include "symbolize.h"
 
-#define DEFAULT_CONFIG "/etc/pmalloc.conf"
-#define DEFAULT_SOCKET "/run/pmalloc/pmallocd.sock"
+#define DEFAULT_CONFIG POLICY_DEFAULT_FILE
+#define DEFAULT_SOCKET POLICY_DEFAULT_SOCKET
 
 struct args {
 	const char *config;

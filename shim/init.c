@@ -26,8 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_CONF "/etc/pmalloc.conf"
-#define DEFAULT_SOCKET "/run/pmalloc/pmallocd.sock"
+#define DEFAULT_CONF POLICY_DEFAULT_FILE
+#define DEFAULT_SOCKET POLICY_DEFAULT_SOCKET
 #define HANDSHAKE_TIMEOUT_MS 100
 
 void debug_printf(const char *fmt, ...)

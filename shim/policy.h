@@ -18,6 +18,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* SPEC.md's defaults, for every program of the project. */
+#define POLICY_DEFAULT_FILE "/etc/pmalloc.conf"
+#define POLICY_DEFAULT_SOCKET "/run/pmalloc/pmallocd.sock"
+
 #define POLICY_NAME_MAX 63          /* policy and pool names: [A-Za-z0-9_.-]{1,63} */
 #define POLICY_ERR_MAX 512
 
