@@ -40,7 +40,7 @@ pc_libs = $(shell pkg-config --libs $(1))
 SHIM_SRCS := $(wildcard shim/*.c)
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/pic/%.o)
 SHIM_LIB := $(B)/libpmalloc_shim.so
-SHIM_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -DPMALLOC_BUILDING_SHIM \
+SHIM_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fno-plt -DPMALLOC_BUILDING_SHIM \
 	$(call pc_cflags,libconfig libelf)
 SHIM_LIBS = $(call pc_libs,libconfig libelf) -lgcc_s -ldl -lpthread
 

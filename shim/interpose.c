@@ -57,40 +57,56 @@ static size_t glibc_usable_size(void *p)
 	return fn(p);
 }
 
-/* Where an allocation of size/align from return address ra goes: a pool
- * object, or NULL for "the heap". */
-static inline void *route(size_t size, size_t align, uintptr_t ra)
+/* The rare part of routing: a site seen for the first time, an allocation
+ * wrapper (whose caller decides), a site that goes to a pool, or the shim
+ * allocating for itself.  NULL means "the heap". */
+static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct site_hit h)
 {
 	const struct shim_state *st = shim;
-	if (likely(!st) || unlikely(shim_busy))
+	if (shim_busy)
 		return NULL;
-	uint16_t id = site_id(ra);
-	int r = site_route(id);
-	if (unlikely(r == SITE_ROUTE_UNKNOWN || r == SITE_ROUTE_WRAPPER)) {
+	if (h.route == SITE_ROUTE_UNKNOWN || h.route == SITE_ROUTE_WRAPPER) {
 		int e = errno;       /* a successful malloc leaves errno alone */
 		shim_busy = 1;
-		if (r == SITE_ROUTE_UNKNOWN)
-			r = resolve_route(ra, id);
-		if (r == SITE_ROUTE_WRAPPER) {
-			id = resolve_through_wrapper(ra);
-			r = site_route(id);
+		if (h.route == SITE_ROUTE_UNKNOWN)
+			h.route = resolve_route(ra, h.id);
+		if (h.route == SITE_ROUTE_WRAPPER) {
+			h.id = resolve_through_wrapper(ra);
+			h.route = site_route(h.id);
 		}
 		shim_busy = 0;
 		errno = e;
 	}
-	if (likely(r < 0))
+	if (h.route < 0)
 		return NULL;
-	void *p = pool_alloc(st->pools[r].pool, size, align < PM_ALIGN ? PM_ALIGN : align, id);
-	/* NULL: the pool reached max_bytes (said once by pool.c); heap it is. */
-	return p;
+	/* NULL from the pool: it reached max_bytes (said once); heap it is. */
+	return pool_alloc(st->pools[h.route].pool, size, align < PM_ALIGN ? PM_ALIGN : align, h.id);
+}
+
+/* Where an allocation from return address ra goes, when a policy is armed:
+ * a pool object, or NULL for "the heap".  The common case, a site that was
+ * seen before and goes to the heap, is one table probe. */
+static inline void *route(size_t size, size_t align, uintptr_t ra)
+{
+	struct site_hit h = site_lookup(ra);
+	if (likely(h.route == SITE_ROUTE_HEAP))
+		return NULL;
+	return route_slow(size, align, ra, h);
+}
+
+/* malloc when a policy is armed; apart, so that the unarmed malloc is a
+ * test and a jump. */
+static __attribute__((noinline)) void *malloc_armed(size_t size, uintptr_t ra)
+{
+	void *p = route(size, PM_ALIGN, ra);
+	return p ? p : __libc_malloc(size);
 }
 
 PMALLOC_EXPORT void *malloc(size_t size)
 {
 	if (likely(!shim))
 		return __libc_malloc(size);
-	void *p = route(size, PM_ALIGN, CALLER());
-	return p ? p : __libc_malloc(size);
+	return malloc_armed(size, CALLER());
 }
 
 PMALLOC_EXPORT void free(void *p)
@@ -116,7 +132,7 @@ PMALLOC_EXPORT void *calloc(size_t n, size_t size)
 	return p ? p : __libc_calloc(n, size);
 }
 
-static void *realloc_from(void *old, size_t size, uintptr_t ra)
+static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 {
 	if (!old) {
 		void *p = shim ? route(size, PM_ALIGN, ra) : NULL;
@@ -143,6 +159,9 @@ static void *realloc_from(void *old, size_t size, uintptr_t ra)
 
 PMALLOC_EXPORT void *realloc(void *old, size_t size)
 {
+	/* Heap objects stay on the heap; realloc(NULL) is a malloc to route. */
+	if (likely(!arena_contains(old)) && (likely(old != NULL) || !shim))
+		return __libc_realloc(old, size);
 	return realloc_from(old, size, CALLER());
 }
 

@@ -14,39 +14,24 @@
 #include <pthread.h>
 #include <string.h>
 
-#define SITE_BITS 14
-#define SITE_SLOTS (1u << SITE_BITS)
 #define SITE_PROBES 32
-#define SITE_SYM 48
 
-struct site {
-	_Atomic uintptr_t ra;
-	_Atomic int route;       /* stored as route - SITE_ROUTE_UNKNOWN: zeroed means unknown */
-	char sym[SITE_SYM];      /* written once, before sym_ready */
-	_Atomic int sym_ready;
-};
-
-static struct site *sites;
+struct site *_Atomic site_table;
 static pthread_once_t site_once = PTHREAD_ONCE_INIT;
 
 static void site_init(void)
 {
 	void *p;
 	if (os_map(SITE_SLOTS * sizeof(struct site), &p) == 0)
-		__atomic_store_n(&sites, (struct site *)p, __ATOMIC_RELEASE);
-}
-
-static inline uint32_t site_hash(uintptr_t ra)
-{
-	return (uint32_t)(((uint64_t)ra * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - SITE_BITS));
+		__atomic_store_n(&site_table, (struct site *)p, __ATOMIC_RELEASE);
 }
 
 uint16_t site_id(uintptr_t ra)
 {
-	struct site *t = __atomic_load_n(&sites, __ATOMIC_ACQUIRE);
+	struct site *t = __atomic_load_n(&site_table, __ATOMIC_ACQUIRE);
 	if (unlikely(!t)) {
 		pthread_once(&site_once, site_init);
-		t = __atomic_load_n(&sites, __ATOMIC_ACQUIRE);
+		t = __atomic_load_n(&site_table, __ATOMIC_ACQUIRE);
 		if (!t || ra == 0)
 			return SITE_NONE;
 	}
@@ -67,10 +52,16 @@ uint16_t site_id(uintptr_t ra)
 
 static struct site *site_get(uint16_t id)
 {
-	struct site *t = __atomic_load_n(&sites, __ATOMIC_ACQUIRE);
+	struct site *t = __atomic_load_n(&site_table, __ATOMIC_ACQUIRE);
 	if (!t || id == SITE_NONE || id > SITE_SLOTS)
 		return NULL;
 	return &t[id - 1];
+}
+
+struct site_hit site_lookup_slow(uintptr_t ra)
+{
+	uint16_t id = site_id(ra);
+	return (struct site_hit){ site_route(id), id };
 }
 
 uintptr_t site_address(uint16_t id)
@@ -94,7 +85,7 @@ void site_set_route(uint16_t id, int route)
 
 void site_reset_routes(void)
 {
-	struct site *t = __atomic_load_n(&sites, __ATOMIC_ACQUIRE);
+	struct site *t = __atomic_load_n(&site_table, __ATOMIC_ACQUIRE);
 	if (!t)
 		return;
 	for (uint32_t i = 0; i < SITE_SLOTS; i++)

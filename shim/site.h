@@ -15,9 +15,51 @@
 #define SITE_ROUTE_HEAP (-1)         /* ordinary heap */
 #define SITE_ROUTE_WRAPPER (-3)      /* an allocation wrapper: decided per call by its caller */
 
+#define SITE_BITS 14
+#define SITE_SLOTS (1u << SITE_BITS)
+#define SITE_SYM 48
+
+struct site {
+	_Atomic uintptr_t ra;
+	_Atomic int route;       /* stored as route - SITE_ROUTE_UNKNOWN: zeroed means unknown */
+	char sym[SITE_SYM];      /* written before sym_ready */
+	_Atomic int sym_ready;
+};
+
+/* The table, mapped on first use; NULL before. */
+extern struct site *_Atomic site_table;
+
+static inline uint32_t site_hash(uintptr_t ra)
+{
+	return (uint32_t)(((uint64_t)ra * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - SITE_BITS));
+}
+
 /* The id of return address ra, inserting it on first sight; SITE_NONE when
- * the table is full.  Lock-free; about 3 ns on a hit. */
+ * the table is full.  Lock-free. */
 uint16_t site_id(uintptr_t ra);
+
+/* A site's id and its cached route, returned in one register. */
+struct site_hit {
+	int route;
+	uint16_t id;
+};
+
+/* The fast path of the interposition: ra's id and cached route in one
+ * probe when ra sits in its home slot (the common case): a multiply, two
+ * loads, a compare.  Anything else goes the long way, through site_id(). */
+struct site_hit site_lookup_slow(uintptr_t ra);
+static inline struct site_hit site_lookup(uintptr_t ra)
+{
+	struct site *t = atomic_load_explicit(&site_table, memory_order_acquire);
+	if (likely(t)) {
+		uint32_t h = site_hash(ra);
+		if (likely(atomic_load_explicit(&t[h].ra, memory_order_acquire) == ra))
+			return (struct site_hit){
+				atomic_load_explicit(&t[h].route, memory_order_acquire) + SITE_ROUTE_UNKNOWN,
+				(uint16_t)(h + 1) };
+	}
+	return site_lookup_slow(ra);
+}
 /* The return address of id, 0 for SITE_NONE or an unknown id. AS-safe. */
 uintptr_t site_address(uint16_t id);
 /* The routing decision cached for id (SITE_ROUTE_*, or a pool index). */
