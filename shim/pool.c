@@ -179,11 +179,11 @@ void *pool_alloc(struct pmalloc_pool *p, size_t size, size_t align, uint16_t sit
 		return NULL;
 	}
 	void *r;
+	bool capped = false;
 	pthread_mutex_lock(&p->lock);
 	if (unlikely(p->max_bytes && p->st.used + need > p->max_bytes)) {
 		r = NULL;
-		if (!atomic_exchange(&p->capped_said, 1))
-			debug_line("pool \"", p->name, "\" reached max_bytes: further allocations go to the heap");
+		capped = true;
 	} else {
 		struct span *s = p->cur;
 		size_t off = s ? ALIGN_UP(s->base + s->cursor, align) - s->base : 0;
@@ -201,8 +201,12 @@ void *pool_alloc(struct pmalloc_pool *p, size_t size, size_t align, uint16_t sit
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
-	if (unlikely(!r))
+	if (unlikely(!r)) {
+		/* Said outside the lock: write(2) is a libc call a program may wrap. */
+		if (capped && !atomic_exchange(&p->capped_said, 1))
+			debug_line("pool \"", p->name, "\" reached max_bytes: further allocations go to the heap");
 		errno = ENOMEM;
+	}
 	return r;
 }
 
