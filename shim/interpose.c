@@ -38,22 +38,13 @@ __thread int shim_busy __attribute__((tls_model("initial-exec")));
 
 #define CALLER() ((uintptr_t)__builtin_return_address(0))
 
-/* glibc's malloc_usable_size has no __libc_ alias: found once with dlsym,
- * whose own allocations come back here with shim_busy set. */
-static size_t (*_Atomic libc_usable_size)(void *);
-
+/* glibc's malloc_usable_size has no __libc_ alias: found once with dlsym. */
 static size_t glibc_usable_size(void *p)
 {
-	size_t (*fn)(void *) = atomic_load(&libc_usable_size);
-	if (!fn) {
-		int busy = shim_busy;
-		shim_busy = 1;
-		fn = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
-		shim_busy = busy;
-		if (!fn)
-			fatal("malloc_usable_size", "glibc's malloc_usable_size not found");
-		atomic_store(&libc_usable_size, fn);
-	}
+	typedef size_t (*fn_t)(void *);
+	fn_t fn = REAL(malloc_usable_size, fn_t);
+	if (!fn)
+		fatal("malloc_usable_size", "glibc's malloc_usable_size not found");
 	return fn(p);
 }
 
@@ -301,17 +292,10 @@ PMALLOC_EXPORT sighandler_t signal(int sig, sighandler_t handler)
  * first allocation instead.) */
 PMALLOC_EXPORT int dlclose(void *handle)
 {
-	static int (*_Atomic real_dlclose)(void *);
-	int (*fn)(void *) = atomic_load_explicit(&real_dlclose, memory_order_relaxed);
-	if (!fn) {
-		int busy = shim_busy;
-		shim_busy = 1;
-		fn = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
-		shim_busy = busy;
-		if (!fn)
-			fatal("dlclose", "glibc's dlclose not found");
-		atomic_store_explicit(&real_dlclose, fn, memory_order_relaxed);
-	}
+	typedef int (*fn_t)(void *);
+	fn_t fn = REAL(dlclose, fn_t);
+	if (!fn)
+		fatal("dlclose", "glibc's dlclose not found");
 	int r = fn(handle);
 	if (shim && !shim_busy) {
 		int e = errno;

@@ -25,12 +25,18 @@
 static char entry[8192];
 static atomic_flag entry_busy = ATOMIC_FLAG_INIT;
 
+/* value with control characters as '?': one entry, one line each field. */
+static void sanitized(struct fmt *f, const char *value)
+{
+	for (const char *s = value; s && *s && f->p < f->end; s++)
+		*f->p++ = (*s >= 0 && *s < 0x20) || *s == 0x7f ? '?' : *s;
+}
+
 static void field(struct fmt *f, const char *key, const char *value)
 {
 	fmt_str(f, key);
 	fmt_str(f, "=");
-	for (const char *s = value; s && *s && f->p < f->end; s++)
-		*f->p++ = (*s >= 0 && *s < 0x20) || *s == 0x7f ? '?' : *s;
+	sanitized(f, value);
 	fmt_str(f, "\n");
 }
 
@@ -99,9 +105,7 @@ void journal_violation(const struct pmw_report *m, const struct violation *v)
 	fmt_str(&f, "\nMESSAGE=pmalloc: PID ");
 	fmt_u64(&f, (uint64_t)getpid());
 	fmt_str(&f, " (");
-	for (const char *s = m->exe; *s; s++)
-		if (f.p < f.end)
-			*f.p++ = (*s >= 0 && *s < 0x20) ? '?' : *s;
+	sanitized(&f, m->exe);
 	fmt_str(&f, ") wrote to protected pool \"");
 	fmt_str(&f, m->pool);
 	fmt_str(&f, "\"");

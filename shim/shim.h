@@ -64,6 +64,18 @@ int client_fetch_policy(const char *socket_path, unsigned int timeout_ms, char *
 void client_notify_protected(size_t pool_index, const char *trigger, size_t new_bytes);
 void client_after_fork(void);
 
+/* libc's definition of name (dlsym RTLD_NEXT), NULL if none. */
+void *shim_real_symbol(const char *name);
+/* libc's name, as a function of type, found once and cached. */
+#define REAL(name, type) ({ \
+	static type _Atomic real_; \
+	type fn_ = atomic_load_explicit(&real_, memory_order_relaxed); \
+	if (unlikely(!fn_)) { \
+		fn_ = (type)shim_real_symbol(#name); \
+		atomic_store_explicit(&real_, fn_, memory_order_relaxed); \
+	} \
+	fn_; })
+
 /* A debug line (PMALLOC_DEBUG=1) with printf formatting; normal context only. */
 void debug_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -62,8 +62,9 @@ PMALLOC_EXPORT int pmalloc_protect_named(const char *name)
 	return -1;
 }
 
-/* The next definition of name after the shim's: libc's. */
-static void *real_symbol(const char *name)
+/* The next definition of name after the shim's: libc's.  dlsym may
+ * allocate; with shim_busy set that goes straight to libc. */
+void *shim_real_symbol(const char *name)
 {
 	int busy = shim_busy;
 	shim_busy = 1;
@@ -71,15 +72,6 @@ static void *real_symbol(const char *name)
 	shim_busy = busy;
 	return fn;
 }
-
-#define REAL(name, type) ({ \
-	static type _Atomic real_; \
-	type fn_ = atomic_load_explicit(&real_, memory_order_relaxed); \
-	if (unlikely(!fn_)) { \
-		fn_ = (type)real_symbol(#name); \
-		atomic_store_explicit(&real_, fn_, memory_order_relaxed); \
-	} \
-	fn_; })
 
 /* An interposed call: the trigger, then the real function (ENOSYS if libc
  * has none, which cannot happen with glibc). */
