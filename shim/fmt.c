@@ -85,7 +85,7 @@ void debug_line(const char *a, const char *b, const char *c)
 	fmt_flush_stderr(&f);
 }
 
-noreturn void fatal(const char *api, const char *msg)
+void fatal(const char *api, const char *msg)
 {
 	char buf[256];
 	struct fmt f;
