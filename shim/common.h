@@ -9,7 +9,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
-#include <stdnoreturn.h>
 #include <stdatomic.h>
 #include <assert.h>
 
@@ -26,7 +25,7 @@
 
 /* Write "pmalloc: fatal error in API: msg" to stderr with write(2) and abort.
  * Async-signal-safe; for broken invariants only, never for exhaustion. */
-__attribute__((noreturn)) void fatal(const char *api, const char *msg);
+__attribute__((__noreturn__)) void fatal(const char *api, const char *msg);
 
 /* 1 when PMALLOC_DEBUG=1 (read once at start-up with secure_getenv). */
 extern int pm_debug;
