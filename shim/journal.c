@@ -57,7 +57,7 @@ static void send_entry(struct fmt *f)
 	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return;
-	sendto(fd, f->start, fmt_len(f), MSG_NOSIGNAL, (struct sockaddr *)&sa, sizeof(sa));
+	sendto(fd, f->start, fmt_len(f), MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)&sa, sizeof(sa));
 	close(fd);
 }
 
