@@ -57,6 +57,25 @@ static bool client_fd_valid(void)
 	       st.st_dev == client_dev && st.st_ino == client_ino;
 }
 
+static _Atomic unsigned long reports_dropped;
+
+/* Hand msg to pmallocd without blocking: true when it is the daemon's now
+ * (sent, or dropped because a live daemon is busy: its rate limit must not
+ * be bypassed through the journal), false when there is no daemon and the
+ * caller writes the journal itself.  Async-signal-safe. */
+static bool send_to_daemon(const void *msg, size_t len)
+{
+	if (!client_fd_valid())
+		return false;
+	if (send(client_fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len)
+		return true;
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
+		atomic_fetch_add_explicit(&reports_dropped, 1, memory_order_relaxed);
+		return true;
+	}
+	return false;
+}
+
 static void keep_connection(int fd)
 {
 	struct stat st;
@@ -69,9 +88,10 @@ static void keep_connection(int fd)
 	}
 }
 
-/* 1 and the policy text, 0 when the daemon has none, -errno when no daemon
- * answered in time (the caller then reads the file). */
-int client_fetch_policy(const char *path, unsigned int timeout_ms, char **ret_text, uint64_t *ret_generation)
+static int pending_fd = -1;      /* asked, not answered yet */
+
+/* Connect to pmallocd and say hello; the answer is client_wait()'s. */
+int client_start(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -85,49 +105,32 @@ int client_fetch_policy(const char *path, unsigned int timeout_ms, char **ret_te
 		close(fd);
 		fd = high;
 	}
-	int r;
-	char *buf = NULL;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		r = -errno;
-		goto fail;
-	}
 	struct pmw_hello hello = { 0 };
 	pmw_header_init(&hello.h, PMW_HELLO, sizeof(hello));
-	if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello)) {
-		r = -errno;
-		goto fail;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello)) {
+		int r = -errno;
+		close(fd);
+		return r;
 	}
-	buf = malloc(PMW_MAX_MSG + 1);
-	if (!buf) {
-		r = -ENOMEM;
-		goto fail;
-	}
-	uint64_t deadline = ms_now() + timeout_ms;
-	ssize_t n;
-	for (;;) {
-		n = recv(fd, buf, PMW_MAX_MSG + 1, MSG_TRUNC);
-		if (n >= 0 || errno != EAGAIN) {
-			if (n < 0) {
-				r = -errno;
-				goto fail;
-			}
-			break;
-		}
-		uint64_t now = ms_now();
-		if (now >= deadline) {
-			r = -ETIMEDOUT;
-			goto fail;
-		}
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		struct timespec ts = { 0, (long)(deadline - now) * 1000000L };
-		/* The raw system call: poll() and ppoll() are interposed triggers. */
-		syscall(SYS_ppoll, &pfd, 1, &ts, NULL, (size_t)8);
-	}
+	pending_fd = fd;
+	return 0;
+}
+
+void client_abandon(void)
+{
+	if (pending_fd >= 0)
+		close(pending_fd);
+	pending_fd = -1;
+}
+
+/* The daemon's answer in buf[0, n): 1 and the text, 0 for no policy,
+ * -errno for anything else. */
+static int read_answer(const char *buf, ssize_t n, char **ret_text, uint64_t *ret_generation)
+{
 	const struct pmw_header *h = (const void *)buf;
-	if (n < (ssize_t)sizeof(*h) || n > PMW_MAX_MSG || h->magic != PMW_MAGIC || h->length != (uint32_t)n) {
-		r = -EPROTO;
-		goto fail;
-	}
+	if (n < (ssize_t)sizeof(*h) || n > PMW_MAX_MSG || h->magic != PMW_MAGIC || h->length != (uint32_t)n)
+		return -EPROTO;
 	if (h->version != PMW_VERSION || h->type == PMW_REFUSED) {
 		const struct pmw_answer *a = (const void *)buf;
 		if (h->type == PMW_REFUSED && n == (ssize_t)sizeof(*a)) {
@@ -136,38 +139,62 @@ int client_fetch_policy(const char *path, unsigned int timeout_ms, char **ret_te
 			reason[sizeof(reason) - 1] = '\0';
 			debug_printf("pmallocd refused this process: %s", reason);
 		}
-		r = -EPROTONOSUPPORT;
-		goto fail;
+		return -EPROTONOSUPPORT;
 	}
-	if (h->type == PMW_NO_POLICY && n == (ssize_t)sizeof(struct pmw_answer)) {
-		/* Kept: violations in the program's own API pools still reach
-		 * the daemon, which symbolises them. */
-		keep_connection(fd);
-		free(buf);
+	if (h->type == PMW_NO_POLICY && n == (ssize_t)sizeof(struct pmw_answer))
 		return 0;
-	}
 	const struct pmw_policy *p = (const void *)buf;
 	if (h->type != PMW_POLICY || n < (ssize_t)sizeof(*p) || p->text_len == 0 ||
-	    sizeof(*p) + p->text_len != (size_t)n || p->text[p->text_len - 1] != '\0') {
-		r = -EPROTO;
-		goto fail;
-	}
+	    sizeof(*p) + p->text_len != (size_t)n || p->text[p->text_len - 1] != '\0')
+		return -EPROTO;
 	char *text = malloc(p->text_len);
-	if (!text) {
-		r = -ENOMEM;
-		goto fail;
-	}
+	if (!text)
+		return -ENOMEM;
 	memcpy(text, p->text, p->text_len);
-	keep_connection(fd);
-	uint64_t generation = p->generation;
-	client_generation = generation;
-	free(buf);
 	*ret_text = text;
-	*ret_generation = generation;
+	*ret_generation = p->generation;
 	return 1;
-fail:
+}
+
+/* Wait up to timeout_ms for the answer to client_start(): 1 and the policy
+ * text, 0 when the daemon has none, -ETIMEDOUT (still pending: wait again
+ * or abandon), other -errno when the exchange failed (abandoned). */
+int client_wait(unsigned int timeout_ms, char **ret_text, uint64_t *ret_generation)
+{
+	if (pending_fd < 0)
+		return -ENOTCONN;
+	char *buf = malloc(PMW_MAX_MSG + 1);
+	if (!buf)
+		return -ENOMEM;
+	uint64_t deadline = ms_now() + timeout_ms;
+	ssize_t n;
+	int r;
+	for (;;) {
+		n = recv(pending_fd, buf, PMW_MAX_MSG + 1, MSG_TRUNC);
+		if (n >= 0 || errno != EAGAIN)
+			break;
+		uint64_t now = ms_now();
+		if (now >= deadline) {
+			free(buf);
+			return -ETIMEDOUT;
+		}
+		struct pollfd pfd = { .fd = pending_fd, .events = POLLIN };
+		struct timespec ts = { 0, (long)(deadline - now) * 1000000L };
+		/* The raw system call: poll() and ppoll() are interposed triggers. */
+		syscall(SYS_ppoll, &pfd, 1, &ts, NULL, (size_t)8);
+	}
+	r = n < 0 ? -errno : read_answer(buf, n, ret_text, ret_generation);
 	free(buf);
-	close(fd);
+	if (r < 0) {
+		client_abandon();
+		return r;
+	}
+	/* Kept for reports, also without a policy: violations in the
+	 * program's own API pools still reach the daemon, which symbolises. */
+	keep_connection(pending_fd);
+	pending_fd = -1;
+	if (r > 0)
+		client_generation = *ret_generation;
 	return r;
 }
 
@@ -199,9 +226,8 @@ void client_notify_protected(size_t i, const char *trigger, size_t new_bytes)
 	m.protected_bytes = p->st.protected_bytes;
 	m.objects = p->st.objects;
 	pthread_mutex_unlock(&p->lock);
-	if (client_fd_valid() && send(client_fd, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) == sizeof(m))
-		return;
-	journal_protected(&m);
+	if (!send_to_daemon(&m, sizeof(m)))
+		journal_protected(&m);
 }
 
 /* The build-id of the object mapped at [start, end), read from its program
@@ -297,9 +323,7 @@ void client_report(const struct violation *v)
 		m->frames[i].module = module_index(m, v->frames[i], &m->frames[i].offset);
 		m->n_frames++;
 	}
-	bool sent = client_fd_valid() &&
-		    send(client_fd, m, sizeof(*m), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(*m);
-	if (!sent)
+	if (!send_to_daemon(m, sizeof(*m)))
 		journal_violation(m, v);
 	atomic_flag_clear(&report_busy);
 }

@@ -84,42 +84,71 @@ static uint64_t monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The policy set for this process: 1 with *ret, 0 for none, never fails. */
-static int load_policy(struct policy_set **ret, uint64_t *ret_generation, bool *ret_from_daemon)
+/* pmallocd's answer (r from client_wait) as the policy set: 1, or 0 for
+ * none. */
+static int take_daemon_answer(int r, char *text, uint64_t gen, struct policy_set **ret,
+			      uint64_t *ret_generation, bool *ret_from_daemon)
 {
-	const char *sock = secure_getenv("PMALLOC_SOCKET");
-	char *text = NULL, err[POLICY_ERR_MAX];
-	uint64_t gen = 0;
-	int r = client_fetch_policy(sock && *sock ? sock : DEFAULT_SOCKET, HANDSHAKE_TIMEOUT_MS, &text, &gen);
+	char err[POLICY_ERR_MAX];
 	if (r == 0) {
 		debug_printf("pmallocd has no policy for this process");
 		return 0;
 	}
-	if (r > 0) {
-		r = policy_set_load_string(text, "pmallocd", ret, err, sizeof(err));
-		free(text);
-		if (r < 0) {
-			say("policy from pmallocd refused: %s (running unprotected)", err);
-			return 0;
-		}
-		*ret_generation = gen;
-		*ret_from_daemon = true;
-		return 1;
+	r = policy_set_load_string(text, "pmallocd", ret, err, sizeof(err));
+	free(text);
+	if (r < 0) {
+		say("policy from pmallocd refused: %s (running unprotected)", err);
+		return 0;
 	}
-	debug_printf("no answer from pmallocd at %s: %s; reading the policy file", sock ? sock : DEFAULT_SOCKET,
-		     strerror(-r));
+	*ret_generation = gen;
+	*ret_from_daemon = true;
+	return 1;
+}
+
+/* The policy set for this process: 1 with *ret, 0 for none, never fails.
+ *
+ * pmallocd is asked first.  A healthy daemon answers within a millisecond;
+ * after HANDSHAKE_TIMEOUT_MS the policy file is read (the fallback needs it
+ * anyway), and when it sets a longer daemon.handshake_timeout_ms the wait
+ * for the daemon goes on until then.  So the setting costs nothing when the
+ * daemon is well, and no process reads the file only to learn a timeout. */
+static int load_policy(struct policy_set **ret, uint64_t *ret_generation, bool *ret_from_daemon)
+{
+	const char *sock = secure_getenv("PMALLOC_SOCKET");
+	if (!sock || !*sock)
+		sock = DEFAULT_SOCKET;
+	char *text = NULL, err[POLICY_ERR_MAX];
+	uint64_t gen = 0;
+	int r = client_start(sock);
+	if (r == 0)
+		r = client_wait(HANDSHAKE_TIMEOUT_MS, &text, &gen);
+	if (r >= 0)
+		return take_daemon_answer(r, text, gen, ret, ret_generation, ret_from_daemon);
+	debug_printf("no answer from pmallocd at %s: %s; reading the policy file", sock, strerror(-r));
+
 	const char *conf = secure_getenv("PMALLOC_CONF");
 	if (!conf || !*conf)
 		conf = DEFAULT_CONF;
-	r = policy_set_load_file(conf, ret, err, sizeof(err));
-	if (r == -ENOENT && access(conf, F_OK) < 0) {
+	struct policy_set *file = NULL;
+	int f = policy_set_load_file(conf, &file, err, sizeof(err));
+	if (r == -ETIMEDOUT && f == 0 && file->daemon.handshake_timeout_ms > HANDSHAKE_TIMEOUT_MS) {
+		r = client_wait(file->daemon.handshake_timeout_ms - HANDSHAKE_TIMEOUT_MS, &text, &gen);
+		if (r >= 0) {
+			policy_set_free(file);
+			return take_daemon_answer(r, text, gen, ret, ret_generation, ret_from_daemon);
+		}
+		debug_printf("still no answer from pmallocd after %u ms", file->daemon.handshake_timeout_ms);
+	}
+	client_abandon();
+	if (f == -ENOENT && access(conf, F_OK) < 0) {
 		debug_printf("no policy file %s", conf);
 		return 0;
 	}
-	if (r < 0) {
+	if (f < 0) {
 		say("%s (running unprotected)", err);
 		return 0;
 	}
+	*ret = file;
 	return 1;
 }
 

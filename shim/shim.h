@@ -58,9 +58,11 @@ void trigger_call(enum policy_call c);
 void trigger_init(const struct shim_state *st);
 size_t shim_protect_pool(size_t i, const char *trigger);
 
-/* client.c: the daemon handshake and reports */
-int client_fetch_policy(const char *socket_path, unsigned int timeout_ms, char **ret_text,
-			uint64_t *ret_generation);
+/* client.c: the daemon handshake (start, wait as long as wanted, or
+ * abandon), and reports */
+int client_start(const char *socket_path);
+int client_wait(unsigned int timeout_ms, char **ret_text, uint64_t *ret_generation);
+void client_abandon(void);
 void client_notify_protected(size_t pool_index, const char *trigger, size_t new_bytes);
 void client_after_fork(void);
 

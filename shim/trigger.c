@@ -43,11 +43,13 @@ void trigger_call(enum policy_call c)
 	const struct shim_state *st = shim;
 	if (likely(!st || !(st->call_mask & (1u << c))) || shim_busy)
 		return;
+	int e = errno;              /* the program sees only the real call's errno */
 	char trigger[48];
 	snprintf(trigger, sizeof(trigger), "on-call:%s", policy_call_name(c));
 	for (size_t i = 0; i < st->n_pools; i++)
 		if (st->pools[i].call_mask & (1u << c))
 			shim_protect_pool(i, trigger);
+	errno = e;
 }
 
 PMALLOC_EXPORT int pmalloc_protect_named(const char *name)

@@ -1,0 +1,76 @@
+/*
+ * e2e_hold - an unmodified-style server driven from its standard input, so
+ * a test decides when things happen (no sleeps): a static setup() builds
+ * its configuration with malloc() and strdup(), listen() (the policy's
+ * trigger) makes it read-only, it prints "listening", then runs one command
+ * per line:
+ *   write   overwrite the configuration's name, as a heap bug would
+ *   write N the same, N times (in audit mode, each is a violation)
+ *   print   print the name
+ *   exit    exit 0 (so does end of input)
+ * Knows nothing of pmalloc.
+ */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct config {
+	char *name;
+	int port;
+};
+
+static struct config *setup(void)
+{
+	struct config *c = malloc(sizeof(*c));
+	if (!c)
+		exit(2);
+	c->name = strdup("alice");
+	c->port = 0;
+	if (!c->name)
+		exit(2);
+	return c;
+}
+
+/* The deliberate bug: volatile, so the compiler keeps the store. */
+static void corrupt(volatile char *where, char what)
+{
+	*where = what;
+}
+
+int main(void)
+{
+	struct config *c = setup();
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 8) < 0) {
+		perror("listen");
+		return 2;
+	}
+	printf("listening\n");
+	fflush(stdout);
+	char line[64];
+	while (fgets(line, sizeof(line), stdin)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strcmp(line, "write") == 0) {
+			corrupt(c->name, 'm');
+			printf("wrote: name \"%s\"\n", c->name);
+		} else if (strncmp(line, "write ", 6) == 0) {
+			long n = atol(line + 6);
+			for (long i = 0; i < n; i++)
+				corrupt(c->name, (char)('a' + i % 26));
+			printf("wrote %ld times: name \"%s\"\n", n, c->name);
+		} else if (strcmp(line, "print") == 0) {
+			printf("name \"%s\"\n", c->name);
+		} else if (strcmp(line, "exit") == 0) {
+			break;
+		} else {
+			printf("unknown command \"%s\"\n", line);
+		}
+		fflush(stdout);
+	}
+	close(fd);
+	return 0;
+}
