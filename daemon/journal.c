@@ -7,8 +7,8 @@
  * process/site limiter and its summary entries.
  * Never: allocates per entry (fixed buffers), writes an entry a client can
  * repeat at will without the limiter, or lets a client string break a
- * one-line MESSAGE.  (sd_journal_sendv waits only while journald's socket
- * is full, as for every journal client; the limiter keeps that rare.)
+ * one-line MESSAGE, or waits for journald (jwriter.c sends, queues or
+ * drops, never blocks).
  */
 #define _GNU_SOURCE
 #include "journal.h"
@@ -17,8 +17,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <systemd/sd-journal.h>
 
+#include "jwriter.h"
 #include "log.h"
 #include "registry.h"
 #include "strbuf.h"
@@ -59,20 +59,30 @@ void jentry_add(struct jentry *j, const char *format, ...)
 	j->used += (size_t)n + 1;
 }
 
-int jentry_send(struct jentry *j)
+int jentry_send_at(struct jentry *j, const char *file, int line, const char *func)
 {
 	static const char trunc[] = "PMALLOC_TRUNCATED=1";
+	struct iovec iov[JENTRY_FIELDS + 4];
+	char code_file[128], code_line[32], code_func[96];
+	size_t n = j->n;
 	int r;
 
-	if (j->truncated) {
-		j->iov[j->n].iov_base = (void *)(uintptr_t)trunc;
-		j->iov[j->n].iov_len = sizeof(trunc) - 1;
-		j->n++;
-	}
-	r = sd_journal_sendv(j->iov, (int)j->n);
+	memcpy(iov, j->iov, n * sizeof(iov[0]));
+	if (j->truncated)
+		iov[n++] = (struct iovec){ (void *)(uintptr_t)trunc, sizeof(trunc) - 1 };
+	/* Where the entry was written, as sd_journal_send() would say. */
+	snprintf(code_file, sizeof(code_file), "CODE_FILE=%s", file);
+	snprintf(code_line, sizeof(code_line), "CODE_LINE=%d", line);
+	snprintf(code_func, sizeof(code_func), "CODE_FUNC=%s", func);
+	iov[n++] = (struct iovec){ code_file, strlen(code_file) };
+	iov[n++] = (struct iovec){ code_line, strlen(code_line) };
+	iov[n++] = (struct iovec){ code_func, strlen(code_func) };
+
+	r = jwriter_send(iov, n);
 	if (r < 0) {
 		static struct log_limit lim = LOG_LIMIT_INIT(60, 3);
-		log_limited(&lim, LOG_WARNING, "cannot write to the journal: %s", strerror(-r));
+		log_limited(&lim, LOG_WARNING, "cannot write to the journal: %s",
+			    r == -ENOBUFS ? "journald is not reading and the queue is full" : strerror(-r));
 	}
 	return r;
 }

@@ -36,7 +36,10 @@ struct jentry {
 
 void jentry_init(struct jentry *j, const char *message_id, int priority);
 void jentry_add(struct jentry *j, const char *format, ...) __attribute__((format(printf, 2, 3)));
-int jentry_send(struct jentry *j);
+/* Sent through jwriter.c (never blocks), with the caller's CODE_FILE,
+ * CODE_LINE, CODE_FUNC.  0 sent or queued, -errno dropped (counted). */
+int jentry_send_at(struct jentry *j, const char *file, int line, const char *func);
+#define jentry_send(j) jentry_send_at((j), __FILE__, __LINE__, __func__)
 
 /* Copy src to dst (size n) with control characters replaced by '?': client
  * strings go into one-line messages. */

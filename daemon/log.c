@@ -3,8 +3,9 @@
  *
  * Owns: the max level, the journal-or-stderr decision, the line limiter.
  * Never: allocates (lines are formatted on the stack), exits, or writes
- * structured entries about clients (journal.c does those).  Safe to use
- * inside the seccomp sandbox: sendmsg/writev/write only.
+ * structured entries about clients (journal.c does those), or blocks on
+ * the journal (lines go through jwriter.c, which never waits).  Safe to
+ * use inside the seccomp sandbox: write to stderr, jwriter_send().
  */
 #define _GNU_SOURCE
 #include "log.h"
@@ -17,7 +18,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <systemd/sd-journal.h>
+
+#include "jwriter.h"
 
 #define LOG_LINE_MAX 2048
 
@@ -61,24 +63,32 @@ void log_setup(void)
 static void log_emit(int level, int error, const char *file, int line, const char *func,
 		     const char *msg)
 {
-	char code_file[256], code_line[32];
+	static const char ident[] = "SYSLOG_IDENTIFIER=pmallocd";
+	char message[LOG_LINE_MAX + 32], prio[16], err[32], code_file[256], code_line[32],
+		code_func[96];
+	struct iovec items[7];
+	size_t n = 0;
 
 	if (to_stderr)
 		fprintf(stderr, "pmallocd: %s\n", msg);
 
+	snprintf(message, sizeof(message), "MESSAGE=pmallocd: %s", msg);
+	snprintf(prio, sizeof(prio), "PRIORITY=%d", level);
 	snprintf(code_file, sizeof(code_file), "CODE_FILE=%s", file);
 	snprintf(code_line, sizeof(code_line), "CODE_LINE=%d", line);
-	if (error != 0)
-		(void)sd_journal_send_with_location(code_file, code_line, func,
-						    "MESSAGE=pmallocd: %s", msg,
-						    "PRIORITY=%i", level,
-						    "ERRNO=%i", error,
-						    "SYSLOG_IDENTIFIER=pmallocd", NULL);
-	else
-		(void)sd_journal_send_with_location(code_file, code_line, func,
-						    "MESSAGE=pmallocd: %s", msg,
-						    "PRIORITY=%i", level,
-						    "SYSLOG_IDENTIFIER=pmallocd", NULL);
+	snprintf(code_func, sizeof(code_func), "CODE_FUNC=%s", func);
+	items[n++] = (struct iovec){ message, strlen(message) };
+	items[n++] = (struct iovec){ prio, strlen(prio) };
+	if (error != 0) {
+		snprintf(err, sizeof(err), "ERRNO=%d", error);
+		items[n++] = (struct iovec){ err, strlen(err) };
+	}
+	items[n++] = (struct iovec){ (void *)(uintptr_t)ident, sizeof(ident) - 1 };
+	items[n++] = (struct iovec){ code_file, strlen(code_file) };
+	items[n++] = (struct iovec){ code_line, strlen(code_line) };
+	items[n++] = (struct iovec){ code_func, strlen(code_func) };
+	/* Dropped lines are counted there; on a console they were printed. */
+	(void)jwriter_send(items, n);
 }
 
 int log_internal(int level, int error, const char *file, int line, const char *func,

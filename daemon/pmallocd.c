@@ -2,10 +2,11 @@
  * pmallocd.c - the policy daemon: command line, start-up order, the
  * sd-event loop, signals, sd_notify, reloads.
  *
- * Owns: struct manager and the order of start-up: policy file, socket,
- * journal, then the sandbox, then READY=1.  SIGHUP swaps in a new policy
- * set only when the file is good (the old one stays otherwise);
- * SIGTERM/SIGINT stop cleanly with exit 0.
+ * Owns: struct manager and the order of start-up: journal socket, policy
+ * file, listening socket, the "policy loaded" entry, then the sandbox,
+ * then READY=1.  SIGHUP swaps in a new policy set only when the file is
+ * good (the old one stays otherwise); SIGTERM/SIGINT stop cleanly with
+ * exit 0, whatever journald does.
  * Never: handles a signal in a handler (sd-event's signalfd does it), or
  * serves a client before the sandbox is up.
  */
@@ -28,6 +29,7 @@
 #include "policy.h"
 #include "config.h"
 #include "journal.h"
+#include "jwriter.h"
 #include "log.h"
 #include "manager.h"
 #include "sandbox.h"
@@ -261,9 +263,15 @@ static int run(const struct args *a)
 	struct manager m = { .config_path = a->config };
 	char err[POLICY_ERR_MAX];
 	int r, exit_code = 0;
+	size_t left;
 
 	/* No network lookups for debug info, ever (libdw honours this). */
 	unsetenv("DEBUGINFOD_URLS");
+	/* Before anything logs, and before the sandbox: the sandbox lets this
+	 * one descriptor connect() again when journald comes back. */
+	r = jwriter_open();
+	if (r < 0)
+		log_warning_errno(r, "cannot open a socket to the journal, entries are lost: %m");
 	raise_nofile();
 	registry_init(&m.registry);
 
@@ -272,6 +280,9 @@ static int run(const struct args *a)
 		log_error_errno(r, "sd_event_default: %m");
 		goto out;
 	}
+	r = jwriter_attach(m.event);
+	if (r < 0)
+		log_warning_errno(r, "cannot watch the journal socket: %m");
 	r = setup_signals(&m);
 	if (r < 0)
 		goto out;
@@ -286,12 +297,12 @@ static int run(const struct args *a)
 	}
 	m.config->generation = 1;
 	m.config_loaded_usec = m.start_usec;
-	/* The first entry also opens the journal socket, before the sandbox. */
-	journal_policy_loaded(a->config, 1, m.config->set->n_policies, true);
 
 	r = open_socket(&m, a);
 	if (r < 0)
 		goto out;
+	/* Bound first: a client may connect while the entry is on its way. */
+	journal_policy_loaded(a->config, 1, m.config->set->n_policies, true);
 	r = symbolizer_new(&m.symbolizer);
 	if (r < 0) {
 		log_error_errno(r, "cannot set up symbolization: %m");
@@ -301,7 +312,7 @@ static int run(const struct args *a)
 	if (r < 0)
 		goto out;
 
-	r = sandbox_apply();
+	r = sandbox_apply(jwriter_fd());
 	if (r < 0)
 		goto out;
 	if (a->test_sandbox) {
@@ -323,6 +334,10 @@ out:
 	registry_done(&m.registry);
 	symbolizer_free(m.symbolizer);
 	config_free(m.config);
+	left = jwriter_close();
+	if (left > 0 && log_to_stderr())
+		fprintf(stderr, "pmallocd: %zu journal %s not written: journald took none before exit\n",
+			left, left == 1 ? "entry" : "entries");
 	sd_event_unref(m.event);
 	if (r < 0)
 		return r;

@@ -36,6 +36,8 @@ struct proc_entry {
 	uint64_t starttime;              /* /proc/PID/stat; 0 unknown */
 	char *exe;                       /* /proc/PID/exe; NULL when it could not be read */
 	bool exe_deleted;
+	pid_t exe_pid;                   /* 0, or the process exe was read from instead (see
+					  * sender_entry(): a forked child gone too soon) */
 	char comm[PROC_COMM_MAX];
 	bool has_policy;
 	char policy[PMW_NAME];

@@ -4,12 +4,13 @@
  * Owns: the list of system calls the running daemon may make (measured
  * with strace -f over the integration tests: serving, reports with
  * symbolization, status with its /proc scan, SIGHUP reload, journal and
- * sd_notify traffic, clean exit).  Anything else kills the process
- * (SCMP_ACT_KILL_PROCESS), so a new code path needing a new call must add
- * it here.
+ * sd_notify traffic, journald stalled, absent and restarted, clean exit).
+ * Anything else kills the process (SCMP_ACT_KILL_PROCESS), so a new code
+ * path needing a new call must add it here.
  * Never: runs before init is complete (binding the socket, reading the
  * policy, opening the journal all happen first), or allows a call that
- * creates processes, maps executable memory, or opens non-unix sockets.
+ * creates processes, maps executable memory, opens sockets other than unix
+ * datagram ones, or connects any socket but the journal's.
  */
 #define _GNU_SOURCE
 #include "sandbox.h"
@@ -23,6 +24,10 @@
 
 #include "log.h"
 
+#ifndef SOCK_TYPE_MASK
+#define SOCK_TYPE_MASK 0xf               /* the kernel's; glibc's headers lack it */
+#endif
+
 /* Allowed without argument checks.  Measured: strace -f over every
  * daemon_*.sh test, counting calls after PR_SET_NO_NEW_PRIVS.  Marked
  * "(rare)": paths the tests do not reach, kept deliberately. */
@@ -32,9 +37,9 @@ static const char *const allowed[] = {
 	"mremap", "madvise",                       /* (rare) malloc: realloc of mapped chunks, trimming */
 	/* files: policy reload, /proc, module and debug files */
 	"openat", "read", "pread64", "close", "newfstatat", "readlink", "getdents64", "fcntl",
-	/* clients; journal and sd_notify datagrams; stderr */
+	/* clients; journal (send) and sd_notify (sendmsg) datagrams; stderr */
 	"accept4", "recvmsg", "recvfrom", "sendmsg", "sendto", "getsockopt", "setsockopt", "write",
-	"memfd_create", "writev",                  /* (rare) sd_journal_sendv: entry sent as a memfd */
+	"writev",                                  /* (rare) glibc's fatal messages (__libc_message) */
 	/* the event loop */
 	"epoll_wait", "epoll_ctl", "timerfd_create", "timerfd_settime", "signalfd4", "poll",
 	"gettid", "getpid", "getuid", "geteuid", "getgid", "getegid",
@@ -57,7 +62,7 @@ static int add_rule(scmp_filter_ctx ctx, const char *name, unsigned int n_args,
 	return 0;
 }
 
-int sandbox_apply(void)
+int sandbox_apply(int journal_fd)
 {
 	scmp_filter_ctx ctx;
 	int r;
@@ -75,10 +80,26 @@ int sandbox_apply(void)
 			goto out;
 	}
 
-	/* sd_notify and the journal open datagram unix sockets; nothing else. */
+	/* sd_notify opens a unix datagram socket per message; nothing else
+	 * may be opened.  Datagram only: that is what makes the connect() rule
+	 * below safe.  A stream socket dup'ed onto the journal's descriptor
+	 * number could otherwise connect to any listening unix socket (D-Bus,
+	 * systemd's private one); a datagram one reaches no more than sendto()
+	 * reaches anyway. */
 	{
-		struct scmp_arg_cmp unix_only = SCMP_A0(SCMP_CMP_EQ, AF_UNIX);
-		r = add_rule(ctx, "socket", 1, &unix_only);
+		struct scmp_arg_cmp unix_dgram[] = {
+			SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+			SCMP_A1(SCMP_CMP_MASKED_EQ, SOCK_TYPE_MASK, SOCK_DGRAM),
+		};
+		r = add_rule(ctx, "socket", 2, unix_dgram);
+		if (r < 0)
+			goto out;
+	}
+	/* jwriter.c connects its socket again after journald went away (a
+	 * journald restart makes a new socket): that descriptor only. */
+	if (journal_fd >= 0) {
+		struct scmp_arg_cmp journal_only = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)journal_fd);
+		r = add_rule(ctx, "connect", 1, &journal_only);
 		if (r < 0)
 			goto out;
 	}

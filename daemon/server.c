@@ -205,7 +205,17 @@ static struct proc_entry *sender_entry(struct client *c, const struct ucred *cre
 	e->generation = c->entry->generation;
 	/* It usually dies right after reporting: read what the kernel says now. */
 	r = proc_read_exe(cred->pid, &e->exe, &e->exe_deleted);
-	if (r < 0)
+	if (r < 0 && c->entry->exe) {
+		/* Gone already (an enforced child is dead by the time its report
+		 * is read).  The connection is close-on-exec, so whatever else
+		 * sends on it forked from the peer without exec'ing: it runs the
+		 * peer's executable, which the kernel named at HELLO. */
+		e->exe = strdup(c->entry->exe);
+		e->exe_deleted = c->entry->exe_deleted;
+		e->exe_pid = e->exe ? c->pid : 0;
+		log_debug_errno(r, "child PID %d of PID %d: gone (%m), exe is its parent's: %s",
+				(int)cred->pid, (int)c->pid, c->entry->exe);
+	} else if (r < 0)
 		log_debug_errno(r, "child PID %d of PID %d: exe unknown: %m", (int)cred->pid, (int)c->pid);
 	(void)proc_read_comm(cred->pid, e->comm);
 	(void)proc_read_stat(cred->pid, NULL, &e->starttime);

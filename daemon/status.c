@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "jwriter.h"
 #include "proc.h"
 #include "server.h"
 
@@ -75,6 +76,20 @@ static void render_entry(struct strbuf *b, const struct proc_entry *e, uint64_t 
 		strbuf_printf(b, "    violations: %" PRIu64 " reported, %" PRIu64
 			      " not logged (rate limit); %" PRIu64 " protect entries not logged\n",
 			      e->violations, e->violations_dropped, e->protects_dropped);
+}
+
+/* What jwriter.c could not write: journald stalled or absent. */
+static void render_journal(struct strbuf *b)
+{
+	struct jwriter_stats j;
+
+	jwriter_get_stats(&j);
+	strbuf_printf(b, "journal: %" PRIu64 " entries written (%" PRIu64 " after waiting for journald), %zu waiting"
+		      "%s; %" PRIu64 " dropped: %" PRIu64 " with the queue full, %" PRIu64
+		      " with no journald, %" PRIu64 " not sendable\n",
+		      j.sent, j.sent_late, j.queued, j.queued && j.connected ? " (journald is not reading)" : "",
+		      j.dropped_full + j.dropped_absent + j.dropped_error, j.dropped_full,
+		      j.dropped_absent, j.dropped_error);
 }
 
 /* ---- never checked in ---- */
@@ -210,6 +225,7 @@ void status_render(struct manager *m, struct strbuf *out)
 		      k->malformed, k->oversized, k->out_of_order, k->fds_passed, k->timed_out,
 		      k->vanished, k->unidentified, k->refused_busy, k->refused_version,
 		      k->accept_errors);
+	render_journal(out);
 
 	strbuf_puts(out, "\nrunning but never checked in (a policy matches; LD_PRELOAD missing or failed):\n");
 	if (!out->full)

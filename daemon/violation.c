@@ -261,6 +261,8 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 		jentry_add(&j, "PMALLOC_BACKTRACE=%s", strbuf_str(&bt));
 	jentry_add(&j, "PMALLOC_EXE=%s", exe);
 	jentry_add(&j, "PMALLOC_EXE_SOURCE=%s", e->exe ? "kernel" : "report");
+	if (e->exe && e->exe_pid)
+		jentry_add(&j, "PMALLOC_EXE_PID=%d", (int)e->exe_pid);
 	if (e->comm[0])
 		jentry_add(&j, "PMALLOC_COMM=%s", e->comm);
 	jentry_add(&j, "PMALLOC_UID=%u", (unsigned)e->uid);
