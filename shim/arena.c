@@ -253,6 +253,16 @@ bool span_object_at(const struct span *s, size_t off, struct span_object *ret)
 {
 	if (off >= s->bytes)
 		return false;
+	/* A span of its own for one large object: O(1), no bitmap walk. */
+	if (atomic_load_explicit(&s->single, memory_order_acquire)) {
+		if (off < s->single_off || off - s->single_off >= s->single_size)
+			return false;
+		ret->start = s->single_off;
+		ret->size = s->single_size;
+		ret->site = __atomic_load_n(&s->sites[s->single_off >> ARENA_GRANULE_SHIFT], __ATOMIC_RELAXED);
+		return true;
+	}
+	/* Otherwise at most a span's worth of words (4 MiB: 4096 each way). */
 	size_t g = off >> ARENA_GRANULE_SHIFT;
 	size_t w = g / 64;
 	/* The last object start at or before g ... */

@@ -36,6 +36,8 @@ struct span {
 	struct span *next, *prev;            /* owner's list, or the free list */
 	uint32_t first_unit;
 	bool free_run;                       /* on the arena's free list */
+	_Atomic bool single;                 /* holds one large object: [single_off, +single_size) */
+	size_t single_off, single_size;
 };
 
 extern uintptr_t arena_base;

@@ -167,6 +167,11 @@ static cold void *alloc_slow(struct pmalloc_pool *p, size_t need, size_t align, 
 	size_t off = ALIGN_UP(s->base, align) - s->base;
 	s->cursor = off + need;
 	span_mark(s, off, need, site);
+	if (dedicated) {
+		s->single_off = off;
+		s->single_size = need;
+		atomic_store_explicit(&s->single, true, memory_order_release);
+	}
 	return (void *)(s->base + off);
 }
 
