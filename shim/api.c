@@ -116,15 +116,15 @@ PMALLOC_EXPORT int pmalloc_pool_stats(const struct pmalloc_pool *pool, struct pm
 	}
 	pool_check(pool, "pmalloc_pool_stats");
 	struct pmalloc_pool *p = (struct pmalloc_pool *)(uintptr_t)pool;
-	pthread_mutex_lock(&p->lock);
-	st->objects = p->st.objects;
-	st->requested_bytes = p->st.requested;
-	st->used_bytes = p->st.used;
-	st->protected_bytes = p->st.protected_bytes;
-	st->mapped_bytes = p->st.mapped;
-	st->protect_calls = p->st.protect_calls;
+	struct pool_totals t;
+	pool_totals(p, &t);
+	st->objects = t.objects;
+	st->requested_bytes = t.requested;
+	st->used_bytes = t.used;
+	st->protected_bytes = t.protected_bytes;
+	st->mapped_bytes = t.mapped;
+	st->protect_calls = t.protect_calls;
 	st->sealed = (p->flags & PMALLOC_POOL_SEAL) && os_have_mseal;
-	pthread_mutex_unlock(&p->lock);
 	return 0;
 }
 

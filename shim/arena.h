@@ -36,6 +36,7 @@ struct span {
 	struct span *next, *prev;            /* owner's list, or the free list */
 	uint32_t first_unit;
 	bool free_run;                       /* on the arena's free list */
+	bool is_cur;                         /* a stripe allocates in it; owner's locks */
 	_Atomic bool single;                 /* holds one large object: [single_off, +single_size) */
 	size_t single_off, single_size;
 };

@@ -222,10 +222,10 @@ void client_notify_protected(size_t i, const char *trigger, size_t new_bytes)
 	copy_name(m.trigger, sizeof(m.trigger), trigger);
 	m.generation = st->generation;
 	m.new_bytes = new_bytes;
-	pthread_mutex_lock(&p->lock);
-	m.protected_bytes = p->st.protected_bytes;
-	m.objects = p->st.objects;
-	pthread_mutex_unlock(&p->lock);
+	struct pool_totals t;
+	pool_totals(p, &t);
+	m.protected_bytes = t.protected_bytes;
+	m.objects = t.objects;
 	if (!send_to_daemon(&m, sizeof(m)))
 		journal_protected(&m);
 }

@@ -2,13 +2,16 @@
  * pool.c - protectable pools: bump allocation inside spans of the arena,
  * protection of what is new, and destruction.
  *
- * Costs: an allocation takes the pool's mutex once and touches the span's
+ * Costs: an allocation takes its thread's stripe lock once (uncontended
+ * unless more threads than stripes allocate at once) and touches the span's
  * side metadata (two bitmap words, one site id): no system call unless a
- * new span is needed (one per 64 KiB .. 4 MiB).  pool_protect() makes one
- * mprotect per contiguous range of new spans, and none when nothing is new.
+ * new span is needed (one per 64 KiB .. 4 MiB).  pool_protect() takes every
+ * stripe, so no allocation is half done while it runs, and makes one
+ * mprotect per contiguous range of new spans, none when nothing is new.
  *
- * Lock order: registry_lock, then a pool's lock, then the arena's.  No lock
- * is held while calling anything outside the shim.  Never calls malloc.
+ * Lock order (pool.h): registry_lock, a pool's stripes in index order, the
+ * pool's lock, the arena's.  No lock is held while calling anything outside
+ * the shim.  Never calls malloc.
  * Pool structs live in their own mapping, apart from the heap and from the
  * pages that get protected, and are validated on every API call.
  */
@@ -36,28 +39,52 @@ static uint32_t slab_next;
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static int global_ok;
 
-/* Owner of sealed spans whose pool was destroyed: the kernel keeps them. */
+/* Owner of sealed spans whose pool was destroyed: the kernel keeps them.
+ * Only ever read (by lookups); never allocated from or locked. */
 static struct pmalloc_pool sealed_orphans = {
 	.lock = PTHREAD_MUTEX_INITIALIZER, .index = -1, .name = "(destroyed sealed pool)",
 	.flags = PMALLOC_POOL_SEAL,
 };
 
+static void lock_all(struct pmalloc_pool *p)
+{
+	for (int i = 0; i < POOL_STRIPES; i++)
+		pthread_mutex_lock(&p->stripes[i].lock);
+	pthread_mutex_lock(&p->lock);
+}
+
+static void unlock_all(struct pmalloc_pool *p)
+{
+	pthread_mutex_unlock(&p->lock);
+	for (int i = POOL_STRIPES - 1; i >= 0; i--)
+		pthread_mutex_unlock(&p->stripes[i].lock);
+}
+
 static void atfork_prepare(void)
 {
 	pthread_mutex_lock(&registry_lock);
 	for (struct pmalloc_pool *p = registry; p; p = p->reg_next)
-		pthread_mutex_lock(&p->lock);
-	pthread_mutex_lock(&sealed_orphans.lock);
+		lock_all(p);
 	arena_lock();
 }
 
 static void atfork_release(void)
 {
 	arena_unlock();
-	pthread_mutex_unlock(&sealed_orphans.lock);
 	for (struct pmalloc_pool *p = registry; p; p = p->reg_next)
-		pthread_mutex_unlock(&p->lock);
+		unlock_all(p);
 	pthread_mutex_unlock(&registry_lock);
+}
+
+/* This thread's stripe: handed out round-robin at its first allocation. */
+static __thread unsigned int my_stripe __attribute__((tls_model("initial-exec")));
+static _Atomic unsigned int next_stripe;
+
+static inline unsigned int stripe_index(void)
+{
+	if (unlikely(!my_stripe))
+		my_stripe = atomic_fetch_add_explicit(&next_stripe, 1, memory_order_relaxed) % POOL_STRIPES + 1;
+	return my_stripe - 1;
 }
 
 static void global_init_once(void)
@@ -113,8 +140,11 @@ struct pmalloc_pool *pool_create(const char *name, unsigned int flags)
 	pthread_mutexattr_init(&attr);
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
 	pthread_mutex_init(&p->lock, &attr);
+	for (int i = 0; i < POOL_STRIPES; i++) {
+		pthread_mutex_init(&p->stripes[i].lock, &attr);
+		p->stripes[i].next_span_bytes = SPAN_FIRST;
+	}
 	pthread_mutexattr_destroy(&attr);
-	p->next_span_bytes = SPAN_FIRST;
 	p->flags = flags;
 	p->index = -1;
 	if (name) {
@@ -130,40 +160,37 @@ struct pmalloc_pool *pool_create(const char *name, unsigned int flags)
 	return p;
 }
 
-/* Append span s to p's list; dedicated spans go before cur, which stays last. */
-static void list_add(struct pmalloc_pool *p, struct span *s, bool becomes_cur)
+/* Append span s to p's list (the pool's lock held). */
+static void list_add(struct pmalloc_pool *p, struct span *s)
 {
-	struct span *before = becomes_cur ? NULL : p->cur;
-	s->next = before;
-	s->prev = before ? before->prev : p->last;
-	if (s->prev)
-		s->prev->next = s;
+	s->next = NULL;
+	s->prev = p->last;
+	if (p->last)
+		p->last->next = s;
 	else
 		p->first = s;
-	if (before)
-		before->prev = s;
-	else
-		p->last = s;
-	if (becomes_cur)
-		p->cur = s;
-	if (!p->dirty || (!becomes_cur && p->dirty == p->cur))
+	p->last = s;
+	if (!p->dirty)
 		p->dirty = s;
-	p->st.mapped += s->bytes;
+	p->mapped += s->bytes;
 }
 
-static cold void *alloc_slow(struct pmalloc_pool *p, size_t need, size_t align, uint16_t site)
+/* A new span, for the stripe's small objects or for one large object;
+ * the stripe's lock held. */
+static cold void *alloc_slow(struct pmalloc_pool *p, struct pool_stripe *st, size_t need, size_t align,
+			     uint16_t site)
 {
 	struct span *s;
 	bool dedicated = need + align > DEDICATED_MIN;
 	if (!dedicated)
-		while (p->next_span_bytes < need + align)
-			p->next_span_bytes *= 2;
-	size_t bytes = dedicated ? need + align : p->next_span_bytes;
-	if (arena_span_alloc(bytes, p, &s) < 0)
+		while (st->next_span_bytes < need + align)
+			st->next_span_bytes *= 2;
+	size_t bytes = dedicated ? need + align : st->next_span_bytes;
+	pthread_mutex_lock(&p->lock);
+	if (arena_span_alloc(bytes, p, &s) < 0) {
+		pthread_mutex_unlock(&p->lock);
 		return NULL;
-	list_add(p, s, !dedicated);
-	if (!dedicated && p->next_span_bytes < SPAN_MAX)
-		p->next_span_bytes *= 2;
+	}
 	size_t off = ALIGN_UP(s->base, align) - s->base;
 	s->cursor = off + need;
 	span_mark(s, off, need, site);
@@ -171,11 +198,21 @@ static cold void *alloc_slow(struct pmalloc_pool *p, size_t need, size_t align, 
 		s->single_off = off;
 		s->single_size = need;
 		atomic_store_explicit(&s->single, true, memory_order_release);
+	} else {
+		if (st->cur)
+			st->cur->is_cur = false;   /* its tail is protected whole next time */
+		s->is_cur = true;
+		st->cur = s;
+		if (st->next_span_bytes < SPAN_MAX)
+			st->next_span_bytes *= 2;
 	}
+	list_add(p, s);
+	pthread_mutex_unlock(&p->lock);
 	return (void *)(s->base + off);
 }
 
-/* The fast path: one uncontended lock, a bump, three metadata stores. */
+/* The fast path: one lock (this thread's stripe), a bump, three metadata
+ * stores; a pool with a cap adds one atomic add. */
 void *pool_alloc(struct pmalloc_pool *p, size_t size, size_t align, uint16_t site)
 {
 	size_t need = ALIGN_UP(size ? size : 1, PM_ALIGN);
@@ -183,35 +220,39 @@ void *pool_alloc(struct pmalloc_pool *p, size_t size, size_t align, uint16_t sit
 		errno = ENOMEM;
 		return NULL;
 	}
-	void *r;
-	bool capped = false;
-	pthread_mutex_lock(&p->lock);
-	if (unlikely(p->max_bytes && p->st.used + need > p->max_bytes)) {
-		r = NULL;
-		capped = true;
-	} else {
-		struct span *s = p->cur;
-		size_t off = s ? ALIGN_UP(s->base + s->cursor, align) - s->base : 0;
-		if (likely(s && off + need <= s->bytes)) {
-			s->cursor = off + need;
-			span_mark(s, off, need, site);
-			r = (void *)(s->base + off);
-		} else {
-			r = alloc_slow(p, need, align, site);
-		}
-		if (likely(r)) {
-			p->st.objects++;
-			p->st.requested += size;
-			p->st.used += need;
-		}
-	}
-	pthread_mutex_unlock(&p->lock);
-	if (unlikely(!r)) {
-		/* Said outside the lock: write(2) is a libc call a program may wrap. */
-		if (capped && !atomic_exchange(&p->capped_said, 1))
+	/* The cap is checked before and counted after: threads racing at the
+	 * limit may pass it by an object each, never more. */
+	if (unlikely(p->max_bytes) &&
+	    atomic_load_explicit(&p->capped_used, memory_order_relaxed) + need > p->max_bytes) {
+		if (!atomic_exchange(&p->capped_said, 1))
 			debug_line("pool \"", p->name, "\" reached max_bytes: further allocations go to the heap");
 		errno = ENOMEM;
+		return NULL;
 	}
+	struct pool_stripe *st = &p->stripes[stripe_index()];
+	void *r;
+	pthread_mutex_lock(&st->lock);
+	struct span *s = st->cur;
+	size_t off = s ? ALIGN_UP(s->base + s->cursor, align) - s->base : 0;
+	if (likely(s && off + need <= s->bytes)) {
+		s->cursor = off + need;
+		span_mark(s, off, need, site);
+		r = (void *)(s->base + off);
+	} else {
+		r = alloc_slow(p, st, need, align, site);
+	}
+	if (likely(r)) {
+		st->objects++;
+		st->requested += size;
+		st->used += need;
+	}
+	pthread_mutex_unlock(&st->lock);
+	if (unlikely(!r)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (unlikely(p->max_bytes))
+		atomic_fetch_add_explicit(&p->capped_used, need, memory_order_relaxed);
 	return r;
 }
 
@@ -251,14 +292,14 @@ size_t pool_protect(struct pmalloc_pool *p, const char *api)
 	size_t fresh = 0;
 	uintptr_t a = 0, b = 0;
 	struct span *range_first = NULL, *range_last = NULL, *failed = NULL;
-	pthread_mutex_lock(&p->lock);
+	lock_all(p);
 	for (struct span *s = p->dirty; s; s = s->next) {
 		size_t start = atomic_load_explicit(&s->prot, memory_order_relaxed);
-		size_t end = s == p->cur ? ALIGN_UP(s->cursor, os_page_size) : s->bytes;
+		size_t end = s->is_cur ? ALIGN_UP(s->cursor, os_page_size) : s->bytes;
 		s->prot_before = start;       /* what protect_undo() restores */
 		if (end <= start)
 			continue;
-		if (s == p->cur)
+		if (s->is_cur)
 			s->cursor = end;          /* the page's tail is given up */
 		if (s->base + start != b) {
 			if (protect_range(p, a, b, api) < 0) {
@@ -279,18 +320,41 @@ size_t pool_protect(struct pmalloc_pool *p, const char *api)
 		fresh -= protect_undo(range_first, range_last);
 		failed = failed ? failed : range_first;
 	}
-	p->dirty = failed ? failed : p->cur;
+	/* The first span that may still gain unprotected bytes: a stripe's
+	 * current span, or one that could not be protected. */
+	struct span *dirty = NULL;
+	for (struct span *s = p->dirty; s && !dirty; s = s->next)
+		if (s->is_cur || s == failed || atomic_load_explicit(&s->prot, memory_order_relaxed) < s->bytes)
+			dirty = s;
+	p->dirty = dirty;
 	if (fresh) {
-		p->st.protected_bytes += fresh;
-		p->st.protect_calls++;
+		p->protected_bytes += fresh;
+		p->protect_calls++;
 	}
 	if (failed)
-		p->st.protect_failures++;
-	pthread_mutex_unlock(&p->lock);
+		p->protect_failures++;
+	unlock_all(p);
 	if (failed)
 		debug_line("cannot protect all of pool \"", p->name,
 			   "\": out of memory mappings (vm.max_map_count); will retry at the next protect");
 	return fresh;
+}
+
+void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret)
+{
+	struct pool_totals t = { 0 };
+	lock_all(p);
+	for (int i = 0; i < POOL_STRIPES; i++) {
+		t.objects += p->stripes[i].objects;
+		t.requested += p->stripes[i].requested;
+		t.used += p->stripes[i].used;
+	}
+	t.protected_bytes = p->protected_bytes;
+	t.mapped = p->mapped;
+	t.protect_calls = p->protect_calls;
+	t.protect_failures = p->protect_failures;
+	unlock_all(p);
+	*ret = t;
 }
 
 void pool_destroy(struct pmalloc_pool *p)
@@ -302,7 +366,7 @@ void pool_destroy(struct pmalloc_pool *p)
 		registry = p->reg_next;
 	if (p->reg_next)
 		p->reg_next->reg_prev = p->reg_prev;
-	pthread_mutex_lock(&p->lock);
+	lock_all(p);
 	p->magic = 0;
 	bool sealed = (p->flags & PMALLOC_POOL_SEAL) && os_have_mseal;
 	for (struct span *s = p->first, *next; s; s = next) {
@@ -312,8 +376,10 @@ void pool_destroy(struct pmalloc_pool *p)
 		else
 			arena_span_release(s);
 	}
-	pthread_mutex_unlock(&p->lock);
+	unlock_all(p);
 	pthread_mutex_destroy(&p->lock);
+	for (int i = 0; i < POOL_STRIPES; i++)
+		pthread_mutex_destroy(&p->stripes[i].lock);
 	p->reg_next = slab_free;
 	slab_free = p;
 	pthread_mutex_unlock(&registry_lock);

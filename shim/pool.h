@@ -14,18 +14,30 @@
 
 enum pool_mode { POOL_ENFORCE, POOL_AUDIT };
 
+/* Threads allocate from one of a pool's stripes (chosen per thread, once),
+ * each with its own lock and current span: threads of one pool neither
+ * wait for each other nor write into each other's pages. */
+#define POOL_STRIPES 4
+
+struct pool_stripe {
+	pthread_mutex_t lock;            /* guards the fields below, and cur's cursor */
+	struct span *cur;                /* where this stripe's small objects go */
+	size_t next_span_bytes;
+	size_t objects, requested, used;
+} __attribute__((aligned(64)));
+
+struct pool_totals {
+	size_t objects, requested, used, protected_bytes, mapped, protect_calls, protect_failures;
+};
+
 struct pmalloc_pool {
 	uint64_t magic;                  /* POOL_MAGIC ^ address while alive */
-	pthread_mutex_t lock;            /* guards everything below but the atomics */
-	struct span *first, *last;       /* every span, by age (dedicated ones before cur) */
+	pthread_mutex_t lock;            /* the span list and the protect state */
+	struct span *first, *last;       /* every span, by age */
 	struct span *dirty;              /* spans before it are wholly read-only */
-	struct span *cur;                /* where small objects go; always last */
-	size_t next_span_bytes;
-	size_t max_bytes;                /* cap on used_bytes; 0: none */
-	struct pmalloc_stats_internal {
-		size_t objects, requested, used, protected_bytes, mapped, protect_calls;
-		size_t protect_failures;
-	} st;
+	size_t protected_bytes, mapped, protect_calls, protect_failures;
+	size_t max_bytes;                /* cap on bytes handed out; 0: none */
+	_Atomic size_t capped_used;      /* bytes handed out, kept only under a cap */
 	unsigned int flags;              /* PMALLOC_POOL_* */
 	_Atomic int mode;                /* enum pool_mode, read by the fault handler */
 	_Atomic size_t frees;            /* free()/realloc() of its objects, accepted and ignored */
@@ -34,7 +46,14 @@ struct pmalloc_pool {
 	char name[POOL_NAME];
 	char policy[POOL_NAME];          /* "" for API pools */
 	struct pmalloc_pool *reg_next, *reg_prev;
+	struct pool_stripe stripes[POOL_STRIPES];
 };
+
+/* Lock order: registry, then a pool's stripes (in index order), then the
+ * pool's lock, then the arena's. */
+
+/* Consistent totals of p (takes its locks). */
+void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret);
 
 /* A new pool; NULL with errno = ENOMEM. */
 struct pmalloc_pool *pool_create(const char *name, unsigned int flags);
