@@ -326,7 +326,7 @@ static int handle_status_req(struct client *c)
 
 	c->server->counters.status_requests++;
 	strbuf_init_fixed(&text, out->text, text_max);
-	status_render(c->server->manager, &text);
+	status_render(c->server->manager, &text, c->uid);
 	len = sizeof(*out) + text.len + 1;
 	pmw_header_init(&out->h, PMW_STATUS, (uint32_t)len);
 	out->text_len = (uint32_t)(text.len + 1);

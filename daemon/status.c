@@ -188,7 +188,12 @@ static void render_unserved(struct manager *m, struct strbuf *out, uint64_t now)
 	strbuf_puts(out, strbuf_str(&cache));
 }
 
-void status_render(struct manager *m, struct strbuf *out)
+static bool visible(const struct proc_entry *e, uid_t viewer)
+{
+	return viewer == 0 || e->uid == viewer;
+}
+
+void status_render(struct manager *m, struct strbuf *out, uid_t viewer)
 {
 	static const char cut[] = "... (status truncated)\n";
 	const struct server_counters *k = server_get_counters(m->server);
@@ -228,14 +233,18 @@ void status_render(struct manager *m, struct strbuf *out)
 	render_journal(out);
 
 	strbuf_puts(out, "\nrunning but never checked in (a policy matches; LD_PRELOAD missing or failed):\n");
-	if (!out->full)
+	if (viewer != 0)
+		strbuf_puts(out, "  (shown to root only)\n");
+	else if (!out->full)
 		render_unserved(m, out, now);
 
-	strbuf_printf(out, "\nserved processes (%zu connected):\n", r->n_live);
+	strbuf_printf(out, "\nserved processes (%zu connected%s):\n", r->n_live,
+		      viewer != 0 ? "; only yours are listed" : "");
 	if (!r->live)
 		strbuf_puts(out, "  (none)\n");
 	for (const struct proc_entry *e = r->live; e && !out->full; e = e->next)
-		render_entry(out, e, now);
+		if (visible(e, viewer))
+			render_entry(out, e, now);
 
 	strbuf_printf(out, "\nexited processes (last %d kept, %zu shown", REGISTRY_HISTORY, r->n_history);
 	if (r->n_evicted)
@@ -244,7 +253,8 @@ void status_render(struct manager *m, struct strbuf *out)
 	if (!r->history)
 		strbuf_puts(out, "  (none)\n");
 	for (const struct proc_entry *e = r->history; e && !out->full; e = e->next)
-		render_entry(out, e, now);
+		if (visible(e, viewer))
+			render_entry(out, e, now);
 
 	if (reserved)
 		out->cap += sizeof(cut);

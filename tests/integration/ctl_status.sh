@@ -115,6 +115,17 @@ if [ -x "$B/pmallocd" ] && [ -f "$SRC/conf/pmalloc.conf" ]; then
 		[ "$(rc)" = 0 ] && [ -s "$T/out" ] ||
 			fail "real daemon: exit $(rc): $(cat "$T/out" "$T/err"); log: $(cat "$T/pmallocd.log")"
 		pass "real daemon answers: $(head -n 1 "$T/out")"
+		grep -q "(shown to root only)" "$T/out" && fail "root is shown less than everything"
+		# Another user sees the counters and only their own processes.
+		if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+			chmod 0755 "$T"
+			setpriv --reuid=65534 --regid=65534 --clear-groups "$ctl" status --socket "$T/real.sock" \
+				>"$T/out.other" 2>&1 || fail "status as uid 65534: $(cat "$T/out.other")"
+			grep -q "^clients: " "$T/out.other" && grep -qx "  (shown to root only)" "$T/out.other" &&
+				grep -q "^served processes (.*; only yours are listed):" "$T/out.other" ||
+				fail "status as uid 65534: $(cat "$T/out.other")"
+			pass "another user sees counters and only their own processes"
+		fi
 	else
 		echo "note: build/pmallocd did not come up on $T/real.sock: real-daemon part left out ($(tail -n 3 "$T/pmallocd.log"))"
 	fi
