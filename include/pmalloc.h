@@ -63,6 +63,7 @@ struct pmalloc_stats {
 	size_t protected_bytes;  /* bytes made read-only, page-rounded */
 	size_t mapped_bytes;     /* address space the pool holds */
 	size_t protect_calls;    /* pmalloc_protect_pool() calls that protected something */
+	size_t frees;            /* free()/realloc() of its objects: accepted, memory kept */
 	int sealed;              /* 1 when protected memory is mseal()ed */
 };
 /* Fill *st for pool; 0, or -1 with errno = EINVAL. */

@@ -10,17 +10,27 @@
 #define _GNU_SOURCE
 #include "journal.h"
 #include "fmt.h"
+#include "shim.h"
 
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define JOURNAL_SOCKET "/run/systemd/journal/socket"
 #define MID_VIOLATION "7df8f2fd7e8542c19da1343c00501acc"
 #define MID_PROTECTED "4861793aed344e45916acf02f15da997"
+#define MID_DROPPED "c1e835285fc54160a43c1065e7656999"
+
+/* The rate limit pmallocd would apply (daemon.report_burst per
+ * report_interval_s), kept by the shim when it writes the journal itself:
+ * an audit-mode program writing in a loop must not flood the journal.  Per
+ * process rather than per site; lock-free, as it runs in the handler. */
+static _Atomic uint64_t window_start_ns;
+static _Atomic unsigned int window_count, window_dropped;
 
 static char entry[8192];
 static atomic_flag entry_busy = ATOMIC_FLAG_INIT;
@@ -69,11 +79,58 @@ static void common_fields(struct fmt *f, const char *mid, int priority)
 	field_u64(f, "OBJECT_PID", (uint64_t)getpid(), false);
 }
 
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* May one more violation entry be written now?  Also writes the summary of
+ * what the previous window dropped (entry_busy held). */
+static bool rate_allows(void)
+{
+	unsigned int burst = 20, interval_s = 10;
+	const struct shim_state *st = shim;
+	if (st && st->set) {
+		burst = st->set->daemon.report_burst;
+		interval_s = st->set->daemon.report_interval_s;
+	}
+	uint64_t now = monotonic_ns(), start = atomic_load(&window_start_ns);
+	if (start == 0 || now - start >= (uint64_t)interval_s * 1000000000u) {
+		atomic_store(&window_start_ns, now);
+		atomic_store(&window_count, 0);
+		unsigned int dropped = atomic_exchange(&window_dropped, 0);
+		if (dropped) {
+			struct fmt f;
+			fmt_init(&f, entry, sizeof(entry));
+			field(&f, "MESSAGE_ID", MID_DROPPED);
+			field_u64(&f, "PRIORITY", 4, false);
+			field(&f, "SYSLOG_IDENTIFIER", "pmalloc");
+			field_u64(&f, "OBJECT_PID", (uint64_t)getpid(), false);
+			field_u64(&f, "PMALLOC_DROPPED", dropped, false);
+			fmt_str(&f, "MESSAGE=pmalloc: ");
+			fmt_u64(&f, dropped);
+			fmt_str(&f, " violation reports of this process were not logged (rate limit)\n");
+			send_entry(&f);
+		}
+	}
+	if (atomic_fetch_add(&window_count, 1) < burst)
+		return true;
+	atomic_fetch_add(&window_dropped, 1);
+	return false;
+}
+
 void journal_violation(const struct pmw_report *m, const struct violation *v)
 {
 	if (atomic_flag_test_and_set(&entry_busy))
 		return;
 	int e = errno;
+	if (!rate_allows()) {
+		errno = e;
+		atomic_flag_clear(&entry_busy);
+		return;
+	}
 	struct fmt f;
 	fmt_init(&f, entry, sizeof(entry));
 	common_fields(&f, MID_VIOLATION, m->mode == PMW_MODE_AUDIT ? 4 : 2);

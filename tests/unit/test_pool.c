@@ -1023,6 +1023,29 @@ START_TEST(test_named_pool_stats)
 }
 END_TEST
 
+/* free() of a pool object is accepted and counted; the memory stays,
+ * readable, and is never handed out again. */
+START_TEST(test_free_of_pool_objects_is_counted_and_harmless)
+{
+	struct pmalloc_pool *pool = pmalloc_create_pool();
+	char *a = pstrdup(pool, "first"), *b = pstrdup(pool, "second");
+	free(a);
+	pmalloc_protect_pool(pool);
+	free(b);
+	free(b);
+	char *c = pmalloc(pool, 8);
+	ck_assert_ptr_ne(c, a);
+	ck_assert_ptr_ne(c, b);
+	ck_assert_str_eq(a, "first");
+	ck_assert_str_eq(b, "second");
+	struct pmalloc_stats st;
+	ck_assert_int_eq(pmalloc_pool_stats(pool, &st), 0);
+	ck_assert_uint_eq(st.frees, 3);
+	ck_assert_uint_eq(st.objects, 3);
+	pmalloc_destroy_pool(pool);
+}
+END_TEST
+
 START_TEST(test_named_pool_with_null_name_works)
 {
 	struct pmalloc_pool *pool = pmalloc_create_named_pool(NULL, 0);
@@ -1322,6 +1345,7 @@ static Suite *pool_suite(void)
 	TCase *ext = tcase_create("extensions");
 	tcase_add_test(ext, test_named_pool_stats);
 	tcase_add_test(ext, test_named_pool_with_null_name_works);
+	tcase_add_test(ext, test_free_of_pool_objects_is_counted_and_harmless);
 	tcase_add_test(ext, test_pool_stats_null_is_einval);
 	tcase_add_test(ext, test_unknown_flags_are_einval);
 	tcase_add_test(ext, test_sealed_pool_cannot_be_unprotected);

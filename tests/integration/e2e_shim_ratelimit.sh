@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# e2e_shim_ratelimit.sh - with no pmallocd, the shim writes violations to
+# the journal itself, and keeps the same rate limit the daemon would
+# (daemon.report_burst per report_interval_s of the policy file): an
+# audit-mode program writing to its protected configuration 500 times
+# leaves report_burst entries, every write still reported on stderr, and
+# the next window starts with a summary of what was dropped.
+. "$(dirname "$0")/e2e_lib.sh"
+
+journald_ensure
+HOLD=$(readlink -f "$HOLD")
+write_conf "$CONF" <<EOF2
+version = 1;
+daemon = { report_burst = 5; report_interval_s = 1; };
+policies = (
+  {
+    name = "held";
+    match = { exe = [ "*/e2e_hold" ]; };
+    mode = "audit";
+    pools = ( { name = "config"; sites = [ "setup" ]; protect = [ "on-call:listen" ]; } );
+  }
+);
+EOF2
+# No daemon on $SOCK: the program reads the policy file itself.
+E2E_CONF=$CONF
+export E2E_CONF
+
+# Two windows: 500 writes, then (a window later) one more, which carries
+# the summary of the first window's drops.
+mkfifo "$T/cmds"
+hardened "$T/out" "$T/err" "$HOLD" <"$T/cmds" &
+runner=$!
+exec 3>"$T/cmds"
+printf 'write 500\n' >&3
+wait_until 100 grep -q "wrote 500 times" "$T/out" || fail "e2e_hold did not write: $(cat "$T/out" "$T/err")"
+start=$(date +%s%N)
+until [ $(( ($(date +%s%N) - start) / 1000000 )) -ge 1100 ]; do sleep 0.1; done   # the window is time itself
+printf 'write 1\nexit\n' >&3
+exec 3>&-
+wait $runner || fail "e2e_hold: exit $?: $(tail -n 3 "$T/err")"
+pid=$(cat "$T/hardened.pid")
+[ "$(grep -c "^pmalloc\[$pid\]: write to protected pool \"config\" at .*; audit: write allowed$" "$T/err")" = 501 ] ||
+	fail "want 501 report lines on stderr: $(grep -c . "$T/err")"
+
+journal_sync
+n=$(jnow MESSAGE_ID=$MID_VIOLATION OBJECT_PID=$pid SYSLOG_IDENTIFIER=pmalloc | grep -c .)
+[ "$n" = 6 ] || fail "want 5 + 1 violation entries from the shim, got $n"
+e=$(jsel 1 MESSAGE_ID=$MID_DROPPED OBJECT_PID=$pid SYSLOG_IDENTIFIER=pmalloc) || fail "no summary entry"
+[ "$(printf '%s\n' "$e" | jfield PMALLOC_DROPPED)" = 495 ] || fail "summary: $e"
+pass "shim alone: 501 writes reported on stderr, 5 + 1 journal entries, 495 summarised as dropped"
