@@ -61,10 +61,8 @@ static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct sit
 		shim_busy = 1;
 		if (h.route == SITE_ROUTE_UNKNOWN)
 			h.route = resolve_route(ra, h.id);
-		if (h.route == SITE_ROUTE_WRAPPER) {
-			h.id = resolve_through_wrapper(ra);
-			h.route = site_route(h.id);
-		}
+		if (h.route == SITE_ROUTE_WRAPPER)
+			h = resolve_through_wrapper(ra);
 		shim_busy = 0;
 		errno = e;
 	}

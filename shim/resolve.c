@@ -327,7 +327,7 @@ int resolve_route(uintptr_t ra, uint16_t id)
 		ensure_scanned(a);
 	const struct range *r = lookup(a);
 	int route = r ? r->route : state->match_all >= 0 ? state->match_all : SITE_ROUTE_HEAP;
-	if (r && route >= 0) {
+	if (r && route >= 0 && id != SITE_NONE && !site_symbol(id)) {
 		char sym[64];
 		snprintf(sym, sizeof(sym), "%s+%#lx", r->name, (unsigned long)(ra - r->start));
 		site_set_symbol(id, sym);
@@ -359,19 +359,18 @@ static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
 	return _URC_END_OF_STACK;
 }
 
-uint16_t resolve_through_wrapper(uintptr_t ra)
+struct site_hit resolve_through_wrapper(uintptr_t ra)
 {
 	struct unwind_walk w = { .ra = ra };
 	_Unwind_Backtrace(unwind_step, &w);
-	if (!w.caller)
-		return site_id(ra);         /* no caller found: charge the wrapper */
-	uint16_t id = site_id(w.caller);
-	int route = site_route(id);
-	if (route == SITE_ROUTE_UNKNOWN)
-		route = resolve_route(w.caller, id);
-	if (route == SITE_ROUTE_WRAPPER)    /* cannot be, but never loop */
-		site_set_route(id, SITE_ROUTE_HEAP);
-	return id;
+	if (!w.caller)          /* no caller found: charge the wrapper, to the heap */
+		return (struct site_hit){ SITE_ROUTE_HEAP, site_id(ra) };
+	struct site_hit h = site_lookup(w.caller);
+	if (h.route == SITE_ROUTE_UNKNOWN)
+		h.route = resolve_route(w.caller, h.id);
+	if (h.route == SITE_ROUTE_WRAPPER)  /* cannot be (wrappers are skipped), but never loop */
+		h.route = SITE_ROUTE_HEAP;
+	return h;
 }
 
 static int add_rule(int route, const char *object, const char *function)

@@ -10,6 +10,7 @@
 #include "common.h"
 #include "policy.h"
 #include "pool.h"
+#include "site.h"
 
 #define SHIM_POOLS_MAX 32
 
@@ -44,9 +45,9 @@ void shim_init(void);
 
 /* resolve.c: the routing decision for return address ra (cold path). */
 int resolve_route(uintptr_t ra, uint16_t id);
-/* The site id to charge an allocation to, looking through wrappers from
- * the call at ra (id is ra's site): may return another site.  */
-uint16_t resolve_through_wrapper(uintptr_t ra);
+/* The site to charge an allocation to, and its route, looking through
+ * wrappers from the call at ra: the first caller outside a wrapper. */
+struct site_hit resolve_through_wrapper(uintptr_t ra);
 /* After dlclose: forget the ranges of objects no longer loaded and decide
  * every call site again (another object may now sit at the same place). */
 void resolve_forget_unloaded(void);

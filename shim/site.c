@@ -61,7 +61,9 @@ static struct site *site_get(uint16_t id)
 struct site_hit site_lookup_slow(uintptr_t ra)
 {
 	uint16_t id = site_id(ra);
-	return (struct site_hit){ site_route(id), id };
+	/* A full table caches nothing more: such a site is decided at every
+	 * call (slower, never wrong). */
+	return (struct site_hit){ id == SITE_NONE ? SITE_ROUTE_UNKNOWN : site_route(id), id };
 }
 
 uintptr_t site_address(uint16_t id)
