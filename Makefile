@@ -101,14 +101,14 @@ $(B)/pie/%.o: %.c | $(B)/.deps
 	$(CC) $(PIE_CFLAGS) -c $< -o $@
 
 $(SHIM_LIB): $(SHIM_OBJS) shim/exports.map
-	$(CC) -shared $(LDHARDEN) -Wl,--version-script=shim/exports.map -Wl,-soname,libpmalloc_shim.so \
+	$(CC) -shared $(LDHARDEN) $(LDFLAGS) -Wl,--version-script=shim/exports.map -Wl,-soname,libpmalloc_shim.so \
 		-o $@ $(SHIM_OBJS) $(SHIM_LIBS)
 
 $(B)/pmallocd: $(DAEMON_OBJS) $(SHARED_OBJS)
-	$(CC) -pie $(LDHARDEN) -o $@ $^ $(DAEMON_LIBS)
+	$(CC) -pie $(LDHARDEN) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 $(B)/pmallocctl: $(CTL_OBJS) $(SHARED_OBJS)
-	$(CC) -pie $(LDHARDEN) -o $@ $^ $(DAEMON_LIBS)
+	$(CC) -pie $(LDHARDEN) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 # pkg-config file for the build tree's prefix; install writes its own from
 # the install-time variables.
@@ -122,7 +122,7 @@ $(B)/pmalloc.pc: Makefile
 # the shim as a user would, plus the shared objects for white-box tests.
 $(B)/tests/%: tests/unit/%.c $(SHIM_LIB) $(SHARED_OBJS) tests/unit/testutil.h
 	@mkdir -p $(dir $@)
-	$(CC) $(PIE_CFLAGS) -fPIE -pie $(call pc_cflags,check) -o $@ $< $(SHARED_OBJS) \
+	$(CC) $(PIE_CFLAGS) -fPIE -pie $(LDFLAGS) $(call pc_cflags,check) -o $@ $< $(SHARED_OBJS) \
 		-L$(B) -Wl,-rpath,'$$ORIGIN/..' -lpmalloc_shim $(call pc_libs,check libconfig) -lpthread
 
 # Small programs the tests run, built as someone else would build them:
