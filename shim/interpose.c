@@ -136,7 +136,7 @@ static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 	size_t have = pool_usable_size(old, "realloc");
 	if (size <= have && !pool_is_protected(old))
 		return old;
-	void *p = route(size, PM_ALIGN, ra);
+	void *p = shim ? route(size, PM_ALIGN, ra) : NULL;
 	if (!p)
 		p = __libc_malloc(size);
 	if (p) {

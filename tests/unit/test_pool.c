@@ -1049,6 +1049,26 @@ START_TEST(test_free_of_pool_objects_is_counted_and_harmless)
 }
 END_TEST
 
+/* realloc() of a pool object in a program with no policy: the object
+ * moves to the heap, its bytes copied, and the pool object stays intact. */
+START_TEST(test_realloc_of_pool_object_without_policy_moves_to_heap)
+{
+	void *(*volatile resize)(void *, size_t) = realloc;
+	struct pmalloc_pool *pool = pmalloc_create_pool();
+	char *a = pstrdup(pool, "configuration");
+	pmalloc_protect_pool(pool);
+	char *b = resize(a, 4096);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_ptr_ne(a, b);
+	ck_assert_str_eq(b, "configuration");
+	ck_assert_int_eq(pmalloc_is_protected(b), 0);
+	b[4095] = 'x';                       /* writable, on the heap */
+	ck_assert_str_eq(a, "configuration");
+	free(b);
+	pmalloc_destroy_pool(pool);
+}
+END_TEST
+
 START_TEST(test_named_pool_with_null_name_works)
 {
 	struct pmalloc_pool *pool = pmalloc_create_named_pool(NULL, 0);
@@ -1349,6 +1369,7 @@ static Suite *pool_suite(void)
 	tcase_add_test(ext, test_named_pool_stats);
 	tcase_add_test(ext, test_named_pool_with_null_name_works);
 	tcase_add_test(ext, test_free_of_pool_objects_is_counted_and_harmless);
+	tcase_add_test(ext, test_realloc_of_pool_object_without_policy_moves_to_heap);
 	tcase_add_test(ext, test_pool_stats_null_is_einval);
 	tcase_add_test(ext, test_unknown_flags_are_einval);
 	tcase_add_test(ext, test_sealed_pool_cannot_be_unprotected);
