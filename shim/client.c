@@ -198,11 +198,6 @@ int client_wait(unsigned int timeout_ms, char **ret_text, uint64_t *ret_generati
 	return r;
 }
 
-void client_after_fork(void)
-{
-	/* The child shares the connection; the daemon tells it apart by pid. */
-}
-
 static void copy_name(char *dst, size_t len, const char *src)
 {
 	size_t n = src ? strnlen(src, len - 1) : 0;

@@ -275,11 +275,6 @@ void fault_enable_audit(void)
 	take_over(SIGTRAP, on_trap, &prog_trap);
 }
 
-int fault_installed(void)
-{
-	return atomic_load(&prog_segv.ours);
-}
-
 int fault_set_program_action(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	struct program_action *prog = sig == SIGSEGV ? &prog_segv : sig == SIGTRAP ? &prog_trap : NULL;

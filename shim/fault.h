@@ -17,7 +17,5 @@ int fault_set_program_action(int sig, const struct sigaction *act, struct sigact
 /* Audit pools exist: let their faulting writes through by single-stepping
  * them (installs a SIGTRAP handler once). */
 void fault_enable_audit(void);
-/* 1 once the shim's handler is installed. */
-int fault_installed(void);
 
 #endif

@@ -405,14 +405,6 @@ bool pool_lookup(const void *addr, struct pool_hit *ret)
 	return ret->pool != NULL;
 }
 
-void pool_for_each(void (*fn)(struct pmalloc_pool *p, void *ctx), void *ctx)
-{
-	pthread_mutex_lock(&registry_lock);
-	for (struct pmalloc_pool *p = registry; p; p = p->reg_next)
-		fn(p, ctx);
-	pthread_mutex_unlock(&registry_lock);
-}
-
 static struct pool_hit object_of(const void *p, const char *api)
 {
 	struct pool_hit hit;

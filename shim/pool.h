@@ -89,7 +89,5 @@ bool pool_is_protected(const void *p);
 
 /* Install fork handlers and the fault handler (once). */
 void pool_global_init(void);
-/* Walk the live pools under the registry lock (no call may re-enter pools). */
-void pool_for_each(void (*fn)(struct pmalloc_pool *p, void *ctx), void *ctx);
 
 #endif

@@ -65,7 +65,6 @@ int client_start(const char *socket_path);
 int client_wait(unsigned int timeout_ms, char **ret_text, uint64_t *ret_generation);
 void client_abandon(void);
 void client_notify_protected(size_t pool_index, const char *trigger, size_t new_bytes);
-void client_after_fork(void);
 
 /* libc's definition of name (dlsym RTLD_NEXT), NULL if none. */
 void *shim_real_symbol(const char *name);

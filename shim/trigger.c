@@ -195,7 +195,6 @@ static void timer_start(void)
 static void timer_after_fork_child(void)
 {
 	atomic_store(&timer_running, 0);
-	client_after_fork();
 	timer_start();
 }
 
