@@ -20,6 +20,7 @@ struct ctl_command {
 static const struct ctl_command ctl_commands[] = {
 	{ "check", ctl_cmd_check },
 	{ "status", ctl_cmd_status },
+	{ "protect", ctl_cmd_protect },
 	{ "violations", ctl_cmd_violations },
 };
 
@@ -32,11 +33,15 @@ void ctl_usage(FILE *f)
 	      "  status [--socket PATH]      processes pmallocd serves, their pools, violations\n"
 	      "  violations [--pid PID] [--since TIME] [--json]\n"
 	      "                              list the violations recorded in the journal\n"
+	      "  protect PID POOL [--socket PATH]\n"
+	      "                              ask process PID to protect its pool POOL now\n"
+	      "                              (a pool with the \"manual\" trigger)\n"
 	      "\n"
 	      "TIME: \"YYYY-MM-DD [HH:MM[:SS]]\", \"today\", \"yesterday\", \"now\",\n"
 	      "      \"-10min\", \"-2h\", \"-1d\" (also s, w), \"@SECONDS\" since the epoch\n"
 	      "\n"
-	      "Exit status: 0 ok, 1 failure, 2 usage error, 3 pmallocd not running (status).\n"
+	      "Exit status: 0 ok, 1 failure, 2 usage error, 3 pmallocd not running\n"
+	      "(status, protect).\n"
 	      "See pmallocctl(8).\n", f);
 }
 

@@ -6,7 +6,8 @@
  * and the helpers under them (which return 0 or -errno, write results only
  * on success, and never print).  Nothing here is used by pmallocd or the
  * shim; pmallocctl never writes to the journal, the policy file or the
- * daemon's state: it only reads.
+ * daemon's state: it reads, and asks pmallocd (protect) to pass a request
+ * on to a process.
  */
 #ifndef PMALLOC_CTL_H
 #define PMALLOC_CTL_H
@@ -19,6 +20,7 @@
 #define CTL_VERSION "0.1"                    /* the Version of pmalloc.pc (Makefile) */
 #define CTL_DEFAULT_CONF POLICY_DEFAULT_FILE
 #define CTL_DEFAULT_SOCKET POLICY_DEFAULT_SOCKET
+#define CTL_STATUS_TIMEOUT_MS 5000           /* to wait for pmallocd's answer */
 #define CTL_VIOLATION_MESSAGE_ID "7df8f2fd7e8542c19da1343c00501acc"
 
 /* Exit statuses, as systemctl uses them. */
@@ -26,12 +28,13 @@ enum ctl_exit {
 	CTL_EXIT_OK = 0,
 	CTL_EXIT_FAILURE = 1,
 	CTL_EXIT_USAGE = 2,
-	CTL_EXIT_NOT_RUNNING = 3,            /* status: no daemon answers */
+	CTL_EXIT_NOT_RUNNING = 3,            /* status, protect: no daemon answers */
 };
 
 /* Commands: argv[0] is the command name; the return value is the exit status. */
 int ctl_cmd_check(int argc, char **argv);
 int ctl_cmd_status(int argc, char **argv);
+int ctl_cmd_protect(int argc, char **argv);
 int ctl_cmd_violations(int argc, char **argv);
 
 /* ctl.c: the usage text, on f. */
@@ -70,11 +73,20 @@ int ctl_format_iso_utc(uint64_t usec, char *buf, size_t len);
 /* CLOCK_REALTIME in µs. */
 uint64_t ctl_now_usec(void);
 
-/* ctl_status.c: one PMW_STATUS_REQ/PMW_STATUS exchange with pmallocd at
- * path.  0 and *ret_text (malloc'ed, NUL-terminated, not yet escaped), or
- * -errno: -ENOENT/-ECONNREFUSED (nobody listens), -ETIMEDOUT/-ECONNRESET
- * (nobody answers), -EBADMSG (malformed reply), -EPROTONOSUPPORT (another
- * protocol version), -EMSGSIZE (reply too large), -ENAMETOOLONG (path). */
+/* ctl_status.c: send req (req_len bytes, header filled) to pmallocd at path
+ * and read its one PMW_STATUS answer.  0 and *ret_text (malloc'ed,
+ * NUL-terminated, not yet escaped), or -errno: -ENOENT/-ECONNREFUSED
+ * (nobody listens), -ETIMEDOUT/-ECONNRESET (nobody answers), -EBADMSG
+ * (malformed reply), -EPROTONOSUPPORT (another protocol version),
+ * -EMSGSIZE (reply too large), -ENAMETOOLONG (path). */
+int ctl_request(const char *path, int timeout_ms, const void *req, size_t req_len, char **ret_text);
+/* ctl_status.c: ctl_request() with PMW_STATUS_REQ. */
 int ctl_status_fetch(const char *path, int timeout_ms, char **ret_text);
+/* ctl_status.c: the socket: arg (--socket) when given, else PMALLOC_SOCKET,
+ * else CTL_DEFAULT_SOCKET. */
+const char *ctl_socket_path(const char *arg);
+/* ctl_status.c: say on stderr why ctl_request() failed with r; returns the
+ * exit status (CTL_EXIT_NOT_RUNNING when no daemon answers). */
+int ctl_request_error(const char *path, int r);
 
 #endif

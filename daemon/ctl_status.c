@@ -2,8 +2,9 @@
  * ctl_status.c - "pmallocctl status": one PMW_STATUS_REQ/PMW_STATUS exchange
  * with pmallocd over its SOCK_SEQPACKET socket (shim/wire.h).
  *
- * Owns the client side of that exchange and the meaning of "not running"
- * (exit 3).  Must never trust the reply: whoever listens on the socket path
+ * Owns the client side of the request/PMW_STATUS exchanges (status, and the
+ * one ctl_protect.c makes), the socket path default and the meaning of "not
+ * running" (exit 3).  Must never trust the reply: whoever listens on the socket path
  * (which PMALLOC_SOCKET or --socket may point anywhere) can send anything,
  * so the header and the text bounds are checked before use, the wait is
  * bounded, and the text is escaped before it reaches the terminal.
@@ -21,7 +22,6 @@
 #include "ctl.h"
 #include "wire.h"
 
-#define CTL_STATUS_TIMEOUT_MS 5000
 
 /* Check the packet buf[0, n) is a complete PMW_STATUS with a NUL-terminated
  * text; 0 and *ret_text (a copy), or -errno. */
@@ -78,9 +78,8 @@ static int status_connect(const char *path, int timeout_ms)
 	return fd;
 }
 
-int ctl_status_fetch(const char *path, int timeout_ms, char **ret_text)
+int ctl_request(const char *path, int timeout_ms, const void *req, size_t req_len, char **ret_text)
 {
-	struct pmw_status_req req;
 	unsigned char *buf;
 	struct iovec iov;
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
@@ -90,9 +89,8 @@ int ctl_status_fetch(const char *path, int timeout_ms, char **ret_text)
 	fd = status_connect(path, timeout_ms);
 	if (fd < 0)
 		return fd;
-	pmw_header_init(&req.h, PMW_STATUS_REQ, sizeof(req));
-	n = send(fd, &req, sizeof(req), MSG_NOSIGNAL);
-	if (n != (ssize_t)sizeof(req)) {
+	n = send(fd, req, req_len, MSG_NOSIGNAL);
+	if (n != (ssize_t)req_len) {
 		r = n < 0 ? (errno == EAGAIN ? -ETIMEDOUT : -errno) : -EIO;
 		close(fd);
 		return r;
@@ -121,7 +119,15 @@ int ctl_status_fetch(const char *path, int timeout_ms, char **ret_text)
 	return r;
 }
 
-static const char *status_socket_path(const char *arg)
+int ctl_status_fetch(const char *path, int timeout_ms, char **ret_text)
+{
+	struct pmw_status_req req;
+
+	pmw_header_init(&req.h, PMW_STATUS_REQ, sizeof(req));
+	return ctl_request(path, timeout_ms, &req, sizeof(req), ret_text);
+}
+
+const char *ctl_socket_path(const char *arg)
 {
 	const char *env;
 
@@ -129,6 +135,39 @@ static const char *status_socket_path(const char *arg)
 		return arg;
 	env = secure_getenv("PMALLOC_SOCKET");
 	return env && *env ? env : CTL_DEFAULT_SOCKET;
+}
+
+int ctl_request_error(const char *path, int r)
+{
+	const char *what;
+	int ret = CTL_EXIT_FAILURE;
+
+	switch (r) {
+	case -ENOENT:
+	case -ECONNREFUSED:
+		what = "pmallocd is not running";
+		ret = CTL_EXIT_NOT_RUNNING;
+		break;
+	case -ETIMEDOUT:
+	case -ECONNRESET:
+	case -EPIPE:
+		what = "pmallocd is not answering";
+		ret = CTL_EXIT_NOT_RUNNING;
+		break;
+	case -EBADMSG:
+	case -EMSGSIZE:
+		what = "malformed reply from pmallocd";
+		break;
+	case -EPROTONOSUPPORT:
+		what = "pmallocd speaks another protocol version";
+		break;
+	default:
+		what = "cannot ask pmallocd";
+	}
+	fprintf(stderr, CTL_NAME ": %s (", what);
+	ctl_put_str(stderr, path, 0);
+	fprintf(stderr, "): %s\n", strerror(-r));
+	return ret;
 }
 
 int ctl_cmd_status(int argc, char **argv)
@@ -158,39 +197,10 @@ int ctl_cmd_status(int argc, char **argv)
 	if (optind < argc)
 		return ctl_usage_error("status takes no arguments, got", argv[optind]);
 
-	path = status_socket_path(arg);
+	path = ctl_socket_path(arg);
 	r = ctl_status_fetch(path, CTL_STATUS_TIMEOUT_MS, &text);
-	if (r < 0) {
-		const char *what;
-		int ret = CTL_EXIT_FAILURE;
-
-		switch (r) {
-		case -ENOENT:
-		case -ECONNREFUSED:
-			what = "pmallocd is not running";
-			ret = CTL_EXIT_NOT_RUNNING;
-			break;
-		case -ETIMEDOUT:
-		case -ECONNRESET:
-		case -EPIPE:
-			what = "pmallocd is not answering";
-			ret = CTL_EXIT_NOT_RUNNING;
-			break;
-		case -EBADMSG:
-		case -EMSGSIZE:
-			what = "malformed reply from pmallocd";
-			break;
-		case -EPROTONOSUPPORT:
-			what = "pmallocd speaks another protocol version";
-			break;
-		default:
-			what = "cannot ask pmallocd";
-		}
-		fprintf(stderr, CTL_NAME ": %s (", what);
-		ctl_put_str(stderr, path, 0);
-		fprintf(stderr, "): %s\n", strerror(-r));
-		return ret;
-	}
+	if (r < 0)
+		return ctl_request_error(path, r);
 
 	len = strlen(text);
 	ctl_put_text(stdout, text, len, CTL_ESC_MULTILINE);

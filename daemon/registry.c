@@ -10,6 +10,8 @@
 #include "registry.h"
 #include "strbuf.h"
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@ static void entry_free(struct proc_entry *e)
 {
 	free(e->exe);
 	free(e->pools);
+	free(e->handed_pools);
 	free(e);
 }
 
@@ -70,6 +73,9 @@ void registry_retire(struct registry *r, struct proc_entry *e, uint64_t now)
 	if (e->next)
 		e->next->prev = e->prev;
 	r->n_live--;
+	free(e->handed_pools);
+	e->handed_pools = NULL;
+	e->handed_pools_len = 0;
 
 	e->exited_usec = now ? now : 1;
 	e->prev = NULL;
@@ -110,4 +116,44 @@ struct reg_pool *proc_entry_pool(struct proc_entry *e, const char *policy, const
 	str_copy(p->policy, sizeof(p->policy), policy);
 	str_copy(p->name, sizeof(p->name), name);
 	return p;
+}
+
+int proc_entry_set_handed(struct proc_entry *e, const struct policy *p)
+{
+	size_t len = 0, off = 0;
+	char *buf;
+
+	for (size_t i = 0; i < p->n_pools; i++)
+		len += 1 + strlen(p->pools[i].name) + 1;
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_pools; i++) {
+		const struct policy_pool *pp = &p->pools[i];
+		size_t n = strlen(pp->name) + 1;
+		bool manual = false;
+
+		for (size_t t = 0; t < pp->n_triggers; t++)
+			manual |= pp->triggers[t].kind == POLICY_TRIGGER_MANUAL;
+		buf[off++] = manual ? 'M' : '-';
+		memcpy(buf + off, pp->name, n);
+		off += n;
+	}
+	free(e->handed_pools);
+	e->handed_pools = buf;
+	e->handed_pools_len = len;
+	return 0;
+}
+
+int proc_entry_handed_manual(const struct proc_entry *e, const char *name)
+{
+	const char *q, *end;
+
+	if (!e->has_policy || !e->handed_pools)
+		return -ENODATA;
+	end = e->handed_pools + e->handed_pools_len;
+	for (q = e->handed_pools; q < end; q += 1 + strlen(q + 1) + 1)
+		if (strcmp(q + 1, name) == 0)
+			return q[0] == 'M' ? 0 : -EPERM;
+	return -ENOENT;
 }

@@ -53,6 +53,11 @@ struct proc_entry {
 	uint64_t violations_dropped;     /* of those, not logged (rate limit) */
 	uint64_t protects_dropped;
 	struct report_limit limit;
+	/* The pools of the policy handed out, for pmallocctl protect: each
+	 * "M" (a manual trigger) or "-", then the name and its NUL.  NULL
+	 * without a hand-out; freed when the entry retires. */
+	char *handed_pools;
+	size_t handed_pools_len;
 };
 
 struct registry {
@@ -76,5 +81,12 @@ void registry_retire(struct registry *r, struct proc_entry *e, uint64_t now);
 /* The pool (policy, name) of e, added on first use; NULL when e already
  * tracks REGISTRY_POOLS pools or on ENOMEM. */
 struct reg_pool *proc_entry_pool(struct proc_entry *e, const char *policy, const char *name);
+
+/* Remember the pools of p, the policy handed to e (as it was then: a reload
+ * does not change what the process got).  0 or -ENOMEM. */
+int proc_entry_set_handed(struct proc_entry *e, const struct policy *p);
+/* Whether e's handed policy has pool name with a manual trigger: 0 yes,
+ * -ENOENT no such pool, -EPERM no manual trigger, -ENODATA no hand-out. */
+int proc_entry_handed_manual(const struct proc_entry *e, const char *name);
 
 #endif

@@ -4,8 +4,8 @@
  *
  * Owns: the listening socket's lifetime (listen.c makes it; its path is
  * unlinked at exit when pmallocd made it), struct client,
- * the per-connection state machine (NEW -> SERVED, or NEW -> status ->
- * closed), message validation, client caps and the silent-client timer.
+ * the per-connection state machine (NEW -> SERVED, or NEW -> status or
+ * protect request -> closed), message validation, client caps and the silent-client timer.
  * Identity comes from the kernel only: SO_PEERCRED at accept, SO_PEERPIDFD
  * and /proc (proc.c) at HELLO, SCM_CREDENTIALS on each packet.
  * Never: blocks on a client (every socket is non-blocking, every send
@@ -66,6 +66,7 @@ struct server {
 	size_t max_clients;              /* SERVER_MAX_CLIENTS, less where descriptors are fewer */
 	struct server_counters counters;
 	struct log_limit drop_log;
+	struct log_limit protect_log;
 };
 
 /* One receive buffer, one send buffer: the daemon is single-threaded. */
@@ -292,6 +293,8 @@ static int handle_hello(struct client *c, const struct pmw_hello *m)
 		e->has_policy = true;
 		str_copy(e->policy, sizeof(e->policy), p->name);
 		e->mode = p->mode;
+		if (proc_entry_set_handed(e, p) < 0)
+			return log_error_errno(ENOMEM, "out of memory");
 		r = client_send(c, out, len);
 		if (r < 0) {
 			client_drop(c, vanished, "gone before its policy was sent (%s)", client_drop_args(c),
@@ -316,26 +319,152 @@ static int handle_hello(struct client *c, const struct pmw_hello *m)
 	return 0;
 }
 
-static int handle_status_req(struct client *c)
+/* Send text (in tx_buf after the PMW_STATUS header, text_len bytes without
+ * the NUL) as the one answer; the connection then closes. */
+static int send_status_text(struct client *c, size_t text_len, const char *what)
 {
 	struct pmw_status *out = (struct pmw_status *)tx_buf;
-	const size_t text_max = PMW_MAX_MSG - sizeof(*out);
-	struct strbuf text;
-	size_t len;
+	size_t len = sizeof(*out) + text_len + 1;
 	int r;
 
-	c->server->counters.status_requests++;
-	strbuf_init_fixed(&text, out->text, text_max);
-	status_render(c->server->manager, &text, c->uid);
-	len = sizeof(*out) + text.len + 1;
 	pmw_header_init(&out->h, PMW_STATUS, (uint32_t)len);
-	out->text_len = (uint32_t)(text.len + 1);
+	out->text_len = (uint32_t)(text_len + 1);
 	out->reserved = 0;
 	r = client_send(c, out, len);
 	if (r < 0)
-		client_drop(c, vanished, "gone before its status was sent (%s)", client_drop_args(c),
+		client_drop(c, vanished, "gone before its %s was sent (%s)", client_drop_args(c), what,
 			    strerror(-r));
 	return -ECONNRESET;              /* one answer, then the connection closes */
+}
+
+static int handle_status_req(struct client *c)
+{
+	struct pmw_status *out = (struct pmw_status *)tx_buf;
+	struct strbuf text;
+
+	c->server->counters.status_requests++;
+	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
+	status_render(c->server->manager, &text, c->uid);
+	return send_status_text(c, text.len, "status");
+}
+
+/* A policy pool name: [A-Za-z0-9_.-]{1,POLICY_NAME_MAX}, as policy.c checks. */
+static bool pool_name_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > POLICY_NAME_MAX)
+		return false;
+	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+}
+
+/* The connection of a served process with pid; NULL when none. */
+static struct client *served_client(struct server *s, pid_t pid)
+{
+	for (struct client *c = s->clients; c; c = c->next)
+		if (c->state == CLIENT_SERVED && c->pid == pid && c->entry)
+			return c;
+	return NULL;
+}
+
+/* Decide a protect request and, when it holds, send PMW_PROTECT; the text
+ * (first line "ok: ..." or "error: ...", as pmallocctl(8) documents) goes
+ * to text, a few words for the log to *ret_why.  Returns 0 when sent, <0
+ * otherwise. */
+static int protect_request(struct client *c, pid_t pid, const char *pool, struct strbuf *text,
+			   const char **ret_why)
+{
+	struct server *s = c->server;
+	struct client *t = served_client(s, pid);
+	struct proc_entry *e;
+	struct pmw_protect msg;
+	const char *exe;
+	int r;
+
+	if (!t) {
+		strbuf_printf(text, "error: PID %d is not connected to pmallocd "
+			      "(not running, not preloaded with pmalloc, or its connection closed)", (int)pid);
+		*ret_why = "not connected";
+		return -ESRCH;
+	}
+	e = t->entry;
+	if (c->uid != 0 && c->uid != e->uid) {
+		strbuf_printf(text, "error: permission denied: PID %d is not yours "
+			      "(only root or its own user may protect its pools)", (int)pid);
+		*ret_why = "permission denied";
+		return -EPERM;
+	}
+	exe = e->exe ? e->exe : "?";
+	r = proc_entry_handed_manual(e, pool);
+	if (r == -ENODATA) {
+		strbuf_printf(text, "error: PID %d (%s) was not served a policy", (int)pid, exe);
+		*ret_why = "no policy";
+		return r;
+	}
+	if (r == -ENOENT) {
+		strbuf_printf(text, "error: pool \"%s\" is not in the policy \"%s\" of PID %d (%s) "
+			      "(generation %" PRIu64 ")", pool, e->policy, (int)pid, exe, e->generation);
+		*ret_why = "pool not in its policy";
+		return r;
+	}
+	if (r < 0) {
+		strbuf_printf(text, "error: pool \"%s\" of policy \"%s\" has no manual trigger "
+			      "(protect = [ \"manual\" ] in pmalloc.conf(5))", pool, e->policy);
+		*ret_why = "no manual trigger";
+		return r;
+	}
+
+	memset(&msg, 0, sizeof(msg));
+	pmw_header_init(&msg.h, PMW_PROTECT, sizeof(msg));
+	msg.generation = e->generation;
+	str_copy(msg.pool, sizeof(msg.pool), pool);
+	r = client_send(t, &msg, sizeof(msg));
+	if (r == -EAGAIN) {
+		strbuf_printf(text, "error: PID %d (%s) is not reading its connection "
+			      "(its socket buffer is full); try again later", (int)pid, exe);
+		*ret_why = "its socket buffer is full";
+		return r;
+	}
+	if (r < 0) {
+		strbuf_printf(text, "error: cannot send to PID %d (%s): %s", (int)pid, exe, strerror(-r));
+		*ret_why = "send failed";
+		return r;
+	}
+	s->counters.protect_sent++;
+	*ret_why = "sent";
+	strbuf_printf(text, "ok: protect request for pool \"%s\" sent to PID %d (%s); "
+		      "it is applied at the process's next event-loop call", pool, (int)pid, exe);
+	return 0;
+}
+
+static int handle_protect_req(struct client *c, struct pmw_protect_req *m)
+{
+	struct server *s = c->server;
+	struct pmw_status *out = (struct pmw_status *)tx_buf;
+	char pool[PMW_NAME];
+	const char *why = "";
+	struct strbuf text;
+
+	s->counters.protect_requests++;
+	if (m->reserved != 0 || !memchr(m->pool, '\0', sizeof(m->pool))) {
+		client_drop(c, malformed, "PROTECT_REQ with bad fields, dropped", client_drop_args(c));
+		return -EINVAL;
+	}
+	memcpy(pool, m->pool, sizeof(pool));
+	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
+	if (m->pid <= 0) {
+		strbuf_printf(&text, "error: invalid PID %d", (int)m->pid);
+		why = "invalid PID";
+	} else if (!pool_name_valid(pool)) {
+		strbuf_puts(&text, "error: invalid pool name (want 1 to 63 of A-Z a-z 0-9 _ . -)");
+		why = "invalid pool name";
+	} else
+		(void)protect_request(c, (pid_t)m->pid, pool, &text, &why);
+	/* Only a checked pool name reaches the log. */
+	log_limited(&s->protect_log, LOG_INFO, "PID %d (uid %u) asked to protect pool \"%s\" of PID %d: %s",
+		    (int)c->pid, (unsigned)c->uid, pool_name_valid(pool) ? pool : "(invalid)",
+		    (int)m->pid, why);
+	return send_status_text(c, text.len, "protect answer");
 }
 
 /* Force NUL termination of a fixed string field; fields are in rx_buf. */
@@ -453,6 +582,8 @@ static size_t expected_size(uint16_t type)
 		return sizeof(struct pmw_report);
 	case PMW_STATUS_REQ:
 		return sizeof(struct pmw_status_req);
+	case PMW_PROTECT_REQ:
+		return sizeof(struct pmw_protect_req);
 	default:
 		return 0;                /* not something a client sends */
 	}
@@ -516,6 +647,8 @@ static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 			return handle_hello(c, (struct pmw_hello *)rx_buf);
 		if (h->type == PMW_STATUS_REQ)
 			return handle_status_req(c);
+		if (h->type == PMW_PROTECT_REQ)
+			return handle_protect_req(c, (struct pmw_protect_req *)rx_buf);
 		break;
 	case CLIENT_SERVED:
 		if (h->type == PMW_PROTECTED)
@@ -760,6 +893,7 @@ int server_open(struct manager *m, const char *path, int activated_fd, struct se
 	s->manager = m;
 	s->fd = -1;
 	s->drop_log = (struct log_limit)LOG_LIMIT_INIT(10, 10);
+	s->protect_log = (struct log_limit)LOG_LIMIT_INIT(10, 10);
 	s->max_clients = max_clients();
 	if (activated_fd >= 0) {
 		r = listen_adopt(activated_fd, &s->path);

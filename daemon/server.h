@@ -18,7 +18,7 @@
 #define SERVER_MAX_CHILDREN 16           /* forked children tracked per connection */
 #define SERVER_ACCEPT_BATCH 64           /* accepts per wake-up, so clients get turns */
 #define SERVER_READ_BATCH 16             /* messages per client per wake-up */
-#define SERVER_SILENT_MIN_MS 1000        /* a client must say HELLO or STATUS_REQ within */
+#define SERVER_SILENT_MIN_MS 1000        /* a client must say HELLO, STATUS_REQ or PROTECT_REQ within */
 #define SERVER_SILENT_MAX_MS 30000       /* handshake_timeout_ms * 10, clamped to these */
 
 /* Everything refused or dropped is counted; status shows these. */
@@ -27,6 +27,8 @@ struct server_counters {
 	uint64_t handed;                 /* PMW_POLICY sent */
 	uint64_t no_policy;              /* PMW_NO_POLICY sent */
 	uint64_t status_requests;
+	uint64_t protect_requests;       /* PMW_PROTECT_REQ received (pmallocctl protect) */
+	uint64_t protect_sent;           /* of those, PMW_PROTECT sent to the process */
 	uint64_t protects;
 	uint64_t reports;
 	uint64_t refused_busy;           /* over SERVER_MAX_CLIENTS(_PER_UID) */

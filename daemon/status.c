@@ -223,6 +223,8 @@ void status_render(struct manager *m, struct strbuf *out, uid_t viewer)
 		      k->no_policy, k->status_requests);
 	strbuf_printf(out, "messages: %" PRIu64 " protects, %" PRIu64 " violation reports\n",
 		      k->protects, k->reports);
+	strbuf_printf(out, "protect requests: %" PRIu64 " (pmallocctl protect), %" PRIu64
+		      " sent to the process\n", k->protect_requests, k->protect_sent);
 	strbuf_printf(out, "dropped: %" PRIu64 " malformed, %" PRIu64 " oversized, %" PRIu64
 		      " out of order, %" PRIu64 " passing fds, %" PRIu64 " silent, %" PRIu64
 		      " vanished, %" PRIu64 " unidentified, %" PRIu64 " over the client limit, %" PRIu64

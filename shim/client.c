@@ -282,6 +282,26 @@ static uint32_t module_index(struct pmw_report *m, uintptr_t ip, uint64_t *ret_o
 	return m->n_modules++;
 }
 
+void client_read_orders(void (*fn)(const char *pool))
+{
+	struct pmw_protect m;
+	if (!client_fd_valid())
+		return;
+	for (int i = 0; i < 16; i++) {          /* bounded: never a loop a daemon can hold */
+		ssize_t n = recv(client_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_TRUNC);
+		if (n < 0)
+			return;                       /* EAGAIN: nothing (more) */
+		if (n == 0) {
+			return;                       /* the daemon went away */
+		}
+		if (n != (ssize_t)sizeof(m) || m.h.magic != PMW_MAGIC || m.h.version != PMW_VERSION ||
+		    m.h.type != PMW_PROTECT || m.h.length != sizeof(m))
+			continue;                     /* not an order: ignored */
+		m.pool[sizeof(m.pool) - 1] = '\0';
+		fn(m.pool);
+	}
+}
+
 static struct pmw_report report_msg;
 static atomic_flag report_busy = ATOMIC_FLAG_INIT;
 static char exe_path[PMW_PATH];

@@ -189,6 +189,9 @@ static int arm(const struct policy_set *set, const struct policy *pol, uint64_t 
 			} else if (tr->kind == POLICY_TRIGGER_AFTER) {
 				if (!sp->after_ns || tr->after_ns < sp->after_ns)
 					sp->after_ns = tr->after_ns;
+			} else if (tr->kind == POLICY_TRIGGER_MANUAL) {
+				sp->manual = true;
+				st->has_manual = true;
 			}
 		}
 		if (sp->after_ns)

@@ -19,6 +19,7 @@ struct shim_pool {
 	const struct policy_pool *spec;
 	uint32_t call_mask;              /* bit c: on-call trigger for call c */
 	uint64_t after_ns;               /* after: trigger, 0 when none */
+	bool manual;                     /* manual trigger: pmalloc_protect_named, pmallocctl protect */
 	char after_text[24];             /* "after:2s", for reports */
 };
 
@@ -29,6 +30,7 @@ struct shim_state {
 	size_t n_pools;
 	uint32_t call_mask;              /* union of the pools' on-call triggers */
 	int match_all;                   /* pool taking every allocation ("*"), or -1 */
+	bool has_manual;                 /* a pool has the manual trigger: read pmallocctl's orders */
 	uint64_t start_ns;               /* CLOCK_MONOTONIC at start-up */
 	struct shim_pool pools[SHIM_POOLS_MAX];
 };
@@ -64,6 +66,9 @@ size_t shim_protect_pool(size_t i, const char *trigger);
 int client_start(const char *socket_path);
 int client_wait(unsigned int timeout_ms, char **ret_text, uint64_t *ret_generation);
 void client_abandon(void);
+/* Orders pmallocd sent since (pmallocctl protect): fn(pool) for each;
+ * never blocks. */
+void client_read_orders(void (*fn)(const char *pool));
 void client_notify_protected(size_t pool_index, const char *trigger, size_t new_bytes);
 
 /* libc's definition of name (dlsym RTLD_NEXT), NULL if none. */

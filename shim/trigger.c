@@ -38,10 +38,47 @@ size_t shim_protect_pool(size_t i, const char *trigger)
 	return n;
 }
 
+/* pmallocctl protect: pmallocd's orders come on the shim's connection and
+ * are read here, at an interposed event-loop call, at most every 100 ms
+ * (a coarse clock read, a few ns, on the calls in between), and only when
+ * the policy has a manual pool.  No thread, no signal of the shim's own. */
+#define ORDERS_EVERY_NS UINT64_C(100000000)
+static _Atomic uint64_t orders_checked;
+
+static void obey(const char *pool)
+{
+	const struct shim_state *st = shim;
+	for (size_t i = 0; i < st->n_pools; i++)
+		if (st->pools[i].manual && strcmp(st->pools[i].pool->name, pool) == 0) {
+			shim_protect_pool(i, "manual:pmallocctl");
+			return;
+		}
+	debug_printf("pmallocd asked to protect \"%s\", which has no manual trigger here", pool);
+}
+
+static void check_orders(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	uint64_t last = atomic_load_explicit(&orders_checked, memory_order_relaxed);
+	if (now - last < ORDERS_EVERY_NS ||
+	    !atomic_compare_exchange_strong(&orders_checked, &last, now))
+		return;                     /* checked lately, or another thread is at it */
+	client_read_orders(obey);
+}
+
 void trigger_call(enum policy_call c)
 {
 	const struct shim_state *st = shim;
-	if (likely(!st || !(st->call_mask & (1u << c))) || shim_busy)
+	if (likely(!st) || shim_busy)
+		return;
+	if (unlikely(st->has_manual)) {
+		int e = errno;
+		check_orders();
+		errno = e;
+	}
+	if (likely(!(st->call_mask & (1u << c))))
 		return;
 	int e = errno;              /* the program sees only the real call's errno */
 	char trigger[48];

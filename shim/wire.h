@@ -19,6 +19,11 @@
  *   shim -> daemon  PMW_REPORT           (a write fault; from the signal handler)
  *   ctl -> daemon   PMW_STATUS_REQ
  *   daemon -> ctl   PMW_STATUS           (text for people, then the socket closes)
+ *   ctl -> daemon   PMW_PROTECT_REQ      (the manual trigger from pmallocctl)
+ *   daemon -> ctl   PMW_STATUS           (what was done, for people; then close)
+ *   daemon -> shim  PMW_PROTECT          (protect this pool now; the shim reads
+ *                                         it at its next interposed event-loop
+ *                                         call, at most every 100 ms)
  */
 #ifndef PMALLOC_WIRE_H
 #define PMALLOC_WIRE_H
@@ -39,6 +44,8 @@ enum pmw_type {
 	PMW_REPORT = 6,
 	PMW_STATUS_REQ = 7,
 	PMW_STATUS = 8,
+	PMW_PROTECT_REQ = 9,
+	PMW_PROTECT = 10,
 };
 
 struct pmw_header {
@@ -130,6 +137,23 @@ struct pmw_report {
 
 struct pmw_status_req {
 	struct pmw_header h;
+};
+
+/* pmallocctl protect PID POOL.  The daemon accepts it from root or from
+ * the uid of the process named, for a connected process whose policy has
+ * the pool with a "manual" trigger; it answers PMW_STATUS either way. */
+struct pmw_protect_req {
+	struct pmw_header h;
+	int32_t pid;
+	uint32_t reserved;
+	char pool[PMW_NAME];
+};
+
+/* To the shim: protect pool (a policy pool with a "manual" trigger). */
+struct pmw_protect {
+	struct pmw_header h;
+	uint64_t generation;
+	char pool[PMW_NAME];
 };
 
 /* PMW_STATUS: h, then text_len bytes of text (NUL included). */

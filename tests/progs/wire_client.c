@@ -15,6 +15,9 @@
  *                           and prints "child=PID"
  *   --flood N               send N PMW_PROTECTED as fast as the socket takes them
  *   --hold MS               keep the connection open MS ms before exiting
+ *   --wait-protect MS       stay connected MS ms and print "PROTECT generation=N
+ *                           pool=NAME" for each PMW_PROTECT the daemon sends
+ *                           (anything else: "unexpected type T"); stops early on EOF
  * Instead of a HELLO:
  *   --version V             HELLO with protocol version V
  *   --garbage | --truncated | --oversized | --bad-length | --report-first | --fds
@@ -390,6 +393,34 @@ static int many(int n, int hold_ms)
 	return answered + refused == n ? 0 : 1;
 }
 
+/* Print each PMW_PROTECT received within ms; 0, or 1 on anything else. */
+static int wait_protect(int fd, int ms)
+{
+	static char buf[PMW_MAX_MSG + 1];
+	uint64_t end = ms_now() + (uint64_t)ms;
+	int ret = 0;
+
+	for (uint64_t now = ms_now(); now < end; now = ms_now()) {
+		ssize_t n = recv_timeout(fd, buf, sizeof(buf), (int)(end - now));
+		const struct pmw_protect *p = (const void *)buf;
+
+		if (n < 0)
+			break;
+		if (n == 0) {
+			printf("closed\n");
+			return 1;
+		}
+		if (n != (ssize_t)sizeof(*p) || p->h.magic != PMW_MAGIC || p->h.type != PMW_PROTECT ||
+		    p->h.length != (uint32_t)n || !memchr(p->pool, '\0', sizeof(p->pool))) {
+			printf("unexpected type %u (%zd bytes)\n", n >= 8 ? (unsigned)p->h.type : 0u, n);
+			ret = 1;
+			continue;
+		}
+		printf("PROTECT generation=%llu pool=%s\n", (unsigned long long)p->generation, p->pool);
+	}
+	return ret;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: wire_client --socket PATH [options]; see the source\n");
@@ -399,7 +430,8 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	enum { O_SOCKET = 1, O_VERSION, O_BAD, O_SILENT, O_STATUS, O_MANY, O_PROTECT, O_REPORT,
-	       O_FORK, O_HOLD, O_POLICY, O_POOL, O_MODE, O_DELAY, O_VANISH, O_FLOOD, O_MODPATH };
+	       O_FORK, O_HOLD, O_POLICY, O_POOL, O_MODE, O_DELAY, O_VANISH, O_FLOOD, O_MODPATH,
+	       O_WAITPROT };
 	static const struct option opts[] = {
 		{ "socket", 1, NULL, O_SOCKET }, { "version", 1, NULL, O_VERSION },
 		{ "garbage", 0, NULL, O_BAD }, { "truncated", 0, NULL, O_BAD },
@@ -412,11 +444,12 @@ int main(int argc, char **argv)
 		{ "pool", 1, NULL, O_POOL }, { "mode", 1, NULL, O_MODE },
 		{ "delay-ms", 1, NULL, O_DELAY }, { "vanish", 0, NULL, O_VANISH },
 		{ "flood", 1, NULL, O_FLOOD }, { "module-path", 1, NULL, O_MODPATH },
+		{ "wait-protect", 1, NULL, O_WAITPROT },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *bad = NULL, *protect = NULL;
 	int version = PMW_VERSION, silent = 0, status = 0, n_many = 0, n_reports = 0, fork_report = 0;
-	int hold = 0, vanish = 0, flood = 0, c, idx, fd, r;
+	int hold = 0, vanish = 0, flood = 0, wait_prot = 0, c, idx, fd, r;
 
 	while ((c = getopt_long(argc, argv, "", opts, &idx)) >= 0) {
 		switch (c) {
@@ -437,6 +470,7 @@ int main(int argc, char **argv)
 		case O_VANISH: vanish = 1; break;
 		case O_FLOOD: flood = atoi(optarg); break;
 		case O_MODPATH: opt_module_path = optarg; break;
+		case O_WAITPROT: wait_prot = atoi(optarg); break;
 		default: usage();
 		}
 	}
@@ -504,6 +538,11 @@ int main(int argc, char **argv)
 			_exit(0);
 		}
 		waitpid(pid, &st, 0);
+	}
+	if (wait_prot) {
+		r = wait_protect(fd, wait_prot);
+		close(fd);
+		return r;
 	}
 	if (hold)
 		usleep((useconds_t)hold * 1000);

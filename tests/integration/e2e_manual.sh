@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# e2e_manual.sh - the manual trigger from pmallocctl: a program whose policy
+# pool has protect = [ "manual" ] runs its poll() loop, unprotected, until
+# an administrator says `pmallocctl protect PID config`; pmallocd passes the
+# order on, the shim applies it at its next event-loop call, the pool is
+# logged as protected (trigger manual:pmallocctl), and a later write kills
+# the process with the report.
+. "$(dirname "$0")/e2e_lib.sh"
+
+LOOP=$B/progs/e2e_loop
+[ -x "$LOOP" ] || fail "$LOOP not built"
+journald_ensure
+write_conf "$CONF" <<EOF2
+version = 1;
+policies = (
+  {
+    name = "loop";
+    match = { exe = [ "*/e2e_loop" ]; };
+    pools = ( { name = "config"; sites = [ "setup" ]; protect = [ "manual" ]; } );
+  }
+);
+EOF2
+start_daemon
+
+mkfifo "$T/cmds"
+hardened "$T/out" "$T/err" "$LOOP" <"$T/cmds" &
+runner=$!
+exec 3>"$T/cmds"
+wait_until 100 grep -qx ready "$T/out" || fail "e2e_loop did not start: $(cat "$T/out" "$T/err")"
+pid=$(cat "$T/hardened.pid")
+printf 'state\n' >&3
+wait_until 100 grep -qx 'protected=0' "$T/out" || fail "before: $(cat "$T/out")"
+pass "PID $pid runs with its configuration writable"
+
+"$B/pmallocctl" protect "$pid" nosuchpool --socket "$SOCK" >"$T/ctl.out" 2>&1
+[ $? = 1 ] && grep -q '^error: ' "$T/ctl.out" || fail "unknown pool: $(cat "$T/ctl.out")"
+"$B/pmallocctl" protect "$pid" config --socket "$SOCK" >"$T/ctl.out" 2>&1 || fail "pmallocctl protect: $(cat "$T/ctl.out")"
+grep -q '^ok: ' "$T/ctl.out" || fail "pmallocctl protect: $(cat "$T/ctl.out")"
+# Applied at the program's next poll() at most 100 ms later: ask until it says so.
+protected() { printf 'state\n' >&3; grep -qx 'protected=1' "$T/out"; }
+wait_until 100 protected || fail "not protected after pmallocctl protect: $(cat "$T/out")"
+pass "pmallocctl protect: $(head -n 1 "$T/ctl.out")"
+
+e=$(jsel 1 MESSAGE_ID=$MID_PROTECTED OBJECT_PID=$pid) || fail "no protected entry"
+printf '%s\n' "$e" | grep -q '"PMALLOC_TRIGGER":"manual:pmallocctl"' || fail "protected entry: $e"
+
+printf 'write\n' >&3
+exec 3>&-
+wait $runner
+rc=$?
+[ $rc = 139 ] || fail "write after protect: exit $rc: $(cat "$T/err")"
+grep -q "^pmalloc\[$pid\]: write to protected pool \"config\" at .*; policy \"loop\"; enforce: killed by SIGSEGV$" "$T/err" ||
+	fail "report: $(cat "$T/err")"
+pass "a write after the manual protect kills PID $pid with the report"
+stop_daemon || fail "pmallocd exit status $?"
