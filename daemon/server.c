@@ -5,7 +5,8 @@
  * Owns: the listening socket's lifetime (listen.c makes it; its path is
  * unlinked at exit when pmallocd made it), struct client,
  * the per-connection state machine (NEW -> SERVED, or NEW -> status or
- * protect request -> closed), message validation, client caps and the silent-client timer.
+ * protect request (protect.c decides it) -> closed), message validation,
+ * client caps and the silent-client timer.
  * Identity comes from the kernel only: SO_PEERCRED at accept, SO_PEERPIDFD
  * and /proc (proc.c) at HELLO, SCM_CREDENTIALS on each packet.
  * Never: blocks on a client (every socket is non-blocking, every send
@@ -17,7 +18,6 @@
 #include "server.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +30,7 @@
 #include "listen.h"
 #include "log.h"
 #include "proc.h"
+#include "protect.h"
 #include "status.h"
 #include "violation.h"
 #include "wire.h"
@@ -66,7 +67,7 @@ struct server {
 	size_t max_clients;              /* SERVER_MAX_CLIENTS, less where descriptors are fewer */
 	struct server_counters counters;
 	struct log_limit drop_log;
-	struct log_limit protect_log;
+	struct protect protect;           /* pmallocctl protect */
 };
 
 /* One receive buffer, one send buffer: the daemon is single-threaded. */
@@ -348,122 +349,28 @@ static int handle_status_req(struct client *c)
 	return send_status_text(c, text.len, "status");
 }
 
-/* A policy pool name: [A-Za-z0-9_.-]{1,POLICY_NAME_MAX}, as policy.c checks. */
-static bool pool_name_valid(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > POLICY_NAME_MAX)
-		return false;
-	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
-}
-
-/* The connection of a served process with pid; NULL when none. */
-static struct client *served_client(struct server *s, pid_t pid)
-{
-	for (struct client *c = s->clients; c; c = c->next)
-		if (c->state == CLIENT_SERVED && c->pid == pid && c->entry)
-			return c;
-	return NULL;
-}
-
-/* Decide a protect request and, when it holds, send PMW_PROTECT; the text
- * (first line "ok: ..." or "error: ...", as pmallocctl(8) documents) goes
- * to text, a few words for the log to *ret_why.  Returns 0 when sent, <0
- * otherwise. */
-static int protect_request(struct client *c, pid_t pid, const char *pool, struct strbuf *text,
-			   const char **ret_why)
-{
-	struct server *s = c->server;
-	struct client *t = served_client(s, pid);
-	struct proc_entry *e;
-	struct pmw_protect msg;
-	const char *exe;
-	int r;
-
-	if (!t) {
-		strbuf_printf(text, "error: PID %d is not connected to pmallocd "
-			      "(not running, not preloaded with pmalloc, or its connection closed)", (int)pid);
-		*ret_why = "not connected";
-		return -ESRCH;
-	}
-	e = t->entry;
-	if (c->uid != 0 && c->uid != e->uid) {
-		strbuf_printf(text, "error: permission denied: PID %d is not yours "
-			      "(only root or its own user may protect its pools)", (int)pid);
-		*ret_why = "permission denied";
-		return -EPERM;
-	}
-	exe = e->exe ? e->exe : "?";
-	r = proc_entry_handed_manual(e, pool);
-	if (r == -ENODATA) {
-		strbuf_printf(text, "error: PID %d (%s) was not served a policy", (int)pid, exe);
-		*ret_why = "no policy";
-		return r;
-	}
-	if (r == -ENOENT) {
-		strbuf_printf(text, "error: pool \"%s\" is not in the policy \"%s\" of PID %d (%s) "
-			      "(generation %" PRIu64 ")", pool, e->policy, (int)pid, exe, e->generation);
-		*ret_why = "pool not in its policy";
-		return r;
-	}
-	if (r < 0) {
-		strbuf_printf(text, "error: pool \"%s\" of policy \"%s\" has no manual trigger "
-			      "(protect = [ \"manual\" ] in pmalloc.conf(5))", pool, e->policy);
-		*ret_why = "no manual trigger";
-		return r;
-	}
-
-	memset(&msg, 0, sizeof(msg));
-	pmw_header_init(&msg.h, PMW_PROTECT, sizeof(msg));
-	msg.generation = e->generation;
-	str_copy(msg.pool, sizeof(msg.pool), pool);
-	r = client_send(t, &msg, sizeof(msg));
-	if (r == -EAGAIN) {
-		strbuf_printf(text, "error: PID %d (%s) is not reading its connection "
-			      "(its socket buffer is full); try again later", (int)pid, exe);
-		*ret_why = "its socket buffer is full";
-		return r;
-	}
-	if (r < 0) {
-		strbuf_printf(text, "error: cannot send to PID %d (%s): %s", (int)pid, exe, strerror(-r));
-		*ret_why = "send failed";
-		return r;
-	}
-	s->counters.protect_sent++;
-	*ret_why = "sent";
-	strbuf_printf(text, "ok: protect request for pool \"%s\" sent to PID %d (%s); "
-		      "it is applied at the process's next event-loop call", pool, (int)pid, exe);
-	return 0;
-}
-
-static int handle_protect_req(struct client *c, struct pmw_protect_req *m)
+/* protect.c decides and answers; finding the process's connection, the
+ * counters and dropping a malformed request are ours. */
+static int handle_protect_req(struct client *c, const struct pmw_protect_req *m)
 {
 	struct server *s = c->server;
 	struct pmw_status *out = (struct pmw_status *)tx_buf;
-	char pool[PMW_NAME];
-	const char *why = "";
+	struct protect_target target = { .fd = -1, .entry = NULL };
 	struct strbuf text;
+	int r;
 
 	s->counters.protect_requests++;
-	if (m->reserved != 0 || !memchr(m->pool, '\0', sizeof(m->pool))) {
-		client_drop(c, malformed, "PROTECT_REQ with bad fields, dropped", client_drop_args(c));
-		return -EINVAL;
-	}
-	memcpy(pool, m->pool, sizeof(pool));
+	for (struct client *t = s->clients; t && !target.entry; t = t->next)
+		if (t->state == CLIENT_SERVED && t->pid == m->pid && t->entry)
+			target = (struct protect_target){ .fd = t->fd, .entry = t->entry };
 	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
-	if (m->pid <= 0) {
-		strbuf_printf(&text, "error: invalid PID %d", (int)m->pid);
-		why = "invalid PID";
-	} else if (!pool_name_valid(pool)) {
-		strbuf_puts(&text, "error: invalid pool name (want 1 to 63 of A-Z a-z 0-9 _ . -)");
-		why = "invalid pool name";
-	} else
-		(void)protect_request(c, (pid_t)m->pid, pool, &text, &why);
-	/* Only a checked pool name reaches the log. */
-	log_limited(&s->protect_log, LOG_INFO, "PID %d (uid %u) asked to protect pool \"%s\" of PID %d: %s",
-		    (int)c->pid, (unsigned)c->uid, pool_name_valid(pool) ? pool : "(invalid)",
-		    (int)m->pid, why);
+	r = protect_answer(&s->protect, m, c->pid, c->uid, &target, &text);
+	if (r < 0) {
+		client_drop(c, malformed, "PROTECT_REQ with bad fields, dropped", client_drop_args(c));
+		return r;
+	}
+	if (r > 0)
+		s->counters.protect_sent++;
 	return send_status_text(c, text.len, "protect answer");
 }
 
@@ -893,7 +800,7 @@ int server_open(struct manager *m, const char *path, int activated_fd, struct se
 	s->manager = m;
 	s->fd = -1;
 	s->drop_log = (struct log_limit)LOG_LIMIT_INIT(10, 10);
-	s->protect_log = (struct log_limit)LOG_LIMIT_INIT(10, 10);
+	s->protect = (struct protect)PROTECT_INIT;
 	s->max_clients = max_clients();
 	if (activated_fd >= 0) {
 		r = listen_adopt(activated_fd, &s->path);
