@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "os.h"
 #include "client.h"
 #include "journal.h"
 #include "fmt.h"
@@ -42,13 +43,6 @@ static int client_fd = -1;
 static dev_t client_dev;
 static ino_t client_ino;
 static uint64_t client_generation;
-
-static uint64_t ms_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static bool client_fd_valid(void)
 {
@@ -166,14 +160,14 @@ int client_wait(unsigned int timeout_ms, char **ret_text, uint64_t *ret_generati
 	char *buf = malloc(PMW_MAX_MSG + 1);
 	if (!buf)
 		return -ENOMEM;
-	uint64_t deadline = ms_now() + timeout_ms;
+	uint64_t deadline = os_monotonic_ns(false) / 1000000u + timeout_ms;
 	ssize_t n;
 	int r;
 	for (;;) {
 		n = recv(pending_fd, buf, PMW_MAX_MSG + 1, MSG_TRUNC);
 		if (n >= 0 || errno != EAGAIN)
 			break;
-		uint64_t now = ms_now();
+		uint64_t now = os_monotonic_ns(false) / 1000000u;
 		if (now >= deadline) {
 			free(buf);
 			return -ETIMEDOUT;

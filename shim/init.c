@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define DEFAULT_CONF POLICY_DEFAULT_FILE
@@ -75,13 +74,6 @@ static void read_identity(char *exe, size_t exe_len, char *comm, size_t comm_len
 		comm[strcspn(comm, "\n")] = '\0';
 		close(fd);
 	}
-}
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* pmallocd's answer (r from client_wait) as the policy set: 1, or 0 for
@@ -164,7 +156,7 @@ static int arm(const struct policy_set *set, const struct policy *pol, uint64_t 
 	st->policy = pol;
 	st->generation = generation;
 	st->match_all = -1;
-	st->start_ns = monotonic_ns();
+	st->start_ns = os_monotonic_ns(false);
 	if (pol->n_pools > SHIM_POOLS_MAX) {
 		say("policy \"%s\" has %zu pools, more than the %d supported; running unprotected",
 		    pol->name, pol->n_pools, SHIM_POOLS_MAX);

@@ -11,13 +11,13 @@
 #include "journal.h"
 #include "fmt.h"
 #include "shim.h"
+#include "os.h"
 
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #define JOURNAL_SOCKET "/run/systemd/journal/socket"
@@ -79,13 +79,6 @@ static void common_fields(struct fmt *f, const char *mid, int priority)
 	field_u64(f, "OBJECT_PID", (uint64_t)getpid(), false);
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* May one more violation entry be written now?  Also writes the summary of
  * what the previous window dropped (entry_busy held). */
 static bool rate_allows(void)
@@ -96,7 +89,7 @@ static bool rate_allows(void)
 		burst = st->set->daemon.report_burst;
 		interval_s = st->set->daemon.report_interval_s;
 	}
-	uint64_t now = monotonic_ns(), start = atomic_load(&window_start_ns);
+	uint64_t now = os_monotonic_ns(false), start = atomic_load(&window_start_ns);
 	if (start == 0 || now - start >= (uint64_t)interval_s * 1000000000u) {
 		atomic_store(&window_start_ns, now);
 		atomic_store(&window_count, 0);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef __NR_mseal
@@ -94,6 +95,13 @@ int os_unmap(void *p, size_t len)
 int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	return OS_CALL(__sigaction(sig, act, old));
+}
+
+uint64_t os_monotonic_ns(bool coarse)
+{
+	struct timespec ts;
+	clock_gettime(coarse ? CLOCK_MONOTONIC_COARSE : CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 void os_write_all(int fd, const char *buf, size_t len)

@@ -9,7 +9,9 @@
 #define PMALLOC_OS_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 extern size_t os_page_size;     /* set by os_init() */
 extern int os_have_mseal;       /* 1 when mseal(2) works here; probed by os_init() */
@@ -32,6 +34,9 @@ int os_map(size_t len, void **ret);
 int os_unmap(void *p, size_t len);
 /* The libc sigaction, bypassing the shim's interposed one. */
 int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* CLOCK_MONOTONIC (or, coarse, CLOCK_MONOTONIC_COARSE: a few ns cheaper,
+ * a tick coarser) in nanoseconds.  vDSO; async-signal-safe. */
+uint64_t os_monotonic_ns(bool coarse);
 /* write(2) all of buf to fd, retrying on EINTR and short writes. */
 void os_write_all(int fd, const char *buf, size_t len);
 

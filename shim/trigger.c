@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "os.h"
 #include "pmalloc.h"
 
 #include <dlfcn.h>
@@ -58,9 +59,7 @@ static void obey(const char *pool)
 
 static void check_orders(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	uint64_t now = os_monotonic_ns(true);
 	uint64_t last = atomic_load_explicit(&orders_checked, memory_order_relaxed);
 	if (now - last < ORDERS_EVERY_NS ||
 	    !atomic_compare_exchange_strong(&orders_checked, &last, now))
@@ -160,21 +159,14 @@ WRAP(int, execve, POLICY_CALL_EXECVE, (const char *p, char *const argv[], char *
  * started again in a forked child whose deadlines are still ahead. */
 static _Atomic int timer_running;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void *timer_main(void *arg)
 {
 	(void)arg;
 	const struct shim_state *st = shim;
 	bool fired[SHIM_POOLS_MAX] = { false };
-	uint64_t started = now_ns();
+	uint64_t started = os_monotonic_ns(false);
 	for (;;) {
-		uint64_t next = UINT64_MAX, now = now_ns();
+		uint64_t next = UINT64_MAX, now = os_monotonic_ns(false);
 		for (size_t i = 0; i < st->n_pools; i++) {
 			uint64_t d = st->pools[i].after_ns ? st->start_ns + st->pools[i].after_ns : 0;
 			if (!d || fired[i])
@@ -202,7 +194,7 @@ static void *timer_main(void *arg)
 static void timer_start(void)
 {
 	const struct shim_state *st = shim;
-	uint64_t now = now_ns();
+	uint64_t now = os_monotonic_ns(false);
 	bool ahead = false;
 	for (size_t i = 0; st && i < st->n_pools; i++)
 		if (st->pools[i].after_ns && st->start_ns + st->pools[i].after_ns > now)
