@@ -1,13 +1,15 @@
 /*
- * fmt.c - async-signal-safe text building (see fmt.h) and fatal().
- * Never allocates, never calls stdio: it runs in signal handlers and inside
- * the host program's malloc.
+ * fmt.c - text building (see fmt.h), stderr lines and fatal().  Never
+ * allocates and never touches a stdio stream: it runs inside the host
+ * program's malloc, and struct fmt and fatal() run in signal handlers.
  */
 #define _GNU_SOURCE
 #include "fmt.h"
 #include "common.h"
 #include "os.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -66,23 +68,29 @@ void fmt_flush_stderr(struct fmt *f)
 	os_write_all(STDERR_FILENO, f->start, fmt_len(f));
 }
 
-void debug_line(const char *a, const char *b, const char *c)
+/* One line "pmalloc[PID]: ..." or "pmalloc: ..." on stderr, with write(2):
+ * no stdio stream of the program's is touched.  printf formatting, so not
+ * for signal handlers (they use struct fmt). */
+void fmt_vline(bool with_pid, const char *format, va_list ap)
+{
+	char buf[1024];
+	int n = with_pid ? snprintf(buf, sizeof(buf), "pmalloc[%d]: ", (int)getpid())
+			 : snprintf(buf, sizeof(buf), "pmalloc: ");
+	size_t room = sizeof(buf) - (size_t)n - 1;     /* one byte kept for the newline */
+	int m = vsnprintf(buf + n, room, format, ap);
+	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m >= room ? room - 1 : (size_t)m);
+	buf[len++] = '\n';
+	os_write_all(STDERR_FILENO, buf, len);
+}
+
+void debug_printf(const char *format, ...)
 {
 	if (!pm_debug)
 		return;
-	char buf[512];
-	struct fmt f;
-	fmt_init(&f, buf, sizeof(buf));
-	fmt_str(&f, "pmalloc[");
-	fmt_u64(&f, (uint64_t)getpid());
-	fmt_str(&f, "]: ");
-	fmt_str(&f, a);
-	if (b)
-		fmt_str(&f, b);
-	if (c)
-		fmt_str(&f, c);
-	fmt_str(&f, "\n");
-	fmt_flush_stderr(&f);
+	va_list ap;
+	va_start(ap, format);
+	fmt_vline(true, format, ap);
+	va_end(ap);
 }
 
 void fatal(const char *api, const char *msg)

@@ -1,10 +1,14 @@
 /*
- * fmt.h - async-signal-safe formatting into a caller's buffer, for the fault
- * report, debug lines and fatal().  Never allocates; truncates silently.
+ * fmt.h - the shim's text on stderr: async-signal-safe formatting into a
+ * caller's buffer (struct fmt: the fault report, fatal()), and printf-style
+ * lines for normal context (debug_printf).  Never allocates; truncates
+ * silently.
  */
 #ifndef PMALLOC_FMT_H
 #define PMALLOC_FMT_H
 
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,7 +25,10 @@ size_t fmt_len(const struct fmt *f);
 const char *fmt_cstr(struct fmt *f);
 /* Write the text to fd 2. */
 void fmt_flush_stderr(struct fmt *f);
-/* A debug line "pmalloc[PID]: ..." to stderr when pm_debug. */
-void debug_line(const char *a, const char *b, const char *c);
+/* A line on stderr, "pmalloc[PID]: " (with_pid) or "pmalloc: " first;
+ * printf formatting: normal context only, never a signal handler. */
+void fmt_vline(bool with_pid, const char *format, va_list ap);
+/* A debug line (PMALLOC_DEBUG=1), "pmalloc[PID]: ...". */
+void debug_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -29,36 +29,12 @@
 #define DEFAULT_SOCKET POLICY_DEFAULT_SOCKET
 #define HANDSHAKE_TIMEOUT_MS 100
 
-/* One line "pmalloc[PID]: ..." or "pmalloc: ..." on stderr, with write(2):
- * no stdio stream of the program's is touched. */
-static void vline(bool with_pid, const char *fmt, va_list ap)
-{
-	char buf[1024];
-	int n = with_pid ? snprintf(buf, sizeof(buf), "pmalloc[%d]: ", (int)getpid())
-			 : snprintf(buf, sizeof(buf), "pmalloc: ");
-	size_t room = sizeof(buf) - (size_t)n - 1;     /* one byte kept for the newline */
-	int m = vsnprintf(buf + n, room, fmt, ap);
-	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m >= room ? room - 1 : (size_t)m);
-	buf[len++] = '\n';
-	os_write_all(STDERR_FILENO, buf, len);
-}
-
-void debug_printf(const char *fmt, ...)
-{
-	if (!pm_debug)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vline(true, fmt, ap);
-	va_end(ap);
-}
-
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vline(false, fmt, ap);
+	fmt_vline(false, fmt, ap);
 	va_end(ap);
 }
 

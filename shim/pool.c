@@ -225,7 +225,7 @@ void *pool_alloc(struct pmalloc_pool *p, size_t size, size_t align, uint16_t sit
 	if (unlikely(p->max_bytes) &&
 	    atomic_load_explicit(&p->capped_used, memory_order_relaxed) + need > p->max_bytes) {
 		if (!atomic_exchange(&p->capped_said, 1))
-			debug_line("pool \"", p->name, "\" reached max_bytes: further allocations go to the heap");
+			debug_printf("pool \"%s\" reached max_bytes: further allocations go to the heap", p->name);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -335,8 +335,8 @@ size_t pool_protect(struct pmalloc_pool *p, const char *api)
 		p->protect_failures++;
 	unlock_all(p);
 	if (failed)
-		debug_line("cannot protect all of pool \"", p->name,
-			   "\": out of memory mappings (vm.max_map_count); will retry at the next protect");
+		debug_printf("cannot protect all of pool \"%s\": out of memory mappings (vm.max_map_count); "
+			     "will retry at the next protect", p->name);
 	return fresh;
 }
 

@@ -8,6 +8,7 @@
 #define PMALLOC_SHIM_H
 
 #include "common.h"
+#include "fmt.h"
 #include "policy.h"
 #include "pool.h"
 #include "site.h"
@@ -83,7 +84,5 @@ void *shim_real_symbol(const char *name);
 	} \
 	fn_; })
 
-/* A debug line (PMALLOC_DEBUG=1) with printf formatting; normal context only. */
-void debug_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif
