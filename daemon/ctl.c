@@ -6,7 +6,10 @@
  * read the journal, the policy file or the socket itself, and must keep the
  * exit statuses of pmallocctl(8): 0 ok, 1 failure, 2 usage, 3 not running.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -70,6 +73,21 @@ static int command_error(const char *what, const char *word)
 	fputc('\n', stderr);
 	ctl_usage(stderr);
 	return CTL_EXIT_USAGE;
+}
+
+int ctl_parse_pid(const char *s, int32_t *ret)
+{
+	char *end;
+	long v;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v <= 0 || v > INT_MAX)
+		return -EINVAL;
+	*ret = (int32_t)v;
+	return 0;
 }
 
 int ctl_option_error(int c, char **argv)

@@ -44,6 +44,8 @@ void ctl_usage(FILE *f);
 int ctl_usage_error(const char *what, const char *word);
 /* ctl.c: report getopt_long's '?' or ':' for argv (opterr must be 0). */
 int ctl_option_error(int c, char **argv);
+/* A PID argument: decimal digits only, in [1, INT_MAX]; 0 or -EINVAL. */
+int ctl_parse_pid(const char *s, int32_t *ret);
 
 /* ctl_escape.c: making hostile bytes harmless on output. */
 #define CTL_ESC_MULTILINE 0x1u               /* keep '\n' and '\t' as they are */

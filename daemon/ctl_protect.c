@@ -19,22 +19,6 @@
 #include "ctl.h"
 #include "wire.h"
 
-/* "1234" -> 1234: a decimal number in [1, INT32_MAX]; 0 or -EINVAL. */
-static int parse_pid(const char *s, int32_t *ret)
-{
-	char *end;
-	long v;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v <= 0 || v > INT32_MAX)
-		return -EINVAL;
-	*ret = (int32_t)v;
-	return 0;
-}
-
 /* A policy pool name: [A-Za-z0-9_.-]{1,POLICY_NAME_MAX}. */
 static bool pool_name_valid(const char *s)
 {
@@ -76,7 +60,7 @@ int ctl_cmd_protect(int argc, char **argv)
 
 	memset(&req, 0, sizeof(req));
 	pmw_header_init(&req.h, PMW_PROTECT_REQ, sizeof(req));
-	if (parse_pid(argv[optind], &req.pid) < 0)
+	if (ctl_parse_pid(argv[optind], &req.pid) < 0)
 		return ctl_usage_error("invalid PID", argv[optind]);
 	pool = argv[optind + 1];
 	if (!pool_name_valid(pool))

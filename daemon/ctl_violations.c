@@ -341,21 +341,6 @@ static int vio_list(const struct vio_opts *o, FILE *f, size_t *ret_count)
 	return 0;
 }
 
-static int vio_parse_pid(const char *s, long *ret)
-{
-	char *end;
-	long v;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v <= 0 || v > INT_MAX)
-		return -EINVAL;
-	*ret = v;
-	return 0;
-}
-
 /* Whether the system journal is readable to us: root, or a member of the
  * groups journald gives read access to (journalctl's own hint). */
 static bool vio_sees_system_journal(void)
@@ -391,14 +376,16 @@ int ctl_cmd_violations(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vio_opts o = { 0 };
+	int32_t pid;
 	size_t count = 0;
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, ":p:S:jh", options, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (vio_parse_pid(optarg, &o.pid) < 0)
+			if (ctl_parse_pid(optarg, &pid) < 0)
 				return ctl_usage_error("invalid --pid", optarg);
+			o.pid = pid;
 			break;
 		case 'S':
 			r = ctl_parse_time(optarg, ctl_now_usec(), &o.since_usec);
