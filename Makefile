@@ -25,6 +25,16 @@ B := build
 
 DEB_PACKAGES := pkg-config libconfig-dev libsystemd-dev libseccomp-dev check libelf-dev libdw-dev
 PC_MODULES := libconfig libsystemd libseccomp check libelf libdw
+# What the tests and benchmarks run besides our own programs: real servers and
+# allocators, clang for the fuzzers, the journal's remote transport.  Each is
+# checked by a file it installs; installing a server never starts it
+# system-wide (a policy-rc.d that refuses, for the length of apt's run).
+TEST_DEB_PACKAGES := redis-server redis-tools nginx-light memcached curl libjemalloc2 \
+	libjemalloc-dev libmimalloc-dev libgoogle-perftools4 clang libclang-rt-14-dev \
+	systemd-journal-remote
+TEST_DEB_FILES := /usr/bin/redis-server /usr/bin/redis-benchmark /usr/sbin/nginx /usr/bin/memcached \
+	/usr/bin/curl /usr/include/jemalloc/jemalloc.h /usr/include/mimalloc.h \
+	/usr/bin/clang /lib/systemd/systemd-journal-remote
 
 WARN := -Wall -Wextra -Wmissing-prototypes -Wstrict-prototypes -Wshadow -Wcast-qual \
 	-Wwrite-strings -Wundef -Werror
@@ -72,7 +82,7 @@ ifneq ($(CTL_SRCS),)
 ALL += $(B)/pmallocctl
 endif
 
-.PHONY: all deps check unit integration bench demo install lint clean
+.PHONY: all deps test-deps check unit integration bench demo install lint clean
 all: $(ALL)
 
 deps: $(B)/.deps
@@ -87,6 +97,25 @@ $(B)/.deps:
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_PACKAGES) >/dev/null || exit 1; \
 		else \
 			echo "pmalloc: missing build dependencies; run: sudo apt-get install $(DEB_PACKAGES)"; \
+			exit 1; \
+		fi; \
+	fi
+	@touch $@
+
+test-deps: $(B)/.test-deps
+$(B)/.test-deps:
+	@mkdir -p $(B)
+	@missing=""; for f in $(TEST_DEB_FILES); do [ -e $$f ] || missing=yes; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "pmalloc: installing test dependencies: $(TEST_DEB_PACKAGES)"; \
+			rcd=; if [ ! -e /usr/sbin/policy-rc.d ]; then \
+				printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && rcd=1; fi; \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TEST_DEB_PACKAGES) >/dev/null; r=$$?; \
+			[ -n "$$rcd" ] && rm -f /usr/sbin/policy-rc.d; [ $$r = 0 ] || exit 1; \
+		else \
+			echo "pmalloc: missing test dependencies; run: sudo apt-get install $(TEST_DEB_PACKAGES)"; \
 			exit 1; \
 		fi; \
 	fi
@@ -143,10 +172,10 @@ $(B)/bench/%: tests/bench/%.c $(SHIM_LIB)
 	$(CC) -std=gnu11 -O2 -g -Wall -Werror -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
 		$(if $(findstring bench_,$*),-lpmalloc_shim) -lpthread
 
-check: all $(UNIT_BINS) $(PROG_BINS)
+check: all test-deps $(UNIT_BINS) $(PROG_BINS)
 	@tests/run-tests $(B) $(UNIT_BINS)
 
-bench: all $(BENCH_BINS) $(PROG_BINS)
+bench: all test-deps $(BENCH_BINS) $(PROG_BINS)
 	@tests/bench/run $(B)
 
 demo: all $(PROG_BINS)
