@@ -7,7 +7,7 @@
 
 # Man pages: groff with every warning, and man(1) at a few widths.
 command -v groff >/dev/null || skip "groff not installed"
-for page in pmallocd.8 pmallocctl.8 pmalloc.conf.5; do
+for page in pmallocd.8 pmallocctl.8 pmalloc.conf.5 pmalloc.3 pmalloc.7; do
 	f=$SRC/man/$page
 	[ -f "$f" ] || fail "man/$page missing"
 	groff -man -Tutf8 -ww -z "$f" 2>"$T/groff.err" || fail "groff $page: $(cat "$T/groff.err")"
