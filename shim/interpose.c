@@ -1,22 +1,24 @@
 /*
- * interpose.c - the exported malloc family, thin: pass to glibc unless a
- * policy is armed and the caller is a named site, and keep glibc's hands
- * off pool pointers.
+ * interpose.c - the exported malloc family, thin: pass to the heap (the
+ * program's own allocator, heap.c) unless a policy is armed and the caller
+ * is a named site, and keep the heap's hands off pool pointers.
  *
  * Costs (measured in make bench): no policy, one load and a predicted
- * branch over glibc's own malloc; armed policy, plus the return address
+ * branch over the allocator's own malloc (reached by one indirect jump, as
+ * through a PLT); armed policy, plus the return address
  * looked up in the site table (~3 ns).  free() of a heap pointer adds one
  * range compare.  No lock, no syscall, no symbol look-up on these paths:
  * decisions are made once per call site in resolve.c.
  *
- * glibc exports __libc_malloc & co., so no dlsym is needed to reach it and
- * allocation works from the first instruction of the process.  errno is
- * left as glibc or the pool leaves it.
+ * The heap's table works from the first instruction of the process (it
+ * finds the allocator on its first call, heap.c).  errno is left as the
+ * heap or the pool leaves it.
  */
 #define _GNU_SOURCE
 #include "shim.h"
 #include "arena.h"
 #include "fault.h"
+#include "heap.h"
 #include "site.h"
 
 #include <dlfcn.h>
@@ -27,26 +29,10 @@
 #include <string.h>
 #include <unistd.h>
 
-extern void *__libc_malloc(size_t);
-extern void __libc_free(void *);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-
 const struct shim_state *shim;
 __thread int shim_busy __attribute__((tls_model("initial-exec")));
 
 #define CALLER() ((uintptr_t)__builtin_return_address(0))
-
-/* glibc's malloc_usable_size has no __libc_ alias: found once with dlsym. */
-static size_t glibc_usable_size(void *p)
-{
-	typedef size_t (*fn_t)(void *);
-	fn_t fn = REAL(malloc_usable_size, fn_t);
-	if (!fn)
-		fatal("malloc_usable_size", "glibc's malloc_usable_size not found");
-	return fn(p);
-}
 
 /* The rare part of routing: a site seen for the first time, an allocation
  * wrapper (whose caller decides), a site that goes to a pool, or the shim
@@ -88,13 +74,13 @@ static inline void *route(size_t size, size_t align, uintptr_t ra)
 static __attribute__((noinline)) void *malloc_armed(size_t size, uintptr_t ra)
 {
 	void *p = route(size, PM_ALIGN, ra);
-	return p ? p : __libc_malloc(size);
+	return p ? p : heap_next.malloc(size);
 }
 
 PMALLOC_EXPORT void *malloc(size_t size)
 {
 	if (likely(!shim))
-		return __libc_malloc(size);
+		return heap_next.malloc(size);
 	return malloc_armed(size, CALLER());
 }
 
@@ -105,7 +91,7 @@ PMALLOC_EXPORT void free(void *p)
 		pool_note_free(p, "free");
 		return;
 	}
-	__libc_free(p);
+	heap_next.free(p);
 }
 
 PMALLOC_EXPORT void *calloc(size_t n, size_t size)
@@ -118,17 +104,17 @@ PMALLOC_EXPORT void *calloc(size_t n, size_t size)
 	/* Pool memory is never reused inside a span and spans are committed
 	 * fresh, so it is already zero (checked by the unit tests). */
 	void *p = shim ? route(total, PM_ALIGN, CALLER()) : NULL;
-	return p ? p : __libc_calloc(n, size);
+	return p ? p : heap_next.calloc(n, size);
 }
 
 static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 {
 	if (!old) {
 		void *p = shim ? route(size, PM_ALIGN, ra) : NULL;
-		return p ? p : __libc_malloc(size);
+		return p ? p : heap_next.malloc(size);
 	}
 	if (likely(!arena_contains(old)))
-		return __libc_realloc(old, size);   /* heap objects stay on the heap */
+		return heap_next.realloc(old, size);   /* heap objects stay on the heap */
 	if (size == 0) {
 		pool_note_free(old, "realloc");
 		return NULL;
@@ -138,7 +124,7 @@ static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 		return old;
 	void *p = shim ? route(size, PM_ALIGN, ra) : NULL;
 	if (!p)
-		p = __libc_malloc(size);
+		p = heap_next.malloc(size);
 	if (p) {
 		memcpy(p, old, have < size ? have : size);
 		pool_note_free(old, "realloc");
@@ -150,7 +136,7 @@ PMALLOC_EXPORT void *realloc(void *old, size_t size)
 {
 	/* Heap objects stay on the heap; realloc(NULL) is a malloc to route. */
 	if (likely(!arena_contains(old)) && (likely(old != NULL) || !shim))
-		return __libc_realloc(old, size);
+		return heap_next.realloc(old, size);
 	return realloc_from(old, size, CALLER());
 }
 
@@ -167,7 +153,7 @@ PMALLOC_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 static void *aligned_from(size_t align, size_t size, uintptr_t ra)
 {
 	void *p = shim ? route(size, align, ra) : NULL;
-	return p ? p : __libc_memalign(align, size);
+	return p ? p : heap_next.memalign(align, size);
 }
 
 static bool power_of_two(size_t a)
@@ -231,7 +217,7 @@ PMALLOC_EXPORT size_t malloc_usable_size(void *p)
 		return 0;
 	if (arena_contains(p))
 		return pool_usable_size(p, "malloc_usable_size");
-	return glibc_usable_size(p);
+	return heap_next.usable_size(p);
 }
 
 PMALLOC_EXPORT char *strdup(const char *s)
@@ -239,7 +225,7 @@ PMALLOC_EXPORT char *strdup(const char *s)
 	size_t n = strlen(s) + 1;
 	void *p = shim ? route(n, PM_ALIGN, CALLER()) : NULL;
 	if (!p)
-		p = __libc_malloc(n);
+		p = heap_next.malloc(n);
 	return p ? memcpy(p, s, n) : NULL;
 }
 
@@ -248,7 +234,7 @@ PMALLOC_EXPORT char *strndup(const char *s, size_t max)
 	size_t n = strnlen(s, max);
 	char *p = shim ? route(n + 1, PM_ALIGN, CALLER()) : NULL;
 	if (!p)
-		p = __libc_malloc(n + 1);
+		p = heap_next.malloc(n + 1);
 	if (p) {
 		memcpy(p, s, n);
 		p[n] = '\0';
