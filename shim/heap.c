@@ -30,6 +30,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <string.h>
 
 extern void *__libc_malloc(size_t);
@@ -179,15 +180,22 @@ static size_t no_usable_size(void *p)
 	return 0;
 }
 
-/* name, as defined by the object at base; NULL when that object lacks it
- * (the look-up found another object's). */
-static void *symbol_of(void *handle, const void *base, const char *name)
+/* The object that fn is in (_dl_find_object: no symbol search, unlike
+ * dladdr), or NULL. */
+static struct link_map *object_of(void *fn)
 {
-	Dl_info di;
-	void *fn = dlsym(handle, name);
-	if (!fn || !dladdr(fn, &di) || di.dli_fbase != base)
+	struct dl_find_object dlfo;
+	if (!fn || _dl_find_object(fn, &dlfo) != 0)
 		return NULL;
-	return fn;
+	return dlfo.dlfo_link_map;
+}
+
+/* name, as defined by the object obj; NULL when obj lacks it (the look-up
+ * found another object's). */
+static void *symbol_of(void *handle, const struct link_map *obj, const char *name)
+{
+	void *fn = dlsym(handle, name);
+	return fn && object_of(fn) == obj ? fn : NULL;
 }
 
 /* The table for the allocator whose malloc is m, looked up in handle
@@ -195,25 +203,24 @@ static void *symbol_of(void *handle, const void *base, const char *name)
  * of malloc, free, calloc, realloc or every aligned form. */
 static bool ops_for(void *handle, void *m, struct heap_ops *ops)
 {
-	Dl_info di;
-	if (!m || !dladdr(m, &di))
+	const struct link_map *obj = object_of(m);
+	if (!obj)
 		return false;
-	const void *base = di.dli_fbase;
 	ops->malloc = (void *(*)(size_t))m;
-	ops->free = (void (*)(void *))symbol_of(handle, base, "free");
-	ops->calloc = (void *(*)(size_t, size_t))symbol_of(handle, base, "calloc");
-	ops->realloc = (void *(*)(void *, size_t))symbol_of(handle, base, "realloc");
-	ops->memalign = (void *(*)(size_t, size_t))symbol_of(handle, base, "memalign");
-	ops->usable_size = (size_t (*)(void *))symbol_of(handle, base, "malloc_usable_size");
-	real.aligned_alloc = (void *(*)(size_t, size_t))symbol_of(handle, base, "aligned_alloc");
-	real.posix_memalign = (int (*)(void **, size_t, size_t))symbol_of(handle, base, "posix_memalign");
+	ops->free = (void (*)(void *))symbol_of(handle, obj, "free");
+	ops->calloc = (void *(*)(size_t, size_t))symbol_of(handle, obj, "calloc");
+	ops->realloc = (void *(*)(void *, size_t))symbol_of(handle, obj, "realloc");
+	ops->memalign = (void *(*)(size_t, size_t))symbol_of(handle, obj, "memalign");
+	ops->usable_size = (size_t (*)(void *))symbol_of(handle, obj, "malloc_usable_size");
+	real.aligned_alloc = (void *(*)(size_t, size_t))symbol_of(handle, obj, "aligned_alloc");
+	real.posix_memalign = (int (*)(void **, size_t, size_t))symbol_of(handle, obj, "posix_memalign");
 	if (!ops->memalign && real.aligned_alloc)
 		ops->memalign = via_aligned_alloc;
 	else if (!ops->memalign && real.posix_memalign)
 		ops->memalign = via_posix_memalign;
 	if (!ops->usable_size)
 		ops->usable_size = no_usable_size;
-	real.name = di.dli_fname;
+	real.name = obj->l_name && obj->l_name[0] ? obj->l_name : "the program";
 	return ops->free && ops->calloc && ops->realloc && ops->memalign;
 }
 

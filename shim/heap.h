@@ -26,7 +26,7 @@ union heap_page {
 	struct heap_ops ops;
 	char page[HEAP_PAGE];
 };
-extern union heap_page heap_page;
+extern union heap_page heap_page __attribute__((visibility("hidden")));
 
 /* The heap's entry points.  Calling one costs what calling the allocator
  * through a PLT does: one indirect jump. */
