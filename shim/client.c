@@ -10,7 +10,8 @@
  * our bytes in its files.  The daemon learns who sends from the kernel
  * (SO_PASSCRED), so a forked child reports as itself.
  *
- * The handshake never waits longer than its timeout; sends never block.
+ * The handshake never waits longer than its timeout; sends never block:
+ * a report the daemon cannot take now goes to the journal directly.
  * client_report() is async-signal-safe: a static message, no malloc.
  */
 #define _GNU_SOURCE
@@ -51,23 +52,17 @@ static bool client_fd_valid(void)
 	       st.st_dev == client_dev && st.st_ino == client_ino;
 }
 
-static _Atomic unsigned long reports_dropped;
-
-/* Hand msg to pmallocd without blocking: true when it is the daemon's now
- * (sent, or dropped because a live daemon is busy: its rate limit must not
- * be bypassed through the journal), false when there is no daemon and the
- * caller writes the journal itself.  Async-signal-safe. */
+/* Hand msg to pmallocd without blocking: true when it is the daemon's now,
+ * false when the caller writes the journal itself: no daemon, or one whose
+ * socket is full (stopped, hung, or flooded).  The shim's own rate limit
+ * (journal.c) then bounds what reaches the journal, and counts and
+ * summarises the rest, so no report is lost without trace.
+ * Async-signal-safe. */
 static bool send_to_daemon(const void *msg, size_t len)
 {
 	if (!client_fd_valid())
 		return false;
-	if (send(client_fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len)
-		return true;
-	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
-		atomic_fetch_add_explicit(&reports_dropped, 1, memory_order_relaxed);
-		return true;
-	}
-	return false;
+	return send(client_fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len;
 }
 
 static void keep_connection(int fd)
@@ -302,10 +297,13 @@ static char exe_path[PMW_PATH];
 
 void client_report(const struct violation *v)
 {
-	/* One report at a time; a second thread faulting meanwhile is only
-	 * reported on stderr (its process is about to die anyway). */
-	if (atomic_flag_test_and_set(&report_busy))
+	/* One report at a time; a second thread faulting meanwhile is
+	 * reported on stderr, and counted in the journal's summary of
+	 * reports dropped. */
+	if (atomic_flag_test_and_set(&report_busy)) {
+		journal_note_dropped();
 		return;
+	}
 	struct pmw_report *m = &report_msg;
 	memset(m, 0, sizeof(*m));
 	pmw_header_init(&m->h, PMW_REPORT, sizeof(*m));
