@@ -168,7 +168,8 @@ int client_wait(unsigned int timeout_ms, char **ret_text, uint64_t *ret_generati
 			return -ETIMEDOUT;
 		}
 		struct pollfd pfd = { .fd = pending_fd, .events = POLLIN };
-		struct timespec ts = { 0, (long)(deadline - now) * 1000000L };
+		uint64_t left_ms = deadline - now;     /* ppoll wants tv_nsec < 1e9 */
+		struct timespec ts = { (time_t)(left_ms / 1000u), (long)(left_ms % 1000u) * 1000000L };
 		/* The raw system call: poll() and ppoll() are interposed triggers. */
 		syscall(SYS_ppoll, &pfd, 1, &ts, NULL, (size_t)8);
 	}
