@@ -294,7 +294,10 @@ void client_read_orders(void (*fn)(const char *pool))
 
 static struct pmw_report report_msg;
 static atomic_flag report_busy = ATOMIC_FLAG_INIT;
-static char exe_path[PMW_PATH];
+/* The program's path, read once at start-up into a page of its own that
+ * is then read-only: setproctitle() and the like overwrite argv[0] (and
+ * with it program_invocation_name), a heap bug cannot reach it either. */
+static const char *exe_path = "";
 
 void client_report(const struct violation *v)
 {
@@ -338,7 +341,16 @@ void client_report(const struct violation *v)
 
 void client_init(void)
 {
-	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
-	exe_path[n > 0 ? n : 0] = '\0';
+	void *page;
+	size_t len = ALIGN_UP(PMW_PATH, os_page_size);
+	if (os_map(len, &page) == 0) {
+		char *path = page;
+		ssize_t n = readlink("/proc/self/exe", path, PMW_PATH - 1);
+		if (n <= 0)      /* no /proc: the name it was started by, still intact */
+			copy_name(path, PMW_PATH, program_invocation_name);
+		os_protect_ro(page, len);
+		exe_path = path;
+	}
+	report_program = exe_path;
 	report_send_hook = client_report;
 }

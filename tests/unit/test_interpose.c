@@ -718,6 +718,19 @@ END_TEST
 
 static const struct report secret_report = { 0, "secrets", 7, 48, "make_secret", "ip_sigsegv", ENFORCE };
 
+/* setproctitle() rewrites argv[0]: the report still names the program by
+ * the path read at start-up. */
+START_TEST(test_report_names_retitled_program)
+{
+	write_policy("ip_title", NULL, "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
+	run("ip_title", NULL);
+	expect_signal(SIGSEGV);
+	ck_assert_msg(strncmp(R.out, "retitled: ", 10) == 0 && !strstr(R.out, "ip_title"),
+		      "the program did not retitle itself" SHOW, OUTPUT);
+	expect_only_report(&(struct report){ R.pid, "secrets", 7, 48, "make_secret", "ip_title", ENFORCE });
+}
+END_TEST
+
 START_TEST(test_own_handler_sigaction_after_startup)
 {
 	write_policy("ip_sigsegv", NULL, "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
@@ -942,6 +955,7 @@ int main(void)
 	tcase_add_test(tc, test_threads_allocate_while_trigger_fires);
 
 	tc = tcase(s, "program's SIGSEGV handler");
+	tcase_add_test(tc, test_report_names_retitled_program);
 	tcase_add_test(tc, test_own_handler_sigaction_after_startup);
 	tcase_add_test(tc, test_own_handler_sigaction_before_startup);
 	tcase_add_test(tc, test_own_handler_signal);
