@@ -18,6 +18,7 @@
 #include "shim.h"
 #include "arena.h"
 #include "fault.h"
+#include "fill.h"
 #include "heap.h"
 #include "site.h"
 
@@ -107,6 +108,22 @@ PMALLOC_EXPORT void *calloc(size_t n, size_t size)
 	return p ? p : heap_next.calloc(n, size);
 }
 
+/* p, a pool object of size bytes just routed from ra, made safe for the
+ * shim to copy into: the caller holds a fill (fill.c) until its copy is
+ * done, so no protect can come in between.  One may have come before the
+ * fill: then p is read-only already, and is given back for another object
+ * (from the pool, or the heap), taken now that none can.  NULL when the
+ * heap has nothing. */
+static cold void *pool_fillable(void *p, size_t size, uintptr_t ra, const char *api)
+{
+	fill_begin();
+	if (likely(!pool_is_protected(p)))
+		return p;
+	pool_note_free(p, api);
+	p = route(size, PM_ALIGN, ra);
+	return p ? p : heap_next.malloc(size);
+}
+
 static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 {
 	if (!old) {
@@ -123,12 +140,14 @@ static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 	if (size <= have && !pool_is_protected(old))
 		return old;
 	void *p = shim ? route(size, PM_ALIGN, ra) : NULL;
-	if (!p)
-		p = heap_next.malloc(size);
+	bool fill = p != NULL;
+	p = fill ? pool_fillable(p, size, ra, "realloc") : heap_next.malloc(size);
 	if (p) {
 		memcpy(p, old, have < size ? have : size);
 		pool_note_free(old, "realloc");
 	}
+	if (fill)
+		fill_end();
 	return p;
 }
 
@@ -220,25 +239,36 @@ PMALLOC_EXPORT size_t malloc_usable_size(void *p)
 	return heap_next.usable_size(p);
 }
 
+/* strdup and strndup copy into what they route: into a pool object, under
+ * a fill (pool_fillable), so that a protect from another thread cannot
+ * make the shim's own copy fault. */
 PMALLOC_EXPORT char *strdup(const char *s)
 {
 	size_t n = strlen(s) + 1;
 	void *p = shim ? route(n, PM_ALIGN, CALLER()) : NULL;
-	if (!p)
+	if (likely(!p)) {
 		p = heap_next.malloc(n);
-	return p ? memcpy(p, s, n) : NULL;
+		return p ? memcpy(p, s, n) : NULL;
+	}
+	p = pool_fillable(p, n, CALLER(), "strdup");
+	if (p)
+		memcpy(p, s, n);
+	fill_end();
+	return p;
 }
 
 PMALLOC_EXPORT char *strndup(const char *s, size_t max)
 {
 	size_t n = strnlen(s, max);
 	char *p = shim ? route(n + 1, PM_ALIGN, CALLER()) : NULL;
-	if (!p)
-		p = heap_next.malloc(n + 1);
+	bool fill = p != NULL;
+	p = fill ? pool_fillable(p, n + 1, CALLER(), "strndup") : heap_next.malloc(n + 1);
 	if (p) {
 		memcpy(p, s, n);
 		p[n] = '\0';
 	}
+	if (fill)
+		fill_end();
 	return p;
 }
 

@@ -714,6 +714,22 @@ START_TEST(test_threads_allocate_while_trigger_fires)
 }
 END_TEST
 
+/* The shim's own copies (strdup, strndup, realloc of a pool object) into
+ * fresh pool objects, while another thread protects the pool over and
+ * over: every copy completes, none is reported as the program's write. */
+START_TEST(test_shim_copies_race_protect)
+{
+	write_policy("ip_fillrace", NULL, "names",
+		     "sites = [ \"load_names\" ]; protect = [ \"manual\" ]; max_bytes = 268435456;");
+	for (int i = 0; i < 3; i++) {
+		run("ip_fillrace", NULL);
+		expect_exit(0);
+		expect_stdout("ok: 2700 copies\n");
+		expect_stderr("");
+	}
+}
+END_TEST
+
 /* ---- the program's own SIGSEGV handler ---- */
 
 static const struct report secret_report = { 0, "secrets", 7, 48, "make_secret", "ip_sigsegv", ENFORCE };
@@ -953,6 +969,7 @@ int main(void)
 	tcase_add_test(tc, test_manual_trigger);
 	tcase_add_test(tc, test_fork_trigger_protects_both_processes);
 	tcase_add_test(tc, test_threads_allocate_while_trigger_fires);
+	tcase_add_test(tc, test_shim_copies_race_protect);
 
 	tc = tcase(s, "program's SIGSEGV handler");
 	tcase_add_test(tc, test_report_names_retitled_program);
