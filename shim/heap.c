@@ -283,6 +283,12 @@ void heap_init(void)
 	heap_found();
 }
 
+unsigned int heap_bootstrap_count(void)
+{
+	unsigned int n = atomic_load(&boot_used);
+	return n < BOOT_MAX ? n : BOOT_MAX;
+}
+
 const char *heap_name(void)
 {
 	heap_found();

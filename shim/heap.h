@@ -39,5 +39,8 @@ void heap_init(void);
 /* Which allocator serves the heap: the file name of the object defining
  * the next malloc (libc.so.6, libjemalloc.so.2 ...); for PMALLOC_DEBUG. */
 const char *heap_name(void);
+/* How many allocations glibc served while the next allocator was being
+ * found (dlsym allocating, or another thread meanwhile). */
+unsigned int heap_bootstrap_count(void);
 
 #endif

@@ -193,7 +193,8 @@ void shim_init(void)
 	pm_debug = d && strcmp(d, "1") == 0;
 	os_init();
 	heap_init();
-	debug_printf("heap allocator: %s", heap_name());
+	debug_printf("heap allocator: %s (%u allocations from glibc while finding it)", heap_name(),
+		     heap_bootstrap_count());
 	client_init();
 
 	struct policy_set *set = NULL;
