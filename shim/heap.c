@@ -7,7 +7,9 @@
  *
  * All six entry points are taken from the one object that defines the next
  * malloc (an allocator lacking memalign gets it from its aligned_alloc or
- * posix_memalign), never mixed with another object's.
+ * posix_memalign), never mixed with another object's.  When the program's
+ * executable defines malloc itself, it precedes the shim: that allocator is
+ * the heap (the shim's own strdup and the like must use it too).
  *
  * Bootstrap: the table starts with trampolines that find the allocator on
  * the first call (dlsym).  dlsym may allocate, and another thread may
@@ -229,7 +231,13 @@ static void find(void)
 	struct heap_ops ops;
 	int busy = shim_busy;
 	shim_busy = 1;
-	if (!ops_for(RTLD_NEXT, dlsym(RTLD_NEXT, "malloc"), &ops)) {
+	/* Normally the shim's malloc is the program's, and the next one is the
+	 * heap.  A program whose executable defines malloc (an allocator
+	 * linked in statically) comes before us: its allocator is the heap. */
+	void *first = dlsym(RTLD_DEFAULT, "malloc");
+	bool before_us = first && object_of(first) != object_of((void *)heap_init);
+	if (!(before_us && ops_for(RTLD_DEFAULT, first, &ops)) &&
+	    !ops_for(RTLD_NEXT, dlsym(RTLD_NEXT, "malloc"), &ops)) {
 		/* No next allocator (or an incomplete one): glibc's, whole. */
 		void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
 		memset(&ops, 0, sizeof(ops));

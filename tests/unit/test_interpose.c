@@ -922,6 +922,18 @@ START_TEST(test_no_matching_policy_is_silent)
 }
 END_TEST
 
+/* An allocator in the executable precedes the shim: the shim's own
+ * strdup & co. allocate from it (its free() aborts on anything else). */
+START_TEST(test_allocator_in_the_executable)
+{
+	write_policy("not-this-program", NULL, "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
+	run("ip_ownmalloc", NULL);
+	expect_exit(0);
+	expect_stdout("ok\n");
+	expect_stderr("");
+}
+END_TEST
+
 START_TEST(test_errno_preserved)
 {
 	write_policy("ip_errno", NULL, "cfg", "sites = [ \"cfg_load\" ]; " LISTEN);
@@ -986,6 +998,7 @@ int main(void)
 	tcase_add_test(tc, test_broken_policy_syntax_error);
 	tcase_add_test(tc, test_broken_policy_unknown_key);
 	tcase_add_test(tc, test_no_matching_policy_is_silent);
+	tcase_add_test(tc, test_allocator_in_the_executable);
 
 	return test_run_suite(s);
 }
