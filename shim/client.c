@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -339,8 +340,14 @@ void client_report(const struct violation *v)
 	atomic_flag_clear(&report_busy);
 }
 
+static void client_after_fork_child(void)
+{
+	atomic_flag_clear(&report_busy);   /* a report of another thread of the parent's */
+}
+
 void client_init(void)
 {
+	pthread_atfork(NULL, NULL, client_after_fork_child);
 	void *page;
 	size_t len = ALIGN_UP(PMW_PATH, os_page_size);
 	if (os_map(len, &page) == 0) {

@@ -20,6 +20,7 @@
 #include "os.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -144,6 +145,22 @@ static bool rate_allows(void)
 void journal_note_dropped(void)
 {
 	atomic_fetch_add(&window_dropped, 1);
+}
+
+/* A forked child starts its own count: the parent's drops are the
+ * parent's to summarise, and a report under way in another thread of the
+ * parent holds no flag of the child's. */
+static void journal_after_fork_child(void)
+{
+	atomic_store(&window_start_ns, 0);
+	atomic_store(&window_count, 0);
+	atomic_store(&window_dropped, 0);
+	atomic_flag_clear(&entry_busy);
+}
+
+__attribute__((constructor)) static void journal_init(void)
+{
+	pthread_atfork(NULL, NULL, journal_after_fork_child);
 }
 
 /* At exit, what the last window dropped. */

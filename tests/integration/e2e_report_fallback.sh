@@ -6,7 +6,9 @@
 # daemon and logged when it runs again, or written by the shim itself once
 # the socket is full) or counted in a "reports dropped" summary (the
 # shim's, written at exit; the daemon's, for its own rate limit): the
-# entries and the summaries' PMALLOC_DROPPED add up to 2000.
+# entries and the summaries' PMALLOC_DROPPED add up to 2000.  Then, with no
+# daemon at all: a process that forks after its drops summarises them once
+# (the child, exiting, has none of its own).
 . "$(dirname "$0")/e2e_lib.sh"
 
 N=2000
@@ -69,3 +71,20 @@ expect_field "$s" SYSLOG_IDENTIFIER pmalloc
 printf '%s\n' "$s" | jfield MESSAGE | grep -Eq "^pmalloc: PID $pid: [0-9]+ violation reports were not logged \(rate limit: 5 per 1 s" ||
 	fail "summary: $s"
 pass "$N writes with pmallocd stopped: $queued logged by pmallocd, $own by the shim, $dropped counted in summaries"
+
+# No daemon: 50 writes, 5 logged, 45 dropped; a forked child exits (its
+# destructors run) and must not summarise its parent's drops again.
+stop_daemon || fail "pmallocd exit status $?"
+printf 'write 50\nfork\nexit\n' >"$T/cmds2"
+E2E_CONF=$CONF hardened "$T/out2" "$T/err2" "$HOLD" <"$T/cmds2" || fail "e2e_hold: exit $?: $(tail -n 3 "$T/err2")"
+pid=$HPID
+child=$(sed -n 's/^forked \([0-9]*\): exit 0$/\1/p' "$T/out2")
+[ -n "$child" ] || fail "e2e_hold did not fork: $(cat "$T/out2")"
+journal_sync
+own=$(jnow MESSAGE_ID=$MID_VIOLATION OBJECT_PID=$pid | grep -c .)
+s=$(jsel 1 MESSAGE_ID=$MID_DROPPED OBJECT_PID=$pid) || fail "no summary from PID $pid"
+[ "$own" = 5 ] && count_is 1 "$s" && [ "$(printf '%s\n' "$s" | jfield PMALLOC_DROPPED)" = 45 ] ||
+	fail "want 5 entries and one summary of 45: $own entries, summary $s"
+c=$(jnow MESSAGE_ID=$MID_DROPPED OBJECT_PID=$child)
+[ -z "$c" ] || fail "the forked child summarised its parent's drops: $c"
+pass "no daemon: 5 entries, one summary of 45 from PID $pid, none from its forked child $child"
