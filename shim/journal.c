@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -68,16 +69,29 @@ static void field_u64(struct fmt *f, const char *key, uint64_t v, bool hex)
 	fmt_str(f, "\n");
 }
 
-/* true when journald took the entry. */
-static bool send_entry(struct fmt *f)
+/* true when journald took the entry.  Never blocks, unless wait_ms: then
+ * up to that long for room in journald's queue (at exit only: a busy
+ * journald must not cost the summary, a stalled one not the exit). */
+static bool send_entry_wait(struct fmt *f, unsigned int wait_ms)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = JOURNAL_SOCKET };
 	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return false;
-	ssize_t n = sendto(fd, f->start, fmt_len(f), MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)&sa, sizeof(sa));
+	int flags = MSG_NOSIGNAL | MSG_DONTWAIT;
+	if (wait_ms) {
+		struct timeval tv = { (time_t)(wait_ms / 1000u), (suseconds_t)(wait_ms % 1000u) * 1000 };
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == 0)
+			flags &= ~MSG_DONTWAIT;
+	}
+	ssize_t n = sendto(fd, f->start, fmt_len(f), flags, (struct sockaddr *)&sa, sizeof(sa));
 	close(fd);
 	return n == (ssize_t)fmt_len(f);
+}
+
+static bool send_entry(struct fmt *f)
+{
+	return send_entry_wait(f, 0);
 }
 
 static void common_fields(struct fmt *f, const char *mid, int priority)
@@ -99,8 +113,9 @@ static void limits(unsigned int *burst, unsigned int *interval_s)
 	}
 }
 
-/* The summary of what was dropped so far, if anything (entry_busy held). */
-static void write_summary(void)
+/* The summary of what was dropped so far, if anything (entry_busy held);
+ * wait_ms as for send_entry_wait. */
+static void write_summary(unsigned int wait_ms)
 {
 	unsigned int dropped = atomic_exchange(&window_dropped, 0), burst, interval_s;
 	if (!dropped)
@@ -120,7 +135,7 @@ static void write_summary(void)
 	fmt_str(&f, " per ");
 	fmt_u64(&f, interval_s);
 	fmt_str(&f, " s, or pmallocd and journald could not take them)\n");
-	if (!send_entry(&f))
+	if (!send_entry_wait(&f, wait_ms))
 		atomic_fetch_add(&window_dropped, dropped);   /* kept for the next try */
 }
 
@@ -134,7 +149,7 @@ static bool rate_allows(void)
 	if (start == 0 || now - start >= (uint64_t)interval_s * 1000000000u) {
 		atomic_store(&window_start_ns, now);
 		atomic_store(&window_count, 0);
-		write_summary();
+		write_summary(0);
 	}
 	if (atomic_fetch_add(&window_count, 1) < burst)
 		return true;
@@ -169,7 +184,7 @@ __attribute__((destructor)) static void journal_at_exit(void)
 	if (!atomic_load(&window_dropped) || atomic_flag_test_and_set(&entry_busy))
 		return;
 	int e = errno;
-	write_summary();
+	write_summary(250);
 	errno = e;
 	atomic_flag_clear(&entry_busy);
 }

@@ -39,7 +39,7 @@ run() {
 	pass "$name, idle shim: $(printf '%s' "$out" | grep -c '^ok:') checks"
 	out=$(LD_PRELOAD=$SHIM PMALLOC_CONF=$CONF PMALLOC_DEBUG=1 "$prog" armed 2>&1) || fail "$name, armed: $out"
 	printf '%s\n' "$out" | grep -q "^ok: pool route" || fail "$name, armed: no pool route: $out"
-	printf '%s\n' "$out" | grep -q "heap allocator: .*/$lib\$" ||
+	printf '%s\n' "$out" | grep -q "heap allocator: .*/$lib " ||
 		fail "$name, armed: the heap is not $lib: $(printf '%s\n' "$out" | grep 'heap allocator')"
 	pass "$name, armed: $(printf '%s\n' "$out" | grep -c '^ok:') checks, heap $lib"
 }

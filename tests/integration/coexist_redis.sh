@@ -50,7 +50,7 @@ done
 kill -0 "$pid" || fail "redis-server died: $(tail -n 20 "$T/redis.out" "$T/redis.err")"
 grep -q 'policy "redis" (enforce, mprotect) applies' "$T/redis.err" ||
 	fail "the policy is not armed in redis-server: $(head -n 20 "$T/redis.err")"
-grep -q 'heap allocator: .*/libjemalloc.so.2$' "$T/redis.err" ||
+grep -q 'heap allocator: .*/libjemalloc.so.2 ' "$T/redis.err" ||
 	fail "redis-server's heap is not jemalloc: $(grep 'heap allocator' "$T/redis.err")"
 pass "redis-server $pid on 127.0.0.1:$port, policy armed, heap jemalloc"
 
