@@ -31,10 +31,10 @@ PC_MODULES := libconfig libsystemd libseccomp check libelf libdw
 # system-wide (a policy-rc.d that refuses, for the length of apt's run).
 TEST_DEB_PACKAGES := redis-server redis-tools nginx-light memcached curl libjemalloc2 \
 	libjemalloc-dev libmimalloc-dev libgoogle-perftools4 clang libclang-rt-14-dev \
-	systemd-journal-remote
+	systemd-journal-remote strace
 TEST_DEB_FILES := /usr/bin/redis-server /usr/bin/redis-benchmark /usr/sbin/nginx /usr/bin/memcached \
 	/usr/bin/curl /usr/include/jemalloc/jemalloc.h /usr/include/mimalloc.h \
-	/usr/bin/clang /lib/systemd/systemd-journal-remote
+	/usr/bin/clang /lib/systemd/systemd-journal-remote /usr/bin/strace
 
 WARN := -Wall -Wextra -Wmissing-prototypes -Wstrict-prototypes -Wshadow -Wcast-qual \
 	-Wwrite-strings -Wundef -Werror

@@ -10,7 +10,8 @@
  * our bytes in its files.  The daemon learns who sends from the kernel
  * (SO_PASSCRED), so a forked child reports as itself.
  *
- * The handshake never waits longer than its timeout; sends never block.
+ * The handshake never waits longer than its timeout; sends never block:
+ * a report the daemon cannot take now goes to the journal directly.
  * client_report() is async-signal-safe: a static message, no malloc.
  */
 #define _GNU_SOURCE
@@ -28,6 +29,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -51,23 +53,17 @@ static bool client_fd_valid(void)
 	       st.st_dev == client_dev && st.st_ino == client_ino;
 }
 
-static _Atomic unsigned long reports_dropped;
-
-/* Hand msg to pmallocd without blocking: true when it is the daemon's now
- * (sent, or dropped because a live daemon is busy: its rate limit must not
- * be bypassed through the journal), false when there is no daemon and the
- * caller writes the journal itself.  Async-signal-safe. */
+/* Hand msg to pmallocd without blocking: true when it is the daemon's now,
+ * false when the caller writes the journal itself: no daemon, or one whose
+ * socket is full (stopped, hung, or flooded).  The shim's own rate limit
+ * (journal.c) then bounds what reaches the journal, and counts and
+ * summarises the rest, so no report is lost without trace.
+ * Async-signal-safe. */
 static bool send_to_daemon(const void *msg, size_t len)
 {
 	if (!client_fd_valid())
 		return false;
-	if (send(client_fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len)
-		return true;
-	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
-		atomic_fetch_add_explicit(&reports_dropped, 1, memory_order_relaxed);
-		return true;
-	}
-	return false;
+	return send(client_fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len;
 }
 
 static void keep_connection(int fd)
@@ -173,7 +169,8 @@ int client_wait(unsigned int timeout_ms, char **ret_text, uint64_t *ret_generati
 			return -ETIMEDOUT;
 		}
 		struct pollfd pfd = { .fd = pending_fd, .events = POLLIN };
-		struct timespec ts = { 0, (long)(deadline - now) * 1000000L };
+		uint64_t left_ms = deadline - now;     /* ppoll wants tv_nsec < 1e9 */
+		struct timespec ts = { (time_t)(left_ms / 1000u), (long)(left_ms % 1000u) * 1000000L };
 		/* The raw system call: poll() and ppoll() are interposed triggers. */
 		syscall(SYS_ppoll, &pfd, 1, &ts, NULL, (size_t)8);
 	}
@@ -298,14 +295,20 @@ void client_read_orders(void (*fn)(const char *pool))
 
 static struct pmw_report report_msg;
 static atomic_flag report_busy = ATOMIC_FLAG_INIT;
-static char exe_path[PMW_PATH];
+/* The program's path, read once at start-up into a page of its own that
+ * is then read-only: setproctitle() and the like overwrite argv[0] (and
+ * with it program_invocation_name), a heap bug cannot reach it either. */
+static const char *exe_path = "";
 
 void client_report(const struct violation *v)
 {
-	/* One report at a time; a second thread faulting meanwhile is only
-	 * reported on stderr (its process is about to die anyway). */
-	if (atomic_flag_test_and_set(&report_busy))
+	/* One report at a time; a second thread faulting meanwhile is
+	 * reported on stderr, and counted in the journal's summary of
+	 * reports dropped. */
+	if (atomic_flag_test_and_set(&report_busy)) {
+		journal_note_dropped();
 		return;
+	}
 	struct pmw_report *m = &report_msg;
 	memset(m, 0, sizeof(*m));
 	pmw_header_init(&m->h, PMW_REPORT, sizeof(*m));
@@ -337,9 +340,24 @@ void client_report(const struct violation *v)
 	atomic_flag_clear(&report_busy);
 }
 
+static void client_after_fork_child(void)
+{
+	atomic_flag_clear(&report_busy);   /* a report of another thread of the parent's */
+}
+
 void client_init(void)
 {
-	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
-	exe_path[n > 0 ? n : 0] = '\0';
+	pthread_atfork(NULL, NULL, client_after_fork_child);
+	void *page;
+	size_t len = ALIGN_UP(PMW_PATH, os_page_size);
+	if (os_map(len, &page) == 0) {
+		char *path = page;
+		ssize_t n = readlink("/proc/self/exe", path, PMW_PATH - 1);
+		if (n <= 0)      /* no /proc: the name it was started by, still intact */
+			copy_name(path, PMW_PATH, program_invocation_name);
+		os_protect_ro(page, len);
+		exe_path = path;
+	}
+	report_program = exe_path;
 	report_send_hook = client_report;
 }

@@ -14,6 +14,7 @@
 #include "client.h"
 #include "fault.h"
 #include "fmt.h"
+#include "heap.h"
 #include "os.h"
 #include "pmalloc.h"
 
@@ -191,6 +192,9 @@ void shim_init(void)
 	const char *d = secure_getenv("PMALLOC_DEBUG");
 	pm_debug = d && strcmp(d, "1") == 0;
 	os_init();
+	heap_init();
+	debug_printf("heap allocator: %s (%u allocations from glibc while finding it)", heap_name(),
+		     heap_bootstrap_count());
 	client_init();
 
 	struct policy_set *set = NULL;

@@ -1,22 +1,25 @@
 /*
- * interpose.c - the exported malloc family, thin: pass to glibc unless a
- * policy is armed and the caller is a named site, and keep glibc's hands
- * off pool pointers.
+ * interpose.c - the exported malloc family, thin: pass to the heap (the
+ * program's own allocator, heap.c) unless a policy is armed and the caller
+ * is a named site, and keep the heap's hands off pool pointers.
  *
  * Costs (measured in make bench): no policy, one load and a predicted
- * branch over glibc's own malloc; armed policy, plus the return address
+ * branch over the allocator's own malloc (reached by one indirect jump, as
+ * through a PLT); armed policy, plus the return address
  * looked up in the site table (~3 ns).  free() of a heap pointer adds one
  * range compare.  No lock, no syscall, no symbol look-up on these paths:
  * decisions are made once per call site in resolve.c.
  *
- * glibc exports __libc_malloc & co., so no dlsym is needed to reach it and
- * allocation works from the first instruction of the process.  errno is
- * left as glibc or the pool leaves it.
+ * The heap's table works from the first instruction of the process (it
+ * finds the allocator on its first call, heap.c).  errno is left as the
+ * heap or the pool leaves it.
  */
 #define _GNU_SOURCE
 #include "shim.h"
 #include "arena.h"
 #include "fault.h"
+#include "fill.h"
+#include "heap.h"
 #include "site.h"
 
 #include <dlfcn.h>
@@ -27,26 +30,10 @@
 #include <string.h>
 #include <unistd.h>
 
-extern void *__libc_malloc(size_t);
-extern void __libc_free(void *);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-
 const struct shim_state *shim;
 __thread int shim_busy __attribute__((tls_model("initial-exec")));
 
 #define CALLER() ((uintptr_t)__builtin_return_address(0))
-
-/* glibc's malloc_usable_size has no __libc_ alias: found once with dlsym. */
-static size_t glibc_usable_size(void *p)
-{
-	typedef size_t (*fn_t)(void *);
-	fn_t fn = REAL(malloc_usable_size, fn_t);
-	if (!fn)
-		fatal("malloc_usable_size", "glibc's malloc_usable_size not found");
-	return fn(p);
-}
 
 /* The rare part of routing: a site seen for the first time, an allocation
  * wrapper (whose caller decides), a site that goes to a pool, or the shim
@@ -88,13 +75,13 @@ static inline void *route(size_t size, size_t align, uintptr_t ra)
 static __attribute__((noinline)) void *malloc_armed(size_t size, uintptr_t ra)
 {
 	void *p = route(size, PM_ALIGN, ra);
-	return p ? p : __libc_malloc(size);
+	return p ? p : heap_next.malloc(size);
 }
 
 PMALLOC_EXPORT void *malloc(size_t size)
 {
 	if (likely(!shim))
-		return __libc_malloc(size);
+		return heap_next.malloc(size);
 	return malloc_armed(size, CALLER());
 }
 
@@ -105,7 +92,7 @@ PMALLOC_EXPORT void free(void *p)
 		pool_note_free(p, "free");
 		return;
 	}
-	__libc_free(p);
+	heap_next.free(p);
 }
 
 PMALLOC_EXPORT void *calloc(size_t n, size_t size)
@@ -118,17 +105,33 @@ PMALLOC_EXPORT void *calloc(size_t n, size_t size)
 	/* Pool memory is never reused inside a span and spans are committed
 	 * fresh, so it is already zero (checked by the unit tests). */
 	void *p = shim ? route(total, PM_ALIGN, CALLER()) : NULL;
-	return p ? p : __libc_calloc(n, size);
+	return p ? p : heap_next.calloc(n, size);
+}
+
+/* p, a pool object of size bytes just routed from ra, made safe for the
+ * shim to copy into: the caller holds a fill (fill.c) until its copy is
+ * done, so no protect can come in between.  One may have come before the
+ * fill: then p is read-only already, and is given back for another object
+ * (from the pool, or the heap), taken now that none can.  NULL when the
+ * heap has nothing. */
+static cold void *pool_fillable(void *p, size_t size, uintptr_t ra, const char *api)
+{
+	fill_begin();
+	if (likely(!pool_is_protected(p)))
+		return p;
+	pool_note_free(p, api);
+	p = route(size, PM_ALIGN, ra);
+	return p ? p : heap_next.malloc(size);
 }
 
 static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 {
 	if (!old) {
 		void *p = shim ? route(size, PM_ALIGN, ra) : NULL;
-		return p ? p : __libc_malloc(size);
+		return p ? p : heap_next.malloc(size);
 	}
 	if (likely(!arena_contains(old)))
-		return __libc_realloc(old, size);   /* heap objects stay on the heap */
+		return heap_next.realloc(old, size);   /* heap objects stay on the heap */
 	if (size == 0) {
 		pool_note_free(old, "realloc");
 		return NULL;
@@ -137,12 +140,14 @@ static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 	if (size <= have && !pool_is_protected(old))
 		return old;
 	void *p = shim ? route(size, PM_ALIGN, ra) : NULL;
-	if (!p)
-		p = __libc_malloc(size);
+	bool fill = p != NULL;
+	p = fill ? pool_fillable(p, size, ra, "realloc") : heap_next.malloc(size);
 	if (p) {
 		memcpy(p, old, have < size ? have : size);
 		pool_note_free(old, "realloc");
 	}
+	if (fill)
+		fill_end();
 	return p;
 }
 
@@ -150,7 +155,7 @@ PMALLOC_EXPORT void *realloc(void *old, size_t size)
 {
 	/* Heap objects stay on the heap; realloc(NULL) is a malloc to route. */
 	if (likely(!arena_contains(old)) && (likely(old != NULL) || !shim))
-		return __libc_realloc(old, size);
+		return heap_next.realloc(old, size);
 	return realloc_from(old, size, CALLER());
 }
 
@@ -167,7 +172,7 @@ PMALLOC_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 static void *aligned_from(size_t align, size_t size, uintptr_t ra)
 {
 	void *p = shim ? route(size, align, ra) : NULL;
-	return p ? p : __libc_memalign(align, size);
+	return p ? p : heap_next.memalign(align, size);
 }
 
 static bool power_of_two(size_t a)
@@ -231,28 +236,39 @@ PMALLOC_EXPORT size_t malloc_usable_size(void *p)
 		return 0;
 	if (arena_contains(p))
 		return pool_usable_size(p, "malloc_usable_size");
-	return glibc_usable_size(p);
+	return heap_next.usable_size(p);
 }
 
+/* strdup and strndup copy into what they route: into a pool object, under
+ * a fill (pool_fillable), so that a protect from another thread cannot
+ * make the shim's own copy fault. */
 PMALLOC_EXPORT char *strdup(const char *s)
 {
 	size_t n = strlen(s) + 1;
 	void *p = shim ? route(n, PM_ALIGN, CALLER()) : NULL;
-	if (!p)
-		p = __libc_malloc(n);
-	return p ? memcpy(p, s, n) : NULL;
+	if (likely(!p)) {
+		p = heap_next.malloc(n);
+		return p ? memcpy(p, s, n) : NULL;
+	}
+	p = pool_fillable(p, n, CALLER(), "strdup");
+	if (p)
+		memcpy(p, s, n);
+	fill_end();
+	return p;
 }
 
 PMALLOC_EXPORT char *strndup(const char *s, size_t max)
 {
 	size_t n = strnlen(s, max);
 	char *p = shim ? route(n + 1, PM_ALIGN, CALLER()) : NULL;
-	if (!p)
-		p = __libc_malloc(n + 1);
+	bool fill = p != NULL;
+	p = fill ? pool_fillable(p, n + 1, CALLER(), "strndup") : heap_next.malloc(n + 1);
 	if (p) {
 		memcpy(p, s, n);
 		p[n] = '\0';
 	}
+	if (fill)
+		fill_end();
 	return p;
 }
 

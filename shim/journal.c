@@ -1,11 +1,17 @@
 /*
  * journal.c - journal entries written by the shim itself when pmallocd is
- * not there (SPEC.md's MESSAGE_IDs and fields), in the journal's native
+ * not there or cannot take them (the product's MESSAGE_IDs and fields), in
+ * the journal's native
  * protocol: "FIELD=value\n" lines in one datagram.  Values are ours or
  * sanitised (control characters become '?'), so none needs the binary
  * form.  Async-signal-safe: a static buffer under a flag, socket + sendto,
  * nothing allocated.  Symbols are not resolved here; PMALLOC_BACKTRACE
  * gives module+offset, which pmallocctl or a person can symbolise.
+ *
+ * Nothing is dropped without trace: a violation entry held back by the
+ * rate limit, one that journald did not take, or one that another report
+ * under way kept out, is counted, and the count goes out in one "reports
+ * dropped" entry when the next window opens or the process exits.
  */
 #define _GNU_SOURCE
 #include "journal.h"
@@ -14,9 +20,11 @@
 #include "os.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -61,14 +69,29 @@ static void field_u64(struct fmt *f, const char *key, uint64_t v, bool hex)
 	fmt_str(f, "\n");
 }
 
-static void send_entry(struct fmt *f)
+/* true when journald took the entry.  Never blocks, unless wait_ms: then
+ * up to that long for room in journald's queue (at exit only: a busy
+ * journald must not cost the summary, a stalled one not the exit). */
+static bool send_entry_wait(struct fmt *f, unsigned int wait_ms)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = JOURNAL_SOCKET };
 	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return;
-	sendto(fd, f->start, fmt_len(f), MSG_NOSIGNAL | MSG_DONTWAIT, (struct sockaddr *)&sa, sizeof(sa));
+		return false;
+	int flags = MSG_NOSIGNAL | MSG_DONTWAIT;
+	if (wait_ms) {
+		struct timeval tv = { (time_t)(wait_ms / 1000u), (suseconds_t)(wait_ms % 1000u) * 1000 };
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == 0)
+			flags &= ~MSG_DONTWAIT;
+	}
+	ssize_t n = sendto(fd, f->start, fmt_len(f), flags, (struct sockaddr *)&sa, sizeof(sa));
 	close(fd);
+	return n == (ssize_t)fmt_len(f);
+}
+
+static bool send_entry(struct fmt *f)
+{
+	return send_entry_wait(f, 0);
 }
 
 static void common_fields(struct fmt *f, const char *mid, int priority)
@@ -79,34 +102,54 @@ static void common_fields(struct fmt *f, const char *mid, int priority)
 	field_u64(f, "OBJECT_PID", (uint64_t)getpid(), false);
 }
 
+static void limits(unsigned int *burst, unsigned int *interval_s)
+{
+	const struct shim_state *st = shim;
+	*burst = 20;
+	*interval_s = 10;
+	if (st && st->set) {
+		*burst = st->set->daemon.report_burst;
+		*interval_s = st->set->daemon.report_interval_s;
+	}
+}
+
+/* The summary of what was dropped so far, if anything (entry_busy held);
+ * wait_ms as for send_entry_wait. */
+static void write_summary(unsigned int wait_ms)
+{
+	unsigned int dropped = atomic_exchange(&window_dropped, 0), burst, interval_s;
+	if (!dropped)
+		return;
+	limits(&burst, &interval_s);
+	struct fmt f;
+	fmt_init(&f, entry, sizeof(entry));
+	common_fields(&f, MID_DROPPED, 4);
+	field_u64(&f, "PMALLOC_DROPPED", dropped, false);
+	field(&f, "PMALLOC_DROPPED_KIND", "violation");
+	fmt_str(&f, "MESSAGE=pmalloc: PID ");
+	fmt_u64(&f, (uint64_t)getpid());
+	fmt_str(&f, ": ");
+	fmt_u64(&f, dropped);
+	fmt_str(&f, " violation reports were not logged (rate limit: ");
+	fmt_u64(&f, burst);
+	fmt_str(&f, " per ");
+	fmt_u64(&f, interval_s);
+	fmt_str(&f, " s, or pmallocd and journald could not take them)\n");
+	if (!send_entry_wait(&f, wait_ms))
+		atomic_fetch_add(&window_dropped, dropped);   /* kept for the next try */
+}
+
 /* May one more violation entry be written now?  Also writes the summary of
  * what the previous window dropped (entry_busy held). */
 static bool rate_allows(void)
 {
-	unsigned int burst = 20, interval_s = 10;
-	const struct shim_state *st = shim;
-	if (st && st->set) {
-		burst = st->set->daemon.report_burst;
-		interval_s = st->set->daemon.report_interval_s;
-	}
+	unsigned int burst, interval_s;
+	limits(&burst, &interval_s);
 	uint64_t now = os_monotonic_ns(false), start = atomic_load(&window_start_ns);
 	if (start == 0 || now - start >= (uint64_t)interval_s * 1000000000u) {
 		atomic_store(&window_start_ns, now);
 		atomic_store(&window_count, 0);
-		unsigned int dropped = atomic_exchange(&window_dropped, 0);
-		if (dropped) {
-			struct fmt f;
-			fmt_init(&f, entry, sizeof(entry));
-			field(&f, "MESSAGE_ID", MID_DROPPED);
-			field_u64(&f, "PRIORITY", 4, false);
-			field(&f, "SYSLOG_IDENTIFIER", "pmalloc");
-			field_u64(&f, "OBJECT_PID", (uint64_t)getpid(), false);
-			field_u64(&f, "PMALLOC_DROPPED", dropped, false);
-			fmt_str(&f, "MESSAGE=pmalloc: ");
-			fmt_u64(&f, dropped);
-			fmt_str(&f, " violation reports of this process were not logged (rate limit)\n");
-			send_entry(&f);
-		}
+		write_summary(0);
 	}
 	if (atomic_fetch_add(&window_count, 1) < burst)
 		return true;
@@ -114,10 +157,44 @@ static bool rate_allows(void)
 	return false;
 }
 
+void journal_note_dropped(void)
+{
+	atomic_fetch_add(&window_dropped, 1);
+}
+
+/* A forked child starts its own count: the parent's drops are the
+ * parent's to summarise, and a report under way in another thread of the
+ * parent holds no flag of the child's. */
+static void journal_after_fork_child(void)
+{
+	atomic_store(&window_start_ns, 0);
+	atomic_store(&window_count, 0);
+	atomic_store(&window_dropped, 0);
+	atomic_flag_clear(&entry_busy);
+}
+
+__attribute__((constructor)) static void journal_init(void)
+{
+	pthread_atfork(NULL, NULL, journal_after_fork_child);
+}
+
+/* At exit, what the last window dropped. */
+__attribute__((destructor)) static void journal_at_exit(void)
+{
+	if (!atomic_load(&window_dropped) || atomic_flag_test_and_set(&entry_busy))
+		return;
+	int e = errno;
+	write_summary(250);
+	errno = e;
+	atomic_flag_clear(&entry_busy);
+}
+
 void journal_violation(const struct pmw_report *m, const struct violation *v)
 {
-	if (atomic_flag_test_and_set(&entry_busy))
+	if (atomic_flag_test_and_set(&entry_busy)) {
+		journal_note_dropped();   /* another report is being written */
 		return;
+	}
 	int e = errno;
 	if (!rate_allows()) {
 		errno = e;
@@ -181,7 +258,8 @@ void journal_violation(const struct pmw_report *m, const struct violation *v)
 	fmt_str(&f, ", ip ");
 	fmt_hex(&f, m->fault_ip);
 	fmt_str(&f, v->audit ? "; write allowed (audit)\n" : "; process killed (enforce)\n");
-	send_entry(&f);
+	if (!send_entry(&f))
+		journal_note_dropped();
 	errno = e;
 	atomic_flag_clear(&entry_busy);
 }

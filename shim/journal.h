@@ -11,5 +11,9 @@
 
 void journal_violation(const struct pmw_report *m, const struct violation *v);
 void journal_protected(const struct pmw_protected *m);
+/* Count one violation report that reached neither pmallocd nor the
+ * journal; the count is summarised in a "reports dropped" entry (at the
+ * next window, or when the process exits). */
+void journal_note_dropped(void);
 
 #endif

@@ -10,6 +10,7 @@
 #include "os.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -116,5 +117,12 @@ void os_write_all(int fd, const char *buf, size_t len)
 		buf += n;
 		len -= (size_t)n;
 	}
+	errno = e;
+}
+
+void os_yield(void)
+{
+	int e = errno;
+	sched_yield();
 	errno = e;
 }

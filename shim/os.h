@@ -37,6 +37,8 @@ int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 /* CLOCK_MONOTONIC (or, coarse, CLOCK_MONOTONIC_COARSE: a few ns cheaper,
  * a tick coarser) in nanoseconds.  vDSO; async-signal-safe. */
 uint64_t os_monotonic_ns(bool coarse);
+/* Let another thread run (sched_yield), errno kept. */
+void os_yield(void);
 /* write(2) all of buf to fd, retrying on EINTR and short writes. */
 void os_write_all(int fd, const char *buf, size_t len);
 

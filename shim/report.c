@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 void (*report_send_hook)(const struct violation *v);
+const char *report_program;
 
 static const char *base_name(const char *path)
 {
@@ -28,8 +29,8 @@ void report_fmt_location(struct fmt *f, uintptr_t a)
 	struct dl_find_object dlfo;
 	if (_dl_find_object((void *)a, &dlfo) == 0 && dlfo.dlfo_link_map) {
 		const char *name = dlfo.dlfo_link_map->l_name;
-		if (!name || !*name)
-			name = program_invocation_short_name;
+		if (!name || !*name)      /* the program: argv[0] may be retitled */
+			name = report_program && *report_program ? report_program : program_invocation_short_name;
 		fmt_str(f, base_name(name));
 		fmt_str(f, "+");
 		fmt_hex(f, a - (uintptr_t)dlfo.dlfo_link_map->l_addr);

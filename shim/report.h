@@ -26,6 +26,9 @@ struct violation {
 void report_violation(const struct violation *v);
 /* Where the report may also go (set by the client at start-up; AS-safe). */
 extern void (*report_send_hook)(const struct violation *v);
+/* The program's path, read at start-up (read-only memory): reports name
+ * the program by it, never by argv[0], which setproctitle() rewrites. */
+extern const char *report_program;
 
 /* "module+0xoffset" of address a into f (AS-safe, via _dl_find_object). */
 struct fmt;

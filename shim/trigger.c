@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "fill.h"
 #include "os.h"
 #include "pmalloc.h"
 
@@ -30,7 +31,9 @@
 size_t shim_protect_pool(size_t i, const char *trigger)
 {
 	const struct shim_state *st = shim;
+	fill_protect_begin();      /* never half-way through the shim's own copy */
 	size_t n = pool_protect(st->pools[i].pool, trigger);
+	fill_protect_end();
 	if (n) {
 		debug_printf("pool \"%s\": %zu bytes made read-only (%s)", st->pools[i].pool->name, n,
 			     trigger);

@@ -7,6 +7,8 @@
  *   write   overwrite the configuration's name, as a heap bug would
  *   write N the same, N times (in audit mode, each is a violation)
  *   print   print the name
+ *   fork    fork a child that exits 0 at once (exit(), so its destructors
+ *           run); prints "forked PID: exit N"
  *   exit    exit 0 (so does end of input)
  * Knows nothing of pmalloc.
  */
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 struct config {
@@ -62,6 +65,14 @@ int main(void)
 			for (long i = 0; i < n; i++)
 				corrupt(c->name, (char)('a' + i % 26));
 			printf("wrote %ld times: name \"%s\"\n", n, c->name);
+		} else if (strcmp(line, "fork") == 0) {
+			fflush(stdout);
+			pid_t child = fork();
+			if (child == 0)
+				exit(0);
+			int status = 0;
+			waitpid(child, &status, 0);
+			printf("forked %d: exit %d\n", (int)child, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 		} else if (strcmp(line, "print") == 0) {
 			printf("name \"%s\"\n", c->name);
 		} else if (strcmp(line, "exit") == 0) {

@@ -714,9 +714,38 @@ START_TEST(test_threads_allocate_while_trigger_fires)
 }
 END_TEST
 
+/* The shim's own copies (strdup, strndup, realloc of a pool object) into
+ * fresh pool objects, while another thread protects the pool over and
+ * over: every copy completes, none is reported as the program's write. */
+START_TEST(test_shim_copies_race_protect)
+{
+	write_policy("ip_fillrace", NULL, "names",
+		     "sites = [ \"load_names\" ]; protect = [ \"manual\" ]; max_bytes = 268435456;");
+	for (int i = 0; i < 3; i++) {
+		run("ip_fillrace", NULL);
+		expect_exit(0);
+		expect_stdout("ok: 2700 copies\n");
+		expect_stderr("");
+	}
+}
+END_TEST
+
 /* ---- the program's own SIGSEGV handler ---- */
 
 static const struct report secret_report = { 0, "secrets", 7, 48, "make_secret", "ip_sigsegv", ENFORCE };
+
+/* setproctitle() rewrites argv[0]: the report still names the program by
+ * the path read at start-up. */
+START_TEST(test_report_names_retitled_program)
+{
+	write_policy("ip_title", NULL, "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
+	run("ip_title", NULL);
+	expect_signal(SIGSEGV);
+	ck_assert_msg(strncmp(R.out, "retitled: ", 10) == 0 && !strstr(R.out, "ip_title"),
+		      "the program did not retitle itself" SHOW, OUTPUT);
+	expect_only_report(&(struct report){ R.pid, "secrets", 7, 48, "make_secret", "ip_title", ENFORCE });
+}
+END_TEST
 
 START_TEST(test_own_handler_sigaction_after_startup)
 {
@@ -893,6 +922,18 @@ START_TEST(test_no_matching_policy_is_silent)
 }
 END_TEST
 
+/* An allocator in the executable precedes the shim: the shim's own
+ * strdup & co. allocate from it (its free() aborts on anything else). */
+START_TEST(test_allocator_in_the_executable)
+{
+	write_policy("not-this-program", NULL, "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
+	run("ip_ownmalloc", NULL);
+	expect_exit(0);
+	expect_stdout("ok\n");
+	expect_stderr("");
+}
+END_TEST
+
 START_TEST(test_errno_preserved)
 {
 	write_policy("ip_errno", NULL, "cfg", "sites = [ \"cfg_load\" ]; " LISTEN);
@@ -940,8 +981,10 @@ int main(void)
 	tcase_add_test(tc, test_manual_trigger);
 	tcase_add_test(tc, test_fork_trigger_protects_both_processes);
 	tcase_add_test(tc, test_threads_allocate_while_trigger_fires);
+	tcase_add_test(tc, test_shim_copies_race_protect);
 
 	tc = tcase(s, "program's SIGSEGV handler");
+	tcase_add_test(tc, test_report_names_retitled_program);
 	tcase_add_test(tc, test_own_handler_sigaction_after_startup);
 	tcase_add_test(tc, test_own_handler_sigaction_before_startup);
 	tcase_add_test(tc, test_own_handler_signal);
@@ -955,6 +998,7 @@ int main(void)
 	tcase_add_test(tc, test_broken_policy_syntax_error);
 	tcase_add_test(tc, test_broken_policy_unknown_key);
 	tcase_add_test(tc, test_no_matching_policy_is_silent);
+	tcase_add_test(tc, test_allocator_in_the_executable);
 
 	return test_run_suite(s);
 }

@@ -1,0 +1,46 @@
+/*
+ * heap.h - the heap the program would have without the shim: the next
+ * malloc after ours (glibc's, or an allocator the program links: jemalloc,
+ * tcmalloc, mimalloc ...), as one table of entry points found once.  See
+ * heap.c.
+ */
+#ifndef PMALLOC_HEAP_H
+#define PMALLOC_HEAP_H
+
+#include "common.h"
+
+struct heap_ops {
+	void *(*malloc)(size_t size);
+	void (*free)(void *p);
+	void *(*calloc)(size_t n, size_t size);
+	void *(*realloc)(void *p, size_t size);
+	void *(*memalign)(size_t align, size_t size);
+	size_t (*usable_size)(void *p);
+};
+
+/* The table lives alone in one page, made read-only once the next
+ * allocator is known: a stray write cannot point free() elsewhere.  Until
+ * then its entries find the allocator on their first call. */
+#define HEAP_PAGE 4096
+union heap_page {
+	struct heap_ops ops;
+	char page[HEAP_PAGE];
+};
+extern union heap_page heap_page __attribute__((visibility("hidden")));
+
+/* The heap's entry points.  Calling one costs what calling the allocator
+ * through a PLT does: one indirect jump. */
+#define heap_next (heap_page.ops)
+
+/* Find the next allocator now (idempotent; shim_init calls it so that the
+ * table is read-only before main).  Safe before constructors have run. */
+void heap_init(void);
+
+/* Which allocator serves the heap: the file name of the object defining
+ * the next malloc (libc.so.6, libjemalloc.so.2 ...); for PMALLOC_DEBUG. */
+const char *heap_name(void);
+/* How many allocations glibc served while the next allocator was being
+ * found (dlsym allocating, or another thread meanwhile). */
+unsigned int heap_bootstrap_count(void);
+
+#endif

@@ -1,0 +1,59 @@
+/*
+ * ip_title - a program that retitles itself as setproctitle() does (nginx,
+ * postgres, sshd ...): the argument area, argv[0] included, is rewritten in
+ * place, and with it what program_invocation_short_name points to.  A write
+ * into its protected secret afterwards must still be reported as this
+ * program's (ip_title+0x...), not the title's.  make_secret() is the site,
+ * listen() the trigger.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void listen_once(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
+		perror("ip_title: listen");
+		exit(2);
+	}
+	close(fd);
+}
+
+static void corrupt(volatile char *where, char what)
+{
+	*where = what;
+}
+
+static char *make_secret(void)
+{
+	char *s = malloc(48);
+	if (!s)
+		exit(3);
+	strcpy(s, "the secret");
+	return s;
+}
+
+int main(int argc, char **argv)
+{
+	(void)argc;
+	char *s = make_secret();
+	listen_once();
+	/* setproctitle: "worker process nginx.conf ..." over argv[0]. */
+	static const char title[] = "worker process nginx.conf ";
+	size_t room = strlen(argv[0]);
+	for (size_t i = 0; i < room; i++)
+		argv[0][i] = title[i % (sizeof(title) - 1)];
+	printf("retitled: %s\n", program_invocation_short_name);
+	fflush(stdout);
+	corrupt(s + 7, 'X');
+	printf("not reached\n");
+	return 0;
+}

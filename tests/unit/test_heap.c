@@ -1,0 +1,120 @@
+/*
+ * test_heap.c - white-box tests of shim/heap.c's bootstrap: allocations
+ * made by glibc while the next allocator is being found go back to glibc,
+ * never to that allocator.  heap.c is compiled into this program, with the
+ * shim's own malloc (libpmalloc_shim.so, which this program links) as the
+ * "other" allocator in front of glibc; its free is watched.
+ */
+#include "heap.c"
+#include "testutil.h"
+
+#include <malloc.h>
+
+/* What heap.c needs from the rest of the shim. */
+__thread int shim_busy __attribute__((tls_model("initial-exec")));
+size_t os_page_size;            /* 0: the table is never made read-only here */
+int os_protect_ro(void *p, size_t len)
+{
+	(void)p;
+	(void)len;
+	return 0;
+}
+
+static void (*allocator_free)(void *);
+static int allocator_frees;
+static void watched_free(void *p)
+{
+	allocator_frees++;
+	allocator_free(p);
+}
+
+/* Found: the allocator in front of glibc is the shim's (this program does
+ * not define malloc), so the checked entry points are in place. */
+static void find_now(void)
+{
+	atomic_store(&heap_state, HEAP_UNKNOWN);
+	heap_init();
+	ck_assert_int_eq(atomic_load(&heap_state), HEAP_FOUND);
+	ck_assert_ptr_eq(heap_next.free, checked_free);
+	allocator_free = real.free;
+	real.free = watched_free;
+}
+
+START_TEST(test_bootstrap_pointers_go_back_to_glibc)
+{
+	/* The search under way (dlsym allocating): glibc serves, recorded. */
+	atomic_store(&heap_state, HEAP_FINDING);
+	char *a = heap_next.malloc(100);
+	char *b = heap_next.calloc(3, 10);
+	char *c = heap_next.memalign(64, 50);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(((uintptr_t)c & 63), 0);
+	ck_assert_int_eq(b[29], 0);
+	ck_assert_uint_eq(atomic_load(&boot_live), 3);
+	strcpy(a, "from glibc");
+
+	find_now();
+	/* malloc_usable_size of a bootstrap pointer: what was asked. */
+	ck_assert_uint_eq(heap_next.usable_size(a), 100);
+	/* free: glibc's, not the allocator's. */
+	heap_next.free(b);
+	ck_assert_int_eq(allocator_frees, 0);
+	ck_assert_uint_eq(atomic_load(&boot_live), 2);
+	/* realloc: moved to the allocator, glibc's copy freed. */
+	char *a2 = heap_next.realloc(a, 5000);
+	ck_assert_ptr_nonnull(a2);
+	ck_assert_str_eq(a2, "from glibc");
+	ck_assert_int_eq(allocator_frees, 0);
+	ck_assert_uint_eq(atomic_load(&boot_live), 1);
+	heap_next.free(c);
+	ck_assert_uint_eq(atomic_load(&boot_live), 0);
+	ck_assert_int_eq(allocator_frees, 0);
+	/* The allocator's own pointers reach its free. */
+	heap_next.free(a2);
+	ck_assert_int_eq(allocator_frees, 1);
+	void *d = heap_next.malloc(10);
+	heap_next.free(d);
+	ck_assert_int_eq(allocator_frees, 2);
+}
+END_TEST
+
+START_TEST(test_realloc_during_the_search_stays_recorded)
+{
+	atomic_store(&heap_state, HEAP_FINDING);
+	char *a = heap_next.malloc(10);
+	strcpy(a, "abc");
+	char *a2 = heap_next.realloc(a, 3000);
+	ck_assert_ptr_nonnull(a2);
+	ck_assert_str_eq(a2, "abc");
+	ck_assert_uint_eq(atomic_load(&boot_live), 1);
+	find_now();
+	heap_next.free(a2);
+	ck_assert_int_eq(allocator_frees, 0);
+	ck_assert_uint_eq(atomic_load(&boot_live), 0);
+}
+END_TEST
+
+START_TEST(test_found_allocator_is_one_object)
+{
+	find_now();
+	/* Every entry point from the shim's object, none from glibc. */
+	ck_assert_ptr_eq(object_of((void *)heap_next.malloc), object_of((void *)allocator_free));
+	ck_assert_ptr_eq(object_of((void *)heap_next.calloc), object_of((void *)allocator_free));
+	ck_assert_ptr_eq(object_of((void *)heap_next.memalign), object_of((void *)allocator_free));
+	ck_assert_ptr_ne(object_of((void *)heap_next.malloc), object_of((void *)__libc_malloc));
+	ck_assert_ptr_nonnull(strstr(heap_name(), "libpmalloc_shim.so"));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("heap");
+	TCase *tc = tcase_create("bootstrap");
+	tcase_add_test(tc, test_bootstrap_pointers_go_back_to_glibc);
+	tcase_add_test(tc, test_realloc_during_the_search_stays_recorded);
+	tcase_add_test(tc, test_found_allocator_is_one_object);
+	suite_add_tcase(s, tc);
+	return test_run_suite(s);
+}
