@@ -51,8 +51,8 @@ SHIM_SRCS := $(wildcard shim/*.c)
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/pic/%.o)
 SHIM_LIB := $(B)/libpmalloc_shim.so
 SHIM_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fno-plt -DPMALLOC_BUILDING_SHIM \
-	$(call pc_cflags,libconfig libelf)
-SHIM_LIBS = $(call pc_libs,libconfig libelf) -lgcc_s -ldl -lpthread
+	$(call pc_cflags,libconfig)
+SHIM_LIBS = $(call pc_libs,libconfig) -lgcc_s -ldl -lpthread
 
 # Code the daemon side shares with the shim (policy model, wire format).
 SHARED_SRCS := $(wildcard shim/policy*.c)

@@ -39,6 +39,7 @@ struct rule {
 	int route;                  /* pool index, or SITE_ROUTE_WRAPPER */
 	const char *object;         /* glob or NULL */
 	const char *function;       /* glob */
+	size_t prefix_len;          /* function's leading characters that are not a glob's */
 	bool literal;               /* function has no glob characters */
 	bool matched;
 };
@@ -73,11 +74,6 @@ static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct object_key scanned[OBJECTS_MAX];   /* objects already read */
 static size_t n_scanned;
 
-static bool has_glob_chars(const char *s)
-{
-	return strpbrk(s, "*?[") != NULL;
-}
-
 static const char *base_name(const char *path)
 {
 	const char *s = strrchr(path, '/');
@@ -104,7 +100,14 @@ static int collect_symbol(void *ctx, const char *name, uintptr_t start, size_t s
 	struct collect *c = ctx;
 	for (size_t i = 0; i < c->n_rules; i++) {
 		const struct rule *ru = c->rules[i];
-		if (ru->literal ? strcmp(ru->function, name) != 0 : fnmatch(ru->function, name, 0) != 0)
+		/* Thousands of symbols an object, a few rules: the first
+		 * character, then the literal prefix, reject nearly all
+		 * before strcmp or fnmatch is asked. */
+		if (ru->prefix_len && name[0] != ru->function[0])
+			continue;
+		if (ru->literal ? strcmp(ru->function, name) != 0
+				: strncmp(ru->function, name, ru->prefix_len) != 0 ||
+				  fnmatch(ru->function, name, 0) != 0)
 			continue;
 		if (c->n == c->cap) {
 			size_t cap = c->cap ? c->cap * 2 : 64;
@@ -379,7 +382,8 @@ static int add_rule(int route, const char *object, const char *function)
 	if (!nr)
 		return -ENOMEM;
 	rules = nr;
-	rules[n_rules++] = (struct rule){ route, object, function, !has_glob_chars(function), false };
+	size_t prefix = strcspn(function, "*?[\\");
+	rules[n_rules++] = (struct rule){ route, object, function, prefix, function[prefix] == '\0', false };
 	return 0;
 }
 

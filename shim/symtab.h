@@ -1,9 +1,9 @@
 /*
  * symtab.h - function symbols of the objects loaded in this process, read
- * from their ELF files with libelf: .symtab where the file has one (static
- * functions of an unstripped program count), else .dynsym.
+ * from their ELF files: .symtab where the file has one (static functions of
+ * an unstripped program count), else .dynsym.
  *
- * Start-up and dlopen time only: it allocates (malloc, libelf) and opens
+ * Start-up time only: it allocates (malloc) and opens
  * files, so callers run it with the shim's re-entrancy guard set and no shim
  * lock held that an allocation could need.
  */
