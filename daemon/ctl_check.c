@@ -103,6 +103,8 @@ static void put_pool(FILE *f, const struct policy_pool *pool)
 			fputs(", ", f);
 		if (pool->sites[i].object) {
 			ctl_put_str(f, pool->sites[i].object, 0);
+			if (pool->sites[i].build_id)
+				fprintf(f, "@%s", pool->sites[i].build_id);
 			fputc(':', f);
 		}
 		ctl_put_str(f, pool->sites[i].function, 0);

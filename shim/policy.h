@@ -14,6 +14,7 @@
 #ifndef PMALLOC_POLICY_H
 #define PMALLOC_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -51,10 +52,16 @@ struct policy_trigger {
 	uint64_t after_ns;           /* POLICY_TRIGGER_AFTER: from process start */
 };
 
-/* A site rule "[OBJECT-GLOB:]FUNCTION-GLOB", split. */
+/* A site rule, split: "[OBJECT-GLOB:]FUNCTION-GLOB", or a call site by its
+ * offset in an object, "OBJECT-GLOB[@BUILD-ID]:+0xOFFSET" (the return
+ * address of the allocation call, less the object's load bias: what fault
+ * reports print as object+0xOFFSET). */
 struct policy_site {
 	char *object;                /* fnmatch glob on the object's path or basename; NULL: any object */
-	char *function;              /* fnmatch glob on the symbol name */
+	char *function;              /* fnmatch glob on the symbol name; "+0xOFFSET" for an offset site */
+	char *build_id;              /* offset sites: lower-case hex the object's build-id must equal; NULL: any */
+	uint64_t offset;             /* offset sites */
+	bool by_offset;
 };
 
 struct policy_pool {
