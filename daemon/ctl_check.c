@@ -149,6 +149,14 @@ static void put_policy(FILE *f, const struct policy *p)
 		put_pool(f, &p->pools[i]);
 }
 
+static void put_warning(void *ctx, int line, const char *msg)
+{
+	ctl_put_str(stderr, ctx, 0);
+	fprintf(stderr, ":%d: warning: ", line);
+	ctl_put_str(stderr, msg, 0);
+	fputc('\n', stderr);
+}
+
 int ctl_cmd_check(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -192,6 +200,8 @@ int ctl_cmd_check(int argc, char **argv)
 	printf(": ok (%zu policies, %zu pools)\n", set->n_policies, n_pools);
 	for (size_t i = 0; i < set->n_policies; i++)
 		put_policy(stdout, &set->policies[i]);
+	fflush(stdout);
+	policy_lint(set, put_warning, (void *)(uintptr_t)path);
 	policy_set_free(set);
 	return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }
