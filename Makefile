@@ -47,12 +47,12 @@ pc_cflags = $(shell pkg-config --cflags $(1))
 pc_libs = $(shell pkg-config --libs $(1))
 
 # The shim: every shim/*.c, position-independent, only PMALLOC_EXPORT visible.
-SHIM_SRCS := $(wildcard shim/*.c)
+SHIM_SRCS := $(filter-out shim/policy_lint.c,$(wildcard shim/*.c))
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/pic/%.o)
 SHIM_LIB := $(B)/libpmalloc_shim.so
 SHIM_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fno-plt -DPMALLOC_BUILDING_SHIM \
-	$(call pc_cflags,libconfig libelf)
-SHIM_LIBS = $(call pc_libs,libconfig libelf) -lgcc_s -ldl -lpthread
+	$(call pc_cflags,libconfig)
+SHIM_LIBS = $(call pc_libs,libconfig) -lgcc_s -ldl -lpthread
 
 # Code the daemon side shares with the shim (policy model, wire format).
 SHARED_SRCS := $(wildcard shim/policy*.c)

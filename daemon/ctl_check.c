@@ -103,6 +103,8 @@ static void put_pool(FILE *f, const struct policy_pool *pool)
 			fputs(", ", f);
 		if (pool->sites[i].object) {
 			ctl_put_str(f, pool->sites[i].object, 0);
+			if (pool->sites[i].build_id)
+				fprintf(f, "@%s", pool->sites[i].build_id);
 			fputc(':', f);
 		}
 		ctl_put_str(f, pool->sites[i].function, 0);
@@ -145,6 +147,14 @@ static void put_policy(FILE *f, const struct policy *p)
 	fputc('\n', f);
 	for (size_t i = 0; i < p->n_pools; i++)
 		put_pool(f, &p->pools[i]);
+}
+
+static void put_warning(void *ctx, int line, const char *msg)
+{
+	ctl_put_str(stderr, ctx, 0);
+	fprintf(stderr, ":%d: warning: ", line);
+	ctl_put_str(stderr, msg, 0);
+	fputc('\n', stderr);
 }
 
 int ctl_cmd_check(int argc, char **argv)
@@ -190,6 +200,8 @@ int ctl_cmd_check(int argc, char **argv)
 	printf(": ok (%zu policies, %zu pools)\n", set->n_policies, n_pools);
 	for (size_t i = 0; i < set->n_policies; i++)
 		put_policy(stdout, &set->policies[i]);
+	fflush(stdout);
+	policy_lint(set, put_warning, (void *)(uintptr_t)path);
 	policy_set_free(set);
 	return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }

@@ -50,6 +50,17 @@ static int map(void *hint, size_t len, int prot, int flags, void **ret)
 	return r;
 }
 
+int os_map_file(int fd, size_t len, const void **ret)
+{
+	int e = errno;
+	void *p = (void *)syscall(SYS_mmap, NULL, len, PROT_READ, MAP_PRIVATE, fd, 0L);
+	int r = p == MAP_FAILED ? -errno : 0;
+	errno = e;
+	if (r == 0)
+		*ret = p;
+	return r;
+}
+
 int os_reserve(size_t len, void **ret)
 {
 	return map(NULL, len, PROT_NONE, MAP_NORESERVE, ret);

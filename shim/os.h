@@ -32,6 +32,9 @@ int os_seal(void *p, size_t len);
 /* Fresh read-write anonymous memory for the shim's own metadata. */
 int os_map(size_t len, void **ret);
 int os_unmap(void *p, size_t len);
+/* The first len bytes of the file open at fd, mapped read-only and private:
+ * the mapping outlives the descriptor (and a later chroot). */
+int os_map_file(int fd, size_t len, const void **ret);
 /* The libc sigaction, bypassing the shim's interposed one. */
 int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 /* CLOCK_MONOTONIC (or, coarse, CLOCK_MONOTONIC_COARSE: a few ns cheaper,

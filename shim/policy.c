@@ -144,6 +144,7 @@ static void pool_free(struct policy_pool *pool)
 	for (size_t i = 0; i < pool->n_sites; i++) {
 		free(pool->sites[i].object);
 		free(pool->sites[i].function);
+		free(pool->sites[i].build_id);
 	}
 	free(pool->sites);
 	strv_free(pool->wrappers, pool->n_wrappers);
@@ -694,6 +695,48 @@ static int parse_daemon(const struct parse_ctx *c, const config_setting_t *g,
 	return dup_string(c, sock, &d->socket);
 }
 
+/* "OBJECT-GLOB[@BUILD-ID]" and "+0xOFFSET" of an offset site. */
+static int parse_offset_site(const struct parse_ctx *c, const config_setting_t *e, const char *rule,
+			     size_t object_len, const char *fn, struct policy_site *site)
+{
+	const char *hex = fn + 3;
+	size_t nhex = strspn(hex, "0123456789abcdefABCDEF");
+	if (strncmp(fn, "+0x", 3) != 0 || nhex == 0 || hex[nhex] != '\0' || nhex > 16)
+		return fail(c, LINE(e), "site %s: an offset is +0x and 1 to 16 hex digits", Q(rule));
+	if (object_len == 0)
+		return fail(c, LINE(e), "site %s: an offset site names its object (OBJECT-GLOB:+0xOFFSET)",
+			    Q(rule));
+	const char *at = NULL;       /* the last '@' of the object part */
+	for (size_t i = 0; i < object_len; i++)
+		if (rule[i] == '@')
+			at = rule + i;
+	size_t glob_len = at ? (size_t)(at - rule) : object_len;
+	if (at) {
+		size_t n = object_len - glob_len - 1;
+		if (n < 8 || n > 128 || n % 2 || strspn(at + 1, "0123456789abcdefABCDEF") < n)
+			return fail(c, LINE(e), "site %s: a build-id is 8 to 128 hex digits, an even count",
+				    Q(rule));
+		site->build_id = strndup(at + 1, n);
+		if (!site->build_id)
+			return oom(c);
+		for (char *p = site->build_id; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+	}
+	if (glob_len == 0)
+		return fail(c, LINE(e), "site %s: empty OBJECT part", Q(rule));
+	int r = check_glob(c, e, "site", rule, rule, glob_len);
+	if (r < 0)
+		return r;
+	site->object = strndup(rule, glob_len);
+	if (!site->object)
+		return oom(c);
+	site->offset = strtoull(hex, NULL, 16);
+	site->by_offset = true;
+	char canon[24];
+	snprintf(canon, sizeof(canon), "+0x%" PRIx64, site->offset);
+	return dup_string(c, canon, &site->function);
+}
+
 static int parse_site(const struct parse_ctx *c, const config_setting_t *e,
 		      struct policy_site *site)
 {
@@ -703,6 +746,8 @@ static int parse_site(const struct parse_ctx *c, const config_setting_t *e,
 	const char *fn = colon ? colon + 1 : rule;
 	int r;
 
+	if (fn[0] == '+')
+		return parse_offset_site(c, e, rule, colon ? (size_t)(colon - rule) : 0, fn, site);
 	if (colon) {
 		if (colon == rule)
 			return fail(c, LINE(e), "site %s: empty OBJECT part", Q(rule));

@@ -14,6 +14,7 @@
 #ifndef PMALLOC_POLICY_H
 #define PMALLOC_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -51,10 +52,16 @@ struct policy_trigger {
 	uint64_t after_ns;           /* POLICY_TRIGGER_AFTER: from process start */
 };
 
-/* A site rule "[OBJECT-GLOB:]FUNCTION-GLOB", split. */
+/* A site rule, split: "[OBJECT-GLOB:]FUNCTION-GLOB", or a call site by its
+ * offset in an object, "OBJECT-GLOB[@BUILD-ID]:+0xOFFSET" (the return
+ * address of the allocation call, less the object's load bias: what fault
+ * reports print as object+0xOFFSET). */
 struct policy_site {
 	char *object;                /* fnmatch glob on the object's path or basename; NULL: any object */
-	char *function;              /* fnmatch glob on the symbol name */
+	char *function;              /* fnmatch glob on the symbol name; "+0xOFFSET" for an offset site */
+	char *build_id;              /* offset sites: lower-case hex the object's build-id must equal; NULL: any */
+	uint64_t offset;             /* offset sites */
+	bool by_offset;
 };
 
 struct policy_pool {
@@ -116,6 +123,12 @@ const struct policy *policy_set_match(const struct policy_set *set, const char *
  * single policy p, which policy_set_load_string() reads back to an equal
  * model.  0 and *ret (malloc'ed, NUL-terminated) or -ENOMEM. */
 int policy_to_text(const struct policy_set *set, const struct policy *p, char **ret);
+
+/* Advice on a valid set (policy_lint.c; not in the shim): fn(ctx, line,
+ * message) for each exe glob that no real path fits, policy never used
+ * because an earlier one matches all it does, repeated trigger or site.  Returns the number of warnings. */
+typedef void (*policy_warn_fn)(void *ctx, int line, const char *msg);
+size_t policy_lint(const struct policy_set *set, policy_warn_fn fn, void *ctx);
 
 /* Durations "250ms", "2s", "1m", "1h" (integer + unit) -> ns; -EINVAL if bad. */
 int policy_parse_duration(const char *s, uint64_t *ret_ns);

@@ -136,6 +136,8 @@ static void text_pool(struct text *t, const struct policy_pool *pool)
 		if (site->object) {
 			text_printf(t, "\"");
 			text_escaped(t, site->object);
+			if (site->build_id)
+				text_printf(t, "@%s", site->build_id);
 			text_printf(t, ":");
 			text_escaped(t, site->function);
 			text_printf(t, "\"");

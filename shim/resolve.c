@@ -38,7 +38,9 @@
 struct rule {
 	int route;                  /* pool index, or SITE_ROUTE_WRAPPER */
 	const char *object;         /* glob or NULL */
-	const char *function;       /* glob */
+	const char *function;       /* glob; the text "+0xOFFSET" of an offset site */
+	const struct policy_site *site;  /* NULL for wrappers */
+	size_t prefix_len;          /* function's leading characters that are not a glob's */
 	bool literal;               /* function has no glob characters */
 	bool matched;
 };
@@ -56,6 +58,7 @@ struct range {
 	uintptr_t start, end;
 	int route;
 	const char *name;
+	uintptr_t name_base;        /* what the site's "name+0xOFF" counts from */
 	struct object_key obj;
 };
 
@@ -68,15 +71,14 @@ static const struct shim_state *state;   /* the state being armed, then shim */
 static struct rule *rules;
 static size_t n_rules;
 static bool any_specific;        /* a rule other than the match-all "*" */
+/* Functions the rules name, and, apart, the call sites that offset rules
+ * name (one byte each: a function range may hold several, and the
+ * function table's search needs ranges that do not overlap). */
 static struct range_table *_Atomic table;
+static struct range_table *_Atomic points;
 static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct object_key scanned[OBJECTS_MAX];   /* objects already read */
 static size_t n_scanned;
-
-static bool has_glob_chars(const char *s)
-{
-	return strpbrk(s, "*?[") != NULL;
-}
 
 static const char *base_name(const char *path)
 {
@@ -99,25 +101,43 @@ struct collect {
 	size_t n, cap;
 };
 
+static int collect_add(struct collect *c, uintptr_t start, uintptr_t end, int route, const char *name,
+		       uintptr_t name_base)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 64;
+		struct range *nr = realloc(c->r, cap * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		c->r = nr;
+		c->cap = cap;
+	}
+	struct range *r = &c->r[c->n];
+	*r = (struct range){ start, end, route, NULL, name_base, c->obj };
+	r->name = strdup(name);
+	if (!r->name)
+		return -ENOMEM;
+	c->n++;
+	return 0;
+}
+
 static int collect_symbol(void *ctx, const char *name, uintptr_t start, size_t size)
 {
 	struct collect *c = ctx;
 	for (size_t i = 0; i < c->n_rules; i++) {
 		const struct rule *ru = c->rules[i];
-		if (ru->literal ? strcmp(ru->function, name) != 0 : fnmatch(ru->function, name, 0) != 0)
+		/* Thousands of symbols an object, a few rules: the first
+		 * character, then the literal prefix, reject nearly all
+		 * before strcmp or fnmatch is asked. */
+		if (ru->prefix_len && name[0] != ru->function[0])
 			continue;
-		if (c->n == c->cap) {
-			size_t cap = c->cap ? c->cap * 2 : 64;
-			struct range *nr = realloc(c->r, cap * sizeof(*nr));
-			if (!nr)
-				return -ENOMEM;
-			c->r = nr;
-			c->cap = cap;
-		}
-		char *copy = strdup(name);
-		if (!copy)
-			return -ENOMEM;
-		c->r[c->n++] = (struct range){ start, start + size, ru->route, copy, c->obj };
+		if (ru->literal ? strcmp(ru->function, name) != 0
+				: strncmp(ru->function, name, ru->prefix_len) != 0 ||
+				  fnmatch(ru->function, name, 0) != 0)
+			continue;
+		int r = collect_add(c, start, start + size, ru->route, name, start);
+		if (r < 0)
+			return r;
 		((struct rule *)(uintptr_t)ru)->matched = true;
 		break;      /* first rule wins: wrappers are listed before sites */
 	}
@@ -151,10 +171,10 @@ static int table_space(size_t len, void **ret)
 }
 
 /* Publish c's ranges, with the current table's when keep_old, as a new
- * read-only table. */
-static int merge(struct collect *c, bool keep_old)
+ * read-only table in *tab. */
+static int merge(struct range_table *_Atomic *tab, struct collect *c, bool keep_old)
 {
-	struct range_table *old = keep_old ? atomic_load(&table) : NULL;
+	struct range_table *old = keep_old ? atomic_load(tab) : NULL;
 	size_t n = (old ? old->n : 0) + c->n;
 	size_t len = ALIGN_UP(sizeof(struct range_table) + n * sizeof(struct range), os_page_size);
 	void *mem;
@@ -169,7 +189,7 @@ static int merge(struct collect *c, bool keep_old)
 	memcpy(t->r + (old ? old->n : 0), c->r, c->n * sizeof(struct range));
 	qsort(t->r, n, sizeof(struct range), range_cmp);
 	os_protect_ro(mem, len);
-	atomic_store(&table, t);
+	atomic_store(tab, t);
 	/* The old table stays mapped: a lookup may still be reading it. */
 	return 0;
 }
@@ -234,20 +254,59 @@ static int walk_loaded_dynsym(const ElfW(Dyn) *dyn, uintptr_t bias, symtab_fn fn
 	return 0;
 }
 
+/* The call sites that offset rules name in one object, into p.  A rule
+ * pinned to a build-id the object does not have routes nothing there, and
+ * says so (once: each object is scanned once). */
+static void collect_points(struct collect *p, const struct rule *const *applicable, size_t n,
+			   const char *path, const ElfW(Phdr) *ph, size_t phnum)
+{
+	char id[SYMTAB_BUILD_ID_MAX];
+	int have_id = -1;            /* read when a rule first asks */
+	for (size_t i = 0; i < n; i++) {
+		const struct rule *ru = applicable[i];
+		const struct policy_site *site = ru->site;
+		if (site->build_id) {
+			if (have_id < 0)
+				have_id = ph && symtab_build_id(ph, phnum, p->obj.base, id);
+			if (!have_id || strcmp(id, site->build_id) != 0) {
+				debug_printf("site rule \"%s@%s:%s\": %s has build-id %s: not routed",
+					     site->object, site->build_id, site->function, path,
+					     have_id ? id : "(none)");
+				continue;
+			}
+		}
+		uintptr_t ra = p->obj.base + (uintptr_t)site->offset;
+		if (ra == 0 || collect_add(p, ra - 1, ra, ru->route, base_name(path), p->obj.base) < 0)
+			continue;
+		((struct rule *)(uintptr_t)ru)->matched = true;
+	}
+}
+
 /* Read the function symbols of one object (key: its load bias and l_name),
  * from its file or from memory, and publish the ranges the rules select. */
 static void scan_object(uintptr_t base, const char *key_name, const char *path, const ElfW(Dyn) *dyn,
-			bool from_file)
+			const ElfW(Phdr) *ph, size_t phnum, bool from_file)
 {
-	const struct rule *applicable[64];
-	struct collect c = { .rules = applicable };
+	const struct rule *applicable[64], *by_offset[64];
+	struct collect c = { .rules = applicable }, p = { 0 };
+	size_t n_offset = 0;
 	c.obj.base = base;
 	c.obj.name = strdup(key_name);
 	if (!c.obj.name)
 		return;
-	for (size_t i = 0; i < n_rules && c.n_rules < ARRAY_SIZE(applicable); i++)
-		if (object_matches(&rules[i], path))
+	p.obj = c.obj;
+	for (size_t i = 0; i < n_rules; i++) {
+		if (!object_matches(&rules[i], path))
+			continue;
+		if (rules[i].site && rules[i].site->by_offset) {
+			if (n_offset < ARRAY_SIZE(by_offset))
+				by_offset[n_offset++] = &rules[i];
+		} else if (c.n_rules < ARRAY_SIZE(applicable)) {
 			c.rules[c.n_rules++] = &rules[i];
+		}
+	}
+	if (n_offset)
+		collect_points(&p, by_offset, n_offset, path, ph, phnum);
 	if (c.n_rules) {
 		int r = from_file ? symtab_for_each_function(path, base, collect_symbol, &c)
 				  : walk_loaded_dynsym(dyn, base, collect_symbol, &c);
@@ -259,7 +318,9 @@ static void scan_object(uintptr_t base, const char *key_name, const char *path, 
 	if (fresh) {
 		if (n_scanned < OBJECTS_MAX)
 			scanned[n_scanned++] = c.obj;
-		fresh = c.n && merge(&c, true) == 0;
+		if (p.n)
+			merge(&points, &p, true);
+		fresh = c.n && merge(&table, &c, true) == 0;
 	}
 	pthread_mutex_unlock(&resolve_lock);
 	/* Said outside the lock: nothing that may call out runs under it. */
@@ -270,6 +331,7 @@ static void scan_object(uintptr_t base, const char *key_name, const char *path, 
 				     c.r[i].route == SITE_ROUTE_WRAPPER ? "wrapper"
 				     : state->pools[c.r[i].route].pool->name);
 	free(c.r);
+	free(p.r);
 }
 
 static const char *object_path(const struct link_map *lm, char *buf, size_t len)
@@ -283,9 +345,8 @@ static const char *object_path(const struct link_map *lm, char *buf, size_t len)
 	return buf;
 }
 
-static const struct range *lookup(uintptr_t a)
+static const struct range *lookup_in(const struct range_table *t, uintptr_t a)
 {
-	const struct range_table *t = atomic_load_explicit(&table, memory_order_acquire);
 	if (!t || t->n == 0)
 		return NULL;
 	size_t lo = 0, hi = t->n;
@@ -300,6 +361,32 @@ static const struct range *lookup(uintptr_t a)
 		return NULL;
 	const struct range *r = &t->r[lo - 1];
 	return a < r->end ? r : NULL;
+}
+
+/* The rule's range for code address a: a call site an offset rule names,
+ * else the function a name rule names. */
+static const struct range *lookup(uintptr_t a)
+{
+	const struct range *r = lookup_in(atomic_load_explicit(&points, memory_order_acquire), a);
+	return r ? r : lookup_in(atomic_load_explicit(&table, memory_order_acquire), a);
+}
+
+struct phdr_query {
+	uintptr_t base;
+	const char *name;
+	const ElfW(Phdr) *ph;
+	size_t phnum;
+};
+
+static int find_phdrs(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	struct phdr_query *q = ctx;
+	if (info->dlpi_addr != q->base || strcmp(info->dlpi_name ? info->dlpi_name : "", q->name) != 0)
+		return 0;
+	q->ph = info->dlpi_phdr;
+	q->phnum = info->dlpi_phnum;
+	return 1;
 }
 
 /* An object loaded after start-up: read it from memory, once. */
@@ -317,7 +404,11 @@ static void ensure_scanned(uintptr_t a)
 		return;
 	char buf[4096];
 	const char *path = object_path(lm, buf, sizeof(buf));
-	scan_object(lm->l_addr, key_name, path ? path : "?", lm->l_ld, false);
+	/* Its program headers (for its build-id): they stay mapped while the
+	 * object is loaded, and dlclose cannot run under the shim's guard. */
+	struct phdr_query q = { lm->l_addr, key_name, NULL, 0 };
+	dl_iterate_phdr(find_phdrs, &q);
+	scan_object(lm->l_addr, key_name, path ? path : "?", lm->l_ld, q.ph, q.phnum, false);
 }
 
 int resolve_route(uintptr_t ra, uint16_t id)
@@ -329,7 +420,7 @@ int resolve_route(uintptr_t ra, uint16_t id)
 	int route = r ? r->route : state->match_all >= 0 ? state->match_all : SITE_ROUTE_HEAP;
 	if (r && route >= 0 && id != SITE_NONE && !site_symbol(id)) {
 		char sym[64];
-		snprintf(sym, sizeof(sym), "%s+%#lx", r->name, (unsigned long)(ra - r->start));
+		snprintf(sym, sizeof(sym), "%s+%#lx", r->name, (unsigned long)(ra - r->name_base));
 		site_set_symbol(id, sym);
 		debug_printf("allocation site %s (%#lx) -> pool \"%s\"", sym, (unsigned long)ra,
 			     state->pools[route].pool->name);
@@ -373,13 +464,15 @@ struct site_hit resolve_through_wrapper(uintptr_t ra)
 	return h;
 }
 
-static int add_rule(int route, const char *object, const char *function)
+static int add_rule(int route, const char *object, const char *function, const struct policy_site *site)
 {
 	struct rule *nr = realloc(rules, (n_rules + 1) * sizeof(*nr));
 	if (!nr)
 		return -ENOMEM;
 	rules = nr;
-	rules[n_rules++] = (struct rule){ route, object, function, !has_glob_chars(function), false };
+	size_t prefix = strcspn(function, "*?[\\");
+	rules[n_rules++] = (struct rule){ route, object, function, site, prefix, function[prefix] == '\0',
+					  false };
 	return 0;
 }
 
@@ -398,7 +491,7 @@ static int visit_startup(struct dl_phdr_info *info, size_t size, void *ctx)
 	}
 	if (strncmp(base_name(path), "linux-vdso", 10) == 0 || strncmp(base_name(path), "linux-gate", 10) == 0)
 		return 0;
-	scan_object(info->dlpi_addr, key_name, path, NULL, true);
+	scan_object(info->dlpi_addr, key_name, path, NULL, info->dlpi_phdr, info->dlpi_phnum, true);
 	return 0;
 }
 
@@ -449,15 +542,18 @@ void resolve_forget_unloaded(void)
 			scanned[kept++] = scanned[i];
 	bool changed = kept != n_scanned;
 	n_scanned = kept;
-	struct range_table *old = atomic_load(&table);
-	if (changed && old) {
+	struct range_table *_Atomic *tabs[] = { &table, &points };
+	for (size_t k = 0; changed && k < ARRAY_SIZE(tabs); k++) {
+		struct range_table *old = atomic_load(tabs[k]);
+		if (!old)
+			continue;
 		struct collect c = { 0 };
 		c.r = malloc(old->n * sizeof(struct range) + 1);
 		for (size_t i = 0; c.r && i < old->n; i++)
 			if (is_loaded(&l, &old->r[i].obj))
 				c.r[c.n++] = old->r[i];
 		if (c.r)
-			merge(&c, false);
+			merge(tabs[k], &c, false);
 		free(c.r);
 	}
 	pthread_mutex_unlock(&resolve_lock);
@@ -487,7 +583,7 @@ int resolve_init(const struct shim_state *st)
 	/* Wrappers first: a function named both ways is looked through. */
 	for (size_t i = 0; i < st->n_pools; i++)
 		for (size_t w = 0; w < st->pools[i].spec->n_wrappers; w++)
-			if (add_rule(SITE_ROUTE_WRAPPER, NULL, st->pools[i].spec->wrappers[w]) < 0)
+			if (add_rule(SITE_ROUTE_WRAPPER, NULL, st->pools[i].spec->wrappers[w], NULL) < 0)
 				return -ENOMEM;
 	for (size_t i = 0; i < st->n_pools; i++) {
 		const struct policy_pool *pp = st->pools[i].spec;
@@ -495,7 +591,7 @@ int resolve_init(const struct shim_state *st)
 			const struct policy_site *site = &pp->sites[s];
 			if (!site->object && strcmp(site->function, "*") == 0 && st->match_all == (int)i)
 				continue;
-			if (add_rule((int)i, site->object, site->function) < 0)
+			if (add_rule((int)i, site->object, site->function, site) < 0)
 				return -ENOMEM;
 			any_specific = true;
 		}

@@ -266,6 +266,24 @@ static const struct refusal refusals[] = {
 	  "site \"lib:f[\": glob has an unbalanced '['" },
 	{ "site on its own line", POOL_HEAD "        sites = [\n          \"f\",\n          \"g[\",\n"
 	  "          \"h\"\n        ];\n" POOL_TAIL, 11, "site \"g[\": glob has an unbalanced '['" },
+	{ "offset site without an object", POOL_HEAD "        sites = [ \"+0x1c9\" ];\n" POOL_TAIL, 9,
+	  "site \"+0x1c9\": an offset site names its object (OBJECT-GLOB:+0xOFFSET)" },
+	{ "offset without 0x", POOL_HEAD "        sites = [ \"prog:+1c9\" ];\n" POOL_TAIL, 9,
+	  "site \"prog:+1c9\": an offset is +0x and 1 to 16 hex digits" },
+	{ "offset without digits", POOL_HEAD "        sites = [ \"prog:+0x\" ];\n" POOL_TAIL, 9,
+	  "site \"prog:+0x\": an offset is +0x and 1 to 16 hex digits" },
+	{ "offset over 64 bits", POOL_HEAD "        sites = [ \"prog:+0x10000000000000000\" ];\n" POOL_TAIL,
+	  9, "site \"prog:+0x10000000000000000\": an offset is +0x and 1 to 16 hex digits" },
+	{ "offset with junk", POOL_HEAD "        sites = [ \"prog:+0x1c9z\" ];\n" POOL_TAIL, 9,
+	  "site \"prog:+0x1c9z\": an offset is +0x and 1 to 16 hex digits" },
+	{ "build-id too short", POOL_HEAD "        sites = [ \"prog@abcd:+0x1\" ];\n" POOL_TAIL, 9,
+	  "site \"prog@abcd:+0x1\": a build-id is 8 to 128 hex digits, an even count" },
+	{ "build-id odd", POOL_HEAD "        sites = [ \"prog@abcdef012:+0x1\" ];\n" POOL_TAIL, 9,
+	  "site \"prog@abcdef012:+0x1\": a build-id is 8 to 128 hex digits, an even count" },
+	{ "build-id not hex", POOL_HEAD "        sites = [ \"prog@abcdef0g:+0x1\" ];\n" POOL_TAIL, 9,
+	  "site \"prog@abcdef0g:+0x1\": a build-id is 8 to 128 hex digits, an even count" },
+	{ "build-id without an object", POOL_HEAD "        sites = [ \"@abcdef01:+0x1\" ];\n" POOL_TAIL, 9,
+	  "site \"@abcdef01:+0x1\": empty OBJECT part" },
 	{ "wrapper with an object", POOL_KEY("wrappers = [ \"libc.so*:xmalloc\" ]"), 10,
 	  "wrapper \"libc.so*:xmalloc\": a function glob only, without OBJECT:" },
 	{ "wrapper empty", POOL_KEY("wrappers = [ \"\" ]"), 10, "wrapper \"\": glob is empty" },
@@ -789,6 +807,9 @@ static void assert_policy_eq(const struct policy *a, const struct policy *b)
 		for (size_t j = 0; j < pa->n_sites; j++) {
 			ck_assert_pstr_eq(pa->sites[j].object, pb->sites[j].object);
 			ck_assert_str_eq(pa->sites[j].function, pb->sites[j].function);
+			ck_assert_pstr_eq(pa->sites[j].build_id, pb->sites[j].build_id);
+			ck_assert_int_eq(pa->sites[j].by_offset, pb->sites[j].by_offset);
+			ck_assert_uint_eq(pa->sites[j].offset, pb->sites[j].offset);
 		}
 		assert_strv_eq(pa->wrappers, pa->n_wrappers, pb->wrappers, pb->n_wrappers);
 		ck_assert_uint_eq(pa->n_triggers, pb->n_triggers);
@@ -842,6 +863,35 @@ END_TEST
 START_TEST(test_round_trip_match_policies)
 {
 	assert_round_trip(match_conf);
+}
+END_TEST
+
+/* Offset sites, pinned or not: split, canonical (lower case), round trip. */
+static const char offset_sites[] =
+	"version = 1;\n"
+	"policies = ( { name = \"o\"; match = { exe = [ \"*/nginx\" ]; };\n"
+	"  pools = ( { name = \"conf\"; sites = [ \"nginx:+0x4A2B1\",\n"
+	"    \"libfoo.so*@0123456789ABCDEF0123456789abcdef01234567:+0x0\", \"parse\" ]; } ); } );\n";
+
+START_TEST(test_offset_sites)
+{
+	struct policy_set *set = load_ok(offset_sites);
+	const struct policy_site *s = set->policies[0].pools[0].sites;
+
+	ck_assert_str_eq(s[0].object, "nginx");
+	ck_assert_str_eq(s[0].function, "+0x4a2b1");
+	ck_assert_ptr_null(s[0].build_id);
+	ck_assert(s[0].by_offset);
+	ck_assert_uint_eq(s[0].offset, 0x4a2b1);
+	ck_assert_str_eq(s[1].object, "libfoo.so*");
+	ck_assert_str_eq(s[1].build_id, "0123456789abcdef0123456789abcdef01234567");
+	ck_assert_str_eq(s[1].function, "+0x0");
+	ck_assert_uint_eq(s[1].offset, 0);
+	ck_assert(!s[2].by_offset);
+	ck_assert_ptr_null(s[2].object);
+	ck_assert_str_eq(s[2].function, "parse");
+	policy_set_free(set);
+	assert_round_trip(offset_sites);
 }
 END_TEST
 
@@ -936,6 +986,7 @@ int main(void)
 	tcase_add_test(tc, test_round_trip_spec_example);
 	tcase_add_test(tc, test_round_trip_all_options);
 	tcase_add_test(tc, test_round_trip_match_policies);
+	tcase_add_test(tc, test_offset_sites);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("durations");

@@ -1,0 +1,174 @@
+/*
+ * policy_lint.c - what a valid policy file says that cannot be what its
+ * author meant: an exe glob that no real path can fit, a policy that an
+ * earlier one always wins over, a trigger given twice, a site given twice.
+ *
+ * Owns the warnings' words.  Never judges validity (policy.c alone does)
+ * and never changes the model: a warning is advice to the person who wrote
+ * the file.  Warns only where it is sure; a rule it cannot decide passes
+ * silently.  Used by pmallocctl check and pmallocd; not built into the shim.
+ */
+#define _GNU_SOURCE
+#include "policy.h"
+
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct lint {
+	policy_warn_fn fn;
+	void *ctx;
+	size_t n;
+};
+
+static void warn(struct lint *l, int line, const char *format, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, format);
+	vsnprintf(msg, sizeof(msg), format, ap);
+	va_end(ap);
+	l->fn(l->ctx, line, msg);
+	l->n++;
+}
+
+static bool has_glob_chars(const char *g)
+{
+	return strpbrk(g, "*?[\\") != NULL;
+}
+
+/* Executables are matched by their real path, which starts with '/'. */
+static bool can_start_with_slash(const char *g)
+{
+	return g[0] == '/' || g[0] == '*' || g[0] == '?' || g[0] == '[';
+}
+
+static void lint_exe(struct lint *l, const struct policy *p, const char *g)
+{
+	if (!can_start_with_slash(g)) {
+		warn(l, p->line, "policy \"%s\": exe \"%s\" can never match: executables are matched by "
+		     "their real path (/proc/PID/exe), which starts with '/'; write \"*/%s\"",
+		     p->name, g, g);
+		return;
+	}
+	if (has_glob_chars(g))
+		return;
+	/* A literal path that is a symbolic link: the real path is another. */
+	struct stat st;
+	char real[PATH_MAX];
+	if (lstat(g, &st) == 0 && S_ISLNK(st.st_mode) && realpath(g, real))
+		warn(l, p->line, "policy \"%s\": exe \"%s\" is a symbolic link and can never match: "
+		     "executables are matched by their real path, here \"%s\"", p->name, g, real);
+}
+
+/* Every string that b fits, a fits too: b literal and fitting a, a "*", or
+ * the same glob. */
+static bool glob_covers(const char *a, const char *b)
+{
+	if (strcmp(a, "*") == 0 || strcmp(a, b) == 0)
+		return true;
+	return !has_glob_chars(b) && fnmatch(a, b, 0) == 0;
+}
+
+/* Every glob of b's list is covered by one of a's. */
+static bool list_covers(char *const *a, size_t na, char *const *b, size_t nb)
+{
+	for (size_t j = 0; j < nb; j++) {
+		bool covered = false;
+		for (size_t i = 0; i < na && !covered; i++)
+			covered = glob_covers(a[i], b[j]);
+		if (!covered)
+			return false;
+	}
+	return true;
+}
+
+static bool uids_cover(const struct policy *a, const struct policy *b)
+{
+	for (size_t j = 0; j < b->n_match_uid; j++) {
+		bool found = false;
+		for (size_t i = 0; i < a->n_match_uid && !found; i++)
+			found = a->match_uid[i] == b->match_uid[j];
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/* Every process that b matches, a (which comes first) matches: each
+ * criterion a has, b has too, and a's covers b's. */
+static bool shadows(const struct policy *a, const struct policy *b)
+{
+	if (!a->n_match_exe && !a->n_match_comm && !a->n_match_uid)
+		return false;            /* refused by the parser; never "everything" */
+	if (a->n_match_exe && (!b->n_match_exe ||
+			       !list_covers(a->match_exe, a->n_match_exe, b->match_exe, b->n_match_exe)))
+		return false;
+	if (a->n_match_comm && (!b->n_match_comm ||
+				!list_covers(a->match_comm, a->n_match_comm, b->match_comm, b->n_match_comm)))
+		return false;
+	if (a->n_match_uid && (!b->n_match_uid || !uids_cover(a, b)))
+		return false;
+	return true;
+}
+
+static bool same_trigger(const struct policy_trigger *a, const struct policy_trigger *b)
+{
+	if (a->kind != b->kind)
+		return false;
+	if (a->kind == POLICY_TRIGGER_ON_CALL)
+		return a->call == b->call;
+	if (a->kind == POLICY_TRIGGER_AFTER)
+		return a->after_ns == b->after_ns;
+	return true;
+}
+
+static bool same_site(const struct policy_site *a, const struct policy_site *b)
+{
+	return strcmp(a->function, b->function) == 0 &&
+	       (a->object ? b->object && strcmp(a->object, b->object) == 0 : !b->object) &&
+	       (a->build_id ? b->build_id && strcmp(a->build_id, b->build_id) == 0 : !b->build_id);
+}
+
+static void lint_pool(struct lint *l, const struct policy *p, const struct policy_pool *pool)
+{
+	for (size_t i = 0; i < pool->n_triggers; i++)
+		for (size_t j = 0; j < i; j++)
+			if (same_trigger(&pool->triggers[i], &pool->triggers[j])) {
+				warn(l, pool->line, "policy \"%s\", pool \"%s\": trigger %zu repeats trigger %zu",
+				     p->name, pool->name, i + 1, j + 1);
+				break;
+			}
+	for (size_t i = 0; i < pool->n_sites; i++)
+		for (size_t j = 0; j < i; j++)
+			if (same_site(&pool->sites[i], &pool->sites[j])) {
+				warn(l, pool->line, "policy \"%s\", pool \"%s\": site %zu repeats site %zu",
+				     p->name, pool->name, i + 1, j + 1);
+				break;
+			}
+}
+
+size_t policy_lint(const struct policy_set *set, policy_warn_fn fn, void *ctx)
+{
+	struct lint l = { fn, ctx, 0 };
+	for (size_t i = 0; i < set->n_policies; i++) {
+		const struct policy *p = &set->policies[i];
+		for (size_t k = 0; k < p->n_match_exe; k++)
+			lint_exe(&l, p, p->match_exe[k]);
+		for (size_t j = 0; j < i; j++)
+			if (shadows(&set->policies[j], p)) {
+				warn(&l, p->line, "policy \"%s\" is never used: policy \"%s\" (line %d) "
+				     "comes first and matches every process it matches",
+				     p->name, set->policies[j].name, set->policies[j].line);
+				break;
+			}
+		for (size_t k = 0; k < p->n_pools; k++)
+			lint_pool(&l, p, &p->pools[k]);
+	}
+	return l.n;
+}
