@@ -172,7 +172,7 @@ $(B)/bench/%: tests/bench/%.c $(SHIM_LIB)
 	$(CC) -std=gnu11 -O2 -g -Wall -Werror -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
 		$(if $(findstring bench_,$*),-lpmalloc_shim) -lpthread
 
-check: all test-deps $(UNIT_BINS) $(PROG_BINS)
+check: all test-deps $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
 	@tests/run-tests $(B) $(UNIT_BINS)
 
 bench: all test-deps $(BENCH_BINS) $(PROG_BINS)
@@ -180,6 +180,39 @@ bench: all test-deps $(BENCH_BINS) $(PROG_BINS)
 
 demo: all $(PROG_BINS)
 	@tests/demo $(B)
+
+# ---- Fuzzing: libFuzzer harnesses (clang), tests/fuzz/NAME.c with its
+# seed corpus tests/fuzz/NAME/ (and tests/fuzz/NAME.dict where there is one).
+# Each harness is compiled from the sources it tests, with ASan and UBSan.
+# make check replays every corpus file once (tests/integration/fuzz_corpus.sh);
+# make fuzz FUZZ_S=60 runs each harness that many seconds, new inputs kept
+# in $(B)/fuzz/NAME.corpus, a crashing one in $(B)/fuzz/NAME.crash/.
+FUZZ_CC := clang
+FUZZ_S ?= 60
+FUZZ_NAMES := policy daemon_wire shim_wire
+FUZZ_BINS := $(FUZZ_NAMES:%=$(B)/fuzz/%)
+FUZZ_CFLAGS = -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=all -Iinclude -Ishim $(call pc_cflags,libconfig)
+fuzz_policy_SRCS := shim/policy.c shim/policy_text.c
+fuzz_daemon_wire_SRCS := daemon/wire_decode.c
+fuzz_shim_wire_SRCS := shim/client_decode.c shim/policy.c shim/policy_text.c
+.PHONY: fuzz check-sanitize stress
+.SECONDEXPANSION:
+$(B)/fuzz/%: tests/fuzz/%.c $$(fuzz_$$*_SRCS) shim/wire.h shim/policy.h | $(B)/.deps $(B)/.test-deps
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Idaemon -o $@ $< $(fuzz_$*_SRCS) $(call pc_libs,libconfig)
+
+fuzz: $(FUZZ_BINS)
+	@for n in $(FUZZ_NAMES); do \
+		mkdir -p $(B)/fuzz/$$n.corpus $(B)/fuzz/$$n.crash; \
+		dict=; [ -f tests/fuzz/$$n.dict ] && dict=-dict=tests/fuzz/$$n.dict; \
+		echo "fuzz: $$n, $(FUZZ_S) s"; \
+		$(B)/fuzz/$$n -max_total_time=$(FUZZ_S) -print_final_stats=1 $$dict \
+			-artifact_prefix=$(B)/fuzz/$$n.crash/ $(B)/fuzz/$$n.corpus tests/fuzz/$$n \
+			>$(B)/fuzz/$$n.log 2>&1 || { tail -n 60 $(B)/fuzz/$$n.log; \
+			echo "fuzz: $$n FAILED, input in $(B)/fuzz/$$n.crash/"; exit 1; }; \
+		grep -E '^stat::number_of_executed_units|^stat::new_units_added' $(B)/fuzz/$$n.log | sed 's/^/  /'; \
+	done
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
