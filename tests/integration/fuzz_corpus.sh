@@ -15,7 +15,8 @@ for dir in "$SRC"/tests/fuzz/*/; do
 	[ -e "${files[0]}" ] || fail "corpus tests/fuzz/$name is empty"
 	# Files, not the directory: libFuzzer then runs each once and stops.
 	"$bin" -runs=1 "${files[@]}" >"$T/$name.log" 2>&1 ||
-		fail "$name: $(grep -E 'ERROR|SUMMARY|Running:|round trip|refused' "$T/$name.log" | tail -n 8)"
+		fail "$name: $(grep 'Running:' "$T/$name.log" | tail -n 1)
+$(grep -E 'ERROR|SUMMARY|runtime error|round trip|refused' "$T/$name.log" | head -n 8)"
 	ran=$(grep -c '^Executed ' "$T/$name.log")
 	[ "$ran" -eq "${#files[@]}" ] || fail "$name: ran $ran of ${#files[@]} inputs"
 	n_names=$((n_names + 1))
