@@ -221,6 +221,19 @@ check-sanitize: test-deps
 	done; [ $$fail = 0 ]
 	@$(SAN_OPTS) ASAN_OPTIONS=detect_leaks=0 tests/run-tests $(SAN_B)
 
+# ---- Stress: tests/integration/stress_*.sh run in make check (a few
+# seconds in all); make stress STRESS_N=20 repeats them, for a race that
+# shows only sometimes.
+STRESS_N ?= 10
+stress: all test-deps $(PROG_BINS)
+	@export PMALLOC_BUILD=$(CURDIR)/$(B) PMALLOC_SRC=$(CURDIR) PMALLOC_CONF=/nonexistent/pmalloc-test.conf \
+		PMALLOC_SOCKET=/nonexistent/pmalloc-test.sock; \
+	for t in tests/integration/stress_*.sh; do \
+		i=0; while [ $$i -lt $(STRESS_N) ]; do i=$$((i + 1)); \
+			out=$$(bash $$t 2>&1) || { echo "FAIL $$t (round $$i)"; echo "$$out"; exit 1; }; \
+		done; echo "PASS $$t x $(STRESS_N)"; \
+	done
+
 # ---- Fuzzing: libFuzzer harnesses (clang), tests/fuzz/NAME.c with its
 # seed corpus tests/fuzz/NAME/ (and tests/fuzz/NAME.dict where there is one).
 # Each harness is compiled from the sources it tests, with ASan and UBSan.
