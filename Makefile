@@ -246,14 +246,14 @@ FUZZ_NAMES := policy daemon_wire shim_wire
 FUZZ_BINS := $(FUZZ_NAMES:%=$(B)/fuzz/%)
 FUZZ_CFLAGS = -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -Iinclude -Ishim $(call pc_cflags,libconfig)
-fuzz_policy_SRCS := shim/policy.c shim/policy_text.c
-fuzz_daemon_wire_SRCS := daemon/wire_decode.c
-fuzz_shim_wire_SRCS := shim/client_decode.c shim/policy.c shim/policy_text.c
 .PHONY: fuzz check-sanitize stress
-.SECONDEXPANSION:
-$(B)/fuzz/%: tests/fuzz/%.c $$(fuzz_$$*_SRCS) shim/wire.h shim/policy.h | $(B)/.deps $(B)/.test-deps
+# What each harness is built from besides itself.
+$(B)/fuzz/policy: shim/policy.c shim/policy_text.c
+$(B)/fuzz/daemon_wire: daemon/wire_decode.c daemon/wire_decode.h
+$(B)/fuzz/shim_wire: shim/client_decode.c shim/client_decode.h shim/policy.c shim/policy_text.c
+$(B)/fuzz/%: tests/fuzz/%.c shim/wire.h shim/policy.h | $(B)/.deps $(B)/.test-deps
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -Idaemon -o $@ $< $(fuzz_$*_SRCS) $(call pc_libs,libconfig)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Idaemon -o $@ $(filter %.c,$^) $(call pc_libs,libconfig)
 
 fuzz: $(FUZZ_BINS)
 	@for n in $(FUZZ_NAMES); do \
