@@ -25,6 +25,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -246,6 +247,12 @@ int main(int argc, char **argv)
 		else if (WIFSIGNALED(status))
 			fprintf(stderr, "child %d killed by signal %d\n", (int)pid, WTERMSIG(status));
 	}
+	/* The threads fill their records before they stop, so the cap is
+	 * reached on a loaded machine too. */
+	for (int t = 0; t < THREADS; t++)
+		for (int k = 0; k < KINDS; k++)
+			while (atomic_load(&workers[t].n[k]) < RECORD_MAX)
+				sched_yield();
 	atomic_store(&stop, 1);
 	for (int t = 0; t < THREADS; t++)
 		pthread_join(workers[t].t, NULL);

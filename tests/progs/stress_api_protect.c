@@ -60,7 +60,8 @@ struct worker {
 	struct obj objs[RECORD_MAX];
 	_Atomic size_t n;                /* objs[0, n) published */
 	size_t checked;                  /* main's: objs[0, checked) seen protected */
-	size_t extra, extra_api;         /* unrecorded objects (raw threads), of which from the API pool */
+	_Atomic size_t extra;             /* unrecorded objects (raw threads) */
+	size_t extra_api;                /* of which from the API pool */
 };
 
 static struct worker workers[THREADS];
@@ -83,6 +84,15 @@ static void fail(const char *what)
 	exit(1);
 }
 
+/* The objects a thread may have published once `rounds` protects started:
+ * paced by the protects, so that allocations race every round; the last
+ * TAIL places are for after the last protect. */
+static size_t quota(unsigned long rounds)
+{
+	size_t n = (size_t)(rounds + 1) * (RECORD_MAX - TAIL) / ROUNDS;
+	return n < RECORD_MAX - TAIL ? n : RECORD_MAX - TAIL;
+}
+
 /* p was allocated when `done` protects were done: unless one started
  * since, it must be writable now. */
 static void check_fresh(const void *p, unsigned long done_before)
@@ -98,14 +108,8 @@ static void one(struct worker *w, unsigned int *seed, unsigned long i)
 	struct obj *o = &w->objs[n];
 	bool writer = w->id >= RAW;
 
-	/* Paced by the protects, so that allocations race every round; the
-	 * last TAIL places are for after the last protect. */
 	o->api = i % 2;
-	size_t limit = (size_t)(atomic_load(&started) + 1) * (RECORD_MAX - TAIL) / ROUNDS;
-	if (stop)
-		limit = RECORD_MAX;
-	else if (limit > RECORD_MAX - TAIL)
-		limit = RECORD_MAX - TAIL;
+	size_t limit = stop ? RECORD_MAX : quota(atomic_load(&started));
 	if (n >= limit || n >= RECORD_MAX) {
 		/* Unrecorded until the next round: a raw thread goes on racing
 		 * the protects with small objects (counted, bounded). */
@@ -167,6 +171,14 @@ static void check_round(unsigned long rounds)
 	}
 }
 
+/* Wait until every thread has published n objects. */
+static void wait_for_quota(size_t n)
+{
+	for (int t = 0; t < THREADS; t++)
+		while (atomic_load(&workers[t].n) < n)
+			sched_yield();
+}
+
 static int by_address(const void *a, const void *b)
 {
 	const struct obj *x = a, *y = b;
@@ -188,7 +200,10 @@ int main(void)
 			return 2;
 	}
 	for (unsigned long r = 1; r <= ROUNDS; r++) {
+		/* Each round, the threads have allocated their share first: on
+		 * a loaded machine too, every protect races allocations. */
 		usleep(200);
+		wait_for_quota(quota(atomic_load(&started)));
 		pthread_rwlock_wrlock(&gate);
 		atomic_fetch_add(&started, 1);
 		pmalloc_protect_pool(api_pool);
