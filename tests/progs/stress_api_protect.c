@@ -1,27 +1,29 @@
 /*
  * stress_api_protect - threads racing protect against allocation.
  *
- * Two "raw" threads allocate without pause and without writing, from an API
- * pool (pmalloc) and from the policy's site race_alloc() (calloc into pool
- * "shared"), racing the protects inside the pool code.  Two "writer"
- * threads allocate and fill each object with a pattern, holding a read
- * lock that the protecting thread takes for writing: a protect never falls
- * between a writer's allocation and its write, as a correct program
- * arranges.  The main thread protects both pools (pmalloc_protect_pool and
- * the manual trigger, pmalloc_protect_named) ROUNDS times.
+ * Two "raw" threads allocate without writing, from an API pool (pmalloc)
+ * and from the policy's site race_alloc() (calloc into pool "shared"),
+ * racing the protects inside the pool code.  Two "writer" threads allocate
+ * and fill each object with a pattern, holding a read lock that the
+ * protecting thread takes for writing: a protect never falls between a
+ * writer's allocation and its write, as a correct program arranges.  The
+ * main thread protects both pools (pmalloc_protect_pool and the manual
+ * trigger, pmalloc_protect_named) ROUNDS times.  The threads record their
+ * objects at the pace of the protects (a share per round, which main waits
+ * for); past its share a raw thread goes on with small unrecorded objects.
  *
  * Each thread notes how many protects were done when it called the
  * allocator and how many had started when it returned: every protect that
  * starts later must leave the object read-only, which main checks after
  * each round on what was published; an object allocated while no protect
- * ran must be writable, which the thread checks at once.  At the end: every object allocated
- * before a protect is read-only, those allocated after the last are
- * writable, no two objects overlap, every
- * writer's object still holds its pattern (nothing written before a protect
- * is lost), calloc's objects read as zero, and the API pool counts exactly
- * the published objects.  Prints "rounds N, ..." and "ok"; exit 0 when all
- * held.  A write to protected memory would kill it by SIGSEGV with a
- * report, a hang is ended by an alarm.
+ * started must be writable, which the thread checks at once.  At the end:
+ * every object allocated before a protect is read-only, those allocated
+ * after the last are writable, no two objects overlap, every writer's
+ * object still holds its pattern (nothing written before a protect is
+ * lost), calloc's objects read as zero, and the API pool counts exactly the
+ * objects it gave.  Prints "rounds N, ..." and "ok"; exit 0 when all held.
+ * A write to protected memory would kill it by SIGSEGV with a report, a
+ * hang is ended by an alarm.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
