@@ -172,7 +172,7 @@ $(B)/bench/%: tests/bench/%.c $(SHIM_LIB)
 	$(CC) -std=gnu11 -O2 -g -Wall -Werror -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
 		$(if $(findstring bench_,$*),-lpmalloc_shim) -lpthread
 
-check: all test-deps $(UNIT_BINS) $(PROG_BINS)
+check: all test-deps $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
 	@tests/run-tests $(B) $(UNIT_BINS)
 
 bench: all test-deps $(BENCH_BINS) $(PROG_BINS)
@@ -180,6 +180,92 @@ bench: all test-deps $(BENCH_BINS) $(PROG_BINS)
 
 demo: all $(PROG_BINS)
 	@tests/demo $(B)
+
+# ---- Sanitizers: make check-sanitize builds everything again (gcc) and
+# runs the unit and integration tests on that build.
+#   $(B)/sanitize        pmallocd, pmallocctl and test_policy with ASan+UBSan;
+#                        the shim with UBSan only: ASan owns malloc and must
+#                        be the first library loaded, so it cannot share a
+#                        process with the interposing shim.  (The shim is
+#                        built first; the second pass finds it up to date.)
+#   $(B)/sanitize/ubsan  the unit tests that host the shim in their own
+#                        process (all but test_policy), for the same reason
+#                        with UBSan only, and without its null check: they
+#                        store through NULL on purpose.
+# Integration tests run with detect_leaks=0: LeakSanitizer's exit-time scan
+# calls prctl and ptrace, which pmallocd's seccomp sandbox kills (SIGSYS);
+# the parser's leaks are LeakSanitizer's in test_policy and in the fuzzers.
+# The programs under tests/progs stay plain: they stand for other people's
+# programs, into which the shim is preloaded.  UBSan stops at the first error.
+SAN_B := $(B)/sanitize
+SAN_UBSAN := -fsanitize=undefined -fno-sanitize-recover=all
+SAN_ASAN := -fsanitize=address $(SAN_UBSAN) -fno-omit-frame-pointer
+SAN_ASAN_UNITS := test_policy
+SAN_UNIT_BINS := $(patsubst %,$(SAN_B)/tests/%,$(SAN_ASAN_UNITS)) \
+	$(patsubst $(B)/tests/%,$(SAN_B)/ubsan/tests/%,$(filter-out $(SAN_ASAN_UNITS:%=$(B)/tests/%),$(UNIT_BINS)))
+SAN_OPTS := UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+check-sanitize: test-deps
+	$(MAKE) --no-print-directory B=$(SAN_B) CFLAGS="-O1 -g $(SAN_UBSAN)" LDFLAGS="$(SAN_UBSAN)" \
+		$(SAN_B)/libpmalloc_shim.so
+	$(MAKE) --no-print-directory B=$(SAN_B) CFLAGS="-O1 -g $(SAN_ASAN)" LDFLAGS="$(SAN_ASAN)" all \
+		$(filter $(SAN_B)/tests/%,$(SAN_UNIT_BINS)) $(patsubst $(B)/%,$(SAN_B)/%,$(PROG_BINS) $(FUZZ_BINS))
+	$(MAKE) --no-print-directory B=$(SAN_B)/ubsan CFLAGS="-O1 -g $(SAN_UBSAN) -fno-sanitize=null" \
+		LDFLAGS="$(SAN_UBSAN) -fno-sanitize=null" $(filter $(SAN_B)/ubsan/%,$(SAN_UNIT_BINS)) \
+		$(patsubst $(B)/%,$(SAN_B)/ubsan/%,$(PROG_BINS))
+	@fail=0; for t in $(SAN_UNIT_BINS); do \
+		b=$$(cd $$(dirname $$t)/.. && pwd); \
+		if PMALLOC_BUILD=$$b PMALLOC_SRC=$(CURDIR) PMALLOC_CONF=/nonexistent/pmalloc-test.conf \
+			PMALLOC_SOCKET=/nonexistent/pmalloc-test.sock $(SAN_OPTS) ASAN_OPTIONS=detect_leaks=1 \
+			$$t >$(SAN_B)/unit.log 2>&1; then echo "PASS sanitize/$$(basename $$t)"; \
+		else echo "FAIL sanitize/$$(basename $$t)"; tail -n 40 $(SAN_B)/unit.log; fail=1; fi; \
+	done; [ $$fail = 0 ]
+	@$(SAN_OPTS) ASAN_OPTIONS=detect_leaks=0 tests/run-tests $(SAN_B)
+
+# ---- Stress: tests/integration/stress_*.sh run in make check (a few
+# seconds in all); make stress STRESS_N=20 repeats them, for a race that
+# shows only sometimes.
+STRESS_N ?= 10
+stress: all test-deps $(PROG_BINS)
+	@export PMALLOC_BUILD=$(CURDIR)/$(B) PMALLOC_SRC=$(CURDIR) PMALLOC_CONF=/nonexistent/pmalloc-test.conf \
+		PMALLOC_SOCKET=/nonexistent/pmalloc-test.sock; \
+	for t in tests/integration/stress_*.sh; do \
+		i=0; while [ $$i -lt $(STRESS_N) ]; do i=$$((i + 1)); \
+			out=$$(bash $$t 2>&1) || { echo "FAIL $$t (round $$i)"; echo "$$out"; exit 1; }; \
+		done; echo "PASS $$t x $(STRESS_N)"; \
+	done
+
+# ---- Fuzzing: libFuzzer harnesses (clang), tests/fuzz/NAME.c with its
+# seed corpus tests/fuzz/NAME/ (and tests/fuzz/NAME.dict where there is one).
+# Each harness is compiled from the sources it tests, with ASan and UBSan.
+# make check replays every corpus file once (tests/integration/fuzz_corpus.sh);
+# make fuzz FUZZ_S=60 runs each harness that many seconds, new inputs kept
+# in $(B)/fuzz/NAME.corpus, a crashing one in $(B)/fuzz/NAME.crash/.
+FUZZ_CC := clang
+FUZZ_S ?= 60
+FUZZ_NAMES := policy daemon_wire shim_wire
+FUZZ_BINS := $(FUZZ_NAMES:%=$(B)/fuzz/%)
+FUZZ_CFLAGS = -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=all -Iinclude -Ishim $(call pc_cflags,libconfig)
+.PHONY: fuzz check-sanitize stress
+# What each harness is built from besides itself.
+$(B)/fuzz/policy: shim/policy.c shim/policy_text.c
+$(B)/fuzz/daemon_wire: daemon/wire_decode.c daemon/wire_decode.h
+$(B)/fuzz/shim_wire: shim/client_decode.c shim/client_decode.h shim/policy.c shim/policy_text.c
+$(B)/fuzz/%: tests/fuzz/%.c shim/wire.h shim/policy.h | $(B)/.deps $(B)/.test-deps
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Idaemon -o $@ $(filter %.c,$^) $(call pc_libs,libconfig)
+
+fuzz: $(FUZZ_BINS)
+	@for n in $(FUZZ_NAMES); do \
+		mkdir -p $(B)/fuzz/$$n.corpus $(B)/fuzz/$$n.crash; \
+		dict=; [ -f tests/fuzz/$$n.dict ] && dict=-dict=tests/fuzz/$$n.dict; \
+		echo "fuzz: $$n, $(FUZZ_S) s"; \
+		$(B)/fuzz/$$n -max_total_time=$(FUZZ_S) -print_final_stats=1 $$dict \
+			-artifact_prefix=$(B)/fuzz/$$n.crash/ $(B)/fuzz/$$n.corpus tests/fuzz/$$n \
+			>$(B)/fuzz/$$n.log 2>&1 || { tail -n 60 $(B)/fuzz/$$n.log; \
+			echo "fuzz: $$n FAILED, input in $(B)/fuzz/$$n.crash/"; exit 1; }; \
+		grep -E '^stat::number_of_executed_units|^stat::new_units_added' $(B)/fuzz/$$n.log | sed 's/^/  /'; \
+	done
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \

@@ -34,6 +34,7 @@
 #include "status.h"
 #include "violation.h"
 #include "wire.h"
+#include "wire_decode.h"
 #include "strbuf.h"
 
 #define USEC_PER_MSEC 1000ULL
@@ -429,29 +430,6 @@ static int handle_protected(struct client *c, struct pmw_protected *m, const str
 	return 0;
 }
 
-static int check_report(struct client *c, struct pmw_report *m)
-{
-	if (m->mode != PMW_MODE_ENFORCE && m->mode != PMW_MODE_AUDIT)
-		return -EINVAL;
-	if (m->n_frames > PMW_FRAMES || m->n_modules > PMW_MODULES)
-		return -EINVAL;
-	for (uint32_t i = 0; i < m->n_frames; i++)
-		if (m->frames[i].module != PMW_NO_MODULE && m->frames[i].module >= m->n_modules)
-			return -EINVAL;
-	for (uint32_t i = 0; i < m->n_modules; i++) {
-		if (m->modules[i].build_id_len > PMW_BUILD_ID)
-			return -EINVAL;
-		FORCE_NUL(m->modules[i].path);
-	}
-	FORCE_NUL(m->policy);
-	FORCE_NUL(m->pool);
-	FORCE_NUL(m->object_site);
-	FORCE_NUL(m->fault_symbol);
-	FORCE_NUL(m->exe);
-	(void)c;
-	return 0;
-}
-
 static int handle_report(struct client *c, struct pmw_report *m, const struct ucred *cred)
 {
 	struct server *s = c->server;
@@ -459,7 +437,7 @@ static int handle_report(struct client *c, struct pmw_report *m, const struct uc
 	char policy[PMW_NAME], pool[PMW_NAME];
 	struct proc_entry *e;
 
-	if (check_report(c, m) < 0) {
+	if (wire_check_report(m) < 0) {
 		client_drop(c, malformed, "REPORT with out-of-range fields, dropped", client_drop_args(c));
 		return -EINVAL;
 	}
@@ -477,46 +455,21 @@ static int handle_report(struct client *c, struct pmw_report *m, const struct uc
 	return 0;
 }
 
-/* Sizes each client-sent type must have exactly. */
-static size_t expected_size(uint16_t type)
-{
-	switch (type) {
-	case PMW_HELLO:
-		return sizeof(struct pmw_hello);
-	case PMW_PROTECTED:
-		return sizeof(struct pmw_protected);
-	case PMW_REPORT:
-		return sizeof(struct pmw_report);
-	case PMW_STATUS_REQ:
-		return sizeof(struct pmw_status_req);
-	case PMW_PROTECT_REQ:
-		return sizeof(struct pmw_protect_req);
-	default:
-		return 0;                /* not something a client sends */
-	}
-}
-
 static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 {
 	struct pmw_header *h = (struct pmw_header *)rx_buf;
-	size_t want;
+	char why[PMW_SYM];
 
-	if (n < sizeof(*h)) {
-		client_drop(c, malformed, "%zu-byte packet, shorter than a header, dropped",
-			    client_drop_args(c), n);
+	switch (wire_check_client(rx_buf, n, why, sizeof(why))) {
+	case WIRE_OK:
+		break;
+	case WIRE_MALFORMED:
+		client_drop(c, malformed, "%s, dropped", client_drop_args(c), why);
 		return -EINVAL;
-	}
-	if (h->magic != PMW_MAGIC) {
-		client_drop(c, malformed, "bad magic 0x%08x, dropped", client_drop_args(c),
-			    (unsigned)h->magic);
-		return -EINVAL;
-	}
-	if (h->length != n) {
-		client_drop(c, malformed, "header says %u bytes, packet has %zu, dropped",
-			    client_drop_args(c), (unsigned)h->length, n);
-		return -EINVAL;
-	}
-	if (h->version != PMW_VERSION) {
+	case WIRE_NOT_FROM_CLIENT:
+		client_drop(c, out_of_order, "%s, dropped", client_drop_args(c), why);
+		return -EPROTO;
+	case WIRE_OTHER_VERSION:
 		if (h->type == PMW_HELLO && c->state == CLIENT_NEW) {
 			char reason[PMW_SYM];
 
@@ -528,24 +481,8 @@ static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 					     reason);
 			client_drop(c, refused_version, "%s", client_drop_args(c), reason);
 		} else
-			client_drop(c, malformed, "message of protocol version %u, dropped",
-				    client_drop_args(c), (unsigned)h->version);
+			client_drop(c, malformed, "%s, dropped", client_drop_args(c), why);
 		return -EPROTO;
-	}
-	if (h->reserved != 0) {
-		client_drop(c, malformed, "reserved header field set, dropped", client_drop_args(c));
-		return -EINVAL;
-	}
-	want = expected_size(h->type);
-	if (want == 0) {
-		client_drop(c, out_of_order, "sent message type %u, which clients do not send, dropped",
-			    client_drop_args(c), (unsigned)h->type);
-		return -EPROTO;
-	}
-	if (n != want) {
-		client_drop(c, malformed, "type %u message of %zu bytes, expected %zu, dropped",
-			    client_drop_args(c), (unsigned)h->type, n, want);
-		return -EINVAL;
 	}
 
 	switch (c->state) {

@@ -18,6 +18,7 @@
 #include "shim.h"
 #include "os.h"
 #include "client.h"
+#include "client_decode.h"
 #include "journal.h"
 #include "fmt.h"
 #include "report.h"
@@ -118,31 +119,18 @@ void client_abandon(void)
  * -errno for anything else. */
 static int read_answer(const char *buf, ssize_t n, char **ret_text, uint64_t *ret_generation)
 {
-	const struct pmw_header *h = (const void *)buf;
-	if (n < (ssize_t)sizeof(*h) || n > PMW_MAX_MSG || h->magic != PMW_MAGIC || h->length != (uint32_t)n)
-		return -EPROTO;
-	if (h->version != PMW_VERSION || h->type == PMW_REFUSED) {
-		const struct pmw_answer *a = (const void *)buf;
-		if (h->type == PMW_REFUSED && n == (ssize_t)sizeof(*a)) {
-			char reason[PMW_SYM];
-			memcpy(reason, a->reason, sizeof(reason));
-			reason[sizeof(reason) - 1] = '\0';
-			debug_printf("pmallocd refused this process: %s", reason);
-		}
-		return -EPROTONOSUPPORT;
-	}
-	if (h->type == PMW_NO_POLICY && n == (ssize_t)sizeof(struct pmw_answer))
-		return 0;
-	const struct pmw_policy *p = (const void *)buf;
-	if (h->type != PMW_POLICY || n < (ssize_t)sizeof(*p) || p->text_len == 0 ||
-	    sizeof(*p) + p->text_len != (size_t)n || p->text[p->text_len - 1] != '\0')
-		return -EPROTO;
-	char *text = malloc(p->text_len);
+	struct client_answer a;
+	int r = client_decode_answer(buf, (size_t)n, &a);
+	if (r == -EPROTONOSUPPORT && a.reason[0])
+		debug_printf("pmallocd refused this process: %s", a.reason);
+	if (r <= 0)
+		return r;
+	char *text = malloc(a.text_len);
 	if (!text)
 		return -ENOMEM;
-	memcpy(text, p->text, p->text_len);
+	memcpy(text, a.text, a.text_len);
 	*ret_text = text;
-	*ret_generation = p->generation;
+	*ret_generation = a.generation;
 	return 1;
 }
 
@@ -285,11 +273,9 @@ void client_read_orders(void (*fn)(const char *pool))
 		if (n == 0) {
 			return;                       /* the daemon went away */
 		}
-		if (n != (ssize_t)sizeof(m) || m.h.magic != PMW_MAGIC || m.h.version != PMW_VERSION ||
-		    m.h.type != PMW_PROTECT || m.h.length != sizeof(m))
-			continue;                     /* not an order: ignored */
-		m.pool[sizeof(m.pool) - 1] = '\0';
-		fn(m.pool);
+		const char *pool = client_decode_order(&m, (size_t)n);
+		if (pool)
+			fn(pool);                     /* anything else is not an order: ignored */
 	}
 }
 

@@ -1,0 +1,94 @@
+/*
+ * wire_decode.c - what pmallocd checks in a client's packet before any of
+ * its fields is used: framing (magic, length, version, reserved), the exact
+ * size of each type a client may send, and the ranges inside a report.
+ *
+ * Pure: no socket, no state, no allocation, no logging (server.c counts and
+ * logs what these refuse), so the fuzzer in tests/fuzz/ runs it as is.
+ */
+#include "wire_decode.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+/* Sizes each client-sent type must have exactly; 0 for the others. */
+static size_t expected_size(uint16_t type)
+{
+	switch (type) {
+	case PMW_HELLO:
+		return sizeof(struct pmw_hello);
+	case PMW_PROTECTED:
+		return sizeof(struct pmw_protected);
+	case PMW_REPORT:
+		return sizeof(struct pmw_report);
+	case PMW_STATUS_REQ:
+		return sizeof(struct pmw_status_req);
+	case PMW_PROTECT_REQ:
+		return sizeof(struct pmw_protect_req);
+	default:
+		return 0;
+	}
+}
+
+enum wire_verdict wire_check_client(const void *buf, size_t n, char *why, size_t whylen)
+{
+	const struct pmw_header *h = buf;
+	size_t want;
+
+	if (n < sizeof(*h)) {
+		snprintf(why, whylen, "%zu-byte packet, shorter than a header", n);
+		return WIRE_MALFORMED;
+	}
+	if (h->magic != PMW_MAGIC) {
+		snprintf(why, whylen, "bad magic 0x%08x", (unsigned)h->magic);
+		return WIRE_MALFORMED;
+	}
+	if (h->length != n) {
+		snprintf(why, whylen, "header says %u bytes, packet has %zu", (unsigned)h->length, n);
+		return WIRE_MALFORMED;
+	}
+	if (h->version != PMW_VERSION) {
+		snprintf(why, whylen, "message of protocol version %u", (unsigned)h->version);
+		return WIRE_OTHER_VERSION;
+	}
+	if (h->reserved != 0) {
+		snprintf(why, whylen, "reserved header field set");
+		return WIRE_MALFORMED;
+	}
+	want = expected_size(h->type);
+	if (want == 0) {
+		snprintf(why, whylen, "sent message type %u, which clients do not send",
+			 (unsigned)h->type);
+		return WIRE_NOT_FROM_CLIENT;
+	}
+	if (n != want) {
+		snprintf(why, whylen, "type %u message of %zu bytes, expected %zu", (unsigned)h->type, n,
+			 want);
+		return WIRE_MALFORMED;
+	}
+	return WIRE_OK;
+}
+
+#define FORCE_NUL(field) ((field)[sizeof(field) - 1] = '\0')
+
+int wire_check_report(struct pmw_report *m)
+{
+	if (m->mode != PMW_MODE_ENFORCE && m->mode != PMW_MODE_AUDIT)
+		return -EINVAL;
+	if (m->n_frames > PMW_FRAMES || m->n_modules > PMW_MODULES)
+		return -EINVAL;
+	for (uint32_t i = 0; i < m->n_frames; i++)
+		if (m->frames[i].module != PMW_NO_MODULE && m->frames[i].module >= m->n_modules)
+			return -EINVAL;
+	for (uint32_t i = 0; i < m->n_modules; i++) {
+		if (m->modules[i].build_id_len > PMW_BUILD_ID)
+			return -EINVAL;
+		FORCE_NUL(m->modules[i].path);
+	}
+	FORCE_NUL(m->policy);
+	FORCE_NUL(m->pool);
+	FORCE_NUL(m->object_site);
+	FORCE_NUL(m->fault_symbol);
+	FORCE_NUL(m->exe);
+	return 0;
+}

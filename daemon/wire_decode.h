@@ -1,0 +1,29 @@
+/*
+ * wire_decode.h - the checks on a packet a client sent, before any handler
+ * reads it (wire_decode.c).
+ */
+#ifndef PMALLOCD_WIRE_DECODE_H
+#define PMALLOCD_WIRE_DECODE_H
+
+#include <stddef.h>
+
+#include "wire.h"
+
+enum wire_verdict {
+	WIRE_OK,                     /* header and type-specific size are right */
+	WIRE_MALFORMED,              /* short, bad magic/length/reserved, wrong size */
+	WIRE_OTHER_VERSION,          /* well framed, another protocol version */
+	WIRE_NOT_FROM_CLIENT,        /* a type that clients do not send */
+};
+
+/* Check the n bytes of buf (at least 8-byte aligned) as a message from a
+ * client.  why (whylen bytes) says what is wrong for anything but WIRE_OK,
+ * without a trailing "dropped".  Reads nothing beyond buf[n). */
+enum wire_verdict wire_check_client(const void *buf, size_t n, char *why, size_t whylen);
+
+/* The fields of a PMW_REPORT that wire_check_client() passed: 0, with every
+ * string NUL-terminated in place, or -EINVAL for an out-of-range count,
+ * mode or index. */
+int wire_check_report(struct pmw_report *m);
+
+#endif

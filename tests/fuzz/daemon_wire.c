@@ -1,0 +1,70 @@
+/*
+ * daemon_wire.c - libFuzzer harness for pmallocd's checks on what a client
+ * sends (daemon/wire_decode.c).
+ *
+ * Input: one packet, as recvmsg() would leave it in the daemon's buffer.
+ * Besides memory errors, it checks the decoder's contract: a passed message
+ * has the exact size of its type, a passed report has its counts and module
+ * indices in range and every string NUL-terminated; a refusal says why.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "wire_decode.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define TERMINATED(field) (memchr((field), '\0', sizeof(field)) != NULL)
+
+static void check_report(struct pmw_report *m)
+{
+	if (wire_check_report(m) < 0)
+		return;
+	if (m->n_frames > PMW_FRAMES || m->n_modules > PMW_MODULES ||
+	    (m->mode != PMW_MODE_ENFORCE && m->mode != PMW_MODE_AUDIT))
+		abort();
+	for (uint32_t i = 0; i < m->n_frames; i++)
+		if (m->frames[i].module != PMW_NO_MODULE && m->frames[i].module >= m->n_modules)
+			abort();
+	for (uint32_t i = 0; i < m->n_modules; i++)
+		if (!TERMINATED(m->modules[i].path) || m->modules[i].build_id_len > PMW_BUILD_ID)
+			abort();
+	if (!TERMINATED(m->policy) || !TERMINATED(m->pool) || !TERMINATED(m->object_site) ||
+	    !TERMINATED(m->fault_symbol) || !TERMINATED(m->exe))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char why[PMW_SYM] = "";
+	struct pmw_header *h;
+	void *buf;
+
+	/* The daemon refuses bigger packets before decoding (MSG_TRUNC). */
+	if (size > PMW_MAX_MSG)
+		return 0;
+	/* Exactly size bytes, so that ASan sees any read past the packet. */
+	buf = malloc(size ? size : 1);
+	if (!buf)
+		return 0;
+	memcpy(buf, data, size);
+	h = buf;
+	switch (wire_check_client(buf, size, why, sizeof(why))) {
+	case WIRE_OK:
+		if (size < sizeof(*h) || h->length != size || h->version != PMW_VERSION ||
+		    h->reserved != 0)
+			abort();
+		if (h->type == PMW_REPORT) {
+			if (size != sizeof(struct pmw_report))
+				abort();
+			check_report(buf);
+		}
+		break;
+	default:
+		if (!why[0] || !memchr(why, '\0', sizeof(why)))
+			abort();
+		break;
+	}
+	free(buf);
+	return 0;
+}
