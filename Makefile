@@ -65,6 +65,10 @@ CTL_OBJS := $(CTL_SRCS:%.c=$(B)/pie/%.o)
 PIE_CFLAGS = $(BASE_CFLAGS) -fPIE $(call pc_cflags,libconfig libsystemd libseccomp libdw)
 DAEMON_LIBS = $(call pc_libs,libconfig libsystemd libseccomp libdw)
 
+# libFuzzer harnesses (see "Fuzzing" below); set here, before check names them.
+FUZZ_NAMES := policy daemon_wire shim_wire
+FUZZ_BINS := $(FUZZ_NAMES:%=$(B)/fuzz/%)
+
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 # Test programs; tests/progs/libNAME.c are shared libraries they dlopen.
@@ -242,8 +246,7 @@ stress: all test-deps $(PROG_BINS)
 # in $(B)/fuzz/NAME.corpus, a crashing one in $(B)/fuzz/NAME.crash/.
 FUZZ_CC := clang
 FUZZ_S ?= 60
-FUZZ_NAMES := policy daemon_wire shim_wire
-FUZZ_BINS := $(FUZZ_NAMES:%=$(B)/fuzz/%)
+# FUZZ_NAMES and FUZZ_BINS are set near the top: check names them.
 FUZZ_CFLAGS = -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -Iinclude -Ishim $(call pc_cflags,libconfig)
 .PHONY: fuzz check-sanitize stress
