@@ -188,8 +188,7 @@ int ctl_cmd_status(int argc, char **argv)
 			arg = optarg;
 			break;
 		case 'h':
-			ctl_usage(stdout);
-			return CTL_EXIT_OK;
+			return ctl_help("status");
 		default:
 			return ctl_option_error(c, argv);
 		}

@@ -397,8 +397,7 @@ int ctl_cmd_violations(int argc, char **argv)
 			o.json = true;
 			break;
 		case 'h':
-			ctl_usage(stdout);
-			return CTL_EXIT_OK;
+			return ctl_help("violations");
 		default:
 			return ctl_option_error(c, argv);
 		}
