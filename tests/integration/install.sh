@@ -68,8 +68,10 @@ shim=$(pkg-config --variable=shim pmalloc)
 case $shim in "$libdir/libpmalloc_shim.so" | "$root$libdir/libpmalloc_shim.so") ;;
 *) fail "pkg-config --variable=shim pmalloc: $shim" ;; esac
 pass "a program built with pkg-config against the install runs; the pc names the shim $shim"
+unset PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_PATH
 
 # What pmallocctl preload writes names the installed shim.
+mkdir -p "$T/sys"
 "$root/usr/bin/pmallocctl" preload enable demo.service --root "$T/sys" >/dev/null 2>&1 ||
 	fail "pmallocctl preload enable failed"
 grep -qx "Environment=LD_PRELOAD=$libdir/libpmalloc_shim.so" "$T/sys/etc/systemd/system/demo.service.d/pmalloc.conf" ||
