@@ -137,7 +137,9 @@ theirs = [json.loads(l) for l in open(sys.argv[2])]
 assert len(ours) == len(theirs) == 1, (ours, theirs)
 o, t = ours[0], theirs[0]
 want = {k: v for k, v in t.items()
-        if k.startswith("PMALLOC_") or k in ("OBJECT_PID", "MESSAGE", "PRIORITY", "_PID", "_UID", "_COMM", "__REALTIME_TIMESTAMP")}
+        if k.startswith("PMALLOC_") or k in ("OBJECT_PID", "MESSAGE", "PRIORITY", "_PID", "_UID", "_COMM", "__REALTIME_TIMESTAMP",
+                 "_HOSTNAME", "_MACHINE_ID", "_BOOT_ID", "_SYSTEMD_UNIT")
+        or k.startswith("OBJECT_SYSTEMD_")}
 got = {k: v for k, v in o.items() if k != "TIMESTAMP"}
 assert got == want, (got, want)
 PY
