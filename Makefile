@@ -84,7 +84,7 @@ SHIM_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fno-plt -DPMALLOC_BUILDI
 SHIM_LIBS = $(call pc_libs,libconfig libelf) -lgcc_s -ldl -lpthread
 
 # Code the daemon side shares with the shim (policy model, wire format).
-SHARED_SRCS := $(wildcard shim/policy*.c)
+SHARED_SRCS := $(wildcard shim/policy*.c) shim/cgroup.c
 SHARED_OBJS := $(SHARED_SRCS:%.c=$(B)/pie/%.o)
 
 CTL_SRCS := $(wildcard daemon/ctl*.c)

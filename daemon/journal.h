@@ -47,6 +47,14 @@ void journal_sanitize(char *dst, size_t n, const char *src);
 
 struct proc_entry;
 
+/* Take the systemd unit, slice and cgroup of e->pid now, while it runs
+ * (from /proc/PID/cgroup, as sd_pid_get_unit() & co. read it); what cannot
+ * be read stays NULL. */
+void journal_capture_object(struct proc_entry *e);
+/* OBJECT_SYSTEMD_UNIT, _SLICE, _CGROUP of e, where known: the
+ * fields journald gives the processes it can still see, as coredump does. */
+void journal_add_object(struct jentry *j, const struct proc_entry *e);
+
 void journal_handed(const struct proc_entry *e, const char *policy);
 void journal_protected(const struct proc_entry *e, const struct pmw_protected *msg,
 		       const char *policy, const char *pool, const char *trigger);

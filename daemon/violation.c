@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,5 +270,11 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, e->generation);
 	if (e->via_pid)
 		jentry_add(&j, "PMALLOC_VIA_PID=%d", (int)e->via_pid);
+	/* The signal the process dies of, as coredump's COREDUMP_SIGNAL. */
+	if (!audit) {
+		jentry_add(&j, "PMALLOC_SIGNAL=%d", SIGSEGV);
+		jentry_add(&j, "PMALLOC_SIGNAL_NAME=SIGSEGV");
+	}
+	journal_add_object(&j, e);
 	(void)jentry_send(&j);
 }

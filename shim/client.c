@@ -341,5 +341,6 @@ void client_init(void)
 {
 	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
 	exe_path[n > 0 ? n : 0] = '\0';
+	journal_init();
 	report_send_hook = client_report;
 }

@@ -9,11 +9,14 @@
  */
 #define _GNU_SOURCE
 #include "journal.h"
+#include "cgroup.h"
 #include "fmt.h"
 #include "shim.h"
 #include "os.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -34,6 +37,11 @@ static _Atomic unsigned int window_count, window_dropped;
 
 static char entry[8192];
 static atomic_flag entry_busy = ATOMIC_FLAG_INIT;
+
+/* This process as it was at start-up (journal_init); "" where unknown. */
+static char self_comm[17];
+static char self_cgroup[512];
+static char self_unit[256];
 
 /* value with control characters as '?': one entry, one line each field. */
 static void sanitized(struct fmt *f, const char *value)
@@ -71,12 +79,46 @@ static void send_entry(struct fmt *f)
 	close(fd);
 }
 
+/* The whole of a small /proc/self file into buf (NUL-terminated); length. */
+static size_t read_self(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+	if (fd >= 0) {
+		ssize_t r;
+		while (n + 1 < size && (r = read(fd, buf + n, size - 1 - n)) > 0)
+			n += (size_t)r;
+		close(fd);
+	}
+	buf[n] = '\0';
+	return n;
+}
+
+void journal_init(void)
+{
+	char buf[2048];
+	read_self("/proc/self/comm", self_comm, sizeof(self_comm));
+	self_comm[strcspn(self_comm, "\n")] = '\0';
+	read_self("/proc/self/cgroup", buf, sizeof(buf));
+	const char *path = cgroup_systemd_path(buf);
+	if (path && strlen(path) < sizeof(self_cgroup)) {
+		memcpy(self_cgroup, path, strlen(path) + 1);
+		cgroup_unit(self_cgroup, self_unit, sizeof(self_unit));
+	}
+}
+
 static void common_fields(struct fmt *f, const char *mid, int priority)
 {
 	field(f, "MESSAGE_ID", mid);
 	field_u64(f, "PRIORITY", (uint64_t)priority, false);
 	field(f, "SYSLOG_IDENTIFIER", "pmalloc");
 	field_u64(f, "OBJECT_PID", (uint64_t)getpid(), false);
+	if (self_comm[0])
+		field(f, "PMALLOC_COMM", self_comm);
+	if (self_unit[0])
+		field(f, "OBJECT_SYSTEMD_UNIT", self_unit);
+	if (self_cgroup[0])
+		field(f, "OBJECT_SYSTEMD_CGROUP", self_cgroup);
 }
 
 /* May one more violation entry be written now?  Also writes the summary of
@@ -138,6 +180,10 @@ void journal_violation(const struct pmw_report *m, const struct violation *v)
 	field_u64(&f, "PMALLOC_FAULT_IP", m->fault_ip, true);
 	field_u64(&f, "PMALLOC_GENERATION", m->generation, false);
 	field(&f, "PMALLOC_EXE", m->exe);
+	if (!v->audit) {
+		field_u64(&f, "PMALLOC_SIGNAL", SIGSEGV, false);
+		field(&f, "PMALLOC_SIGNAL_NAME", "SIGSEGV");
+	}
 	fmt_str(&f, "PMALLOC_BACKTRACE=");
 	for (uint32_t i = 0; i < m->n_frames; i++) {
 		if (i)
