@@ -4,12 +4,14 @@
  * protocol: "FIELD=value\n" lines in one datagram.  Values are ours or
  * sanitised (control characters become '?'), so none needs the binary
  * form.  Async-signal-safe: a static buffer under a flag, socket + sendto,
- * nothing allocated.  Symbols are not resolved here; PMALLOC_BACKTRACE
- * gives module+offset, which pmallocctl or a person can symbolise.
+ * nothing allocated.  Symbol files are not read here: the fault symbol is
+ * the exported function's (dynsym.c) where there is one, and
+ * PMALLOC_BACKTRACE gives module+offset, which a person can symbolise.
  */
 #define _GNU_SOURCE
 #include "journal.h"
 #include "cgroup.h"
+#include "dynsym.h"
 #include "fmt.h"
 #include "shim.h"
 #include "os.h"
@@ -178,6 +180,10 @@ void journal_violation(const struct pmw_report *m, const struct violation *v)
 	if (m->object_site[0])
 		field(&f, "PMALLOC_OBJECT_SITE", m->object_site);
 	field_u64(&f, "PMALLOC_FAULT_IP", m->fault_ip, true);
+	/* Exported functions only: no symbol file is read in a faulting process. */
+	char sym[PMW_SYM];
+	if (dynsym_name(m->fault_ip, sym, sizeof(sym)))
+		field(&f, "PMALLOC_FAULT_SYMBOL", sym);
 	field_u64(&f, "PMALLOC_GENERATION", m->generation, false);
 	field(&f, "PMALLOC_EXE", m->exe);
 	if (!v->audit) {

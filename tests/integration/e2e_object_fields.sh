@@ -4,7 +4,8 @@
 # (OBJECT_SYSTEMD_UNIT, OBJECT_SYSTEMD_CGROUP, taken when it connected: it
 # is dead when the entry is written) and the signal it died of
 # (PMALLOC_SIGNAL); and, in the entries the shim writes itself when no
-# pmallocd runs, its comm and exe captured at start-up.  The program runs
+# pmallocd runs, its comm and exe captured at start-up and the exported
+# function that wrote.  The program runs
 # in a service's cgroup: a transient scope where systemd is PID 1, else a
 # cgroup of ours, system.slice/pmalloc-e2e-PID.service, in systemd's
 # hierarchy (removed afterwards).
@@ -73,6 +74,35 @@ expect PMALLOC_SIGNAL 11 "the shim's entry"
 expect OBJECT_SYSTEMD_UNIT "$unit" "the shim's entry"
 expect_cgroup "the shim's entry"
 pass "the shim's own entry: PMALLOC_COMM, PMALLOC_EXE, PMALLOC_SIGNAL, OBJECT_SYSTEMD_UNIT, OBJECT_SYSTEMD_CGROUP"
+
+# The shim's entry names the faulting function when the object exports it
+# (.dynsym; no symbol file is read in the dying process): a pool API
+# program built with -rdynamic, its write in poke().
+cat >"$T/poke.c" <<'C'
+#include <pmalloc.h>
+#include <stdio.h>
+#include <unistd.h>
+__attribute__((noinline)) void poke(volatile char *p) { p[1] = 'x'; }
+int main(void)
+{
+	struct pmalloc_pool *pool = pmalloc_create_pool();
+	char *s = pstrdup(pool, "hello");
+	pmalloc_protect_pool(pool);
+	poke(s);
+	return 0;
+}
+C
+gcc -std=gnu11 -O1 -rdynamic -I"$SRC/include" -o "$T/poke" "$T/poke.c" -L"$B" -lpmalloc_shim \
+	-Wl,-rpath,"$B" || fail "cannot build poke"
+hardened "$T/out" "$T/err" "${runin[@]}" "$T/poke"; rc=$?
+pid=$HPID
+[ $rc = 139 ] || fail "poke: exit $rc, want 139: $(cat "$T/err")"
+e=$(jsel 1 MESSAGE_ID=$MID_VIOLATION OBJECT_PID=$pid) || fail "no violation entry for poke (PID $pid)"
+expect SYSLOG_IDENTIFIER pmalloc "poke's entry"
+case $(field PMALLOC_FAULT_SYMBOL) in poke+0x[0-9a-f]*) ;;
+*) fail "poke's entry: PMALLOC_FAULT_SYMBOL='$(field PMALLOC_FAULT_SYMBOL)', expected poke+0x..." ;; esac
+expect PMALLOC_COMM poke "poke's entry"
+pass "the shim's own entry names the exported function that wrote: $(field PMALLOC_FAULT_SYMBOL)"
 
 # pmallocctl violations shows the unit in its JSON.
 "$B/pmallocctl" violations --pid "$pid" --json >"$T/json" || fail "pmallocctl violations failed"
