@@ -43,10 +43,10 @@ PC_MODULES := libconfig libsystemd libseccomp check libelf libdw
 # system-wide (a policy-rc.d that refuses, for the length of apt's run).
 TEST_DEB_PACKAGES := redis-server redis-tools nginx-light memcached curl libjemalloc2 \
 	libjemalloc-dev libmimalloc-dev libgoogle-perftools4 clang libclang-rt-14-dev \
-	systemd-journal-remote
+	systemd-journal-remote bash-completion
 TEST_DEB_FILES := /usr/bin/redis-server /usr/bin/redis-benchmark /usr/sbin/nginx /usr/bin/memcached \
 	/usr/bin/curl /usr/include/jemalloc/jemalloc.h /usr/include/mimalloc.h \
-	/usr/bin/clang /lib/systemd/systemd-journal-remote
+	/usr/bin/clang /lib/systemd/systemd-journal-remote /usr/share/bash-completion/bash_completion
 
 # Warnings are errors only when asked (make WERROR=1; CI does): a newer
 # compiler's new warning must not break a distribution's build.  CPPFLAGS,
@@ -54,8 +54,9 @@ TEST_DEB_FILES := /usr/bin/redis-server /usr/bin/redis-benchmark /usr/sbin/nginx
 # _FORTIFY_SOURCE=2 is only the default, so a distribution's
 # -D_FORTIFY_SOURCE=3 (in CPPFLAGS or CFLAGS) wins.
 WERROR ?=
-WARN := -Wall -Wextra -Wmissing-prototypes -Wstrict-prototypes -Wshadow -Wcast-qual \
-	-Wwrite-strings -Wundef $(if $(filter 1 yes,$(WERROR)),-Werror)
+WERROR_FLAG = $(if $(filter 1 yes,$(WERROR)),-Werror)
+WARN = -Wall -Wextra -Wmissing-prototypes -Wstrict-prototypes -Wshadow -Wcast-qual \
+	-Wwrite-strings -Wundef $(WERROR_FLAG)
 FORTIFY := $(if $(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),,-D_FORTIFY_SOURCE=2)
 HARDEN := -fstack-protector-strong -fstack-clash-protection -fcf-protection $(FORTIFY)
 CFLAGS ?= -O2 -g
@@ -206,18 +207,18 @@ $(B)/tests/%: tests/unit/%.c $(SHIM_LIB) $(SHARED_OBJS) tests/unit/testutil.h
 # no pmalloc headers unless they use the API, symbols kept (not stripped).
 $(B)/progs/%: tests/progs/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O0 -g -Wall -Werror -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
+	$(CC) -std=gnu11 -O0 -g -Wall $(WERROR_FLAG) -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
 		$(if $(findstring api_,$*),-lpmalloc_shim) -ldl -lpthread
 
 $(B)/progs/lib%.so: tests/progs/lib%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O1 -g -Wall -Werror -fPIC -shared -o $@ $<
+	$(CC) -std=gnu11 -O1 -g -Wall $(WERROR_FLAG) -fPIC -shared -o $@ $<
 
 # Benchmarks named bench_* use the API; the others are plain programs that
 # the runner preloads the shim into (or not).
 $(B)/bench/%: tests/bench/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -g -Wall -Werror -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
+	$(CC) -std=gnu11 -O2 -g -Wall $(WERROR_FLAG) -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
 		$(if $(findstring bench_,$*),-lpmalloc_shim) -lpthread
 
 check: all test-deps $(UNIT_BINS) $(PROG_BINS)
