@@ -1,7 +1,10 @@
 /*
  * ctl_violations.c - "pmallocctl violations": the violation entries of the
- * journal (MESSAGE_ID 7df8f2fd7e8542c19da1343c00501acc, fields in SPEC.md),
- * read with the sd-journal API, as a table or as JSON lines.
+ * journal (MESSAGE_ID 7df8f2fd7e8542c19da1343c00501acc, fields in pmallocd(8)),
+ * read with the sd-journal API, as a table or as JSON lines: the local
+ * machine's journal or collected ones (--directory, --file: each entry's
+ * host shown), filtered by process, policy and time, the last N, and with
+ * --follow those written afterwards (sd_journal_wait()).
  *
  * Owns the table's columns and the JSON object's keys (pmallocctl(8) lists
  * both).  Must never trust a field: any local process can write an entry

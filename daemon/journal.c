@@ -2,7 +2,7 @@
  * journal.c - structured entries about client processes, and their rate
  * limit.
  *
- * Owns: the MESSAGE_IDs and field names of SPEC.md (except the violation
+ * Owns: the MESSAGE_IDs and field names of pmallocd(8) (except the violation
  * entry's content, which violation.c assembles with jentry), the per
  * process/site limiter and its summary entries.
  * Never: allocates per entry (fixed buffers), writes an entry a client can

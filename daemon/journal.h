@@ -1,6 +1,6 @@
 /*
  * journal.h - the structured journal entries pmallocd writes about client
- * processes (MESSAGE_IDs of SPEC.md), and the per-process rate limit.
+ * processes (MESSAGE_IDs of pmallocd(8)), and the per-process rate limit.
  */
 #ifndef PMALLOCD_JOURNAL_H
 #define PMALLOCD_JOURNAL_H

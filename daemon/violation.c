@@ -2,7 +2,7 @@
  * violation.c - from a violation report to the journal entry people read.
  *
  * Owns: resolving the report's frames through symbolize.c, the backtrace
- * line, the one-line MESSAGE and the entry's fields (SPEC.md).
+ * line, the one-line MESSAGE and the entry's fields (pmallocd(8)).
  * Never: trusts report strings in a MESSAGE without sanitizing them, takes
  * the pid or (when the kernel knows it) the exe from the report, or fails
  * to log: whatever cannot be resolved is shown raw.

@@ -1,7 +1,7 @@
 /*
  * journal.c - journal entries written by the shim itself when pmallocd is
- * not there (SPEC.md's MESSAGE_IDs and fields), in the journal's native
- * protocol: "FIELD=value\n" lines in one datagram.  Values are ours or
+ * not there (the MESSAGE_IDs and fields of pmallocd(8)), in the journal's
+ * native protocol: "FIELD=value\n" lines in one datagram.  Values are ours or
  * sanitised (control characters become '?'), so none needs the binary
  * form.  Async-signal-safe: a static buffer under a flag, socket + sendto,
  * nothing allocated.  Symbol files are not read here: the fault symbol is
