@@ -18,6 +18,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -416,6 +417,25 @@ static int vio_print_new(sd_journal *j, const struct vio_opts *o, struct vio_tab
 	return r;
 }
 
+/* --follow ends at SIGINT or SIGTERM, with exit status 0 (journalctl -f's
+ * way): the handler only sets this flag, and interrupts sd_journal_wait(). */
+static volatile sig_atomic_t vio_stop;
+
+static void vio_on_signal(int sig)
+{
+	(void)sig;
+	vio_stop = 1;
+}
+
+static void vio_catch_signals(void)
+{
+	struct sigaction sa = { .sa_handler = vio_on_signal };   /* no SA_RESTART */
+
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGINT, &sa, NULL);
+	(void)sigaction(SIGTERM, &sa, NULL);
+}
+
 /* Write the matching entries to f (then, with --follow, those to come);
  * 0 and *ret_count, or -errno. */
 static int vio_list(const struct vio_opts *o, FILE *f, size_t *ret_count)
@@ -429,18 +449,22 @@ static int vio_list(const struct vio_opts *o, FILE *f, size_t *ret_count)
 	r = vio_open(o, &j);
 	if (r < 0)
 		return r;
+	if (o->follow)
+		vio_catch_signals();
 	r = vio_seek(j, o);
 	if (r >= 0)
 		r = vio_print_new(j, o, &table, &e, f, &count);
 	if (r >= 0 && !o->json && (count || o->follow))
 		vio_table_flush(f, &table, true);
-	while (r >= 0 && o->follow) {
+	while (r >= 0 && o->follow && !vio_stop) {
 		if (fflush(f) != 0) {
 			r = -errno;
 			break;
 		}
 		r = sd_journal_wait(j, (uint64_t)-1);
-		if (r >= 0)
+		if (r == -EINTR && vio_stop)
+			r = 0;               /* Ctrl-C, SIGTERM: the end of --follow, not an error */
+		else if (r >= 0)
 			r = vio_print_new(j, o, &table, &e, f, &count);
 		if (r >= 0 && !o->json)
 			vio_table_flush(f, &table, false);

@@ -86,8 +86,13 @@ wait_until 200 lines 3 || fail "--follow did not show the new entry: $(cat "$T/f
 kill -0 "$fpid" 2>/dev/null || fail "--follow exited: $(cat "$T/follow.err")"
 cp "$T/follow" "$T/out"
 [ "$(pids)" = "$p1 $p2 $p4 " ] || fail "--follow: got '$(pids)'"
-stop_follow
-pass "--follow shows an entry written after it started"
+kill -INT "$fpid"
+gone() { ! kill -0 "$fpid" 2>/dev/null; }
+wait_until 200 gone || fail "--follow did not stop at SIGINT"
+wait "$fpid"; rc=$?
+[ $rc = 0 ] || fail "--follow after SIGINT: exit $rc: $(cat "$T/follow.err")"
+[ ! -s "$T/follow.err" ] || fail "--follow after SIGINT: $(cat "$T/follow.err")"
+pass "--follow shows an entry written after it started; SIGINT ends it with exit 0"
 
 # The table form of --follow: header once, then rows as they come.
 "$ctl" violations --follow --policy "$pol" --since "@$mark" >"$T/follow" 2>&1 &
