@@ -9,16 +9,28 @@
 # pkg-config flags are recursively expanded variables, so they are read when
 # a recipe runs, after deps has had its say.
 
+# Install layout.  Each is overridable (make install PREFIX=/usr DESTDIR=...);
+# the library goes to the multiarch directory where the compiler names one
+# (Debian: lib/x86_64-linux-gnu), systemd's directories are asked of
+# systemd.pc (as a distribution package installs them), bash completions of
+# bash-completion.pc, with fallbacks under PREFIX where those are missing.
 PREFIX ?= /usr/local
-LIBDIR ?= $(PREFIX)/lib
+MULTIARCH := $(shell $(or $(CC),cc) -print-multiarch 2>/dev/null)
+LIBDIR ?= $(PREFIX)/lib$(if $(MULTIARCH),/$(MULTIARCH))
 BINDIR ?= $(PREFIX)/bin
 SBINDIR ?= $(PREFIX)/sbin
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
-UNITDIR ?= $(PREFIX)/lib/systemd/system
-CATALOGDIR ?= $(PREFIX)/lib/systemd/catalog
+pc_var = $(shell pkg-config --variable=$(2) $(1) 2>/dev/null)
+UNITDIR ?= $(or $(call pc_var,systemd,systemdsystemunitdir),$(PREFIX)/lib/systemd/system)
+CATALOGDIR ?= $(or $(call pc_var,systemd,catalogdir),$(PREFIX)/lib/systemd/catalog)
+BASHCOMPDIR ?= $(or $(call pc_var,bash-completion,completionsdir),$(PREFIX)/share/bash-completion/completions)
 DESTDIR ?=
+
+# The release; the libraries' SONAME carries its major number.
+VERSION := 0.1
+SOVERSION := 0
 
 CC ?= gcc
 B := build
@@ -31,31 +43,50 @@ PC_MODULES := libconfig libsystemd libseccomp check libelf libdw
 # system-wide (a policy-rc.d that refuses, for the length of apt's run).
 TEST_DEB_PACKAGES := redis-server redis-tools nginx-light memcached curl libjemalloc2 \
 	libjemalloc-dev libmimalloc-dev libgoogle-perftools4 clang libclang-rt-14-dev \
-	systemd-journal-remote strace
+	systemd-journal-remote strace bash-completion
 TEST_DEB_FILES := /usr/bin/redis-server /usr/bin/redis-benchmark /usr/sbin/nginx /usr/bin/memcached \
 	/usr/bin/curl /usr/include/jemalloc/jemalloc.h /usr/include/mimalloc.h \
-	/usr/bin/clang /lib/systemd/systemd-journal-remote /usr/bin/strace
+	/usr/bin/clang /lib/systemd/systemd-journal-remote /usr/bin/strace \
+	/usr/share/bash-completion/bash_completion
 
-WARN := -Wall -Wextra -Wmissing-prototypes -Wstrict-prototypes -Wshadow -Wcast-qual \
-	-Wwrite-strings -Wundef -Werror
-HARDEN := -fstack-protector-strong -fstack-clash-protection -fcf-protection -D_FORTIFY_SOURCE=2
+# Warnings are errors only when asked (make WERROR=1; CI does): a newer
+# compiler's new warning must not break a distribution's build.  CPPFLAGS,
+# CFLAGS and LDFLAGS from the command line or the environment are honoured;
+# _FORTIFY_SOURCE=2 is only the default, so a distribution's
+# -D_FORTIFY_SOURCE=3 (in CPPFLAGS or CFLAGS) wins.
+WERROR ?=
+WERROR_FLAG = $(if $(filter 1 yes,$(WERROR)),-Werror)
+WARN = -Wall -Wextra -Wmissing-prototypes -Wstrict-prototypes -Wshadow -Wcast-qual \
+	-Wwrite-strings -Wundef $(WERROR_FLAG)
+FORTIFY := $(if $(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),,-D_FORTIFY_SOURCE=2)
+HARDEN := -fstack-protector-strong -fstack-clash-protection -fcf-protection $(FORTIFY)
 CFLAGS ?= -O2 -g
-BASE_CFLAGS = -std=gnu11 $(WARN) $(HARDEN) -Iinclude -Ishim -MMD -MP $(CFLAGS)
+BASE_CFLAGS = -std=gnu11 $(WARN) $(HARDEN) -Iinclude -Ishim -I$(B) -MMD -MP $(CPPFLAGS) $(CFLAGS)
 LDHARDEN := -Wl,-z,defs,-z,relro,-z,now
 
 pc_cflags = $(shell pkg-config --cflags $(1))
 pc_libs = $(shell pkg-config --libs $(1))
 
 # The shim: every shim/*.c, position-independent, only PMALLOC_EXPORT visible.
-SHIM_SRCS := $(filter-out shim/policy_lint.c,$(wildcard shim/*.c))
+SHIM_SRCS := $(filter-out shim/standalone.c shim/policy_lint.c,$(wildcard shim/*.c))
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/pic/%.o)
 SHIM_LIB := $(B)/libpmalloc_shim.so
+# libpmalloc.so: the pool API alone, for programs that link it and want no
+# interposition (no malloc, fork, execve, listen, sigaction... exported).
+# The same objects as the shim's pool side (a write to a protected pool is
+# still reported on stderr by the SIGSEGV handler), plus standalone.c for
+# what only the interposer has.  Preloading the shim into such a program
+# replaces all of it: the preload's definitions come first.
+POOL_SRCS := shim/api.c shim/pool.c shim/arena.c shim/os.c shim/fmt.c shim/fault.c \
+	shim/site.c shim/report.c shim/standalone.c
+POOL_OBJS := $(POOL_SRCS:%.c=$(B)/pic/%.o)
+POOL_LIB := $(B)/libpmalloc.so
 SHIM_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fno-plt -DPMALLOC_BUILDING_SHIM \
 	$(call pc_cflags,libconfig)
 SHIM_LIBS = $(call pc_libs,libconfig) -lgcc_s -ldl -lpthread
 
 # Code the daemon side shares with the shim (policy model, wire format).
-SHARED_SRCS := $(wildcard shim/policy*.c)
+SHARED_SRCS := $(wildcard shim/policy*.c) shim/cgroup.c
 SHARED_OBJS := $(SHARED_SRCS:%.c=$(B)/pie/%.o)
 
 CTL_SRCS := $(wildcard daemon/ctl*.c)
@@ -78,7 +109,7 @@ PROG_BINS := $(PROG_SRCS:tests/progs/%.c=$(B)/progs/%) $(PROG_LIB_SRCS:tests/pro
 BENCH_SRCS := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(B)/bench/%)
 
-ALL := $(SHIM_LIB) $(B)/pmalloc.pc
+ALL := $(SHIM_LIB) $(SHIM_LIB).$(SOVERSION) $(POOL_LIB) $(POOL_LIB).$(SOVERSION) $(B)/pmalloc.pc
 ifneq ($(DAEMON_SRCS),)
 ALL += $(B)/pmallocd
 endif
@@ -86,7 +117,7 @@ ifneq ($(CTL_SRCS),)
 ALL += $(B)/pmallocctl
 endif
 
-.PHONY: all deps test-deps check unit integration bench demo install lint clean
+.PHONY: all deps test-deps check unit integration bench demo install uninstall lint clean FORCE
 all: $(ALL)
 
 deps: $(B)/.deps
@@ -133,9 +164,18 @@ $(B)/pie/%.o: %.c | $(B)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(PIE_CFLAGS) -c $< -o $@
 
+# Each library carries a versioned SONAME (libNAME.so.$(SOVERSION)); the
+# build tree has that name as a link too, for the programs linked here.
 $(SHIM_LIB): $(SHIM_OBJS) shim/exports.map
-	$(CC) -shared $(LDHARDEN) $(LDFLAGS) -Wl,--version-script=shim/exports.map -Wl,-soname,libpmalloc_shim.so \
-		-o $@ $(SHIM_OBJS) $(SHIM_LIBS)
+	$(CC) -shared $(LDHARDEN) $(LDFLAGS) -Wl,--version-script=shim/exports.map \
+		-Wl,-soname,libpmalloc_shim.so.$(SOVERSION) -o $@ $(SHIM_OBJS) $(SHIM_LIBS)
+
+$(POOL_LIB): $(POOL_OBJS) shim/exports_pool.map
+	$(CC) -shared $(LDHARDEN) $(LDFLAGS) -Wl,--version-script=shim/exports_pool.map \
+		-Wl,-soname,libpmalloc.so.$(SOVERSION) -o $@ $(POOL_OBJS) -ldl -lpthread
+
+$(B)/%.so.$(SOVERSION): $(B)/%.so
+	ln -sf $(notdir $<) $@
 
 $(B)/pmallocd: $(DAEMON_OBJS) $(SHARED_OBJS)
 	$(CC) -pie $(LDHARDEN) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
@@ -143,10 +183,20 @@ $(B)/pmallocd: $(DAEMON_OBJS) $(SHARED_OBJS)
 $(B)/pmallocctl: $(CTL_OBJS) $(SHARED_OBJS)
 	$(CC) -pie $(LDHARDEN) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
+# Install-time paths compiled into the programs (pmallocctl preload names
+# the installed shim); rewritten only when they change.
+$(B)/paths.h: FORCE
+	@mkdir -p $(B)
+	@printf '#define PMALLOC_VERSION "%s"\n#define PMALLOC_SHIM_PATH "%s"\n' \
+		'$(VERSION)' '$(LIBDIR)/libpmalloc_shim.so' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
+$(CTL_OBJS) $(DAEMON_OBJS): $(B)/paths.h
+
 # pkg-config file for the build tree's prefix; install writes its own from
-# the install-time variables.
-write_pc = printf 'prefix=%s\nlibdir=%s\nincludedir=%s\n\nName: pmalloc\nDescription: protectable memory pools\nVersion: 0.1\nLibs: -L$${libdir} -lpmalloc_shim\nCflags: -I$${includedir}\n' \
-	'$(PREFIX)' '$(LIBDIR)' '$(INCLUDEDIR)'
+# the install-time variables.  Libs: the pool API alone (libpmalloc);
+# "pkg-config --variable=shim pmalloc" names the library to preload.
+write_pc = printf 'prefix=%s\nlibdir=%s\nincludedir=%s\nshim=$${libdir}/libpmalloc_shim.so\n\nName: pmalloc\nDescription: protectable memory pools\nVersion: %s\nLibs: -L$${libdir} -lpmalloc\nCflags: -I$${includedir}\n' \
+	'$(PREFIX)' '$(LIBDIR)' '$(INCLUDEDIR)' '$(VERSION)'
 $(B)/pmalloc.pc: Makefile
 	@mkdir -p $(B)
 	$(write_pc) > $@
@@ -162,18 +212,18 @@ $(B)/tests/%: tests/unit/%.c $(SHIM_LIB) $(SHARED_OBJS) tests/unit/testutil.h
 # no pmalloc headers unless they use the API, symbols kept (not stripped).
 $(B)/progs/%: tests/progs/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O0 -g -Wall -Werror -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
+	$(CC) -std=gnu11 -O0 -g -Wall $(WERROR_FLAG) -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
 		$(if $(findstring api_,$*),-lpmalloc_shim) -ldl -lpthread
 
 $(B)/progs/lib%.so: tests/progs/lib%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O1 -g -Wall -Werror -fPIC -shared -o $@ $<
+	$(CC) -std=gnu11 -O1 -g -Wall $(WERROR_FLAG) -fPIC -shared -o $@ $<
 
 # Benchmarks named bench_* use the API; the others are plain programs that
 # the runner preloads the shim into (or not).
 $(B)/bench/%: tests/bench/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O2 -g -Wall -Werror -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
+	$(CC) -std=gnu11 -O2 -g -Wall $(WERROR_FLAG) -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
 		$(if $(findstring bench_,$*),-lpmalloc_shim) -lpthread
 
 check: all test-deps $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
@@ -274,22 +324,50 @@ lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--std=c11 -Iinclude -Ishim --suppress=missingIncludeSystem shim daemon
 
+# Every step fails the install when it fails.  The policy file is never
+# overwritten: an edited /etc/pmalloc.conf stays, and uninstall removes it
+# only when it is still the one shipped.  Run ldconfig afterwards (package
+# managers do) when installing to the system without DESTDIR.
+INSTALLED_FILES = $(LIBDIR)/libpmalloc_shim.so.$(VERSION) $(LIBDIR)/libpmalloc_shim.so.$(SOVERSION) \
+	$(LIBDIR)/libpmalloc_shim.so $(LIBDIR)/libpmalloc.so.$(VERSION) \
+	$(LIBDIR)/libpmalloc.so.$(SOVERSION) $(LIBDIR)/libpmalloc.so $(LIBDIR)/pkgconfig/pmalloc.pc \
+	$(INCLUDEDIR)/pmalloc.h $(SBINDIR)/pmallocd $(BINDIR)/pmallocctl \
+	$(UNITDIR)/pmallocd.service $(UNITDIR)/pmallocd.socket $(CATALOGDIR)/pmalloc.catalog \
+	$(addprefix $(MANDIR)/man8/,$(notdir $(wildcard man/*.8))) \
+	$(addprefix $(MANDIR)/man5/,$(notdir $(wildcard man/*.5))) \
+	$(BASHCOMPDIR)/pmallocctl $(BASHCOMPDIR)/pmallocd
 install: all
-	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)
-	install -m 0755 $(SHIM_LIB) $(DESTDIR)$(LIBDIR)/
-	install -m 0644 include/pmalloc.h $(DESTDIR)$(INCLUDEDIR)/
-	$(write_pc) > $(DESTDIR)$(LIBDIR)/pkgconfig/pmalloc.pc
-	@if [ -f $(B)/pmallocd ]; then \
-		install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(SYSCONFDIR) \
-			$(DESTDIR)$(UNITDIR) $(DESTDIR)$(CATALOGDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5; \
-		install -m 0755 $(B)/pmallocd $(DESTDIR)$(SBINDIR)/; \
-		install -m 0755 $(B)/pmallocctl $(DESTDIR)$(BINDIR)/; \
-		[ -e $(DESTDIR)$(SYSCONFDIR)/pmalloc.conf ] || install -m 0644 conf/pmalloc.conf $(DESTDIR)$(SYSCONFDIR)/; \
-		for f in systemd/*.service systemd/*.socket; do [ -f "$$f" ] && sed 's|@SBINDIR@|$(SBINDIR)|g' "$$f" > $(DESTDIR)$(UNITDIR)/$$(basename $$f); done; \
-		[ -f systemd/pmalloc.catalog ] && install -m 0644 systemd/pmalloc.catalog $(DESTDIR)$(CATALOGDIR)/; \
-		for m in man/*.8; do [ -f "$$m" ] && install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man8/; done; \
-		for m in man/*.5; do [ -f "$$m" ] && install -m 0644 "$$m" $(DESTDIR)$(MANDIR)/man5/; done; \
-	fi; true
+	set -e; \
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(SBINDIR) \
+		$(DESTDIR)$(BINDIR) $(DESTDIR)$(SYSCONFDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(CATALOGDIR) \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(BASHCOMPDIR); \
+	for l in libpmalloc_shim libpmalloc; do \
+		install -m 0755 $(B)/$$l.so $(DESTDIR)$(LIBDIR)/$$l.so.$(VERSION); \
+		ln -sfn $$l.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$$l.so.$(SOVERSION); \
+		ln -sfn $$l.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/$$l.so; \
+	done; \
+	install -m 0644 include/pmalloc.h $(DESTDIR)$(INCLUDEDIR)/; \
+	$(write_pc) > $(DESTDIR)$(LIBDIR)/pkgconfig/pmalloc.pc; \
+	install -m 0755 $(B)/pmallocd $(DESTDIR)$(SBINDIR)/; \
+	install -m 0755 $(B)/pmallocctl $(DESTDIR)$(BINDIR)/; \
+	[ -e $(DESTDIR)$(SYSCONFDIR)/pmalloc.conf ] || install -m 0644 conf/pmalloc.conf $(DESTDIR)$(SYSCONFDIR)/; \
+	for f in systemd/pmallocd.service systemd/pmallocd.socket; do \
+		sed 's|@SBINDIR@|$(SBINDIR)|g' $$f > $(DESTDIR)$(UNITDIR)/$${f#systemd/}; \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$${f#systemd/}; \
+	done; \
+	install -m 0644 systemd/pmalloc.catalog $(DESTDIR)$(CATALOGDIR)/; \
+	install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/; \
+	install -m 0644 man/*.5 $(DESTDIR)$(MANDIR)/man5/; \
+	install -m 0644 completion/pmallocctl.bash $(DESTDIR)$(BASHCOMPDIR)/pmallocctl; \
+	install -m 0644 completion/pmallocd.bash $(DESTDIR)$(BASHCOMPDIR)/pmallocd
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED_FILES))
+	@if cmp -s conf/pmalloc.conf $(DESTDIR)$(SYSCONFDIR)/pmalloc.conf; then \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/pmalloc.conf; \
+	elif [ -e $(DESTDIR)$(SYSCONFDIR)/pmalloc.conf ]; then \
+		echo "pmalloc: kept $(DESTDIR)$(SYSCONFDIR)/pmalloc.conf (edited since install)"; \
+	fi
 
 clean:
 	rm -rf $(B)

@@ -1,10 +1,12 @@
 /*
  * ctl.c - pmallocctl's entry point: global options, the command table, the
- * usage text and the exit statuses for usage errors.
+ * usage and help texts and the exit statuses for usage errors.
  *
  * Owns nothing else: every command lives in its own ctl_*.c.  Must never
  * read the journal, the policy file or the socket itself, and must keep the
  * exit statuses of pmallocctl(8): 0 ok, 1 failure, 2 usage, 3 not running.
+ * Each command's help text lives here, beside the global usage, so that
+ * the two cannot drift apart.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -14,38 +16,99 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "paths.h"
 
 struct ctl_command {
 	const char *name;
 	int (*run)(int argc, char **argv);
+	const char *synopsis;        /* the command's line(s) in the global usage */
+	const char *help;            /* what "pmallocctl NAME --help" adds */
 };
 
+#define CTL_TIME_HELP \
+	"TIME, as journalctl takes it: \"2026-03-01 09:40[:00]\", \"09:40\", \"today\",\n" \
+	"\"yesterday\", \"now\", \"-1h30min\", \"5 min ago\", \"+10min\", \"@SECONDS\";\n" \
+	"a trailing \" UTC\" reads the date and time in UTC instead of the local zone.\n"
+
 static const struct ctl_command ctl_commands[] = {
-	{ "check", ctl_cmd_check },
-	{ "status", ctl_cmd_status },
-	{ "protect", ctl_cmd_protect },
-	{ "violations", ctl_cmd_violations },
+	{ "check", ctl_cmd_check,
+	  "  check [FILE]                validate a policy file (default " CTL_DEFAULT_CONF ")\n",
+	  "Validates FILE as pmallocd would load it and lists its policies and pools.\n"
+	  "Exit status: 0 valid, 1 refused (FILE:LINE: message on stderr), 2 usage.\n" },
+	{ "status", ctl_cmd_status,
+	  "  status [--socket PATH] [--json]\n"
+	  "                              processes pmallocd serves, their pools, violations\n",
+	  "Options:\n"
+	  "  --socket PATH   pmallocd's socket (default $PMALLOC_SOCKET, else " CTL_DEFAULT_SOCKET ")\n"
+	  "  --json          one JSON object: {\"socket\", \"pid\", \"running_usec\", ...}\n"
+	  "Exit status: 0 ok, 1 failure, 2 usage, 3 pmallocd not running.\n" },
+	{ "violations", ctl_cmd_violations,
+	  "  violations [--pid PID] [--policy NAME] [--since TIME] [--until TIME] [-n N]\n"
+	  "             [--follow] [--json] [--directory DIR | --file FILE]\n"
+	  "                              list the violations recorded in the journal\n",
+	  "Options:\n"
+	  "  -p, --pid PID        only those of process PID\n"
+	  "  -P, --policy NAME    only those under policy NAME\n"
+	  "  -S, --since TIME     from TIME on\n"
+	  "  -U, --until TIME     up to TIME\n"
+	  "  -n, --lines N        only the last N\n"
+	  "  -f, --follow         then wait for new ones and show them as they come\n"
+	  "  -j, --json           one JSON object per line instead of a table\n"
+	  "  -D, --directory DIR  read the journal files in DIR (systemd-journal-remote's\n"
+	  "                       output, a copy of /var/log/journal): adds a HOST column\n"
+	  "  --file FILE          read the journal file FILE (may be given more than once)\n"
+	  CTL_TIME_HELP
+	  "Exit status: 0 ok (violations found or not), 1 the journal cannot be read, 2 usage.\n" },
+	{ "protect", ctl_cmd_protect,
+	  "  protect PID POOL [--socket PATH]\n"
+	  "                              ask process PID to protect its pool POOL now\n"
+	  "                              (a pool with the \"manual\" trigger)\n",
+	  "Exit status: 0 protected, 1 refused, 2 usage, 3 pmallocd not running.\n" },
+	{ "preload", ctl_cmd_preload,
+	  "  preload enable|disable|status UNIT [--root DIR]\n"
+	  "                              preload the shim into a systemd service (drop-in)\n",
+	  "enable writes DIR/etc/systemd/system/UNIT.d/pmalloc.conf with\n"
+	  "  Environment=LD_PRELOAD=" PMALLOC_SHIM_PATH "\n"
+	  "disable removes it; status says whether UNIT has it.  UNIT without a suffix\n"
+	  "is UNIT.service.  Then: systemctl daemon-reload && systemctl restart UNIT.\n"
+	  "Options:\n"
+	  "  --root DIR       the system's root (default /): an image, a container\n"
+	  "  --library PATH   preload PATH instead of the installed shim\n"
+	  "Exit status: 0 ok (status: preloaded), 1 failure (status: not preloaded), 2 usage.\n" },
 };
+
+#define CTL_N_COMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
 
 void ctl_usage(FILE *f)
 {
 	fputs("Usage: " CTL_NAME " [--help] [--version] COMMAND [OPTIONS]\n"
 	      "\n"
-	      "Commands:\n"
-	      "  check [FILE]                validate a policy file (default " CTL_DEFAULT_CONF ")\n"
-	      "  status [--socket PATH]      processes pmallocd serves, their pools, violations\n"
-	      "  violations [--pid PID] [--since TIME] [--json]\n"
-	      "                              list the violations recorded in the journal\n"
-	      "  protect PID POOL [--socket PATH]\n"
-	      "                              ask process PID to protect its pool POOL now\n"
-	      "                              (a pool with the \"manual\" trigger)\n"
-	      "\n"
-	      "TIME: \"YYYY-MM-DD [HH:MM[:SS]]\", \"today\", \"yesterday\", \"now\",\n"
-	      "      \"-10min\", \"-2h\", \"-1d\" (also s, w), \"@SECONDS\" since the epoch\n"
-	      "\n"
-	      "Exit status: 0 ok, 1 failure, 2 usage error, 3 pmallocd not running\n"
-	      "(status, protect).\n"
+	      "Commands:\n", f);
+	for (size_t i = 0; i < CTL_N_COMMANDS; i++)
+		fputs(ctl_commands[i].synopsis, f);
+	fputs("\n"
+	      "\"" CTL_NAME " COMMAND --help\" tells more about COMMAND.\n"
+	      "Exit status: 0 ok, 1 failure (or a refused policy file), 2 usage error,\n"
+	      "3 pmallocd not running (status, protect).\n"
 	      "See pmallocctl(8).\n", f);
+}
+
+int ctl_help(const char *name)
+{
+	for (size_t i = 0; i < CTL_N_COMMANDS; i++) {
+		const char *syn = ctl_commands[i].synopsis;
+
+		if (strcmp(ctl_commands[i].name, name) != 0)
+			continue;
+		/* The synopsis without its leading indentation. */
+		fputs("Usage: " CTL_NAME " ", stdout);
+		fputs(syn + strspn(syn, " "), stdout);
+		fputc('\n', stdout);
+		fputs(ctl_commands[i].help, stdout);
+		fputs("See pmallocctl(8).\n", stdout);
+		break;
+	}
+	return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }
 
 static void put_error(const char *what, const char *word)
@@ -129,7 +192,7 @@ int main(int argc, char **argv)
 	if (optind >= argc)
 		return command_error("no command given", NULL);
 
-	for (size_t i = 0; i < sizeof(ctl_commands) / sizeof(ctl_commands[0]); i++) {
+	for (size_t i = 0; i < CTL_N_COMMANDS; i++) {
 		if (strcmp(argv[optind], ctl_commands[i].name) == 0) {
 			int sub_argc = argc - optind;
 			char **sub_argv = argv + optind;

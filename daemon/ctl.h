@@ -12,12 +12,13 @@
 #ifndef PMALLOC_CTL_H
 #define PMALLOC_CTL_H
 
+#include "paths.h"
 #include "policy.h"
 #include <stdint.h>
 #include <stdio.h>
 
 #define CTL_NAME "pmallocctl"
-#define CTL_VERSION "0.1"                    /* the Version of pmalloc.pc (Makefile) */
+#define CTL_VERSION PMALLOC_VERSION         /* the Makefile's VERSION (paths.h) */
 #define CTL_DEFAULT_CONF POLICY_DEFAULT_FILE
 #define CTL_DEFAULT_SOCKET POLICY_DEFAULT_SOCKET
 #define CTL_STATUS_TIMEOUT_MS 5000           /* to wait for pmallocd's answer */
@@ -36,9 +37,13 @@ int ctl_cmd_check(int argc, char **argv);
 int ctl_cmd_status(int argc, char **argv);
 int ctl_cmd_protect(int argc, char **argv);
 int ctl_cmd_violations(int argc, char **argv);
+int ctl_cmd_preload(int argc, char **argv);
 
 /* ctl.c: the usage text, on f. */
 void ctl_usage(FILE *f);
+/* ctl.c: "pmallocctl NAME --help": the command's usage and options on
+ * stdout; returns the exit status. */
+int ctl_help(const char *name);
 /* ctl.c: "pmallocctl: WHAT 'WORD'" (WORD escaped; left out when NULL) and a
  * pointer to --help on stderr; returns CTL_EXIT_USAGE. */
 int ctl_usage_error(const char *what, const char *word);
@@ -84,6 +89,9 @@ uint64_t ctl_now_usec(void);
 int ctl_request(const char *path, int timeout_ms, const void *req, size_t req_len, char **ret_text);
 /* ctl_status.c: ctl_request() with PMW_STATUS_REQ. */
 int ctl_status_fetch(const char *path, int timeout_ms, char **ret_text);
+/* ctl_status_json.c: pmallocd's status text (modified: lines are cut at
+ * their newlines) as one JSON object on f; 0 or -EIO. */
+int ctl_status_json(FILE *f, char *text);
 /* ctl_status.c: the socket: arg (--socket) when given, else PMALLOC_SOCKET,
  * else CTL_DEFAULT_SOCKET. */
 const char *ctl_socket_path(const char *arg);

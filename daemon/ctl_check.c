@@ -172,8 +172,7 @@ int ctl_cmd_check(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
 		if (c != 'h')
 			return ctl_option_error(c, argv);
-		ctl_usage(stdout);
-		return CTL_EXIT_OK;
+		return ctl_help("check");
 	}
 	if (optind < argc)
 		path = argv[optind++];

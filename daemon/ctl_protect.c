@@ -47,8 +47,7 @@ int ctl_cmd_protect(int argc, char **argv)
 			arg = optarg;
 			break;
 		case 'h':
-			ctl_usage(stdout);
-			return CTL_EXIT_OK;
+			return ctl_help("protect");
 		default:
 			return ctl_option_error(c, argv);
 		}

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE                  /* secure_getenv */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -174,22 +175,26 @@ int ctl_cmd_status(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *arg = NULL, *path;
 	char *text = NULL;
+	bool json = false;
 	size_t len;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, ":s:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:jh", options, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			arg = optarg;
 			break;
+		case 'j':
+			json = true;
+			break;
 		case 'h':
-			ctl_usage(stdout);
-			return CTL_EXIT_OK;
+			return ctl_help("status");
 		default:
 			return ctl_option_error(c, argv);
 		}
@@ -202,6 +207,11 @@ int ctl_cmd_status(int argc, char **argv)
 	if (r < 0)
 		return ctl_request_error(path, r);
 
+	if (json) {
+		(void)ctl_status_json(stdout, text);
+		free(text);
+		return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+	}
 	len = strlen(text);
 	ctl_put_text(stdout, text, len, CTL_ESC_MULTILINE);
 	if (len == 0 || text[len - 1] != '\n')

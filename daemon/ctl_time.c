@@ -1,11 +1,13 @@
 /*
  * ctl_time.c - the TIME arguments of pmallocctl and the timestamps it prints.
  *
- * Owns the accepted forms of TIME (documented in pmallocctl(8); keep both in
- * step): "YYYY-MM-DD[ HH:MM[:SS]]" and "today"/"yesterday" in the local time
- * zone, "now", "-N<unit>" back from now, "@SECONDS[.FRACTION]" since the
- * epoch.  Parsed here rather than by a library so that the forms are exactly
- * these and a bad one is refused, never guessed at.  The parser never reads
+ * Owns the accepted forms of TIME, journalctl's (documented in pmallocctl(8);
+ * keep both in step): "YYYY-MM-DD[ HH:MM[:SS]]", "HH:MM[:SS]" (today),
+ * "today"/"yesterday"/"tomorrow" in the local time zone or, with a trailing
+ * " UTC", in UTC; "now"; a time span back from now ("-1h30min",
+ * "5 min ago") or ahead ("+10min"); "@SECONDS[.FRACTION]" since the epoch.
+ * Parsed here rather than by a library so that the forms are exactly these
+ * and a bad one is refused, never guessed at.  The parser never reads
  * the clock (the current time is a parameter, ctl_now_usec() apart); nothing
  * here prints.
  */
@@ -45,13 +47,13 @@ static bool take_digits(const char **p, int n, int *ret)
 
 /* The local time tm (tm_isdst -1: let the zone decide) as µs since the epoch;
  * instants before the epoch become 0 (the journal holds nothing older). */
-static int local_to_usec(struct tm *tm, uint64_t *ret_usec)
+static int local_to_usec(struct tm *tm, bool utc, uint64_t *ret_usec)
 {
 	time_t t;
 
 	tm->tm_isdst = -1;
 	errno = 0;
-	t = mktime(tm);
+	t = utc ? timegm(tm) : mktime(tm);
 	if (t == (time_t)-1 && errno != 0)
 		return -ERANGE;
 	*ret_usec = t < 0 ? 0 : (uint64_t)t * USEC_PER_SEC;
@@ -66,50 +68,67 @@ static int days_in_month(int year, int month)
 	return month == 2 && leap ? 29 : days[month - 1];
 }
 
-/* "YYYY-MM-DD", "YYYY-MM-DD HH:MM", "YYYY-MM-DD HH:MM:SS", local time. */
-static int parse_date(const char *s, uint64_t *ret_usec)
+/* "HH:MM" or "HH:MM:SS" at *p into tm; advances *p. */
+static bool take_clock(const char **p, struct tm *tm)
+{
+	int hour, min, sec = 0;
+
+	if (!take_digits(p, 2, &hour) || *(*p)++ != ':' || !take_digits(p, 2, &min))
+		return false;
+	if (**p == ':') {
+		(*p)++;
+		if (!take_digits(p, 2, &sec))
+			return false;
+	}
+	tm->tm_hour = hour;
+	tm->tm_min = min;
+	tm->tm_sec = sec;
+	return true;
+}
+
+/* "YYYY-MM-DD", "YYYY-MM-DD HH:MM", "YYYY-MM-DD HH:MM:SS", local time or UTC. */
+static int parse_date(const char *s, bool utc, uint64_t *ret_usec)
 {
 	struct tm tm = { 0 };
-	int year, month, day, hour = 0, min = 0, sec = 0;
+	int year, month, day;
 
 	if (!take_digits(&s, 4, &year) || *s++ != '-' || !take_digits(&s, 2, &month) ||
 	    *s++ != '-' || !take_digits(&s, 2, &day))
 		return -EINVAL;
 	if (*s == ' ') {
 		s++;
-		if (!take_digits(&s, 2, &hour) || *s++ != ':' || !take_digits(&s, 2, &min))
+		if (!take_clock(&s, &tm))
 			return -EINVAL;
-		if (*s == ':') {
-			s++;
-			if (!take_digits(&s, 2, &sec))
-				return -EINVAL;
-		}
 	}
 	if (*s != '\0')
 		return -EINVAL;
 	if (year < 1970 || month < 1 || month > 12 || day < 1 ||
-	    day > days_in_month(year, month) || hour > 23 || min > 59 || sec > 59)
+	    day > days_in_month(year, month) || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 59)
 		return -ERANGE;
 	tm.tm_year = year - 1900;
 	tm.tm_mon = month - 1;
 	tm.tm_mday = day;
-	tm.tm_hour = hour;
-	tm.tm_min = min;
-	tm.tm_sec = sec;
-	return local_to_usec(&tm, ret_usec);
+	return local_to_usec(&tm, utc, ret_usec);
 }
 
-/* Local midnight days_back days before the day of now_usec. */
-static int local_midnight(uint64_t now_usec, int days_back, uint64_t *ret_usec)
+/* The day of now_usec, days_from days later (negative: earlier), at
+ * clock (NULL: midnight), local time or UTC. */
+static int day_at(uint64_t now_usec, int days_from, const char *clock, bool utc, uint64_t *ret_usec)
 {
 	time_t now = (time_t)(now_usec / USEC_PER_SEC);
-	struct tm tm;
+	struct tm tm, at = { 0 };
 
-	if (!localtime_r(&now, &tm))
+	if (clock && (!take_clock(&clock, &at) || *clock != '\0'))
+		return -EINVAL;
+	if (at.tm_hour > 23 || at.tm_min > 59 || at.tm_sec > 59)
 		return -ERANGE;
-	tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-	tm.tm_mday -= days_back;             /* mktime() carries into month and year */
-	return local_to_usec(&tm, ret_usec);
+	if (!(utc ? gmtime_r(&now, &tm) : localtime_r(&now, &tm)))
+		return -ERANGE;
+	tm.tm_hour = at.tm_hour;
+	tm.tm_min = at.tm_min;
+	tm.tm_sec = at.tm_sec;
+	tm.tm_mday += days_from;             /* mktime() carries into month and year */
+	return local_to_usec(&tm, utc, ret_usec);
 }
 
 /* "SECONDS" or "SECONDS.FRACTION" (at most 6 fraction digits). */
@@ -141,60 +160,134 @@ static int parse_epoch(const char *s, uint64_t *ret_usec)
 	return 0;
 }
 
-/* "N<unit>" (the '-' already taken): now_usec minus N units, at least 0. */
-static int parse_relative(const char *s, uint64_t now_usec, uint64_t *ret_usec)
+/* A time span as systemd writes them: one or more "N[ ]unit" ("1h30min",
+ * "5 min", "2 weeks 1d"); a number without a unit is seconds.  0 and
+ * *ret_usec, -EINVAL or -ERANGE. */
+static int parse_span(const char *s, uint64_t *ret_usec)
 {
 	static const struct {
 		const char *name;
 		uint64_t usec;
 	} units[] = {
+		{ "us", 1 }, { "usec", 1 },
+		{ "ms", 1000 }, { "msec", 1000 },
 		{ "s", USEC_PER_SEC }, { "sec", USEC_PER_SEC },
 		{ "second", USEC_PER_SEC }, { "seconds", USEC_PER_SEC },
 		{ "m", 60 * USEC_PER_SEC }, { "min", 60 * USEC_PER_SEC },
 		{ "minute", 60 * USEC_PER_SEC }, { "minutes", 60 * USEC_PER_SEC },
-		{ "h", 3600 * USEC_PER_SEC }, { "hour", 3600 * USEC_PER_SEC },
-		{ "hours", 3600 * USEC_PER_SEC },
+		{ "h", 3600 * USEC_PER_SEC }, { "hr", 3600 * USEC_PER_SEC },
+		{ "hour", 3600 * USEC_PER_SEC }, { "hours", 3600 * USEC_PER_SEC },
 		{ "d", 86400 * USEC_PER_SEC }, { "day", 86400 * USEC_PER_SEC },
 		{ "days", 86400 * USEC_PER_SEC },
 		{ "w", 7 * 86400 * USEC_PER_SEC }, { "week", 7 * 86400 * USEC_PER_SEC },
 		{ "weeks", 7 * 86400 * USEC_PER_SEC },
+		{ "M", 2629800 * USEC_PER_SEC }, { "month", 2629800 * USEC_PER_SEC },
+		{ "months", 2629800 * USEC_PER_SEC },
+		{ "y", 31557600 * USEC_PER_SEC }, { "year", 31557600 * USEC_PER_SEC },
+		{ "years", 31557600 * USEC_PER_SEC },
 	};
-	uint64_t n = 0;
+	uint64_t total = 0;
+	bool any = false;
 
-	if (*s < '0' || *s > '9')
+	for (;;) {
+		uint64_t n = 0, unit = USEC_PER_SEC;
+		size_t len;
+
+		while (*s == ' ')
+			s++;
+		if (*s == '\0')
+			break;
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		for (; *s >= '0' && *s <= '9'; s++) {
+			if (n > (UINT64_MAX - 9) / 10)
+				return -ERANGE;
+			n = n * 10 + (uint64_t)(*s - '0');
+		}
+		while (*s == ' ')
+			s++;
+		len = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ");
+		if (len > 0) {
+			size_t i;
+
+			for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+				if (strlen(units[i].name) == len && memcmp(s, units[i].name, len) == 0)
+					break;
+			if (i == sizeof(units) / sizeof(units[0]))
+				return -EINVAL;
+			unit = units[i].usec;
+			s += len;
+		}
+		if (n > UINT64_MAX / unit || total > UINT64_MAX - n * unit)
+			return -ERANGE;
+		total += n * unit;
+		any = true;
+	}
+	if (!any)
 		return -EINVAL;
-	for (; *s >= '0' && *s <= '9'; s++) {
-		if (n > (UINT64_MAX - 9) / 10)
-			return -ERANGE;
-		n = n * 10 + (uint64_t)(*s - '0');
-	}
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(s, units[i].name) != 0)
-			continue;
-		if (n > UINT64_MAX / units[i].usec)
-			return -ERANGE;
-		n *= units[i].usec;
-		*ret_usec = n > now_usec ? 0 : now_usec - n;
-		return 0;
-	}
-	return -EINVAL;
+	*ret_usec = total;
+	return 0;
 }
 
-int ctl_parse_time(const char *s, uint64_t now_usec, uint64_t *ret_usec)
+static bool has_suffix(const char *s, size_t len, const char *suffix)
 {
+	size_t n = strlen(suffix);
+
+	return len > n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+int ctl_parse_time(const char *arg, uint64_t now_usec, uint64_t *ret_usec)
+{
+	char buf[128];
+	size_t len = strlen(arg);
+	bool utc = false;
+	uint64_t span;
+	const char *s = buf;
+	int r;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, arg, len + 1);
+	if (has_suffix(buf, len, " UTC")) {
+		utc = true;
+		len -= 4;
+		buf[len] = '\0';
+	}
 	if (strcmp(s, "now") == 0) {
 		*ret_usec = now_usec;
 		return 0;
 	}
 	if (strcmp(s, "today") == 0)
-		return local_midnight(now_usec, 0, ret_usec);
+		return day_at(now_usec, 0, NULL, utc, ret_usec);
 	if (strcmp(s, "yesterday") == 0)
-		return local_midnight(now_usec, 1, ret_usec);
+		return day_at(now_usec, -1, NULL, utc, ret_usec);
+	if (strcmp(s, "tomorrow") == 0)
+		return day_at(now_usec, 1, NULL, utc, ret_usec);
 	if (s[0] == '@')
-		return parse_epoch(s + 1, ret_usec);
-	if (s[0] == '-')
-		return parse_relative(s + 1, now_usec, ret_usec);
-	return parse_date(s, ret_usec);
+		return utc ? -EINVAL : parse_epoch(s + 1, ret_usec);
+	if (s[0] == '-' || s[0] == '+' || has_suffix(s, len, " ago")) {
+		bool back = s[0] != '+';
+
+		if (utc)
+			return -EINVAL;
+		if (s[0] == '-' || s[0] == '+')
+			s++;
+		else
+			buf[len - 4] = '\0';
+		r = parse_span(s, &span);
+		if (r < 0)
+			return r;
+		if (back)
+			*ret_usec = span > now_usec ? 0 : now_usec - span;
+		else if (span > UINT64_MAX - now_usec)
+			return -ERANGE;
+		else
+			*ret_usec = now_usec + span;
+		return 0;
+	}
+	if (len >= 5 && s[2] == ':')
+		return day_at(now_usec, 0, s, utc, ret_usec);
+	return parse_date(s, utc, ret_usec);
 }
 
 static int format_tm(uint64_t usec, bool utc, const char *fmt, char *buf, size_t len)

@@ -1,7 +1,10 @@
 /*
  * ctl_violations.c - "pmallocctl violations": the violation entries of the
- * journal (MESSAGE_ID 7df8f2fd7e8542c19da1343c00501acc, fields in SPEC.md),
- * read with the sd-journal API, as a table or as JSON lines.
+ * journal (MESSAGE_ID 7df8f2fd7e8542c19da1343c00501acc, fields in pmallocd(8)),
+ * read with the sd-journal API, as a table or as JSON lines: the local
+ * machine's journal or collected ones (--directory, --file: each entry's
+ * host shown), filtered by process, policy and time, the last N, and with
+ * --follow those written afterwards (sd_journal_wait()).
  *
  * Owns the table's columns and the JSON object's keys (pmallocctl(8) lists
  * both).  Must never trust a field: any local process can write an entry
@@ -15,6 +18,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +30,15 @@
 
 struct vio_opts {
 	long pid;                    /* 0: any process */
+	const char *policy;          /* NULL: any policy */
 	uint64_t since_usec;         /* 0: from the start of the journal */
+	uint64_t until_usec;         /* UINT64_MAX: to its end */
+	size_t lines;                /* 0: all, else the last N */
+	bool follow;
 	bool json;
+	const char *directory;       /* journal files of a directory instead of the system's */
+	const char **files;          /* NULL-terminated, or NULL */
+	size_t n_files;
 };
 
 /* One field of an entry, copied out of the journal (whose pointers live only
@@ -44,15 +55,18 @@ struct vio_entry {
 	size_t n_fields;
 };
 
-enum { VIO_COLUMNS = 10 };
+/* HOST is shown for collected journals (--directory, --file) only. */
+enum { VIO_COLUMNS = 11, VIO_HOST = 1 };
 static const char *const vio_headers[VIO_COLUMNS] = {
-	"TIME", "PID", "EXE", "POLICY", "POOL", "MODE", "ADDRESS", "OFFSET/SIZE", "SITE",
+	"TIME", "HOST", "PID", "EXE", "POLICY", "POOL", "MODE", "ADDRESS", "OFFSET/SIZE", "SITE",
 	"FAULT SYMBOL",
 };
 
 struct vio_table {
 	char *(*rows)[VIO_COLUMNS];  /* escaped cells */
 	size_t n_rows, cap;
+	bool host;                   /* print the HOST column */
+	size_t width[VIO_COLUMNS];   /* of what was printed so far (--follow) */
 };
 
 /* The fields an entry keeps: the PMALLOC_* ones, the process it is about,
@@ -62,6 +76,9 @@ static bool vio_field_wanted(const char *name, size_t len)
 {
 	static const char *const extra[] = {
 		"OBJECT_PID", "MESSAGE", "PRIORITY", "_PID", "_UID", "_COMM",
+		"_HOSTNAME", "_MACHINE_ID", "_BOOT_ID", "_SYSTEMD_UNIT",
+		"OBJECT_SYSTEMD_UNIT", "OBJECT_SYSTEMD_CGROUP", "OBJECT_SYSTEMD_SLICE",
+		"OBJECT_SYSTEMD_USER_UNIT",
 	};
 
 	if (len > 8 && memcmp(name, "PMALLOC_", 8) == 0)
@@ -188,10 +205,11 @@ static int vio_cell(const struct vio_entry *e, const char *name, char **ret)
 static int vio_table_add(struct vio_table *t, const struct vio_entry *e)
 {
 	static const char *const simple[VIO_COLUMNS] = {
-		[1] = "OBJECT_PID", [2] = "PMALLOC_EXE", [3] = "PMALLOC_POLICY",
-		[4] = "PMALLOC_POOL", [5] = "PMALLOC_MODE", [6] = "PMALLOC_ADDRESS",
-		[8] = "PMALLOC_OBJECT_SITE",
+		[2] = "OBJECT_PID", [3] = "PMALLOC_EXE", [4] = "PMALLOC_POLICY",
+		[5] = "PMALLOC_POOL", [6] = "PMALLOC_MODE", [7] = "PMALLOC_ADDRESS",
+		[9] = "PMALLOC_OBJECT_SITE",
 	};
+	const struct vio_field *hostname = vio_get(e, "_HOSTNAME");
 	char *(*row)[VIO_COLUMNS];
 	char *offset = NULL, *size = NULL;
 	char when[64];
@@ -214,15 +232,18 @@ static int vio_table_add(struct vio_table *t, const struct vio_entry *e)
 	(*row)[0] = strdup(when);
 	if (!(*row)[0])
 		r = -ENOMEM;
-	for (int c = 1; c < VIO_COLUMNS && r == 0; c++)
+	/* The host by name, else by machine id (a name need not be unique). */
+	if (r == 0)
+		r = vio_cell(e, hostname && hostname->len ? "_HOSTNAME" : "_MACHINE_ID", &(*row)[VIO_HOST]);
+	for (int c = 2; c < VIO_COLUMNS && r == 0; c++)
 		if (simple[c])
 			r = vio_cell(e, simple[c], &(*row)[c]);
 	if (r == 0)
 		r = vio_cell(e, "PMALLOC_OFFSET", &offset);
 	if (r == 0)
 		r = vio_cell(e, "PMALLOC_OBJECT_SIZE", &size);
-	if (r == 0 && asprintf(&(*row)[7], "%s/%s", offset, size) < 0) {
-		(*row)[7] = NULL;
+	if (r == 0 && asprintf(&(*row)[8], "%s/%s", offset, size) < 0) {
+		(*row)[8] = NULL;
 		r = -ENOMEM;
 	}
 	/* The faulting instruction by name where known, else by address. */
@@ -230,7 +251,7 @@ static int vio_table_add(struct vio_table *t, const struct vio_entry *e)
 		const struct vio_field *sym = vio_get(e, "PMALLOC_FAULT_SYMBOL");
 
 		r = vio_cell(e, sym && sym->len ? "PMALLOC_FAULT_SYMBOL" : "PMALLOC_FAULT_IP",
-			     &(*row)[9]);
+			     &(*row)[10]);
 	}
 	free(offset);
 	free(size);
@@ -243,29 +264,46 @@ static int vio_table_add(struct vio_table *t, const struct vio_entry *e)
 	return 0;
 }
 
-static void vio_table_print(FILE *f, const struct vio_table *t)
+static void vio_row_print(FILE *f, const struct vio_table *t, const char *const *cells)
 {
-	size_t width[VIO_COLUMNS];
-
 	for (int c = 0; c < VIO_COLUMNS; c++) {
-		width[c] = strlen(vio_headers[c]);
+		if (c == VIO_HOST && !t->host)
+			continue;
+		fputs(cells[c], f);
+		if (c < VIO_COLUMNS - 1)
+			fprintf(f, "%*s", (int)(t->width[c] - ctl_text_width(cells[c]) + 2), "");
+	}
+	fputc('\n', f);
+}
+
+/* Widen the columns to what the rows hold (never narrower than before). */
+static void vio_table_widths(struct vio_table *t)
+{
+	for (int c = 0; c < VIO_COLUMNS; c++) {
+		if (t->width[c] < strlen(vio_headers[c]))
+			t->width[c] = strlen(vio_headers[c]);
 		for (size_t i = 0; i < t->n_rows; i++) {
 			size_t w = ctl_text_width(t->rows[i][c]);
 
-			if (w > width[c])
-				width[c] = w;
+			if (w > t->width[c])
+				t->width[c] = w;
 		}
 	}
-	for (size_t i = 0; i <= t->n_rows; i++) {
-		const char *const *cells = i == 0 ? vio_headers : (const char *const *)t->rows[i - 1];
+}
 
-		for (int c = 0; c < VIO_COLUMNS; c++) {
-			fputs(cells[c], f);
-			if (c < VIO_COLUMNS - 1)
-				fprintf(f, "%*s", (int)(width[c] - ctl_text_width(cells[c]) + 2), "");
-		}
-		fputc('\n', f);
+/* The rows held, after the header when header is set; then forgets them
+ * (their widths stay, for the rows --follow prints later). */
+static void vio_table_flush(FILE *f, struct vio_table *t, bool header)
+{
+	vio_table_widths(t);
+	if (header)
+		vio_row_print(f, t, vio_headers);
+	for (size_t i = 0; i < t->n_rows; i++) {
+		vio_row_print(f, t, (const char *const *)t->rows[i]);
+		for (int c = 0; c < VIO_COLUMNS; c++)
+			free(t->rows[i][c]);
 	}
+	t->n_rows = 0;
 }
 
 static void vio_table_free(struct vio_table *t)
@@ -281,7 +319,12 @@ static int vio_open(const struct vio_opts *o, sd_journal **ret)
 	sd_journal *j;
 	int r;
 
-	r = sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
+	if (o->directory)
+		r = sd_journal_open_directory(&j, o->directory, 0);
+	else if (o->files)
+		r = sd_journal_open_files(&j, o->files, 0);
+	else
+		r = sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
 	if (r < 0)
 		return r;
 	r = sd_journal_add_match(j, "MESSAGE_ID=" CTL_VIOLATION_MESSAGE_ID, 0);
@@ -291,9 +334,18 @@ static int vio_open(const struct vio_opts *o, sd_journal **ret)
 		snprintf(match, sizeof(match), "OBJECT_PID=%ld", o->pid);
 		r = sd_journal_add_match(j, match, 0);
 	}
-	if (r >= 0)
-		r = o->since_usec ? sd_journal_seek_realtime_usec(j, o->since_usec)
-				  : sd_journal_seek_head(j);
+	if (r >= 0 && o->policy) {
+		char *match = NULL;
+
+		r = asprintf(&match, "PMALLOC_POLICY=%s", o->policy) < 0 ? -ENOMEM : 0;
+		if (r == 0)
+			r = sd_journal_add_match(j, match, 0);
+		free(match);
+	}
+	/* --follow: watch the files from now on, so that nothing written while
+	 * the past is listed is missed. */
+	if (r >= 0 && o->follow)
+		r = sd_journal_get_fd(j);
 	if (r < 0) {
 		sd_journal_close(j);
 		return r;
@@ -302,10 +354,93 @@ static int vio_open(const struct vio_opts *o, sd_journal **ret)
 	return 0;
 }
 
-/* Write the matching entries to f; 0 and *ret_count, or -errno. */
+/* Where the listing starts: the first entry at or after --since, or, with
+ * -n N, the Nth last entry up to --until (found walking back).  Leaves j
+ * where sd_journal_next() moves onto it. */
+static int vio_seek(sd_journal *j, const struct vio_opts *o)
+{
+	char *cursor = NULL;
+	size_t n = 0;
+	uint64_t usec;
+	int r;
+
+	if (o->lines == 0)
+		return o->since_usec ? sd_journal_seek_realtime_usec(j, o->since_usec)
+				     : sd_journal_seek_head(j);
+	r = o->until_usec != UINT64_MAX ? sd_journal_seek_realtime_usec(j, o->until_usec + 1)
+					: sd_journal_seek_tail(j);
+	while (r >= 0 && n < o->lines && (r = sd_journal_previous(j)) > 0) {
+		r = sd_journal_get_realtime_usec(j, &usec);
+		if (r < 0 || usec > o->until_usec)
+			continue;
+		if (usec < o->since_usec)
+			break;
+		n++;
+		free(cursor);
+		cursor = NULL;
+		r = sd_journal_get_cursor(j, &cursor);
+	}
+	if (r < 0) {
+		free(cursor);
+		return r;
+	}
+	/* Nothing in range: on the last entry, so that next() finds only new ones. */
+	r = cursor ? sd_journal_seek_cursor(j, cursor) : sd_journal_seek_tail(j);
+	if (r >= 0 && !cursor)
+		r = sd_journal_previous(j);
+	free(cursor);
+	return r < 0 ? r : 0;
+}
+
+/* The entries from j's position on, to f; 0 and *count increased, or -errno. */
+static int vio_print_new(sd_journal *j, const struct vio_opts *o, struct vio_table *table,
+			 struct vio_entry *e, FILE *f, size_t *count)
+{
+	int r;
+
+	while ((r = sd_journal_next(j)) > 0) {
+		r = vio_entry_read(j, e);
+		if (r == -ENOMEM)
+			return r;
+		/* A seek by time is approximate across journal files: filter exactly. */
+		if (r < 0 || e->usec < o->since_usec || e->usec > o->until_usec)
+			continue;
+		(*count)++;
+		if (o->json) {
+			vio_put_json(f, e);
+		} else {
+			r = vio_table_add(table, e);
+			if (r < 0)
+				return r;
+		}
+	}
+	return r;
+}
+
+/* --follow ends at SIGINT or SIGTERM, with exit status 0 (journalctl -f's
+ * way): the handler only sets this flag, and interrupts sd_journal_wait(). */
+static volatile sig_atomic_t vio_stop;
+
+static void vio_on_signal(int sig)
+{
+	(void)sig;
+	vio_stop = 1;
+}
+
+static void vio_catch_signals(void)
+{
+	struct sigaction sa = { .sa_handler = vio_on_signal };   /* no SA_RESTART */
+
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGINT, &sa, NULL);
+	(void)sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Write the matching entries to f (then, with --follow, those to come);
+ * 0 and *ret_count, or -errno. */
 static int vio_list(const struct vio_opts *o, FILE *f, size_t *ret_count)
 {
-	struct vio_table table = { 0 };
+	struct vio_table table = { .host = o->directory || o->files };
 	struct vio_entry e = { 0 };
 	sd_journal *j;
 	size_t count = 0;
@@ -314,26 +449,28 @@ static int vio_list(const struct vio_opts *o, FILE *f, size_t *ret_count)
 	r = vio_open(o, &j);
 	if (r < 0)
 		return r;
-	while ((r = sd_journal_next(j)) > 0) {
-		r = vio_entry_read(j, &e);
-		if (r == -ENOMEM)
+	if (o->follow)
+		vio_catch_signals();
+	r = vio_seek(j, o);
+	if (r >= 0)
+		r = vio_print_new(j, o, &table, &e, f, &count);
+	if (r >= 0 && !o->json && (count || o->follow))
+		vio_table_flush(f, &table, true);
+	while (r >= 0 && o->follow && !vio_stop) {
+		if (fflush(f) != 0) {
+			r = -errno;
 			break;
-		/* A seek by time is approximate across journal files: filter exactly. */
-		if (r < 0 || e.usec < o->since_usec)
-			continue;
-		count++;
-		if (o->json) {
-			vio_put_json(f, &e);
-		} else {
-			r = vio_table_add(&table, &e);
-			if (r < 0)
-				break;
 		}
+		r = sd_journal_wait(j, (uint64_t)-1);
+		if (r == -EINTR && vio_stop)
+			r = 0;               /* Ctrl-C, SIGTERM: the end of --follow, not an error */
+		else if (r >= 0)
+			r = vio_print_new(j, o, &table, &e, f, &count);
+		if (r >= 0 && !o->json)
+			vio_table_flush(f, &table, false);
 	}
 	vio_entry_clear(&e);
 	sd_journal_close(j);
-	if (r == 0 && !o->json && count)
-		vio_table_print(f, &table);
 	vio_table_free(&table);
 	if (r < 0)
 		return r;
@@ -366,56 +503,128 @@ static bool vio_sees_system_journal(void)
 	return false;
 }
 
+static int vio_time_arg(const char *opt, const char *arg, uint64_t now, uint64_t *ret)
+{
+	int r = ctl_parse_time(arg, now, ret);
+	char what[64];
+
+	if (r == 0)
+		return 0;
+	snprintf(what, sizeof(what), r == -ERANGE ? "%s out of range" : "invalid %s", opt);
+	return ctl_usage_error(what, arg);
+}
+
+static int vio_run(struct vio_opts *o)
+{
+	size_t count = 0;
+	int r = vio_list(o, stdout, &count);
+
+	if (r < 0) {
+		fflush(stdout);
+		fputs(CTL_NAME ": cannot read the journal", stderr);
+		if (o->directory) {
+			fputs(" in ", stderr);
+			ctl_put_str(stderr, o->directory, 0);
+		}
+		fprintf(stderr, ": %s\n", strerror(-r));
+		return CTL_EXIT_FAILURE;
+	}
+	if (count == 0 && !o->json)
+		puts("No violations.");
+	if (count == 0 && !o->directory && !o->files && !vio_sees_system_journal())
+		fputs(CTL_NAME ": note: only the journal files readable by this user were searched; "
+		      "members of the groups 'adm' and 'systemd-journal' see all.\n", stderr);
+	return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+}
+
 int ctl_cmd_violations(int argc, char **argv)
 {
+	enum { OPT_FILE = 0x100 };
 	static const struct option options[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "policy", required_argument, NULL, 'P' },
 		{ "since", required_argument, NULL, 'S' },
+		{ "until", required_argument, NULL, 'U' },
+		{ "lines", required_argument, NULL, 'n' },
+		{ "follow", no_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "directory", required_argument, NULL, 'D' },
+		{ "file", required_argument, NULL, OPT_FILE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct vio_opts o = { 0 };
+	struct vio_opts o = { .until_usec = UINT64_MAX };
+	uint64_t now = ctl_now_usec();
 	int32_t pid;
-	size_t count = 0;
-	int c, r;
+	const char **files;
+	char *end;
+	unsigned long long n;
+	int c, ret;
 
-	while ((c = getopt_long(argc, argv, ":p:S:jh", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":p:P:S:U:n:fjD:h", options, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (ctl_parse_pid(optarg, &pid) < 0)
 				return ctl_usage_error("invalid --pid", optarg);
 			o.pid = pid;
 			break;
+		case 'P':
+			/* A policy name as pmalloc.conf(5) allows it: never empty, one line. */
+			if (!optarg[0] || strpbrk(optarg, "\n=") || strlen(optarg) > 255)
+				return ctl_usage_error("invalid --policy", optarg);
+			o.policy = optarg;
+			break;
 		case 'S':
-			r = ctl_parse_time(optarg, ctl_now_usec(), &o.since_usec);
-			if (r < 0)
-				return ctl_usage_error(r == -ERANGE ? "--since out of range"
-								    : "invalid --since", optarg);
+			if (vio_time_arg("--since", optarg, now, &o.since_usec) != 0)
+				return CTL_EXIT_USAGE;
+			break;
+		case 'U':
+			if (vio_time_arg("--until", optarg, now, &o.until_usec) != 0)
+				return CTL_EXIT_USAGE;
+			break;
+		case 'n':
+			errno = 0;
+			n = strtoull(optarg, &end, 10);
+			if (optarg[0] < '0' || optarg[0] > '9' || *end || errno || n == 0 || n > 1000000)
+				return ctl_usage_error("invalid --lines (1 to 1000000)", optarg);
+			o.lines = (size_t)n;
+			break;
+		case 'f':
+			o.follow = true;
 			break;
 		case 'j':
 			o.json = true;
 			break;
+		case 'D':
+			o.directory = optarg;
+			break;
+		case OPT_FILE:
+			files = realloc(o.files, (o.n_files + 2) * sizeof(*files));
+			if (!files) {
+				free(o.files);
+				fputs(CTL_NAME ": out of memory\n", stderr);
+				return CTL_EXIT_FAILURE;
+			}
+			o.files = files;
+			o.files[o.n_files++] = optarg;
+			o.files[o.n_files] = NULL;
+			break;
 		case 'h':
-			ctl_usage(stdout);
-			return CTL_EXIT_OK;
+			free(o.files);
+			return ctl_help("violations");
 		default:
+			free(o.files);
 			return ctl_option_error(c, argv);
 		}
 	}
 	if (optind < argc)
-		return ctl_usage_error("violations takes no arguments, got", argv[optind]);
-
-	r = vio_list(&o, stdout, &count);
-	if (r < 0) {
-		fflush(stdout);
-		fprintf(stderr, CTL_NAME ": cannot read the journal: %s\n", strerror(-r));
-		return CTL_EXIT_FAILURE;
-	}
-	if (count == 0 && !o.json)
-		puts("No violations.");
-	if (count == 0 && !vio_sees_system_journal())
-		fputs(CTL_NAME ": note: only the journal files readable by this user were searched; "
-		      "members of the groups 'adm' and 'systemd-journal' see all.\n", stderr);
-	return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+		ret = ctl_usage_error("violations takes no arguments, got", argv[optind]);
+	else if (o.directory && o.files)
+		ret = ctl_usage_error("--directory and --file exclude each other", NULL);
+	else if (o.since_usec > o.until_usec)
+		ret = ctl_usage_error("--since is after --until", NULL);
+	else
+		ret = vio_run(&o);
+	free(o.files);
+	return ret;
 }

@@ -2,7 +2,7 @@
  * journal.c - structured entries about client processes, and their rate
  * limit.
  *
- * Owns: the MESSAGE_IDs and field names of SPEC.md (except the violation
+ * Owns: the MESSAGE_IDs and field names of pmallocd(8) (except the violation
  * entry's content, which violation.c assembles with jentry), the per
  * process/site limiter and its summary entries.
  * Never: allocates per entry (fixed buffers), writes an entry a client can
@@ -17,7 +17,11 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
 
+#include "cgroup.h"
 #include "jwriter.h"
 #include "log.h"
 #include "registry.h"
@@ -100,6 +104,44 @@ void journal_sanitize(char *dst, size_t n, const char *src)
 	dst[i] = '\0';
 }
 
+void journal_capture_object(struct proc_entry *e)
+{
+	char path[64], text[4096], name[256];
+	const char *cg;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)e->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	text[n] = '\0';
+	cg = cgroup_systemd_path(text);
+	if (!cg || !*cg)
+		return;
+	e->cgroup = strdup(cg);
+	cgroup_unit(cg, name, sizeof(name));
+	if (name[0])
+		e->unit = strdup(name);
+	cgroup_slice(cg, name, sizeof(name));
+	if (name[0])
+		e->slice = strdup(name);
+}
+
+void journal_add_object(struct jentry *j, const struct proc_entry *e)
+{
+	if (e->unit)
+		jentry_add(j, "OBJECT_SYSTEMD_UNIT=%s", e->unit);
+	if (e->slice)
+		jentry_add(j, "OBJECT_SYSTEMD_SLICE=%s", e->slice);
+	if (e->cgroup)
+		jentry_add(j, "OBJECT_SYSTEMD_CGROUP=%s", e->cgroup);
+}
+
 static const char *exe_of(const struct proc_entry *e)
 {
 	return e->exe ? e->exe : "?";
@@ -120,6 +162,7 @@ void journal_handed(const struct proc_entry *e, const char *policy)
 	jentry_add(&j, "PMALLOC_COMM=%s", e->comm);
 	jentry_add(&j, "PMALLOC_UID=%u", (unsigned)e->uid);
 	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, e->generation);
+	journal_add_object(&j, e);
 	(void)jentry_send(&j);
 }
 

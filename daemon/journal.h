@@ -1,6 +1,6 @@
 /*
  * journal.h - the structured journal entries pmallocd writes about client
- * processes (MESSAGE_IDs of SPEC.md), and the per-process rate limit.
+ * processes (MESSAGE_IDs of pmallocd(8)), and the per-process rate limit.
  */
 #ifndef PMALLOCD_JOURNAL_H
 #define PMALLOCD_JOURNAL_H
@@ -46,6 +46,14 @@ int jentry_send_at(struct jentry *j, const char *file, int line, const char *fun
 void journal_sanitize(char *dst, size_t n, const char *src);
 
 struct proc_entry;
+
+/* Take the systemd unit, slice and cgroup of e->pid now, while it runs
+ * (from /proc/PID/cgroup, as sd_pid_get_unit() & co. read it); what cannot
+ * be read stays NULL. */
+void journal_capture_object(struct proc_entry *e);
+/* OBJECT_SYSTEMD_UNIT, _SLICE, _CGROUP of e, where known: the
+ * fields journald gives the processes it can still see, as coredump does. */
+void journal_add_object(struct jentry *j, const struct proc_entry *e);
 
 void journal_handed(const struct proc_entry *e, const char *policy);
 void journal_protected(const struct proc_entry *e, const struct pmw_protected *msg,

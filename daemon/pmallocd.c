@@ -33,6 +33,7 @@
 #include "log.h"
 #include "manager.h"
 #include "sandbox.h"
+#include "paths.h"
 #include "server.h"
 #include "symbolize.h"
 
@@ -65,7 +66,11 @@ static void help(void)
 	       "      --debug         log debug messages\n"
 	       "      --test-sandbox  test aid: start up, enter the seccomp sandbox, then make a\n"
 	       "                      forbidden system call (ptrace); the daemon must die by SIGSYS\n"
-	       "  -h, --help          this text\n");
+	       "  -h, --help          this text\n"
+	       "  -V, --version       the version\n"
+	       "\n"
+	       "Exit status: 0 stopped cleanly (or --check: the file is valid), 1 failure (or\n"
+	       "--check: the file is refused), 2 usage error.  See pmallocd(8).\n");
 }
 
 static int parse_args(int argc, char **argv, struct args *a)
@@ -78,12 +83,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "test-sandbox", no_argument, NULL, OPT_TEST_SANDBOX },
 		{ "debug", no_argument, NULL, OPT_DEBUG },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
 	a->config = DEFAULT_CONFIG;
-	while ((c = getopt_long(argc, argv, "c:s:h", options, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "c:s:hV", options, NULL)) >= 0) {
 		switch (c) {
 		case 'c':
 			a->config = optarg;
@@ -102,6 +108,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case 'h':
 			help();
+			exit(EXIT_SUCCESS);
+		case 'V':
+			printf("pmallocd " PMALLOC_VERSION "\n");
 			exit(EXIT_SUCCESS);
 		default:
 			return -EINVAL;
@@ -350,7 +359,7 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &a) < 0) {
 		fprintf(stderr, "Try 'pmallocd --help'.\n");
-		return EXIT_FAILURE;
+		return 2;                    /* usage, as pmallocctl */
 	}
 	log_setup();
 	if (a.debug)

@@ -39,6 +39,9 @@ struct proc_entry {
 	pid_t exe_pid;                   /* 0, or the process exe was read from instead (see
 					  * sender_entry(): a forked child gone too soon) */
 	char comm[PROC_COMM_MAX];
+	/* systemd's view of the process, taken when it connected (by report
+	 * time it may be gone): malloc'ed, NULL where unknown (journal.c). */
+	char *unit, *slice, *cgroup;
 	bool has_policy;
 	char policy[PMW_NAME];
 	enum policy_mode mode;

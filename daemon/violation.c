@@ -2,7 +2,7 @@
  * violation.c - from a violation report to the journal entry people read.
  *
  * Owns: resolving the report's frames through symbolize.c, the backtrace
- * line, the one-line MESSAGE and the entry's fields (SPEC.md).
+ * line, the one-line MESSAGE and the entry's fields (pmallocd(8)).
  * Never: trusts report strings in a MESSAGE without sanitizing them, takes
  * the pid or (when the kernel knows it) the exe from the report, or fails
  * to log: whatever cannot be resolved is shown raw.
@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,5 +270,11 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, e->generation);
 	if (e->via_pid)
 		jentry_add(&j, "PMALLOC_VIA_PID=%d", (int)e->via_pid);
+	/* The signal the process dies of, as coredump's COREDUMP_SIGNAL. */
+	if (!audit) {
+		jentry_add(&j, "PMALLOC_SIGNAL=%d", SIGSEGV);
+		jentry_add(&j, "PMALLOC_SIGNAL_NAME=SIGSEGV");
+	}
+	journal_add_object(&j, e);
 	(void)jentry_send(&j);
 }

@@ -345,5 +345,6 @@ void client_init(void)
 		exe_path = path;
 	}
 	report_program = exe_path;
+	journal_init();
 	report_send_hook = client_report;
 }

@@ -1,12 +1,12 @@
 /*
  * journal.c - journal entries written by the shim itself when pmallocd is
- * not there or cannot take them (the product's MESSAGE_IDs and fields), in
- * the journal's native
- * protocol: "FIELD=value\n" lines in one datagram.  Values are ours or
- * sanitised (control characters become '?'), so none needs the binary
- * form.  Async-signal-safe: a static buffer under a flag, socket + sendto,
- * nothing allocated.  Symbols are not resolved here; PMALLOC_BACKTRACE
- * gives module+offset, which pmallocctl or a person can symbolise.
+ * not there or cannot take them (the MESSAGE_IDs and fields of pmallocd(8)),
+ * in the journal's native protocol: "FIELD=value\n" lines in one datagram.
+ * Values are ours or sanitised, so none needs the binary form.
+ * Async-signal-safe: a static buffer under a flag, socket + sendto, nothing
+ * allocated.  Symbol files are not read here: the fault symbol is the
+ * exported function's (dynsym.c) where there is one, and PMALLOC_BACKTRACE
+ * gives module+offset, which a person can symbolise.
  *
  * Nothing is dropped without trace: a violation entry held back by the
  * rate limit, one that journald did not take, or one that another report
@@ -15,12 +15,16 @@
  */
 #define _GNU_SOURCE
 #include "journal.h"
+#include "cgroup.h"
+#include "dynsym.h"
 #include "fmt.h"
 #include "shim.h"
 #include "os.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -42,6 +46,11 @@ static _Atomic unsigned int window_count, window_dropped;
 
 static char entry[8192];
 static atomic_flag entry_busy = ATOMIC_FLAG_INIT;
+
+/* This process as it was at start-up (journal_init); "" where unknown. */
+static char self_comm[17];
+static char self_cgroup[512];
+static char self_unit[256];
 
 /* value with control characters as '?': one entry, one line each field. */
 static void sanitized(struct fmt *f, const char *value)
@@ -94,12 +103,46 @@ static bool send_entry(struct fmt *f)
 	return send_entry_wait(f, 0);
 }
 
+/* The whole of a small /proc/self file into buf (NUL-terminated); length. */
+static size_t read_self(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+	if (fd >= 0) {
+		ssize_t r;
+		while (n + 1 < size && (r = read(fd, buf + n, size - 1 - n)) > 0)
+			n += (size_t)r;
+		close(fd);
+	}
+	buf[n] = '\0';
+	return n;
+}
+
+void journal_init(void)
+{
+	char buf[2048];
+	read_self("/proc/self/comm", self_comm, sizeof(self_comm));
+	self_comm[strcspn(self_comm, "\n")] = '\0';
+	read_self("/proc/self/cgroup", buf, sizeof(buf));
+	const char *path = cgroup_systemd_path(buf);
+	if (path && strlen(path) < sizeof(self_cgroup)) {
+		memcpy(self_cgroup, path, strlen(path) + 1);
+		cgroup_unit(self_cgroup, self_unit, sizeof(self_unit));
+	}
+}
+
 static void common_fields(struct fmt *f, const char *mid, int priority)
 {
 	field(f, "MESSAGE_ID", mid);
 	field_u64(f, "PRIORITY", (uint64_t)priority, false);
 	field(f, "SYSLOG_IDENTIFIER", "pmalloc");
 	field_u64(f, "OBJECT_PID", (uint64_t)getpid(), false);
+	if (self_comm[0])
+		field(f, "PMALLOC_COMM", self_comm);
+	if (self_unit[0])
+		field(f, "OBJECT_SYSTEMD_UNIT", self_unit);
+	if (self_cgroup[0])
+		field(f, "OBJECT_SYSTEMD_CGROUP", self_cgroup);
 }
 
 static void limits(unsigned int *burst, unsigned int *interval_s)
@@ -173,7 +216,7 @@ static void journal_after_fork_child(void)
 	atomic_flag_clear(&entry_busy);
 }
 
-__attribute__((constructor)) static void journal_init(void)
+__attribute__((constructor)) static void journal_register_fork(void)
 {
 	pthread_atfork(NULL, NULL, journal_after_fork_child);
 }
@@ -213,8 +256,16 @@ void journal_violation(const struct pmw_report *m, const struct violation *v)
 	if (m->object_site[0])
 		field(&f, "PMALLOC_OBJECT_SITE", m->object_site);
 	field_u64(&f, "PMALLOC_FAULT_IP", m->fault_ip, true);
+	/* Exported functions only: no symbol file is read in a faulting process. */
+	char sym[PMW_SYM];
+	if (dynsym_name(m->fault_ip, sym, sizeof(sym)))
+		field(&f, "PMALLOC_FAULT_SYMBOL", sym);
 	field_u64(&f, "PMALLOC_GENERATION", m->generation, false);
 	field(&f, "PMALLOC_EXE", m->exe);
+	if (!v->audit) {
+		field_u64(&f, "PMALLOC_SIGNAL", SIGSEGV, false);
+		field(&f, "PMALLOC_SIGNAL_NAME", "SIGSEGV");
+	}
 	fmt_str(&f, "PMALLOC_BACKTRACE=");
 	for (uint32_t i = 0; i < m->n_frames; i++) {
 		if (i)

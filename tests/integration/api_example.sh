@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # api_example.sh - the pool API as someone else's program sees it: install
-# the library into a scratch root, build tests/progs/api_example.c against
-# the installed header and pmalloc.pc (nothing from the source tree), run it,
+# into a scratch root, build tests/progs/api_example.c against the installed
+# header and pmalloc.pc (libpmalloc: the pool API without interposition;
+# nothing from the source tree), run it,
 # then run its "attack" and check the death and the report line.
 . "$(dirname "$0")/lib.sh"
 
@@ -10,13 +11,14 @@ root=$T/root
 make -s -C "$SRC" install DESTDIR="$root" PREFIX=/usr >"$T/install.log" 2>&1 ||
 	fail "make install failed: $(tail -n 20 "$T/install.log")"
 [ -f "$root/usr/include/pmalloc.h" ] || fail "no header at $root/usr/include/pmalloc.h"
-[ -f "$root/usr/lib/libpmalloc_shim.so" ] || fail "no library at $root/usr/lib/libpmalloc_shim.so"
-pc=$root/usr/lib/pkgconfig/pmalloc.pc
+ma=$(${CC:-cc} -print-multiarch 2>/dev/null); libdir=/usr/lib${ma:+/$ma}
+[ -f "$root$libdir/libpmalloc.so" ] || fail "no library at $root$libdir/libpmalloc.so"
+pc=$root$libdir/pkgconfig/pmalloc.pc
 [ -f "$pc" ] || fail "no pkg-config file at $pc"
 
-export PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_PATH=$root/usr/lib/pkgconfig
+export PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_PATH=$root$libdir/pkgconfig
 for v in prefix libdir includedir; do
-	want=/usr; [ $v = libdir ] && want=/usr/lib; [ $v = includedir ] && want=/usr/include
+	want=/usr; [ $v = libdir ] && want=$libdir; [ $v = includedir ] && want=/usr/include
 	got=$(pkg-config --variable=$v pmalloc) || fail "pkg-config does not know pmalloc"
 	# pkg-config may or may not prefix the sysroot to variables: accept both.
 	[ "$got" = "$want" ] || [ "$got" = "$root$want" ] ||
@@ -26,9 +28,9 @@ flags=$(pkg-config --cflags --libs pmalloc) || fail "pkg-config --cflags --libs 
 ${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -o "$T/api_example" "$SRC/tests/progs/api_example.c" \
 	$flags >"$T/cc.log" 2>&1 || fail "api_example does not build with '$flags': $(cat "$T/cc.log")"
 
-export LD_LIBRARY_PATH=$root/usr/lib
+export LD_LIBRARY_PATH=$root$libdir
 ulimit -c 0
-ldd "$T/api_example" | grep -q "$root/usr/lib/libpmalloc_shim.so" ||
+ldd "$T/api_example" | grep -q "$root$libdir/libpmalloc.so.0" ||
 	fail "api_example is not linked to the installed library: $(ldd "$T/api_example")"
 
 "$T/api_example" >"$T/out" 2>"$T/err"; rc=$?

@@ -9,17 +9,45 @@ ctl=$B/pmallocctl
 run() { "$ctl" "$@" >"$T/out" 2>"$T/err"; echo $? >"$T/rc"; }
 rc() { cat "$T/rc"; }
 
-for args in --help -h "check --help" "status --help" "violations -h"; do
-	# shellcheck disable=SC2086
+for args in --help -h; do
 	run $args
 	[ "$(rc)" = 0 ] || fail "$args: exit $(rc)"
 	head -n 1 "$T/out" | grep -q '^Usage: pmallocctl ' || fail "$args: $(head -n 1 "$T/out")"
-	for cmd in check status violations; do grep -q "^  $cmd " "$T/out" || fail "$args: no $cmd in usage"; done
+	for cmd in check status violations protect preload; do
+		grep -q "^  $cmd " "$T/out" || fail "$args: no $cmd in usage"
+	done
 	[ ! -s "$T/err" ] || fail "$args: stderr: $(cat "$T/err")"
+done
+# A command's --help is its own: its usage line and options, no other command.
+for cmd in check status violations protect preload; do
+	for h in --help -h; do
+		run $cmd $h
+		[ "$(rc)" = 0 ] || fail "$cmd $h: exit $(rc)"
+		head -n 1 "$T/out" | grep -q "^Usage: pmallocctl $cmd" || fail "$cmd $h: $(head -n 1 "$T/out")"
+		for other in check status violations protect preload; do
+			[ $other = $cmd ] && continue
+			grep -q "^Usage: pmallocctl $other\|^  $other " "$T/out" && fail "$cmd $h shows $other: $(cat "$T/out")"
+		done
+		grep -q '^Exit status: ' "$T/out" || fail "$cmd $h: no exit statuses"
+		[ ! -s "$T/err" ] || fail "$cmd $h: stderr: $(cat "$T/err")"
+	done
+done
+run violations --help
+for opt in --pid --policy --since --until --lines --follow --json --directory --file; do
+	grep -q -- "$opt" "$T/out" || fail "violations --help lacks $opt"
 done
 run --version
 [ "$(rc)" = 0 ] && grep -qxE 'pmallocctl [0-9]+\.[0-9]+(\.[0-9]+)?' "$T/out" || fail "--version: $(cat "$T/out")"
-pass "--help, --version"
+if [ -x "$B/pmallocd" ]; then
+	"$B/pmallocd" --version >"$T/out" 2>"$T/err"
+	[ $? = 0 ] && grep -qxE 'pmallocd [0-9]+\.[0-9]+(\.[0-9]+)?' "$T/out" || fail "pmallocd --version: $(cat "$T/out" "$T/err")"
+	[ "$(cat "$T/out")" = "$("$ctl" --version | sed 's/pmallocctl/pmallocd/')" ] || fail "versions differ"
+	"$B/pmallocd" --frobnicate >"$T/out" 2>"$T/err"; r=$?
+	[ $r = 2 ] || fail "pmallocd with a bad option: exit $r, expected 2 (as pmallocctl)"
+	"$B/pmallocd" extra >"$T/out" 2>"$T/err"; r=$?
+	[ $r = 2 ] || fail "pmallocd with an extra word: exit $r, expected 2"
+fi
+pass "--help, COMMAND --help, --version (pmallocctl and pmallocd); pmallocd's usage errors exit 2"
 
 run
 [ "$(rc)" = 2 ] && [ ! -s "$T/out" ] && [ "$(head -n 1 "$T/err")" = "pmallocctl: no command given" ] &&

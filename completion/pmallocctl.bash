@@ -1,0 +1,71 @@
+# bash completion for pmallocctl(8)        -*- shell-script -*-
+# Installed by make install into bash-completion's completions directory.
+
+_pmallocctl()
+{
+	local cur prev words cword
+	_init_completion || return
+
+	local commands="check status violations protect preload"
+	local cmd="" i
+	for ((i = 1; i < cword; i++)); do
+		case ${words[i]} in
+		-*) ;;
+		*) cmd=${words[i]}; break ;;
+		esac
+	done
+
+	if [[ -z $cmd ]]; then
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "--help --version" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+		fi
+		return
+	fi
+
+	case $prev in
+	--socket) _filedir; return ;;
+	--config | --file) _filedir; return ;;
+	--directory | -D | --root) _filedir -d; return ;;
+	--library) _filedir so; return ;;
+	--pid | -p) COMPREPLY=($(compgen -W "$(command ls /proc | command grep -E '^[0-9]+$')" -- "$cur")); return ;;
+	--since | -S | --until | -U)
+		COMPREPLY=($(compgen -W "today yesterday now -1h -10min -1d" -- "$cur")); return ;;
+	--policy | -P | -n | --lines) return ;;
+	esac
+
+	case $cmd in
+	check)
+		[[ $cur == -* ]] && COMPREPLY=($(compgen -W "--help" -- "$cur")) || _filedir conf
+		;;
+	status)
+		COMPREPLY=($(compgen -W "--socket --json --help" -- "$cur"))
+		;;
+	violations)
+		COMPREPLY=($(compgen -W "--pid --policy --since --until --lines --follow --json
+			--directory --file --help" -- "$cur"))
+		;;
+	protect)
+		[[ $cur == -* ]] && COMPREPLY=($(compgen -W "--socket --help" -- "$cur"))
+		;;
+	preload)
+		local action="" unit=""
+		for ((i = i + 1; i < cword; i++)); do
+			case ${words[i]} in
+			--root | --library) ((i++)) ;;
+			-*) ;;
+			*) if [[ -z $action ]]; then action=${words[i]}; else unit=${words[i]}; fi ;;
+			esac
+		done
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "--root --library --help" -- "$cur"))
+		elif [[ -z $action ]]; then
+			COMPREPLY=($(compgen -W "enable disable status" -- "$cur"))
+		elif [[ -z $unit ]]; then
+			COMPREPLY=($(compgen -W "$(systemctl list-unit-files --type=service --no-legend \
+				--no-pager 2>/dev/null | command awk '{print $1}')" -- "$cur"))
+		fi
+		;;
+	esac
+} && complete -F _pmallocctl pmallocctl

@@ -1,0 +1,363 @@
+/*
+ * ctl_status_json.c - "pmallocctl status --json": pmallocd's status text
+ * (daemon/status.c owns its layout; keep both in step) as one JSON object
+ * for scripts and monitoring:
+ *
+ *   {"pmallocd":{"pid":N,"running":"AGE"},
+ *    "policy_file":{"path":S,"generation":N,"policies":N,"loaded_ago":"AGE"},
+ *    "socket":{"path":S,"socket_activation":B},
+ *    "counters":{"clients":S,"messages":S,...},     the other "name: text" lines
+ *    "unserved":[{"pid":N,"exe":S,"uid":N,"comm":S,"policy":S}],
+ *    "served":[PROCESS...], "exited":[PROCESS...],
+ *    "other":[S...]}                                  lines not understood
+ *   PROCESS: {"pid":N,"exe":S,"uid":N,"policy":S|null,"mode":S,"generation":N,
+ *             "forked_from":N,"state":S,"pools":[{"name":S,"policy":S,
+ *             "protected_bytes":N,"objects":N,"protects":N,"last_trigger":S}],
+ *             "violations":N,"violations_not_logged":N}
+ *
+ * Must never trust the text (whoever listens on the socket wrote it): every
+ * string goes through ctl_put_json(), numbers are only those sscanf()
+ * read, and a line that does not parse is kept verbatim under "other"
+ * rather than dropped, so nothing is hidden.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl.h"
+
+enum section { SEC_TOP, SEC_UNSERVED, SEC_SERVED, SEC_EXITED };
+
+struct json_out {
+	FILE *f;
+	enum section sec;
+	bool first_key;              /* of the top-level object */
+	bool counters_open, counters_done;
+	bool in_proc, in_pools, pools_done, first_in_sec;
+	char other[64 * 1024];       /* "other" lines, JSON-escaped later: kept raw here */
+	size_t other_len;
+};
+
+static void put_str(FILE *f, const char *s, size_t n)
+{
+	ctl_put_json(f, s, n);
+}
+
+static void put_cstr(FILE *f, const char *s)
+{
+	ctl_put_json(f, s, strlen(s));
+}
+
+/* A key of the top-level object; "counters" is closed first. */
+static void key(struct json_out *o, const char *name)
+{
+	if (o->counters_open) {
+		fputc('}', o->f);
+		o->counters_open = false;
+		o->counters_done = true;
+	}
+	fprintf(o->f, "%s\"%s\":", o->first_key ? "" : ",", name);
+	o->first_key = false;
+}
+
+static void keep_other(struct json_out *o, const char *line, size_t n)
+{
+	if (o->other_len + n + 1 > sizeof(o->other))
+		return;
+	memcpy(o->other + o->other_len, line, n);
+	o->other[o->other_len + n] = '\n';
+	o->other_len += n + 1;
+}
+
+static void close_proc(struct json_out *o)
+{
+	if (!o->in_proc)
+		return;
+	if (o->in_pools)
+		fputc(']', o->f);
+	else if (!o->pools_done)
+		fputs(",\"pools\":[]", o->f);
+	fputc('}', o->f);
+	o->in_proc = o->in_pools = o->pools_done = false;
+}
+
+static void close_section(struct json_out *o)
+{
+	close_proc(o);
+	if (o->sec != SEC_TOP)
+		fputc(']', o->f);
+}
+
+static void open_section(struct json_out *o, enum section sec, const char *name)
+{
+	close_section(o);
+	key(o, name);
+	fputc('[', o->f);
+	o->sec = sec;
+	o->first_in_sec = true;
+}
+
+/* From p, the text up to "  " + next (exclusive) as a JSON string; p moves
+ * past it.  false when next is not there. */
+static bool put_until(FILE *f, const char **p, const char *next)
+{
+	const char *end = strstr(*p, next);
+
+	if (!end)
+		return false;
+	put_str(f, *p, (size_t)(end - *p));
+	*p = end;
+	return true;
+}
+
+/* "  PID N  EXE  uid U..." of a served or exited process. */
+static bool proc_line(struct json_out *o, const char *line)
+{
+	const char *p = line + 6, *q;
+	unsigned long long gen;
+	unsigned int uid;
+	int pid, n = 0, via;
+	char name[256], mode[16];
+
+	if (sscanf(p, "%d%n", &pid, &n) != 1 || strncmp(p + n, "  ", 2) != 0)
+		return false;
+	p += n + 2;
+	if (!strstr(p, "  uid "))
+		return false;
+	close_proc(o);
+	fprintf(o->f, "%s{\"pid\":%d,\"exe\":", o->first_in_sec ? "" : ",", pid);
+	o->first_in_sec = false;
+	(void)put_until(o->f, &p, "  uid ");
+	if (sscanf(p, "  uid %u%n", &uid, &n) == 1) {
+		fprintf(o->f, ",\"uid\":%u", uid);
+		p += n;
+	}
+	if (sscanf(p, "  forked child of PID %d%n", &via, &n) == 1) {
+		fprintf(o->f, ",\"forked_from\":%d", via);
+		p += n;
+	}
+	if (sscanf(p, "  policy \"%255[^\"]\" (%15[^,], generation %llu)%n", name, mode, &gen, &n) == 3) {
+		fputs(",\"policy\":", o->f);
+		put_cstr(o->f, name);
+		fputs(",\"mode\":", o->f);
+		put_cstr(o->f, mode);
+		fprintf(o->f, ",\"generation\":%llu", gen);
+		p += n;
+	} else if (sscanf(p, "  no policy (generation %llu)%n", &gen, &n) == 1) {
+		fprintf(o->f, ",\"policy\":null,\"generation\":%llu", gen);
+		p += n;
+	}
+	q = p;
+	while (*q == ' ')
+		q++;
+	fputs(",\"state\":", o->f);
+	put_cstr(o->f, q);
+	o->in_proc = true;
+	return true;
+}
+
+/* "    pool "NAME"[ (policy "P")]: B bytes protected in O objects, N protects (last: T)" */
+static bool pool_line(struct json_out *o, const char *line)
+{
+	unsigned long long bytes, objects, protects;
+	char name[256], policy[256] = "", trigger[256];
+	const char *p = line + 4;
+	int n = 0;
+
+	if (!o->in_proc || o->pools_done || sscanf(p, "pool \"%255[^\"]\"%n", name, &n) != 1)
+		return false;
+	p += n;
+	if (sscanf(p, " (policy \"%255[^\"]\")%n", policy, &n) == 1)
+		p += n;
+	if (sscanf(p, ": %llu bytes protected in %llu objects, %llu protects (last: %255[^)])",
+		   &bytes, &objects, &protects, trigger) != 4)
+		return false;
+	fputs(o->in_pools ? "," : ",\"pools\":[", o->f);
+	o->in_pools = true;
+	fputs("{\"name\":", o->f);
+	put_cstr(o->f, name);
+	if (policy[0]) {
+		fputs(",\"policy\":", o->f);
+		put_cstr(o->f, policy);
+	}
+	fprintf(o->f, ",\"protected_bytes\":%llu,\"objects\":%llu,\"protects\":%llu,\"last_trigger\":",
+		bytes, objects, protects);
+	put_cstr(o->f, trigger);
+	fputc('}', o->f);
+	return true;
+}
+
+static bool violations_line(struct json_out *o, const char *line)
+{
+	unsigned long long v, d, pd;
+
+	if (!o->in_proc || sscanf(line, "    violations: %llu reported, %llu not logged (rate limit); "
+				  "%llu protect entries not logged", &v, &d, &pd) != 3)
+		return false;
+	if (o->in_pools) {
+		fputc(']', o->f);        /* the pools come first in the text */
+		o->in_pools = false;
+		o->pools_done = true;
+	}
+	fprintf(o->f, ",\"violations\":%llu,\"violations_not_logged\":%llu,"
+		"\"protects_not_logged\":%llu", v, d, pd);
+	return true;
+}
+
+/* "  PID N  EXE  uid U  comm C  policy "P"" of a process never checked in. */
+static bool unserved_line(struct json_out *o, const char *line)
+{
+	const char *p = line + 6;
+	unsigned int uid;
+	int pid, n = 0;
+	char policy[256];
+
+	if (sscanf(p, "%d%n", &pid, &n) != 1 || strncmp(p + n, "  ", 2) != 0)
+		return false;
+	p += n + 2;
+	if (!strstr(p, "  uid "))
+		return false;
+	fprintf(o->f, "%s{\"pid\":%d,\"exe\":", o->first_in_sec ? "" : ",", pid);
+	o->first_in_sec = false;
+	(void)put_until(o->f, &p, "  uid ");
+	if (sscanf(p, "  uid %u%n", &uid, &n) == 1) {
+		fprintf(o->f, ",\"uid\":%u", uid);
+		p += n;
+	}
+	if (strncmp(p, "  comm ", 7) == 0) {
+		p += 7;
+		fputs(",\"comm\":", o->f);
+		(void)put_until(o->f, &p, "  policy ");
+	}
+	if (sscanf(p, "  policy \"%255[^\"]\"", policy) == 1) {
+		fputs(",\"policy\":", o->f);
+		put_cstr(o->f, policy);
+	}
+	fputc('}', o->f);
+	return true;
+}
+
+static bool top_line(struct json_out *o, const char *line)
+{
+	unsigned long long gen, refused = 0;
+	size_t policies;
+	int pid, n = 0;
+	char age[32], path[4096], loaded[32];
+	const char *colon;
+
+	if (sscanf(line, "pmallocd (PID %d), running %31s", &pid, age) == 2) {
+		key(o, "pmallocd");
+		fprintf(o->f, "{\"pid\":%d,\"running\":", pid);
+		put_cstr(o->f, age);
+		fputc('}', o->f);
+		return true;
+	}
+	if (sscanf(line, "policy file: %4095[^,], generation %llu (%zu %*[a-z]), loaded %31s ago%n",
+		   path, &gen, &policies, loaded, &n) == 4) {
+		(void)sscanf(line + n, "; %llu reloads refused", &refused);
+		key(o, "policy_file");
+		fputs("{\"path\":", o->f);
+		put_cstr(o->f, path);
+		fprintf(o->f, ",\"generation\":%llu,\"policies\":%zu,\"loaded_ago\":", gen, policies);
+		put_cstr(o->f, loaded);
+		fprintf(o->f, ",\"reloads_refused\":%llu}", refused);
+		return true;
+	}
+	if (strncmp(line, "socket: ", 8) == 0) {
+		const char *s = line + 8, *act = strstr(s, " (socket activation)");
+
+		key(o, "socket");
+		fputs("{\"path\":", o->f);
+		put_str(o->f, s, act ? (size_t)(act - s) : strlen(s));
+		fprintf(o->f, ",\"socket_activation\":%s}", act ? "true" : "false");
+		return true;
+	}
+	colon = strstr(line, ": ");
+	if (!colon || line[0] == ' ' || memchr(line, '(', (size_t)(colon - line)) || o->counters_done)
+		return false;
+	if (o->counters_open) {
+		fputc(',', o->f);
+	} else {
+		key(o, "counters");
+		fputc('{', o->f);
+		o->counters_open = true;
+	}
+	put_str(o->f, line, (size_t)(colon - line));
+	fputc(':', o->f);
+	put_cstr(o->f, colon + 2);
+	return true;
+}
+
+static void status_line(struct json_out *o, char *line)
+{
+	bool ok = false;
+
+	if (line[0] == '\0')
+		return;
+	if (strncmp(line, "running but never checked in", 28) == 0) {
+		open_section(o, SEC_UNSERVED, "unserved");
+		return;
+	}
+	if (strncmp(line, "served processes", 16) == 0) {
+		open_section(o, SEC_SERVED, "served");
+		return;
+	}
+	if (strncmp(line, "exited processes", 16) == 0) {
+		open_section(o, SEC_EXITED, "exited");
+		return;
+	}
+	if (strcmp(line, "  (none)") == 0 || strcmp(line, "  (shown to root only)") == 0)
+		return;
+	switch (o->sec) {
+	case SEC_TOP:
+		ok = top_line(o, line);
+		break;
+	case SEC_UNSERVED:
+		ok = strncmp(line, "  PID ", 6) == 0 && unserved_line(o, line);
+		break;
+	case SEC_SERVED:
+	case SEC_EXITED:
+		if (strncmp(line, "  PID ", 6) == 0)
+			ok = proc_line(o, line);
+		else if (strncmp(line, "    pool ", 9) == 0)
+			ok = pool_line(o, line);
+		else if (strncmp(line, "    violations: ", 16) == 0)
+			ok = violations_line(o, line);
+		break;
+	}
+	if (!ok)
+		keep_other(o, line, strlen(line));
+}
+
+int ctl_status_json(FILE *f, char *text)
+{
+	static struct json_out o;
+	char *line = text;
+
+	memset(&o, 0, sizeof(o));
+	o.f = f;
+	o.first_key = true;
+	fputc('{', f);
+	while (line && *line) {
+		char *nl = strchr(line, '\n');
+
+		if (nl)
+			*nl = '\0';
+		status_line(&o, line);
+		line = nl ? nl + 1 : NULL;
+	}
+	close_section(&o);
+	key(&o, "other");
+	fputc('[', f);
+	for (size_t i = 0, start = 0; i < o.other_len; i++) {
+		if (o.other[i] != '\n')
+			continue;
+		fputs(start ? "," : "", f);
+		put_str(f, o.other + start, i - start);
+		start = i + 1;
+	}
+	fputs("]}\n", f);
+	return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,113 @@
+/*
+ * dynsym.c - "symbol+0xoff" for a code address, from the dynamic symbol
+ * table (.dynsym) of the object that holds it, for the journal entries the
+ * shim writes itself (no pmallocd to read symbol files).
+ *
+ * Async-signal-safe: runs in the fault handler.  No allocation, no lock,
+ * no system call, no file: _dl_find_object() (AS-safe in glibc) names the
+ * object, and its dynamic section, symbol and string tables are read where
+ * the loader mapped them.  Only exported functions are found (.dynsym);
+ * static functions and stripped programs without exports give nothing, as
+ * the caller then says only module+offset.  Cost: a linear walk of the
+ * object's symbols, once per report.
+ */
+#define _GNU_SOURCE
+#include "dynsym.h"
+#include "fmt.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdint.h>
+#include <string.h>
+
+#define DYNSYM_MAX 1000000u
+
+/* The ELF types of this process's word size (spelled out: cppcheck cannot
+ * read link.h's ElfW()). */
+#if UINTPTR_MAX == 0xffffffffffffffffu
+typedef Elf64_Dyn dyn_t;
+typedef Elf64_Sym sym_t;
+typedef Elf64_Addr addr_t;
+#else
+typedef Elf32_Dyn dyn_t;
+typedef Elf32_Sym sym_t;
+typedef Elf32_Addr addr_t;
+#endif          /* bound on a walk a corrupt table could make endless */
+
+/* A d_ptr of the dynamic section: glibc relocates most in place, but not
+ * every object's (the vDSO's stay relative). */
+static uintptr_t dyn_ptr(const struct link_map *lm, addr_t p)
+{
+	return p < lm->l_addr ? lm->l_addr + p : p;
+}
+
+/* The number of symbols, from DT_HASH (nchain) or DT_GNU_HASH (the
+ * highest symbol index any bucket chain reaches, plus one). */
+static uint32_t symbol_count(const uint32_t *hash, const uint32_t *gnu)
+{
+	if (hash)
+		return hash[1];
+	if (!gnu)
+		return 0;
+	uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom = gnu[2];
+	const uint32_t *buckets = gnu + 4 + bloom * (sizeof(addr_t) / 4);
+	const uint32_t *chain = buckets + nbuckets;
+	uint32_t last = 0;
+	for (uint32_t i = 0; i < nbuckets; i++)
+		if (buckets[i] > last)
+			last = buckets[i];
+	if (last < symoffset)
+		return symoffset;
+	for (uint32_t n = 0; n < DYNSYM_MAX && !(chain[last - symoffset] & 1); n++)
+		last++;
+	return last + 1;
+}
+
+bool dynsym_name(uintptr_t addr, char *buf, size_t size)
+{
+	struct dl_find_object dlfo;
+	if (size == 0 || _dl_find_object((void *)addr, &dlfo) != 0 || !dlfo.dlfo_link_map)
+		return false;
+	const struct link_map *lm = dlfo.dlfo_link_map;
+	const sym_t *symtab = NULL;
+	const char *strtab = NULL;
+	const uint32_t *hash = NULL, *gnu = NULL;
+	size_t strsz = 0;
+	for (const dyn_t *d = lm->l_ld; d && d->d_tag != DT_NULL; d++) {
+		switch (d->d_tag) {
+		case DT_SYMTAB: symtab = (const sym_t *)dyn_ptr(lm, d->d_un.d_ptr); break;
+		case DT_STRTAB: strtab = (const char *)dyn_ptr(lm, d->d_un.d_ptr); break;
+		case DT_STRSZ: strsz = d->d_un.d_val; break;
+		case DT_HASH: hash = (const uint32_t *)dyn_ptr(lm, d->d_un.d_ptr); break;
+		case DT_GNU_HASH: gnu = (const uint32_t *)dyn_ptr(lm, d->d_un.d_ptr); break;
+		default: break;
+		}
+	}
+	if (!symtab || !strtab)
+		return false;
+	uint32_t n = symbol_count(hash, gnu);
+	if (n > DYNSYM_MAX)
+		n = DYNSYM_MAX;
+	const sym_t *best = NULL;
+	for (uint32_t i = 1; i < n; i++) {
+		const sym_t *s = &symtab[i];
+		if ((s->st_info & 0xf) != STT_FUNC || s->st_shndx == SHN_UNDEF ||
+		    s->st_name >= strsz)
+			continue;
+		uintptr_t start = lm->l_addr + s->st_value;
+		if (addr >= start && addr - start < (s->st_size ? s->st_size : 1) &&
+		    (!best || s->st_value > best->st_value))
+			best = s;
+	}
+	if (!best)
+		return false;
+	struct fmt f;
+	fmt_init(&f, buf, size);
+	const char *name = strtab + best->st_name;
+	fmt_str(&f, name);
+	fmt_str(&f, "+");
+	fmt_hex(&f, addr - (lm->l_addr + best->st_value));
+	fmt_cstr(&f);
+	return true;
+}

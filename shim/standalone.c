@@ -1,0 +1,19 @@
+/*
+ * standalone.c - what libpmalloc.so (the pool API without interposition)
+ * answers for the parts of include/pmalloc.h that only the preloaded shim
+ * has.  Never linked into libpmalloc_shim.so, whose definitions these are
+ * stand-ins for: a program linked with -lpmalloc and preloaded with the shim
+ * calls the shim's.
+ */
+#include "pmalloc.h"
+#include "common.h"
+
+#include <errno.h>
+
+/* No policy, hence no interposition pools: none by that name is active. */
+PMALLOC_EXPORT int pmalloc_protect_named(const char *pool)
+{
+	(void)pool;
+	errno = ENOENT;
+	return -1;
+}
