@@ -157,3 +157,12 @@ int proc_entry_handed_manual(const struct proc_entry *e, const char *name)
 			return q[0] == 'M' ? 0 : -EPERM;
 	return -ENOENT;
 }
+
+int proc_entry_handed_check(const struct proc_entry *e, const char *policy, const char *pool)
+{
+	if (!policy[0])
+		return 0;
+	if (!e->has_policy || strcmp(policy, e->policy) != 0)
+		return -EPERM;
+	return proc_entry_handed_manual(e, pool) == -ENOENT ? -EPERM : 0;
+}

@@ -181,7 +181,6 @@ static struct proc_entry *sender_entry(struct client *c, const struct ucred *cre
 	struct registry *reg = &c->server->manager->registry;
 	struct proc_entry *e;
 	uint64_t now;
-	int r;
 
 	if (!cred || cred->pid <= 0 || cred->pid == c->pid)
 		return c->entry;
@@ -205,27 +204,23 @@ static struct proc_entry *sender_entry(struct client *c, const struct ucred *cre
 	memcpy(e->policy, c->entry->policy, sizeof(e->policy));
 	e->mode = c->entry->mode;
 	e->generation = c->entry->generation;
-	/* It usually dies right after reporting: read what the kernel says now. */
-	r = proc_read_exe(cred->pid, &e->exe, &e->exe_deleted);
-	if (r < 0 && c->entry->exe) {
-		/* Gone already (an enforced child is dead by the time its report
-		 * is read).  The connection is close-on-exec, so whatever else
-		 * sends on it forked from the peer without exec'ing: it runs the
-		 * peer's executable, which the kernel named at HELLO. */
+	/* Its exe is the one the kernel named at the hand-out, never a later
+	 * read of /proc/CHILD/exe: the shim's connection is close-on-exec, so
+	 * a shim child that sends on it forked from the peer without exec'ing;
+	 * a process that kept the descriptor across an exec (a setuid program
+	 * run by a hostile parent) would otherwise report under the new exe. */
+	if (c->entry->exe) {
 		e->exe = strdup(c->entry->exe);
 		e->exe_deleted = c->entry->exe_deleted;
 		e->exe_pid = e->exe ? c->pid : 0;
-		log_debug_errno(r, "child PID %d of PID %d: gone (%m), exe is its parent's: %s",
-				(int)cred->pid, (int)c->pid, c->entry->exe);
-	} else if (r < 0)
-		log_debug_errno(r, "child PID %d of PID %d: exe unknown: %m", (int)cred->pid, (int)c->pid);
-	(void)proc_read_comm(cred->pid, e->comm);
+	}
+	memcpy(e->comm, c->entry->comm, sizeof(e->comm));
 	(void)proc_read_stat(cred->pid, NULL, &e->starttime);
 	c->children[c->n_children++] = e;
 	return e;
 }
 
-static int handle_hello(struct client *c, const struct pmw_hello *m)
+static int handle_hello(struct client *c, const struct pmw_hello *m, const struct ucred *cred)
 {
 	struct server *s = c->server;
 	const struct config *cfg = s->manager->config;
@@ -234,12 +229,23 @@ static int handle_hello(struct client *c, const struct pmw_hello *m)
 	char *exe = NULL, comm[PROC_COMM_MAX] = "";
 	bool deleted = false;
 	uint64_t starttime = 0;
+	uid_t euid = 0;
 	int pidfd, r;
 
 	if (m->flags != 0 || m->reserved != 0) {
 		client_drop(c, malformed, "HELLO with unknown flags 0x%x, dropped", client_drop_args(c),
 			    (unsigned)m->flags);
 		return -EINVAL;
+	}
+
+	/* The hand-out is for the process that connected, and the /proc reads
+	 * below are about it: a HELLO sent by another process on its
+	 * descriptor (a child it forked before exec'ing something else) would
+	 * get that other program's policy and name. */
+	if (!cred || cred->pid != c->pid || cred->uid != c->uid) {
+		client_drop(c, forged, "HELLO sent by PID %d (uid %u), not by the process that connected, dropped",
+			    client_drop_args(c), cred ? (int)cred->pid : 0, cred ? (unsigned)cred->uid : 0u);
+		return -EPERM;
 	}
 
 	/* The pidfd (where the kernel has SO_PEERPIDFD) pins the process that
@@ -251,6 +257,8 @@ static int handle_hello(struct client *c, const struct pmw_hello *m)
 		r = proc_read_comm(c->pid, comm);
 	if (r >= 0)
 		r = proc_read_stat(c->pid, NULL, &starttime);
+	if (r >= 0)
+		r = proc_read_euid(c->pid, &euid);
 	if (r >= 0 && pidfd >= 0 && proc_pidfd_exited(pidfd) != 0)
 		r = -ESRCH;
 	if (pidfd >= 0)
@@ -260,6 +268,14 @@ static int handle_hello(struct client *c, const struct pmw_hello *m)
 		client_drop(c, unidentified, "cannot identify it (%s), dropped", client_drop_args(c),
 			    strerror(-r));
 		return r;
+	}
+	/* An exec of a setuid program since connect(): the exe read is not
+	 * that of the program that connected. */
+	if (euid != c->uid) {
+		client_drop(c, forged, "now runs as uid %u, not as the uid that connected (exec of a "
+			    "setuid program?), dropped", client_drop_args(c), (unsigned)euid);
+		free(exe);
+		return -EPERM;
 	}
 
 	e = registry_add(&s->manager->registry, c->pid, c->uid, now_usec(s));
@@ -374,6 +390,18 @@ static int handle_protect_req(struct client *c, const struct pmw_protect_req *m)
 	return send_status_text(c, text.len, "protect answer");
 }
 
+/* A report or protect message must name the policy handed out on this
+ * connection (children inherit it) and one of its pools, or no policy (an
+ * API pool): anything else is refused and counted, the connection kept. */
+static bool handed_out(struct client *c, const char *what, const char *policy, const char *pool)
+{
+	if (proc_entry_handed_check(c->entry, policy, pool) == 0)
+		return true;
+	client_drop(c, forged, "%s naming a policy or pool not handed to it, refused", client_drop_args(c),
+		    what);
+	return false;
+}
+
 /* Force NUL termination of a fixed string field; fields are in rx_buf. */
 #define FORCE_NUL(field) ((field)[sizeof(field) - 1] = '\0')
 
@@ -408,6 +436,8 @@ static int handle_protected(struct client *c, struct pmw_protected *m, const str
 		client_drop(c, malformed, "PROTECTED without a pool name, dropped", client_drop_args(c));
 		return -EINVAL;
 	}
+	if (!handed_out(c, "PROTECTED", m->policy, m->pool))
+		return 0;
 
 	s->counters.protects++;
 	e = sender_entry(c, cred);
@@ -463,6 +493,8 @@ static int handle_report(struct client *c, struct pmw_report *m, const struct uc
 		client_drop(c, malformed, "REPORT with out-of-range fields, dropped", client_drop_args(c));
 		return -EINVAL;
 	}
+	if (!handed_out(c, "REPORT", m->policy, m->pool))
+		return 0;
 	s->counters.reports++;
 	e = sender_entry(c, cred);
 	e->violations++;
@@ -551,7 +583,7 @@ static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 	switch (c->state) {
 	case CLIENT_NEW:
 		if (h->type == PMW_HELLO)
-			return handle_hello(c, (struct pmw_hello *)rx_buf);
+			return handle_hello(c, (struct pmw_hello *)rx_buf, cred);
 		if (h->type == PMW_STATUS_REQ)
 			return handle_status_req(c);
 		if (h->type == PMW_PROTECT_REQ)

@@ -40,6 +40,9 @@ struct server_counters {
 	uint64_t timed_out;              /* silent past the handshake deadline */
 	uint64_t vanished;               /* gone before or while answered */
 	uint64_t unidentified;           /* the kernel could not say who it is */
+	uint64_t forged;                 /* HELLO not from the process that connected, or its
+					  * credentials changed since; a report or protect naming
+					  * a policy or pool not handed out on the connection */
 	uint64_t accept_errors;
 };
 

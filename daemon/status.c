@@ -227,10 +227,11 @@ void status_render(struct manager *m, struct strbuf *out, uid_t viewer)
 		      " sent to the process\n", k->protect_requests, k->protect_sent);
 	strbuf_printf(out, "dropped: %" PRIu64 " malformed, %" PRIu64 " oversized, %" PRIu64
 		      " out of order, %" PRIu64 " passing fds, %" PRIu64 " silent, %" PRIu64
-		      " vanished, %" PRIu64 " unidentified, %" PRIu64 " over the client limit, %" PRIu64
-		      " wrong protocol version, %" PRIu64 " accept errors\n",
+		      " vanished, %" PRIu64 " unidentified, %" PRIu64 " forged, %" PRIu64
+		      " over the client limit, %" PRIu64 " wrong protocol version, %" PRIu64
+		      " accept errors\n",
 		      k->malformed, k->oversized, k->out_of_order, k->fds_passed, k->timed_out,
-		      k->vanished, k->unidentified, k->refused_busy, k->refused_version,
+		      k->vanished, k->unidentified, k->forged, k->refused_busy, k->refused_version,
 		      k->accept_errors);
 	render_journal(out);
 

@@ -4,7 +4,8 @@
  * Owns: resolving the report's frames through symbolize.c, the backtrace
  * line, the one-line MESSAGE and the entry's fields (SPEC.md).
  * Never: trusts report strings in a MESSAGE without sanitizing them, takes
- * the pid or (when the kernel knows it) the exe from the report, or fails
+ * the pid or the exe from the report (the registry entry has the kernel's;
+ * server.c checked its policy and pool against the hand-out), or fails
  * to log: whatever cannot be resolved is shown raw.
  */
 #define _GNU_SOURCE
@@ -169,7 +170,7 @@ static void object_site_text(struct report_ctx *x, const char *site, char *out, 
 void violation_log(struct symbolizer *sym, const struct proc_entry *e, const struct pmw_report *rep)
 {
 	struct report_ctx x = { .sym = sym, .e = e, .rep = rep };
-	char policy[PMW_NAME], pool[PMW_NAME], rep_exe[PMW_PATH], raw_site[PMW_SYM];
+	char policy[PMW_NAME], pool[PMW_NAME], raw_site[PMW_SYM];
 	char site[2 * PMW_SYM + 8], site_short[PMW_SYM + 32], fault_sym[PMW_SYM + 32], btbuf[8192], msgbuf[2048];
 	char objbuf[512];
 	struct strbuf bt, msg;
@@ -180,9 +181,9 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 
 	journal_sanitize(policy, sizeof(policy), rep->policy);
 	journal_sanitize(pool, sizeof(pool), rep->pool);
-	journal_sanitize(rep_exe, sizeof(rep_exe), rep->exe);
 	journal_sanitize(raw_site, sizeof(raw_site), rep->object_site);
-	exe = e->exe ? e->exe : (rep_exe[0] ? rep_exe : "?");
+	/* The kernel's word only: what the report claims is never the exe. */
+	exe = e->exe ? e->exe : "?";
 	mode = audit ? "audit" : "enforce";
 
 	have_object = rep->object_start != 0 && rep->address >= rep->object_start;
@@ -224,8 +225,8 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 
 	/* MESSAGE */
 	strbuf_init_fixed(&msg, msgbuf, sizeof(msgbuf));
-	strbuf_printf(&msg, "pmalloc: PID %d (%s%s) wrote to protected pool \"%s\"", (int)e->pid, exe,
-		      e->exe ? "" : ", as reported", pool);
+	strbuf_printf(&msg, "pmalloc: PID %d (%s) wrote to protected pool \"%s\"", (int)e->pid, exe,
+		      pool);
 	if (policy[0])
 		strbuf_printf(&msg, " of policy \"%s\"", policy);
 	strbuf_printf(&msg, " at 0x%" PRIx64, rep->address);
@@ -260,7 +261,7 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 	if (bt.len)
 		jentry_add(&j, "PMALLOC_BACKTRACE=%s", strbuf_str(&bt));
 	jentry_add(&j, "PMALLOC_EXE=%s", exe);
-	jentry_add(&j, "PMALLOC_EXE_SOURCE=%s", e->exe ? "kernel" : "report");
+	jentry_add(&j, "PMALLOC_EXE_SOURCE=%s", e->exe ? "kernel" : "unknown");
 	if (e->exe && e->exe_pid)
 		jentry_add(&j, "PMALLOC_EXE_PID=%d", (int)e->exe_pid);
 	if (e->comm[0])
