@@ -87,22 +87,11 @@ int jentry_send_at(struct jentry *j, const char *file, int line, const char *fun
 	return r;
 }
 
-void journal_sanitize(char *dst, size_t n, const char *src)
-{
-	size_t i;
-
-	if (n == 0)
-		return;
-	for (i = 0; i + 1 < n && src[i]; i++) {
-		unsigned char ch = (unsigned char)src[i];
-		dst[i] = (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
-	}
-	dst[i] = '\0';
-}
-
+/* Strings from clients and /proc arrive here escaped (escape.h): the exe
+ * and comm by the registry, names by server.c, symbols by violation.c. */
 static const char *exe_of(const struct proc_entry *e)
 {
-	return e->exe ? e->exe : "?";
+	return proc_entry_exe(e);
 }
 
 void journal_handed(const struct proc_entry *e, const char *policy)

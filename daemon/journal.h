@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 #include <systemd/sd-event.h>
 
+#include "escape.h"
 #include "wire.h"
 
 #define MID_VIOLATION "7df8f2fd7e8542c19da1343c00501acc"
@@ -40,10 +41,6 @@ void jentry_add(struct jentry *j, const char *format, ...) __attribute__((format
  * CODE_LINE, CODE_FUNC.  0 sent or queued, -errno dropped (counted). */
 int jentry_send_at(struct jentry *j, const char *file, int line, const char *func);
 #define jentry_send(j) jentry_send_at((j), __FILE__, __LINE__, __func__)
-
-/* Copy src to dst (size n) with control characters replaced by '?': client
- * strings go into one-line messages. */
-void journal_sanitize(char *dst, size_t n, const char *src);
 
 struct proc_entry;
 

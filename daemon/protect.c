@@ -65,7 +65,7 @@ static int protect_request(const struct protect_target *t, uid_t from_uid, pid_t
 		*ret_why = "permission denied";
 		return -EPERM;
 	}
-	exe = e->exe ? e->exe : "?";
+	exe = proc_entry_exe(e);
 	r = proc_entry_handed_manual(e, pool);
 	if (r == -ENODATA) {
 		strbuf_printf(text, "error: PID %d (%s) was not served a policy", (int)pid, exe);

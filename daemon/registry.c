@@ -19,6 +19,7 @@
 static void entry_free(struct proc_entry *e)
 {
 	free(e->exe);
+	free(e->exe_shown);
 	free(e->pools);
 	free(e->handed_pools);
 	free(e);
@@ -165,4 +166,31 @@ int proc_entry_handed_check(const struct proc_entry *e, const char *policy, cons
 	if (!e->has_policy || strcmp(policy, e->policy) != 0)
 		return -EPERM;
 	return proc_entry_handed_manual(e, pool) == -ENOENT ? -EPERM : 0;
+}
+
+int proc_entry_set_exe(struct proc_entry *e, char *exe, bool deleted)
+{
+	size_t size;
+	char *shown = NULL;
+
+	if (exe) {
+		size = ESCAPED_SIZE(strlen(exe));
+		shown = malloc(size);
+		if (!shown) {
+			free(exe);
+			return -ENOMEM;
+		}
+		text_escape(shown, size, exe);
+	}
+	free(e->exe);
+	free(e->exe_shown);
+	e->exe = exe;
+	e->exe_shown = shown;
+	e->exe_deleted = deleted;
+	return 0;
+}
+
+void proc_entry_set_comm(struct proc_entry *e, const char *comm)
+{
+	text_escape(e->comm, sizeof(e->comm), comm);
 }

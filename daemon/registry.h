@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "escape.h"
 #include "journal.h"
 #include "policy.h"
 #include "proc.h"
@@ -35,10 +36,11 @@ struct proc_entry {
 	uid_t uid;
 	uint64_t starttime;              /* /proc/PID/stat; 0 unknown */
 	char *exe;                       /* /proc/PID/exe; NULL when it could not be read */
+	char *exe_shown;                 /* exe escaped (escape.h): what entries and status show */
 	bool exe_deleted;
 	pid_t exe_pid;                   /* 0, or the process exe was read from instead (see
 					  * sender_entry(): a forked child gone too soon) */
-	char comm[PROC_COMM_MAX];
+	char comm[ESCAPED_SIZE(PROC_COMM_MAX)];  /* escaped: display only */
 	bool has_policy;
 	char policy[PMW_NAME];
 	enum policy_mode mode;
@@ -77,6 +79,17 @@ struct proc_entry *registry_add(struct registry *r, pid_t pid, uid_t uid, uint64
 /* The connection is gone: flush its rate-limit summaries, move it to the
  * history (dropping the oldest past REGISTRY_HISTORY). */
 void registry_retire(struct registry *r, struct proc_entry *e, uint64_t now);
+
+/* Take exe (malloc'ed, raw from /proc; may be NULL) as e's, with its
+ * escaped form for display.  0 or -ENOMEM (exe is freed then). */
+int proc_entry_set_exe(struct proc_entry *e, char *exe, bool deleted);
+/* comm as read from /proc, kept escaped. */
+void proc_entry_set_comm(struct proc_entry *e, const char *comm);
+/* What entries and status show as e's exe: escaped, "?" when unknown. */
+static inline const char *proc_entry_exe(const struct proc_entry *e)
+{
+	return e->exe_shown ? e->exe_shown : "?";
+}
 
 /* The pool (policy, name) of e, added on first use; NULL when e already
  * tracks REGISTRY_POOLS pools or on ENOMEM. */

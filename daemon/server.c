@@ -209,11 +209,8 @@ static struct proc_entry *sender_entry(struct client *c, const struct ucred *cre
 	 * a shim child that sends on it forked from the peer without exec'ing;
 	 * a process that kept the descriptor across an exec (a setuid program
 	 * run by a hostile parent) would otherwise report under the new exe. */
-	if (c->entry->exe) {
-		e->exe = strdup(c->entry->exe);
-		e->exe_deleted = c->entry->exe_deleted;
+	if (c->entry->exe && proc_entry_set_exe(e, strdup(c->entry->exe), c->entry->exe_deleted) == 0)
 		e->exe_pid = e->exe ? c->pid : 0;
-	}
 	memcpy(e->comm, c->entry->comm, sizeof(e->comm));
 	(void)proc_read_stat(cred->pid, NULL, &e->starttime);
 	c->children[c->n_children++] = e;
@@ -283,9 +280,10 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 		free(exe);
 		return log_error_errno(ENOMEM, "out of memory");
 	}
-	e->exe = exe;
-	e->exe_deleted = deleted;
-	memcpy(e->comm, comm, sizeof(e->comm));
+	proc_entry_set_comm(e, comm);
+	if (proc_entry_set_exe(e, exe, deleted) < 0)
+		return log_error_errno(ENOMEM, "out of memory");
+	exe = e->exe;
 	e->starttime = starttime;
 	e->generation = cfg->generation;
 	c->entry = e;
@@ -323,7 +321,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	} else {
 		char reason[PMW_SYM];
 
-		snprintf(reason, sizeof(reason), "no policy matches %s", exe);
+		snprintf(reason, sizeof(reason), "no policy matches %s", proc_entry_exe(e));
 		r = send_answer_fd(c->fd, PMW_NO_POLICY, cfg->generation, reason);
 		if (r < 0) {
 			client_drop(c, vanished, "gone before its answer was sent (%s)", client_drop_args(c),
@@ -331,7 +329,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 			return r;
 		}
 		s->counters.no_policy++;
-		log_debug("PID %d (%s): no policy", (int)c->pid, exe);
+		log_debug("PID %d (%s): no policy", (int)c->pid, proc_entry_exe(e));
 	}
 	return 0;
 }
@@ -391,11 +389,15 @@ static int handle_protect_req(struct client *c, const struct pmw_protect_req *m)
 }
 
 /* A report or protect message must name the policy handed out on this
- * connection (children inherit it) and one of its pools, or no policy (an
- * API pool): anything else is refused and counted, the connection kept. */
+ * connection (children inherit it) and one of its pools, or, for a report,
+ * no policy (an API pool): anything else is refused and counted, the
+ * connection kept. */
 static bool handed_out(struct client *c, const char *what, const char *policy, const char *pool)
 {
-	if (proc_entry_handed_check(c->entry, policy, pool) == 0)
+	/* Only policy pools are protected on their triggers and announced. */
+	bool api_ok = strcmp(what, "PROTECTED") != 0;
+
+	if ((policy[0] || api_ok) && proc_entry_handed_check(c->entry, policy, pool) == 0)
 		return true;
 	client_drop(c, forged, "%s naming a policy or pool not handed to it, refused", client_drop_args(c),
 		    what);
@@ -422,16 +424,16 @@ static int handle_protected(struct client *c, struct pmw_protected *m, const str
 {
 	struct server *s = c->server;
 	const struct policy_daemon_settings *d = &s->manager->config->set->daemon;
-	char policy[PMW_NAME], pool[PMW_NAME], trigger[PMW_NAME];
+	char policy[ESCAPED_SIZE(PMW_NAME)], pool[ESCAPED_SIZE(PMW_NAME)], trigger[ESCAPED_SIZE(PMW_NAME)];
 	struct proc_entry *e;
 	struct reg_pool *rp;
 
 	FORCE_NUL(m->policy);
 	FORCE_NUL(m->pool);
 	FORCE_NUL(m->trigger);
-	journal_sanitize(policy, sizeof(policy), m->policy);
-	journal_sanitize(pool, sizeof(pool), m->pool);
-	journal_sanitize(trigger, sizeof(trigger), m->trigger);
+	text_escape(policy, sizeof(policy), m->policy);
+	text_escape(pool, sizeof(pool), m->pool);
+	text_escape(trigger, sizeof(trigger), m->trigger);
 	if (!pool[0]) {
 		client_drop(c, malformed, "PROTECTED without a pool name, dropped", client_drop_args(c));
 		return -EINVAL;
@@ -486,7 +488,7 @@ static int handle_report(struct client *c, struct pmw_report *m, const struct uc
 {
 	struct server *s = c->server;
 	const struct policy_daemon_settings *d = &s->manager->config->set->daemon;
-	char policy[PMW_NAME], pool[PMW_NAME];
+	char policy[ESCAPED_SIZE(PMW_NAME)], pool[ESCAPED_SIZE(PMW_NAME)];
 	struct proc_entry *e;
 
 	if (check_report(c, m) < 0) {
@@ -498,8 +500,8 @@ static int handle_report(struct client *c, struct pmw_report *m, const struct uc
 	s->counters.reports++;
 	e = sender_entry(c, cred);
 	e->violations++;
-	journal_sanitize(policy, sizeof(policy), m->policy);
-	journal_sanitize(pool, sizeof(pool), m->pool);
+	text_escape(policy, sizeof(policy), m->policy);
+	text_escape(pool, sizeof(pool), m->pool);
 	if (!journal_limit_admit(s->manager->event, e, LIMIT_VIOLATION, m->fault_ip, policy, pool,
 				 d->report_burst, d->report_interval_s)) {
 		e->violations_dropped++;

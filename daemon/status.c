@@ -41,7 +41,7 @@ static void render_entry(struct strbuf *b, const struct proc_entry *e, uint64_t 
 {
 	char a[32];
 
-	strbuf_printf(b, "  PID %d  %s%s  uid %u", (int)e->pid, e->exe ? e->exe : "(exe unknown)",
+	strbuf_printf(b, "  PID %d  %s%s  uid %u", (int)e->pid, e->exe ? proc_entry_exe(e) : "(exe unknown)",
 		      e->exe_deleted ? " (deleted)" : "", (unsigned)e->uid);
 	if (e->via_pid)
 		strbuf_printf(b, "  forked child of PID %d", (int)e->via_pid);
@@ -155,8 +155,17 @@ static int scan_one(pid_t pid, void *userdata)
 		goto out;
 	}
 	sc->listed++;
-	strbuf_printf(sc->out, "  PID %d  %s  uid %u  comm %s  policy \"%s\"\n", (int)pid, exe,
-		      (unsigned)uid, comm, p->name);
+	{
+		size_t size = ESCAPED_SIZE(strlen(exe));
+		char *shown = malloc(size), comm_shown[ESCAPED_SIZE(PROC_COMM_MAX)];
+
+		text_escape(comm_shown, sizeof(comm_shown), comm);
+		if (shown)
+			text_escape(shown, size, exe);
+		strbuf_printf(sc->out, "  PID %d  %s  uid %u  comm %s  policy \"%s\"\n", (int)pid,
+			      shown ? shown : "?", (unsigned)uid, comm_shown, p->name);
+		free(shown);
+	}
 out:
 	free(exe);
 	return 0;
