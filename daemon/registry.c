@@ -66,6 +66,7 @@ struct proc_entry *registry_add(struct registry *r, pid_t pid, uid_t uid, uint64
 void registry_retire(struct registry *r, struct proc_entry *e, uint64_t now)
 {
 	journal_limit_finish(e);
+	e->budget = NULL;                /* the caller still holds it, to release */
 
 	if (e->prev)
 		e->prev->next = e->next;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "budget.h"
 #include "escape.h"
 #include "journal.h"
 #include "policy.h"
@@ -54,7 +55,8 @@ struct proc_entry {
 	uint64_t violations;             /* reports received */
 	uint64_t violations_dropped;     /* of those, not logged (rate limit) */
 	uint64_t protects_dropped;
-	struct report_limit limit;
+	struct report_limit *limit;      /* journal.c's, allocated on first report */
+	struct uid_budget *budget;       /* its uid's (budget.h); NULL once retired */
 	/* The pools of the policy handed out, for pmallocctl protect: each
 	 * "M" (a manual trigger) or "-", then the name and its NUL.  NULL
 	 * without a hand-out; freed when the entry retires. */

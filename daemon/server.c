@@ -18,6 +18,7 @@
 #include "server.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "journal.h"
 #include "listen.h"
 #include "log.h"
@@ -49,6 +51,7 @@ struct client {
 	enum client_state state;
 	pid_t pid;                       /* SO_PEERCRED at accept */
 	uid_t uid;
+	struct uid_budget *budget;       /* its uid's (budget.h), held while connected */
 	struct proc_entry *entry;        /* once served */
 	struct proc_entry *children[SERVER_MAX_CHILDREN];
 	size_t n_children;
@@ -68,6 +71,8 @@ struct server {
 	struct server_counters counters;
 	struct log_limit drop_log;
 	struct protect protect;           /* pmallocctl protect */
+	struct budgets budgets;           /* per-user shares and budgets */
+	sd_event_source *trim_timer;      /* malloc_trim once frees stop */
 };
 
 /* One receive buffer, one send buffer: the daemon is single-threaded. */
@@ -92,6 +97,42 @@ static uint64_t now_usec(const struct server *s)
 
 /* ---- client lifetime ---- */
 
+/* A forked child's entry goes to the history; its uid's count drops. */
+static void child_retire(struct client *c, struct proc_entry *e, uint64_t now)
+{
+	struct uid_budget *u = e->budget;
+
+	registry_retire(&c->server->manager->registry, e, now);
+	budget_entry_remove(u);
+}
+
+static int on_trim(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	(void)src;
+	(void)usec;
+	(void)userdata;
+	/* Hundreds of clients gone leave free chunks all over the heap:
+	 * give their pages back, as glibc's free() alone does only at the top. */
+	(void)malloc_trim(0);
+	return 0;
+}
+
+/* Many clients may be leaving: trim once they are all gone (a single
+ * timer, pushed back by each free, SERVER_TRIM_IDLE_MS after the last). */
+static void trim_later(struct server *s)
+{
+	uint64_t when = now_usec(s) + SERVER_TRIM_IDLE_MS * USEC_PER_MSEC;
+
+	if (!s->trim_timer) {
+		if (sd_event_add_time(s->manager->event, &s->trim_timer, CLOCK_MONOTONIC, when,
+				      100 * USEC_PER_MSEC, on_trim, s) < 0)
+			s->trim_timer = NULL;
+		return;
+	}
+	(void)sd_event_source_set_time(s->trim_timer, when);
+	(void)sd_event_source_set_enabled(s->trim_timer, SD_EVENT_ONESHOT);
+}
+
 static void client_free(struct client *c)
 {
 	struct server *s = c->server;
@@ -108,11 +149,13 @@ static void client_free(struct client *c)
 	c->io = sd_event_source_disable_unref(c->io);
 	c->timer = sd_event_source_disable_unref(c->timer);
 	for (size_t i = 0; i < c->n_children; i++)
-		registry_retire(&s->manager->registry, c->children[i], now);
+		child_retire(c, c->children[i], now);
 	if (c->entry)
 		registry_retire(&s->manager->registry, c->entry, now);
+	budget_client_remove(c->budget);
 	close(c->fd);
 	free(c);
+	trim_later(s);
 }
 
 static int client_send(struct client *c, const void *msg, size_t len)
@@ -175,7 +218,9 @@ static unsigned int silent_limit_ms(const struct server *s)
 /* ---- message handlers; each returns 0 to keep the connection, <0 to close ---- */
 
 /* The process this packet came from: the peer, or a forked child that
- * shares its connection (SCM_CREDENTIALS of this packet says which). */
+ * shares its connection (SCM_CREDENTIALS of this packet says which).
+ * NULL when that is a child over its uid's entry cap (budget.h): the
+ * message is then counted and not logged. */
 static struct proc_entry *sender_entry(struct client *c, const struct ucred *cred)
 {
 	struct registry *reg = &c->server->manager->registry;
@@ -191,13 +236,18 @@ static struct proc_entry *sender_entry(struct client *c, const struct ucred *cre
 	now = now_usec(c->server);
 	if (c->n_children == SERVER_MAX_CHILDREN) {
 		/* Oldest child goes to the history; the cap holds. */
-		registry_retire(reg, c->children[0], now);
+		child_retire(c, c->children[0], now);
 		memmove(c->children, c->children + 1, (SERVER_MAX_CHILDREN - 1) * sizeof(c->children[0]));
 		c->n_children--;
 	}
+	if (!budget_entry_add(c->budget))
+		return NULL;
 	e = registry_add(reg, cred->pid, cred->uid, now);
-	if (!e)
-		return c->entry;
+	if (!e) {
+		budget_entry_remove(c->budget);
+		return NULL;
+	}
+	e->budget = c->budget;
 	e->via_pid = c->pid;
 	/* The child inherited its parent's shim state, hence its hand-out. */
 	e->has_policy = c->entry->has_policy;
@@ -280,6 +330,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 		free(exe);
 		return log_error_errno(ENOMEM, "out of memory");
 	}
+	e->budget = c->budget;
 	proc_entry_set_comm(e, comm);
 	if (proc_entry_set_exe(e, exe, deleted) < 0)
 		return log_error_errno(ENOMEM, "out of memory");
@@ -392,11 +443,9 @@ static int handle_protect_req(struct client *c, const struct pmw_protect_req *m)
  * connection (children inherit it) and one of its pools, or, for a report,
  * no policy (an API pool): anything else is refused and counted, the
  * connection kept. */
-static bool handed_out(struct client *c, const char *what, const char *policy, const char *pool)
+static bool handed_out(struct client *c, const char *what, bool api_ok, const char *policy,
+		       const char *pool)
 {
-	/* Only policy pools are protected on their triggers and announced. */
-	bool api_ok = strcmp(what, "PROTECTED") != 0;
-
 	if ((policy[0] || api_ok) && proc_entry_handed_check(c->entry, policy, pool) == 0)
 		return true;
 	client_drop(c, forged, "%s naming a policy or pool not handed to it, refused", client_drop_args(c),
@@ -438,11 +487,14 @@ static int handle_protected(struct client *c, struct pmw_protected *m, const str
 		client_drop(c, malformed, "PROTECTED without a pool name, dropped", client_drop_args(c));
 		return -EINVAL;
 	}
-	if (!handed_out(c, "PROTECTED", m->policy, m->pool))
+	/* Only policy pools are protected on their triggers and announced. */
+	if (!handed_out(c, "PROTECTED", false, m->policy, m->pool))
 		return 0;
 
 	s->counters.protects++;
 	e = sender_entry(c, cred);
+	if (!e)
+		return 0;                /* counted by budget.c */
 	e->protects++;
 	rp = proc_entry_pool(e, policy, pool);
 	if (rp) {
@@ -495,10 +547,12 @@ static int handle_report(struct client *c, struct pmw_report *m, const struct uc
 		client_drop(c, malformed, "REPORT with out-of-range fields, dropped", client_drop_args(c));
 		return -EINVAL;
 	}
-	if (!handed_out(c, "REPORT", m->policy, m->pool))
+	if (!handed_out(c, "REPORT", true, m->policy, m->pool))
 		return 0;
 	s->counters.reports++;
 	e = sender_entry(c, cred);
+	if (!e)
+		return 0;                /* counted by budget.c */
 	e->violations++;
 	text_escape(policy, sizeof(policy), m->policy);
 	text_escape(pool, sizeof(pool), m->pool);
@@ -533,7 +587,10 @@ static size_t expected_size(uint16_t type)
 static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 {
 	struct pmw_header *h = (struct pmw_header *)rx_buf;
+	const struct policy_daemon_settings *d = &c->server->manager->config->set->daemon;
 	size_t want;
+
+	budgets_set_rate(&c->server->budgets, d->report_burst, d->report_interval_s);
 
 	if (n < sizeof(*h)) {
 		client_drop(c, malformed, "%zu-byte packet, shorter than a header, dropped",
@@ -714,19 +771,11 @@ static void pause_accepting(struct server *s)
 	}
 }
 
-static size_t clients_of_uid(const struct server *s, uid_t uid)
-{
-	size_t n = 0;
-
-	for (const struct client *c = s->clients; c; c = c->next)
-		n += c->uid == uid;
-	return n;
-}
-
 static void client_accept(struct server *s, int fd)
 {
 	struct ucred peer;
 	socklen_t len = sizeof(peer);
+	struct uid_budget *budget;
 	struct client *c;
 	int one = 1, r;
 
@@ -738,8 +787,8 @@ static void client_accept(struct server *s, int fd)
 		close(fd);
 		return;
 	}
-	if (s->n_clients >= s->max_clients ||
-	    (peer.uid != 0 && clients_of_uid(s, peer.uid) >= s->max_clients * 3 / 4)) {
+	budget = s->n_clients < s->max_clients ? budget_client_add(&s->budgets, peer.uid) : NULL;
+	if (!budget) {
 		s->counters.refused_busy++;
 		log_limited(&s->drop_log, LOG_NOTICE, "client PID %d (uid %u): refused, %zu clients connected",
 			    (int)peer.pid, (unsigned)peer.uid, s->n_clients);
@@ -753,9 +802,11 @@ static void client_accept(struct server *s, int fd)
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		log_error_errno(ENOMEM, "out of memory, client dropped");
+		budget_client_remove(budget);
 		close(fd);
 		return;
 	}
+	c->budget = budget;
 	c->server = s;
 	c->fd = fd;
 	c->pid = peer.pid;
@@ -771,6 +822,7 @@ static void client_accept(struct server *s, int fd)
 	if (r < 0) {
 		log_error_errno(r, "cannot watch a client: %m");
 		c->io = sd_event_source_disable_unref(c->io);
+		budget_client_remove(budget);
 		close(fd);
 		free(c);
 		return;
@@ -836,6 +888,7 @@ int server_open(struct manager *m, const char *path, int activated_fd, struct se
 	s->drop_log = (struct log_limit)LOG_LIMIT_INIT(10, 10);
 	s->protect = (struct protect)PROTECT_INIT;
 	s->max_clients = max_clients();
+	budgets_init(&s->budgets, m->event, s->max_clients);
 	if (activated_fd >= 0) {
 		r = listen_adopt(activated_fd, &s->path);
 		s->fd = activated_fd;
@@ -869,6 +922,8 @@ void server_free(struct server *s)
 		return;
 	while (s->clients)
 		client_free(s->clients);
+	budgets_done(&s->budgets);
+	s->trim_timer = sd_event_source_disable_unref(s->trim_timer);
 	s->listen_src = sd_event_source_disable_unref(s->listen_src);
 	s->retry_timer = sd_event_source_disable_unref(s->retry_timer);
 	if (s->fd >= 0)
@@ -882,6 +937,11 @@ void server_free(struct server *s)
 const struct server_counters *server_get_counters(const struct server *s)
 {
 	return &s->counters;
+}
+
+const struct budgets *server_get_budgets(const struct server *s)
+{
+	return &s->budgets;
 }
 
 size_t server_n_clients(const struct server *s)

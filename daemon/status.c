@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "jwriter.h"
 #include "proc.h"
 #include "server.h"
@@ -197,6 +198,20 @@ static void render_unserved(struct manager *m, struct strbuf *out, uint64_t now)
 	strbuf_puts(out, strbuf_str(&cache));
 }
 
+static void render_budgets(struct strbuf *out, const struct budgets *b)
+{
+	size_t share = b->max_clients / BUDGET_CLIENTS_DIV;
+
+	strbuf_printf(out, "per-user budgets (root exempt): %zu users; at most %zu connections a user, "
+		      "%zu for all users; %u journal entries a user per %u s\n",
+		      b->n_users, share ? share : 1, b->max_clients - b->max_clients / BUDGET_ROOT_RESERVE_DIV,
+		      BUDGET_JOURNAL_FACTOR * b->report_burst, b->report_interval_s);
+	strbuf_printf(out, "  over budget: %" PRIu64 " connections refused, %" PRIu64
+		      " messages of untracked forked children, %" PRIu64 " journal entries not written (%"
+		      PRIu64 " summaries)\n", b->refused_clients, b->refused_entries, b->dropped_entries,
+		      b->summaries);
+}
+
 static bool visible(const struct proc_entry *e, uid_t viewer)
 {
 	return viewer == 0 || e->uid == viewer;
@@ -242,6 +257,7 @@ void status_render(struct manager *m, struct strbuf *out, uid_t viewer)
 		      k->malformed, k->oversized, k->out_of_order, k->fds_passed, k->timed_out,
 		      k->vanished, k->unidentified, k->forged, k->refused_busy, k->refused_version,
 		      k->accept_errors);
+	render_budgets(out, server_get_budgets(m->server));
 	render_journal(out);
 
 	strbuf_puts(out, "\nrunning but never checked in (a policy matches; LD_PRELOAD missing or failed):\n");

@@ -251,6 +251,7 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 	strbuf_puts(&msg, audit ? "; write allowed (audit)" : "; process killed (enforce)");
 
 	jentry_init(&j, MID_VIOLATION, audit ? LOG_WARNING : LOG_CRIT);
+	jentry_about(&j, e->uid);
 	jentry_add(&j, "MESSAGE=%s", strbuf_str(&msg));
 	jentry_add(&j, "OBJECT_PID=%d", (int)e->pid);
 	jentry_add(&j, "PMALLOC_POLICY=%s", policy);
