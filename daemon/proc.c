@@ -129,10 +129,10 @@ int proc_read_stat(pid_t pid, pid_t *ret_ppid, uint64_t *ret_starttime)
 	return 0;
 }
 
-int proc_read_euid(pid_t pid, uid_t *ret)
+int proc_read_eids(pid_t pid, uid_t *ret_euid, gid_t *ret_egid)
 {
-	char buf[4096], *p;
-	unsigned int ruid, euid;
+	char buf[4096], *p, *q;
+	unsigned int ruid, euid, rgid, egid;
 	size_t len;
 	int r;
 
@@ -140,10 +140,18 @@ int proc_read_euid(pid_t pid, uid_t *ret)
 	if (r < 0)
 		return r;
 	p = strstr(buf, "\nUid:");
-	if (!p || sscanf(p + 5, "%u %u", &ruid, &euid) != 2)
+	q = strstr(buf, "\nGid:");
+	if (!p || sscanf(p + 5, "%u %u", &ruid, &euid) != 2 || !q || sscanf(q + 5, "%u %u", &rgid, &egid) != 2)
 		return -EBADMSG;
-	*ret = (uid_t)euid;
+	*ret_euid = (uid_t)euid;
+	if (ret_egid)
+		*ret_egid = (gid_t)egid;
 	return 0;
+}
+
+int proc_read_euid(pid_t pid, uid_t *ret)
+{
+	return proc_read_eids(pid, ret, NULL);
 }
 
 bool proc_is_alive(pid_t pid, uint64_t starttime)

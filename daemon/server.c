@@ -50,7 +50,8 @@ struct client {
 	sd_event_source *timer;
 	enum client_state state;
 	pid_t pid;                       /* SO_PEERCRED at accept */
-	uid_t uid;
+	uid_t uid;                       /* its effective uid and gid then */
+	gid_t gid;
 	struct uid_budget *budget;       /* its uid's (budget.h), held while connected */
 	struct proc_entry *entry;        /* once served */
 	struct proc_entry *children[SERVER_MAX_CHILDREN];
@@ -277,6 +278,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	bool deleted = false;
 	uint64_t starttime = 0;
 	uid_t euid = 0;
+	gid_t egid = 0;
 	int pidfd, r;
 
 	if (m->flags != 0 || m->reserved != 0) {
@@ -289,7 +291,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	 * below are about it: a HELLO sent by another process on its
 	 * descriptor (a child it forked before exec'ing something else) would
 	 * get that other program's policy and name. */
-	if (!cred || cred->pid != c->pid || cred->uid != c->uid) {
+	if (!cred || cred->pid != c->pid) {
 		client_drop(c, forged, "HELLO sent by PID %d (uid %u), not by the process that connected, dropped",
 			    client_drop_args(c), cred ? (int)cred->pid : 0, cred ? (unsigned)cred->uid : 0u);
 		return -EPERM;
@@ -305,7 +307,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	if (r >= 0)
 		r = proc_read_stat(c->pid, NULL, &starttime);
 	if (r >= 0)
-		r = proc_read_euid(c->pid, &euid);
+		r = proc_read_eids(c->pid, &euid, &egid);
 	if (r >= 0 && pidfd >= 0 && proc_pidfd_exited(pidfd) != 0)
 		r = -ESRCH;
 	if (pidfd >= 0)
@@ -316,11 +318,14 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 			    strerror(-r));
 		return r;
 	}
-	/* An exec of a setuid program since connect(): the exe read is not
-	 * that of the program that connected. */
-	if (euid != c->uid) {
-		client_drop(c, forged, "now runs as uid %u, not as the uid that connected (exec of a "
-			    "setuid program?), dropped", client_drop_args(c), (unsigned)euid);
+	/* A user's process whose effective ids changed since connect() exec'd a
+	 * setuid or setgid program: the exe read is not that of the program
+	 * that connected (which could not have reported as it).  Root's may
+	 * change its ids at will (dropping privileges), and gains nothing. */
+	if (c->uid != 0 && (euid != c->uid || egid != c->gid)) {
+		client_drop(c, forged, "now runs as uid %u gid %u, not as it connected (exec of a "
+			    "setuid or setgid program?), dropped", client_drop_args(c), (unsigned)euid,
+			    (unsigned)egid);
 		free(exe);
 		return -EPERM;
 	}
@@ -811,6 +816,7 @@ static void client_accept(struct server *s, int fd)
 	c->fd = fd;
 	c->pid = peer.pid;
 	c->uid = peer.uid;
+	c->gid = peer.gid;
 	/* Inherited from the listening socket already; set it anyway. */
 	(void)setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 

@@ -12,7 +12,7 @@ SLEEP=$(readlink -f "$(command -v sleep)")
 PASSWD=/usr/bin/passwd
 journald_ensure
 std_conf "$CONF"
-sed -i 's|^);$|  , { name = "sleeper"; match = { exe = [ "*/sleep" ]; }; pools = ( { name = "p"; sites = [ "x" ]; } ); }\n  , { name = "pw"; match = { exe = [ "*/passwd" ]; }; pools = ( { name = "p"; sites = [ "x" ]; } ); }\n);|' "$CONF"
+sed -i 's|^);$|  , { name = "sleeper"; match = { exe = [ "*/sleep" ]; }; pools = ( { name = "p"; sites = [ "x" ]; } ); }\n  , { name = "pw"; match = { exe = [ "*/passwd", "*/ssh-agent" ]; }; pools = ( { name = "p"; sites = [ "x" ]; } ); }\n);|' "$CONF"
 start_daemon
 
 forged() { client --status | sed -n 's/^dropped: .* \([0-9]*\) forged, .*/\1/p'; }
@@ -56,30 +56,42 @@ never_logged_as "$SLEEP" "report after exec"
 pass "a child's report after its parent's exec: named the exe handed out ($WIRE), a foreign policy refused"
 
 # 3. The passwd trick, as an unprivileged user: HELLO, then at once an exec
-# of setuid passwd that keeps the connection; pmallocd reads the HELLO only
-# after the exec (it is stopped meanwhile), when /proc names passwd.
-mkfifo "$T/pw.in"
-kill -STOP "$DPID"
-setpriv --reuid=65534 --regid=65534 --clear-groups "$WIRE" --socket "$SOCK" --exec "$PASSWD" \
-	--hello-then-exec --policy pw --pool p <"$T/pw.in" >"$T/pw.out" 2>&1 &
-bg=$!
-exec 7>"$T/pw.in"
-ok=
-for _ in $(seq 100); do
-	[ "$(readlink "/proc/$bg/exe" 2>/dev/null)" = "$PASSWD" ] && { ok=1; break; }
-	sleep 0.05
-done
-kill -CONT "$DPID"
-[ -n "$ok" ] || fail "passwd did not start: $(cat "$T/pw.out")"
-# The child's output shares a terminal-less stdout with passwd's prompt.
-wait_until 200 grep -q 'child=\|closed$\|timeout$' "$T/pw.out"
-exec 7>&-
-wait "$bg" 2>/dev/null
-grep -q '^POLICY' "$T/pw.out" && fail "passwd's policy handed to the hostile process: $(cat "$T/pw.out")"
-grep -q 'closed$' "$T/pw.out" || fail "the HELLO was not refused: $(cat "$T/pw.out")"
-never_logged_as "$PASSWD" "passwd trick"
-[ "$(forged)" = 3 ] || fail "forged count: $(client --status | grep '^dropped:')"
+# that keeps the connection, of setuid passwd or of setgid ssh-agent;
+# pmallocd reads the HELLO only after the exec (it is stopped meanwhile),
+# when /proc names the privileged program.
+n_forged=2
+exec_trick() {
+	local prog=$1 arg=$2 bg ok=
+	rm -f "$T/pw.in"
+	mkfifo "$T/pw.in"
+	kill -STOP "$DPID"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$WIRE" --socket "$SOCK" --exec "$prog" \
+		${arg:+--exec-arg "$arg"} --hello-then-exec --policy pw --pool p <"$T/pw.in" >"$T/pw.out" 2>&1 &
+	bg=$!
+	exec 7>"$T/pw.in"
+	for _ in $(seq 100); do
+		[ "$(readlink "/proc/$bg/exe" 2>/dev/null)" = "$prog" ] && { ok=1; break; }
+		sleep 0.05
+	done
+	kill -CONT "$DPID"
+	[ -n "$ok" ] || fail "$prog did not start: $(cat "$T/pw.out")"
+	# The child's output shares a terminal-less stdout with the program's.
+	wait_until 200 grep -q 'child=\|closed$\|timeout$' "$T/pw.out"
+	exec 7>&-
+	kill "$bg" 2>/dev/null
+	wait "$bg" 2>/dev/null
+	grep -q '^POLICY' "$T/pw.out" && fail "$prog's policy handed to the hostile process: $(cat "$T/pw.out")"
+	grep -q 'closed$' "$T/pw.out" || fail "$prog: the HELLO was not refused: $(cat "$T/pw.out")"
+	never_logged_as "$prog" "$prog trick"
+	n_forged=$((n_forged + 1))
+	[ "$(forged)" = $n_forged ] || fail "forged count: $(client --status | grep '^dropped:')"
+}
+exec_trick /usr/bin/passwd ""
 pass "HELLO, then exec of setuid passwd before pmallocd reads it: refused (uid changed), counted"
+if [ -g /usr/bin/ssh-agent ]; then
+	exec_trick /usr/bin/ssh-agent -D
+	pass "HELLO, then exec of setgid ssh-agent: refused (gid changed), counted"
+fi
 
 stop_daemon || fail "exit status $?"
 exit 0
