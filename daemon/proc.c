@@ -129,10 +129,10 @@ int proc_read_stat(pid_t pid, pid_t *ret_ppid, uint64_t *ret_starttime)
 	return 0;
 }
 
-int proc_read_eids(pid_t pid, uid_t *ret_euid, gid_t *ret_egid)
+int proc_read_ids(pid_t pid, uid_t ret_uids[4], gid_t ret_gids[4])
 {
 	char buf[4096], *p, *q;
-	unsigned int ruid, euid, rgid, egid;
+	unsigned int u[4], g[4];
 	size_t len;
 	int r;
 
@@ -141,17 +141,25 @@ int proc_read_eids(pid_t pid, uid_t *ret_euid, gid_t *ret_egid)
 		return r;
 	p = strstr(buf, "\nUid:");
 	q = strstr(buf, "\nGid:");
-	if (!p || sscanf(p + 5, "%u %u", &ruid, &euid) != 2 || !q || sscanf(q + 5, "%u %u", &rgid, &egid) != 2)
+	if (!p || sscanf(p + 5, "%u %u %u %u", &u[0], &u[1], &u[2], &u[3]) != 4 || !q ||
+	    sscanf(q + 5, "%u %u %u %u", &g[0], &g[1], &g[2], &g[3]) != 4)
 		return -EBADMSG;
-	*ret_euid = (uid_t)euid;
-	if (ret_egid)
-		*ret_egid = (gid_t)egid;
+	for (int i = 0; i < 4; i++) {
+		ret_uids[i] = (uid_t)u[i];
+		ret_gids[i] = (gid_t)g[i];
+	}
 	return 0;
 }
 
 int proc_read_euid(pid_t pid, uid_t *ret)
 {
-	return proc_read_eids(pid, ret, NULL);
+	uid_t u[4];
+	gid_t g[4];
+	int r = proc_read_ids(pid, u, g);
+
+	if (r >= 0)
+		*ret = u[1];
+	return r;
 }
 
 bool proc_is_alive(pid_t pid, uint64_t starttime)

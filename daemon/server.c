@@ -277,8 +277,9 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	char *exe = NULL, comm[PROC_COMM_MAX] = "";
 	bool deleted = false;
 	uint64_t starttime = 0;
-	uid_t euid = 0;
-	gid_t egid = 0;
+	uid_t uids[4] = { 0 };
+	gid_t gids[4] = { 0 };
+	bool changed = false;
 	int pidfd, r;
 
 	if (m->flags != 0 || m->reserved != 0) {
@@ -307,7 +308,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	if (r >= 0)
 		r = proc_read_stat(c->pid, NULL, &starttime);
 	if (r >= 0)
-		r = proc_read_eids(c->pid, &euid, &egid);
+		r = proc_read_ids(c->pid, uids, gids);
 	if (r >= 0 && pidfd >= 0 && proc_pidfd_exited(pidfd) != 0)
 		r = -ESRCH;
 	if (pidfd >= 0)
@@ -318,14 +319,22 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 			    strerror(-r));
 		return r;
 	}
-	/* A user's process whose effective ids changed since connect() exec'd a
-	 * setuid or setgid program: the exe read is not that of the program
-	 * that connected (which could not have reported as it).  Root's may
-	 * change its ids at will (dropping privileges), and gains nothing. */
-	if (c->uid != 0 && (euid != c->uid || egid != c->gid)) {
-		client_drop(c, forged, "now runs as uid %u gid %u, not as it connected (exec of a "
-			    "setuid or setgid program?), dropped", client_drop_args(c), (unsigned)euid,
-			    (unsigned)egid);
+	/* A user's process holding other ids than those it connected with
+	 * (real, effective, saved or filesystem: a setuid or setgid program
+	 * keeps the one it gained as saved id even after dropping it) exec'd
+	 * such a program since: the exe read is not that of the program that
+	 * connected, which could not have reported as it.  The shim is never
+	 * preloaded into those (AT_SECURE) but through /etc/ld.so.preload, and
+	 * then is refused here: they fall back to the policy file.  Root's
+	 * processes may change their ids at will (dropping privileges). */
+	for (int i = 0; i < 4; i++)
+		changed |= uids[i] != c->uid || gids[i] != c->gid;
+	if (c->uid != 0 && changed) {
+		client_drop(c, forged, "now runs as uids %u/%u/%u/%u gids %u/%u/%u/%u, not only as the "
+			    "ids it connected with (exec of a setuid or setgid program?), dropped",
+			    client_drop_args(c), (unsigned)uids[0], (unsigned)uids[1], (unsigned)uids[2],
+			    (unsigned)uids[3], (unsigned)gids[0], (unsigned)gids[1], (unsigned)gids[2],
+			    (unsigned)gids[3]);
 		free(exe);
 		return -EPERM;
 	}
