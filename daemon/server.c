@@ -345,13 +345,13 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 		return log_error_errno(ENOMEM, "out of memory");
 	}
 	e->budget = c->budget;
+	c->entry = e;                    /* retired with the connection, whatever follows */
 	proc_entry_set_comm(e, comm);
 	if (proc_entry_set_exe(e, exe, deleted) < 0)
 		return log_error_errno(ENOMEM, "out of memory");
 	exe = e->exe;
 	e->starttime = starttime;
 	e->generation = cfg->generation;
-	c->entry = e;
 	c->state = CLIENT_SERVED;
 	c->timer = sd_event_source_disable_unref(c->timer);
 
