@@ -5,8 +5,9 @@
  * Owns: the MESSAGE_IDs and field names of pmallocd(8) (except the violation
  * entry's content, which violation.c assembles with jentry), the per
  * process/site limiter and its summary entries.
- * Never: allocates per entry (fixed buffers), writes an entry a client can
- * repeat at will without the limiter, or lets a client string break a
+ * Never: allocates per entry (fixed buffers; a process's limit state is
+ * allocated once, at its first report), writes an entry a client can
+ * repeat at will without the limiter and its user's budget (budget.h), or lets a client string break a
  * one-line MESSAGE, or waits for journald (jwriter.c sends, queues or
  * drops, never blocks).
  */
@@ -16,11 +17,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "cgroup.h"
 #include "jwriter.h"
 #include "log.h"
@@ -34,9 +37,15 @@ void jentry_init(struct jentry *j, const char *message_id, int priority)
 	j->n = 0;
 	j->used = 0;
 	j->truncated = false;
+	j->reserve = true;
 	jentry_add(j, "MESSAGE_ID=%s", message_id);
 	jentry_add(j, "PRIORITY=%d", priority);
 	jentry_add(j, "SYSLOG_IDENTIFIER=pmallocd");
+}
+
+void jentry_about(struct jentry *j, uid_t uid)
+{
+	j->reserve = uid == 0;
 }
 
 void jentry_add(struct jentry *j, const char *format, ...)
@@ -82,7 +91,7 @@ int jentry_send_at(struct jentry *j, const char *file, int line, const char *fun
 	iov[n++] = (struct iovec){ code_line, strlen(code_line) };
 	iov[n++] = (struct iovec){ code_func, strlen(code_func) };
 
-	r = jwriter_send(iov, n);
+	r = jwriter_send(iov, n, j->reserve);
 	if (r < 0) {
 		static struct log_limit lim = LOG_LIMIT_INIT(60, 3);
 		log_limited(&lim, LOG_WARNING, "cannot write to the journal: %s",
@@ -91,17 +100,17 @@ int jentry_send_at(struct jentry *j, const char *file, int line, const char *fun
 	return r;
 }
 
-void journal_sanitize(char *dst, size_t n, const char *src)
-{
-	size_t i;
+/* Strings from clients and /proc arrive here escaped (escape.h): the exe
+ * and comm by the registry, names by server.c, symbols by violation.c. */
 
-	if (n == 0)
-		return;
-	for (i = 0; i + 1 < n && src[i]; i++) {
-		unsigned char ch = (unsigned char)src[i];
-		dst[i] = (ch < 0x20 || ch == 0x7f) ? '?' : (char)ch;
-	}
-	dst[i] = '\0';
+/* A cgroup name is anyone's who may create one (a delegated subtree):
+ * escaped like every other string that reaches the journal. */
+static char *escaped_dup(const char *s)
+{
+	char buf[ESCAPED_SIZE(256)];
+
+	text_escape(buf, sizeof(buf), s);
+	return strdup(buf);
 }
 
 void journal_capture_object(struct proc_entry *e)
@@ -123,13 +132,13 @@ void journal_capture_object(struct proc_entry *e)
 	cg = cgroup_systemd_path(text);
 	if (!cg || !*cg)
 		return;
-	e->cgroup = strdup(cg);
+	e->cgroup = escaped_dup(cg);
 	cgroup_unit(cg, name, sizeof(name));
 	if (name[0])
-		e->unit = strdup(name);
+		e->unit = escaped_dup(name);
 	cgroup_slice(cg, name, sizeof(name));
 	if (name[0])
-		e->slice = strdup(name);
+		e->slice = escaped_dup(name);
 }
 
 void journal_add_object(struct jentry *j, const struct proc_entry *e)
@@ -144,14 +153,18 @@ void journal_add_object(struct jentry *j, const struct proc_entry *e)
 
 static const char *exe_of(const struct proc_entry *e)
 {
-	return e->exe ? e->exe : "?";
+	return proc_entry_exe(e);
 }
 
 void journal_handed(const struct proc_entry *e, const char *policy)
 {
 	struct jentry j;
 
+	/* One per connection: a user reconnecting in a loop pays from its budget. */
+	if (!budget_journal_admit(e->budget))
+		return;
 	jentry_init(&j, MID_HANDED, LOG_INFO);
+	jentry_about(&j, e->uid);
 	jentry_add(&j, "MESSAGE=pmalloc: policy \"%s\" (generation %" PRIu64 ", %s) handed to PID %d (%s)",
 		   policy, e->generation, e->mode == POLICY_MODE_AUDIT ? "audit" : "enforce",
 		   (int)e->pid, exe_of(e));
@@ -172,6 +185,7 @@ void journal_protected(const struct proc_entry *e, const struct pmw_protected *m
 	struct jentry j;
 
 	jentry_init(&j, MID_PROTECTED, LOG_DEBUG);
+	jentry_about(&j, e->uid);
 	jentry_add(&j, "MESSAGE=pmalloc: PID %d (%s) protected pool \"%s\"%s%s%s (%s): %" PRIu64
 		   " new bytes, %" PRIu64 " bytes in %" PRIu64 " objects read-only",
 		   (int)e->pid, exe_of(e), pool, *policy ? " of policy \"" : "", policy,
@@ -226,7 +240,10 @@ static void limit_summary(const struct proc_entry *e, const struct limit_site *s
 {
 	struct jentry j;
 
+	if (!budget_journal_admit(e->budget))
+		return;
 	jentry_init(&j, MID_DROPPED, LOG_WARNING);
+	jentry_about(&j, e->uid);
 	if (s->kind == LIMIT_VIOLATION)
 		jentry_add(&j, "MESSAGE=pmalloc: PID %d (%s): %" PRIu64 " more violation reports %s%" PRIx64
 			   " not logged (rate limit: %u per %u s)", (int)e->pid, exe_of(e), s->dropped,
@@ -257,8 +274,10 @@ static uint64_t limit_sweep(struct proc_entry *e, uint64_t now)
 {
 	uint64_t next = UINT64_MAX;
 
+	if (!e->limit)
+		return next;
 	for (size_t i = 0; i < LIMIT_SITES; i++) {
-		struct limit_site *s = &e->limit.sites[i];
+		struct limit_site *s = &e->limit->sites[i];
 
 		if (!s->used)
 			continue;
@@ -289,18 +308,18 @@ static void limit_arm(sd_event *event, struct proc_entry *e, uint64_t when)
 	uint64_t cur;
 	int enabled = SD_EVENT_OFF, r;
 
-	if (!e->limit.timer) {
-		r = sd_event_add_time(event, &e->limit.timer, CLOCK_MONOTONIC, when, 100 * 1000,
+	if (!e->limit->timer) {
+		r = sd_event_add_time(event, &e->limit->timer, CLOCK_MONOTONIC, when, 100 * 1000,
 				      limit_on_timer, e);
 		if (r < 0)
 			log_warning_errno(r, "cannot arm the rate-limit timer: %m");
 		return;
 	}
-	(void)sd_event_source_get_enabled(e->limit.timer, &enabled);
-	if (enabled != SD_EVENT_OFF && sd_event_source_get_time(e->limit.timer, &cur) >= 0 && cur <= when)
+	(void)sd_event_source_get_enabled(e->limit->timer, &enabled);
+	if (enabled != SD_EVENT_OFF && sd_event_source_get_time(e->limit->timer, &cur) >= 0 && cur <= when)
 		return;
-	(void)sd_event_source_set_time(e->limit.timer, when);
-	(void)sd_event_source_set_enabled(e->limit.timer, SD_EVENT_ONESHOT);
+	(void)sd_event_source_set_time(e->limit->timer, when);
+	(void)sd_event_source_set_enabled(e->limit->timer, SD_EVENT_ONESHOT);
 }
 
 bool journal_limit_admit(sd_event *event, struct proc_entry *e, enum limit_kind kind, uint64_t key,
@@ -314,9 +333,14 @@ bool journal_limit_admit(sd_event *event, struct proc_entry *e, enum limit_kind 
 		return true;
 	if (burst == 0 || interval_s == 0)
 		return true;                     /* limit off */
+	if (!e->limit) {
+		e->limit = calloc(1, sizeof(*e->limit));
+		if (!e->limit)
+			return true;
+	}
 
 	for (size_t i = 0; i < LIMIT_SITES - 1; i++) {
-		struct limit_site *c = &e->limit.sites[i];
+		struct limit_site *c = &e->limit->sites[i];
 
 		if (c->used && now >= c->window_end && c->dropped == 0)
 			c->used = false;         /* expired, nothing to report: reuse */
@@ -331,7 +355,7 @@ bool journal_limit_admit(sd_event *event, struct proc_entry *e, enum limit_kind 
 		s = free_slot;
 	if (!s) {
 		/* Every slot busy: all further sites share the last one. */
-		s = &e->limit.sites[LIMIT_SITES - 1];
+		s = &e->limit->sites[LIMIT_SITES - 1];
 		key = UINT64_MAX;
 	}
 	if (!s->used || now >= s->window_end) {
@@ -349,6 +373,10 @@ bool journal_limit_admit(sd_event *event, struct proc_entry *e, enum limit_kind 
 	}
 
 	if (s->count < s->burst) {
+		/* The uid's budget is the second gate: not counted here when it
+		 * says no (its own summary counts it). */
+		if (!budget_journal_admit(e->budget))
+			return false;
 		s->count++;
 		return true;
 	}
@@ -360,6 +388,26 @@ bool journal_limit_admit(sd_event *event, struct proc_entry *e, enum limit_kind 
 
 void journal_limit_finish(struct proc_entry *e)
 {
+	if (!e->limit)
+		return;
 	(void)limit_sweep(e, UINT64_MAX);
-	e->limit.timer = sd_event_source_disable_unref(e->limit.timer);
+	e->limit->timer = sd_event_source_disable_unref(e->limit->timer);
+	free(e->limit);
+	e->limit = NULL;
+}
+
+void journal_budget_summary(uid_t uid, uint64_t dropped, unsigned int burst, unsigned int interval_s)
+{
+	struct jentry j;
+
+	jentry_init(&j, MID_DROPPED, LOG_WARNING);
+	jentry_about(&j, uid);
+	jentry_add(&j, "MESSAGE=pmalloc: %" PRIu64 " more journal entries about processes of uid %u"
+		   " not logged (per-user budget: %u per %u s)", dropped, (unsigned)uid, burst, interval_s);
+	jentry_add(&j, "PMALLOC_DROPPED=%" PRIu64, dropped);
+	jentry_add(&j, "PMALLOC_DROPPED_KIND=budget");
+	jentry_add(&j, "PMALLOC_UID=%u", (unsigned)uid);
+	jentry_add(&j, "PMALLOC_RATE_BURST=%u", burst);
+	jentry_add(&j, "PMALLOC_RATE_INTERVAL_S=%u", interval_s);
+	(void)jentry_send(&j);
 }

@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 #include <systemd/sd-event.h>
 
+#include "escape.h"
 #include "wire.h"
 
 #define MID_VIOLATION "7df8f2fd7e8542c19da1343c00501acc"
@@ -31,19 +32,20 @@ struct jentry {
 	size_t n;
 	size_t used;
 	bool truncated;
+	bool reserve;                    /* may use root's reserve of the queue (jwriter.h) */
 	char buf[JENTRY_BUF];
 };
 
+/* The entry is pmallocd's own (or about root's processes): it may use the
+ * journal writer's reserve, until jentry_about() says otherwise. */
 void jentry_init(struct jentry *j, const char *message_id, int priority);
+/* The entry is about a process of uid: the reserve is root's only. */
+void jentry_about(struct jentry *j, uid_t uid);
 void jentry_add(struct jentry *j, const char *format, ...) __attribute__((format(printf, 2, 3)));
 /* Sent through jwriter.c (never blocks), with the caller's CODE_FILE,
  * CODE_LINE, CODE_FUNC.  0 sent or queued, -errno dropped (counted). */
 int jentry_send_at(struct jentry *j, const char *file, int line, const char *func);
 #define jentry_send(j) jentry_send_at((j), __FILE__, __LINE__, __func__)
-
-/* Copy src to dst (size n) with control characters replaced by '?': client
- * strings go into one-line messages. */
-void journal_sanitize(char *dst, size_t n, const char *src);
 
 struct proc_entry;
 
@@ -61,6 +63,9 @@ void journal_protected(const struct proc_entry *e, const struct pmw_protected *m
 void journal_policy_loaded(const char *path, uint64_t generation, size_t n_policies, bool first);
 void journal_policy_refused(const char *path, const char *error, uint64_t kept_generation,
 			    bool first);
+/* budget.c: dropped journal entries about processes of uid were over its
+ * budget of burst per interval_s. */
+void journal_budget_summary(uid_t uid, uint64_t dropped, unsigned int burst, unsigned int interval_s);
 
 /* Rate limit: per process and site, burst entries per interval; the rest
  * are counted and one summary entry (MID_DROPPED) names how many, when the
@@ -84,8 +89,10 @@ struct report_limit {
 	sd_event_source *timer;
 };
 
-/* true: log it; false: counted as dropped.  Arms a timer on e to emit the
- * summary at the end of the window. */
+/* true: log it; false: counted as dropped (by this limit, or by the uid's
+ * journal budget, budget.h).  Arms a timer on e to emit the summary at the
+ * end of the window.  e's limit state is allocated on first use (most
+ * processes never report): out of memory, the entry is let through. */
 bool journal_limit_admit(sd_event *event, struct proc_entry *e, enum limit_kind kind, uint64_t key,
 			 const char *policy, const char *pool, unsigned int burst,
 			 unsigned int interval_s);

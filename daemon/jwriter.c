@@ -8,7 +8,8 @@
  * journald takes entries again.
  * Never: blocks (SOCK_NONBLOCK, and MSG_DONTWAIT on every send), reorders
  * entries (while anything is queued, new entries go behind it), holds more
- * than JWRITER_QUEUE_MAX entries or JWRITER_QUEUE_BYTES bytes, allocates
+ * than JWRITER_QUEUE_MAX entries or JWRITER_QUEUE_BYTES bytes, lets
+ * entries about users' processes into root's reserve of those, allocates
  * except to queue, or logs through log.c (log.c writes through here).
  *
  * Why not sd_journal_sendv(): it sends with a blocking sendmsg() that no
@@ -190,12 +191,14 @@ static void watch_enable(bool on)
 		(void)sd_event_source_set_enabled(w.watch, on ? SD_EVENT_ON : SD_EVENT_OFF);
 }
 
-static int enqueue(const char *buf, size_t len, bool summary)
+static int enqueue(const char *buf, size_t len, bool summary, bool reserve)
 {
+	size_t max = reserve ? JWRITER_QUEUE_MAX : JWRITER_QUEUE_MAX - JWRITER_RESERVE;
+	size_t max_bytes = reserve ? JWRITER_QUEUE_BYTES : JWRITER_QUEUE_BYTES - JWRITER_RESERVE_BYTES;
 	struct qentry *q;
 
 	episode_mark();
-	if (w.n >= JWRITER_QUEUE_MAX || w.bytes + len > JWRITER_QUEUE_BYTES)
+	if (w.n >= max || w.bytes + len > max_bytes)
 		return -ENOBUFS;
 	q = malloc(sizeof(*q) + len);
 	if (!q)
@@ -227,7 +230,7 @@ static void dequeue(void)
 	free(q);
 }
 
-static int submit(const struct iovec *items, size_t n, bool summary);
+static int submit(const struct iovec *items, size_t n, bool summary, bool reserve);
 
 /* journald takes entries again: say what was lost since it stopped.  Only
  * losses are worth an entry; a wait alone (a burst meeting a short socket
@@ -261,7 +264,7 @@ static void summary_if_due(void)
 	items[2] = (struct iovec){ (void *)(uintptr_t)ident, sizeof(ident) - 1 };
 	items[3] = (struct iovec){ dropped, strlen(dropped) };
 	items[4] = (struct iovec){ late, strlen(late) };
-	(void)submit(items, 5, true);
+	(void)submit(items, 5, true, true);
 }
 
 /* Send what the queue holds, oldest first, at most budget entries. */
@@ -299,7 +302,7 @@ static void flush(unsigned int budget)
 	}
 }
 
-static int submit(const struct iovec *items, size_t n, bool summary)
+static int submit(const struct iovec *items, size_t n, bool summary, bool reserve)
 {
 	size_t len = 0;
 	int r;
@@ -318,7 +321,7 @@ static int submit(const struct iovec *items, size_t n, bool summary)
 		if (r != -EAGAIN)
 			goto drop;
 	}
-	r = enqueue(dgram, len, summary);
+	r = enqueue(dgram, len, summary, reserve);
 	if (r == 0)
 		return 0;
 drop:
@@ -327,9 +330,9 @@ drop:
 	return r;
 }
 
-int jwriter_send(const struct iovec *items, size_t n)
+int jwriter_send(const struct iovec *items, size_t n, bool reserve)
 {
-	return submit(items, n, false);
+	return submit(items, n, false, reserve);
 }
 
 static int on_writable(sd_event_source *src, int fd, uint32_t revents, void *userdata)

@@ -20,6 +20,10 @@
 #define JWRITER_SOCKET "/run/systemd/journal/socket"
 #define JWRITER_QUEUE_MAX 256            /* entries held while journald does not read */
 #define JWRITER_QUEUE_BYTES (4u << 20)   /* ... and their bytes */
+/* Of those, kept for entries sent with reserve (pmallocd's own, and those
+ * about root's processes): entries about users' processes never fill them. */
+#define JWRITER_RESERVE 64
+#define JWRITER_RESERVE_BYTES (1u << 20)
 #define JWRITER_DGRAM_MAX (40 * 1024)    /* one entry in the native protocol */
 #define JWRITER_EXIT_WAIT_MS 250         /* at exit, for journald to take the queue */
 
@@ -38,10 +42,11 @@ int jwriter_attach(sd_event *event);
 size_t jwriter_close(void);
 
 /* One entry: items are "FIELD=value" (value may hold newlines: sent in the
- * binary form).  0: sent or queued; -ENOBUFS: the queue is full;
+ * binary form); reserve: it may take the queue's last JWRITER_RESERVE
+ * slots.  0: sent or queued; -ENOBUFS: the queue (its share of it) is full;
  * -ENOENT/-ECONNREFUSED: no journald; other -errno: not sendable.  Every
  * failure is counted as a dropped entry. */
-int jwriter_send(const struct iovec *items, size_t n);
+int jwriter_send(const struct iovec *items, size_t n, bool reserve);
 
 struct jwriter_stats {
 	uint64_t sent;                   /* entries journald accepted */

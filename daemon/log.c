@@ -88,7 +88,7 @@ static void log_emit(int level, int error, const char *file, int line, const cha
 	items[n++] = (struct iovec){ code_line, strlen(code_line) };
 	items[n++] = (struct iovec){ code_func, strlen(code_func) };
 	/* Dropped lines are counted there; on a console they were printed. */
-	(void)jwriter_send(items, n);
+	(void)jwriter_send(items, n, true);
 }
 
 int log_internal(int level, int error, const char *file, int line, const char *func,

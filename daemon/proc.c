@@ -129,10 +129,10 @@ int proc_read_stat(pid_t pid, pid_t *ret_ppid, uint64_t *ret_starttime)
 	return 0;
 }
 
-int proc_read_euid(pid_t pid, uid_t *ret)
+int proc_read_ids(pid_t pid, uid_t ret_uids[4], gid_t ret_gids[4])
 {
-	char buf[4096], *p;
-	unsigned int ruid, euid;
+	char buf[4096], *p, *q;
+	unsigned int u[4], g[4];
 	size_t len;
 	int r;
 
@@ -140,10 +140,26 @@ int proc_read_euid(pid_t pid, uid_t *ret)
 	if (r < 0)
 		return r;
 	p = strstr(buf, "\nUid:");
-	if (!p || sscanf(p + 5, "%u %u", &ruid, &euid) != 2)
+	q = strstr(buf, "\nGid:");
+	if (!p || sscanf(p + 5, "%u %u %u %u", &u[0], &u[1], &u[2], &u[3]) != 4 || !q ||
+	    sscanf(q + 5, "%u %u %u %u", &g[0], &g[1], &g[2], &g[3]) != 4)
 		return -EBADMSG;
-	*ret = (uid_t)euid;
+	for (int i = 0; i < 4; i++) {
+		ret_uids[i] = (uid_t)u[i];
+		ret_gids[i] = (gid_t)g[i];
+	}
 	return 0;
+}
+
+int proc_read_euid(pid_t pid, uid_t *ret)
+{
+	uid_t u[4];
+	gid_t g[4];
+	int r = proc_read_ids(pid, u, g);
+
+	if (r >= 0)
+		*ret = u[1];
+	return r;
 }
 
 bool proc_is_alive(pid_t pid, uint64_t starttime)

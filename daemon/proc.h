@@ -21,6 +21,9 @@ int proc_read_comm(pid_t pid, char ret[PROC_COMM_MAX]);
 int proc_read_stat(pid_t pid, pid_t *ret_ppid, uint64_t *ret_starttime);
 /* Effective uid from /proc/PID/status (the uid SO_PEERCRED reports). */
 int proc_read_euid(pid_t pid, uid_t *ret);
+/* The real, effective, saved and filesystem uids and gids, in that order,
+ * from /proc/PID/status. */
+int proc_read_ids(pid_t pid, uid_t ret_uids[4], gid_t ret_gids[4]);
 
 /* True when pid still runs and started at starttime (not a reused pid). */
 bool proc_is_alive(pid_t pid, uint64_t starttime);

@@ -65,7 +65,7 @@ static int protect_request(const struct protect_target *t, uid_t from_uid, pid_t
 		*ret_why = "permission denied";
 		return -EPERM;
 	}
-	exe = e->exe ? e->exe : "?";
+	exe = proc_entry_exe(e);
 	r = proc_entry_handed_manual(e, pool);
 	if (r == -ENODATA) {
 		strbuf_printf(text, "error: PID %d (%s) was not served a policy", (int)pid, exe);
@@ -103,7 +103,7 @@ static int protect_request(const struct protect_target *t, uid_t from_uid, pid_t
 	}
 	*ret_why = "sent";
 	strbuf_printf(text, "ok: protect request for pool \"%s\" sent to PID %d (%s); "
-		      "it is applied at the process's next event-loop call", pool, (int)pid, exe);
+		      "the process applies it on receipt", pool, (int)pid, exe);
 	return 0;
 }
 

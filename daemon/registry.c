@@ -20,6 +20,7 @@
 static void entry_free(struct proc_entry *e)
 {
 	free(e->exe);
+	free(e->exe_shown);
 	free(e->unit);
 	free(e->slice);
 	free(e->cgroup);
@@ -70,6 +71,7 @@ struct proc_entry *registry_add(struct registry *r, pid_t pid, uid_t uid, uint64
 void registry_retire(struct registry *r, struct proc_entry *e, uint64_t now)
 {
 	journal_limit_finish(e);
+	e->budget = NULL;                /* the caller still holds it, to release */
 
 	if (e->prev)
 		e->prev->next = e->next;
@@ -161,4 +163,40 @@ int proc_entry_handed_manual(const struct proc_entry *e, const char *name)
 		if (strcmp(q + 1, name) == 0)
 			return q[0] == 'M' ? 0 : -EPERM;
 	return -ENOENT;
+}
+
+int proc_entry_handed_check(const struct proc_entry *e, const char *policy, const char *pool)
+{
+	if (!policy[0])
+		return 0;
+	if (!e->has_policy || strcmp(policy, e->policy) != 0)
+		return -EPERM;
+	return proc_entry_handed_manual(e, pool) == -ENOENT ? -EPERM : 0;
+}
+
+int proc_entry_set_exe(struct proc_entry *e, char *exe, bool deleted)
+{
+	size_t size;
+	char *shown = NULL;
+
+	if (exe) {
+		size = ESCAPED_SIZE(strlen(exe));
+		shown = malloc(size);
+		if (!shown) {
+			free(exe);
+			return -ENOMEM;
+		}
+		text_escape(shown, size, exe);
+	}
+	free(e->exe);
+	free(e->exe_shown);
+	e->exe = exe;
+	e->exe_shown = shown;
+	e->exe_deleted = deleted;
+	return 0;
+}
+
+void proc_entry_set_comm(struct proc_entry *e, const char *comm)
+{
+	text_escape(e->comm, sizeof(e->comm), comm);
 }

@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "budget.h"
+#include "escape.h"
 #include "journal.h"
 #include "policy.h"
 #include "proc.h"
@@ -35,10 +37,11 @@ struct proc_entry {
 	uid_t uid;
 	uint64_t starttime;              /* /proc/PID/stat; 0 unknown */
 	char *exe;                       /* /proc/PID/exe; NULL when it could not be read */
+	char *exe_shown;                 /* exe escaped (escape.h): what entries and status show */
 	bool exe_deleted;
 	pid_t exe_pid;                   /* 0, or the process exe was read from instead (see
 					  * sender_entry(): a forked child gone too soon) */
-	char comm[PROC_COMM_MAX];
+	char comm[ESCAPED_SIZE(PROC_COMM_MAX)];  /* escaped: display only */
 	/* systemd's view of the process, taken when it connected (by report
 	 * time it may be gone): malloc'ed, NULL where unknown (journal.c). */
 	char *unit, *slice, *cgroup;
@@ -55,7 +58,8 @@ struct proc_entry {
 	uint64_t violations;             /* reports received */
 	uint64_t violations_dropped;     /* of those, not logged (rate limit) */
 	uint64_t protects_dropped;
-	struct report_limit limit;
+	struct report_limit *limit;      /* journal.c's, allocated on first report */
+	struct uid_budget *budget;       /* its uid's (budget.h); NULL once retired */
 	/* The pools of the policy handed out, for pmallocctl protect: each
 	 * "M" (a manual trigger) or "-", then the name and its NUL.  NULL
 	 * without a hand-out; freed when the entry retires. */
@@ -81,6 +85,17 @@ struct proc_entry *registry_add(struct registry *r, pid_t pid, uid_t uid, uint64
  * history (dropping the oldest past REGISTRY_HISTORY). */
 void registry_retire(struct registry *r, struct proc_entry *e, uint64_t now);
 
+/* Take exe (malloc'ed, raw from /proc; may be NULL) as e's, with its
+ * escaped form for display.  0 or -ENOMEM (exe is freed then). */
+int proc_entry_set_exe(struct proc_entry *e, char *exe, bool deleted);
+/* comm as read from /proc, kept escaped. */
+void proc_entry_set_comm(struct proc_entry *e, const char *comm);
+/* What entries and status show as e's exe: escaped, "?" when unknown. */
+static inline const char *proc_entry_exe(const struct proc_entry *e)
+{
+	return e->exe_shown ? e->exe_shown : "?";
+}
+
 /* The pool (policy, name) of e, added on first use; NULL when e already
  * tracks REGISTRY_POOLS pools or on ENOMEM. */
 struct reg_pool *proc_entry_pool(struct proc_entry *e, const char *policy, const char *name);
@@ -91,5 +106,9 @@ int proc_entry_set_handed(struct proc_entry *e, const struct policy *p);
 /* Whether e's handed policy has pool name with a manual trigger: 0 yes,
  * -ENOENT no such pool, -EPERM no manual trigger, -ENODATA no hand-out. */
 int proc_entry_handed_manual(const struct proc_entry *e, const char *name);
+/* Whether a report or protect message naming (policy, pool) can come from
+ * a process handed e's policy: 0 when policy is e's and pool one of its
+ * pools, or policy is "" (an API pool, outside any policy); -EPERM else. */
+int proc_entry_handed_check(const struct proc_entry *e, const char *policy, const char *pool);
 
 #endif

@@ -18,6 +18,7 @@
 #include "server.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "journal.h"
 #include "listen.h"
 #include "log.h"
@@ -49,7 +51,9 @@ struct client {
 	sd_event_source *timer;
 	enum client_state state;
 	pid_t pid;                       /* SO_PEERCRED at accept */
-	uid_t uid;
+	uid_t uid;                       /* its effective uid and gid then */
+	gid_t gid;
+	struct uid_budget *budget;       /* its uid's (budget.h), held while connected */
 	struct proc_entry *entry;        /* once served */
 	struct proc_entry *children[SERVER_MAX_CHILDREN];
 	size_t n_children;
@@ -69,6 +73,8 @@ struct server {
 	struct server_counters counters;
 	struct log_limit drop_log;
 	struct protect protect;           /* pmallocctl protect */
+	struct budgets budgets;           /* per-user shares and budgets */
+	sd_event_source *trim_timer;      /* malloc_trim once frees stop */
 };
 
 /* One receive buffer, one send buffer: the daemon is single-threaded. */
@@ -93,6 +99,42 @@ static uint64_t now_usec(const struct server *s)
 
 /* ---- client lifetime ---- */
 
+/* A forked child's entry goes to the history; its uid's count drops. */
+static void child_retire(struct client *c, struct proc_entry *e, uint64_t now)
+{
+	struct uid_budget *u = e->budget;
+
+	registry_retire(&c->server->manager->registry, e, now);
+	budget_entry_remove(u);
+}
+
+static int on_trim(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	(void)src;
+	(void)usec;
+	(void)userdata;
+	/* Hundreds of clients gone leave free chunks all over the heap:
+	 * give their pages back, as glibc's free() alone does only at the top. */
+	(void)malloc_trim(0);
+	return 0;
+}
+
+/* Many clients may be leaving: trim once they are all gone (a single
+ * timer, pushed back by each free, SERVER_TRIM_IDLE_MS after the last). */
+static void trim_later(struct server *s)
+{
+	uint64_t when = now_usec(s) + SERVER_TRIM_IDLE_MS * USEC_PER_MSEC;
+
+	if (!s->trim_timer) {
+		if (sd_event_add_time(s->manager->event, &s->trim_timer, CLOCK_MONOTONIC, when,
+				      100 * USEC_PER_MSEC, on_trim, s) < 0)
+			s->trim_timer = NULL;
+		return;
+	}
+	(void)sd_event_source_set_time(s->trim_timer, when);
+	(void)sd_event_source_set_enabled(s->trim_timer, SD_EVENT_ONESHOT);
+}
+
 static void client_free(struct client *c)
 {
 	struct server *s = c->server;
@@ -109,11 +151,13 @@ static void client_free(struct client *c)
 	c->io = sd_event_source_disable_unref(c->io);
 	c->timer = sd_event_source_disable_unref(c->timer);
 	for (size_t i = 0; i < c->n_children; i++)
-		registry_retire(&s->manager->registry, c->children[i], now);
+		child_retire(c, c->children[i], now);
 	if (c->entry)
 		registry_retire(&s->manager->registry, c->entry, now);
+	budget_client_remove(c->budget);
 	close(c->fd);
 	free(c);
+	trim_later(s);
 }
 
 static int client_send(struct client *c, const void *msg, size_t len)
@@ -176,13 +220,14 @@ static unsigned int silent_limit_ms(const struct server *s)
 /* ---- message handlers; each returns 0 to keep the connection, <0 to close ---- */
 
 /* The process this packet came from: the peer, or a forked child that
- * shares its connection (SCM_CREDENTIALS of this packet says which). */
+ * shares its connection (SCM_CREDENTIALS of this packet says which).
+ * NULL when that is a child over its uid's entry cap (budget.h): the
+ * message is then counted and not logged. */
 static struct proc_entry *sender_entry(struct client *c, const struct ucred *cred)
 {
 	struct registry *reg = &c->server->manager->registry;
 	struct proc_entry *e;
 	uint64_t now;
-	int r;
 
 	if (!cred || cred->pid <= 0 || cred->pid == c->pid)
 		return c->entry;
@@ -193,40 +238,38 @@ static struct proc_entry *sender_entry(struct client *c, const struct ucred *cre
 	now = now_usec(c->server);
 	if (c->n_children == SERVER_MAX_CHILDREN) {
 		/* Oldest child goes to the history; the cap holds. */
-		registry_retire(reg, c->children[0], now);
+		child_retire(c, c->children[0], now);
 		memmove(c->children, c->children + 1, (SERVER_MAX_CHILDREN - 1) * sizeof(c->children[0]));
 		c->n_children--;
 	}
+	if (!budget_entry_add(c->budget))
+		return NULL;
 	e = registry_add(reg, cred->pid, cred->uid, now);
-	if (!e)
-		return c->entry;
+	if (!e) {
+		budget_entry_remove(c->budget);
+		return NULL;
+	}
+	e->budget = c->budget;
 	e->via_pid = c->pid;
 	/* The child inherited its parent's shim state, hence its hand-out. */
 	e->has_policy = c->entry->has_policy;
 	memcpy(e->policy, c->entry->policy, sizeof(e->policy));
 	e->mode = c->entry->mode;
 	e->generation = c->entry->generation;
-	/* It usually dies right after reporting: read what the kernel says now. */
-	r = proc_read_exe(cred->pid, &e->exe, &e->exe_deleted);
-	if (r < 0 && c->entry->exe) {
-		/* Gone already (an enforced child is dead by the time its report
-		 * is read).  The connection is close-on-exec, so whatever else
-		 * sends on it forked from the peer without exec'ing: it runs the
-		 * peer's executable, which the kernel named at HELLO. */
-		e->exe = strdup(c->entry->exe);
-		e->exe_deleted = c->entry->exe_deleted;
+	/* Its exe is the one the kernel named at the hand-out, never a later
+	 * read of /proc/CHILD/exe: the shim's connection is close-on-exec, so
+	 * a shim child that sends on it forked from the peer without exec'ing;
+	 * a process that kept the descriptor across an exec (a setuid program
+	 * run by a hostile parent) would otherwise report under the new exe. */
+	if (c->entry->exe && proc_entry_set_exe(e, strdup(c->entry->exe), c->entry->exe_deleted) == 0)
 		e->exe_pid = e->exe ? c->pid : 0;
-		log_debug_errno(r, "child PID %d of PID %d: gone (%m), exe is its parent's: %s",
-				(int)cred->pid, (int)c->pid, c->entry->exe);
-	} else if (r < 0)
-		log_debug_errno(r, "child PID %d of PID %d: exe unknown: %m", (int)cred->pid, (int)c->pid);
-	(void)proc_read_comm(cred->pid, e->comm);
+	memcpy(e->comm, c->entry->comm, sizeof(e->comm));
 	(void)proc_read_stat(cred->pid, NULL, &e->starttime);
 	c->children[c->n_children++] = e;
 	return e;
 }
 
-static int handle_hello(struct client *c, const struct pmw_hello *m)
+static int handle_hello(struct client *c, const struct pmw_hello *m, const struct ucred *cred)
 {
 	struct server *s = c->server;
 	const struct config *cfg = s->manager->config;
@@ -235,12 +278,25 @@ static int handle_hello(struct client *c, const struct pmw_hello *m)
 	char *exe = NULL, comm[PROC_COMM_MAX] = "";
 	bool deleted = false;
 	uint64_t starttime = 0;
+	uid_t uids[4] = { 0 };
+	gid_t gids[4] = { 0 };
+	bool changed = false;
 	int pidfd, r;
 
 	if (m->flags != 0 || m->reserved != 0) {
 		client_drop(c, malformed, "HELLO with unknown flags 0x%x, dropped", client_drop_args(c),
 			    (unsigned)m->flags);
 		return -EINVAL;
+	}
+
+	/* The hand-out is for the process that connected, and the /proc reads
+	 * below are about it: a HELLO sent by another process on its
+	 * descriptor (a child it forked before exec'ing something else) would
+	 * get that other program's policy and name. */
+	if (!cred || cred->pid != c->pid) {
+		client_drop(c, forged, "HELLO sent by PID %d (uid %u), not by the process that connected, dropped",
+			    client_drop_args(c), cred ? (int)cred->pid : 0, cred ? (unsigned)cred->uid : 0u);
+		return -EPERM;
 	}
 
 	/* The pidfd (where the kernel has SO_PEERPIDFD) pins the process that
@@ -252,6 +308,8 @@ static int handle_hello(struct client *c, const struct pmw_hello *m)
 		r = proc_read_comm(c->pid, comm);
 	if (r >= 0)
 		r = proc_read_stat(c->pid, NULL, &starttime);
+	if (r >= 0)
+		r = proc_read_ids(c->pid, uids, gids);
 	if (r >= 0 && pidfd >= 0 && proc_pidfd_exited(pidfd) != 0)
 		r = -ESRCH;
 	if (pidfd >= 0)
@@ -262,18 +320,39 @@ static int handle_hello(struct client *c, const struct pmw_hello *m)
 			    strerror(-r));
 		return r;
 	}
+	/* A user's process holding other ids than those it connected with
+	 * (real, effective, saved or filesystem: a setuid or setgid program
+	 * keeps the one it gained as saved id even after dropping it) exec'd
+	 * such a program since: the exe read is not that of the program that
+	 * connected, which could not have reported as it.  The shim is never
+	 * preloaded into those (AT_SECURE) but through /etc/ld.so.preload, and
+	 * then is refused here: they fall back to the policy file.  Root's
+	 * processes may change their ids at will (dropping privileges). */
+	for (int i = 0; i < 4; i++)
+		changed |= uids[i] != c->uid || gids[i] != c->gid;
+	if (c->uid != 0 && changed) {
+		client_drop(c, forged, "now runs as uids %u/%u/%u/%u gids %u/%u/%u/%u, not only as the "
+			    "ids it connected with (exec of a setuid or setgid program?), dropped",
+			    client_drop_args(c), (unsigned)uids[0], (unsigned)uids[1], (unsigned)uids[2],
+			    (unsigned)uids[3], (unsigned)gids[0], (unsigned)gids[1], (unsigned)gids[2],
+			    (unsigned)gids[3]);
+		free(exe);
+		return -EPERM;
+	}
 
 	e = registry_add(&s->manager->registry, c->pid, c->uid, now_usec(s));
 	if (!e) {
 		free(exe);
 		return log_error_errno(ENOMEM, "out of memory");
 	}
-	e->exe = exe;
-	e->exe_deleted = deleted;
-	memcpy(e->comm, comm, sizeof(e->comm));
+	e->budget = c->budget;
+	c->entry = e;                    /* retired with the connection, whatever follows */
+	proc_entry_set_comm(e, comm);
+	if (proc_entry_set_exe(e, exe, deleted) < 0)
+		return log_error_errno(ENOMEM, "out of memory");
+	exe = e->exe;
 	e->starttime = starttime;
 	e->generation = cfg->generation;
-	c->entry = e;
 	c->state = CLIENT_SERVED;
 	c->timer = sd_event_source_disable_unref(c->timer);
 
@@ -308,7 +387,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m)
 	} else {
 		char reason[PMW_SYM];
 
-		snprintf(reason, sizeof(reason), "no policy matches %s", exe);
+		snprintf(reason, sizeof(reason), "no policy matches %s", proc_entry_exe(e));
 		r = send_answer_fd(c->fd, PMW_NO_POLICY, cfg->generation, reason);
 		if (r < 0) {
 			client_drop(c, vanished, "gone before its answer was sent (%s)", client_drop_args(c),
@@ -316,7 +395,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m)
 			return r;
 		}
 		s->counters.no_policy++;
-		log_debug("PID %d (%s): no policy", (int)c->pid, exe);
+		log_debug("PID %d (%s): no policy", (int)c->pid, proc_entry_exe(e));
 	}
 	return 0;
 }
@@ -375,6 +454,20 @@ static int handle_protect_req(struct client *c, const struct pmw_protect_req *m)
 	return send_status_text(c, text.len, "protect answer");
 }
 
+/* A report or protect message must name the policy handed out on this
+ * connection (children inherit it) and one of its pools, or, for a report,
+ * no policy (an API pool): anything else is refused and counted, the
+ * connection kept. */
+static bool handed_out(struct client *c, const char *what, bool api_ok, const char *policy,
+		       const char *pool)
+{
+	if ((policy[0] || api_ok) && proc_entry_handed_check(c->entry, policy, pool) == 0)
+		return true;
+	client_drop(c, forged, "%s naming a policy or pool not handed to it, refused", client_drop_args(c),
+		    what);
+	return false;
+}
+
 /* Force NUL termination of a fixed string field; fields are in rx_buf. */
 #define FORCE_NUL(field) ((field)[sizeof(field) - 1] = '\0')
 
@@ -395,23 +488,28 @@ static int handle_protected(struct client *c, struct pmw_protected *m, const str
 {
 	struct server *s = c->server;
 	const struct policy_daemon_settings *d = &s->manager->config->set->daemon;
-	char policy[PMW_NAME], pool[PMW_NAME], trigger[PMW_NAME];
+	char policy[ESCAPED_SIZE(PMW_NAME)], pool[ESCAPED_SIZE(PMW_NAME)], trigger[ESCAPED_SIZE(PMW_NAME)];
 	struct proc_entry *e;
 	struct reg_pool *rp;
 
 	FORCE_NUL(m->policy);
 	FORCE_NUL(m->pool);
 	FORCE_NUL(m->trigger);
-	journal_sanitize(policy, sizeof(policy), m->policy);
-	journal_sanitize(pool, sizeof(pool), m->pool);
-	journal_sanitize(trigger, sizeof(trigger), m->trigger);
+	text_escape(policy, sizeof(policy), m->policy);
+	text_escape(pool, sizeof(pool), m->pool);
+	text_escape(trigger, sizeof(trigger), m->trigger);
 	if (!pool[0]) {
 		client_drop(c, malformed, "PROTECTED without a pool name, dropped", client_drop_args(c));
 		return -EINVAL;
 	}
+	/* Only policy pools are protected on their triggers and announced. */
+	if (!handed_out(c, "PROTECTED", false, m->policy, m->pool))
+		return 0;
 
 	s->counters.protects++;
 	e = sender_entry(c, cred);
+	if (!e)
+		return 0;                /* counted by budget.c */
 	e->protects++;
 	rp = proc_entry_pool(e, policy, pool);
 	if (rp) {
@@ -434,18 +532,22 @@ static int handle_report(struct client *c, struct pmw_report *m, const struct uc
 {
 	struct server *s = c->server;
 	const struct policy_daemon_settings *d = &s->manager->config->set->daemon;
-	char policy[PMW_NAME], pool[PMW_NAME];
+	char policy[ESCAPED_SIZE(PMW_NAME)], pool[ESCAPED_SIZE(PMW_NAME)];
 	struct proc_entry *e;
 
 	if (wire_check_report(m) < 0) {
 		client_drop(c, malformed, "REPORT with out-of-range fields, dropped", client_drop_args(c));
 		return -EINVAL;
 	}
+	if (!handed_out(c, "REPORT", true, m->policy, m->pool))
+		return 0;
 	s->counters.reports++;
 	e = sender_entry(c, cred);
+	if (!e)
+		return 0;                /* counted by budget.c */
 	e->violations++;
-	journal_sanitize(policy, sizeof(policy), m->policy);
-	journal_sanitize(pool, sizeof(pool), m->pool);
+	text_escape(policy, sizeof(policy), m->policy);
+	text_escape(pool, sizeof(pool), m->pool);
 	if (!journal_limit_admit(s->manager->event, e, LIMIT_VIOLATION, m->fault_ip, policy, pool,
 				 d->report_burst, d->report_interval_s)) {
 		e->violations_dropped++;
@@ -458,7 +560,10 @@ static int handle_report(struct client *c, struct pmw_report *m, const struct uc
 static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 {
 	struct pmw_header *h = (struct pmw_header *)rx_buf;
+	const struct policy_daemon_settings *d = &c->server->manager->config->set->daemon;
 	char why[PMW_SYM];
+
+	budgets_set_rate(&c->server->budgets, d->report_burst, d->report_interval_s);
 
 	switch (wire_check_client(rx_buf, n, why, sizeof(why))) {
 	case WIRE_OK:
@@ -488,7 +593,7 @@ static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 	switch (c->state) {
 	case CLIENT_NEW:
 		if (h->type == PMW_HELLO)
-			return handle_hello(c, (struct pmw_hello *)rx_buf);
+			return handle_hello(c, (struct pmw_hello *)rx_buf, cred);
 		if (h->type == PMW_STATUS_REQ)
 			return handle_status_req(c);
 		if (h->type == PMW_PROTECT_REQ)
@@ -617,19 +722,11 @@ static void pause_accepting(struct server *s)
 	}
 }
 
-static size_t clients_of_uid(const struct server *s, uid_t uid)
-{
-	size_t n = 0;
-
-	for (const struct client *c = s->clients; c; c = c->next)
-		n += c->uid == uid;
-	return n;
-}
-
 static void client_accept(struct server *s, int fd)
 {
 	struct ucred peer;
 	socklen_t len = sizeof(peer);
+	struct uid_budget *budget;
 	struct client *c;
 	int one = 1, r;
 
@@ -641,8 +738,8 @@ static void client_accept(struct server *s, int fd)
 		close(fd);
 		return;
 	}
-	if (s->n_clients >= s->max_clients ||
-	    (peer.uid != 0 && clients_of_uid(s, peer.uid) >= s->max_clients * 3 / 4)) {
+	budget = s->n_clients < s->max_clients ? budget_client_add(&s->budgets, peer.uid) : NULL;
+	if (!budget) {
 		s->counters.refused_busy++;
 		log_limited(&s->drop_log, LOG_NOTICE, "client PID %d (uid %u): refused, %zu clients connected",
 			    (int)peer.pid, (unsigned)peer.uid, s->n_clients);
@@ -656,13 +753,16 @@ static void client_accept(struct server *s, int fd)
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		log_error_errno(ENOMEM, "out of memory, client dropped");
+		budget_client_remove(budget);
 		close(fd);
 		return;
 	}
+	c->budget = budget;
 	c->server = s;
 	c->fd = fd;
 	c->pid = peer.pid;
 	c->uid = peer.uid;
+	c->gid = peer.gid;
 	/* Inherited from the listening socket already; set it anyway. */
 	(void)setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 
@@ -674,6 +774,7 @@ static void client_accept(struct server *s, int fd)
 	if (r < 0) {
 		log_error_errno(r, "cannot watch a client: %m");
 		c->io = sd_event_source_disable_unref(c->io);
+		budget_client_remove(budget);
 		close(fd);
 		free(c);
 		return;
@@ -739,6 +840,7 @@ int server_open(struct manager *m, const char *path, int activated_fd, struct se
 	s->drop_log = (struct log_limit)LOG_LIMIT_INIT(10, 10);
 	s->protect = (struct protect)PROTECT_INIT;
 	s->max_clients = max_clients();
+	budgets_init(&s->budgets, m->event, s->max_clients);
 	if (activated_fd >= 0) {
 		r = listen_adopt(activated_fd, &s->path);
 		s->fd = activated_fd;
@@ -772,6 +874,8 @@ void server_free(struct server *s)
 		return;
 	while (s->clients)
 		client_free(s->clients);
+	budgets_done(&s->budgets);
+	s->trim_timer = sd_event_source_disable_unref(s->trim_timer);
 	s->listen_src = sd_event_source_disable_unref(s->listen_src);
 	s->retry_timer = sd_event_source_disable_unref(s->retry_timer);
 	if (s->fd >= 0)
@@ -785,6 +889,11 @@ void server_free(struct server *s)
 const struct server_counters *server_get_counters(const struct server *s)
 {
 	return &s->counters;
+}
+
+const struct budgets *server_get_budgets(const struct server *s)
+{
+	return &s->budgets;
 }
 
 size_t server_n_clients(const struct server *s)

@@ -13,13 +13,14 @@
 
 #define SERVER_MAX_CLIENTS 4096          /* concurrent connections; more are refused */
 #define SERVER_FD_RESERVE 128            /* descriptors not given to clients (RLIMIT_NOFILE) */
-/* A non-root uid may hold at most 3/4 of the client slots, so one user
- * cannot keep root's services from getting their policy. */
+/* Per-user shares of the client slots, and the reserve for root: budget.h. */
 #define SERVER_MAX_CHILDREN 16           /* forked children tracked per connection */
 #define SERVER_ACCEPT_BATCH 64           /* accepts per wake-up, so clients get turns */
 #define SERVER_READ_BATCH 16             /* messages per client per wake-up */
 #define SERVER_SILENT_MIN_MS 1000        /* a client must say HELLO, STATUS_REQ or PROTECT_REQ within */
 #define SERVER_SILENT_MAX_MS 30000       /* handshake_timeout_ms * 10, clamped to these */
+#define SERVER_TRIM_IDLE_MS 1000         /* freed memory goes back to the system once the
+					  * frees stop for this long (malloc_trim) */
 
 /* Everything refused or dropped is counted; status shows these. */
 struct server_counters {
@@ -31,7 +32,7 @@ struct server_counters {
 	uint64_t protect_sent;           /* of those, PMW_PROTECT sent to the process */
 	uint64_t protects;
 	uint64_t reports;
-	uint64_t refused_busy;           /* over SERVER_MAX_CLIENTS(_PER_UID) */
+	uint64_t refused_busy;           /* over SERVER_MAX_CLIENTS, or its uid's share (budget.h) */
 	uint64_t refused_version;
 	uint64_t malformed;              /* bad magic, length, size, field */
 	uint64_t oversized;
@@ -40,6 +41,9 @@ struct server_counters {
 	uint64_t timed_out;              /* silent past the handshake deadline */
 	uint64_t vanished;               /* gone before or while answered */
 	uint64_t unidentified;           /* the kernel could not say who it is */
+	uint64_t forged;                 /* HELLO not from the process that connected, or its
+					  * credentials changed since; a report or protect naming
+					  * a policy or pool not handed out on the connection */
 	uint64_t accept_errors;
 };
 
@@ -55,6 +59,8 @@ int server_start(struct server *s);
 void server_free(struct server *s);
 
 const struct server_counters *server_get_counters(const struct server *s);
+struct budgets;
+const struct budgets *server_get_budgets(const struct server *s);
 size_t server_n_clients(const struct server *s);
 size_t server_max_clients(const struct server *s);
 const char *server_socket_path(const struct server *s);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "jwriter.h"
 #include "proc.h"
 #include "server.h"
@@ -41,7 +42,7 @@ static void render_entry(struct strbuf *b, const struct proc_entry *e, uint64_t 
 {
 	char a[32];
 
-	strbuf_printf(b, "  PID %d  %s%s  uid %u", (int)e->pid, e->exe ? e->exe : "(exe unknown)",
+	strbuf_printf(b, "  PID %d  %s%s  uid %u", (int)e->pid, e->exe ? proc_entry_exe(e) : "(exe unknown)",
 		      e->exe_deleted ? " (deleted)" : "", (unsigned)e->uid);
 	if (e->via_pid)
 		strbuf_printf(b, "  forked child of PID %d", (int)e->via_pid);
@@ -155,8 +156,17 @@ static int scan_one(pid_t pid, void *userdata)
 		goto out;
 	}
 	sc->listed++;
-	strbuf_printf(sc->out, "  PID %d  %s  uid %u  comm %s  policy \"%s\"\n", (int)pid, exe,
-		      (unsigned)uid, comm, p->name);
+	{
+		size_t size = ESCAPED_SIZE(strlen(exe));
+		char *shown = malloc(size), comm_shown[ESCAPED_SIZE(PROC_COMM_MAX)];
+
+		text_escape(comm_shown, sizeof(comm_shown), comm);
+		if (shown)
+			text_escape(shown, size, exe);
+		strbuf_printf(sc->out, "  PID %d  %s  uid %u  comm %s  policy \"%s\"\n", (int)pid,
+			      shown ? shown : "?", (unsigned)uid, comm_shown, p->name);
+		free(shown);
+	}
 out:
 	free(exe);
 	return 0;
@@ -186,6 +196,20 @@ static void render_unserved(struct manager *m, struct strbuf *out, uint64_t now)
 	cache_time = now;
 	cache_generation = m->config->generation;
 	strbuf_puts(out, strbuf_str(&cache));
+}
+
+static void render_budgets(struct strbuf *out, const struct budgets *b)
+{
+	size_t share = b->max_clients / BUDGET_CLIENTS_DIV;
+
+	strbuf_printf(out, "per-user budgets: %zu users, root exempt; at most %zu connections a user, "
+		      "%zu for all users; %u journal entries a user per %u s\n",
+		      b->n_users, share ? share : 1, b->max_clients - b->max_clients / BUDGET_ROOT_RESERVE_DIV,
+		      BUDGET_JOURNAL_FACTOR * b->report_burst, b->report_interval_s);
+	strbuf_printf(out, "over budget: %" PRIu64 " connections refused, %" PRIu64
+		      " messages of untracked forked children, %" PRIu64 " journal entries not written (%"
+		      PRIu64 " summaries)\n", b->refused_clients, b->refused_entries, b->dropped_entries,
+		      b->summaries);
 }
 
 static bool visible(const struct proc_entry *e, uid_t viewer)
@@ -227,11 +251,13 @@ void status_render(struct manager *m, struct strbuf *out, uid_t viewer)
 		      " sent to the process\n", k->protect_requests, k->protect_sent);
 	strbuf_printf(out, "dropped: %" PRIu64 " malformed, %" PRIu64 " oversized, %" PRIu64
 		      " out of order, %" PRIu64 " passing fds, %" PRIu64 " silent, %" PRIu64
-		      " vanished, %" PRIu64 " unidentified, %" PRIu64 " over the client limit, %" PRIu64
-		      " wrong protocol version, %" PRIu64 " accept errors\n",
+		      " vanished, %" PRIu64 " unidentified, %" PRIu64 " forged, %" PRIu64
+		      " over the client limit, %" PRIu64 " wrong protocol version, %" PRIu64
+		      " accept errors\n",
 		      k->malformed, k->oversized, k->out_of_order, k->fds_passed, k->timed_out,
-		      k->vanished, k->unidentified, k->refused_busy, k->refused_version,
+		      k->vanished, k->unidentified, k->forged, k->refused_busy, k->refused_version,
 		      k->accept_errors);
+	render_budgets(out, server_get_budgets(m->server));
 	render_journal(out);
 
 	strbuf_puts(out, "\nrunning but never checked in (a policy matches; LD_PRELOAD missing or failed):\n");

@@ -110,6 +110,9 @@ void str_copy(char *dst, size_t n, const char *src)
 	if (n == 0)
 		return;
 	len = strnlen(src, n - 1);
+	/* Cut before a UTF-8 character, never inside one. */
+	while (len > 0 && src[len] && ((unsigned char)src[len] & 0xc0) == 0x80)
+		len--;
 	memcpy(dst, src, len);
 	dst[len] = '\0';
 }

@@ -27,7 +27,8 @@ void strbuf_done(struct strbuf *b);
 void strbuf_printf(struct strbuf *b, const char *format, ...) __attribute__((format(printf, 2, 3)));
 void strbuf_puts(struct strbuf *b, const char *s);
 
-/* Copy src into dst (size n), cut to fit, always NUL-terminated. */
+/* Copy src into dst (size n), cut to fit (at a UTF-8 character boundary),
+ * always NUL-terminated. */
 void str_copy(char *dst, size_t n, const char *src);
 
 /* The text so far ("" when empty); valid until the next append. */

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "wire.h"
 
 _Static_assert(SYM_CACHE > PMW_MODULES, "one report's modules never evict each other");
@@ -259,6 +260,7 @@ int sym_module_lookup(struct sym_module *mod, uint64_t offset, char *buf, size_t
 	const char *name;
 
 	const char *at;
+	char raw[1024];
 	int len;
 
 	name = dwfl_module_addrinfo(mod->mod, (GElf_Addr)offset, &off, &sym, NULL, NULL, NULL);
@@ -268,9 +270,11 @@ int sym_module_lookup(struct sym_module *mod, uint64_t offset, char *buf, size_t
 	at = strchr(name, '@');
 	len = at ? (int)(at - name) : (int)strlen(name);
 	if (off)
-		snprintf(buf, size, "%.*s+0x%" PRIx64, len, name, (uint64_t)off);
+		snprintf(raw, sizeof(raw), "%.*s+0x%" PRIx64, len, name, (uint64_t)off);
 	else
-		snprintf(buf, size, "%.*s", len, name);
+		snprintf(raw, sizeof(raw), "%.*s", len, name);
+	/* Names come from files users own: escaped once, here. */
+	text_escape(buf, size, raw);
 	return 0;
 }
 

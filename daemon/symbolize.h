@@ -27,7 +27,8 @@ void symbolizer_free(struct symbolizer *s);
 int symbolizer_open(struct symbolizer *s, const char *path, const uint8_t *build_id,
 		    size_t build_id_len, uid_t uid, struct sym_module **ret);
 
-/* "symbol+0xoff" for offset into mod; -ENOENT when no symbol covers it. */
+/* "symbol+0xoff" for offset into mod, the name escaped (escape.h: it comes
+ * from a file a user may own); -ENOENT when no symbol covers it. */
 int sym_module_lookup(struct sym_module *mod, uint64_t offset, char *buf, size_t size);
 /* The file's build-id (NULL, 0 when it has none). */
 const uint8_t *sym_module_build_id(const struct sym_module *mod, size_t *ret_len);

@@ -4,7 +4,8 @@
  * Owns: resolving the report's frames through symbolize.c, the backtrace
  * line, the one-line MESSAGE and the entry's fields (pmallocd(8)).
  * Never: trusts report strings in a MESSAGE without sanitizing them, takes
- * the pid or (when the kernel knows it) the exe from the report, or fails
+ * the pid or the exe from the report (the registry entry has the kernel's;
+ * server.c checked its policy and pool against the hand-out), or fails
  * to log: whatever cannot be resolved is shown raw.
  */
 #define _GNU_SOURCE
@@ -24,7 +25,9 @@
 
 struct modinfo {
 	bool resolved;
-	char path[PMW_PATH];             /* sanitized; the process's exe for an unnamed main program */
+	char path[PMW_PATH];             /* as reported; the process's exe for an unnamed main program */
+	const char *shown;               /* path escaped: shown_buf or the entry's exe */
+	char shown_buf[ESCAPED_SIZE(PMW_PATH)];
 	struct sym_module *sym;          /* NULL: not symbolized */
 	int error;
 	char build_id[2 * 64 + 1];       /* hex, "" unknown */
@@ -67,10 +70,14 @@ static struct modinfo *module_get(struct report_ctx *x, uint32_t idx)
 	mi->resolved = true;
 	pm = &x->rep->modules[idx];
 
-	journal_sanitize(mi->path, sizeof(mi->path), pm->path);
+	str_copy(mi->path, sizeof(mi->path), pm->path);
+	text_escape(mi->shown_buf, sizeof(mi->shown_buf), mi->path);
+	mi->shown = mi->shown_buf;
 	/* The main program has no name in the link map: it is the exe. */
-	if (!mi->path[0] && x->e->exe)
+	if (!mi->path[0] && x->e->exe) {
 		str_copy(mi->path, sizeof(mi->path), x->e->exe);
+		mi->shown = proc_entry_exe(x->e);
+	}
 	if (pm->build_id_len > 0)
 		hex(mi->build_id, sizeof(mi->build_id), pm->build_id, pm->build_id_len);
 
@@ -113,13 +120,13 @@ static bool symbol_of(struct report_ctx *x, uint32_t idx, uint64_t offset, char 
 static void frame_text(struct report_ctx *x, const struct pmw_frame *f, struct strbuf *b)
 {
 	struct modinfo *mi = f->module == PMW_NO_MODULE ? NULL : module_get(x, f->module);
-	char sym[PMW_SYM + 32];
+	char sym[ESCAPED_SIZE(PMW_SYM + 32)];
 
 	if (!mi) {
 		strbuf_printf(b, "0x%" PRIx64, f->ip);
 		return;
 	}
-	strbuf_printf(b, "%s+0x%" PRIx64, mi->path[0] ? mi->path : "?", f->offset);
+	strbuf_printf(b, "%s+0x%" PRIx64, mi->shown[0] ? mi->shown : "?", f->offset);
 	if (mi->sym && sym_module_lookup(mi->sym, f->offset, sym, sizeof(sym)) >= 0)
 		strbuf_printf(b, " (%s)", sym);
 	else if (mi->error == -ESTALE)
@@ -129,17 +136,19 @@ static void frame_text(struct report_ctx *x, const struct pmw_frame *f, struct s
 }
 
 /* An object site the shim wrote as "module+0xoff" gets its symbol; one it
- * already wrote as "symbol+0xoff" stays as it is. */
+ * already wrote as "symbol+0xoff" stays as it is.  site is as reported
+ * (matched against module paths as reported); out and short_out escaped. */
 static void object_site_text(struct report_ctx *x, const char *site, char *out, size_t size,
 			     char *short_out, size_t short_size)
 {
-	char name[PMW_SYM], sym[PMW_SYM + 32];
+	char name[PMW_SYM], sym[ESCAPED_SIZE(PMW_SYM + 32)], shown[ESCAPED_SIZE(PMW_SYM)];
 	const char *plus = strrchr(site, '+');
 	unsigned long long off;
 	char *end;
 
-	str_copy(out, size, site);
-	str_copy(short_out, short_size, site);
+	text_escape(shown, sizeof(shown), site);
+	str_copy(out, size, shown);
+	str_copy(short_out, short_size, shown);
 	if (!plus || plus == site || (size_t)(plus - site) >= sizeof(name) ||
 	    strncmp(plus, "+0x", 3) != 0)
 		return;
@@ -160,7 +169,7 @@ static void object_site_text(struct report_ctx *x, const char *site, char *out, 
 			struct strbuf b;
 
 			strbuf_init_fixed(&b, out, size);
-			strbuf_printf(&b, "%s (%s)", sym, site);
+			strbuf_printf(&b, "%s (%s)", sym, shown);
 			str_copy(short_out, short_size, sym);
 		}
 		return;
@@ -170,8 +179,9 @@ static void object_site_text(struct report_ctx *x, const char *site, char *out, 
 void violation_log(struct symbolizer *sym, const struct proc_entry *e, const struct pmw_report *rep)
 {
 	struct report_ctx x = { .sym = sym, .e = e, .rep = rep };
-	char policy[PMW_NAME], pool[PMW_NAME], rep_exe[PMW_PATH], raw_site[PMW_SYM];
-	char site[2 * PMW_SYM + 8], site_short[PMW_SYM + 32], fault_sym[PMW_SYM + 32], btbuf[8192], msgbuf[2048];
+	char policy[ESCAPED_SIZE(PMW_NAME)], pool[ESCAPED_SIZE(PMW_NAME)];
+	char site[2 * ESCAPED_SIZE(PMW_SYM + 32)], site_short[ESCAPED_SIZE(PMW_SYM + 32)];
+	char fault_sym[ESCAPED_SIZE(PMW_SYM + 32)], btbuf[8192], msgbuf[4096];
 	char objbuf[512];
 	struct strbuf bt, msg;
 	const char *exe, *mode;
@@ -179,11 +189,11 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 	uint64_t offset = 0;
 	struct jentry j;
 
-	journal_sanitize(policy, sizeof(policy), rep->policy);
-	journal_sanitize(pool, sizeof(pool), rep->pool);
-	journal_sanitize(rep_exe, sizeof(rep_exe), rep->exe);
-	journal_sanitize(raw_site, sizeof(raw_site), rep->object_site);
-	exe = e->exe ? e->exe : (rep_exe[0] ? rep_exe : "?");
+	/* Every string of the report is escaped once, here (escape.h). */
+	text_escape(policy, sizeof(policy), rep->policy);
+	text_escape(pool, sizeof(pool), rep->pool);
+	/* The kernel's word only: what the report claims is never the exe. */
+	exe = proc_entry_exe(e);
 	mode = audit ? "audit" : "enforce";
 
 	have_object = rep->object_start != 0 && rep->address >= rep->object_start;
@@ -216,17 +226,17 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 				off = rep->fault_ip - rep->modules[idx].base;
 		}
 		if (idx == PMW_NO_MODULE || !symbol_of(&x, idx, off, fault_sym, sizeof(fault_sym)))
-			journal_sanitize(fault_sym, sizeof(fault_sym), rep->fault_symbol);
+			text_escape(fault_sym, sizeof(fault_sym), rep->fault_symbol);
 	}
 
 	site[0] = site_short[0] = '\0';
-	if (raw_site[0])
-		object_site_text(&x, raw_site, site, sizeof(site), site_short, sizeof(site_short));
+	if (rep->object_site[0])
+		object_site_text(&x, rep->object_site, site, sizeof(site), site_short, sizeof(site_short));
 
 	/* MESSAGE */
 	strbuf_init_fixed(&msg, msgbuf, sizeof(msgbuf));
-	strbuf_printf(&msg, "pmalloc: PID %d (%s%s) wrote to protected pool \"%s\"", (int)e->pid, exe,
-		      e->exe ? "" : ", as reported", pool);
+	strbuf_printf(&msg, "pmalloc: PID %d (%s) wrote to protected pool \"%s\"", (int)e->pid, exe,
+		      pool);
 	if (policy[0])
 		strbuf_printf(&msg, " of policy \"%s\"", policy);
 	strbuf_printf(&msg, " at 0x%" PRIx64, rep->address);
@@ -242,6 +252,7 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 	strbuf_puts(&msg, audit ? "; write allowed (audit)" : "; process killed (enforce)");
 
 	jentry_init(&j, MID_VIOLATION, audit ? LOG_WARNING : LOG_CRIT);
+	jentry_about(&j, e->uid);
 	jentry_add(&j, "MESSAGE=%s", strbuf_str(&msg));
 	jentry_add(&j, "OBJECT_PID=%d", (int)e->pid);
 	jentry_add(&j, "PMALLOC_POLICY=%s", policy);
@@ -261,7 +272,7 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 	if (bt.len)
 		jentry_add(&j, "PMALLOC_BACKTRACE=%s", strbuf_str(&bt));
 	jentry_add(&j, "PMALLOC_EXE=%s", exe);
-	jentry_add(&j, "PMALLOC_EXE_SOURCE=%s", e->exe ? "kernel" : "report");
+	jentry_add(&j, "PMALLOC_EXE_SOURCE=%s", e->exe ? "kernel" : "unknown");
 	if (e->exe && e->exe_pid)
 		jentry_add(&j, "PMALLOC_EXE_PID=%d", (int)e->exe_pid);
 	if (e->comm[0])

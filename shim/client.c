@@ -43,6 +43,7 @@
 #define CLIENT_FD_MIN 600      /* out of the way of programs' own descriptors */
 
 static int client_fd = -1;
+static pid_t client_owner;       /* the process that connected: pmallocd's orders are its */
 static dev_t client_dev;
 static ino_t client_ino;
 static uint64_t client_generation;
@@ -73,6 +74,7 @@ static void keep_connection(int fd)
 	if (fstat(fd, &st) == 0) {
 		client_dev = st.st_dev;
 		client_ino = st.st_ino;
+		client_owner = getpid();
 		client_fd = fd;
 	} else {
 		close(fd);
@@ -261,10 +263,32 @@ static uint32_t module_index(struct pmw_report *m, uintptr_t ip, uint64_t *ret_o
 	return m->n_modules++;
 }
 
+/* Orders name the process that connected: a forked child shares the
+ * descriptor but never reads them (they are its parent's). */
+static bool orders_ours(void)
+{
+	return client_fd_valid() && getpid() == client_owner;
+}
+
+int client_wait_orders(int timeout_ms)
+{
+	if (!orders_ours())
+		return -ENOTCONN;
+	struct pollfd pfd = { .fd = client_fd, .events = POLLIN };
+	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
+	/* The raw system call: ppoll() is an interposed trigger. */
+	long n = syscall(SYS_ppoll, &pfd, 1, &ts, NULL, (size_t)8);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (n > 0 && (pfd.revents & (POLLHUP | POLLERR | POLLNVAL)) && !(pfd.revents & POLLIN))
+		return -EPIPE;
+	return n > 0;
+}
+
 void client_read_orders(void (*fn)(const char *pool))
 {
 	struct pmw_protect m;
-	if (!client_fd_valid())
+	if (!orders_ours())
 		return;
 	for (int i = 0; i < 16; i++) {          /* bounded: never a loop a daemon can hold */
 		ssize_t n = recv(client_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_TRUNC);

@@ -2,11 +2,11 @@
  * journal.c - journal entries written by the shim itself when pmallocd is
  * not there or cannot take them (the MESSAGE_IDs and fields of pmallocd(8)),
  * in the journal's native protocol: "FIELD=value\n" lines in one datagram.
- * Values are ours or sanitised, so none needs the binary form.
- * Async-signal-safe: a static buffer under a flag, socket + sendto, nothing
- * allocated.  Symbol files are not read here: the fault symbol is the
- * exported function's (dynsym.c) where there is one, and PMALLOC_BACKTRACE
- * gives module+offset, which a person can symbolise.
+ * Values are ours or escaped (escape.h, shared with pmallocd), so none
+ * needs the binary form.  Async-signal-safe: a static buffer under a flag,
+ * socket + sendto, nothing allocated.  Symbol files are not read here: the
+ * fault symbol is the exported function's (dynsym.c) where there is one,
+ * and PMALLOC_BACKTRACE gives module+offset, which a person can symbolise.
  *
  * Nothing is dropped without trace: a violation entry held back by the
  * rate limit, one that journald did not take, or one that another report
@@ -17,6 +17,7 @@
 #include "journal.h"
 #include "cgroup.h"
 #include "dynsym.h"
+#include "escape.h"
 #include "fmt.h"
 #include "shim.h"
 #include "os.h"
@@ -52,11 +53,11 @@ static char self_comm[17];
 static char self_cgroup[512];
 static char self_unit[256];
 
-/* value with control characters as '?': one entry, one line each field. */
+/* value escaped (escape.h): one entry, one line each field. */
 static void sanitized(struct fmt *f, const char *value)
 {
-	for (const char *s = value; s && *s && f->p < f->end; s++)
-		*f->p++ = (*s >= 0 && *s < 0x20) || *s == 0x7f ? '?' : *s;
+	if (f->p < f->end)
+		f->p += text_escape(f->p, (size_t)(f->end - f->p), value);
 }
 
 static void field(struct fmt *f, const char *key, const char *value)
@@ -273,7 +274,7 @@ void journal_violation(const struct pmw_report *m, const struct violation *v)
 		uint32_t mod = m->frames[i].module;
 		if (mod < m->n_modules) {
 			const char *path = m->modules[mod].path, *slash = strrchr(path, '/');
-			fmt_str(&f, slash ? slash + 1 : path);
+			sanitized(&f, slash ? slash + 1 : path);
 			fmt_str(&f, "+");
 			fmt_hex(&f, m->frames[i].offset);
 		} else {
@@ -285,11 +286,11 @@ void journal_violation(const struct pmw_report *m, const struct violation *v)
 	fmt_str(&f, " (");
 	sanitized(&f, m->exe);
 	fmt_str(&f, ") wrote to protected pool \"");
-	fmt_str(&f, m->pool);
+	sanitized(&f, m->pool);
 	fmt_str(&f, "\"");
 	if (m->policy[0]) {
 		fmt_str(&f, " of policy \"");
-		fmt_str(&f, m->policy);
+		sanitized(&f, m->policy);
 		fmt_str(&f, "\"");
 	}
 	fmt_str(&f, " at ");
@@ -302,7 +303,7 @@ void journal_violation(const struct pmw_report *m, const struct violation *v)
 		fmt_str(&f, "-byte object");
 		if (m->object_site[0]) {
 			fmt_str(&f, " allocated at ");
-			fmt_str(&f, m->object_site);
+			sanitized(&f, m->object_site);
 		}
 		fmt_str(&f, ")");
 	}
@@ -330,13 +331,13 @@ void journal_protected(const struct pmw_protected *m)
 	field_u64(&f, "PMALLOC_NEW_BYTES", m->new_bytes, false);
 	field_u64(&f, "PMALLOC_OBJECTS", m->objects, false);
 	fmt_str(&f, "MESSAGE=pmalloc: pool \"");
-	fmt_str(&f, m->pool);
+	sanitized(&f, m->pool);
 	fmt_str(&f, "\" of policy \"");
-	fmt_str(&f, m->policy);
+	sanitized(&f, m->policy);
 	fmt_str(&f, "\": ");
 	fmt_u64(&f, m->new_bytes);
 	fmt_str(&f, " bytes made read-only (");
-	fmt_str(&f, m->trigger);
+	sanitized(&f, m->trigger);
 	fmt_str(&f, ")\n");
 	send_entry(&f);
 	errno = e;

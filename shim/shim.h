@@ -68,8 +68,11 @@ int client_start(const char *socket_path);
 int client_wait(unsigned int timeout_ms, char **ret_text, uint64_t *ret_generation);
 void client_abandon(void);
 /* Orders pmallocd sent since (pmallocctl protect): fn(pool) for each;
- * never blocks. */
+ * never blocks.  Only in the process that connected (not a forked child). */
 void client_read_orders(void (*fn)(const char *pool));
+/* Wait up to timeout_ms for an order: 1 one is there, 0 not yet, -errno
+ * no connection of this process's (-ENOTCONN) or the daemon went away. */
+int client_wait_orders(int timeout_ms);
 void client_notify_protected(size_t pool_index, const char *trigger, size_t new_bytes);
 
 /* libc's definition of name (dlsym RTLD_NEXT), NULL if none. */

@@ -2,7 +2,8 @@
  * trigger.c - when interposition pools are protected: on calls that mark
  * the end of initialisation (on-call:listen, ...), once after a delay from
  * start-up (after:2s, by a timer thread), or when the program asks
- * (pmalloc_protect_named, the manual trigger).
+ * (pmalloc_protect_named, or pmallocctl protect through pmallocd: the
+ * manual trigger).
  *
  * The interposed calls are thin: one test of a read-only mask, then the
  * real function, found once with dlsym.  A protect with nothing new costs a
@@ -42,12 +43,20 @@ size_t shim_protect_pool(size_t i, const char *trigger)
 	return n;
 }
 
-/* pmallocctl protect: pmallocd's orders come on the shim's connection and
- * are read here, at an interposed event-loop call, at most every 100 ms
- * (a coarse clock read, a few ns, on the calls in between), and only when
- * the policy has a manual pool.  No thread, no signal of the shim's own. */
+/* pmallocctl protect: pmallocd's orders come on the shim's connection.
+ * When the policy has a manual pool and pmallocd served the process, a
+ * thread of the shim's ("pmalloc-orders", every signal blocked, 64 KiB of
+ * stack) waits on the connection and obeys as soon as an order arrives:
+ * a process that never makes an interposed call gets it too, with no
+ * delay but the thread's wake-up.  Only the process that connected reads
+ * orders (client.c): pmallocd names it, and a forked worker sharing the
+ * descriptor must not take its parent's order.  Where the thread cannot
+ * start, orders are read at interposed event-loop calls instead, at most
+ * every 100 ms (a coarse clock read, a few ns, on the calls in between). */
 #define ORDERS_EVERY_NS UINT64_C(100000000)
+#define ORDERS_WAIT_MS 1000     /* the thread re-checks its connection this often */
 static _Atomic uint64_t orders_checked;
+static _Atomic int orders_thread;      /* 1 while the thread serves orders */
 
 static void obey(const char *pool)
 {
@@ -75,7 +84,7 @@ void trigger_call(enum policy_call c)
 	const struct shim_state *st = shim;
 	if (likely(!st) || shim_busy)
 		return;
-	if (unlikely(st->has_manual)) {
+	if (unlikely(st->has_manual) && !atomic_load_explicit(&orders_thread, memory_order_relaxed)) {
 		int e = errno;
 		check_orders();
 		errno = e;
@@ -194,16 +203,10 @@ static void *timer_main(void *arg)
 	return NULL;
 }
 
-static void timer_start(void)
+/* A detached thread of the shim's, with every signal blocked (the
+ * program's handlers never run on it); false when it could not start. */
+static bool shim_thread(void *(*fn)(void *), const char *name)
 {
-	const struct shim_state *st = shim;
-	uint64_t now = os_monotonic_ns(false);
-	bool ahead = false;
-	for (size_t i = 0; st && i < st->n_pools; i++)
-		if (st->pools[i].after_ns && st->start_ns + st->pools[i].after_ns > now)
-			ahead = true;
-	if (!ahead || atomic_exchange(&timer_running, 1))
-		return;
 	typedef int (*create_t)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 	create_t create = REAL(pthread_create, create_t);
 	sigset_t all, old;
@@ -214,19 +217,60 @@ static void timer_start(void)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
-	if (!create || create(&t, &attr, timer_main, NULL) != 0) {
-		atomic_store(&timer_running, 0);
-		debug_printf("cannot start the after: timer thread; after: triggers will not fire");
-	} else {
-		pthread_setname_np(t, "pmalloc-timer");
-	}
+	bool ok = create && create(&t, &attr, fn, NULL) == 0;
+	if (ok)
+		pthread_setname_np(t, name);
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ok;
+}
+
+static void timer_start(void)
+{
+	const struct shim_state *st = shim;
+	uint64_t now = os_monotonic_ns(false);
+	bool ahead = false;
+	for (size_t i = 0; st && i < st->n_pools; i++)
+		if (st->pools[i].after_ns && st->start_ns + st->pools[i].after_ns > now)
+			ahead = true;
+	if (!ahead || atomic_exchange(&timer_running, 1))
+		return;
+	if (!shim_thread(timer_main, "pmalloc-timer")) {
+		atomic_store(&timer_running, 0);
+		debug_printf("cannot start the after: timer thread; after: triggers will not fire");
+	}
+}
+
+/* Until pmallocd goes away (or the connection is no longer this
+ * process's): wait for orders, obey each. */
+static void *orders_main(void *arg)
+{
+	(void)arg;
+	int r;
+	while ((r = client_wait_orders(ORDERS_WAIT_MS)) >= 0)
+		if (r > 0)
+			client_read_orders(obey);
+	atomic_store(&orders_thread, 0);
+	return NULL;
+}
+
+static void orders_start(void)
+{
+	const struct shim_state *st = shim;
+	if (!st || !st->has_manual || client_wait_orders(0) == -ENOTCONN ||
+	    atomic_exchange(&orders_thread, 1))
+		return;
+	if (!shim_thread(orders_main, "pmalloc-orders")) {
+		atomic_store(&orders_thread, 0);
+		debug_printf("cannot start the orders thread; pmallocctl protect is read at event-loop calls");
+	}
 }
 
 static void timer_after_fork_child(void)
 {
 	atomic_store(&timer_running, 0);
+	/* No orders thread here: the orders are the parent's. */
+	atomic_store(&orders_thread, 0);
 	timer_start();
 }
 
@@ -235,4 +279,5 @@ void trigger_init(const struct shim_state *st)
 	(void)st;
 	pthread_atfork(NULL, NULL, timer_after_fork_child);
 	timer_start();
+	orders_start();
 }

@@ -21,9 +21,9 @@
  *   daemon -> ctl   PMW_STATUS           (text for people, then the socket closes)
  *   ctl -> daemon   PMW_PROTECT_REQ      (the manual trigger from pmallocctl)
  *   daemon -> ctl   PMW_STATUS           (what was done, for people; then close)
- *   daemon -> shim  PMW_PROTECT          (protect this pool now; the shim reads
- *                                         it at its next interposed event-loop
- *                                         call, at most every 100 ms)
+ *   daemon -> shim  PMW_PROTECT          (protect this pool now; only the process
+ *                                         that connected reads it, on receipt, in
+ *                                         a thread of the shim's: trigger.c)
  */
 #ifndef PMALLOC_WIRE_H
 #define PMALLOC_WIRE_H

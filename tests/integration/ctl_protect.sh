@@ -58,14 +58,16 @@ cpid=$(sed -n 's/^pid=//p' "$T/held.out")
 
 run protect "$cpid" config --socket "$SOCK"
 [ "$(rc)" = 0 ] || fail "protect: exit $(rc), want 0: $(answer)"
-want="ok: protect request for pool \"config\" sent to PID $cpid ($WIRE); it is applied at the process's next event-loop call"
+want="ok: protect request for pool \"config\" sent to PID $cpid ($WIRE); the process applies it on receipt"
 [ "$(cat "$T/out")" = "$want" ] || fail "protect: stdout: $(answer)"
 [ ! -s "$T/err" ] || fail "protect: stderr: $(cat "$T/err")"
 wait_until 100 grep -qx 'PROTECT generation=1 pool=config' "$T/held.out" ||
 	fail "the process got no PMW_PROTECT: $(cat "$T/held.out")"
+# PMW_PROTECTs received so far is N (counted anew at each try of wait_until).
+received() { [ "$(grep -c '^PROTECT generation=1 pool=config$' "$T/held.out")" = "$1" ]; }
 PMALLOC_SOCKET=$SOCK run protect "$cpid" config
 [ "$(rc)" = 0 ] || fail "protect through PMALLOC_SOCKET: exit $(rc): $(answer)"
-wait_until 100 test "$(grep -c '^PROTECT generation=1 pool=config$' "$T/held.out")" = 2 ||
+wait_until 100 received 2 ||
 	fail "second PMW_PROTECT missing: $(cat "$T/held.out")"
 pass "root: ok: (exit 0), and the process receives PMW_PROTECT for \"config\", generation 1"
 
@@ -118,7 +120,7 @@ kill -HUP "$DPID"
 wait_until 100 sh -c "'$WIRE' --socket '$SOCK' --status | grep -q 'generation 2'" || fail "no reload"
 run protect "$cpid" config --socket "$SOCK"
 [ "$(rc)" = 0 ] || fail "after reload: exit $(rc): $(answer)"
-wait_until 100 test "$(grep -c '^PROTECT generation=1 pool=config$' "$T/held.out")" = 3 ||
+wait_until 100 received 3 ||
 	fail "third PMW_PROTECT missing: $(cat "$T/held.out")"
 out=$(client --wait-protect 100) || true
 printf '%s\n' "$out" | grep -qx 'POLICY generation=2' || fail "no generation 2: $out"

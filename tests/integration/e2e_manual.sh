@@ -2,7 +2,7 @@
 # e2e_manual.sh - the manual trigger from pmallocctl: a program whose policy
 # pool has protect = [ "manual" ] runs its poll() loop, unprotected, until
 # an administrator says `pmallocctl protect PID config`; pmallocd passes the
-# order on, the shim applies it at its next event-loop call, the pool is
+# order on, the shim applies it on receipt, the pool is
 # logged as protected (trigger manual:pmallocctl), and a later write kills
 # the process with the report.
 . "$(dirname "$0")/e2e_lib.sh"
@@ -36,7 +36,7 @@ pass "PID $pid runs with its configuration writable"
 [ $? = 1 ] && grep -q '^error: ' "$T/ctl.out" || fail "unknown pool: $(cat "$T/ctl.out")"
 "$B/pmallocctl" protect "$pid" config --socket "$SOCK" >"$T/ctl.out" 2>&1 || fail "pmallocctl protect: $(cat "$T/ctl.out")"
 grep -q '^ok: ' "$T/ctl.out" || fail "pmallocctl protect: $(cat "$T/ctl.out")"
-# Applied at the program's next poll() at most 100 ms later: ask until it says so.
+# Applied on receipt by the shim's thread: ask until it says so.
 protected() { printf 'state\n' >&3; grep -qx 'protected=1' "$T/out"; }
 wait_until 100 protected || fail "not protected after pmallocctl protect: $(cat "$T/out")"
 pass "pmallocctl protect: $(head -n 1 "$T/ctl.out")"

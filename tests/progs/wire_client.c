@@ -18,6 +18,15 @@
  *   --wait-protect MS       stay connected MS ms and print "PROTECT generation=N
  *                           pool=NAME" for each PMW_PROTECT the daemon sends
  *                           (anything else: "unexpected type T"); stops early on EOF
+ *   --exec PROG             attribution forgery: fork a child, keep the connection
+ *                           across an exec of PROG (with --exec-arg ARG, if given) in
+ *                           this process; the child waits for the exec, sends one
+ *                           report on the connection, prints "child=PID" and exits
+ *                           at once (before pmallocd can read its /proc entry)
+ *   --hello-from-child      with --exec: the child sends the HELLO (after the exec),
+ *                           prints the answer, then reports
+ *   --hello-then-exec       with --exec: this process sends the HELLO and execs at
+ *                           once, without reading the answer (the child reads it)
  * Instead of a HELLO:
  *   --version V             HELLO with protocol version V
  *   --garbage | --truncated | --oversized | --bad-length | --report-first | --fds
@@ -26,6 +35,9 @@
  *   --status                send PMW_STATUS_REQ and print the text
  *   --many N                N connections at once, each says HELLO; prints
  *                           "answered=K refused=R" (exit 0 when every one got either);
+ *                           with --report K each answered one then sends K reports,
+ *                           with --children C each forks C children that send one
+ *                           report each on it (then "reports=N" is printed);
  *                           with --hold, they stay open that long
  *   --vanish                send HELLO and exit without reading the answer
  * Options: --policy NAME (default "demo"), --pool NAME (default "config"),
@@ -38,6 +50,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <link.h>
 #include <poll.h>
@@ -362,7 +375,9 @@ static void bad_message(int fd, const char *what)
 	wait_closed(fd, 5000);
 }
 
-static int many(int n, int hold_ms)
+static void send_report(int fd);
+
+static int many(int n, int hold_ms, int reports, int children)
 {
 	struct rlimit rl;
 	int *fds = calloc((size_t)n, sizeof(int)), answered = 0, refused = 0;
@@ -385,6 +400,27 @@ static int many(int n, int hold_ms)
 			refused++;
 	}
 	printf("answered=%d refused=%d\n", answered, refused);
+	if (reports || children) {
+		long sent = 0;
+		for (int i = 0; i < n; i++) {
+			char probe;
+			/* Answered and still open: the refused are closed by now. */
+			if (recv(fds[i], &probe, 1, MSG_DONTWAIT | MSG_PEEK) == 0)
+				continue;
+			for (int k = 0; k < reports; k++, sent++)
+				send_report(fds[i]);
+			for (int k = 0; k < children; k++, sent++) {
+				pid_t pid = fork();
+				if (pid == 0) {
+					send_report(fds[i]);
+					_exit(0);
+				}
+				if (pid > 0)
+					waitpid(pid, NULL, 0);
+			}
+		}
+		printf("reports=%ld\n", sent);
+	}
 	if (hold_ms)
 		usleep((useconds_t)hold_ms * 1000);
 	for (int i = 0; i < n; i++)
@@ -421,6 +457,58 @@ static int wait_protect(int fd, int ms)
 	return ret;
 }
 
+/* The parent's exe changed (or can no longer be read: a setuid exec). */
+static int parent_execd(const char *self)
+{
+	char path[64], buf[PMW_PATH];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)getppid());
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return 1;
+	buf[n] = '\0';
+	return strcmp(buf, self) != 0;
+}
+
+/* --exec: see the top.  Returns only on a failed exec. */
+static int exec_trick(int fd, const char *prog, const char *arg, int hello_from_child, int hello_then_exec)
+{
+	char self[PMW_PATH];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	pid_t pid;
+
+	self[n > 0 ? n : 0] = '\0';
+	if (!hello_from_child) {
+		hello(fd, PMW_VERSION);
+		if (!hello_then_exec && print_answer(fd) != 0)
+			return 1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		return 1;
+	}
+	if (pid == 0) {
+		for (int i = 0; i < 300 && !parent_execd(self); i++)
+			usleep(10 * 1000);
+		if (hello_from_child)
+			hello(fd, PMW_VERSION);
+		if ((hello_from_child || hello_then_exec) && print_answer(fd) != 0)
+			_exit(1);
+		send_report(fd);
+		printf("child=%d\n", (int)getpid());
+		_exit(0);
+	}
+	if (fcntl(fd, F_SETFD, 0) < 0) {
+		perror("fcntl");
+		return 1;
+	}
+	execl(prog, prog, arg, (char *)NULL);
+	perror(prog);
+	return 1;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: wire_client --socket PATH [options]; see the source\n");
@@ -431,7 +519,7 @@ int main(int argc, char **argv)
 {
 	enum { O_SOCKET = 1, O_VERSION, O_BAD, O_SILENT, O_STATUS, O_MANY, O_PROTECT, O_REPORT,
 	       O_FORK, O_HOLD, O_POLICY, O_POOL, O_MODE, O_DELAY, O_VANISH, O_FLOOD, O_MODPATH,
-	       O_WAITPROT };
+	       O_WAITPROT, O_CHILDREN, O_EXEC, O_EXECARG, O_HELLOCHILD, O_HELLOEXEC };
 	static const struct option opts[] = {
 		{ "socket", 1, NULL, O_SOCKET }, { "version", 1, NULL, O_VERSION },
 		{ "garbage", 0, NULL, O_BAD }, { "truncated", 0, NULL, O_BAD },
@@ -445,9 +533,12 @@ int main(int argc, char **argv)
 		{ "delay-ms", 1, NULL, O_DELAY }, { "vanish", 0, NULL, O_VANISH },
 		{ "flood", 1, NULL, O_FLOOD }, { "module-path", 1, NULL, O_MODPATH },
 		{ "wait-protect", 1, NULL, O_WAITPROT },
+		{ "children", 1, NULL, O_CHILDREN }, { "exec", 1, NULL, O_EXEC }, { "exec-arg", 1, NULL, O_EXECARG },
+		{ "hello-from-child", 0, NULL, O_HELLOCHILD }, { "hello-then-exec", 0, NULL, O_HELLOEXEC },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *bad = NULL, *protect = NULL;
+	const char *bad = NULL, *protect = NULL, *exec_prog = NULL, *exec_arg = NULL;
+	int hello_child = 0, hello_exec = 0, n_children = 0;
 	int version = PMW_VERSION, silent = 0, status = 0, n_many = 0, n_reports = 0, fork_report = 0;
 	int hold = 0, vanish = 0, flood = 0, wait_prot = 0, c, idx, fd, r;
 
@@ -471,6 +562,11 @@ int main(int argc, char **argv)
 		case O_FLOOD: flood = atoi(optarg); break;
 		case O_MODPATH: opt_module_path = optarg; break;
 		case O_WAITPROT: wait_prot = atoi(optarg); break;
+		case O_CHILDREN: n_children = atoi(optarg); break;
+		case O_EXEC: exec_prog = optarg; break;
+		case O_EXECARG: exec_arg = optarg; break;
+		case O_HELLOCHILD: hello_child = 1; break;
+		case O_HELLOEXEC: hello_exec = 1; break;
 		default: usage();
 		}
 	}
@@ -480,7 +576,7 @@ int main(int argc, char **argv)
 	printf("pid=%d\n", (int)getpid());
 
 	if (n_many)
-		return many(n_many, hold);
+		return many(n_many, hold, n_reports, n_children);
 	fd = connect_daemon();
 	if (silent) {
 		uint64_t t0 = ms_now();
@@ -513,6 +609,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
+	if (exec_prog)
+		return exec_trick(fd, exec_prog, exec_arg, hello_child, hello_exec);
 	hello(fd, (uint16_t)version);
 	if (vanish)
 		return 0;

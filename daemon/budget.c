@@ -1,0 +1,212 @@
+/*
+ * budget.c - per-user budgets (see budget.h).
+ *
+ * Owns: struct uid_budget lifetime (one per uid with a connection or a
+ * tracked forked child; freed with the last of them), the connection shares and
+ * the root reserve, the entry caps, the journal-entry windows and their
+ * summary timers.
+ * Never: reads sockets or /proc, or blocks; its work is O(users) at
+ * accept only, O(1) everywhere else.
+ */
+#define _GNU_SOURCE
+#include "budget.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "journal.h"
+#include "log.h"
+
+#define USEC_PER_SEC 1000000ULL
+
+void budgets_init(struct budgets *b, sd_event *event, size_t max_clients)
+{
+	memset(b, 0, sizeof(*b));
+	b->event = event;
+	b->max_clients = max_clients;
+	b->report_burst = 20;
+	b->report_interval_s = 10;
+}
+
+void budgets_set_rate(struct budgets *b, unsigned int report_burst, unsigned int report_interval_s)
+{
+	b->report_burst = report_burst;
+	b->report_interval_s = report_interval_s;
+}
+
+static uint64_t now_usec(const struct budgets *b)
+{
+	uint64_t t = 0;
+	(void)sd_event_now(b->event, CLOCK_MONOTONIC, &t);
+	return t;
+}
+
+static void summary(struct uid_budget *u)
+{
+	if (u->dropped == 0)
+		return;
+	journal_budget_summary(u->uid, u->dropped, u->burst, u->interval_s);
+	u->owner->summaries++;
+	u->dropped = 0;
+}
+
+static void release_if_unused(struct uid_budget *u)
+{
+	struct budgets *b = u->owner;
+
+	if (u->n_clients > 0 || u->n_entries > 0)
+		return;
+	summary(u);
+	u->timer = sd_event_source_disable_unref(u->timer);
+	if (u->prev)
+		u->prev->next = u->next;
+	else
+		b->list = u->next;
+	if (u->next)
+		u->next->prev = u->prev;
+	b->n_users--;
+	free(u);
+}
+
+void budgets_done(struct budgets *b)
+{
+	while (b->list) {
+		struct uid_budget *u = b->list;
+
+		u->n_clients = u->n_entries = 0;
+		release_if_unused(u);
+	}
+}
+
+static struct uid_budget *budget_get(struct budgets *b, uid_t uid)
+{
+	struct uid_budget *u;
+
+	for (u = b->list; u; u = u->next)
+		if (u->uid == uid)
+			return u;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->owner = b;
+	u->uid = uid;
+	u->next = b->list;
+	if (b->list)
+		b->list->prev = u;
+	b->list = u;
+	b->n_users++;
+	return u;
+}
+
+static size_t uid_client_cap(const struct budgets *b)
+{
+	size_t n = b->max_clients / BUDGET_CLIENTS_DIV;
+	return n ? n : 1;
+}
+
+struct uid_budget *budget_client_add(struct budgets *b, uid_t uid)
+{
+	struct uid_budget *u;
+
+	if (uid != 0) {
+		size_t users_cap = b->max_clients - b->max_clients / BUDGET_ROOT_RESERVE_DIV;
+
+		if (b->clients_nonroot >= users_cap) {
+			b->refused_clients++;
+			return NULL;
+		}
+	}
+	u = budget_get(b, uid);
+	if (!u)
+		return NULL;
+	if (uid != 0 && u->n_clients >= uid_client_cap(b)) {
+		b->refused_clients++;
+		release_if_unused(u);
+		return NULL;
+	}
+	u->n_clients++;
+	if (uid != 0)
+		b->clients_nonroot++;
+	return u;
+}
+
+void budget_client_remove(struct uid_budget *u)
+{
+	if (!u)
+		return;
+	u->n_clients--;
+	if (u->uid != 0)
+		u->owner->clients_nonroot--;
+	release_if_unused(u);
+}
+
+bool budget_entry_add(struct uid_budget *u)
+{
+	if (!u)
+		return true;
+	if (u->uid != 0 && u->n_entries >= BUDGET_ENTRIES_PER_CLIENT * uid_client_cap(u->owner)) {
+		u->owner->refused_entries++;
+		return false;
+	}
+	u->n_entries++;
+	return true;
+}
+
+void budget_entry_remove(struct uid_budget *u)
+{
+	if (!u)
+		return;
+	u->n_entries--;
+	release_if_unused(u);
+}
+
+static int on_window_end(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct uid_budget *u = userdata;
+
+	(void)src;
+	(void)usec;
+	summary(u);
+	return 0;
+}
+
+bool budget_journal_admit(struct uid_budget *u)
+{
+	struct budgets *b;
+	uint64_t now;
+	int r;
+
+	if (!u || u->uid == 0)
+		return true;
+	b = u->owner;
+	if (b->report_burst == 0 || b->report_interval_s == 0)
+		return true;                     /* rate limits off in the policy file */
+	now = now_usec(b);
+	if (now >= u->window_end) {
+		summary(u);
+		u->window_end = now + (uint64_t)b->report_interval_s * USEC_PER_SEC;
+		u->count = 0;
+		u->burst = BUDGET_JOURNAL_FACTOR * b->report_burst;
+		u->interval_s = b->report_interval_s;
+	}
+	if (u->count < u->burst) {
+		u->count++;
+		return true;
+	}
+	u->dropped++;
+	b->dropped_entries++;
+	if (u->dropped == 1) {
+		if (!u->timer)
+			r = sd_event_add_time(b->event, &u->timer, CLOCK_MONOTONIC, u->window_end,
+					      100 * 1000, on_window_end, u);
+		else {
+			r = sd_event_source_set_time(u->timer, u->window_end);
+			if (r >= 0)
+				r = sd_event_source_set_enabled(u->timer, SD_EVENT_ONESHOT);
+		}
+		if (r < 0)
+			log_warning_errno(r, "cannot arm the per-user budget timer: %m");
+	}
+	return false;
+}

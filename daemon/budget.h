@@ -1,0 +1,79 @@
+/*
+ * budget.h - what one unprivileged user can make pmallocd hold and write:
+ * connections, registry entries (its processes and their forked children),
+ * journal entries per interval.  Root (uid 0) has no per-user budget (only
+ * the per-process rate limit and the global caps), and a share of the
+ * connection table is kept for it, so that users, however many and however
+ * loud, never keep root's services from their policy or root's reports
+ * from the journal (jwriter.c keeps a reserve of its queue for root too).
+ */
+#ifndef PMALLOCD_BUDGET_H
+#define PMALLOCD_BUDGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#define BUDGET_CLIENTS_DIV 4             /* a non-root uid: at most max_clients / 4 connections */
+#define BUDGET_ROOT_RESERVE_DIV 8        /* all non-root uids: max_clients less 1/8 of it */
+#define BUDGET_ENTRIES_PER_CLIENT 2      /* a uid's tracked forked children: twice its
+					  * connection cap (its connections' own entries
+					  * are bounded by that cap) */
+#define BUDGET_JOURNAL_FACTOR 8          /* a uid's journal entries per report_interval_s:
+					  * 8 x report_burst */
+
+struct uid_budget {
+	struct uid_budget *prev, *next;
+	struct budgets *owner;
+	uid_t uid;
+	size_t n_clients;                /* its connections now */
+	size_t n_entries;                /* its forked children's live registry entries now */
+	/* Journal entries in the current window, and those refused. */
+	uint64_t window_end;             /* CLOCK_MONOTONIC usec */
+	unsigned int count;
+	uint64_t dropped;                /* in this window: the summary says how many */
+	unsigned int burst, interval_s;  /* as when the window opened */
+	sd_event_source *timer;          /* the summary at the window's end */
+};
+
+struct budgets {
+	sd_event *event;
+	struct uid_budget *list;
+	size_t n_users;                  /* uids with a budget now */
+	size_t clients_nonroot;          /* connections of all non-root uids */
+	size_t max_clients;              /* the server's cap */
+	unsigned int report_burst, report_interval_s;  /* the policy file's, in force */
+	/* Totals, for status. */
+	uint64_t refused_clients;        /* a uid over its share, or users over theirs */
+	uint64_t refused_entries;        /* reports of a uid over its entry cap */
+	uint64_t dropped_entries;        /* journal entries over a uid's budget */
+	uint64_t summaries;              /* budget summary entries written */
+};
+
+void budgets_init(struct budgets *b, sd_event *event, size_t max_clients);
+/* Writes the summaries still due and frees every budget. */
+void budgets_done(struct budgets *b);
+/* The journal budget follows the policy file's report_burst and
+ * report_interval_s (BUDGET_JOURNAL_FACTOR times the burst). */
+void budgets_set_rate(struct budgets *b, unsigned int report_burst, unsigned int report_interval_s);
+
+/* A new connection of uid: its budget (held until budget_client_remove),
+ * or NULL when refused (uid over max_clients / BUDGET_CLIENTS_DIV, all
+ * users over max_clients less the root reserve; or ENOMEM).  Root is
+ * refused only on ENOMEM: the server's global cap is its limit. */
+struct uid_budget *budget_client_add(struct budgets *b, uid_t uid);
+void budget_client_remove(struct uid_budget *u);
+/* A registry entry for a forked child of u's uid: false when u is over its
+ * cap (BUDGET_ENTRIES_PER_CLIENT times its connection share). */
+bool budget_entry_add(struct uid_budget *u);
+void budget_entry_remove(struct uid_budget *u);
+
+/* May one more journal entry about a process of u's uid be written now?
+ * Counted; when not, counted as dropped, and one summary entry
+ * (MID_DROPPED, PMALLOC_UID) at the window's end says how many.  NULL or
+ * root: always. */
+bool budget_journal_admit(struct uid_budget *u);
+
+#endif
