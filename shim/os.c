@@ -25,7 +25,7 @@
 
 size_t os_page_size = 4096;
 int os_have_mseal;
-static int have_membarrier;
+static _Atomic int have_membarrier = 1;   /* until the kernel says otherwise */
 static char *_Atomic barrier_page;   /* the fallback's page, when membarrier is refused */
 
 /* glibc's own entry point: the shim interposes sigaction() itself. */
@@ -41,7 +41,6 @@ void os_init(void)
 	/* mseal(addr, 0, 0) succeeds where the call exists and does nothing. */
 	int e = errno;
 	os_have_mseal = syscall(__NR_mseal, (unsigned long)0, 0UL, 0UL) == 0;
-	have_membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 	errno = e;
 }
 
@@ -114,7 +113,7 @@ int os_process_barrier(void)
 	int e = errno;
 	if (have_membarrier) {
 		long r = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-		if (r != 0 && errno == EPERM)     /* a forked child may need to register again */
+		if (r != 0 && errno == EPERM)     /* registered once per process, at first use */
 			r = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ?
 				    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) : -1;
 		if (r == 0) {

@@ -47,8 +47,12 @@ static _Atomic uint64_t stamp_seq = 1;      /* 0 is never a live pool's stamp */
  * path's first compare fails for every pool, NULL included. */
 static struct pmalloc_pool pool_unbound;
 
+/* What pool_tls.active points to before a thread's first allocation. */
+static struct pool_region region_none = { .pool = &pool_unbound };
+
 #define FREE_SLOT { .pool = &pool_unbound }
 __thread struct pool_thread pool_tls __attribute__((tls_model("initial-exec"))) = {
+	.active = &region_none,
 	.slot = { FREE_SLOT, FREE_SLOT, FREE_SLOT, FREE_SLOT },
 };
 static_assert(POOL_SLOTS == 4, "FREE_SLOT per slot");
@@ -65,8 +69,13 @@ static uint64_t new_stamp(void)
 	return atomic_fetch_add_explicit(&stamp_seq, 1, memory_order_relaxed);
 }
 
-static inline struct pool_region *slot_of(const struct pmalloc_pool *p)
+/* This thread's slot for p: the one bound to it, else the one its address
+ * picks (whose pool, if any, is unbound by region_bind). */
+static struct pool_region *slot_of(const struct pmalloc_pool *p)
 {
+	for (int i = 0; i < POOL_SLOTS; i++)
+		if (pool_tls.slot[i].pool == p)
+			return &pool_tls.slot[i];
 	return &pool_tls.slot[((uintptr_t)p >> POOL_SHIFT) % POOL_SLOTS];
 }
 
@@ -350,8 +359,15 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 	}
 	bool single = need + align - PM_ALIGN > POOL_SMALL_MAX;
 	struct pool_region *r = slot_of(p);
+	if (!single && r->pool == p && r != pool_tls.active) {
+		/* Another pool was used last: switch, no lock, and try again. */
+		pool_tls.active = r;
+		return pool_alloc_api(p, size, align, site, api);
+	}
 	if (!single && r->pool != p)
 		region_bind(p, r);
+	if (!single)
+		pool_tls.active = r;
 	void *ret = NULL;
 	pthread_mutex_lock(&p->lock);
 	/* The cap is counted under the lock: never passed, not even by racing

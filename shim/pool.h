@@ -23,7 +23,8 @@ enum pool_mode { POOL_ENFORCE, POOL_AUDIT };
 #define POOL_SMALL_MAX ((size_t)256 << 10)
 static_assert(POOL_SMALL_MAX >> ARENA_GRANULE_SHIFT <= REC_MAX_GRANULES, "sizes fit a record");
 
-/* One thread's bump region in one pool.  It lives in that thread's TLS and
+/* One thread's bump region in one pool.  It lives in that thread's TLS (a
+ * few slots, the one used last first) and
  * is linked into the pool's list, so pool_protect() can read its cursor;
  * it is unlinked (its statistics folded into the pool) when the thread
  * exits, when the slot is needed for another pool, and in a forked child
@@ -46,6 +47,7 @@ struct pool_region {
 static_assert(sizeof(struct pool_region) == 1u << POOL_REGION_SHIFT, "a region is a power of two");
 
 struct pool_thread {
+	struct pool_region *active;      /* the slot used last; never NULL */
 	uintptr_t last_ra;               /* the last call site seen by the API ... */
 	uint64_t last_site;              /* ... and its site id */
 	bool registered;                 /* the thread-exit destructor is armed */
@@ -101,8 +103,8 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 /* size bytes aligned to align (a power of two >= PM_ALIGN) from pool p, a
  * live pool, for call site site; NULL with errno = ENOMEM.
  *
- * The fast path, about 30 instructions: this thread's region for p (one
- * compare), room in it (one compare), the cursor published, then p's stamp
+ * The fast path, about 35 instructions: this thread's region for p (the
+ * region it used last: one compare), room in it (one compare), the cursor published, then p's stamp
  * compared with the region's (one compare: p is alive and nothing was
  * protected since), one record and two counters written.  The cursor is
  * stored before the stamp is loaded; pool_protect() changes the stamp, then
@@ -113,7 +115,7 @@ static inline __attribute__((always_inline)) void *pool_alloc_api(struct pmalloc
 								   size_t align, uint64_t site,
 								   const char *api)
 {
-	struct pool_region *r = &pool_tls.slot[((uintptr_t)p >> POOL_SHIFT) % POOL_SLOTS];
+	struct pool_region *r = pool_tls.active;
 	if (unlikely(r->pool != p || size - 1 >= POOL_SMALL_MAX || align != PM_ALIGN))
 		return pool_alloc_slow(p, size, align, (uint16_t)site, api);
 	size_t need = ALIGN_UP(size, PM_ALIGN);
