@@ -141,9 +141,17 @@ static void thread_exit(void *arg)
 	pthread_mutex_unlock(&registry_lock);
 }
 
-/* Slot r for pool p, freed first if another pool had it. */
-static void region_bind(struct pmalloc_pool *p, struct pool_region *r)
+/* Slot r for pool p, freed first if another pool had it; false (ENOMEM)
+ * when the thread-exit destructor cannot be armed, for a region that would
+ * outlive its thread must never be linked. */
+static bool region_bind(struct pmalloc_pool *p, struct pool_region *r)
 {
+	/* Outside our locks: it may allocate (keys past the first 32). */
+	if (!pool_tls.registered) {
+		if (pthread_setspecific(exit_key, &pool_tls) != 0)
+			return false;
+		pool_tls.registered = true;
+	}
 	pthread_mutex_lock(&registry_lock);
 	region_unbind(r);
 	pthread_mutex_lock(&p->lock);
@@ -158,9 +166,7 @@ static void region_bind(struct pmalloc_pool *p, struct pool_region *r)
 	p->regions = r;
 	pthread_mutex_unlock(&p->lock);
 	pthread_mutex_unlock(&registry_lock);
-	/* Outside our locks: it may allocate (keys past the first 32). */
-	if (!pool_tls.registered && pthread_setspecific(exit_key, &pool_tls) == 0)
-		pool_tls.registered = true;
+	return true;
 }
 
 static void atfork_prepare(void)
@@ -364,8 +370,10 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 		pool_tls.active = r;
 		return pool_alloc_api(p, size, align, site, api);
 	}
-	if (!single && r->pool != p)
-		region_bind(p, r);
+	if (!single && r->pool != p && !region_bind(p, r)) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	if (!single)
 		pool_tls.active = r;
 	void *ret = NULL;
