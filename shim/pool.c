@@ -454,12 +454,36 @@ static size_t protect_undo(struct span *first, struct span *last)
 	return undone;
 }
 
+/* Nothing to protect (p's lock held), judged without the barrier: a cursor
+ * this misses belongs to an allocation that did not happen before this
+ * protect, so it may as well come after it.  Keeps a protect with nothing
+ * new free of system calls. */
+static bool nothing_new(struct pmalloc_pool *p)
+{
+	for (struct span *s = p->dirty; s; s = s->next) {
+		size_t prot = atomic_load_explicit(&s->prot, memory_order_relaxed);
+		if (s->is_cur ? ALIGN_UP(s->cursor, os_page_size) > prot : prot < s->bytes)
+			return false;
+	}
+	for (struct pool_region *r = p->regions; r; r = r->next) {
+		struct span *s = r->span;
+		uintptr_t cur = __atomic_load_n(&r->cur, __ATOMIC_RELAXED);
+		if (s && ALIGN_UP(cur - s->base, os_page_size) > atomic_load_explicit(&s->prot, memory_order_relaxed))
+			return false;
+	}
+	return true;
+}
+
 size_t pool_protect(struct pmalloc_pool *p, const char *api)
 {
 	size_t fresh = 0;
 	uintptr_t a = 0, b = 0;
 	struct span *range_first = NULL, *range_last = NULL, *failed = NULL;
 	pthread_mutex_lock(&p->lock);
+	if (nothing_new(p)) {
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
 	/* Every fast path from here on fails its stamp compare; after the
 	 * barrier every cursor a fast path stored before that is visible. */
 	atomic_store_explicit(&p->stamp, new_stamp(), memory_order_relaxed);
