@@ -47,7 +47,8 @@ struct span {
 	struct span *partial_next;           /* owner's spans with room and no region */
 	uint32_t first_unit;
 	bool free_run;                       /* on the arena's free list */
-	bool is_cur;                         /* a thread's region allocates in it; owner's lock */
+	bool is_cur;                         /* open: a region allocates in it, or it is on the
+					      * owner's partial list; owner's lock */
 	_Atomic bool single;                 /* holds one large object: [single_off, +single_size) */
 	uint16_t single_site;
 	size_t single_off, single_size;

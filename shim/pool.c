@@ -91,9 +91,10 @@ static void region_leave_span(struct pmalloc_pool *p, struct pool_region *r, boo
 	if (used > s->cursor)
 		s->cursor = used;
 	s->rec_next = r->rec;
-	s->is_cur = false;
-	if (keep && s->bytes - s->cursor >= PARTIAL_MIN &&
-	    atomic_load_explicit(&s->prot, memory_order_relaxed) < s->bytes) {
+	/* On the partial list a span stays open (is_cur): a protect takes what
+	 * was handed out, not the room the next region will use. */
+	s->is_cur = keep && s->bytes - ALIGN_UP(s->cursor, os_page_size) >= PARTIAL_MIN;
+	if (s->is_cur) {
 		s->partial_next = p->partial;
 		p->partial = s;
 	}
