@@ -106,8 +106,12 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 PROG_LIB_SRCS := $(wildcard tests/progs/lib*.c)
 PROG_SRCS := $(filter-out $(PROG_LIB_SRCS),$(wildcard tests/progs/*.c))
 PROG_BINS := $(PROG_SRCS:tests/progs/%.c=$(B)/progs/%) $(PROG_LIB_SRCS:tests/progs/%.c=$(B)/progs/%.so)
-BENCH_SRCS := $(wildcard tests/bench/*.c)
+BENCH_SRCS := $(filter-out tests/bench/alloc_cmp.c,$(wildcard tests/bench/*.c))
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(B)/bench/%)
+# One allocation benchmark, built once with the pool API and once linked
+# with each malloc it is compared to (glibc alone, jemalloc, mimalloc).
+ALLOC_CMP_BINS := $(B)/bench/alloc_pool $(B)/bench/alloc_glibc $(B)/bench/alloc_jemalloc \
+	$(B)/bench/alloc_mimalloc
 
 ALL := $(SHIM_LIB) $(SHIM_LIB).$(SOVERSION) $(POOL_LIB) $(POOL_LIB).$(SOVERSION) $(B)/pmalloc.pc
 ifneq ($(DAEMON_SRCS),)
@@ -229,7 +233,16 @@ $(B)/bench/%: tests/bench/%.c $(SHIM_LIB)
 check: all test-deps $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
 	@tests/run-tests $(B) $(UNIT_BINS)
 
-bench: all test-deps $(BENCH_BINS) $(PROG_BINS)
+$(B)/bench/alloc_pool: tests/bench/alloc_cmp.c $(SHIM_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -Werror -Iinclude -DWITH_POOL -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
+		-lpmalloc_shim
+
+$(B)/bench/alloc_%: tests/bench/alloc_cmp.c | $(B)/.test-deps
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g -Wall -Werror -Iinclude -o $@ $< $(if $(filter-out glibc,$*),-l$*)
+
+bench: all test-deps $(BENCH_BINS) $(ALLOC_CMP_BINS) $(PROG_BINS)
 	@tests/bench/run $(B)
 
 demo: all $(PROG_BINS)

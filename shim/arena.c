@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "arena.h"
 #include "os.h"
+#include "site.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -30,7 +31,11 @@ static struct span *spans;               /* per unit; only the first unit of a s
 static uint32_t n_units, next_unit;      /* units [next_unit, n_units) were never used */
 static struct span *free_runs;           /* released spans, coalesced */
 
-static_assert(PM_ALIGN == 1u << ARENA_GRANULE_SHIFT, "one bitmap bit per alignment granule");
+#define HUGE ((size_t)2 << 20)                      /* a transparent huge page */
+#define HUGE_UNITS ((uint32_t)(HUGE >> ARENA_UNIT_SHIFT))
+
+static_assert(PM_ALIGN == 1u << ARENA_GRANULE_SHIFT, "one record granule per alignment granule");
+static_assert(REC_START_SHIFT == 32 && REC_SIZE_SHIFT == 16 && SITE_BITS <= 16, "record layout");
 
 static void arena_do_init(void)
 {
@@ -41,8 +46,15 @@ static void arena_do_init(void)
 		void *heads, *sp;
 		size_t heads_len = ALIGN_UP(units * sizeof(*unit_head), os_page_size);
 		size_t spans_len = ALIGN_UP(units * sizeof(struct span), os_page_size);
-		if (os_reserve(size, &p) < 0)
+		if (os_reserve(size + HUGE, &p) < 0)
 			continue;
+		/* 2 MiB-aligned, so that a span of whole huge pages can be. */
+		uintptr_t a = ALIGN_UP((uintptr_t)p, HUGE);
+		if (a > (uintptr_t)p)
+			os_unmap(p, a - (uintptr_t)p);
+		if ((uintptr_t)p + HUGE > a)
+			os_unmap((void *)(a + size), (uintptr_t)p + HUGE - a);
+		p = (void *)a;
 		if (os_reserve(heads_len, &heads) < 0 || os_commit(heads, heads_len) < 0 ||
 		    os_reserve(spans_len, &sp) < 0 || os_commit(sp, spans_len) < 0) {
 			os_unmap(p, size);
@@ -106,24 +118,30 @@ static void free_list_push(uint32_t first, uint32_t units)
 	spans[first + units - 1].first_unit = first;
 }
 
-/* Units for a new span: first fit in the free runs, else fresh ones. */
-static int take_units(uint32_t units, uint32_t *ret)
+/* Units for a new span, aligned to align units: first fit in the free
+ * runs, else fresh ones; what alignment skips stays free. */
+static int take_units(uint32_t units, uint32_t align, uint32_t *ret)
 {
 	for (struct span *r = free_runs; r; r = r->next) {
 		uint32_t have = (uint32_t)(r->bytes >> ARENA_UNIT_SHIFT);
-		if (have < units)
+		uint32_t first = r->first_unit, at = (uint32_t)ALIGN_UP(first, align);
+		if (at - first >= have || have - (at - first) < units)
 			continue;
-		uint32_t first = r->first_unit;
 		free_list_remove(r);
-		if (have > units)
-			free_list_push(first + units, have - units);
-		*ret = first;
+		if (at > first)
+			free_list_push(first, at - first);
+		if (have - (at - first) > units)
+			free_list_push(at + units, have - (at - first) - units);
+		*ret = at;
 		return 0;
 	}
-	if (n_units - next_unit < units)
+	uint32_t at = (uint32_t)ALIGN_UP(next_unit, align);
+	if (at < next_unit || n_units - at < units)
 		return -ENOMEM;
-	*ret = next_unit;
-	next_unit += units;
+	if (at > next_unit)
+		free_list_push(next_unit, at - next_unit);
+	*ret = at;
+	next_unit = at + units;
 	return 0;
 }
 
@@ -151,38 +169,41 @@ static void give_units(uint32_t first, uint32_t units)
 
 static size_t meta_len(size_t bytes)
 {
-	size_t granules = bytes >> ARENA_GRANULE_SHIFT;
-	return ALIGN_UP(2 * (granules / 8) + granules * sizeof(uint16_t), os_page_size);
+	return ALIGN_UP((bytes >> ARENA_GRANULE_SHIFT) * sizeof(uint64_t), os_page_size);
 }
 
-int arena_span_alloc(size_t bytes, struct pmalloc_pool *pool, struct span **ret)
+int arena_span_alloc(size_t bytes, bool single, struct pmalloc_pool *pool, struct span **ret)
 {
 	if (arena_size == 0 || bytes == 0 || bytes > arena_size)
 		return -ENOMEM;
 	bytes = ALIGN_UP(bytes, ARENA_UNIT);
 	uint32_t units = (uint32_t)(bytes >> ARENA_UNIT_SHIFT), first;
-	void *meta;
-	size_t mlen = meta_len(bytes);
-	int r = os_map(mlen, &meta);
+	void *meta = NULL;
+	size_t mlen = single ? 0 : meta_len(bytes);
+	int r = mlen ? os_map_lazy(mlen, &meta) : 0;
 	if (r < 0)
 		return r;
 
+	/* Huge pages only for spans of 2 MiB and more: a pool grows its spans
+	 * from 64 KiB, so a small pool never pays 2 MiB of resident memory. */
+	bool huge = bytes >= HUGE;
 	pthread_mutex_lock(&arena_mutex);
-	r = take_units(units, &first);
+	r = take_units(units, huge ? HUGE_UNITS : 1, &first);
 	if (r == 0) {
 		uintptr_t base = arena_base + ((uintptr_t)first << ARENA_UNIT_SHIFT);
 		r = os_commit((void *)base, bytes);
 		if (r < 0) {
 			give_units(first, units);
 		} else {
+			if (huge)
+				os_advise_huge((void *)base, bytes & ~(HUGE - 1));
 			struct span *s = &spans[first];
 			memset(s, 0, sizeof(*s));
 			s->base = base;
 			s->bytes = bytes;
 			s->first_unit = first;
-			s->starts = meta;
-			s->ends = s->starts + (bytes >> ARENA_GRANULE_SHIFT) / 64;
-			s->sites = (uint16_t *)(s->ends + (bytes >> ARENA_GRANULE_SHIFT) / 64);
+			s->recs = meta;
+			s->rec_next = meta;
 			s->meta_bytes = mlen;
 			atomic_store_explicit(&s->pool, pool, memory_order_release);
 			set_heads(first, units, first + 1);
@@ -191,7 +212,8 @@ int arena_span_alloc(size_t bytes, struct pmalloc_pool *pool, struct span **ret)
 	}
 	pthread_mutex_unlock(&arena_mutex);
 	if (r < 0) {
-		os_unmap(meta, mlen);
+		if (meta)
+			os_unmap(meta, mlen);
 		return r == -ENOMEM ? r : -ENOMEM;
 	}
 	return 0;
@@ -200,7 +222,7 @@ int arena_span_alloc(size_t bytes, struct pmalloc_pool *pool, struct span **ret)
 void arena_span_release(struct span *s)
 {
 	uint32_t first = s->first_unit, units = (uint32_t)(s->bytes >> ARENA_UNIT_SHIFT);
-	void *meta = s->starts;
+	void *meta = s->recs;
 	size_t mlen = s->meta_bytes;
 
 	pthread_mutex_lock(&arena_mutex);
@@ -210,7 +232,8 @@ void arena_span_release(struct span *s)
 		fatal("pmalloc_destroy_pool", "cannot release pool memory");
 	give_units(first, units);
 	pthread_mutex_unlock(&arena_mutex);
-	os_unmap(meta, mlen);
+	if (meta)
+		os_unmap(meta, mlen);
 }
 
 void arena_span_set_owner(struct span *s, struct pmalloc_pool *pool)
@@ -232,61 +255,43 @@ struct span *arena_span_of(const void *p)
 	return s;
 }
 
-/* Bitmap words are written by the owner under its lock and read by anyone:
- * relaxed atomics keep both sides well-defined without a locked instruction. */
-static inline void bit_set(uint64_t *map, size_t g)
-{
-	uint64_t w = __atomic_load_n(&map[g / 64], __ATOMIC_RELAXED);
-	__atomic_store_n(&map[g / 64], w | (UINT64_C(1) << (g % 64)), __ATOMIC_RELAXED);
-}
-
-void span_mark(struct span *s, size_t off, size_t len, uint16_t site)
-{
-	size_t g0 = off >> ARENA_GRANULE_SHIFT;
-	size_t g1 = (off + len - 1) >> ARENA_GRANULE_SHIFT;
-	bit_set(s->starts, g0);
-	bit_set(s->ends, g1);
-	__atomic_store_n(&s->sites[g0], site, __ATOMIC_RELAXED);
-}
-
 bool span_object_at(const struct span *s, size_t off, struct span_object *ret)
 {
 	if (off >= s->bytes)
 		return false;
-	/* A span of its own for one large object: O(1), no bitmap walk. */
+	/* A span of its own for one large object: O(1). */
 	if (atomic_load_explicit(&s->single, memory_order_acquire)) {
 		if (off < s->single_off || off - s->single_off >= s->single_size)
 			return false;
 		ret->start = s->single_off;
 		ret->size = s->single_size;
-		ret->site = __atomic_load_n(&s->sites[s->single_off >> ARENA_GRANULE_SHIFT], __ATOMIC_RELAXED);
+		ret->site = s->single_site;
 		return true;
 	}
-	/* Otherwise at most a span's worth of words (4 MiB: 4096 each way). */
-	size_t g = off >> ARENA_GRANULE_SHIFT;
-	size_t w = g / 64;
-	/* The last object start at or before g ... */
-	uint64_t bits = __atomic_load_n(&s->starts[w], __ATOMIC_RELAXED) & (~UINT64_C(0) >> (63 - g % 64));
-	while (bits == 0) {
-		if (w == 0)
-			return false;
-		bits = __atomic_load_n(&s->starts[--w], __ATOMIC_RELAXED);
+	if (!s->recs)
+		return false;
+	/* The last record starting at or before g: the records are sorted by
+	 * start and end in zeros (read as "after everything"); one written
+	 * while we search is an object we may or may not see, either is right. */
+	uint32_t g0 = (uint32_t)(s->base >> ARENA_GRANULE_SHIFT);
+	size_t g = off >> ARENA_GRANULE_SHIFT, lo = 0, hi = s->bytes >> ARENA_GRANULE_SHIFT;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t r = __atomic_load_n(&s->recs[mid], __ATOMIC_ACQUIRE);
+		if (r != 0 && (uint32_t)((uint32_t)(r >> REC_START_SHIFT) - g0) <= g)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	size_t gs = w * 64 + 63 - (size_t)__builtin_clzll(bits);
-	/* ... and the first object end at or after that start. */
-	size_t words = (s->bytes >> ARENA_GRANULE_SHIFT) / 64;
-	w = gs / 64;
-	bits = __atomic_load_n(&s->ends[w], __ATOMIC_RELAXED) & (~UINT64_C(0) << (gs % 64));
-	while (bits == 0) {
-		if (++w >= words)
-			return false;
-		bits = __atomic_load_n(&s->ends[w], __ATOMIC_RELAXED);
-	}
-	size_t ge = w * 64 + (size_t)__builtin_ctzll(bits);
-	if (g > ge)
-		return false;       /* padding between objects */
+	if (lo == 0)
+		return false;
+	uint64_t r = __atomic_load_n(&s->recs[lo - 1], __ATOMIC_ACQUIRE);
+	size_t gs = (uint32_t)((uint32_t)(r >> REC_START_SHIFT) - g0);
+	size_t n = (size_t)(r >> REC_SIZE_SHIFT) & REC_MAX_GRANULES;
+	if (g >= gs + n)
+		return false;       /* padding, or a page tail given up */
 	ret->start = gs << ARENA_GRANULE_SHIFT;
-	ret->size = (ge - gs + 1) << ARENA_GRANULE_SHIFT;
-	ret->site = __atomic_load_n(&s->sites[gs], __ATOMIC_RELAXED);
+	ret->size = n << ARENA_GRANULE_SHIFT;
+	ret->site = (uint16_t)r;
 	return true;
 }

@@ -5,12 +5,16 @@
  * callers inside the host program's malloc and signal handler can use it.
  * Memory calls are raw system calls: another preloaded library that wraps
  * mmap or mprotect must not run (or allocate) inside our allocator.
+ * os_process_barrier() is the heavy half of an asymmetric fence: the pool's
+ * fast path orders its own store and load with a compiler barrier only.
  */
 #define _GNU_SOURCE
 #include "os.h"
 
 #include <errno.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -22,6 +26,8 @@
 
 size_t os_page_size = 4096;
 int os_have_mseal;
+static _Atomic int have_membarrier = 1;   /* until the kernel says otherwise */
+static char *_Atomic barrier_page;   /* the fallback's page, when membarrier is refused */
 
 /* glibc's own entry point: the shim interposes sigaction() itself. */
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
@@ -97,6 +103,57 @@ int os_seal(void *p, size_t len)
 int os_map(size_t len, void **ret)
 {
 	return map(NULL, len, PROT_READ | PROT_WRITE, 0, ret);
+}
+
+int os_map_lazy(size_t len, void **ret)
+{
+	return map(NULL, len, PROT_READ | PROT_WRITE, MAP_NORESERVE, ret);
+}
+
+int os_advise_huge(void *p, size_t len)
+{
+	return OS_CALL(syscall(SYS_madvise, p, len, MADV_HUGEPAGE));
+}
+
+/* Every other thread of the process passes a full memory barrier before
+ * this returns.  membarrier(2) where the kernel (and any seccomp filter)
+ * allows it; otherwise a TLB shoot-down, which interrupts every CPU running
+ * one of our threads: revoking write access to a page those CPUs may cache
+ * forces an IPI to each, and taking an interrupt orders their stores. */
+int os_process_barrier(void)
+{
+	int e = errno;
+	if (have_membarrier) {
+		long r = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+		if (r != 0 && errno == EPERM)     /* registered once per process, at first use */
+			r = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ?
+				    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) : -1;
+		if (r == 0) {
+			errno = e;
+			return 0;
+		}
+		have_membarrier = 0;
+	}
+	char *page = atomic_load(&barrier_page);
+	if (!page) {
+		void *p = NULL;
+		char *none = NULL;
+		if (map(NULL, os_page_size, PROT_READ | PROT_WRITE, 0, &p) < 0) {
+			errno = e;
+			return -ENOMEM;
+		}
+		page = p;
+		*(volatile char *)page = 1;      /* present, so that revoking write access flushes */
+		if (!atomic_compare_exchange_strong(&barrier_page, &none, page)) {
+			syscall(SYS_munmap, p, os_page_size);
+			page = none;
+		}
+	}
+	int r = os_protect_ro(page, os_page_size);
+	if (r == 0)
+		r = os_protect_rw(page, os_page_size);
+	errno = e;
+	return r;
 }
 
 int os_unmap(void *p, size_t len)

@@ -35,6 +35,15 @@ int os_unmap(void *p, size_t len);
 /* The first len bytes of the file open at fd, mapped read-only and private:
  * the mapping outlives the descriptor (and a later chroot). */
 int os_map_file(int fd, size_t len, const void **ret);
+/* Like os_map, but not charged to the commit limit: for metadata that is
+ * sized for the worst case and touched as it is used. */
+int os_map_lazy(size_t len, void **ret);
+/* madvise(MADV_HUGEPAGE) [p, p+len): transparent huge pages where the
+ * kernel offers them (a hint; failure changes nothing but speed). */
+int os_advise_huge(void *p, size_t len);
+/* A full memory barrier on every thread of the process (membarrier(2), or a
+ * TLB shoot-down where that is refused).  Not async-signal-safe. */
+int os_process_barrier(void);
 /* The libc sigaction, bypassing the shim's interposed one. */
 int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 /* CLOCK_MONOTONIC (or, coarse, CLOCK_MONOTONIC_COARSE: a few ns cheaper,

@@ -1,17 +1,19 @@
 /*
- * pool.c - protectable pools: bump allocation inside spans of the arena,
- * protection of what is new, and destruction.
+ * pool.c - protectable pools: per-thread bump regions inside spans of the
+ * arena, protection of what is new, and destruction.
  *
- * Costs: an allocation takes its thread's stripe lock once (uncontended
- * unless more threads than stripes allocate at once) and touches the span's
- * side metadata (two bitmap words, one site id): no system call unless a
- * new span is needed (one per 64 KiB .. 4 MiB).  pool_protect() takes every
- * stripe, so no allocation is half done while it runs, and makes one
- * mprotect per contiguous range of new spans, none when nothing is new.
+ * Costs: an allocation normally takes the inline fast path of pool.h (no
+ * lock, no atomic instruction, one record and three counters written); this
+ * file does the rest under the pool's lock: binding a thread's region, a
+ * new span (one per 64 KiB .. 4 MiB of a thread's objects), catching up
+ * after a protect, caps, alignment, large objects.  pool_protect() changes
+ * the pool's stamp, runs one process-wide barrier (see pool.h for why), then
+ * reads every region's cursor and makes one mprotect per contiguous range of
+ * new spans, none when nothing is new.  Statistics are kept per region and
+ * summed when read.
  *
- * Lock order (pool.h): registry_lock, a pool's stripes in index order, the
- * pool's lock, the arena's.  No lock is held while calling anything outside
- * the shim.  Never calls malloc.
+ * Lock order (pool.h): registry_lock, a pool's lock, the arena's.  No lock
+ * is held while calling anything outside the shim.  Never calls malloc.
  * Pool structs live in their own mapping, apart from the heap and from the
  * pages that get protected, and are validated on every API call.
  */
@@ -29,7 +31,7 @@
 #define POOL_MAX 65536u
 #define SPAN_FIRST ((size_t)64 << 10)
 #define SPAN_MAX ((size_t)4 << 20)
-#define DEDICATED_MIN ((size_t)256 << 10)   /* objects this large get a span of their own */
+#define PARTIAL_MIN ((size_t)4 << 10)        /* a span left with less room is not reused */
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pmalloc_pool *registry;       /* live pools */
@@ -38,6 +40,22 @@ static struct pmalloc_pool *slab_free;      /* recycled structs (reg_next links)
 static uint32_t slab_next;
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static int global_ok;
+static pthread_key_t exit_key;
+static _Atomic uint64_t stamp_seq = 1;      /* 0 is never a live pool's stamp */
+
+/* What a free slot of pool_tls points to: never a live pool, so the fast
+ * path's first compare fails for every pool, NULL included. */
+static struct pmalloc_pool pool_unbound;
+
+/* What pool_tls.active points to before a thread's first allocation. */
+static struct pool_region region_none = { .pool = &pool_unbound };
+
+#define FREE_SLOT { .pool = &pool_unbound }
+__thread struct pool_thread pool_tls __attribute__((tls_model("initial-exec"))) = {
+	.active = &region_none,
+	.slot = { FREE_SLOT, FREE_SLOT, FREE_SLOT, FREE_SLOT },
+};
+static_assert(POOL_SLOTS == 4, "FREE_SLOT per slot");
 
 /* Owner of sealed spans whose pool was destroyed: the kernel keeps them.
  * Only ever read (by lookups); never allocated from or locked. */
@@ -46,45 +64,143 @@ static struct pmalloc_pool sealed_orphans = {
 	.flags = PMALLOC_POOL_SEAL,
 };
 
-static void lock_all(struct pmalloc_pool *p)
+static uint64_t new_stamp(void)
 {
-	for (int i = 0; i < POOL_STRIPES; i++)
-		pthread_mutex_lock(&p->stripes[i].lock);
-	pthread_mutex_lock(&p->lock);
+	return atomic_fetch_add_explicit(&stamp_seq, 1, memory_order_relaxed);
 }
 
-static void unlock_all(struct pmalloc_pool *p)
+/* This thread's slot for p: the one bound to it, else the one its address
+ * picks (whose pool, if any, is unbound by region_bind). */
+static struct pool_region *slot_of(const struct pmalloc_pool *p)
 {
+	for (int i = 0; i < POOL_SLOTS; i++)
+		if (pool_tls.slot[i].pool == p)
+			return &pool_tls.slot[i];
+	return &pool_tls.slot[((uintptr_t)p >> POOL_SHIFT) % POOL_SLOTS];
+}
+
+/* The region stops allocating in its span (pool's lock held): what it
+ * handed out is recorded in the span, which is offered to the next region
+ * that needs one when keep and it has room left. */
+static void region_leave_span(struct pmalloc_pool *p, struct pool_region *r, bool keep)
+{
+	struct span *s = r->span;
+	if (!s)
+		return;
+	size_t used = r->cur - s->base;
+	if (used > s->cursor)
+		s->cursor = used;
+	s->rec_next = r->rec;
+	/* On the partial list a span stays open (is_cur): a protect takes what
+	 * was handed out, not the room the next region will use. */
+	s->is_cur = keep && s->bytes - ALIGN_UP(s->cursor, os_page_size) >= PARTIAL_MIN;
+	if (s->is_cur) {
+		s->partial_next = p->partial;
+		p->partial = s;
+	}
+	r->span = NULL;
+	r->cur = r->end = 0;
+	r->rec = NULL;
+}
+
+/* Unlink r from p (p's lock held), its counts folded into the pool's. */
+static void region_unlink(struct pmalloc_pool *p, struct pool_region *r, bool keep)
+{
+	region_leave_span(p, r, keep);
+	p->requested += r->requested;
+	p->used += r->used;
+	r->requested = r->used = 0;
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		p->regions = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->next = r->prev = NULL;
+}
+
+/* Free slot r (registry_lock held). */
+static void region_unbind(struct pool_region *r)
+{
+	struct pmalloc_pool *q = r->pool;
+	if (q == &pool_unbound)
+		return;
+	pthread_mutex_lock(&q->lock);
+	region_unlink(q, r, true);
+	pthread_mutex_unlock(&q->lock);
+	r->pool = &pool_unbound;
+	r->stamp = 0;
+}
+
+static void thread_exit(void *arg)
+{
+	struct pool_thread *t = arg;
+	pthread_mutex_lock(&registry_lock);
+	for (int i = 0; i < POOL_SLOTS; i++)
+		region_unbind(&t->slot[i]);
+	t->registered = false;
+	pthread_mutex_unlock(&registry_lock);
+}
+
+/* Slot r for pool p, freed first if another pool had it; false (ENOMEM)
+ * when the thread-exit destructor cannot be armed, for a region that would
+ * outlive its thread must never be linked. */
+static bool region_bind(struct pmalloc_pool *p, struct pool_region *r)
+{
+	/* Outside our locks: it may allocate (keys past the first 32). */
+	if (!pool_tls.registered) {
+		if (pthread_setspecific(exit_key, &pool_tls) != 0)
+			return false;
+		pool_tls.registered = true;
+	}
+	pthread_mutex_lock(&registry_lock);
+	region_unbind(r);
+	pthread_mutex_lock(&p->lock);
+	r->pool = p;
+	r->stamp = 0;                 /* refreshed by the caller, under the lock */
+	r->next_span_bytes = SPAN_FIRST;
+	r->first_span_done = false;
+	r->prev = NULL;
+	r->next = p->regions;
+	if (p->regions)
+		p->regions->prev = r;
+	p->regions = r;
 	pthread_mutex_unlock(&p->lock);
-	for (int i = POOL_STRIPES - 1; i >= 0; i--)
-		pthread_mutex_unlock(&p->stripes[i].lock);
+	pthread_mutex_unlock(&registry_lock);
+	return true;
 }
 
 static void atfork_prepare(void)
 {
 	pthread_mutex_lock(&registry_lock);
 	for (struct pmalloc_pool *p = registry; p; p = p->reg_next)
-		lock_all(p);
+		pthread_mutex_lock(&p->lock);
 	arena_lock();
 }
 
-static void atfork_release(void)
+static void atfork_parent(void)
 {
 	arena_unlock();
 	for (struct pmalloc_pool *p = registry; p; p = p->reg_next)
-		unlock_all(p);
+		pthread_mutex_unlock(&p->lock);
 	pthread_mutex_unlock(&registry_lock);
 }
 
-/* This thread's stripe: handed out round-robin at its first allocation. */
-static __thread unsigned int my_stripe __attribute__((tls_model("initial-exec")));
-static _Atomic unsigned int next_stripe;
-
-static inline unsigned int stripe_index(void)
+/* Only this thread lives on in the child: the other threads' regions leave
+ * their pools, or protect would keep waiting for them. */
+static void atfork_child(void)
 {
-	if (unlikely(!my_stripe))
-		my_stripe = atomic_fetch_add_explicit(&next_stripe, 1, memory_order_relaxed) % POOL_STRIPES + 1;
-	return my_stripe - 1;
+	arena_unlock();
+	uintptr_t mine = (uintptr_t)&pool_tls;
+	for (struct pmalloc_pool *p = registry; p; p = p->reg_next) {
+		for (struct pool_region *r = p->regions, *next; r; r = next) {
+			next = r->next;
+			if ((uintptr_t)r - mine >= sizeof(pool_tls))
+				region_unlink(p, r, true);
+		}
+		pthread_mutex_unlock(&p->lock);
+	}
+	pthread_mutex_unlock(&registry_lock);
 }
 
 static void global_init_once(void)
@@ -96,8 +212,10 @@ static void global_init_once(void)
 	size_t len = ALIGN_UP(POOL_MAX * sizeof(struct pmalloc_pool), os_page_size);
 	if (os_reserve(len, &p) < 0 || os_commit(p, len) < 0)
 		return;
+	if (pthread_key_create(&exit_key, thread_exit) != 0)
+		return;
 	slab = p;
-	pthread_atfork(atfork_prepare, atfork_release, atfork_release);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	fault_install();
 	global_ok = 1;
 }
@@ -134,16 +252,12 @@ struct pmalloc_pool *pool_create(const char *name, unsigned int flags)
 		return NULL;
 	}
 	memset(p, 0, sizeof(*p));
-	/* Adaptive: the critical section is a few nanoseconds, so a contending
-	 * thread spins briefly instead of sleeping in the kernel. */
+	/* Adaptive: the critical sections are short, so a contending thread
+	 * spins briefly instead of sleeping in the kernel. */
 	pthread_mutexattr_t attr;
 	pthread_mutexattr_init(&attr);
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
 	pthread_mutex_init(&p->lock, &attr);
-	for (int i = 0; i < POOL_STRIPES; i++) {
-		pthread_mutex_init(&p->stripes[i].lock, &attr);
-		p->stripes[i].next_span_bytes = SPAN_FIRST;
-	}
 	pthread_mutexattr_destroy(&attr);
 	p->flags = flags;
 	p->index = -1;
@@ -151,6 +265,7 @@ struct pmalloc_pool *pool_create(const char *name, unsigned int flags)
 		size_t n = strnlen(name, POOL_NAME - 1);
 		memcpy(p->name, name, n);
 	}
+	atomic_store_explicit(&p->stamp, new_stamp(), memory_order_relaxed);
 	p->magic = POOL_MAGIC ^ (uintptr_t)p;
 	p->reg_next = registry;
 	if (registry)
@@ -175,85 +290,138 @@ static void list_add(struct pmalloc_pool *p, struct span *s)
 	p->mapped += s->bytes;
 }
 
-/* A new span, for the stripe's small objects or for one large object;
- * the stripe's lock held. */
-static cold void *alloc_slow(struct pmalloc_pool *p, struct pool_stripe *st, size_t need, size_t align,
-			     uint16_t site)
+/* A span of its own for one large object (the pool's lock held). */
+static void *alloc_single(struct pmalloc_pool *p, size_t need, size_t align, uint16_t site)
 {
 	struct span *s;
-	bool dedicated = need + align > DEDICATED_MIN;
-	if (!dedicated)
-		while (st->next_span_bytes < need + align)
-			st->next_span_bytes *= 2;
-	size_t bytes = dedicated ? need + align : st->next_span_bytes;
-	pthread_mutex_lock(&p->lock);
-	if (arena_span_alloc(bytes, p, &s) < 0) {
-		pthread_mutex_unlock(&p->lock);
+	if (arena_span_alloc(need + align, true, p, &s) < 0)
 		return NULL;
-	}
 	size_t off = ALIGN_UP(s->base, align) - s->base;
 	s->cursor = off + need;
-	span_mark(s, off, need, site);
-	if (dedicated) {
-		s->single_off = off;
-		s->single_size = need;
-		atomic_store_explicit(&s->single, true, memory_order_release);
-	} else {
-		if (st->cur)
-			st->cur->is_cur = false;   /* its tail is protected whole next time */
-		s->is_cur = true;
-		st->cur = s;
-		if (st->next_span_bytes < SPAN_MAX)
-			st->next_span_bytes *= 2;
-	}
+	s->single_off = off;
+	s->single_size = need;
+	s->single_site = site;
+	atomic_store_explicit(&s->single, true, memory_order_release);
 	list_add(p, s);
-	pthread_mutex_unlock(&p->lock);
 	return (void *)(s->base + off);
 }
 
-/* The fast path: one lock (this thread's stripe), a bump, three metadata
- * stores; a pool with a cap adds one atomic add. */
-void *pool_alloc(struct pmalloc_pool *p, size_t size, size_t align, uint16_t site)
+/* Give region r a span with room for need bytes at align (p's lock held):
+ * a partial one if the first on the list has the room, else a new one. */
+static bool region_new_span(struct pmalloc_pool *p, struct pool_region *r, size_t need, size_t align)
 {
+	struct span *s = p->partial;
+	if (s) {
+		size_t prot = atomic_load_explicit(&s->prot, memory_order_relaxed);
+		if (s->cursor < prot)
+			s->cursor = prot;
+		size_t at = ALIGN_UP(s->base + s->cursor, align);
+		if (at + need <= s->base + s->bytes) {
+			p->partial = s->partial_next;
+			s->partial_next = NULL;
+		} else {
+			s = NULL;
+		}
+	}
+	if (!s) {
+		while (r->next_span_bytes < need + align)
+			r->next_span_bytes *= 2;
+		if (arena_span_alloc(r->next_span_bytes, false, p, &s) < 0)
+			return false;
+		/* 64 KiB twice, then doubling: the spans before the first
+		 * huge-page one add up to 2 MiB, so it can follow without a gap. */
+		if (r->next_span_bytes < SPAN_MAX && !r->first_span_done)
+			r->first_span_done = true;
+		else if (r->next_span_bytes < SPAN_MAX)
+			r->next_span_bytes *= 2;
+		list_add(p, s);
+	}
+	region_leave_span(p, r, false);
+	s->is_cur = true;
+	r->span = s;
+	r->cur = s->base + s->cursor;
+	r->rec = s->rec_next;
+	return true;
+}
+
+static cold void *cap_reached(struct pmalloc_pool *p)
+{
+	if (!atomic_exchange(&p->capped_said, 1))
+		debug_printf("pool \"%s\" reached max_bytes: further allocations go to the heap", p->name);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_t site, const char *api)
+{
+	if (unlikely(!p)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pool_check(p, api);
 	size_t need = ALIGN_UP(size ? size : 1, PM_ALIGN);
 	if (unlikely(need < size || need > ((size_t)1 << 46))) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* The cap is checked before and counted after: threads racing at the
-	 * limit may pass it by an object each, never more. */
-	if (unlikely(p->max_bytes) &&
-	    atomic_load_explicit(&p->capped_used, memory_order_relaxed) + need > p->max_bytes) {
-		if (!atomic_exchange(&p->capped_said, 1))
-			debug_printf("pool \"%s\" reached max_bytes: further allocations go to the heap", p->name);
+	bool single = need + align - PM_ALIGN > POOL_SMALL_MAX;
+	struct pool_region *r = slot_of(p);
+	if (!single && r->pool == p && r != pool_tls.active) {
+		/* Another pool was used last: switch, no lock, and try again. */
+		pool_tls.active = r;
+		return pool_alloc_api(p, size, align, site, api);
+	}
+	if (!single && r->pool != p && !region_bind(p, r)) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	struct pool_stripe *st = &p->stripes[stripe_index()];
-	void *r;
-	pthread_mutex_lock(&st->lock);
-	struct span *s = st->cur;
-	size_t off = s ? ALIGN_UP(s->base + s->cursor, align) - s->base : 0;
-	if (likely(s && off + need <= s->bytes)) {
-		s->cursor = off + need;
-		span_mark(s, off, need, site);
-		r = (void *)(s->base + off);
+	if (!single)
+		pool_tls.active = r;
+	void *ret = NULL;
+	pthread_mutex_lock(&p->lock);
+	/* The cap is counted under the lock: never passed, not even by racing
+	 * threads. */
+	size_t capped = atomic_load_explicit(&p->capped_used, memory_order_relaxed);
+	if (p->max_bytes && capped + need > p->max_bytes) {
+		pthread_mutex_unlock(&p->lock);
+		return cap_reached(p);
+	}
+	if (single) {
+		ret = alloc_single(p, need, align, site);
+		if (ret) {
+			p->objects++;
+			p->requested += size;
+			p->used += need;
+		}
 	} else {
-		r = alloc_slow(p, st, need, align, site);
+		/* Catch up with a protect: the page it gave up is not ours. */
+		struct span *s = r->span;
+		if (s && r->cur < s->base + atomic_load_explicit(&s->prot, memory_order_relaxed))
+			r->cur = s->base + atomic_load_explicit(&s->prot, memory_order_relaxed);
+		r->stamp = atomic_load_explicit(&p->stamp, memory_order_relaxed);
+		uintptr_t at = ALIGN_UP(r->cur, align);
+		if (!s || at + need > s->base + s->bytes) {
+			if (region_new_span(p, r, need, align))
+				at = ALIGN_UP(r->cur, align);
+			else
+				r = NULL;
+		}
+		if (r) {
+			r->cur = at + need;
+			*r->rec++ = span_record(at, need, site);
+			r->requested += size;
+			r->used += need;
+			/* A capped pool counts every byte here, so its fast path never has room. */
+			r->end = p->max_bytes ? r->cur : r->span->base + r->span->bytes;
+			ret = (void *)at;
+		}
 	}
-	if (likely(r)) {
-		st->objects++;
-		st->requested += size;
-		st->used += need;
-	}
-	pthread_mutex_unlock(&st->lock);
-	if (unlikely(!r)) {
+	if (ret && p->max_bytes)
+		atomic_store_explicit(&p->capped_used, capped + need, memory_order_relaxed);
+	pthread_mutex_unlock(&p->lock);
+	if (!ret)
 		errno = ENOMEM;
-		return NULL;
-	}
-	if (unlikely(p->max_bytes))
-		atomic_fetch_add_explicit(&p->capped_used, need, memory_order_relaxed);
-	return r;
+	return ret;
 }
 
 /* mprotect (and mseal) one contiguous range: 0, or -ENOMEM when the
@@ -287,12 +455,52 @@ static size_t protect_undo(struct span *first, struct span *last)
 	return undone;
 }
 
+/* Nothing to protect (p's lock held), judged without the barrier: a cursor
+ * this misses belongs to an allocation that did not happen before this
+ * protect, so it may as well come after it.  Keeps a protect with nothing
+ * new free of system calls. */
+static bool nothing_new(struct pmalloc_pool *p)
+{
+	for (struct span *s = p->dirty; s; s = s->next) {
+		size_t prot = atomic_load_explicit(&s->prot, memory_order_relaxed);
+		if (s->is_cur ? ALIGN_UP(s->cursor, os_page_size) > prot : prot < s->bytes)
+			return false;
+	}
+	for (struct pool_region *r = p->regions; r; r = r->next) {
+		struct span *s = r->span;
+		uintptr_t cur = __atomic_load_n(&r->cur, __ATOMIC_RELAXED);
+		if (s && ALIGN_UP(cur - s->base, os_page_size) > atomic_load_explicit(&s->prot, memory_order_relaxed))
+			return false;
+	}
+	return true;
+}
+
 size_t pool_protect(struct pmalloc_pool *p, const char *api)
 {
 	size_t fresh = 0;
 	uintptr_t a = 0, b = 0;
 	struct span *range_first = NULL, *range_last = NULL, *failed = NULL;
-	lock_all(p);
+	pthread_mutex_lock(&p->lock);
+	if (nothing_new(p)) {
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	/* Every fast path from here on fails its stamp compare; after the
+	 * barrier every cursor a fast path stored before that is visible. */
+	atomic_store_explicit(&p->stamp, new_stamp(), memory_order_relaxed);
+	if (p->regions && os_process_barrier() < 0)
+		fatal(api, "no memory barrier across threads (out of memory)");
+	for (struct pool_region *r = p->regions; r; r = r->next) {
+		struct span *s = r->span;
+		if (!s)
+			continue;
+		uintptr_t cur = __atomic_load_n(&r->cur, __ATOMIC_RELAXED);
+		size_t end = ALIGN_UP(cur - s->base, os_page_size);
+		if (end > s->bytes)
+			end = s->bytes;
+		if (end > s->cursor)
+			s->cursor = end;
+	}
 	for (struct span *s = p->dirty; s; s = s->next) {
 		size_t start = atomic_load_explicit(&s->prot, memory_order_relaxed);
 		size_t end = s->is_cur ? ALIGN_UP(s->cursor, os_page_size) : s->bytes;
@@ -320,7 +528,7 @@ size_t pool_protect(struct pmalloc_pool *p, const char *api)
 		fresh -= protect_undo(range_first, range_last);
 		failed = failed ? failed : range_first;
 	}
-	/* The first span that may still gain unprotected bytes: a stripe's
+	/* The first span that may still gain unprotected bytes: a region's
 	 * current span, or one that could not be protected. */
 	struct span *dirty = NULL;
 	for (struct span *s = p->dirty; s && !dirty; s = s->next)
@@ -333,7 +541,7 @@ size_t pool_protect(struct pmalloc_pool *p, const char *api)
 	}
 	if (failed)
 		p->protect_failures++;
-	unlock_all(p);
+	pthread_mutex_unlock(&p->lock);
 	if (failed)
 		debug_printf("cannot protect all of pool \"%s\": out of memory mappings (vm.max_map_count); "
 			     "will retry at the next protect", p->name);
@@ -343,17 +551,27 @@ size_t pool_protect(struct pmalloc_pool *p, const char *api)
 void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret)
 {
 	struct pool_totals t = { 0 };
-	lock_all(p);
-	for (int i = 0; i < POOL_STRIPES; i++) {
-		t.objects += p->stripes[i].objects;
-		t.requested += p->stripes[i].requested;
-		t.used += p->stripes[i].used;
+	pthread_mutex_lock(&p->lock);
+	t.objects = p->objects;
+	t.requested = p->requested;
+	t.used = p->used;
+	/* The regions' counters are their threads' to write, without a lock:
+	 * each word is read whole, the sum is as of some moment per region.
+	 * Objects are counted by their records. */
+	for (struct pool_region *r = p->regions; r; r = r->next) {
+		t.requested += __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
+		t.used += __atomic_load_n(&r->used, __ATOMIC_RELAXED);
+		if (r->span)
+			r->span->rec_next = __atomic_load_n(&r->rec, __ATOMIC_RELAXED);
 	}
+	for (struct span *s = p->first; s; s = s->next)
+		if (s->recs)
+			t.objects += (size_t)(s->rec_next - s->recs);
 	t.protected_bytes = p->protected_bytes;
 	t.mapped = p->mapped;
 	t.protect_calls = p->protect_calls;
 	t.protect_failures = p->protect_failures;
-	unlock_all(p);
+	pthread_mutex_unlock(&p->lock);
 	*ret = t;
 }
 
@@ -366,8 +584,22 @@ void pool_destroy(struct pmalloc_pool *p)
 		registry = p->reg_next;
 	if (p->reg_next)
 		p->reg_next->reg_prev = p->reg_prev;
-	lock_all(p);
+	pthread_mutex_lock(&p->lock);
 	p->magic = 0;
+	atomic_store_explicit(&p->stamp, new_stamp(), memory_order_relaxed);
+	/* Regions of any thread: their slots are freed (registry_lock keeps
+	 * their threads from rebinding them meanwhile). */
+	for (struct pool_region *r = p->regions, *next; r; r = next) {
+		next = r->next;
+		r->pool = &pool_unbound;
+		r->stamp = 0;
+		r->span = NULL;
+		r->cur = r->end = 0;
+		r->rec = NULL;
+		r->requested = r->used = 0;
+		r->next = r->prev = NULL;
+	}
+	p->regions = NULL;
 	bool sealed = (p->flags & PMALLOC_POOL_SEAL) && os_have_mseal;
 	for (struct span *s = p->first, *next; s; s = next) {
 		next = s->next;
@@ -376,10 +608,8 @@ void pool_destroy(struct pmalloc_pool *p)
 		else
 			arena_span_release(s);
 	}
-	unlock_all(p);
+	pthread_mutex_unlock(&p->lock);
 	pthread_mutex_destroy(&p->lock);
-	for (int i = 0; i < POOL_STRIPES; i++)
-		pthread_mutex_destroy(&p->stripes[i].lock);
 	p->reg_next = slab_free;
 	slab_free = p;
 	pthread_mutex_unlock(&registry_lock);

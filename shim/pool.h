@@ -1,6 +1,10 @@
 /*
  * pool.h - pools: the seed API's objects, shared by the public API
  * (api.c) and the interposition, which creates one pool per policy pool.
+ *
+ * Each thread allocates from its own region of a pool (a span it alone
+ * bumps in), found in a small per-thread table indexed by the pool's
+ * address: the fast path below takes no lock and no atomic instruction.
  */
 #ifndef PMALLOC_POOL_H
 #define PMALLOC_POOL_H
@@ -14,27 +18,59 @@
 
 enum pool_mode { POOL_ENFORCE, POOL_AUDIT };
 
-/* Threads allocate from one of a pool's stripes (chosen per thread, once),
- * each with its own lock and current span: threads of one pool neither
- * wait for each other nor write into each other's pages. */
-#define POOL_STRIPES 4
+/* Objects of at most this many bytes are bump-allocated in a region; larger
+ * ones get a span of their own. */
+#define POOL_SMALL_MAX ((size_t)256 << 10)
+static_assert(POOL_SMALL_MAX >> ARENA_GRANULE_SHIFT <= REC_MAX_GRANULES, "sizes fit a record");
 
-struct pool_stripe {
-	pthread_mutex_t lock;            /* guards the fields below, and cur's cursor */
-	struct span *cur;                /* where this stripe's small objects go */
+/* One thread's bump region in one pool.  It lives in that thread's TLS (a
+ * few slots, the one used last first) and
+ * is linked into the pool's list, so pool_protect() can read its cursor;
+ * it is unlinked (its statistics folded into the pool) when the thread
+ * exits, when the slot is needed for another pool, and in a forked child
+ * for every thread but the one that forked. */
+struct pool_region {
+	struct pmalloc_pool *pool;       /* &pool_unbound when the slot is free */
+	uint64_t stamp;                  /* pool->stamp when last seen (pool's lock) */
+	uintptr_t cur, end;              /* free room [cur, end) of span; end == cur: always slow */
+	uint64_t *rec;                   /* where the next record goes */
+	size_t requested;                /* since the region was bound ... */
+	struct span *span;               /* pool's lock */
+	size_t used;                     /* ... (apart: no vector code for two adds) */
 	size_t next_span_bytes;
-	size_t objects, requested, used;
-} __attribute__((aligned(64)));
+	bool first_span_done;
+	struct pool_region *next, *prev; /* the pool's regions; pool's lock */
+	uint64_t pad[4];
+};
+#define POOL_SLOTS 4
+#define POOL_REGION_SHIFT 7
+static_assert(sizeof(struct pool_region) == 1u << POOL_REGION_SHIFT, "a region is a power of two");
+
+struct pool_thread {
+	struct pool_region *active;      /* the slot used last; never NULL */
+	uintptr_t last_ra;               /* the last call site seen by the API ... */
+	uint64_t last_site;              /* ... and its site id */
+	bool registered;                 /* the thread-exit destructor is armed */
+	struct pool_region slot[POOL_SLOTS];
+};
+extern __thread struct pool_thread pool_tls __attribute__((tls_model("initial-exec")));
 
 struct pool_totals {
 	size_t objects, requested, used, protected_bytes, mapped, protect_calls, protect_failures;
 };
 
+#define POOL_SHIFT 9
+
 struct pmalloc_pool {
 	uint64_t magic;                  /* POOL_MAGIC ^ address while alive */
-	pthread_mutex_t lock;            /* the span list and the protect state */
+	_Atomic uint64_t stamp;          /* changes on every protect and on destroy */
+	pthread_mutex_t lock;            /* everything below but the atomics */
 	struct span *first, *last;       /* every span, by age */
 	struct span *dirty;              /* spans before it are wholly read-only */
+	struct span *partial;            /* spans with room that no region has */
+	struct pool_region *regions;     /* the threads' regions */
+	size_t objects;                  /* large objects (spans of their own) */
+	size_t requested, used;          /* of large objects, and of regions that left */
 	size_t protected_bytes, mapped, protect_calls, protect_failures;
 	size_t max_bytes;                /* cap on bytes handed out; 0: none */
 	_Atomic size_t capped_used;      /* bytes handed out, kept only under a cap */
@@ -46,22 +82,65 @@ struct pmalloc_pool {
 	char name[POOL_NAME];
 	char policy[POOL_NAME];          /* "" for API pools */
 	struct pmalloc_pool *reg_next, *reg_prev;
-	struct pool_stripe stripes[POOL_STRIPES];
-};
+} __attribute__((aligned(1u << POOL_SHIFT)));
+static_assert(sizeof(struct pmalloc_pool) == 1u << POOL_SHIFT, "a pool is a power of two");
 
-/* Lock order: registry, then a pool's stripes (in index order), then the
- * pool's lock, then the arena's. */
+/* Lock order: registry, then a pool's lock, then the arena's. */
 
-/* Consistent totals of p (takes its locks). */
+/* Consistent totals of p (takes its lock). */
 void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret);
 
 /* A new pool; NULL with errno = ENOMEM. */
 struct pmalloc_pool *pool_create(const char *name, unsigned int flags);
 /* Validate a caller's pool pointer: fatal() on anything but a live pool. */
 void pool_check(const struct pmalloc_pool *p, const char *api);
-/* size bytes aligned to align (a power of two >= PM_ALIGN) for call site
- * site; NULL with errno = ENOMEM (also past max_bytes). */
-void *pool_alloc(struct pmalloc_pool *p, size_t size, size_t align, uint16_t site);
+
+/* Everything but the fast path: binding a region, a new span, a protect or
+ * destroy seen since, alignment, a cap, a large object, a bad pool (fatal
+ * with api's name).  NULL with errno = ENOMEM (also past max_bytes). */
+void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_t site, const char *api);
+
+/* size bytes aligned to align (a power of two >= PM_ALIGN) from pool p, a
+ * live pool, for call site site; NULL with errno = ENOMEM.
+ *
+ * The fast path, about 35 instructions: this thread's region for p (the
+ * region it used last: one compare), room in it (one compare), the cursor published, then p's stamp
+ * compared with the region's (one compare: p is alive and nothing was
+ * protected since), one record and two counters written.  The cursor is
+ * stored before the stamp is loaded; pool_protect() changes the stamp, then
+ * runs a barrier on every thread, then reads the cursors: either it sees
+ * this object, or this thread sees the new stamp and starts again.
+ */
+static inline __attribute__((always_inline)) void *pool_alloc_api(struct pmalloc_pool *p, size_t size,
+								   size_t align, uint64_t site,
+								   const char *api)
+{
+	struct pool_region *r = pool_tls.active;
+	if (unlikely(r->pool != p || size - 1 >= POOL_SMALL_MAX || align != PM_ALIGN))
+		return pool_alloc_slow(p, size, align, (uint16_t)site, api);
+	size_t need = ALIGN_UP(size, PM_ALIGN);
+	uintptr_t at = r->cur;
+	if (unlikely(at + need > r->end))
+		return pool_alloc_slow(p, size, align, (uint16_t)site, api);
+	r->cur = at + need;
+	__asm__ __volatile__("" ::: "memory");     /* the store above, then the load below */
+	if (unlikely(atomic_load_explicit(&p->stamp, memory_order_relaxed) != r->stamp)) {
+		r->cur = at;
+		return pool_alloc_slow(p, size, align, (uint16_t)site, api);
+	}
+	uint64_t *rec = r->rec;
+	*rec = span_record(at, need, site);
+	r->rec = rec + 1;
+	r->requested += size;
+	r->used += need;
+	return (void *)at;
+}
+
+static inline void *pool_alloc(struct pmalloc_pool *p, size_t size, size_t align, uint16_t site)
+{
+	return pool_alloc_api(p, size, align, site, "malloc");
+}
+
 /* Protect what is new; returns the bytes newly made read-only. */
 size_t pool_protect(struct pmalloc_pool *p, const char *api);
 void pool_destroy(struct pmalloc_pool *p);

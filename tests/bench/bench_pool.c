@@ -1,13 +1,15 @@
 /*
- * bench_pool - pmalloc against glibc malloc for millions of small
- * long-lived objects (16..256 bytes), measured side by side in one run.
+ * bench_pool - pools in one long-lived process: pmalloc against malloc
+ * (glibc's, through the shim's forwarding, as a program linked with the
+ * shim gets it) for millions of small objects (16..256 bytes) from one and
+ * from two threads, and the cost of protecting a 64 MiB pool.  The
+ * fresh-process comparison with glibc, jemalloc and mimalloc is alloc_cmp.c.
  *
  *   alloc:      the allocators' own work; the program does not touch the
  *               objects (glibc writes its chunk headers into them, pmalloc
  *               keeps its metadata apart).
  *   alloc+init: every object is written once, as a program initialising
- *               its data would; both then pay the same first-touch page
- *               faults, which dominate on a VM.
+ *               its data would.
  * Ratios are pmalloc time / malloc time (lower is better); the best of
  * several rounds is kept for each, rounds interleaved.
  */

@@ -594,8 +594,10 @@ START_TEST(test_protect_of_empty_pool_changes_nothing)
 }
 END_TEST
 
-/* 64 MiB of small objects, protected at once: one r--p mapping from the
- * first object to the last (one mprotect per contiguous range). */
+/* 64 MiB of small objects, protected at once: read-only from the first
+ * object to the last with one protect, in at most two mappings (the spans
+ * below 2 MiB, and the huge-page spans after them): one mprotect per
+ * contiguous range, not one per span. */
 START_TEST(test_protected_64mib_pool_is_one_mapping)
 {
 	struct pmalloc_pool *pool = pmalloc_create_pool();
@@ -610,13 +612,18 @@ START_TEST(test_protected_64mib_pool_is_one_mapping)
 	}
 	pmalloc_protect_pool(pool);
 	ck_assert_uint_eq(stats_of(pool).protect_calls, 1);
-	struct mapping m;
+	struct mapping m, m2;
 	ck_assert(mapping_of(first, &m));
 	ck_assert_msg(strcmp(m.perms, "r--p") == 0, "first object's mapping is %s", m.perms);
-	ck_assert_msg(m.start <= (uintptr_t)first && m.end >= (uintptr_t)last + 64,
-		      "objects span %p..%p but the read-only mapping is %#lx-%#lx",
-		      (void *)first, (void *)(last + 64), (unsigned long)m.start,
-		      (unsigned long)m.end);
+	ck_assert_msg(m.start <= (uintptr_t)first, "first object %p is not in %#lx-", (void *)first,
+		      (unsigned long)m.start);
+	if (m.end < (uintptr_t)last + 64) {
+		ck_assert(mapping_of((void *)m.end, &m2));
+		ck_assert_msg(strcmp(m2.perms, "r--p") == 0 && m2.end >= (uintptr_t)last + 64,
+			      "objects span %p..%p but the read-only mappings are %#lx-%#lx and %#lx-%#lx %s",
+			      (void *)first, (void *)(last + 64), (unsigned long)m.start,
+			      (unsigned long)m.end, (unsigned long)m2.start, (unsigned long)m2.end, m2.perms);
+	}
 	pmalloc_destroy_pool(pool);
 }
 END_TEST
@@ -1304,6 +1311,181 @@ START_TEST(test_threads_allocate_while_protecting)
 }
 END_TEST
 
+/* ---- per-thread regions ----------------------------------------------- */
+
+#define SHORT_THREADS 200
+
+static void *alloc_one(void *arg)
+{
+	char *p = pmalloc(arg, 48);
+	if (p)
+		memset(p, 0x5a, 48);
+	return p;
+}
+
+/* Threads that allocate once and exit leave nothing behind but their
+ * objects: their regions leave the pool (counted, protected by the next
+ * protect), and the room they did not use goes to the next thread instead
+ * of a new span each, protects in between or not. */
+START_TEST(test_exited_threads_leave_no_region_behind)
+{
+	struct pmalloc_pool *pool = pmalloc_create_pool();
+	char *objs[SHORT_THREADS];
+	for (int i = 0; i < SHORT_THREADS; i++) {
+		pthread_t t;
+		void *ret;
+		ck_assert_int_eq(pthread_create(&t, NULL, alloc_one, pool), 0);
+		ck_assert_int_eq(pthread_join(t, &ret), 0);
+		objs[i] = ret;
+		ck_assert_ptr_nonnull(objs[i]);
+		if (i % 20 == 19)
+			pmalloc_protect_pool(pool);   /* a protect takes what was used, not the room */
+	}
+	struct pmalloc_stats st = stats_of(pool);
+	ck_assert_uint_eq(st.objects, SHORT_THREADS);
+	ck_assert_uint_eq(st.requested_bytes, SHORT_THREADS * 48);
+	ck_assert_msg(st.mapped_bytes <= 256 * KiB, "%d one-object threads mapped %zu bytes", SHORT_THREADS,
+		      (size_t)st.mapped_bytes);
+	pmalloc_protect_pool(pool);
+	for (int i = 0; i < SHORT_THREADS; i++)
+		require(pmalloc_is_protected(objs[i]) && pmalloc_is_protected(objs[i] + 47),
+			"object of exited thread %d is not protected", i);
+	pmalloc_destroy_pool(pool);
+}
+END_TEST
+
+/* More pools than a thread has region slots, used in turn: every object is
+ * its own, each pool counts only its own, and protecting one pool protects
+ * none of the others' objects. */
+START_TEST(test_many_pools_used_in_turn)
+{
+	enum { POOLS = 7, ROUNDS = 300 };
+	struct pmalloc_pool *pools[POOLS];
+	unsigned char *objs[POOLS][ROUNDS];
+	for (int k = 0; k < POOLS; k++)
+		pools[k] = pmalloc_create_pool();
+	for (int i = 0; i < ROUNDS; i++)
+		for (int k = 0; k < POOLS; k++) {
+			objs[k][i] = pmalloc(pools[k], 24 + (size_t)k);
+			require(objs[k][i], "pmalloc failed");
+			memset(objs[k][i], k * ROUNDS + i, 24 + (size_t)k);
+		}
+	pmalloc_protect_pool(pools[3]);
+	for (int k = 0; k < POOLS; k++) {
+		struct pmalloc_stats st = stats_of(pools[k]);
+		ck_assert_uint_eq(st.objects, ROUNDS);
+		ck_assert_uint_eq(st.requested_bytes, ROUNDS * (24 + (size_t)k));
+		for (int i = 0; i < ROUNDS; i++) {
+			require(first_not(objs[k][i], 24 + (size_t)k, (unsigned char)(k * ROUNDS + i)) ==
+					24 + (size_t)k, "object %d of pool %d was overwritten", i, k);
+			require(pmalloc_is_protected(objs[k][i]) == (k == 3),
+				"object %d of pool %d: protected %d", i, k, pmalloc_is_protected(objs[k][i]));
+		}
+	}
+	for (int k = 0; k < POOLS; k++)
+		pmalloc_destroy_pool(pools[k]);
+}
+END_TEST
+
+struct holder {
+	struct pmalloc_pool *pool;
+	char *obj;
+	pthread_barrier_t ready, done;
+};
+
+static void *hold_region(void *arg)
+{
+	struct holder *h = arg;
+	h->obj = pmalloc(h->pool, 100);
+	pthread_barrier_wait(&h->ready);
+	pthread_barrier_wait(&h->done);
+	return NULL;
+}
+
+/* fork() while another thread has a region in the pool: in the child that
+ * thread is gone, and protect still takes its objects; what the child
+ * allocates afterwards is writable. */
+START_TEST(test_fork_child_protects_other_threads_objects)
+{
+	struct holder h = { .pool = pmalloc_create_pool() };
+	pthread_barrier_init(&h.ready, NULL, 2);
+	pthread_barrier_init(&h.done, NULL, 2);
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, NULL, hold_region, &h), 0);
+	pthread_barrier_wait(&h.ready);
+	ck_assert_ptr_nonnull(h.obj);
+	char *mine = pmalloc(h.pool, 100);
+	ck_assert_ptr_nonnull(mine);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* A new thread may be given the gone one's stack and TLS. */
+		pthread_t t2;
+		void *other = NULL;
+		if (pthread_create(&t2, NULL, alloc_one, h.pool) != 0 || pthread_join(t2, &other) != 0)
+			_exit(2);
+		pmalloc_protect_pool(h.pool);
+		int ok = pmalloc_is_protected(h.obj) && pmalloc_is_protected(h.obj + 99) &&
+			 pmalloc_is_protected(mine) && other && pmalloc_is_protected(other);
+		char *late = pmalloc(h.pool, 100);
+		if (late)
+			memset(late, 1, 100);
+		ok = ok && late && !pmalloc_is_protected(late);
+		struct pmalloc_stats st;
+		ok = ok && pmalloc_pool_stats(h.pool, &st) == 0 && st.objects == 4;
+		_exit(ok ? 0 : 1);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
+	pthread_barrier_wait(&h.done);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	pmalloc_destroy_pool(h.pool);
+}
+END_TEST
+
+/* The VmFlags of the /proc/self/smaps entry holding addr contain flag. */
+static bool vma_has_flag(const void *addr, const char *flag)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	ck_assert_ptr_nonnull(f);
+	char line[512], pat[8];
+	snprintf(pat, sizeof(pat), " %s", flag);
+	bool in = false, found = false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long s, e;
+		char perms[5];
+		if (sscanf(line, "%lx-%lx %4s", &s, &e, perms) == 3)
+			in = (uintptr_t)addr >= s && (uintptr_t)addr < e;
+		else if (in && strncmp(line, "VmFlags:", 8) == 0)
+			found = strstr(line, pat) != NULL;
+	}
+	fclose(f);
+	return found;
+}
+
+/* A pool that has grown past a few MiB gets transparent huge pages for its
+ * new spans; a small one does not (it would cost 2 MiB of memory). */
+START_TEST(test_large_spans_use_huge_pages)
+{
+	struct pmalloc_pool *small = pmalloc_create_pool();
+	char *s = pmalloc(small, 64);
+	ck_assert_ptr_nonnull(s);
+	s[0] = 1;
+	ck_assert_msg(!vma_has_flag(s, "hg"), "a one-object pool is advised for huge pages");
+	struct pmalloc_pool *big = pmalloc_create_pool();
+	char *last = NULL;
+	for (size_t total = 0; total < 8 * MiB; total += 128) {
+		last = pmalloc(big, 128);
+		require(last, "pmalloc failed");
+	}
+	last[0] = 1;
+	ck_assert_msg(vma_has_flag(last, "hg"), "an 8 MiB pool's last span is not advised for huge pages");
+	pmalloc_destroy_pool(big);
+	pmalloc_destroy_pool(small);
+}
+END_TEST
+
 static Suite *pool_suite(void)
 {
 	Suite *s = suite_create("pool");
@@ -1379,6 +1561,10 @@ static Suite *pool_suite(void)
 
 	TCase *threads = tcase_create("threads");
 	tcase_add_test(threads, test_threads_allocate_while_protecting);
+	tcase_add_test(threads, test_exited_threads_leave_no_region_behind);
+	tcase_add_test(threads, test_many_pools_used_in_turn);
+	tcase_add_test(threads, test_fork_child_protects_other_threads_objects);
+	tcase_add_test(threads, test_large_spans_use_huge_pages);
 	tcase_set_timeout(threads, 120);
 	suite_add_tcase(s, threads);
 	return s;
