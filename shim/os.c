@@ -118,3 +118,15 @@ void os_write_all(int fd, const char *buf, size_t len)
 	}
 	errno = e;
 }
+
+int os_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	/* The raw call: the shim's own pthread_sigmask filters, and glibc's
+	 * refuses nothing we ask of it here. */
+	return OS_CALL(syscall(SYS_rt_sigprocmask, how, set, old, (size_t)8));
+}
+
+int os_altstack(stack_t *ret)
+{
+	return OS_CALL(syscall(SYS_sigaltstack, NULL, ret));
+}
