@@ -13,7 +13,8 @@
  *     (the 64 bytes from the faulting address, the widest x86 store; the
  *     copied range for a kernel write) was written by another thread that
  *     did not fault because the page was open.  Each such run of changed
- *     bytes is reported as its own write ("ip unknown").  Limits, stated in
+ *     bytes is reported as its own write ("ip unknown"), before the window is
+ *     released.  Limits, stated in
  *     the README: a store of the value already there changes nothing and is
  *     not seen; several stores to the same bytes within one window are one
  *     report; another thread's store within those 64 bytes is taken for the
@@ -38,7 +39,6 @@
 #define WIN_PAGES 4             /* a straddling store, and one nested in a handler */
 #define SNAP_PAGE 4096          /* audit is x86-64 only: 4 KiB pages */
 #define STORE_MAX 64            /* widest store of one instruction (AVX-512) */
-#define RUNS_MAX 16             /* other writes reported per window; more merge into the last */
 
 struct window {
 	_Atomic int owner;          /* thread id, 0 when closed */
@@ -50,11 +50,6 @@ struct window {
 
 static struct window win;
 static unsigned char snap[WIN_PAGES][SNAP_PAGE] __attribute__((aligned(64)));
-
-struct run {
-	uintptr_t addr;
-	size_t len;
-};
 
 static int thread_id(void)
 {
@@ -131,66 +126,61 @@ static bool own_byte(int i, uintptr_t a)
 	return a >= win.own_lo[i] && a < win.own_hi[i];
 }
 
-/* Runs of bytes of window page i that changed outside the let-through
- * bytes, appended to runs[*n]. */
-static void changed_runs(int i, struct run *runs, int *n)
+static void report_other(uintptr_t addr)
+{
+	struct pool_hit hit;
+	if (!pool_lookup((const void *)addr, &hit))
+		return;
+	struct violation v;
+	memset(&v, 0, sizeof(v));
+	v.pool = hit.pool->name[0] ? hit.pool->name : "(unnamed)";
+	v.policy = hit.pool->policy;
+	v.audit = 1;
+	v.other_thread = 1;
+	v.address = addr;
+	if (hit.in_object) {
+		v.object = hit.object;
+		v.object_size = hit.object_size;
+	}
+	report_violation(&v, NULL, NULL);
+}
+
+/* Report each run of bytes of window page i that changed outside the
+ * let-through bytes.  The page is read-only again and the window still
+ * ours: nobody changes it under the comparison.  (Lock order: the window,
+ * then the report lock; nothing takes them the other way round.) */
+static void report_changes(int i)
 {
 	const unsigned char *now = (const unsigned char *)win.page[i], *was = snap[i];
+	bool in_run = false;
 	for (size_t off = 0; off < SNAP_PAGE; off += 8) {
 		uint64_t a, b;
 		memcpy(&a, now + off, 8);
 		memcpy(&b, was + off, 8);
-		if (a == b)
+		if (a == b) {
+			in_run = false;
 			continue;
+		}
 		for (size_t k = off; k < off + 8; k++) {
 			uintptr_t addr = win.page[i] + k;
-			if (now[k] == was[k] || own_byte(i, addr))
-				continue;
-			struct run *last = *n ? &runs[*n - 1] : NULL;
-			if (last && last->addr + last->len == addr)
-				last->len++;
-			else if (*n < RUNS_MAX)
-				runs[(*n)++] = (struct run){ addr, 1 };
-			else
-				last->len = addr + 1 - last->addr;   /* merged: reported as one */
+			bool changed = now[k] != was[k] && !own_byte(i, addr);
+			if (changed && !in_run)
+				report_other(addr);
+			in_run = changed;
 		}
-	}
-}
-
-static void report_runs(const struct run *runs, int n)
-{
-	for (int i = 0; i < n; i++) {
-		struct pool_hit hit;
-		if (!pool_lookup((const void *)runs[i].addr, &hit))
-			continue;
-		struct violation v;
-		memset(&v, 0, sizeof(v));
-		v.pool = hit.pool->name[0] ? hit.pool->name : "(unnamed)";
-		v.policy = hit.pool->policy;
-		v.audit = 1;
-		v.other_thread = 1;
-		v.address = runs[i].addr;
-		if (hit.in_object) {
-			v.object = hit.object;
-			v.object_size = hit.object_size;
-		}
-		report_violation(&v, NULL, NULL);
 	}
 }
 
 void audit_window_close(void)
 {
-	struct run runs[RUNS_MAX];
-	int n = 0;
 	for (int i = 0; i < win.n; i++)
 		if (os_protect_ro((void *)win.page[i], SNAP_PAGE) < 0)
 			fatal("audit", "cannot protect pool memory again");
 	for (int i = 0; i < win.n; i++)
-		changed_runs(i, runs, &n);
+		report_changes(i);
 	win.n = 0;
 	win.ip = 0;
 	atomic_store_explicit(&win.owner, 0, memory_order_release);
-	report_runs(runs, n);
 }
 
 int audit_copy_in(void *dst, const void *src, size_t len)

@@ -36,6 +36,8 @@
 #include "report.h"
 #include "audit.h"
 #include "site.h"
+#include "fmt.h"
+#include "pmalloc.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -231,8 +233,8 @@ static void set_trap_flag(void *uctx, bool on)
 static bool audit_let_through(uintptr_t addr, uintptr_t ip, void *uctx)
 {
 #if defined(__x86_64__)
-	if (!atomic_load(&prog_trap.ours) || audit_window_add(addr, ip) < 0)
-		return false;            /* sealed: enforced */
+	if (audit_window_add(addr, ip) < 0)
+		return false;
 	set_trap_flag(uctx, true);
 	step_armed = 1;
 	return true;
@@ -244,6 +246,30 @@ static bool audit_let_through(uintptr_t addr, uintptr_t ip, void *uctx)
 #endif
 }
 
+/* Can a write into hit's pool be let through?  Audit pools, not sealed
+ * (mprotect fails on sealed memory), where single-stepping works. */
+static bool audit_applies(const struct pool_hit *hit)
+{
+#if defined(__x86_64__)
+	return atomic_load_explicit(&hit->pool->mode, memory_order_relaxed) == POOL_AUDIT &&
+	       !(hit->pool->flags & PMALLOC_POOL_SEAL) && atomic_load(&prog_trap.ours);
+#else
+	(void)hit;
+	return false;
+#endif
+}
+
+static cold void audit_failed(void)
+{
+	char buf[128];
+	struct fmt f;
+	fmt_init(&f, buf, sizeof(buf));
+	fmt_str(&f, "pmalloc[");
+	fmt_u64(&f, (uint64_t)getpid());
+	fmt_str(&f, "]: the audited write cannot be let through; killed by SIGSEGV\n");
+	fmt_flush_stderr(&f);
+}
+
 static void on_violation(int sig, siginfo_t *si, void *uctx, const struct pool_hit *hit)
 {
 	struct violation v;
@@ -252,14 +278,14 @@ static void on_violation(int sig, siginfo_t *si, void *uctx, const struct pool_h
 	v.policy = hit->pool->policy;
 	v.address = (uintptr_t)si->si_addr;
 	v.ip = context_ip(uctx);
-	if (atomic_load_explicit(&hit->pool->mode, memory_order_relaxed) == POOL_AUDIT) {
-		/* The second page of a store straddling two: the same write. */
-		if (audit_window_continues(v.address, v.ip)) {
-			if (audit_let_through(v.address, v.ip, uctx))
-				return;
-		} else {
-			v.audit = audit_let_through(v.address, v.ip, uctx);
-		}
+	v.audit = audit_applies(hit);
+	/* The second page of a store straddling two: the same write. */
+	if (v.audit && audit_window_continues(v.address, v.ip)) {
+		if (audit_let_through(v.address, v.ip, uctx))
+			return;
+		audit_failed();
+		die_by_default(sig, si);
+		return;
 	}
 	if (hit->in_object) {
 		v.object = hit->object;
@@ -267,10 +293,15 @@ static void on_violation(int sig, siginfo_t *si, void *uctx, const struct pool_h
 		v.site_ra = site_address(hit->site);
 		v.site_symbol = site_symbol(hit->site);
 	}
-	/* The line first; the walk, which may fault, after it. */
+	/* The line first; the walk, which may fault, after it; the page is
+	 * opened last, so the window other threads could write through
+	 * unseen is as short as it can be. */
 	report_violation(&v, collect_backtrace, NULL);
-	if (!v.audit)
-		die_by_default(sig, si);
+	if (v.audit && audit_let_through(v.address, v.ip, uctx))
+		return;
+	if (v.audit)
+		audit_failed();
+	die_by_default(sig, si);
 }
 
 static void on_segv(int sig, siginfo_t *si, void *uctx)
