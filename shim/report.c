@@ -41,7 +41,7 @@ void (*report_send_hook)(const struct violation *v);
 
 #define DEFAULT_BURST 20u
 #define DEFAULT_INTERVAL_S 10u
-#define LIMIT_SLOTS 16          /* faulting instructions tracked; the last is shared */
+#define LIMIT_SLOTS 64          /* faulting instructions tracked; the last is shared */
 
 struct limit_slot {
 	uintptr_t ip;
