@@ -104,6 +104,10 @@ static int open_page(uintptr_t page, uintptr_t lo, uintptr_t hi)
 	return 0;
 }
 
+/* Protect the window's pages again and report what changed in them; the
+ * window stays ours. */
+static void flush_pages(void);
+
 int audit_window_add(uintptr_t addr, uintptr_t ip)
 {
 	int me = thread_id();
@@ -112,6 +116,8 @@ int audit_window_add(uintptr_t addr, uintptr_t ip)
 		acquire(me);
 		win.n = 0;
 		win.ip = ip;
+	} else if (win.n == WIN_PAGES && ip == win.ip) {
+		flush_pages();           /* a rep string instruction going on and on */
 	}
 	uintptr_t page = addr & ~(uintptr_t)(SNAP_PAGE - 1);
 	uintptr_t hi = addr + STORE_MAX < page + SNAP_PAGE ? addr + STORE_MAX : page + SNAP_PAGE;
@@ -119,6 +125,24 @@ int audit_window_add(uintptr_t addr, uintptr_t ip)
 	if (r < 0 && fresh)
 		atomic_store_explicit(&win.owner, 0, memory_order_release);
 	return r;
+}
+
+bool audit_window_stepping(uintptr_t ip, uintptr_t dest)
+{
+	if (!audit_window_mine() || !win.ip || ip != win.ip)
+		return false;
+	/* A rep string instruction between iterations: its destination
+	 * pointer says which bytes are its own. */
+	for (int i = 0; i < win.n; i++) {
+		uintptr_t lo = dest - STORE_MAX, hi = dest + STORE_MAX;
+		if (hi <= win.page[i] || lo >= win.page[i] + SNAP_PAGE)
+			continue;
+		if (lo < win.own_lo[i])
+			win.own_lo[i] = lo < win.page[i] ? win.page[i] : lo;
+		if (hi > win.own_hi[i])
+			win.own_hi[i] = hi > win.page[i] + SNAP_PAGE ? win.page[i] + SNAP_PAGE : hi;
+	}
+	return true;
 }
 
 static bool own_byte(int i, uintptr_t a)
@@ -171,7 +195,7 @@ static void report_changes(int i)
 	}
 }
 
-void audit_window_close(void)
+static void flush_pages(void)
 {
 	for (int i = 0; i < win.n; i++)
 		if (os_protect_ro((void *)win.page[i], SNAP_PAGE) < 0)
@@ -179,6 +203,11 @@ void audit_window_close(void)
 	for (int i = 0; i < win.n; i++)
 		report_changes(i);
 	win.n = 0;
+}
+
+void audit_window_close(void)
+{
+	flush_pages();
 	win.ip = 0;
 	atomic_store_explicit(&win.owner, 0, memory_order_release);
 }
@@ -191,9 +220,22 @@ int audit_copy_in(void *dst, const void *src, size_t len)
 	int r = 0;
 	uintptr_t d = (uintptr_t)dst;
 	const unsigned char *s = src;
+	bool nested = audit_window_mine();
 	while (len > 0 && r == 0) {
 		uintptr_t page = d & ~(uintptr_t)(SNAP_PAGE - 1);
 		size_t chunk = page + SNAP_PAGE - d < len ? page + SNAP_PAGE - d : len;
+		if (nested) {
+			/* A signal handler of a thread whose store is being
+			 * stepped: its window takes the page too, and closes
+			 * it at that store's trap. */
+			r = open_page(page, d, d + chunk);
+			if (r == 0)
+				memcpy((void *)d, s, chunk);
+			d += chunk;
+			s += chunk;
+			len -= chunk;
+			continue;
+		}
 		acquire(thread_id());
 		win.n = 0;
 		win.ip = 0;

@@ -15,6 +15,11 @@ int audit_window_add(uintptr_t addr, uintptr_t ip);
 /* This thread's window is open for the store at ip, and the page of addr
  * is not in it yet (a store straddling two pages faults once per page). */
 bool audit_window_continues(uintptr_t addr, uintptr_t ip);
+/* A trap with this thread's window open and the stepped instruction still
+ * at ip (a rep string instruction between iterations, its destination
+ * pointer at dest): true when the window should stay open and the
+ * stepping go on. */
+bool audit_window_stepping(uintptr_t ip, uintptr_t dest);
 /* Protect the window's pages again, close it, and report what changed in
  * them outside the let-through writes (other threads' stores made while the
  * pages were open).  Async-signal-safe. */

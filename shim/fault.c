@@ -321,6 +321,13 @@ static void on_trap(int sig, siginfo_t *si, void *uctx)
 {
 	int saved = errno;
 	if (audit_window_mine() || step_armed) {
+#if defined(__x86_64__)
+		const ucontext_t *uc = uctx;
+		if (audit_window_stepping(context_ip(uctx), (uintptr_t)uc->uc_mcontext.gregs[REG_RDI])) {
+			errno = saved;
+			return;          /* the trap flag stays: next iteration */
+		}
+#endif
 		if (audit_window_mine())
 			audit_window_close();
 		step_armed = 0;
