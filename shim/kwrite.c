@@ -64,6 +64,39 @@ struct kw_call {
 
 #define CALLER() ((uintptr_t)__builtin_return_address(0))
 
+/* libc's functions, looked up at load (a constructor), so that the first
+ * read() of a process inside a signal handler does not run dlsym there;
+ * looked up on first use when a call comes before the constructor. */
+typedef ssize_t (*read_fn)(int, void *, size_t);
+typedef ssize_t (*pread_fn)(int, void *, size_t, off_t);
+typedef ssize_t (*readv_fn)(int, const struct iovec *, int);
+typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+typedef ssize_t (*recvmsg_fn)(int, struct msghdr *, int);
+static read_fn _Atomic real_read;
+static pread_fn _Atomic real_pread, real_pread64;
+static readv_fn _Atomic real_readv;
+static recvfrom_fn _Atomic real_recvfrom;
+static recvmsg_fn _Atomic real_recvmsg;
+
+#define LIBC(var, name) ({ \
+	__typeof__(var) f_ = atomic_load_explicit(&(var), memory_order_relaxed); \
+	if (unlikely(!f_)) { \
+		f_ = (__typeof__(f_))shim_real_symbol(name); \
+		atomic_store_explicit(&(var), f_, memory_order_relaxed); \
+	} \
+	f_; })
+
+__attribute__((constructor)) static void kwrite_init(void)
+{
+	(void)LIBC(real_read, "read");
+	(void)LIBC(real_pread, "pread");
+	(void)LIBC(real_pread64, "pread64");
+	(void)LIBC(real_readv, "readv");
+	(void)LIBC(real_recvfrom, "recvfrom");
+	(void)LIBC(real_recvmsg, "recvmsg");
+}
+
+
 /* Does pool p let kernel writes into its protected memory through? */
 static bool kw_lets_through(struct pmalloc_pool *p)
 {
@@ -192,8 +225,7 @@ static cold ssize_t read_slow(ssize_t (*fn)(int, void *, size_t), uintptr_t ra, 
 
 PMALLOC_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
-	typedef ssize_t (*fn_t)(int, void *, size_t);
-	fn_t fn = REAL(read, fn_t);
+	read_fn fn = LIBC(real_read, "read");
 	if (unlikely(!fn)) {
 		errno = ENOSYS;
 		return -1;
@@ -221,8 +253,7 @@ static cold ssize_t pread_slow(ssize_t (*fn)(int, void *, size_t, off_t), uintpt
 
 PMALLOC_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
-	typedef ssize_t (*fn_t)(int, void *, size_t, off_t);
-	fn_t fn = REAL(pread, fn_t);
+	pread_fn fn = LIBC(real_pread, "pread");
 	if (unlikely(!fn)) {
 		errno = ENOSYS;
 		return -1;
@@ -234,8 +265,7 @@ PMALLOC_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 
 PMALLOC_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
 {
-	typedef ssize_t (*fn_t)(int, void *, size_t, off_t);
-	fn_t fn = REAL(pread64, fn_t);
+	pread_fn fn = LIBC(real_pread64, "pread64");
 	if (unlikely(!fn)) {
 		errno = ENOSYS;
 		return -1;
@@ -297,8 +327,7 @@ static cold ssize_t readv_slow(ssize_t (*fn)(int, const struct iovec *, int), ui
 
 PMALLOC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
-	typedef ssize_t (*fn_t)(int, const struct iovec *, int);
-	fn_t fn = REAL(readv, fn_t);
+	readv_fn fn = LIBC(real_readv, "readv");
 	if (unlikely(!fn)) {
 		errno = ENOSYS;
 		return -1;
@@ -334,8 +363,7 @@ static cold ssize_t recvfrom_slow(ssize_t (*fn)(int, void *, size_t, int, struct
 
 PMALLOC_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen)
 {
-	typedef ssize_t (*fn_t)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
-	fn_t fn = REAL(recvfrom, fn_t);
+	recvfrom_fn fn = LIBC(real_recvfrom, "recvfrom");
 	if (unlikely(!fn)) {
 		errno = ENOSYS;
 		return -1;
@@ -348,8 +376,7 @@ PMALLOC_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct s
 
 PMALLOC_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
-	typedef ssize_t (*fn_t)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
-	fn_t fn = REAL(recvfrom, fn_t);
+	recvfrom_fn fn = LIBC(real_recvfrom, "recvfrom");
 	if (unlikely(!fn)) {
 		errno = ENOSYS;
 		return -1;
@@ -412,8 +439,7 @@ static cold ssize_t recvmsg_slow(ssize_t (*fn)(int, struct msghdr *, int), uintp
 
 PMALLOC_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	typedef ssize_t (*fn_t)(int, struct msghdr *, int);
-	fn_t fn = REAL(recvmsg, fn_t);
+	recvmsg_fn fn = LIBC(real_recvmsg, "recvmsg");
 	if (unlikely(!fn)) {
 		errno = ENOSYS;
 		return -1;

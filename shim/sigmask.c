@@ -35,6 +35,21 @@
 #include <signal.h>
 
 typedef int (*mask_fn)(int, const sigset_t *, sigset_t *);
+typedef int (*attr_fn)(pthread_attr_t *, const sigset_t *);
+
+/* libc's functions, looked up at load (the constructor below): mask calls
+ * are common in signal handlers, where dlsym must not run.  Looked up on
+ * first use when a call comes before the constructor. */
+static mask_fn _Atomic real_pthread_sigmask, real_sigprocmask;
+static attr_fn _Atomic real_attr_setsigmask;
+
+#define LIBC(var, name) ({ \
+	__typeof__(var) f_ = atomic_load_explicit(&(var), memory_order_relaxed); \
+	if (unlikely(!f_)) { \
+		f_ = (__typeof__(f_))shim_real_symbol(name); \
+		atomic_store_explicit(&(var), f_, memory_order_relaxed); \
+	} \
+	f_; })
 
 /* how/set as the program gave them, with the fault signals left out of
  * what it would block. */
@@ -49,7 +64,7 @@ static const sigset_t *filtered(int how, const sigset_t *set, sigset_t *copy)
 
 PMALLOC_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-	mask_fn fn = REAL(pthread_sigmask, mask_fn);
+	mask_fn fn = LIBC(real_pthread_sigmask, "pthread_sigmask");
 	if (!fn)
 		return ENOSYS;
 	sigset_t copy;
@@ -58,7 +73,7 @@ PMALLOC_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 
 PMALLOC_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
-	mask_fn fn = REAL(sigprocmask, mask_fn);
+	mask_fn fn = LIBC(real_sigprocmask, "sigprocmask");
 	if (!fn) {
 		errno = ENOSYS;
 		return -1;
@@ -105,8 +120,7 @@ PMALLOC_EXPORT int sighold(int sig)
 
 PMALLOC_EXPORT int pthread_attr_setsigmask_np(pthread_attr_t *attr, const sigset_t *set)
 {
-	typedef int (*fn_t)(pthread_attr_t *, const sigset_t *);
-	fn_t fn = REAL(pthread_attr_setsigmask_np, fn_t);
+	attr_fn fn = LIBC(real_attr_setsigmask, "pthread_attr_setsigmask_np");
 	if (!fn)
 		return ENOSYS;
 	sigset_t copy;
@@ -116,6 +130,9 @@ PMALLOC_EXPORT int pthread_attr_setsigmask_np(pthread_attr_t *attr, const sigset
 /* A mask inherited across execve may block SIGSEGV already. */
 __attribute__((constructor)) static void sigmask_init(void)
 {
+	(void)LIBC(real_pthread_sigmask, "pthread_sigmask");
+	(void)LIBC(real_sigprocmask, "sigprocmask");
+	(void)LIBC(real_attr_setsigmask, "pthread_attr_setsigmask_np");
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGSEGV);
