@@ -198,6 +198,8 @@ if [ -x "$B/pmallocd" ] && [ -f "$B/libpmalloc_shim.so" ] && [ -x "$B/progs/pmal
 	stop_daemon() { kill "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null; true; }
 	at_exit stop_daemon
 	if wait_until 100 test -S "$PMALLOC_SOCKET"; then
+		# PIDs are reused and the journal remembers: only this run's entries.
+		since="@$(date +%s.%6N)"
 		env LD_PRELOAD="$B/libpmalloc_shim.so" "$B/progs/pmalloc-demo" attack >/dev/null 2>&1 &
 		victim=$!
 		wait $victim 2>/dev/null
@@ -205,7 +207,7 @@ if [ -x "$B/pmallocd" ] && [ -f "$B/libpmalloc_shim.so" ] && [ -x "$B/progs/pmal
 		has_entry() { journal_sync; [ -n "$(journalctl -q -o cat MESSAGE_ID=$ID OBJECT_PID=$victim)" ]; }
 		wait_until 40 has_entry ||
 			fail "end to end: no violation entry for the demo (pid $victim); pmallocd log: $(cat "$T/pmallocd.log")"
-		run violations --pid $victim
+		run violations --pid $victim --since "$since"
 		[ "$(rc)" = 0 ] && [ "$(wc -l <"$T/out")" = 2 ] || fail "end to end: $(cat "$T/out" "$T/err")"
 		tail -n 1 "$T/out" | tr -s ' ' | grep -qE "^[0-9-]+ [0-9:]+ $victim [^ ]*/pmalloc-demo demo config enforce 0x[0-9a-f]+ [0-9]+/[0-9]+ parse_config\+0x[0-9a-f]+ [^ -]" ||
 			fail "end to end row: $(tail -n 1 "$T/out")"
