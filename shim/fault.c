@@ -132,17 +132,18 @@ static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
 static bool room_to_walk(void)
 {
 	stack_t ss;
-	char here;
 	if (os_altstack(&ss) < 0 || !(ss.ss_flags & SS_ONSTACK))
 		return true;
-	uintptr_t sp = (uintptr_t)&here, low = (uintptr_t)ss.ss_sp;
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0), low = (uintptr_t)ss.ss_sp;
 	return sp > low && sp - low >= WALK_STACK + sigframe_bytes;
 }
 
 /* The enrichment after the stderr line: the stack walk.  It reads the
  * program's stack through frame records that may be corrupt; a fault
  * inside it (SIGSEGV unblocked for the walk only) ends the walk with the
- * frames found so far, never the report. */
+ * frames found so far, never the report.  Such faults come from reading
+ * the stack at a bad CFA, outside libgcc's FDE look-up (lock-free through
+ * _dl_find_object here), so jumping out leaves no lock held. */
 static void collect_backtrace(struct violation *v, void *arg)
 {
 	(void)arg;
