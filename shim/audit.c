@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #define WIN_PAGES 4             /* a straddling store, and one nested in a handler */
-#define SNAP_PAGE 4096          /* audit is x86-64 only: 4 KiB pages */
+#define SNAP_PAGE AUDIT_PAGE
 #define STORE_MAX 64            /* widest store of one instruction (AVX-512) */
 
 struct window {

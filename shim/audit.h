@@ -7,6 +7,9 @@
 
 #include "common.h"
 
+/* The page size the window snapshots; elsewhere nothing is let through. */
+#define AUDIT_PAGE 4096u
+
 /* Snapshot and make writable the page holding addr (a store at ip) for
  * this thread's window, opening the window (waiting for another thread's
  * to close) if this thread has none.  0 when opened; -EPERM (sealed) or

@@ -101,7 +101,7 @@ __attribute__((constructor)) static void kwrite_init(void)
 static bool kw_lets_through(struct pmalloc_pool *p)
 {
 	return atomic_load_explicit(&p->mode, memory_order_relaxed) == POOL_AUDIT &&
-	       !(p->flags & PMALLOC_POOL_SEAL);
+	       !(p->flags & PMALLOC_POOL_SEAL) && os_page_size == AUDIT_PAGE;
 }
 
 /* The first protected byte of [p, p+len), or 0; *refused when its pool

@@ -3,7 +3,9 @@
  * the caller's enrichment (the stack walk), then the hand-off to pmallocd
  * or the journal (report_send_hook, set by the client code at start-up).
  *
- * Reports are serialised by one lock (a spin lock, owner by thread id):
+ * Reports are serialised by one lock (a spin lock, owner by thread id,
+ * held with every signal blocked; taken after the audit window's, never
+ * before it):
  * the handler of one thread waits for another's report to finish instead
  * of dropping its own, so every write is reported or counted.  A report
  * nested inside another on the same thread (a signal handler that writes
@@ -33,6 +35,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -245,6 +248,12 @@ void report_violation(struct violation *v, void (*enrich)(struct violation *v, v
 		atomic_fetch_add_explicit(&sends_dropped, 1, memory_order_relaxed);
 		return;
 	}
+	/* No signal handler runs on this thread while it holds the lock: one
+	 * that faulted into an audit window another thread holds, while that
+	 * thread waits here to report, would wait for ever. */
+	sigset_t all, old;
+	sigfillset(&all);
+	os_sigmask(SIG_BLOCK, &all, &old);
 	lock(me);
 	if (limit_admits(v->ip)) {
 		fmt_init(&f, line, sizeof(line));
@@ -260,6 +269,7 @@ void report_violation(struct violation *v, void (*enrich)(struct violation *v, v
 	if (report_send_hook)
 		report_send_hook(v);
 	unlock();
+	os_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Held-back lines of windows still open, said at exit (also when the
