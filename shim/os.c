@@ -1,10 +1,11 @@
 /*
  * os.c - the only file of the shim that calls mmap, mprotect, mseal, munmap,
- * sigaction, rt_sigprocmask and sigaltstack.  Every function returns 0 or -errno (the contract in
- * os.h), never allocates, never logs, and keeps errno as it found it, so
- * callers inside the host program's malloc and signal handler can use it.
- * Memory calls are raw system calls: another preloaded library that wraps
- * mmap or mprotect must not run (or allocate) inside our allocator.
+ * sigaction, rt_sigprocmask and sigaltstack.  Every function returns 0 or
+ * -errno (the contract in os.h), never allocates, never logs, and keeps
+ * errno as it found it, so callers inside the host program's malloc and
+ * signal handler can use it.  Memory calls are raw system calls: another
+ * preloaded library that wraps mmap or mprotect must not run (or allocate)
+ * inside our allocator.
  */
 #define _GNU_SOURCE
 #include "os.h"
