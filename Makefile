@@ -78,7 +78,7 @@ SHIM_LIB := $(B)/libpmalloc_shim.so
 # what only the interposer has.  Preloading the shim into such a program
 # replaces all of it: the preload's definitions come first.
 POOL_SRCS := shim/api.c shim/pool.c shim/arena.c shim/os.c shim/fmt.c shim/fault.c \
-	shim/site.c shim/report.c shim/standalone.c
+	shim/audit.c shim/site.c shim/report.c shim/standalone.c
 POOL_OBJS := $(POOL_SRCS:%.c=$(B)/pic/%.o)
 POOL_LIB := $(B)/libpmalloc.so
 SHIM_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fno-plt -DPMALLOC_BUILDING_SHIM \

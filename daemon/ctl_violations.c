@@ -18,10 +18,12 @@
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-journal.h>
@@ -418,7 +420,9 @@ static int vio_print_new(sd_journal *j, const struct vio_opts *o, struct vio_tab
 }
 
 /* --follow ends at SIGINT or SIGTERM, with exit status 0 (journalctl -f's
- * way): the handler only sets this flag, and interrupts sd_journal_wait(). */
+ * way).  The signals stay blocked except inside ppoll(), which unblocks them
+ * atomically: one that arrives while entries are printed is taken at the
+ * next wait, never lost between a check of the flag and the wait. */
 static volatile sig_atomic_t vio_stop;
 
 static void vio_on_signal(int sig)
@@ -427,13 +431,56 @@ static void vio_on_signal(int sig)
 	vio_stop = 1;
 }
 
-static void vio_catch_signals(void)
+/* Catch SIGINT and SIGTERM, blocked; *ret_wait is the mask to wait with. */
+static void vio_catch_signals(sigset_t *ret_wait)
 {
 	struct sigaction sa = { .sa_handler = vio_on_signal };   /* no SA_RESTART */
+	sigset_t block;
 
 	sigemptyset(&sa.sa_mask);
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	(void)sigprocmask(SIG_BLOCK, &block, ret_wait);
+	sigdelset(ret_wait, SIGINT);
+	sigdelset(ret_wait, SIGTERM);
 	(void)sigaction(SIGINT, &sa, NULL);
 	(void)sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Wait until the journal changes or a signal comes: 0 (look again), or
+ * -errno.  sd_journal_wait() cannot take a signal mask, hence its parts. */
+static int vio_wait(sd_journal *j, const sigset_t *wait_mask)
+{
+	struct pollfd p = { .fd = sd_journal_get_fd(j) };
+	struct timespec ts, *tsp = NULL;
+	uint64_t until;
+	int r;
+
+	if (p.fd < 0)
+		return p.fd;
+	r = sd_journal_get_events(j);
+	if (r < 0)
+		return r;
+	p.events = (short)r;
+	r = sd_journal_get_timeout(j, &until);
+	if (r < 0)
+		return r;
+	if (until != UINT64_MAX) {
+		struct timespec now;
+		uint64_t now_us, left;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		now_us = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
+		left = until > now_us ? until - now_us : 0;
+		ts.tv_sec = (time_t)(left / 1000000u);
+		ts.tv_nsec = (long)(left % 1000000u) * 1000;
+		tsp = &ts;
+	}
+	if (ppoll(&p, 1, tsp, wait_mask) < 0)
+		return errno == EINTR ? 0 : -errno;
+	r = sd_journal_process(j);
+	return r < 0 ? r : 0;
 }
 
 /* Write the matching entries to f (then, with --follow, those to come);
@@ -442,6 +489,7 @@ static int vio_list(const struct vio_opts *o, FILE *f, size_t *ret_count)
 {
 	struct vio_table table = { .host = o->directory || o->files };
 	struct vio_entry e = { 0 };
+	sigset_t wait_mask;
 	sd_journal *j;
 	size_t count = 0;
 	int r;
@@ -450,7 +498,7 @@ static int vio_list(const struct vio_opts *o, FILE *f, size_t *ret_count)
 	if (r < 0)
 		return r;
 	if (o->follow)
-		vio_catch_signals();
+		vio_catch_signals(&wait_mask);
 	r = vio_seek(j, o);
 	if (r >= 0)
 		r = vio_print_new(j, o, &table, &e, f, &count);
@@ -461,10 +509,8 @@ static int vio_list(const struct vio_opts *o, FILE *f, size_t *ret_count)
 			r = -errno;
 			break;
 		}
-		r = sd_journal_wait(j, (uint64_t)-1);
-		if (r == -EINTR && vio_stop)
-			r = 0;               /* Ctrl-C, SIGTERM: the end of --follow, not an error */
-		else if (r >= 0)
+		r = vio_wait(j, &wait_mask);
+		if (r >= 0 && !vio_stop)     /* Ctrl-C, SIGTERM: the end of --follow, not an error */
 			r = vio_print_new(j, o, &table, &e, f, &count);
 		if (r >= 0 && !o->json)
 			vio_table_flush(f, &table, false);

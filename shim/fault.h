@@ -10,10 +10,14 @@
 
 /* Install the handler (once; idempotent), remembering the previous one. */
 void fault_install(void);
-/* Interposed sigaction() for SIGSEGV (and SIGTRAP while audit pools
- * exist): record the program's handler as the one to chain to, keeping the
- * shim's first; other signals go to libc.  Same contract as sigaction(). */
+/* Interposed sigaction(), every signal: for SIGSEGV (and SIGTRAP while
+ * audit pools exist) record the program's handler as the one to chain to,
+ * keeping the shim's first; other signals go to libc.  No handler's mask
+ * may block a fault signal.  Same contract as sigaction(). */
 int fault_set_program_action(int sig, const struct sigaction *act, struct sigaction *old);
+/* Take the fault signals the shim needs out of set (SIGSEGV; SIGTRAP
+ * while audit pools exist): they must never be blocked (sigmask.c). */
+void fault_filter_mask(sigset_t *set);
 /* Audit pools exist: let their faulting writes through by single-stepping
  * them (installs a SIGTRAP handler once). */
 void fault_enable_audit(void);

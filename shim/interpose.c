@@ -279,9 +279,7 @@ extern sighandler_t bsd_signal(int, sighandler_t);
 
 PMALLOC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (sig == SIGSEGV || sig == SIGTRAP)
-		return fault_set_program_action(sig, act, old);
-	return __sigaction(sig, act, old);
+	return fault_set_program_action(sig, act, old);
 }
 
 PMALLOC_EXPORT sighandler_t signal(int sig, sighandler_t handler)

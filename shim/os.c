@@ -1,10 +1,11 @@
 /*
- * os.c - the only file of the shim that calls mmap, mprotect, mseal, munmap
- * and sigaction.  Every function returns 0 or -errno (the contract in
- * os.h), never allocates, never logs, and keeps errno as it found it, so
- * callers inside the host program's malloc and signal handler can use it.
- * Memory calls are raw system calls: another preloaded library that wraps
- * mmap or mprotect must not run (or allocate) inside our allocator.
+ * os.c - the only file of the shim that calls mmap, mprotect, mseal, munmap,
+ * sigaction, rt_sigprocmask and sigaltstack.  Every function returns 0 or
+ * -errno (the contract in os.h), never allocates, never logs, and keeps
+ * errno as it found it, so callers inside the host program's malloc and
+ * signal handler can use it.  Memory calls are raw system calls: another
+ * preloaded library that wraps mmap or mprotect must not run (or allocate)
+ * inside our allocator.
  * os_process_barrier() is the heavy half of an asymmetric fence: the pool's
  * fast path orders its own store and load with a compiler barrier only.
  */
@@ -193,4 +194,16 @@ void os_yield(void)
 	int e = errno;
 	sched_yield();
 	errno = e;
+}
+
+int os_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	/* The raw call: the shim's own pthread_sigmask filters, and glibc's
+	 * refuses nothing we ask of it here. */
+	return OS_CALL(syscall(SYS_rt_sigprocmask, how, set, old, (size_t)8));
+}
+
+int os_altstack(stack_t *ret)
+{
+	return OS_CALL(syscall(SYS_sigaltstack, NULL, ret));
 }

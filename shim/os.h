@@ -46,6 +46,11 @@ int os_advise_huge(void *p, size_t len);
 int os_process_barrier(void);
 /* The libc sigaction, bypassing the shim's interposed one. */
 int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* This thread's signal mask, as rt_sigprocmask(2): not filtered by the
+ * shim's own pthread_sigmask (sigmask.c). */
+int os_sigmask(int how, const sigset_t *set, sigset_t *old);
+/* This thread's alternate signal stack (sigaltstack(NULL, ret)). */
+int os_altstack(stack_t *ret);
 /* CLOCK_MONOTONIC (or, coarse, CLOCK_MONOTONIC_COARSE: a few ns cheaper,
  * a tick coarser) in nanoseconds.  vDSO; async-signal-safe. */
 uint64_t os_monotonic_ns(bool coarse);

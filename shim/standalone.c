@@ -6,9 +6,12 @@
  * calls the shim's.
  */
 #include "pmalloc.h"
-#include "common.h"
+#include "shim.h"
 
 #include <errno.h>
+
+/* No policy is ever armed here: reports take the default limits. */
+const struct shim_state *shim;
 
 /* No policy, hence no interposition pools: none by that name is active. */
 PMALLOC_EXPORT int pmalloc_protect_named(const char *pool)

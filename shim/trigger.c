@@ -15,6 +15,7 @@
 #include "fill.h"
 #include "os.h"
 #include "pmalloc.h"
+#include "kwrite.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -138,18 +139,34 @@ void *shim_real_symbol(const char *name)
 		return fn args; \
 	}
 
+/* The same, for a call the kernel writes user memory in: kwrite.c makes
+ * the real call (and lets a write into audited pool memory through). */
+#define KW_ARGS(...) __VA_ARGS__
+#define WRAP_KW(ret, name, call, params, args) \
+	PMALLOC_EXPORT ret name params \
+	{ \
+		typedef ret (*fn_t) params; \
+		trigger_call(call); \
+		fn_t fn = REAL(name, fn_t); \
+		if (unlikely(!fn)) { \
+			errno = ENOSYS; \
+			return (ret)-1; \
+		} \
+		return kwrite_##name(fn, (uintptr_t)__builtin_return_address(0), KW_ARGS args); \
+	}
+
 WRAP(int, listen, POLICY_CALL_LISTEN, (int fd, int backlog), (fd, backlog))
-WRAP(int, accept, POLICY_CALL_ACCEPT, (int fd, struct sockaddr *a, socklen_t *l), (fd, a, l))
-WRAP(int, accept4, POLICY_CALL_ACCEPT4, (int fd, struct sockaddr *a, socklen_t *l, int f), (fd, a, l, f))
-WRAP(int, epoll_wait, POLICY_CALL_EPOLL_WAIT, (int fd, struct epoll_event *e, int n, int t), (fd, e, n, t))
-WRAP(int, epoll_pwait, POLICY_CALL_EPOLL_PWAIT,
+WRAP_KW(int, accept, POLICY_CALL_ACCEPT, (int fd, struct sockaddr *a, socklen_t *l), (fd, a, l))
+WRAP_KW(int, accept4, POLICY_CALL_ACCEPT4, (int fd, struct sockaddr *a, socklen_t *l, int f), (fd, a, l, f))
+WRAP_KW(int, epoll_wait, POLICY_CALL_EPOLL_WAIT, (int fd, struct epoll_event *e, int n, int t), (fd, e, n, t))
+WRAP_KW(int, epoll_pwait, POLICY_CALL_EPOLL_PWAIT,
      (int fd, struct epoll_event *e, int n, int t, const sigset_t *s), (fd, e, n, t, s))
-WRAP(int, poll, POLICY_CALL_POLL, (struct pollfd *f, nfds_t n, int t), (f, n, t))
-WRAP(int, ppoll, POLICY_CALL_PPOLL,
+WRAP_KW(int, poll, POLICY_CALL_POLL, (struct pollfd *f, nfds_t n, int t), (f, n, t))
+WRAP_KW(int, ppoll, POLICY_CALL_PPOLL,
      (struct pollfd *f, nfds_t n, const struct timespec *t, const sigset_t *s), (f, n, t, s))
-WRAP(int, select, POLICY_CALL_SELECT, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t),
+WRAP_KW(int, select, POLICY_CALL_SELECT, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t),
      (n, r, w, e, t))
-WRAP(int, pselect, POLICY_CALL_PSELECT,
+WRAP_KW(int, pselect, POLICY_CALL_PSELECT,
      (int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t, const sigset_t *s),
      (n, r, w, e, t, s))
 WRAP(int, setuid, POLICY_CALL_SETUID, (uid_t u), (u))

@@ -200,6 +200,8 @@ if [ -x "$B/pmallocd" ] && [ -f "$B/libpmalloc_shim.so" ] && [ -x "$B/progs/pmal
 	stop_daemon() { kill "$dpid" 2>/dev/null; wait "$dpid" 2>/dev/null; true; }
 	at_exit stop_daemon
 	if wait_until 100 test -S "$PMALLOC_SOCKET"; then
+		# PIDs are reused and the journal remembers: only this run's entries.
+		since="@$(date +%s.%6N)"
 		env LD_PRELOAD="$B/libpmalloc_shim.so" "$B/progs/pmalloc-demo" attack >/dev/null 2>&1 &
 		victim=$!
 		wait $victim 2>/dev/null

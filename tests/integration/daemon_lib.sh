@@ -91,7 +91,7 @@ client() { "$WIRE" --socket "$SOCK" "$@"; }
 # MESSAGE_ID=...), one JSON object a line.
 jentries() {
 	journal_sync
-	journalctl --no-pager -o json _PID="${JPID:-$DPID}" "$@" 2>/dev/null
+	journalctl --no-pager -o json --since "$TEST_SINCE" _PID="${JPID:-$DPID}" "$@" 2>/dev/null
 }
 
 # jwait N FILTER...: wait (up to 20 s) until at least N entries match, then

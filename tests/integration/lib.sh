@@ -7,6 +7,9 @@ set -u
 B=${PMALLOC_BUILD:?run through make check}
 SRC=${PMALLOC_SRC:?run through make check}
 T=$(mktemp -d "${TMPDIR:-/tmp}/pmalloc-test.XXXXXX")
+# This script's start: journal queries look no further back (pids are
+# reused, and the journal holds every earlier run's entries).
+TEST_SINCE=@$(date +%s)
 _cleanup_fns=()
 _cleanup() { local f; for f in "${_cleanup_fns[@]}"; do $f; done; rm -rf "$T"; }
 trap _cleanup EXIT

@@ -549,7 +549,14 @@ struct alt_case {
 	struct target t;
 	unsigned char *altstack;     /* shared with the parent, to see it used */
 	size_t altstack_size;
+	bool program_handler;        /* the program's own SIGSEGV handler, SA_ONSTACK */
 };
+
+static void program_segv_handler(int sig)
+{
+	(void)sig;
+	_exit(6);                    /* must not run for a pool write */
+}
 
 static void *thread_write_on_small_altstack(void *arg)
 {
@@ -557,6 +564,12 @@ static void *thread_write_on_small_altstack(void *arg)
 	stack_t ss = { .ss_sp = ac->altstack, .ss_size = ac->altstack_size };
 	if (sigaltstack(&ss, NULL) != 0)
 		_exit(4);
+	if (ac->program_handler) {
+		struct sigaction sa = { .sa_handler = program_segv_handler, .sa_flags = SA_ONSTACK };
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGSEGV, &sa, NULL) != 0)
+			_exit(7);
+	}
 	poke(ac->t.obj + ac->t.offset, 'X');
 	return NULL;
 }
@@ -570,28 +583,193 @@ static void write_from_thread(void *arg)
 	_exit(3);
 }
 
+static void alt_case_run(size_t size, bool program_handler, struct alt_case *ac, struct child *c)
+{
+	ac->altstack_size = size;
+	ac->program_handler = program_handler;
+	ac->altstack = mmap(NULL, ac->altstack_size, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ck_assert(ac->altstack != MAP_FAILED);
+	memset(ac->altstack, ALT_FILL, ac->altstack_size);
+	make_target(&ac->t, pmalloc_create_named_pool("alt", 0), 64, 64, 63);
+	run_child(write_from_thread, ac, c);
+	assert_killed_by_segv(c);
+	assert_report(c, "alt", ac->t.obj + 63, ac->t.obj, 64);
+}
+
+/* Bytes of the alternate stack the handler left untouched at its low end. */
+static size_t altstack_untouched(const struct alt_case *ac)
+{
+	size_t low = 0;
+	while (low < ac->altstack_size && ac->altstack[low] == ALT_FILL)
+		low++;
+	return low;
+}
+
 START_TEST(test_pool_write_on_small_sigaltstack_is_reported)
 {
 	struct alt_case ac;
-	ac.altstack_size = (size_t)sysconf(_SC_SIGSTKSZ);
-	ac.altstack = mmap(NULL, ac.altstack_size, PROT_READ | PROT_WRITE,
-			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ck_assert(ac.altstack != MAP_FAILED);
-	memset(ac.altstack, ALT_FILL, ac.altstack_size);
-	make_target(&ac.t, pmalloc_create_named_pool("alt", 0), 64, 64, 63);
 	struct child c;
-	run_child(write_from_thread, &ac, &c);
-	assert_killed_by_segv(&c);
-	assert_report(&c, "alt", ac.t.obj + 63, ac.t.obj, 64);
+	alt_case_run((size_t)sysconf(_SC_SIGSTKSZ), true, &ac, &c);
 	/* The handler ran there (the stack grows down from the top; its low
 	 * end stays untouched when the handler fits). */
-	size_t low = 0;
-	while (low < ac.altstack_size && ac.altstack[low] == ALT_FILL)
-		low++;
+	size_t low = altstack_untouched(&ac);
 	ck_assert_msg(low < ac.altstack_size && ac.altstack_size - low > 1024,
 		      "the alternate stack was not used by the handler");
 	ck_assert_msg(low > 0, "the handler used all %zu bytes of the alternate stack",
 		      ac.altstack_size);
+}
+END_TEST
+
+/* 7 KiB: room for the kernel's signal frame (3.3 KiB with AVX-512) and the
+ * report, not for a stack walk: the line comes, the walk is skipped. */
+START_TEST(test_pool_write_on_7k_sigaltstack_is_reported)
+{
+	struct alt_case ac;
+	struct child c;
+	alt_case_run(7 * 1024, true, &ac, &c);
+	size_t low = altstack_untouched(&ac);
+	ck_assert_msg(low < ac.altstack_size, "the alternate stack was not used by the handler");
+	ck_assert_msg(low > 0, "the handler used all %zu bytes of the alternate stack",
+		      ac.altstack_size);
+}
+END_TEST
+
+/* 2 KiB, smaller than the kernel's signal frame here: the program has no
+ * SIGSEGV handler of its own that asks for the alternate stack, so the
+ * shim's runs on the thread's stack, and reports. */
+START_TEST(test_pool_write_on_2k_sigaltstack_is_reported)
+{
+	struct alt_case ac;
+	struct child c;
+	alt_case_run(2 * 1024, false, &ac, &c);
+	ck_assert_uint_eq(altstack_untouched(&ac), ac.altstack_size);
+}
+END_TEST
+
+/* ---- blocked signals -------------------------------------------------- */
+
+enum block_how { BLOCK_PTHREAD_SIGMASK, BLOCK_SIGPROCMASK, BLOCK_ATTR, BLOCK_SIGBLOCK };
+
+struct block_case {
+	struct target t;
+	enum block_how how;
+};
+
+static void *thread_write_with_all_blocked(void *arg)
+{
+	struct block_case *bc = arg;
+	sigset_t all;
+	sigfillset(&all);
+	if (bc->how == BLOCK_PTHREAD_SIGMASK && pthread_sigmask(SIG_BLOCK, &all, NULL) != 0)
+		_exit(4);
+	if (bc->how == BLOCK_SIGPROCMASK && sigprocmask(SIG_SETMASK, &all, NULL) != 0)
+		_exit(4);
+	if (bc->how == BLOCK_SIGBLOCK) {
+		int (*block)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "sigblock");
+		if (!block)
+			_exit(4);
+		block(~0);
+	}
+	poke(bc->t.obj + bc->t.offset, 'X');
+	return NULL;
+}
+
+static void write_from_blocking_thread(void *arg)
+{
+	struct block_case *bc = arg;
+	pthread_attr_t attr;
+	pthread_t tid;
+	pthread_attr_init(&attr);
+	if (bc->how == BLOCK_ATTR) {
+		sigset_t all;
+		sigfillset(&all);
+		if (pthread_attr_setsigmask_np(&attr, &all) != 0)
+			_exit(4);
+	}
+	if (pthread_create(&tid, &attr, thread_write_with_all_blocked, arg) != 0)
+		_exit(5);
+	pthread_join(tid, NULL);
+	_exit(3);
+}
+
+static void blocked_case(enum block_how how)
+{
+	struct block_case bc = { .how = how };
+	make_target(&bc.t, pmalloc_create_named_pool("blocked", 0), 32, 32, 5);
+	struct child c;
+	run_child(write_from_blocking_thread, &bc, &c);
+	assert_killed_by_segv(&c);
+	assert_report(&c, "blocked", bc.t.obj + 5, bc.t.obj, 32);
+}
+
+START_TEST(test_write_from_thread_blocking_all_signals_is_reported)
+{
+	blocked_case(BLOCK_PTHREAD_SIGMASK);
+}
+END_TEST
+
+START_TEST(test_write_after_sigprocmask_full_is_reported)
+{
+	blocked_case(BLOCK_SIGPROCMASK);
+}
+END_TEST
+
+START_TEST(test_write_from_thread_created_blocked_is_reported)
+{
+	blocked_case(BLOCK_ATTR);
+}
+END_TEST
+
+START_TEST(test_write_after_sigblock_is_reported)
+{
+	blocked_case(BLOCK_SIGBLOCK);
+}
+END_TEST
+
+/* A mask that blocks everything still reads back as asked for the other
+ * signals, and SIGSEGV is not in it. */
+START_TEST(test_full_mask_keeps_other_signals_blocked)
+{
+	sigset_t all, now, old;
+	sigfillset(&all);
+	ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, &all, &old), 0);
+	ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, NULL, &now), 0);
+	ck_assert_int_eq(sigismember(&now, SIGSEGV), 0);
+	ck_assert_int_eq(sigismember(&now, SIGUSR1), 1);
+	ck_assert_int_eq(sigismember(&now, SIGTERM), 1);
+	ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, &old, NULL), 0);
+}
+END_TEST
+
+/* A handler's mask may not block SIGSEGV either: a pool write inside a
+ * handler installed with a full mask is reported. */
+static struct target handler_target;
+
+static void write_in_handler(int sig)
+{
+	(void)sig;
+	poke(handler_target.obj + handler_target.offset, 'X');
+}
+
+static void write_from_full_mask_handler(void *arg)
+{
+	(void)arg;
+	struct sigaction sa = { .sa_handler = write_in_handler };
+	sigfillset(&sa.sa_mask);
+	if (sigaction(SIGUSR1, &sa, NULL) != 0)
+		_exit(4);
+	raise(SIGUSR1);
+	_exit(3);
+}
+
+START_TEST(test_write_in_handler_with_full_mask_is_reported)
+{
+	make_target(&handler_target, pmalloc_create_named_pool("handler", 0), 32, 32, 1);
+	struct child c;
+	run_child(write_from_full_mask_handler, NULL, &c);
+	assert_killed_by_segv(&c);
+	assert_report(&c, "handler", handler_target.obj + 1, handler_target.obj, 32);
 }
 END_TEST
 
@@ -650,7 +828,18 @@ static Suite *fault_suite(void)
 
 	TCase *alt = tcase_create("altstack");
 	tcase_add_test(alt, test_pool_write_on_small_sigaltstack_is_reported);
+	tcase_add_test(alt, test_pool_write_on_7k_sigaltstack_is_reported);
+	tcase_add_test(alt, test_pool_write_on_2k_sigaltstack_is_reported);
 	suite_add_tcase(s, alt);
+
+	TCase *blocked = tcase_create("blocked signals");
+	tcase_add_test(blocked, test_write_from_thread_blocking_all_signals_is_reported);
+	tcase_add_test(blocked, test_write_after_sigprocmask_full_is_reported);
+	tcase_add_test(blocked, test_write_from_thread_created_blocked_is_reported);
+	tcase_add_test(blocked, test_write_after_sigblock_is_reported);
+	tcase_add_test(blocked, test_full_mask_keeps_other_signals_blocked);
+	tcase_add_test(blocked, test_write_in_handler_with_full_mask_is_reported);
+	suite_add_tcase(s, blocked);
 
 	TCase *kernel = tcase_create("kernel writes");
 	tcase_add_test(kernel, test_read_into_protected_buffer_fails_with_efault);

@@ -1,0 +1,266 @@
+/*
+ * audit.c - the audit window: a protected page made writable for one
+ * let-through write (a single-stepped store, or a kernel write copied in),
+ * then protected again.
+ *
+ * The page is writable for every thread while it is open, so:
+ *   - windows are serialised, one at a time in the process (a spin lock
+ *     owned by thread id): a thread that faults meanwhile waits in its
+ *     handler for a few microseconds instead of writing through someone
+ *     else's window unseen;
+ *   - each page is copied before it is opened and compared after it is
+ *     protected again: a byte that changed outside the let-through write
+ *     (the 64 bytes from the faulting address, the widest x86 store; the
+ *     copied range for a kernel write) was written by another thread that
+ *     did not fault because the page was open.  Each such run of changed
+ *     bytes is reported as its own write ("ip unknown"), before the window is
+ *     released.  Limits, stated in
+ *     the README: a store of the value already there changes nothing and is
+ *     not seen; several stores to the same bytes within one window are one
+ *     report; another thread's store within those 64 bytes is taken for the
+ *     stepped one's.
+ *
+ * Async-signal-safe (the fault and trap handlers use it): no malloc, no
+ * stdio; the snapshot buffers are static.  Never used in enforce mode.
+ */
+#define _GNU_SOURCE
+#include "audit.h"
+#include "os.h"
+#include "pool.h"
+#include "report.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define WIN_PAGES 4             /* a straddling store, and one nested in a handler */
+#define SNAP_PAGE AUDIT_PAGE
+#define STORE_MAX 64            /* widest store of one instruction (AVX-512) */
+
+struct window {
+	_Atomic int owner;          /* thread id, 0 when closed */
+	int n;
+	uintptr_t ip;               /* the stepped store's instruction, 0 for a copy-in */
+	uintptr_t page[WIN_PAGES];
+	uintptr_t own_lo[WIN_PAGES], own_hi[WIN_PAGES];   /* the let-through bytes */
+};
+
+static struct window win;
+static unsigned char snap[WIN_PAGES][SNAP_PAGE] __attribute__((aligned(64)));
+
+static int thread_id(void)
+{
+	return (int)syscall(SYS_gettid);
+}
+
+bool audit_window_mine(void)
+{
+	return atomic_load_explicit(&win.owner, memory_order_acquire) == thread_id();
+}
+
+static void acquire(int me)
+{
+	int expected = 0;
+	while (!atomic_compare_exchange_weak_explicit(&win.owner, &expected, me, memory_order_acquire,
+						      memory_order_relaxed)) {
+		expected = 0;
+		sched_yield();
+	}
+}
+
+bool audit_window_continues(uintptr_t addr, uintptr_t ip)
+{
+	if (!audit_window_mine() || win.ip != ip || win.ip == 0)
+		return false;
+	uintptr_t page = addr & ~(uintptr_t)(SNAP_PAGE - 1);
+	for (int i = 0; i < win.n; i++)
+		if (win.page[i] == page)
+			return false;
+	return true;
+}
+
+/* Open page for the let-through bytes [lo, hi); the window is ours. */
+static int open_page(uintptr_t page, uintptr_t lo, uintptr_t hi)
+{
+	for (int i = 0; i < win.n; i++)
+		if (win.page[i] == page) {
+			win.own_lo[i] = lo < win.own_lo[i] ? lo : win.own_lo[i];
+			win.own_hi[i] = hi > win.own_hi[i] ? hi : win.own_hi[i];
+			return 0;
+		}
+	if (win.n == WIN_PAGES || os_page_size != SNAP_PAGE)
+		return -ENOSPC;
+	memcpy(snap[win.n], (const void *)page, SNAP_PAGE);
+	int r = os_protect_rw((void *)page, SNAP_PAGE);
+	if (r < 0)
+		return r;
+	win.page[win.n] = page;
+	win.own_lo[win.n] = lo;
+	win.own_hi[win.n] = hi;
+	win.n++;
+	return 0;
+}
+
+/* Protect the window's pages again and report what changed in them; the
+ * window stays ours. */
+static void flush_pages(void);
+
+int audit_window_add(uintptr_t addr, uintptr_t ip)
+{
+	int me = thread_id();
+	bool fresh = atomic_load_explicit(&win.owner, memory_order_acquire) != me;
+	if (fresh) {
+		acquire(me);
+		win.n = 0;
+		win.ip = ip;
+	} else if (win.n == WIN_PAGES && ip == win.ip) {
+		flush_pages();           /* a rep string instruction going on and on */
+	}
+	uintptr_t page = addr & ~(uintptr_t)(SNAP_PAGE - 1);
+	uintptr_t hi = addr + STORE_MAX < page + SNAP_PAGE ? addr + STORE_MAX : page + SNAP_PAGE;
+	int r = open_page(page, addr, hi);
+	if (r < 0 && fresh)
+		atomic_store_explicit(&win.owner, 0, memory_order_release);
+	return r;
+}
+
+bool audit_window_stepping(uintptr_t ip, uintptr_t dest)
+{
+	if (!audit_window_mine() || !win.ip || ip != win.ip)
+		return false;
+	/* A rep string instruction between iterations: its destination
+	 * pointer says which bytes are its own. */
+	for (int i = 0; i < win.n; i++) {
+		uintptr_t lo = dest - STORE_MAX, hi = dest + STORE_MAX;
+		if (hi <= win.page[i] || lo >= win.page[i] + SNAP_PAGE)
+			continue;
+		if (lo < win.own_lo[i])
+			win.own_lo[i] = lo < win.page[i] ? win.page[i] : lo;
+		if (hi > win.own_hi[i])
+			win.own_hi[i] = hi > win.page[i] + SNAP_PAGE ? win.page[i] + SNAP_PAGE : hi;
+	}
+	return true;
+}
+
+static bool own_byte(int i, uintptr_t a)
+{
+	return a >= win.own_lo[i] && a < win.own_hi[i];
+}
+
+static void report_other(uintptr_t addr)
+{
+	struct pool_hit hit;
+	if (!pool_lookup((const void *)addr, &hit))
+		return;
+	struct violation v;
+	memset(&v, 0, sizeof(v));
+	v.pool = hit.pool->name[0] ? hit.pool->name : "(unnamed)";
+	v.policy = hit.pool->policy;
+	v.audit = 1;
+	v.other_thread = 1;
+	v.address = addr;
+	if (hit.in_object) {
+		v.object = hit.object;
+		v.object_size = hit.object_size;
+	}
+	report_violation(&v, NULL, NULL);
+}
+
+/* Report each run of bytes of window page i that changed outside the
+ * let-through bytes.  The page is read-only again and the window still
+ * ours: nobody changes it under the comparison.  (Lock order: the window,
+ * then the report lock; nothing takes them the other way round.) */
+static void report_changes(int i)
+{
+	const unsigned char *now = (const unsigned char *)win.page[i], *was = snap[i];
+	bool in_run = false;
+	for (size_t off = 0; off < SNAP_PAGE; off += 8) {
+		uint64_t a, b;
+		memcpy(&a, now + off, 8);
+		memcpy(&b, was + off, 8);
+		if (a == b) {
+			in_run = false;
+			continue;
+		}
+		for (size_t k = off; k < off + 8; k++) {
+			uintptr_t addr = win.page[i] + k;
+			bool changed = now[k] != was[k] && !own_byte(i, addr);
+			if (changed && !in_run)
+				report_other(addr);
+			in_run = changed;
+		}
+	}
+}
+
+static void flush_pages(void)
+{
+	for (int i = 0; i < win.n; i++)
+		if (os_protect_ro((void *)win.page[i], SNAP_PAGE) < 0)
+			fatal("audit", "cannot protect pool memory again");
+	for (int i = 0; i < win.n; i++)
+		report_changes(i);
+	win.n = 0;
+}
+
+void audit_window_close(void)
+{
+	flush_pages();
+	win.ip = 0;
+	atomic_store_explicit(&win.owner, 0, memory_order_release);
+}
+
+int audit_copy_in(void *dst, const void *src, size_t len)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	os_sigmask(SIG_SETMASK, &all, &old);      /* no handler runs inside our window */
+	int r = 0;
+	uintptr_t d = (uintptr_t)dst;
+	const unsigned char *s = src;
+	bool nested = audit_window_mine();
+	while (len > 0 && r == 0) {
+		uintptr_t page = d & ~(uintptr_t)(SNAP_PAGE - 1);
+		size_t chunk = page + SNAP_PAGE - d < len ? page + SNAP_PAGE - d : len;
+		if (nested) {
+			/* A signal handler of a thread whose store is being
+			 * stepped: its window takes the page too, and closes
+			 * it at that store's trap. */
+			r = open_page(page, d, d + chunk);
+			if (r == 0)
+				memcpy((void *)d, s, chunk);
+			d += chunk;
+			s += chunk;
+			len -= chunk;
+			continue;
+		}
+		acquire(thread_id());
+		win.n = 0;
+		win.ip = 0;
+		r = open_page(page, d, d + chunk);
+		if (r == 0) {
+			memcpy((void *)d, s, chunk);
+			audit_window_close();
+		} else {
+			atomic_store_explicit(&win.owner, 0, memory_order_release);
+		}
+		d += chunk;
+		s += chunk;
+		len -= chunk;
+	}
+	os_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+void audit_after_fork_child(void)
+{
+	/* Another thread's window: its pages are open in this copy too. */
+	if (atomic_load(&win.owner)) {
+		for (int i = 0; i < win.n; i++)
+			os_protect_ro((void *)win.page[i], SNAP_PAGE);
+		win.n = 0;
+		atomic_store(&win.owner, 0);
+	}
+}

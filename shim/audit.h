@@ -1,0 +1,39 @@
+/*
+ * audit.h - letting a write into protected pool memory through, one at a
+ * time, and noticing what else changed meanwhile: the audit window.
+ */
+#ifndef PMALLOC_AUDIT_H
+#define PMALLOC_AUDIT_H
+
+#include "common.h"
+
+/* The page size the window snapshots; elsewhere nothing is let through. */
+#define AUDIT_PAGE 4096u
+
+/* Snapshot and make writable the page holding addr (a store at ip) for
+ * this thread's window, opening the window (waiting for another thread's
+ * to close) if this thread has none.  0 when opened; -EPERM (sealed) or
+ * -ENOSPC when the page cannot be let through.  Async-signal-safe. */
+int audit_window_add(uintptr_t addr, uintptr_t ip);
+/* This thread's window is open for the store at ip, and the page of addr
+ * is not in it yet (a store straddling two pages faults once per page). */
+bool audit_window_continues(uintptr_t addr, uintptr_t ip);
+/* A trap with this thread's window open and the stepped instruction still
+ * at ip (a rep string instruction between iterations, its destination
+ * pointer at dest): true when the window should stay open and the
+ * stepping go on. */
+bool audit_window_stepping(uintptr_t ip, uintptr_t dest);
+/* Protect the window's pages again, close it, and report what changed in
+ * them outside the let-through writes (other threads' stores made while the
+ * pages were open).  Async-signal-safe. */
+void audit_window_close(void);
+/* This thread holds the window. */
+bool audit_window_mine(void);
+/* Copy len bytes from src into protected pool memory at dst (a kernel
+ * write let through: kwrite.c), in a window of its own; 0, or -errno when
+ * a page cannot be opened (nothing copied then).  Normal context. */
+int audit_copy_in(void *dst, const void *src, size_t len);
+/* After fork, in the child (normal context). */
+void audit_after_fork_child(void);
+
+#endif

@@ -1,0 +1,601 @@
+/*
+ * kwrite.c - a kernel write into protected pool memory (read(2) into a
+ * buffer, epoll_wait(2) into an event array, ...): let through and
+ * reported where the pool is audited, refused as before (the call fails
+ * with EFAULT, the data stays with the kernel) where it is enforced.
+ *
+ * Mechanism: the libc calls whose buffers the kernel writes are
+ * interposed.  Fast path: each buffer is tested against the arena (two
+ * compares); almost every call stops there.  Slow path, only for buffers
+ * inside the arena: each page of the buffer is looked up (lock-free); when
+ * one is protected and its pool lets kernel writes through, the kernel
+ * writes into a private bounce buffer (a fresh mapping, holding a copy of
+ * the current bytes, so in-out arrays such as poll's keep their input),
+ * and what the call wrote is copied into pool memory in an audit window
+ * (audit.c: one page at a time, serialised with the fault handler's
+ * windows, other threads' writes meanwhile detected) and reported, one
+ * report per buffer, naming the call and its caller.  The program sees the
+ * call succeed as it would without the shim.
+ *
+ * One concern, to be shared with learn mode: "let a kernel write into
+ * protected pool memory through, and tell me" - kw_lets_through() is where
+ * a mode says yes.
+ *
+ * Not covered (documented in the README): calls made inside libc without
+ * its exported entry points (stdio's reads into its FILE buffers,
+ * getaddrinfo), raw syscall(2), io_uring, and calls not listed here.  For
+ * those, a protected buffer still gets EFAULT in audit mode.
+ *
+ * Normal context only (never a signal handler).  Allocates nothing from
+ * the heap: bounce buffers are mappings, unmapped before returning.
+ */
+#define _GNU_SOURCE
+#include "kwrite.h"
+#include "audit.h"
+#include "os.h"
+#include "pmalloc.h"
+#include "pool.h"
+#include "report.h"
+#include "shim.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define KW_BUFS 20              /* buffers one call may bounce */
+#define KW_IOVS 16              /* readv/recvmsg vectors handled; more: the call as is */
+
+struct kw_buf {
+	void *user;
+	size_t len;
+	unsigned char *bounce;
+	size_t map_len;
+};
+
+struct kw_call {
+	const char *name;
+	uintptr_t ra;
+	int n;
+	bool refused;           /* a buffer in protected memory that is not let through */
+	bool retried;
+	struct kw_buf b[KW_BUFS];
+};
+
+#define CALLER() ((uintptr_t)__builtin_return_address(0))
+
+/* libc's functions, looked up at load (a constructor), so that the first
+ * read() of a process inside a signal handler does not run dlsym there;
+ * looked up on first use when a call comes before the constructor. */
+typedef ssize_t (*read_fn)(int, void *, size_t);
+typedef ssize_t (*pread_fn)(int, void *, size_t, off_t);
+typedef ssize_t (*readv_fn)(int, const struct iovec *, int);
+typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+typedef ssize_t (*recvmsg_fn)(int, struct msghdr *, int);
+static read_fn _Atomic real_read;
+static pread_fn _Atomic real_pread, real_pread64;
+static readv_fn _Atomic real_readv;
+static recvfrom_fn _Atomic real_recvfrom;
+static recvmsg_fn _Atomic real_recvmsg;
+
+#define LIBC(var, name) ({ \
+	__typeof__(var) f_ = atomic_load_explicit(&(var), memory_order_relaxed); \
+	if (unlikely(!f_)) { \
+		f_ = (__typeof__(f_))shim_real_symbol(name); \
+		atomic_store_explicit(&(var), f_, memory_order_relaxed); \
+	} \
+	f_; })
+
+__attribute__((constructor)) static void kwrite_init(void)
+{
+	(void)LIBC(real_read, "read");
+	(void)LIBC(real_pread, "pread");
+	(void)LIBC(real_pread64, "pread64");
+	(void)LIBC(real_readv, "readv");
+	(void)LIBC(real_recvfrom, "recvfrom");
+	(void)LIBC(real_recvmsg, "recvmsg");
+}
+
+
+/* Does pool p let kernel writes into its protected memory through? */
+static bool kw_lets_through(struct pmalloc_pool *p)
+{
+	return atomic_load_explicit(&p->mode, memory_order_relaxed) == POOL_AUDIT &&
+	       !(p->flags & PMALLOC_POOL_SEAL) && os_page_size == AUDIT_PAGE;
+}
+
+/* The first protected byte of [p, p+len), or 0; *refused when its pool
+ * does not let kernel writes through. */
+static uintptr_t first_protected(const void *p, size_t len, bool *refused)
+{
+	uintptr_t a = (uintptr_t)p, end = a + len;
+	while (a < end) {
+		struct pool_hit hit;
+		if (pool_lookup((const void *)a, &hit) && hit.is_protected) {
+			*refused = !kw_lets_through(hit.pool);
+			return a;
+		}
+		a = (a | (os_page_size - 1)) + 1;
+	}
+	return 0;
+}
+
+/* What the kernel should write into instead of [user, user+len). */
+static void *kw_sub(struct kw_call *c, void *user, size_t len)
+{
+	bool refused = false;
+	if (!user || len == 0 || !kwrite_may_touch(user, len) || !first_protected(user, len, &refused))
+		return user;
+	if (refused || c->n == KW_BUFS) {
+		c->refused = true;
+		return user;
+	}
+	struct kw_buf *b = &c->b[c->n];
+	void *m;
+	b->map_len = ALIGN_UP(len, os_page_size);
+	if (os_map(b->map_len, &m) < 0) {
+		c->refused = true;
+		return user;
+	}
+	b->user = user;
+	b->len = len;
+	b->bounce = m;
+	memcpy(b->bounce, user, len);   /* in-out buffers keep their input */
+	c->n++;
+	return b->bounce;
+}
+
+static void kw_release(struct kw_call *c)
+{
+	for (int i = 0; i < c->n; i++)
+		os_unmap(c->b[i].bounce, c->b[i].map_len);
+	c->n = 0;
+}
+
+static struct kw_buf *kw_find(struct kw_call *c, const void *sub)
+{
+	for (int i = 0; i < c->n; i++)
+		if (c->b[i].bounce == sub)
+			return &c->b[i];
+	return NULL;
+}
+
+/* The kernel wrote written bytes at the start of bounce buffer sub: into
+ * pool memory with them, and report. */
+static void kw_done(struct kw_call *c, const void *sub, size_t written)
+{
+	struct kw_buf *b = kw_find(c, sub);
+	if (!b || written == 0)
+		return;
+	if (written > b->len)
+		written = b->len;
+	bool refused = false;
+	uintptr_t at = first_protected(b->user, written, &refused);
+	if (audit_copy_in(b->user, b->bounce, written) < 0)
+		fatal(c->name, "cannot let a kernel write into pool memory through");
+	struct pool_hit hit;
+	if (!at || !pool_lookup((const void *)at, &hit))
+		return;
+	struct violation v;
+	memset(&v, 0, sizeof(v));
+	v.pool = hit.pool->name[0] ? hit.pool->name : "(unnamed)";
+	v.policy = hit.pool->policy;
+	v.audit = 1;
+	v.address = at;
+	v.ip = c->ra;
+	v.kernel_call = c->name;
+	if (hit.in_object) {
+		v.object = hit.object;
+		v.object_size = hit.object_size;
+		v.site_ra = site_address(hit.site);
+		v.site_symbol = site_symbol(hit.site);
+	}
+	report_violation(&v, NULL, NULL);
+}
+
+#define KW_BEGIN(call_name) \
+	struct kw_call c_ = { .name = call_name, .ra = ra }; \
+	int saved_errno_ = errno
+/* A buffer not let through: the call as the program made it (EFAULT). */
+#define KW_REFUSED() (c_.refused ? (kw_release(&c_), errno = saved_errno_, true) : false)
+/* EFAULT with nothing bounced: the memory was protected while the call
+ * waited (a blocking read or epoll_wait begun before the trigger fired).
+ * The kernel keeps what it could not copy (pipes, sockets, epoll's ready
+ * list), so the call is made once more, now through bounce buffers. */
+#define KW_AGAIN(r) ((r) < 0 && errno == EFAULT && c_.n == 0 && !c_.refused && !c_.retried \
+	? (c_.retried = true, errno = saved_errno_, true) : false)
+#define KW_RETURN(r) do { int e_ = errno; kw_release(&c_); errno = e_; return (r); } while (0)
+
+/* ---- read family ---- */
+
+static cold ssize_t read_slow(ssize_t (*fn)(int, void *, size_t), uintptr_t ra, int fd, void *buf, size_t n)
+{
+	KW_BEGIN("read");
+	ssize_t r;
+	do {
+		void *b = kw_sub(&c_, buf, n);
+		if (KW_REFUSED())
+			return fn(fd, buf, n);
+		r = fn(fd, b, n);
+		if (r > 0)
+			kw_done(&c_, b, (size_t)r);
+	} while (KW_AGAIN(r));
+	KW_RETURN(r);
+}
+
+PMALLOC_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	read_fn fn = LIBC(real_read, "read");
+	if (unlikely(!fn)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (likely(!kwrite_may_touch(buf, n)))
+		return fn(fd, buf, n);
+	return read_slow(fn, CALLER(), fd, buf, n);
+}
+
+static cold ssize_t pread_slow(ssize_t (*fn)(int, void *, size_t, off_t), uintptr_t ra, int fd, void *buf,
+			       size_t n, off_t off)
+{
+	KW_BEGIN("pread");
+	ssize_t r;
+	do {
+		void *b = kw_sub(&c_, buf, n);
+		if (KW_REFUSED())
+			return fn(fd, buf, n, off);
+		r = fn(fd, b, n, off);
+		if (r > 0)
+			kw_done(&c_, b, (size_t)r);
+	} while (KW_AGAIN(r));
+	KW_RETURN(r);
+}
+
+PMALLOC_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	pread_fn fn = LIBC(real_pread, "pread");
+	if (unlikely(!fn)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (likely(!kwrite_may_touch(buf, n)))
+		return fn(fd, buf, n, off);
+	return pread_slow(fn, CALLER(), fd, buf, n, off);
+}
+
+PMALLOC_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+{
+	pread_fn fn = LIBC(real_pread64, "pread64");
+	if (unlikely(!fn)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (likely(!kwrite_may_touch(buf, n)))
+		return fn(fd, buf, n, off);
+	return pread_slow(fn, CALLER(), fd, buf, n, off);
+}
+
+/* Any of iov[0, cnt) in the arena? */
+static bool iov_may_touch(const struct iovec *iov, int cnt)
+{
+	for (int i = 0; i < cnt; i++)
+		if (kwrite_may_touch(iov[i].iov_base, iov[i].iov_len))
+			return true;
+	return false;
+}
+
+/* Bounce the vectors into mine; false when the call must go as it is. */
+static bool iov_sub(struct kw_call *c, const struct iovec *iov, int cnt, struct iovec *mine)
+{
+	if (cnt < 0 || cnt > KW_IOVS)
+		return false;
+	for (int i = 0; i < cnt; i++) {
+		mine[i].iov_len = iov[i].iov_len;
+		mine[i].iov_base = kw_sub(c, iov[i].iov_base, iov[i].iov_len);
+	}
+	return !c->refused;
+}
+
+/* The kernel filled the vectors in order with total bytes. */
+static void iov_done(struct kw_call *c, const struct iovec *mine, int cnt, size_t total)
+{
+	for (int i = 0; i < cnt && total > 0; i++) {
+		size_t n = mine[i].iov_len < total ? mine[i].iov_len : total;
+		kw_done(c, mine[i].iov_base, n);
+		total -= n;
+	}
+}
+
+static cold ssize_t readv_slow(ssize_t (*fn)(int, const struct iovec *, int), uintptr_t ra, int fd,
+			       const struct iovec *iov, int cnt)
+{
+	KW_BEGIN("readv");
+	struct iovec mine[KW_IOVS];
+	ssize_t r;
+	do {
+		if (!iov_sub(&c_, iov, cnt, mine)) {
+			kw_release(&c_);
+			errno = saved_errno_;
+			return fn(fd, iov, cnt);
+		}
+		r = fn(fd, mine, cnt);
+		if (r > 0)
+			iov_done(&c_, mine, cnt, (size_t)r);
+	} while (KW_AGAIN(r));
+	KW_RETURN(r);
+}
+
+PMALLOC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	readv_fn fn = LIBC(real_readv, "readv");
+	if (unlikely(!fn)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (likely(!iov_may_touch(iov, cnt)))
+		return fn(fd, iov, cnt);
+	return readv_slow(fn, CALLER(), fd, iov, cnt);
+}
+
+/* ---- sockets ---- */
+
+static cold ssize_t recvfrom_slow(ssize_t (*fn)(int, void *, size_t, int, struct sockaddr *, socklen_t *),
+				  uintptr_t ra, const char *name, int fd, void *buf, size_t n, int flags,
+				  struct sockaddr *addr, socklen_t *alen)
+{
+	KW_BEGIN(name);
+	ssize_t r;
+	do {
+		void *b = kw_sub(&c_, buf, n);
+		socklen_t *l = kw_sub(&c_, alen, alen ? sizeof(*alen) : 0);
+		struct sockaddr *a = kw_sub(&c_, addr, addr && alen ? *alen : 0);
+		if (KW_REFUSED())
+			return fn(fd, buf, n, flags, addr, alen);
+		r = fn(fd, b, n, flags, a, l);
+		if (r >= 0) {
+			kw_done(&c_, b, (size_t)r);
+			kw_done(&c_, a, alen ? *alen : 0);
+			kw_done(&c_, l, sizeof(*l));
+		}
+	} while (KW_AGAIN(r));
+	KW_RETURN(r);
+}
+
+PMALLOC_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen)
+{
+	recvfrom_fn fn = LIBC(real_recvfrom, "recvfrom");
+	if (unlikely(!fn)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (likely(!kwrite_may_touch(buf, n) && !kwrite_may_touch(alen, sizeof(*alen)) &&
+		   !kwrite_may_touch(addr, alen ? *alen : 0)))
+		return fn(fd, buf, n, flags, addr, alen);
+	return recvfrom_slow(fn, CALLER(), "recvfrom", fd, buf, n, flags, addr, alen);
+}
+
+PMALLOC_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	recvfrom_fn fn = LIBC(real_recvfrom, "recvfrom");
+	if (unlikely(!fn)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (likely(!kwrite_may_touch(buf, n)))
+		return fn(fd, buf, n, flags, NULL, NULL);
+	return recvfrom_slow(fn, CALLER(), "recv", fd, buf, n, flags, NULL, NULL);
+}
+
+static bool msg_may_touch(const struct msghdr *m)
+{
+	return kwrite_may_touch(m, sizeof(*m)) || kwrite_may_touch(m->msg_name, m->msg_namelen) ||
+	       kwrite_may_touch(m->msg_control, m->msg_controllen) ||
+	       iov_may_touch(m->msg_iov, m->msg_iovlen > KW_IOVS ? KW_IOVS : (int)m->msg_iovlen);
+}
+
+static cold ssize_t recvmsg_slow(ssize_t (*fn)(int, struct msghdr *, int), uintptr_t ra, int fd,
+				 struct msghdr *msg, int flags)
+{
+	KW_BEGIN("recvmsg");
+	struct msghdr m = *msg;
+	struct iovec mine[KW_IOVS];
+	bool hdr_refused = false;
+	bool hdr_protected = kwrite_may_touch(msg, sizeof(*msg)) && first_protected(msg, sizeof(*msg), &hdr_refused);
+	if (hdr_refused || m.msg_iovlen > KW_IOVS || !iov_sub(&c_, msg->msg_iov, (int)m.msg_iovlen, mine)) {
+		kw_release(&c_);
+		errno = saved_errno_;
+		return fn(fd, msg, flags);
+	}
+	m.msg_iov = mine;
+	m.msg_name = kw_sub(&c_, msg->msg_name, msg->msg_namelen);
+	m.msg_control = kw_sub(&c_, msg->msg_control, msg->msg_controllen);
+	if (KW_REFUSED())
+		return fn(fd, msg, flags);
+	ssize_t r = fn(fd, &m, flags);
+	if (r >= 0) {
+		int e = errno;
+		iov_done(&c_, mine, (int)m.msg_iovlen, (size_t)r);
+		kw_done(&c_, m.msg_name, m.msg_namelen);
+		kw_done(&c_, m.msg_control, m.msg_controllen);
+		struct msghdr out = *msg;
+		out.msg_namelen = m.msg_namelen;
+		out.msg_controllen = m.msg_controllen;
+		out.msg_flags = m.msg_flags;
+		if (hdr_protected) {
+			struct kw_call h = { .name = "recvmsg", .ra = ra };
+			void *hb = kw_sub(&h, msg, sizeof(*msg));
+			if (hb) {
+				memcpy(hb, &out, sizeof(out));
+				kw_done(&h, hb, sizeof(out));
+			}
+			kw_release(&h);
+		} else {
+			*msg = out;
+		}
+		errno = e;
+	}
+	KW_RETURN(r);
+}
+
+PMALLOC_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	recvmsg_fn fn = LIBC(real_recvmsg, "recvmsg");
+	if (unlikely(!fn)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (likely(!msg || !msg_may_touch(msg)))
+		return fn(fd, msg, flags);
+	return recvmsg_slow(fn, CALLER(), fd, msg, flags);
+}
+
+/* ---- the calls trigger.c interposes (it passes their real function) ---- */
+
+int kwrite_epoll_wait(kwrite_epoll_fn fn, uintptr_t ra, int fd, struct epoll_event *e, int n, int t)
+{
+	size_t len = n > 0 ? (size_t)n * sizeof(*e) : 0;
+	if (likely(!kwrite_may_touch(e, len)))
+		return fn(fd, e, n, t);
+	KW_BEGIN("epoll_wait");
+	int r;
+	do {
+		struct epoll_event *b = kw_sub(&c_, e, len);
+		if (KW_REFUSED())
+			return fn(fd, e, n, t);
+		r = fn(fd, b, n, t);
+		if (r > 0)
+			kw_done(&c_, b, (size_t)r * sizeof(*e));
+	} while (KW_AGAIN(r));
+	KW_RETURN(r);
+}
+
+int kwrite_epoll_pwait(kwrite_epoll_p_fn fn, uintptr_t ra, int fd, struct epoll_event *e, int n, int t,
+		       const sigset_t *s)
+{
+	size_t len = n > 0 ? (size_t)n * sizeof(*e) : 0;
+	if (likely(!kwrite_may_touch(e, len)))
+		return fn(fd, e, n, t, s);
+	KW_BEGIN("epoll_pwait");
+	int r;
+	do {
+		struct epoll_event *b = kw_sub(&c_, e, len);
+		if (KW_REFUSED())
+			return fn(fd, e, n, t, s);
+		r = fn(fd, b, n, t, s);
+		if (r > 0)
+			kw_done(&c_, b, (size_t)r * sizeof(*e));
+	} while (KW_AGAIN(r));
+	KW_RETURN(r);
+}
+
+int kwrite_poll(kwrite_poll_fn fn, uintptr_t ra, struct pollfd *f, nfds_t n, int t)
+{
+	size_t len = n * sizeof(*f);
+	if (likely(!kwrite_may_touch(f, len)))
+		return fn(f, n, t);
+	KW_BEGIN("poll");
+	int r;
+	do {
+		struct pollfd *b = kw_sub(&c_, f, len);
+		if (KW_REFUSED())
+			return fn(f, n, t);
+		r = fn(b, n, t);
+		if (r >= 0)
+			kw_done(&c_, b, len);
+	} while (KW_AGAIN(r));
+	KW_RETURN(r);
+}
+
+int kwrite_ppoll(kwrite_ppoll_fn fn, uintptr_t ra, struct pollfd *f, nfds_t n, const struct timespec *t,
+		 const sigset_t *s)
+{
+	size_t len = n * sizeof(*f);
+	if (likely(!kwrite_may_touch(f, len)))
+		return fn(f, n, t, s);
+	KW_BEGIN("ppoll");
+	int r;
+	do {
+		struct pollfd *b = kw_sub(&c_, f, len);
+		if (KW_REFUSED())
+			return fn(f, n, t, s);
+		r = fn(b, n, t, s);
+		if (r >= 0)
+			kw_done(&c_, b, len);
+	} while (KW_AGAIN(r));
+	KW_RETURN(r);
+}
+
+static bool sets_may_touch(fd_set *r, fd_set *w, fd_set *e, void *t, size_t tlen)
+{
+	return kwrite_may_touch(r, sizeof(*r)) || kwrite_may_touch(w, sizeof(*w)) ||
+	       kwrite_may_touch(e, sizeof(*e)) || kwrite_may_touch(t, tlen);
+}
+
+int kwrite_select(kwrite_select_fn fn, uintptr_t ra, int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t)
+{
+	if (likely(!sets_may_touch(r, w, e, t, sizeof(*t))))
+		return fn(n, r, w, e, t);
+	KW_BEGIN("select");
+	fd_set *br = kw_sub(&c_, r, r ? sizeof(*r) : 0), *bw = kw_sub(&c_, w, w ? sizeof(*w) : 0);
+	fd_set *be = kw_sub(&c_, e, e ? sizeof(*e) : 0);
+	struct timeval *bt = kw_sub(&c_, t, t ? sizeof(*t) : 0);
+	if (KW_REFUSED())
+		return fn(n, r, w, e, t);
+	int res = fn(n, br, bw, be, bt);
+	if (res >= 0) {
+		kw_done(&c_, br, sizeof(fd_set));
+		kw_done(&c_, bw, sizeof(fd_set));
+		kw_done(&c_, be, sizeof(fd_set));
+		kw_done(&c_, bt, sizeof(struct timeval));
+	}
+	KW_RETURN(res);
+}
+
+int kwrite_pselect(kwrite_pselect_fn fn, uintptr_t ra, int n, fd_set *r, fd_set *w, fd_set *e,
+		   const struct timespec *t, const sigset_t *s)
+{
+	if (likely(!sets_may_touch(r, w, e, NULL, 0)))
+		return fn(n, r, w, e, t, s);
+	KW_BEGIN("pselect");
+	fd_set *br = kw_sub(&c_, r, r ? sizeof(*r) : 0), *bw = kw_sub(&c_, w, w ? sizeof(*w) : 0);
+	fd_set *be = kw_sub(&c_, e, e ? sizeof(*e) : 0);
+	if (KW_REFUSED())
+		return fn(n, r, w, e, t, s);
+	int res = fn(n, br, bw, be, t, s);
+	if (res >= 0) {
+		kw_done(&c_, br, sizeof(fd_set));
+		kw_done(&c_, bw, sizeof(fd_set));
+		kw_done(&c_, be, sizeof(fd_set));
+	}
+	KW_RETURN(res);
+}
+
+static int accept_common(kwrite_accept4_fn fn4, kwrite_accept_fn fn, uintptr_t ra, int fd, struct sockaddr *a,
+			 socklen_t *l, int flags)
+{
+	KW_BEGIN(fn4 ? "accept4" : "accept");
+	socklen_t *bl = kw_sub(&c_, l, l ? sizeof(*l) : 0);
+	struct sockaddr *ba = kw_sub(&c_, a, a && l ? *l : 0);
+	if (KW_REFUSED())
+		return fn4 ? fn4(fd, a, l, flags) : fn(fd, a, l);
+	int r = fn4 ? fn4(fd, ba, bl, flags) : fn(fd, ba, bl);
+	if (r >= 0) {
+		kw_done(&c_, ba, l ? *l : 0);
+		kw_done(&c_, bl, sizeof(*bl));
+	}
+	KW_RETURN(r);
+}
+
+int kwrite_accept(kwrite_accept_fn fn, uintptr_t ra, int fd, struct sockaddr *a, socklen_t *l)
+{
+	if (likely(!kwrite_may_touch(l, sizeof(*l)) && !kwrite_may_touch(a, a && l ? *l : 0)))
+		return fn(fd, a, l);
+	return accept_common(NULL, fn, ra, fd, a, l, 0);
+}
+
+int kwrite_accept4(kwrite_accept4_fn fn, uintptr_t ra, int fd, struct sockaddr *a, socklen_t *l, int f)
+{
+	if (likely(!kwrite_may_touch(l, sizeof(*l)) && !kwrite_may_touch(a, a && l ? *l : 0)))
+		return fn(fd, a, l, f);
+	return accept_common(fn, NULL, ra, fd, a, l, f);
+}

@@ -1,0 +1,46 @@
+/*
+ * kwrite.h - kernel writes into protected pool memory: let through and
+ * reported where the pool says so (audit), refused with EFAULT otherwise.
+ * The libc calls whose buffers the kernel writes are interposed here; the
+ * ones trigger.c interposes too (epoll_wait, poll, accept, ...) hand their
+ * real call to the kwrite_ function of the same name.
+ */
+#ifndef PMALLOC_KWRITE_H
+#define PMALLOC_KWRITE_H
+
+#include "arena.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+
+/* Might [p, p+len) be pool memory?  Two compares; the fast path of every
+ * interposed call. */
+static inline bool kwrite_may_touch(const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+	return a < arena_base + arena_size && a + len > arena_base;
+}
+
+typedef int (*kwrite_epoll_fn)(int, struct epoll_event *, int, int);
+typedef int (*kwrite_epoll_p_fn)(int, struct epoll_event *, int, int, const sigset_t *);
+typedef int (*kwrite_poll_fn)(struct pollfd *, nfds_t, int);
+typedef int (*kwrite_ppoll_fn)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+typedef int (*kwrite_select_fn)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+typedef int (*kwrite_pselect_fn)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
+typedef int (*kwrite_accept_fn)(int, struct sockaddr *, socklen_t *);
+typedef int (*kwrite_accept4_fn)(int, struct sockaddr *, socklen_t *, int);
+
+int kwrite_epoll_wait(kwrite_epoll_fn fn, uintptr_t ra, int fd, struct epoll_event *e, int n, int t);
+int kwrite_epoll_pwait(kwrite_epoll_p_fn fn, uintptr_t ra, int fd, struct epoll_event *e, int n, int t, const sigset_t *s);
+int kwrite_poll(kwrite_poll_fn fn, uintptr_t ra, struct pollfd *f, nfds_t n, int t);
+int kwrite_ppoll(kwrite_ppoll_fn fn, uintptr_t ra, struct pollfd *f, nfds_t n, const struct timespec *t, const sigset_t *s);
+int kwrite_select(kwrite_select_fn fn, uintptr_t ra, int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t);
+int kwrite_pselect(kwrite_pselect_fn fn, uintptr_t ra, int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t,
+		   const sigset_t *s);
+int kwrite_accept(kwrite_accept_fn fn, uintptr_t ra, int fd, struct sockaddr *a, socklen_t *l);
+int kwrite_accept4(kwrite_accept4_fn fn, uintptr_t ra, int fd, struct sockaddr *a, socklen_t *l, int f);
+
+#endif

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# audit_kwrite.sh - the kernel as the writer into protected pool memory
+# (kwrite_audit: read, readv, accept4, epoll_wait, poll, recv, recvmsg into
+# buffers protected at listen()).  Audit: every call succeeds as it would
+# without the shim, the data is where the program expects it, and each
+# kernel write is reported on stderr naming the call.  Enforce: the first
+# call fails with EFAULT (the data stays unread), as before.
+. "$(dirname "$0")/e2e_lib.sh"
+
+KW=$(readlink -f "$B/progs/kwrite_audit")
+[ -x "$KW" ] || fail "$KW not built"
+policy() {
+	cat <<EOC
+version = 1;
+daemon = { report_burst = 100; report_interval_s = 3600; };
+policies = ( { name = "kw"; match = { exe = [ "*/kwrite_audit" ]; }; mode = "$1";
+  pools = ( { name = "config"; sites = [ "make_config" ]; protect = [ "on-call:listen" ]; } ); } );
+EOC
+}
+policy audit >"$T/audit.conf"
+policy enforce >"$T/enforce.conf"
+
+E2E_CONF=$T/audit.conf hardened "$T/out" "$T/err" "$KW" || fail "audit: exit $?: $(cat "$T/out" "$T/err")"
+pid=$HPID
+[ "$(cat "$T/out")" = 'read: 9
+buf: pipe data
+readv: 8
+vbuf: vect ored
+accept4: 0
+peer: 127.0.0.1 len 16
+epoll_wait: 1
+event: data 77
+poll: 1
+revents: POLLIN
+recv: 3
+buf: soc
+recvmsg: 3
+vbuf: ket' ] || fail "audit: stdout: $(cat "$T/out")"
+for call in read readv accept4 epoll_wait poll recv recvmsg; do
+	grep -Eq "^pmalloc\[$pid\]: write to protected pool \"config\" at 0x[0-9a-f]+: offset [0-9]+ in [0-9]+-byte object 0x[0-9a-f]+ allocated at make_config\+0x[0-9a-f]+; ip 0x[0-9a-f]+ \(kwrite_audit\+0x[0-9a-f]+\) by the kernel in $call\(2\); policy \"kw\"; audit: write allowed$" "$T/err" ||
+		fail "audit: no report of the kernel's write in $call: $(cat "$T/err")"
+done
+pass "audit: read, readv, accept4, epoll_wait, poll, recv, recvmsg into protected memory succeed and are reported"
+
+E2E_CONF=$T/enforce.conf hardened "$T/out" "$T/err" "$KW"
+rc=$?
+[ $rc = 4 ] || fail "enforce: exit $rc, want 4: $(cat "$T/out" "$T/err")"
+[ "$(head -n 2 "$T/out")" = 'read: -1 Bad address
+buf: ' ] || fail "enforce: stdout: $(cat "$T/out")"
+[ ! -s "$T/err" ] || fail "enforce: stderr: $(cat "$T/err")"
+pass "enforce: a kernel write into protected memory fails with EFAULT, nothing reported"
+exit 0
