@@ -207,7 +207,7 @@ $(B)/pmalloc.pc: Makefile
 
 # Unit tests (Check): each tests/unit/test_*.c is one program, linked against
 # the shim as a user would, plus the shared objects for white-box tests.
-$(B)/tests/%: tests/unit/%.c $(SHIM_LIB) $(SHARED_OBJS) tests/unit/testutil.h
+$(B)/tests/%: tests/unit/%.c $(SHIM_LIB) $(SHIM_LIB).$(SOVERSION) $(SHARED_OBJS) tests/unit/testutil.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PIE_CFLAGS) -fPIE -pie $(LDFLAGS) $(call pc_cflags,check) -o $@ $< $(SHARED_OBJS) \
 		-L$(B) -Wl,-rpath,'$$ORIGIN/..' -lpmalloc_shim $(call pc_libs,check libconfig) -lpthread

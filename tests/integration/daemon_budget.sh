@@ -86,8 +86,13 @@ as $U1 --many 150 --children 16 --policy "" --pool api --hold 500 >"$T/kids" || 
 grep -qx 'reports=2400' "$T/kids" || fail "children: $(cat "$T/kids")"
 wait_until 200 connected 1 || fail "connections not released"
 back() { [ "$(rss)" -le $((rss0 + 4096)) ]; }
-wait_until 100 back || fail "RSS $(rss) kB after 2400 children left, was $rss0 kB before"
-pass "2400 forked children reported and left: RSS back to $(rss) kB (was $rss0 kB)"
+if ldd "$PMALLOCD" 2>/dev/null | grep -q libasan; then
+	# AddressSanitizer keeps freed memory in quarantine: RSS says nothing.
+	pass "2400 forked children reported and left (RSS not measured: an ASan build)"
+else
+	wait_until 100 back || fail "RSS $(rss) kB after 2400 children left, was $rss0 kB before"
+	pass "2400 forked children reported and left: RSS back to $(rss) kB (was $rss0 kB)"
+fi
 
 status=$(client --status)
 printf '%s\n' "$status" | grep -q '^over budget: 2152 connections refused' || fail "status: $(printf '%s\n' "$status" | grep -A1 '^per-user')"
