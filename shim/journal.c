@@ -37,6 +37,7 @@
 #define MID_VIOLATION "7df8f2fd7e8542c19da1343c00501acc"
 #define MID_PROTECTED "4861793aed344e45916acf02f15da997"
 #define MID_DROPPED "c1e835285fc54160a43c1065e7656999"
+#define MID_LEARNED "81abfd4bd92b4d58b67b434bbf0f7ac1"
 
 /* The rate limit pmallocd would apply (daemon.report_burst per
  * report_interval_s), kept by the shim when it writes the journal itself:
@@ -340,6 +341,44 @@ void journal_protected(const struct pmw_protected *m)
 	sanitized(&f, m->trigger);
 	fmt_str(&f, ")\n");
 	send_entry(&f);
+	errno = e;
+	atomic_flag_clear(&entry_busy);
+}
+
+void journal_learned(const struct journal_learned *m)
+{
+	if (atomic_flag_test_and_set(&entry_busy))
+		return;
+	int e = errno;
+	struct fmt f;
+	fmt_init(&f, entry, sizeof(entry));
+	common_fields(&f, MID_LEARNED, 6);
+	field(&f, "PMALLOC_POLICY", m->policy);
+	field(&f, "PMALLOC_POOL", m->pool);
+	field(&f, "PMALLOC_SITE", m->site);
+	field(&f, "PMALLOC_SITE_NAMED", m->named ? "1" : "0");
+	field(&f, "PMALLOC_SITE_OBJECT", m->object);
+	field_u64(&f, "PMALLOC_SITE_OFFSET", m->offset, true);
+	if (m->build_id[0])
+		field(&f, "PMALLOC_BUILD_ID", m->build_id);
+	field_u64(&f, "PMALLOC_OBJECTS", m->objects, false);
+	field_u64(&f, "PMALLOC_BYTES", m->bytes, false);
+	field_u64(&f, "PMALLOC_WRITTEN", m->written, false);
+	field(&f, "PMALLOC_TRIGGERS", m->triggers);
+	field(&f, "PMALLOC_LEARN_REASON", m->reason);
+	field(&f, "PMALLOC_EXE", m->exe);
+	fmt_str(&f, "MESSAGE=pmalloc: learned: pool \"");
+	sanitized(&f, m->pool);
+	fmt_str(&f, "\" of policy \"");
+	sanitized(&f, m->policy);
+	fmt_str(&f, "\": site ");
+	sanitized(&f, m->site);
+	fmt_str(&f, ": ");
+	fmt_u64(&f, m->objects);
+	fmt_str(&f, " objects, ");
+	fmt_u64(&f, m->bytes);
+	fmt_str(&f, m->written ? " bytes, written after protection\n" : " bytes, never written after protection\n");
+	send_entry_wait(&f, 250);
 	errno = e;
 	atomic_flag_clear(&entry_busy);
 }

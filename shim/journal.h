@@ -20,4 +20,12 @@ void journal_protected(const struct pmw_protected *m);
  * next window, or when the process exits). */
 void journal_note_dropped(void);
 
+/* learn mode: one site's result (learn.c), normal context. */
+struct journal_learned {
+	const char *policy, *pool, *site, *object, *build_id, *triggers, *exe, *reason;
+	uint64_t offset, objects, bytes;
+	bool written, named;
+};
+void journal_learned(const struct journal_learned *m);
+
 #endif

@@ -16,6 +16,7 @@
 #include "os.h"
 #include "pmalloc.h"
 #include "kwrite.h"
+#include "learn.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -88,6 +89,11 @@ void trigger_call(enum policy_call c)
 	if (unlikely(st->has_manual) && !atomic_load_explicit(&orders_thread, memory_order_relaxed)) {
 		int e = errno;
 		check_orders();
+		errno = e;
+	}
+	if (unlikely(c == POLICY_CALL_EXECVE) && learn_active()) {
+		int e = errno;
+		learn_flush("exec");    /* what this image learned, before it is gone */
 		errno = e;
 	}
 	if (likely(!(st->call_mask & (1u << c))))
