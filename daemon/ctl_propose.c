@@ -436,14 +436,22 @@ int ctl_cmd_propose(int argc, char **argv)
 	policy_set_free(set);
 	if (warnings)
 		goto out;
-	FILE *f = output ? fopen(output, "we") : stdout;
+	if (!output) {
+		fputs(text, stdout);
+		if (fflush(stdout) == 0)
+			status = CTL_EXIT_OK;
+		goto out;
+	}
+	FILE *f = fopen(output, "we");
 	if (!f) {
 		fprintf(stderr, CTL_NAME ": propose: %s: %s\n", output, strerror(errno));
 		goto out;
 	}
 	fputs(text, f);
-	if ((output ? fclose(f) : fflush(f)) == 0)
+	if (fclose(f) == 0)
 		status = CTL_EXIT_OK;
+	else
+		fprintf(stderr, CTL_NAME ": propose: %s: %s\n", output, strerror(errno));
 out:
 	free(text);
 	for (size_t i = 0; i < l.n; i++)
