@@ -72,6 +72,11 @@ static const struct ctl_command ctl_commands[] = {
 	  "  -o, --output FILE    write the file there instead of stdout\n"
 	  CTL_TIME_HELP
 	  "Exit status: 0 proposed, 1 nothing to propose or the journal cannot be read, 2 usage.\n" },
+	{ "learn-flush", ctl_cmd_learn_flush,
+	  "  learn-flush PID [--socket PATH]\n"
+	  "                              have PID (under a learn policy) write what it\n"
+	  "                              learned to the journal now\n",
+	  "Exit status: 0 sent, 1 refused, 2 usage, 3 pmallocd not running.\n" },
 	{ "protect", ctl_cmd_protect,
 	  "  protect PID POOL [--socket PATH]\n"
 	  "                              ask process PID to protect its pool POOL now\n"

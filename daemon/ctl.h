@@ -40,6 +40,7 @@ int ctl_cmd_protect(int argc, char **argv);
 int ctl_cmd_violations(int argc, char **argv);
 int ctl_cmd_preload(int argc, char **argv);
 int ctl_cmd_propose(int argc, char **argv);
+int ctl_cmd_learn_flush(int argc, char **argv);
 
 /* ctl.c: the usage text, on f. */
 void ctl_usage(FILE *f);

@@ -170,6 +170,8 @@ static int arm(const struct policy_set *set, const struct policy *pol, uint64_t 
 			snprintf(sp->after_text, sizeof(sp->after_text), "after:%llums",
 				 (unsigned long long)(sp->after_ns / 1000000u));
 		st->call_mask |= sp->call_mask;
+		if (pol->mode == POLICY_MODE_LEARN)
+			st->has_manual = true;   /* read pmallocd's orders: pmallocctl learn-flush */
 		for (size_t s = 0; s < pp->n_sites; s++)
 			if (!pp->sites[s].object && strcmp(pp->sites[s].function, "*") == 0 && st->match_all < 0)
 				st->match_all = (int)i;

@@ -63,6 +63,10 @@ static _Atomic int orders_thread;      /* 1 while the thread serves orders */
 static void obey(const char *pool)
 {
 	const struct shim_state *st = shim;
+	if (pool[0] == '\0') {
+		learn_flush("learn-flush");   /* pmallocctl learn-flush */
+		return;
+	}
 	for (size_t i = 0; i < st->n_pools; i++)
 		if (st->pools[i].manual && strcmp(st->pools[i].pool->name, pool) == 0) {
 			shim_protect_pool(i, "manual:pmallocctl");

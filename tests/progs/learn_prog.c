@@ -7,6 +7,8 @@
  *
  * learn_prog inject: after the work, writes into the configuration (what
  * an attacker would): with that site protected, death by SIGSEGV.
+ * learn_prog hold: after the work, prints "ready" and waits for the end
+ * of its standard input (pmallocctl learn-flush meanwhile).
  */
 #define _GNU_SOURCE
 #include <netinet/in.h>
@@ -61,6 +63,13 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (argc > 1 && strcmp(argv[1], "inject") == 0)
 		cfg->port = 4242;          /* the attacker's write */
+	if (argc > 1 && strcmp(argv[1], "hold") == 0) {
+		char c;
+		printf("ready\n");
+		fflush(stdout);
+		while (read(0, &c, 1) > 0)
+			;
+	}
 	close(s);
 	return 0;
 }
