@@ -6,7 +6,7 @@ _pmallocctl()
 	local cur prev words cword
 	_init_completion || return
 
-	local commands="check status violations propose protect preload"
+	local commands="check status violations propose learn-flush protect preload"
 	local cmd="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -46,6 +46,9 @@ _pmallocctl()
 	violations)
 		COMPREPLY=($(compgen -W "--pid --policy --since --until --lines --follow --json
 			--directory --file --help" -- "$cur"))
+		;;
+	learn-flush)
+		[[ $cur == -* ]] && COMPREPLY=($(compgen -W "--socket --help" -- "$cur"))
 		;;
 	propose)
 		COMPREPLY=($(compgen -W "--exe --since --output --help" -- "$cur"))
