@@ -27,5 +27,8 @@ struct journal_learned {
 	bool written, named;
 };
 void journal_learned(const struct journal_learned *m);
+/* A site or wrapper rule that matched no function at start-up (resolve.c),
+ * said once per process; normal context. */
+void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule);
 
 #endif
