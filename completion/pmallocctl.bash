@@ -6,7 +6,7 @@ _pmallocctl()
 	local cur prev words cword
 	_init_completion || return
 
-	local commands="check status violations propose learn-flush protect preload"
+	local commands="check status violations propose learn-flush sites protect preload"
 	local cmd="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -47,7 +47,7 @@ _pmallocctl()
 		COMPREPLY=($(compgen -W "--pid --policy --since --until --lines --follow --json
 			--directory --file --help" -- "$cur"))
 		;;
-	learn-flush)
+	learn-flush | sites)
 		[[ $cur == -* ]] && COMPREPLY=($(compgen -W "--socket --help" -- "$cur"))
 		;;
 	propose)

@@ -77,6 +77,11 @@ static const struct ctl_command ctl_commands[] = {
 	  "                              have PID (under a learn policy) write what it\n"
 	  "                              learned to the journal now\n",
 	  "Exit status: 0 sent, 1 refused, 2 usage, 3 pmallocd not running.\n" },
+	{ "sites", ctl_cmd_sites,
+	  "  sites PID [--socket PATH]   live per-site objects and bytes of PID (learn mode)\n",
+	  "Asks PID (under a learn policy) to write its sites to the journal, as\n"
+	  "learn-flush does, and prints them: pool, site, objects, bytes, written.\n"
+	  "Exit status: 0 ok, 1 refused or nothing came, 2 usage, 3 pmallocd not running.\n" },
 	{ "protect", ctl_cmd_protect,
 	  "  protect PID POOL [--socket PATH]\n"
 	  "                              ask process PID to protect its pool POOL now\n"

@@ -41,6 +41,10 @@ int ctl_cmd_violations(int argc, char **argv);
 int ctl_cmd_preload(int argc, char **argv);
 int ctl_cmd_propose(int argc, char **argv);
 int ctl_cmd_learn_flush(int argc, char **argv);
+int ctl_cmd_sites(int argc, char **argv);
+/* ctl_learn_flush.c: send pmallocctl learn-flush PID to pmallocd at path;
+ * as ctl_request(). */
+int ctl_learn_flush_send(const char *path, int32_t pid, char **ret_text);
 
 /* ctl.c: the usage text, on f. */
 void ctl_usage(FILE *f);

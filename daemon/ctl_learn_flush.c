@@ -13,6 +13,16 @@
 
 #include "wire.h"
 
+int ctl_learn_flush_send(const char *path, int32_t pid, char **ret_text)
+{
+	struct pmw_protect_req req;
+	memset(&req, 0, sizeof(req));
+	pmw_header_init(&req.h, PMW_PROTECT_REQ, sizeof(req));
+	req.reserved = PMW_LEARN_FLUSH;
+	req.pid = pid;
+	return ctl_request(path, CTL_STATUS_TIMEOUT_MS, &req, sizeof(req), ret_text);
+}
+
 int ctl_cmd_learn_flush(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -20,7 +30,7 @@ int ctl_cmd_learn_flush(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct pmw_protect_req req;
+	int32_t pid;
 	const char *arg = NULL, *path;
 	char *text = NULL;
 	size_t len;
@@ -39,13 +49,10 @@ int ctl_cmd_learn_flush(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return ctl_usage_error("learn-flush takes one PID", argc - optind > 1 ? argv[optind + 1] : NULL);
-	memset(&req, 0, sizeof(req));
-	pmw_header_init(&req.h, PMW_PROTECT_REQ, sizeof(req));
-	req.reserved = PMW_LEARN_FLUSH;
-	if (ctl_parse_pid(argv[optind], &req.pid) < 0)
+	if (ctl_parse_pid(argv[optind], &pid) < 0)
 		return ctl_usage_error("invalid PID", argv[optind]);
 	path = ctl_socket_path(arg);
-	r = ctl_request(path, CTL_STATUS_TIMEOUT_MS, &req, sizeof(req), &text);
+	r = ctl_learn_flush_send(path, pid, &text);
 	if (r < 0)
 		return ctl_request_error(path, r);
 	ret = strncmp(text, "ok:", 3) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;

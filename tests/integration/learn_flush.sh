@@ -1,7 +1,8 @@
 # learn_flush.sh - pmallocctl learn-flush PID: a process served a learn
 # policy by pmallocd writes what it learned to the journal while it runs
 # (PMALLOC_LEARN_REASON=learn-flush), and again when it exits; a PID that
-# pmallocd does not serve is refused with exit 1.
+# pmallocd does not serve is refused with exit 1.  pmallocctl sites PID
+# prints the same as a table.
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
 
@@ -35,6 +36,11 @@ kill -0 "$ppid" || fail "learn_prog is gone"
 out=$(journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED OBJECT_PID="$ppid")
 printf '%s\n' "$out" | grep '"PMALLOC_SITE":"load_config"' | grep -q '"PMALLOC_WRITTEN":"0"' ||
 	fail "load_config not learned as unwritten: $out"
+"$B/pmallocctl" sites "$ppid" --socket "$SOCK" >"$T/sites" 2>&1 || fail "sites: $(cat "$T/sites")"
+head -n 1 "$T/sites" | grep -q '^POOL  *SITE  *OBJECTS  *BYTES  *WRITTEN$' || fail "sites header: $(cat "$T/sites")"
+grep -q '^setup  *load_config  *1  *4096  *no$' "$T/sites" || fail "sites: no load_config row: $(cat "$T/sites")"
+grep -q '^setup  *make_counter  *1  *8192  *yes$' "$T/sites" || fail "sites: no make_counter row: $(cat "$T/sites")"
+pass "sites PID: the live table (pool, site, objects, bytes, written)"
 exec 9>&-
 wait "$ppid" || fail "learn_prog exited $?: $(cat "$T/err")"
 wait_until 100 got exit || fail "no exit entries from PID $ppid"
