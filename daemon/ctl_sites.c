@@ -41,6 +41,8 @@ static uint64_t get_u64(sd_journal *j, const char *name)
 
 static void rows_free(struct row *rows, size_t n)
 {
+	if (!rows)
+		return;
 	for (size_t i = 0; i < n; i++) {
 		free(rows[i].pool);
 		free(rows[i].site);
