@@ -6,7 +6,7 @@ _pmallocctl()
 	local cur prev words cword
 	_init_completion || return
 
-	local commands="check status violations protect preload"
+	local commands="check status violations propose learn-flush sites protect preload"
 	local cmd="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -26,7 +26,8 @@ _pmallocctl()
 
 	case $prev in
 	--socket) _filedir; return ;;
-	--config | --file) _filedir; return ;;
+	--config | --file | --output | -o) _filedir; return ;;
+	--exe | -e) _filedir; return ;;
 	--directory | -D | --root) _filedir -d; return ;;
 	--library) _filedir so; return ;;
 	--pid | -p) COMPREPLY=($(compgen -W "$(command ls /proc | command grep -E '^[0-9]+$')" -- "$cur")); return ;;
@@ -45,6 +46,12 @@ _pmallocctl()
 	violations)
 		COMPREPLY=($(compgen -W "--pid --policy --since --until --lines --follow --json
 			--directory --file --help" -- "$cur"))
+		;;
+	learn-flush | sites)
+		[[ $cur == -* ]] && COMPREPLY=($(compgen -W "--socket --help" -- "$cur"))
+		;;
+	propose)
+		COMPREPLY=($(compgen -W "--exe --since --output --help" -- "$cur"))
 		;;
 	protect)
 		[[ $cur == -* ]] && COMPREPLY=($(compgen -W "--socket --help" -- "$cur"))

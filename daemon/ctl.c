@@ -59,6 +59,29 @@ static const struct ctl_command ctl_commands[] = {
 	  "  --file FILE          read the journal file FILE (may be given more than once)\n"
 	  CTL_TIME_HELP
 	  "Exit status: 0 ok (violations found or not), 1 the journal cannot be read, 2 usage.\n" },
+	{ "propose", ctl_cmd_propose,
+	  "  propose --exe PATH [--since TIME] [--output FILE]\n"
+	  "                              a policy file from what learn mode recorded\n",
+	  "Reads the learn-mode entries of PATH (its real path) from the journal and\n"
+	  "prints a complete policy file in enforce mode: one pool per learned pool,\n"
+	  "the same triggers, and as sites those that allocated before the trigger and\n"
+	  "were never written after it (by function where named, else pinned offsets).\n"
+	  "Options:\n"
+	  "  -e, --exe PATH       the program (required)\n"
+	  "  -S, --since TIME     only entries from TIME on\n"
+	  "  -o, --output FILE    write the file there instead of stdout\n"
+	  CTL_TIME_HELP
+	  "Exit status: 0 proposed, 1 nothing to propose or the journal cannot be read, 2 usage.\n" },
+	{ "learn-flush", ctl_cmd_learn_flush,
+	  "  learn-flush PID [--socket PATH]\n"
+	  "                              have PID (under a learn policy) write what it\n"
+	  "                              learned to the journal now\n",
+	  "Exit status: 0 sent, 1 refused, 2 usage, 3 pmallocd not running.\n" },
+	{ "sites", ctl_cmd_sites,
+	  "  sites PID [--socket PATH]   live per-site objects and bytes of PID (learn mode)\n",
+	  "Asks PID (under a learn policy) to write its sites to the journal, as\n"
+	  "learn-flush does, and prints them: pool, site, objects, bytes, written.\n"
+	  "Exit status: 0 ok, 1 refused or nothing came, 2 usage, 3 pmallocd not running.\n" },
 	{ "protect", ctl_cmd_protect,
 	  "  protect PID POOL [--socket PATH]\n"
 	  "                              ask process PID to protect its pool POOL now\n"

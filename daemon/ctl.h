@@ -23,6 +23,7 @@
 #define CTL_DEFAULT_SOCKET POLICY_DEFAULT_SOCKET
 #define CTL_STATUS_TIMEOUT_MS 5000           /* to wait for pmallocd's answer */
 #define CTL_VIOLATION_MESSAGE_ID "7df8f2fd7e8542c19da1343c00501acc"
+#define CTL_LEARNED_MESSAGE_ID "81abfd4bd92b4d58b67b434bbf0f7ac1"
 
 /* Exit statuses, as systemctl uses them. */
 enum ctl_exit {
@@ -38,6 +39,12 @@ int ctl_cmd_status(int argc, char **argv);
 int ctl_cmd_protect(int argc, char **argv);
 int ctl_cmd_violations(int argc, char **argv);
 int ctl_cmd_preload(int argc, char **argv);
+int ctl_cmd_propose(int argc, char **argv);
+int ctl_cmd_learn_flush(int argc, char **argv);
+int ctl_cmd_sites(int argc, char **argv);
+/* ctl_learn_flush.c: send pmallocctl learn-flush PID to pmallocd at path;
+ * as ctl_request(). */
+int ctl_learn_flush_send(const char *path, int32_t pid, char **ret_text);
 
 /* ctl.c: the usage text, on f. */
 void ctl_usage(FILE *f);

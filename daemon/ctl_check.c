@@ -131,7 +131,7 @@ static void put_policy(FILE *f, const struct policy *p)
 	fputs("  policy ", f);
 	ctl_put_str(f, p->name, 0);
 	fprintf(f, ": %s, %s; match",
-		p->mode == POLICY_MODE_AUDIT ? "audit" : "enforce",
+		policy_mode_name(p->mode),
 		p->protection == POLICY_PROT_SEAL ? "seal" : "mprotect");
 	if (p->n_match_exe)
 		put_list(f, " exe", p->match_exe, p->n_match_exe);

@@ -107,6 +107,45 @@ static int protect_request(const struct protect_target *t, uid_t from_uid, pid_t
 	return 0;
 }
 
+/* pmallocctl learn-flush PID: the same checks of who asks, then a process
+ * under a learn policy gets a PMW_PROTECT with an empty pool. */
+static int learn_flush_request(const struct protect_target *t, uid_t from_uid, pid_t pid,
+			       struct strbuf *text, const char **ret_why)
+{
+	struct pmw_protect msg;
+	int r;
+
+	if (!t->entry) {
+		strbuf_printf(text, "error: PID %d is not connected to pmallocd", (int)pid);
+		*ret_why = "not connected";
+		return -ESRCH;
+	}
+	if (from_uid != 0 && from_uid != t->entry->uid) {
+		strbuf_printf(text, "error: permission denied: PID %d is not yours", (int)pid);
+		*ret_why = "permission denied";
+		return -EPERM;
+	}
+	if (!t->entry->has_policy || t->entry->mode != POLICY_MODE_LEARN) {
+		strbuf_printf(text, "error: PID %d (%s) is not under a learn policy", (int)pid,
+			      proc_entry_exe(t->entry));
+		*ret_why = "not learning";
+		return -EINVAL;
+	}
+	memset(&msg, 0, sizeof(msg));
+	pmw_header_init(&msg.h, PMW_PROTECT, sizeof(msg));
+	msg.generation = t->entry->generation;
+	r = protect_send(t->fd, &msg, sizeof(msg));
+	if (r < 0) {
+		strbuf_printf(text, "error: cannot send to PID %d: %s", (int)pid, strerror(-r));
+		*ret_why = "send failed";
+		return r;
+	}
+	*ret_why = "sent";
+	strbuf_printf(text, "ok: learn-flush sent to PID %d (%s); its sites go to the journal",
+		      (int)pid, proc_entry_exe(t->entry));
+	return 0;
+}
+
 int protect_answer(struct protect *p, const struct pmw_protect_req *m, pid_t from_pid, uid_t from_uid,
 		   const struct protect_target *target, struct strbuf *text)
 {
@@ -114,6 +153,12 @@ int protect_answer(struct protect *p, const struct pmw_protect_req *m, pid_t fro
 	const char *why = "";
 	int r = -EINVAL;
 
+	if (m->reserved == PMW_LEARN_FLUSH && m->pool[0] == '\0' && m->pid > 0) {
+		r = learn_flush_request(target, from_uid, (pid_t)m->pid, text, &why);
+		log_limited(&p->log, LOG_INFO, "PID %d (uid %u) asked PID %d to flush what it learned: %s",
+			    (int)from_pid, (unsigned)from_uid, (int)m->pid, why);
+		return r == 0 ? 1 : 0;
+	}
 	if (m->reserved != 0 || !memchr(m->pool, '\0', sizeof(m->pool)))
 		return -EINVAL;
 	memcpy(pool, m->pool, sizeof(pool));

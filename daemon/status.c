@@ -48,7 +48,7 @@ static void render_entry(struct strbuf *b, const struct proc_entry *e, uint64_t 
 		strbuf_printf(b, "  forked child of PID %d", (int)e->via_pid);
 	if (e->has_policy)
 		strbuf_printf(b, "  policy \"%s\" (%s, generation %" PRIu64 ")", e->policy,
-			      e->mode == POLICY_MODE_AUDIT ? "audit" : "enforce", e->generation);
+			      policy_mode_name(e->mode), e->generation);
 	else
 		strbuf_printf(b, "  no policy (generation %" PRIu64 ")", e->generation);
 	if (e->exited_usec) {

@@ -307,14 +307,25 @@ static void on_violation(int sig, siginfo_t *si, void *uctx, const struct pool_h
 	die_by_default(sig, si);
 }
 
+static bool (*_Atomic learn_hook)(const struct pool_hit *, uintptr_t);
+
+void fault_set_learn_hook(bool (*fn)(const struct pool_hit *hit, uintptr_t addr))
+{
+	atomic_store(&learn_hook, fn);
+}
+
 static void on_segv(int sig, siginfo_t *si, void *uctx)
 {
 	int saved = errno;
 	if (si->si_code > 0 && walk_fault())
 		return;                          /* not reached */
 	struct pool_hit hit;
-	if (si->si_code == SEGV_ACCERR && pool_lookup(si->si_addr, &hit) && hit.is_protected)
-		on_violation(sig, si, uctx, &hit);
+	bool (*learn)(const struct pool_hit *, uintptr_t) = atomic_load_explicit(&learn_hook, memory_order_acquire);
+	if (si->si_code == SEGV_ACCERR && pool_lookup(si->si_addr, &hit) && hit.is_protected) {
+		/* learn mode: the page is writable now; the store is retried. */
+		if (!(learn && learn(&hit, (uintptr_t)si->si_addr)))
+			on_violation(sig, si, uctx, &hit);
+	}
 	else
 		chain(sig, si, uctx, &prog_segv);
 	errno = saved;

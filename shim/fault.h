@@ -7,6 +7,8 @@
 #define PMALLOC_FAULT_H
 
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 /* Install the handler (once; idempotent), remembering the previous one. */
 void fault_install(void);
@@ -21,5 +23,9 @@ void fault_filter_mask(sigset_t *set);
 /* Audit pools exist: let their faulting writes through by single-stepping
  * them (installs a SIGTRAP handler once). */
 void fault_enable_audit(void);
+/* Learn mode (learn.c, not in libpmalloc.so): fn(hit, addr) is asked
+ * first about every write into protected pool memory; true: let through. */
+struct pool_hit;
+void fault_set_learn_hook(bool (*fn)(const struct pool_hit *hit, uintptr_t addr));
 
 #endif

@@ -15,6 +15,7 @@
 #include "fault.h"
 #include "fmt.h"
 #include "heap.h"
+#include "learn.h"
 #include "os.h"
 #include "pmalloc.h"
 
@@ -142,7 +143,9 @@ static int arm(const struct policy_set *set, const struct policy *pol, uint64_t 
 	for (size_t i = 0; i < pol->n_pools; i++) {
 		const struct policy_pool *pp = &pol->pools[i];
 		struct shim_pool *sp = &st->pools[i];
-		unsigned flags = pol->protection == POLICY_PROT_SEAL ? PMALLOC_POOL_SEAL : 0;
+		/* Learning unprotects what is written: never sealed. */
+		unsigned flags = pol->protection == POLICY_PROT_SEAL && pol->mode != POLICY_MODE_LEARN
+					 ? PMALLOC_POOL_SEAL : 0;
 		sp->pool = pool_create(pp->name, flags);
 		if (!sp->pool)
 			return -ENOMEM;
@@ -167,6 +170,8 @@ static int arm(const struct policy_set *set, const struct policy *pol, uint64_t 
 			snprintf(sp->after_text, sizeof(sp->after_text), "after:%llums",
 				 (unsigned long long)(sp->after_ns / 1000000u));
 		st->call_mask |= sp->call_mask;
+		if (pol->mode == POLICY_MODE_LEARN)
+			st->has_manual = true;   /* read pmallocd's orders: pmallocctl learn-flush */
 		for (size_t s = 0; s < pp->n_sites; s++)
 			if (!pp->sites[s].object && strcmp(pp->sites[s].function, "*") == 0 && st->match_all < 0)
 				st->match_all = (int)i;
@@ -180,6 +185,8 @@ static int arm(const struct policy_set *set, const struct policy *pol, uint64_t 
 	if (r < 0)
 		return r;
 	os_protect_ro(mem, len);
+	if (pol->mode == POLICY_MODE_LEARN)
+		learn_init(st);
 	shim = st;
 	trigger_init(st);
 	return 0;
@@ -211,7 +218,7 @@ void shim_init(void)
 			policy_set_free(set);
 		} else {
 			debug_printf("policy \"%s\" (%s, %s) applies to %s%s", pol->name,
-				     pol->mode == POLICY_MODE_AUDIT ? "audit" : "enforce",
+				     policy_mode_name(pol->mode),
 				     pol->protection == POLICY_PROT_SEAL ? "seal" : "mprotect", exe,
 				     from_daemon ? ", from pmallocd" : "");
 			int r = arm(set, pol, generation);

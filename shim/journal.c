@@ -37,6 +37,8 @@
 #define MID_VIOLATION "7df8f2fd7e8542c19da1343c00501acc"
 #define MID_PROTECTED "4861793aed344e45916acf02f15da997"
 #define MID_DROPPED "c1e835285fc54160a43c1065e7656999"
+#define MID_LEARNED "81abfd4bd92b4d58b67b434bbf0f7ac1"
+#define MID_UNMATCHED "1bbefd08c466424b957c3ee5b5856dbf"
 
 /* The rate limit pmallocd would apply (daemon.report_burst per
  * report_interval_s), kept by the shim when it writes the journal itself:
@@ -339,6 +341,78 @@ void journal_protected(const struct pmw_protected *m)
 	fmt_str(&f, " bytes made read-only (");
 	sanitized(&f, m->trigger);
 	fmt_str(&f, ")\n");
+	send_entry(&f);
+	errno = e;
+	atomic_flag_clear(&entry_busy);
+}
+
+void journal_learned(const struct journal_learned *m)
+{
+	if (atomic_flag_test_and_set(&entry_busy))
+		return;
+	int e = errno;
+	struct fmt f;
+	fmt_init(&f, entry, sizeof(entry));
+	common_fields(&f, MID_LEARNED, 6);
+	field(&f, "PMALLOC_POLICY", m->policy);
+	field(&f, "PMALLOC_POOL", m->pool);
+	field(&f, "PMALLOC_SITE", m->site);
+	field(&f, "PMALLOC_SITE_NAMED", m->named ? "1" : "0");
+	field(&f, "PMALLOC_SITE_OBJECT", m->object);
+	field_u64(&f, "PMALLOC_SITE_OFFSET", m->offset, true);
+	if (m->build_id[0])
+		field(&f, "PMALLOC_BUILD_ID", m->build_id);
+	field_u64(&f, "PMALLOC_OBJECTS", m->objects, false);
+	field_u64(&f, "PMALLOC_BYTES", m->bytes, false);
+	field_u64(&f, "PMALLOC_WRITTEN", m->written, false);
+	field(&f, "PMALLOC_TRIGGERS", m->triggers);
+	field(&f, "PMALLOC_LEARN_REASON", m->reason);
+	field(&f, "PMALLOC_EXE", m->exe);
+	fmt_str(&f, "MESSAGE=pmalloc: learned: pool \"");
+	sanitized(&f, m->pool);
+	fmt_str(&f, "\" of policy \"");
+	sanitized(&f, m->policy);
+	fmt_str(&f, "\": site ");
+	sanitized(&f, m->site);
+	fmt_str(&f, ": ");
+	fmt_u64(&f, m->objects);
+	fmt_str(&f, " objects, ");
+	fmt_u64(&f, m->bytes);
+	fmt_str(&f, m->written ? " bytes, written after protection\n" : " bytes, never written after protection\n");
+	send_entry_wait(&f, 250);
+	errno = e;
+	atomic_flag_clear(&entry_busy);
+}
+
+void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule)
+{
+	if (atomic_flag_test_and_set(&entry_busy))
+		return;
+	int e = errno;
+	char exe[512];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	struct fmt f;
+	fmt_init(&f, entry, sizeof(entry));
+	common_fields(&f, MID_UNMATCHED, 4);
+	field(&f, "PMALLOC_POLICY", policy);
+	field(&f, "PMALLOC_POOL", pool);
+	field(&f, "PMALLOC_RULE_KIND", kind);
+	field(&f, "PMALLOC_RULE", rule);
+	field(&f, "PMALLOC_EXE", exe);
+	fmt_str(&f, "MESSAGE=pmalloc: PID ");
+	fmt_u64(&f, (uint64_t)getpid());
+	fmt_str(&f, " (");
+	sanitized(&f, exe);
+	fmt_str(&f, "): ");
+	sanitized(&f, kind);
+	fmt_str(&f, " rule \"");
+	sanitized(&f, rule);
+	fmt_str(&f, "\" of pool \"");
+	sanitized(&f, pool);
+	fmt_str(&f, "\" (policy \"");
+	sanitized(&f, policy);
+	fmt_str(&f, "\") matches no function loaded at start-up: it protects nothing\n");
 	send_entry(&f);
 	errno = e;
 	atomic_flag_clear(&entry_busy);

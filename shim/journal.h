@@ -20,4 +20,15 @@ void journal_protected(const struct pmw_protected *m);
  * next window, or when the process exits). */
 void journal_note_dropped(void);
 
+/* learn mode: one site's result (learn.c), normal context. */
+struct journal_learned {
+	const char *policy, *pool, *site, *object, *build_id, *triggers, *exe, *reason;
+	uint64_t offset, objects, bytes;
+	bool written, named;
+};
+void journal_learned(const struct journal_learned *m);
+/* A site or wrapper rule that matched no function at start-up (resolve.c),
+ * said once per process; normal context. */
+void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule);
+
 #endif

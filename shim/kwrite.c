@@ -31,6 +31,7 @@
  */
 #define _GNU_SOURCE
 #include "kwrite.h"
+#include "learn.h"
 #include "audit.h"
 #include "os.h"
 #include "pmalloc.h"
@@ -111,7 +112,8 @@ static uintptr_t first_protected(const void *p, size_t len, bool *refused)
 	uintptr_t a = (uintptr_t)p, end = a + len;
 	while (a < end) {
 		struct pool_hit hit;
-		if (pool_lookup((const void *)a, &hit) && hit.is_protected) {
+		if (pool_lookup((const void *)a, &hit) && hit.is_protected &&
+		    !learn_let_through(&hit, a)) {     /* learn mode: the page is writable now */
 			*refused = !kw_lets_through(hit.pool);
 			return a;
 		}

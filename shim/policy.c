@@ -88,6 +88,11 @@ const char *policy_call_name(enum policy_call c)
 	return call_names[c];
 }
 
+const char *policy_mode_name(enum policy_mode m)
+{
+	return m == POLICY_MODE_AUDIT ? "audit" : m == POLICY_MODE_LEARN ? "learn" : "enforce";
+}
+
 int policy_call_from_name(const char *name)
 {
 	if (!name)
@@ -964,8 +969,10 @@ static int parse_policy(const struct parse_ctx *c, const config_setting_t *g,
 			p->mode = POLICY_MODE_ENFORCE;
 		else if (strcmp(v, "audit") == 0)
 			p->mode = POLICY_MODE_AUDIT;
+		else if (strcmp(v, "learn") == 0)
+			p->mode = POLICY_MODE_LEARN;
 		else
-			return fail(c, LINE(s), "mode must be \"enforce\" or \"audit\", not %s", Q(v));
+			return fail(c, LINE(s), "mode must be \"enforce\", \"audit\" or \"learn\", not %s", Q(v));
 	}
 
 	p->protection = POLICY_PROT_MPROTECT;

@@ -26,7 +26,11 @@
 #define POLICY_NAME_MAX 63          /* policy and pool names: [A-Za-z0-9_.-]{1,63} */
 #define POLICY_ERR_MAX 512
 
-enum policy_mode { POLICY_MODE_ENFORCE, POLICY_MODE_AUDIT };
+/* learn: pools protect as usual, a write after protection marks its sites
+ * as written and is let through for good; never killed (learn.c). */
+enum policy_mode { POLICY_MODE_ENFORCE, POLICY_MODE_AUDIT, POLICY_MODE_LEARN };
+/* "enforce", "audit", "learn". */
+const char *policy_mode_name(enum policy_mode m);
 enum policy_protection { POLICY_PROT_MPROTECT, POLICY_PROT_SEAL };
 enum policy_trigger_kind { POLICY_TRIGGER_ON_CALL, POLICY_TRIGGER_AFTER, POLICY_TRIGGER_MANUAL };
 

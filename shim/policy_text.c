@@ -202,7 +202,7 @@ int policy_to_text(const struct policy_set *set, const struct policy *p, char **
 		text_printf(&t, " ];\n");
 	}
 	text_printf(&t, "    };\n    mode = \"%s\";\n    protection = \"%s\";\n    pools = (\n",
-		    p->mode == POLICY_MODE_AUDIT ? "audit" : "enforce",
+		    policy_mode_name(p->mode),
 		    p->protection == POLICY_PROT_SEAL ? "seal" : "mprotect");
 	for (size_t i = 0; i < p->n_pools; i++) {
 		text_pool(&t, &p->pools[i]);

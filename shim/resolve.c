@@ -20,6 +20,7 @@
 #include "os.h"
 #include "site.h"
 #include "symtab.h"
+#include "journal.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -600,10 +601,15 @@ int resolve_init(const struct shim_state *st)
 		return 0;            /* "*" alone needs no symbols */
 	dl_iterate_phdr(visit_startup, NULL);
 	for (size_t i = 0; i < n_rules; i++)
-		if (!rules[i].matched)
-			debug_printf("%s rule \"%s%s%s\" matches no function loaded at start-up",
-				     rules[i].route == SITE_ROUTE_WRAPPER ? "wrapper" : "site",
-				     rules[i].object ? rules[i].object : "", rules[i].object ? ":" : "",
-				     rules[i].function);
+		if (!rules[i].matched) {
+			const char *kind = rules[i].route == SITE_ROUTE_WRAPPER ? "wrapper" : "site";
+			char text[600];
+			snprintf(text, sizeof(text), "%s%s%s", rules[i].object ? rules[i].object : "",
+				 rules[i].object ? ":" : "", rules[i].function);
+			debug_printf("%s rule \"%s\" matches no function loaded at start-up", kind, text);
+			/* Not only under PMALLOC_DEBUG: a typo must not protect nothing silently. */
+			journal_unmatched(st->policy->name,
+					  rules[i].route >= 0 ? st->pools[rules[i].route].spec->name : "", kind, text);
+		}
 	return 0;
 }

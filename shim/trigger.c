@@ -16,6 +16,7 @@
 #include "os.h"
 #include "pmalloc.h"
 #include "kwrite.h"
+#include "learn.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -62,6 +63,10 @@ static _Atomic int orders_thread;      /* 1 while the thread serves orders */
 static void obey(const char *pool)
 {
 	const struct shim_state *st = shim;
+	if (pool[0] == '\0') {
+		learn_flush("learn-flush");   /* pmallocctl learn-flush */
+		return;
+	}
 	for (size_t i = 0; i < st->n_pools; i++)
 		if (st->pools[i].manual && strcmp(st->pools[i].pool->name, pool) == 0) {
 			shim_protect_pool(i, "manual:pmallocctl");
@@ -88,6 +93,11 @@ void trigger_call(enum policy_call c)
 	if (unlikely(st->has_manual) && !atomic_load_explicit(&orders_thread, memory_order_relaxed)) {
 		int e = errno;
 		check_orders();
+		errno = e;
+	}
+	if (unlikely(c == POLICY_CALL_EXECVE) && learn_active()) {
+		int e = errno;
+		learn_flush("exec");    /* what this image learned, before it is gone */
 		errno = e;
 	}
 	if (likely(!(st->call_mask & (1u << c))))

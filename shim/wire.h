@@ -145,11 +145,17 @@ struct pmw_status_req {
 struct pmw_protect_req {
 	struct pmw_header h;
 	int32_t pid;
-	uint32_t reserved;
+	uint32_t reserved;               /* 0, or PMW_LEARN_FLUSH (pool then "") */
 	char pool[PMW_NAME];
 };
 
-/* To the shim: protect pool (a policy pool with a "manual" trigger). */
+/* pmallocctl learn-flush PID: a PMW_PROTECT_REQ with this in reserved and
+ * an empty pool, for a process under a learn policy; the shim gets a
+ * PMW_PROTECT with an empty pool and writes what it learned. */
+#define PMW_LEARN_FLUSH 1u
+
+/* To the shim: protect pool (a policy pool with a "manual" trigger); an
+ * empty pool: write the learn-mode results now. */
 struct pmw_protect {
 	struct pmw_header h;
 	uint64_t generation;

@@ -13,18 +13,18 @@ for args in --help -h; do
 	run $args
 	[ "$(rc)" = 0 ] || fail "$args: exit $(rc)"
 	head -n 1 "$T/out" | grep -q '^Usage: pmallocctl ' || fail "$args: $(head -n 1 "$T/out")"
-	for cmd in check status violations protect preload; do
+	for cmd in check status violations propose learn-flush sites protect preload; do
 		grep -q "^  $cmd " "$T/out" || fail "$args: no $cmd in usage"
 	done
 	[ ! -s "$T/err" ] || fail "$args: stderr: $(cat "$T/err")"
 done
 # A command's --help is its own: its usage line and options, no other command.
-for cmd in check status violations protect preload; do
+for cmd in check status violations propose learn-flush sites protect preload; do
 	for h in --help -h; do
 		run $cmd $h
 		[ "$(rc)" = 0 ] || fail "$cmd $h: exit $(rc)"
 		head -n 1 "$T/out" | grep -q "^Usage: pmallocctl $cmd" || fail "$cmd $h: $(head -n 1 "$T/out")"
-		for other in check status violations protect preload; do
+		for other in check status violations propose learn-flush sites protect preload; do
 			[ $other = $cmd ] && continue
 			grep -q "^Usage: pmallocctl $other\|^  $other " "$T/out" && fail "$cmd $h shows $other: $(cat "$T/out")"
 		done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The files around the programs: man pages format without a warning and
 # their example policy files pass pmallocctl check; the journal catalog
-# compiles and explains all five MESSAGE_IDs (and journalctl -x fills in
+# compiles and explains all seven MESSAGE_IDs (and journalctl -x fills in
 # the fields); the systemd units verify and keep the hardening they promise.
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 
@@ -42,7 +42,7 @@ fi
 cat=$SRC/systemd/pmalloc.catalog
 [ -f "$cat" ] || fail "systemd/pmalloc.catalog missing"
 ids="7df8f2fd7e8542c19da1343c00501acc 4861793aed344e45916acf02f15da997 26f986b8445b455b9a3a7a8b0d017fb8
-daf928bc276d4cc7b9b7976f4bb6e0fa c1e835285fc54160a43c1065e7656999"
+daf928bc276d4cc7b9b7976f4bb6e0fa c1e835285fc54160a43c1065e7656999 81abfd4bd92b4d58b67b434bbf0f7ac1 1bbefd08c466424b957c3ee5b5856dbf"
 if command -v journalctl >/dev/null; then
 	root=$T/root
 	mkdir -p "$root/usr/lib/systemd/catalog"
@@ -50,7 +50,7 @@ if command -v journalctl >/dev/null; then
 	journalctl --root="$root" --update-catalog 2>"$T/err" || fail "--update-catalog: $(cat "$T/err")"
 	[ ! -s "$T/err" ] || fail "--update-catalog warns: $(cat "$T/err")"
 	journalctl --root="$root" --list-catalog >"$T/list" 2>&1 || fail "--list-catalog: $(cat "$T/list")"
-	[ "$(wc -l <"$T/list")" = 5 ] || fail "catalog: expected 5 entries: $(cat "$T/list")"
+	[ "$(wc -l <"$T/list")" = 7 ] || fail "catalog: expected 7 entries: $(cat "$T/list")"
 	for id in $ids; do
 		grep -q "^$id pmalloc: [A-Z]" "$T/list" || fail "catalog lacks $id: $(cat "$T/list")"
 		journalctl --root="$root" --dump-catalog "$id" >"$T/entry" 2>&1 || fail "--dump-catalog $id"
@@ -64,7 +64,7 @@ if command -v journalctl >/dev/null; then
 		'pmallocctl violations --pid @OBJECT_PID@' 'systemctl reload pmallocd'; do
 		grep -qF -- "$w" "$T/entry" || fail "violation catalog entry does not mention $w"
 	done
-	pass "catalog: five entries compile"
+	pass "catalog: seven entries compile"
 
 	# journalctl -x fills in the fields, with the scratch catalog mounted
 	# over the system's in a private mount namespace (nothing else changes).

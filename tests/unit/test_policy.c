@@ -202,7 +202,7 @@ static const struct refusal refusals[] = {
 	  P_HEAD P_NAME P_MATCH P_POOLS "  },\n  {\n" P_NAME P_MATCH P_POOLS P_TAIL, 9,
 	  "duplicate policy name \"p\" (first at line 3)" },
 	{ "mode unknown", P_HEAD P_NAME P_MATCH "    mode = \"Enforce\";\n" P_POOLS P_TAIL, 6,
-	  "mode must be \"enforce\" or \"audit\", not \"Enforce\"" },
+	  "mode must be \"enforce\", \"audit\" or \"learn\", not \"Enforce\"" },
 	{ "mode not a string", P_HEAD P_NAME P_MATCH "    mode = 1;\n" P_POOLS P_TAIL, 6,
 	  "mode must be a string, not an integer" },
 	{ "protection unknown", P_HEAD P_NAME P_MATCH "    protection = \"mseal\";\n" P_POOLS P_TAIL, 6,

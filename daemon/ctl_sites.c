@@ -1,0 +1,191 @@
+/*
+ * ctl_sites.c - pmallocctl sites PID: the live per-site table of a process
+ * under a learn policy.  Sends learn-flush through pmallocd, then reads
+ * the entries that process writes (MESSAGE_ID CTL_LEARNED_MESSAGE_ID,
+ * reason learn-flush, from the request on) and prints them, largest
+ * first.  Reads the journal only.
+ */
+#define _GNU_SOURCE
+#include "ctl.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-journal.h>
+#include <time.h>
+
+struct row {
+	char *pool, *site;
+	uint64_t objects, bytes;
+	bool written;
+};
+
+static char *get(sd_journal *j, const char *name)
+{
+	const void *d;
+	size_t len, nl = strlen(name);
+	if (sd_journal_get_data(j, name, &d, &len) < 0 || len <= nl)
+		return strdup("");
+	return strndup((const char *)d + nl + 1, len - nl - 1);
+}
+
+static uint64_t get_u64(sd_journal *j, const char *name)
+{
+	char *v = get(j, name);
+	uint64_t n = v ? strtoull(v, NULL, 0) : 0;
+	free(v);
+	return n;
+}
+
+static void rows_free(struct row *rows, size_t n)
+{
+	if (!rows)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(rows[i].pool);
+		free(rows[i].site);
+	}
+	free(rows);
+}
+
+/* The entries of pid since usec; the count in *ret_n. */
+static int read_rows(int32_t pid, uint64_t since, struct row **ret, size_t *ret_n)
+{
+	sd_journal *j;
+	char match[64];
+	struct row *rows = NULL;
+	size_t n = 0, cap = 0;
+	int r = sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
+	if (r < 0)
+		return r;
+	snprintf(match, sizeof(match), "OBJECT_PID=%d", (int)pid);
+	if ((r = sd_journal_add_match(j, "MESSAGE_ID=" CTL_LEARNED_MESSAGE_ID, 0)) < 0 ||
+	    (r = sd_journal_add_match(j, match, 0)) < 0 ||
+	    (r = sd_journal_add_match(j, "PMALLOC_LEARN_REASON=learn-flush", 0)) < 0 ||
+	    (r = sd_journal_seek_realtime_usec(j, since)) < 0) {
+		sd_journal_close(j);
+		return r;
+	}
+	while ((r = sd_journal_next(j)) > 0) {
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			struct row *nr = realloc(rows, nc * sizeof(*nr));
+			if (!nr) {
+				r = -ENOMEM;
+				break;
+			}
+			rows = nr;
+			cap = nc;
+		}
+		struct row *w = &rows[n++];
+		w->pool = get(j, "PMALLOC_POOL");
+		w->site = get(j, "PMALLOC_SITE");
+		w->objects = get_u64(j, "PMALLOC_OBJECTS");
+		w->bytes = get_u64(j, "PMALLOC_BYTES");
+		w->written = get_u64(j, "PMALLOC_WRITTEN") == 1;
+		if (!w->pool || !w->site) {
+			r = -ENOMEM;
+			break;
+		}
+	}
+	sd_journal_close(j);
+	if (r < 0) {
+		rows_free(rows, n);
+		return r;
+	}
+	*ret = rows;
+	*ret_n = n;
+	return 0;
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : strcmp(x->site, y->site);
+}
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+int ctl_cmd_sites(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *arg = NULL, *path;
+	char *text = NULL;
+	int32_t pid;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, ":s:h", options, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			arg = optarg;
+			break;
+		case 'h':
+			return ctl_help("sites");
+		default:
+			return ctl_option_error(c, argv);
+		}
+	}
+	if (argc - optind != 1)
+		return ctl_usage_error("sites takes one PID", argc - optind > 1 ? argv[optind + 1] : NULL);
+	if (ctl_parse_pid(argv[optind], &pid) < 0)
+		return ctl_usage_error("invalid PID", argv[optind]);
+	path = ctl_socket_path(arg);
+	uint64_t since = now_usec();
+	r = ctl_learn_flush_send(path, pid, &text);
+	if (r < 0)
+		return ctl_request_error(path, r);
+	if (strncmp(text, "ok:", 3) != 0) {
+		ctl_put_text(stderr, text, strlen(text), CTL_ESC_MULTILINE);
+		fputc('\n', stderr);
+		free(text);
+		return CTL_EXIT_FAILURE;
+	}
+	free(text);
+	/* The process writes its entries when its orders thread wakes: wait
+	 * (at most 3 s) until two looks 200 ms apart see the same number. */
+	struct row *rows = NULL;
+	size_t n = 0, last = 0;
+	for (int tries = 0; tries < 15; tries++) {
+		struct timespec ts = { 0, 200 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		rows_free(rows, n);
+		rows = NULL;
+		n = 0;
+		r = read_rows(pid, since, &rows, &n);
+		if (r < 0) {
+			fprintf(stderr, CTL_NAME ": sites: cannot read the journal: %s\n", strerror(-r));
+			return CTL_EXIT_FAILURE;
+		}
+		if (n && n == last)
+			break;
+		last = n;
+	}
+	if (n == 0) {
+		fprintf(stderr, CTL_NAME ": sites: PID %d wrote no sites to the journal\n", (int)pid);
+		rows_free(rows, n);
+		return CTL_EXIT_FAILURE;
+	}
+	qsort(rows, n, sizeof(*rows), by_bytes);
+	printf("%-16s %-40s %10s %12s %s\n", "POOL", "SITE", "OBJECTS", "BYTES", "WRITTEN");
+	for (size_t i = 0; i < n; i++) {
+		ctl_put_str(stdout, rows[i].pool, 0);
+		printf("%*s ", rows[i].pool[0] && strlen(rows[i].pool) < 16 ? (int)(16 - strlen(rows[i].pool)) : 0, "");
+		ctl_put_str(stdout, rows[i].site, 0);
+		printf("%*s ", strlen(rows[i].site) < 40 ? (int)(40 - strlen(rows[i].site)) : 0, "");
+		printf("%10" PRIu64 " %12" PRIu64 " %s\n", rows[i].objects, rows[i].bytes,
+		       rows[i].written ? "yes" : "no");
+	}
+	rows_free(rows, n);
+	return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+}

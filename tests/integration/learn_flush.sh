@@ -1,0 +1,51 @@
+# learn_flush.sh - pmallocctl learn-flush PID: a process served a learn
+# policy by pmallocd writes what it learned to the journal while it runs
+# (PMALLOC_LEARN_REASON=learn-flush), and again when it exits; a PID that
+# pmallocd does not serve is refused with exit 1.  pmallocctl sites PID
+# prints the same as a table.
+. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$SRC/tests/integration/daemon_lib.sh"
+
+SHIM=$B/libpmalloc_shim.so
+PROG=$B/progs/learn_prog
+MID_LEARNED=81abfd4bd92b4d58b67b434bbf0f7ac1
+[ -x "$PROG" ] || fail "$PROG is missing: run make check"
+journald_ensure
+unset PMALLOC_DEBUG
+write_conf "$CONF" <<EOF
+version = 1;
+policies = ( { name = "lp"; match = { exe = [ "*/learn_prog" ]; }; mode = "learn";
+  pools = ( { name = "setup"; sites = [ "*" ]; protect = [ "on-call:listen" ]; } ); } );
+EOF
+start_daemon
+
+mkfifo "$T/in"
+PMALLOC_SOCKET=$SOCK PMALLOC_CONF=$T/nonexistent LD_PRELOAD=$SHIM "$PROG" hold <"$T/in" >"$T/out" 2>"$T/err" &
+ppid=$!
+exec 9>"$T/in"
+wait_until 200 grep -q '^ready' "$T/out" || fail "learn_prog did not get ready: $(cat "$T/out" "$T/err")"
+"$B/pmallocctl" learn-flush "$ppid" --socket "$SOCK" >"$T/ans" 2>&1 || fail "learn-flush: $(cat "$T/ans")"
+grep -q '^ok: learn-flush sent' "$T/ans" || fail "learn-flush answer: $(cat "$T/ans")"
+got() {
+	journal_sync
+	[ "$(journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED OBJECT_PID="$ppid" \
+		PMALLOC_LEARN_REASON="$1" | grep -c .)" -ge 3 ]
+}
+wait_until 100 got learn-flush || fail "no learn-flush entries from PID $ppid"
+kill -0 "$ppid" || fail "learn_prog is gone"
+out=$(journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED OBJECT_PID="$ppid")
+printf '%s\n' "$out" | grep '"PMALLOC_SITE":"load_config"' | grep -q '"PMALLOC_WRITTEN":"0"' ||
+	fail "load_config not learned as unwritten: $out"
+"$B/pmallocctl" sites "$ppid" --socket "$SOCK" >"$T/sites" 2>&1 || fail "sites: $(cat "$T/sites")"
+head -n 1 "$T/sites" | grep -q '^POOL  *SITE  *OBJECTS  *BYTES  *WRITTEN$' || fail "sites header: $(cat "$T/sites")"
+grep -q '^setup  *load_config  *1  *4096  *no$' "$T/sites" || fail "sites: no load_config row: $(cat "$T/sites")"
+grep -q '^setup  *make_counter  *1  *8192  *yes$' "$T/sites" || fail "sites: no make_counter row: $(cat "$T/sites")"
+pass "sites PID: the live table (pool, site, objects, bytes, written)"
+exec 9>&-
+wait "$ppid" || fail "learn_prog exited $?: $(cat "$T/err")"
+wait_until 100 got exit || fail "no exit entries from PID $ppid"
+pass "learn-flush: a running learn process writes its sites (reason learn-flush), then again at exit"
+
+"$B/pmallocctl" learn-flush 999999 --socket "$SOCK" >"$T/ans" 2>&1 && fail "learn-flush of an unknown PID succeeded"
+grep -q "^error: PID 999999 is not connected" "$T/ans" || fail "unknown PID: $(cat "$T/ans")"
+pass "learn-flush of a process pmallocd does not serve: refused"

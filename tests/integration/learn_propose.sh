@@ -1,0 +1,86 @@
+# learn_propose.sh - learn -> propose -> enforce on a program built with
+# symbols and on the same program stripped.
+#
+# learn_prog allocates its configuration (load_config), a counter the
+# program writes after listen (make_counter) and a buffer the kernel writes
+# after listen (make_buffer, read(2)).  Under mode = "learn" it runs to
+# completion, unharmed; the journal gets one entry per site; propose keeps
+# load_config only (by name, or by pinned offset when stripped); the
+# proposal passes pmallocctl check without a warning, runs the same
+# workload in enforce mode without a kill, and an injected write into the
+# configuration dies by SIGSEGV with the policy, pool and site in the
+# journal.
+. "$(dirname "$0")/lib.sh"
+
+SHIM=$B/libpmalloc_shim.so
+PROG=$B/progs/learn_prog
+MID_LEARNED=81abfd4bd92b4d58b67b434bbf0f7ac1
+MID_VIOLATION=7df8f2fd7e8542c19da1343c00501acc
+[ -x "$PROG" ] || fail "$PROG is missing: run make check"
+command -v strip >/dev/null || skip "strip (binutils) not installed"
+command -v journalctl >/dev/null || skip "journalctl not installed"
+journald_ensure
+unset PMALLOC_DEBUG
+export PMALLOC_SOCKET=$T/no-daemon.sock
+
+# field JSON NAME: the value of NAME in one journal entry (JSON line).
+field() { printf '%s\n' "$1" | sed -n "s/.*\"$2\":\"\([^\"]*\)\".*/\1/p"; }
+
+# cycle DIR LABEL: the whole cycle for DIR/learn_prog.
+cycle() {
+	local dir=$1 label=$2 exe=$1/learn_prog since rc out
+	cat >"$T/learn.conf" <<EOC
+version = 1;
+policies = ( { name = "lp"; match = { exe = [ "$exe" ]; }; mode = "learn";
+  pools = ( { name = "setup"; sites = [ "*" ]; protect = [ "on-call:listen" ]; } ); } );
+EOC
+	since=@$(date +%s)
+	rc=0; PMALLOC_CONF=$T/learn.conf LD_PRELOAD=$SHIM "$exe" >"$T/out" 2>"$T/err" || rc=$?
+	[ $rc = 0 ] || fail "$label: learn run exited $rc: $(cat "$T/err")"
+	[ ! -s "$T/err" ] || fail "$label: learn mode wrote to stderr: $(cat "$T/err")"
+	grep -q "counter 100 buffer hello" "$T/out" || fail "$label: learn run output: $(cat "$T/out")"
+	journal_sync
+	out=$(journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED PMALLOC_EXE="$exe")
+	[ "$(printf '%s\n' "$out" | grep -c PMALLOC_SITE_OFFSET)" -ge 3 ] || fail "$label: learned entries: $out"
+	local written
+	written=$(printf '%s\n' "$out" | grep '"PMALLOC_WRITTEN":"1"' | grep -c '"PMALLOC_BYTES":"8192"')
+	[ "$written" = 2 ] || fail "$label: the counter and the buffer are not both written: $out"
+
+	"$B/pmallocctl" propose --exe "$exe" --since "$since" --output "$T/proposed.conf" 2>"$T/err" ||
+		fail "$label: propose failed: $(cat "$T/err")"
+	"$B/pmallocctl" check "$T/proposed.conf" >"$T/check" 2>&1 || fail "$label: check refused: $(cat "$T/check")"
+	grep -qi warning "$T/check" && fail "$label: check warns: $(cat "$T/check")"
+	grep -q 'mode = "enforce"' "$T/proposed.conf" || fail "$label: not enforce: $(cat "$T/proposed.conf")"
+	grep -q 'protect = \[ "on-call:listen" \]' "$T/proposed.conf" || fail "$label: trigger lost"
+	grep -q "left out make_counter\|left out .*written" "$T/proposed.conf" || fail "$label: no left-out comment"
+	PROPOSED_SITES=$(sed -n '/sites = \[/,/\]/p' "$T/proposed.conf" | grep -o '"[^"]*"' | tr '\n' ' ')
+	[ "$(printf '%s' "$PROPOSED_SITES" | wc -w)" = 1 ] || fail "$label: expected one site: $PROPOSED_SITES"
+
+	rc=0; PMALLOC_CONF=$T/proposed.conf LD_PRELOAD=$SHIM "$exe" >"$T/out" 2>"$T/err" || rc=$?
+	[ $rc = 0 ] || fail "$label: enforce run of the proposal exited $rc: $(cat "$T/err")"
+	rc=0; PMALLOC_CONF=$T/proposed.conf LD_PRELOAD=$SHIM "$exe" inject >"$T/out" 2>"$T/err" || rc=$?
+	[ $rc = 139 ] || fail "$label: injected write: exit $rc, expected SIGSEGV: $(cat "$T/err")"
+	grep -q 'write to protected pool "setup" .* 4096-byte object .*; policy "lp"; enforce: killed by SIGSEGV' "$T/err" ||
+		fail "$label: report line: $(cat "$T/err")"
+	journal_sync
+	out=$(journalctl --no-pager -o json --since "$since" MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$exe")
+	[ -n "$out" ] || fail "$label: no violation in the journal"
+	[ "$(field "$out" PMALLOC_POLICY)" = lp ] && [ "$(field "$out" PMALLOC_POOL)" = setup ] ||
+		fail "$label: violation entry: $out"
+	VIOLATION_SITE=$(field "$out" PMALLOC_OBJECT_SITE)
+}
+
+mkdir -p "$T/full" "$T/stripped"
+cp "$PROG" "$T/full/"
+cycle "$T/full" symbols
+[ "$PROPOSED_SITES" = '"learn_prog:load_config" ' ] || fail "symbols: proposed $PROPOSED_SITES"
+case $VIOLATION_SITE in load_config+0x*) ;; *) fail "symbols: violation site $VIOLATION_SITE" ;; esac
+pass "with symbols: learn, propose learn_prog:load_config, enforce without a kill, injected write killed at $VIOLATION_SITE"
+
+strip --strip-all -o "$T/stripped/learn_prog" "$PROG"
+id=$(readelf -n "$T/stripped/learn_prog" | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')
+cycle "$T/stripped" stripped
+case $PROPOSED_SITES in "\"learn_prog@$id:+0x"*) ;; *) fail "stripped: proposed $PROPOSED_SITES (build-id $id)" ;; esac
+off=${PROPOSED_SITES#*:+}; off=${off%\"*}
+[ "$VIOLATION_SITE" = "learn_prog+$off" ] || fail "stripped: violation site $VIOLATION_SITE, proposed +$off"
+pass "stripped: learn, propose $PROPOSED_SITES, enforce without a kill, injected write killed at $VIOLATION_SITE"
