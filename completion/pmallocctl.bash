@@ -51,7 +51,7 @@ _pmallocctl()
 		[[ $cur == -* ]] && COMPREPLY=($(compgen -W "--socket --help" -- "$cur"))
 		;;
 	propose)
-		COMPREPLY=($(compgen -W "--exe --since --output --help" -- "$cur"))
+		COMPREPLY=($(compgen -W "--exe --since --uid --output --help" -- "$cur"))
 		;;
 	protect)
 		[[ $cur == -* ]] && COMPREPLY=($(compgen -W "--socket --help" -- "$cur"))

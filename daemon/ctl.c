@@ -60,7 +60,7 @@ static const struct ctl_command ctl_commands[] = {
 	  CTL_TIME_HELP
 	  "Exit status: 0 ok (violations found or not), 1 the journal cannot be read, 2 usage.\n" },
 	{ "propose", ctl_cmd_propose,
-	  "  propose --exe PATH [--since TIME] [--output FILE]\n"
+	  "  propose --exe PATH [--since TIME] [--uid USER]... [--output FILE]\n"
 	  "                              a policy file from what learn mode recorded\n",
 	  "Reads the learn-mode entries of PATH (its real path) from the journal and\n"
 	  "prints a complete policy file in enforce mode: one pool per learned pool,\n"
@@ -69,6 +69,8 @@ static const struct ctl_command ctl_commands[] = {
 	  "Options:\n"
 	  "  -e, --exe PATH       the program (required)\n"
 	  "  -S, --since TIME     only entries from TIME on\n"
+	  "  -u, --uid USER       also read entries written by USER's processes (name or\n"
+	  "                       number; root's and the caller's are always read)\n"
 	  "  -o, --output FILE    write the file there instead of stdout\n"
 	  CTL_TIME_HELP
 	  "Exit status: 0 proposed, 1 nothing to propose or the journal cannot be read, 2 usage.\n" },

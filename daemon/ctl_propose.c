@@ -9,6 +9,14 @@
  * was written; otherwise by offset, pinned to the object's build-id.  The
  * text is checked with the parser and linter pmallocctl check uses before
  * it is written.  Reads the journal only; writes only --output.
+ *
+ * Whose entries count: any local process can write an entry that says
+ * PMALLOC_EXE=/usr/sbin/nginx, so the sender's uid as journald took it from
+ * the kernel (_UID) decides: root's, the user running propose, or a user
+ * named with --uid.  (_EXE cannot serve: entries written at exit often
+ * reach journald after the process is gone, without it.)  A forged entry
+ * could otherwise leave a site out (less protection) or put one in that the
+ * real program writes (a kill in enforce mode).
  */
 #define _GNU_SOURCE
 #include "ctl.h"
@@ -17,11 +25,13 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-journal.h>
 #include <time.h>
+#include <unistd.h>
 
 struct psite {
 	char *pool, *site, *object, *build_id, *triggers;
@@ -113,7 +123,9 @@ static int add_entry(struct plist *l, sd_journal *j)
 	return 0;
 }
 
-static int read_journal(const char *exe, uint64_t since, struct plist *l)
+#define TRUSTED_UIDS_MAX 16
+
+static int read_journal(const char *exe, const uid_t *uids, size_t n_uids, uint64_t since, struct plist *l)
 {
 	sd_journal *j;
 	char match[PATH_MAX + 32];
@@ -121,7 +133,14 @@ static int read_journal(const char *exe, uint64_t since, struct plist *l)
 	if (r < 0)
 		return r;
 	snprintf(match, sizeof(match), "PMALLOC_EXE=%s", exe);
-	if ((r = sd_journal_add_match(j, "MESSAGE_ID=" CTL_LEARNED_MESSAGE_ID, 0)) < 0 ||
+	/* Matches of one field are OR'ed, of different fields AND'ed. */
+	for (size_t i = 0; i < n_uids && r >= 0; i++) {
+		char m[32];
+		snprintf(m, sizeof(m), "_UID=%u", (unsigned int)uids[i]);
+		r = sd_journal_add_match(j, m, 0);
+	}
+	if (r < 0 ||
+	    (r = sd_journal_add_match(j, "MESSAGE_ID=" CTL_LEARNED_MESSAGE_ID, 0)) < 0 ||
 	    (r = sd_journal_add_match(j, match, 0)) < 0 ||
 	    (r = since ? sd_journal_seek_realtime_usec(j, since) : sd_journal_seek_head(j)) < 0) {
 		sd_journal_close(j);
@@ -360,16 +379,32 @@ int ctl_cmd_propose(int argc, char **argv)
 		{ "exe", required_argument, NULL, 'e' },
 		{ "since", required_argument, NULL, 'S' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "uid", required_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *exe_arg = NULL, *output = NULL;
+	uid_t uids[TRUSTED_UIDS_MAX] = { 0, getuid() };
+	size_t n_uids = getuid() == 0 ? 1 : 2;
 	uint64_t since = 0;
 	int c;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+e:S:o:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:S:o:u:h", options, NULL)) != -1) {
 		switch (c) {
+		case 'u': {
+			const struct passwd *pw = getpwnam(optarg);
+			char *end;
+			unsigned long u;
+			errno = 0;
+			u = pw ? pw->pw_uid : strtoul(optarg, &end, 10);
+			if (!pw && (errno || end == optarg || *end || u >= (uid_t)-1 || optarg[0] == '-'))
+				return ctl_usage_error("--uid takes a user name or number, not", optarg);
+			if (n_uids == TRUSTED_UIDS_MAX)
+				return ctl_usage_error("too many --uid, at most 14:", optarg);
+			uids[n_uids++] = (uid_t)u;
+			break;
+		}
 		case 'e':
 			exe_arg = optarg;
 			break;
@@ -404,7 +439,7 @@ int ctl_cmd_propose(int argc, char **argv)
 		return CTL_EXIT_FAILURE;
 	}
 	struct plist l = { 0 };
-	int r = read_journal(exe, since, &l);
+	int r = read_journal(exe, uids, n_uids, since, &l);
 	if (r < 0) {
 		fprintf(stderr, CTL_NAME ": propose: cannot read the journal: %s\n", strerror(-r));
 		return CTL_EXIT_FAILURE;

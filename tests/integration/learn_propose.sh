@@ -77,6 +77,32 @@ cycle "$T/full" symbols
 case $VIOLATION_SITE in load_config+0x*) ;; *) fail "symbols: violation site $VIOLATION_SITE" ;; esac
 pass "with symbols: learn, propose learn_prog:load_config, enforce without a kill, injected write killed at $VIOLATION_SITE"
 
+# A learned entry forged by another user (any process can write to the
+# journal) is not believed: only root's, the caller's and --uid's count.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && [ -x /usr/bin/python3 ]; then
+	since=@$(date +%s)
+	setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 - "$T/full/learn_prog" "$MID_LEARNED" <<'EOF'
+import socket, sys
+exe, mid = sys.argv[1], sys.argv[2]
+fields = dict(MESSAGE_ID=mid, MESSAGE="forged", PMALLOC_POLICY="lp", PMALLOC_POOL="setup",
+              PMALLOC_SITE="forged_site", PMALLOC_SITE_NAMED="1", PMALLOC_SITE_OBJECT=exe,
+              PMALLOC_SITE_OFFSET="0x1234", PMALLOC_BUILD_ID="00", PMALLOC_OBJECTS="1",
+              PMALLOC_BYTES="4096", PMALLOC_WRITTEN="0", PMALLOC_TRIGGERS="on-call:listen",
+              PMALLOC_EXE=exe)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.sendto("".join("%s=%s\n" % kv for kv in fields.items()).encode(), "/run/systemd/journal/socket")
+EOF
+	PMALLOC_CONF=$T/learn.conf LD_PRELOAD=$SHIM "$T/full/learn_prog" >/dev/null 2>&1 || fail "second learn run"
+	journal_sync
+	"$B/pmallocctl" propose --exe "$T/full/learn_prog" --since "$since" >"$T/p1" 2>"$T/err" || fail "propose: $(cat "$T/err")"
+	grep -q forged_site "$T/p1" && fail "a forged entry of uid nobody was believed: $(cat "$T/p1")"
+	grep -q '"learn_prog:load_config"' "$T/p1" || fail "propose lost the real site: $(cat "$T/p1")"
+	"$B/pmallocctl" propose --exe "$T/full/learn_prog" --since "$since" --uid nobody >"$T/p2" 2>"$T/err" ||
+		fail "propose --uid nobody: $(cat "$T/err")"
+	grep -q forged_site "$T/p2" || fail "--uid nobody did not take nobody's entry: $(cat "$T/p2")"
+	pass "an entry forged by another user is left out; --uid names whose entries count"
+fi
+
 strip --strip-all -o "$T/stripped/learn_prog" "$PROG"
 id=$(readelf -n "$T/stripped/learn_prog" | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')
 cycle "$T/stripped" stripped
