@@ -465,7 +465,7 @@ static int get_string(const struct parse_ctx *c, const config_setting_t *s, cons
 	return 0;
 }
 
-/* Lists of values are arrays "[ ... ]" only, as SPEC.md writes them. */
+/* Lists of values are arrays "[ ... ]" only, as pmalloc.conf(5) writes them. */
 static int get_array(const struct parse_ctx *c, const config_setting_t *s, const char *what,
 		     bool strings, unsigned int *ret_n)
 {
