@@ -22,7 +22,6 @@
 #define CTL_DEFAULT_CONF POLICY_DEFAULT_FILE
 #define CTL_DEFAULT_SOCKET POLICY_DEFAULT_SOCKET
 #define CTL_STATUS_TIMEOUT_MS 5000           /* to wait for pmallocd's answer */
-#define CTL_VIOLATION_MESSAGE_ID "7df8f2fd7e8542c19da1343c00501acc"
 
 /* Exit statuses, as systemctl uses them. */
 enum ctl_exit {

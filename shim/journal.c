@@ -19,6 +19,7 @@
 #include "dynsym.h"
 #include "escape.h"
 #include "fmt.h"
+#include "msgid.h"
 #include "shim.h"
 #include "os.h"
 
@@ -34,9 +35,6 @@
 #include <unistd.h>
 
 #define JOURNAL_SOCKET "/run/systemd/journal/socket"
-#define MID_VIOLATION "7df8f2fd7e8542c19da1343c00501acc"
-#define MID_PROTECTED "4861793aed344e45916acf02f15da997"
-#define MID_DROPPED "c1e835285fc54160a43c1065e7656999"
 
 /* The rate limit pmallocd would apply (daemon.report_burst per
  * report_interval_s), kept by the shim when it writes the journal itself:
