@@ -183,7 +183,7 @@ static void die_by_default(int sig, const siginfo_t *si)
 	os_sigaction(sig, &dfl, NULL);
 	/* A fault re-faults on return; a sent signal must be sent again. */
 	if (si->si_code <= 0)
-		syscall(SYS_tgkill, getpid(), gettid(), sig);
+		(void)os_signal_self(sig);
 }
 
 /* Run the program's action for sig as the kernel would have: its mask

@@ -274,7 +274,6 @@ PMALLOC_EXPORT char *strndup(const char *s, size_t max)
 
 /* SIGSEGV stays the shim's: the program's handler is recorded as the one
  * to chain to for every fault that is not a write to pool memory. */
-extern int __sigaction(int, const struct sigaction *, struct sigaction *);
 extern sighandler_t bsd_signal(int, sighandler_t);
 
 PMALLOC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)

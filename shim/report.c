@@ -37,7 +37,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 void (*report_send_hook)(const struct violation *v);
@@ -61,7 +60,7 @@ static _Atomic unsigned long sends_dropped;   /* nested reports not sent */
 
 static int thread_id(void)
 {
-	return (int)syscall(SYS_gettid);
+	return os_gettid();
 }
 
 static const char *base_name(const char *path)
@@ -225,7 +224,7 @@ static void lock(int me)
 	while (!atomic_compare_exchange_weak_explicit(&report_owner, &expected, me, memory_order_acquire,
 						      memory_order_relaxed)) {
 		expected = 0;
-		sched_yield();
+		os_yield();
 	}
 }
 

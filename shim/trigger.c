@@ -212,9 +212,7 @@ static void *timer_main(void *arg)
 		}
 		if (next == UINT64_MAX)
 			break;
-		struct timespec ts = { (time_t)(next / 1000000000u), (long)(next % 1000000000u) };
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-			;
+		os_sleep_until_ns(next);
 	}
 	atomic_store(&timer_running, 0);
 	return NULL;

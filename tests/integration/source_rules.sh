@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# source_rules.sh - the rules of the tree that a reader relies on, checked
+# on the sources themselves: nothing names SPEC.md (the README and the man
+# pages are the documentation); the MESSAGE_IDs are defined once
+# (shim/msgid.h); the shim's kernel calls for memory, signals, threads and
+# clocks, and its raw system calls, are made in shim/os.c only (the rule is
+# stated in os.c's opening comment).
+. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+
+cd "$SRC" || fail "cannot enter $SRC"
+dirs="README.md Makefile shim daemon include man conf systemd completion tests"
+
+hits=$(grep -rIl 'SPEC\.md' $dirs --exclude=source_rules.sh 2>/dev/null)
+[ -z "$hits" ] || fail "files naming SPEC.md: $hits"
+pass "nothing names SPEC.md"
+
+ids=$(sed -n 's/^#define MID_[A-Z]* *"\([0-9a-f]\{32\}\)".*/\1/p' shim/msgid.h)
+[ "$(wc -w <<<"$ids")" = 5 ] || fail "shim/msgid.h: expected 5 MESSAGE_IDs: $ids"
+for id in $ids; do
+	other=$(grep -l "\"$id\"" shim/*.[ch] daemon/*.[ch] include/*.h | grep -v '^shim/msgid\.h$')
+	[ -z "$other" ] || fail "MESSAGE_ID $id defined outside shim/msgid.h: $other"
+done
+pass "the five MESSAGE_IDs are defined in shim/msgid.h only"
+
+# Calls, not mentions: comments are dropped first (gcc's preprocessor,
+# without expanding includes or macros).
+for f in shim/*.c; do
+	[ "$f" = shim/os.c ] && continue
+	code=$(gcc -fpreprocessed -dD -E -P "$f" 2>/dev/null) || fail "cannot read $f"
+	bad=$(grep -nE '\b(syscall|mmap|munmap|mprotect|mremap|madvise|mseal|membarrier|sigaltstack|__sigaction|rt_sigprocmask|tgkill|tkill|gettid|sched_yield|clock_gettime|clock_nanosleep|nanosleep|usleep)[[:space:]]*\(' <<<"$code")
+	[ -z "$bad" ] || fail "$f makes a kernel call that belongs in shim/os.c: $bad"
+done
+pass "the shim's memory, signal, thread and clock calls are in shim/os.c only"
