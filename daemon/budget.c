@@ -15,15 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "journal.h"
 #include "log.h"
 
 #define USEC_PER_SEC 1000000ULL
 
-void budgets_init(struct budgets *b, sd_event *event, size_t max_clients)
+void budgets_init(struct budgets *b, sd_event *event, size_t max_clients, budget_summary_fn *summarise)
 {
 	memset(b, 0, sizeof(*b));
 	b->event = event;
+	b->summarise = summarise;
 	b->max_clients = max_clients;
 	b->report_burst = 20;
 	b->report_interval_s = 10;
@@ -46,7 +46,7 @@ static void summary(struct uid_budget *u)
 {
 	if (u->dropped == 0)
 		return;
-	journal_budget_summary(u->uid, u->dropped, u->burst, u->interval_s);
+	u->owner->summarise(u->uid, u->dropped, u->burst, u->interval_s);
 	u->owner->summaries++;
 	u->dropped = 0;
 }

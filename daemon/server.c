@@ -33,7 +33,6 @@
 #include "log.h"
 #include "proc.h"
 #include "protect.h"
-#include "status.h"
 #include "violation.h"
 #include "wire.h"
 #include "wire_decode.h"
@@ -425,7 +424,7 @@ static int handle_status_req(struct client *c)
 
 	c->server->counters.status_requests++;
 	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
-	status_render(c->server->manager, &text, c->uid);
+	c->server->manager->render_status(c->server->manager, &text, c->uid);
 	return send_status_text(c, text.len, "status");
 }
 
@@ -840,7 +839,7 @@ int server_open(struct manager *m, const char *path, int activated_fd, struct se
 	s->drop_log = (struct log_limit)LOG_LIMIT_INIT(10, 10);
 	s->protect = (struct protect)PROTECT_INIT;
 	s->max_clients = max_clients();
-	budgets_init(&s->budgets, m->event, s->max_clients);
+	budgets_init(&s->budgets, m->event, s->max_clients, journal_budget_summary);
 	if (activated_fd >= 0) {
 		r = listen_adopt(activated_fd, &s->path);
 		s->fd = activated_fd;

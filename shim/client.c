@@ -47,7 +47,6 @@ static int client_fd = -1;
 static pid_t client_owner;       /* the process that connected: pmallocd's orders are its */
 static dev_t client_dev;
 static ino_t client_ino;
-static uint64_t client_generation;
 
 static bool client_fd_valid(void)
 {
@@ -173,8 +172,6 @@ int client_wait(unsigned int timeout_ms, char **ret_text, uint64_t *ret_generati
 	 * program's own API pools still reach the daemon, which symbolises. */
 	keep_connection(pending_fd);
 	pending_fd = -1;
-	if (r > 0)
-		client_generation = *ret_generation;
 	return r;
 }
 

@@ -146,6 +146,7 @@ static int arm(const struct policy_set *set, const struct policy *pol, uint64_t 
 		sp->pool = pool_create(pp->name, flags);
 		if (!sp->pool)
 			return -ENOMEM;
+		fault_install();                 /* before any pool can be protected */
 		snprintf(sp->pool->policy, sizeof(sp->pool->policy), "%s", pol->name);
 		sp->pool->max_bytes = pp->max_bytes;
 		sp->pool->index = (int)i;

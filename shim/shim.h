@@ -43,7 +43,9 @@ extern const struct shim_state *shim;
  * resolves, so those allocations go straight to libc. */
 extern __thread int shim_busy __attribute__((tls_model("initial-exec")));
 
-/* init.c: the start-up (constructor); 0 or -errno. */
+/* init.c: the start-up (constructor).  Returns nothing: whatever fails
+ * (no policy, no memory, a policy it cannot apply) leaves the program
+ * running unprotected, said only under PMALLOC_DEBUG. */
 void shim_init(void);
 
 /* resolve.c: the routing decision for return address ra (cold path). */

@@ -31,3 +31,17 @@ for f in shim/*.c; do
 	[ -z "$bad" ] || fail "$f makes a kernel call that belongs in shim/os.c: $bad"
 done
 pass "the shim's memory, signal, thread and clock calls are in shim/os.c only"
+
+# No two files of shim/ or daemon/ import each other, nor in a longer
+# circle: a.c including b.h where b.c exists is an edge a -> b.
+for d in shim daemon; do
+	edges=$(for f in $d/*.c; do
+		b=$(basename "$f" .c)
+		sed -n 's/^#include "\([a-z_]*\)\.h".*/\1/p' "$f" | while read -r h; do
+			[ "$h" != "$b" ] && [ -f "$d/$h.c" ] && echo "$b $h"
+		done
+	done)
+	loops=$(tsort <<<"$edges" 2>&1 >/dev/null)
+	[ -z "$loops" ] || fail "$d/: files that import each other: $loops"
+done
+pass "no import circles in shim/ or daemon/"
