@@ -189,7 +189,7 @@ static int arm(const struct policy_set *set, const struct policy *pol, uint64_t 
 void shim_init(void)
 {
 	int saved = errno;
-	shim_busy = 1;
+	int busy = shim_busy_enter();
 	const char *d = secure_getenv("PMALLOC_DEBUG");
 	pm_debug = d && strcmp(d, "1") == 0;
 	os_init();
@@ -221,7 +221,7 @@ void shim_init(void)
 					     strerror(-r));
 		}
 	}
-	shim_busy = 0;
+	shim_busy_leave(busy);
 	errno = saved;
 }
 

@@ -40,8 +40,29 @@ struct shim_state {
 extern const struct shim_state *shim;
 
 /* Per-thread re-entrancy guard: set while the shim itself allocates or
- * resolves, so those allocations go straight to libc. */
+ * resolves, so those allocations go straight to libc.  Owned here: other
+ * files read it with shim_is_busy() and set it only with the pair
+ * shim_busy_enter()/shim_busy_leave(), which restores what was there (so
+ * nested sections are right).  Defined in interpose.c, whose slow path
+ * reads it; one initial-exec TLS load, a few cycles. */
 extern __thread int shim_busy __attribute__((tls_model("initial-exec")));
+
+static inline int shim_is_busy(void)
+{
+	return shim_busy;
+}
+
+static inline int shim_busy_enter(void)
+{
+	int was = shim_busy;
+	shim_busy = 1;
+	return was;
+}
+
+static inline void shim_busy_leave(int was)
+{
+	shim_busy = was;
+}
 
 /* init.c: the start-up (constructor).  Returns nothing: whatever fails
  * (no policy, no memory, a policy it cannot apply) leaves the program

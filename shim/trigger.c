@@ -83,7 +83,7 @@ static void check_orders(void)
 void trigger_call(enum policy_call c)
 {
 	const struct shim_state *st = shim;
-	if (likely(!st) || shim_busy)
+	if (likely(!st) || shim_is_busy())
 		return;
 	if (unlikely(st->has_manual) && !atomic_load_explicit(&orders_thread, memory_order_relaxed)) {
 		int e = errno;
@@ -117,10 +117,9 @@ PMALLOC_EXPORT int pmalloc_protect_named(const char *name)
  * allocate; with shim_busy set that goes straight to libc. */
 void *shim_real_symbol(const char *name)
 {
-	int busy = shim_busy;
-	shim_busy = 1;
+	int busy = shim_busy_enter();
 	void *fn = dlsym(RTLD_NEXT, name);
-	shim_busy = busy;
+	shim_busy_leave(busy);
 	return fn;
 }
 

@@ -32,6 +32,14 @@ for f in shim/*.c; do
 done
 pass "the shim's memory, signal, thread and clock calls are in shim/os.c only"
 
+# The re-entrancy guard is set in shim.h only (shim_busy_enter/leave).
+for f in shim/*.c; do
+	code=$(gcc -fpreprocessed -dD -E -P "$f" 2>/dev/null) || fail "cannot read $f"
+	bad=$(grep -nE 'shim_busy[[:space:]]*(=[^=]|\+\+|--)' <<<"$code")
+	[ -z "$bad" ] || fail "$f sets shim_busy itself: $bad"
+done
+pass "shim_busy is set through shim.h only"
+
 # No two files of shim/ or daemon/ import each other, nor in a longer
 # circle: a.c including b.h where b.c exists is an edge a -> b.
 for d in shim daemon; do
