@@ -155,16 +155,9 @@ static void report_other(uintptr_t addr)
 	if (!pool_lookup((const void *)addr, &hit))
 		return;
 	struct violation v;
-	memset(&v, 0, sizeof(v));
-	v.pool = hit.pool->name[0] ? hit.pool->name : "(unnamed)";
-	v.policy = hit.pool->policy;
+	violation_from_hit(&v, &hit, addr);
 	v.audit = 1;
 	v.other_thread = 1;
-	v.address = addr;
-	if (hit.in_object) {
-		v.object = hit.object;
-		v.object_size = hit.object_size;
-	}
 	report_violation(&v, NULL, NULL);
 }
 

@@ -28,6 +28,7 @@
 #include "report.h"
 #include "fmt.h"
 #include "os.h"
+#include "pool.h"
 #include "shim.h"
 
 #include <dlfcn.h>
@@ -316,4 +317,16 @@ void report_init(void)
 	static atomic_flag done = ATOMIC_FLAG_INIT;
 	if (!atomic_flag_test_and_set(&done))
 		pthread_atfork(NULL, NULL, report_after_fork_child);
+}
+
+void violation_from_hit(struct violation *v, const struct pool_hit *hit, uintptr_t address)
+{
+	memset(v, 0, sizeof(*v));
+	v->pool = hit->pool->name[0] ? hit->pool->name : "(unnamed)";
+	v->policy = hit->pool->policy;
+	v->address = address;
+	if (hit->in_object) {
+		v->object = hit->object;
+		v->object_size = hit->object_size;
+	}
 }

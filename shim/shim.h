@@ -109,6 +109,16 @@ void *shim_real_symbol(const char *name);
 		atomic_store_explicit(&real_, fn_, memory_order_relaxed); \
 	} \
 	fn_; })
+/* The same, cached in var, a file-scope _Atomic pointer that a constructor
+ * may fill before the first call (for calls made in signal handlers, where
+ * dlsym must not run). */
+#define LIBC(var, name) ({ \
+	__typeof__(var) f_ = atomic_load_explicit(&(var), memory_order_relaxed); \
+	if (unlikely(!f_)) { \
+		f_ = (__typeof__(f_))shim_real_symbol(name); \
+		atomic_store_explicit(&(var), f_, memory_order_relaxed); \
+	} \
+	f_; })
 
 
 #endif

@@ -125,7 +125,7 @@ void *shim_real_symbol(const char *name)
 
 /* An interposed call: the trigger, then the real function (ENOSYS if libc
  * has none, which cannot happen with glibc). */
-#define WRAP(ret, name, call, params, args) \
+#define WRAP_WITH(ret, name, call, params, invoke) \
 	PMALLOC_EXPORT ret name params \
 	{ \
 		typedef ret (*fn_t) params; \
@@ -135,24 +135,16 @@ void *shim_real_symbol(const char *name)
 			errno = ENOSYS; \
 			return (ret)-1; \
 		} \
-		return fn args; \
+		return invoke; \
 	}
+#define WRAP(ret, name, call, params, args) WRAP_WITH(ret, name, call, params, fn args)
 
 /* The same, for a call the kernel writes user memory in: kwrite.c makes
  * the real call (and lets a write into audited pool memory through). */
 #define KW_ARGS(...) __VA_ARGS__
 #define WRAP_KW(ret, name, call, params, args) \
-	PMALLOC_EXPORT ret name params \
-	{ \
-		typedef ret (*fn_t) params; \
-		trigger_call(call); \
-		fn_t fn = REAL(name, fn_t); \
-		if (unlikely(!fn)) { \
-			errno = ENOSYS; \
-			return (ret)-1; \
-		} \
-		return kwrite_##name(fn, (uintptr_t)__builtin_return_address(0), KW_ARGS args); \
-	}
+	WRAP_WITH(ret, name, call, params, \
+		  kwrite_##name(fn, (uintptr_t)__builtin_return_address(0), KW_ARGS args))
 
 WRAP(int, listen, POLICY_CALL_LISTEN, (int fd, int backlog), (fd, backlog))
 WRAP_KW(int, accept, POLICY_CALL_ACCEPT, (int fd, struct sockaddr *a, socklen_t *l), (fd, a, l))
