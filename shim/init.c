@@ -7,7 +7,9 @@
  * program's own constructors and main.  Fails open: any problem leaves the
  * program running unprotected, said once on stderr when it is the policy
  * file's fault, otherwise only under PMALLOC_DEBUG=1.  Its allocations go
- * to libc (shim_busy).
+ * to libc (shim_busy).  Never exits, aborts or fails the program, and never
+ * leaves a state half armed: the shim's state is published (shim) only
+ * once it is complete and read-only.
  */
 #define _GNU_SOURCE
 #include "shim.h"

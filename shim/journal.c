@@ -12,6 +12,9 @@
  * rate limit, one that journald did not take, or one that another report
  * under way kept out, is counted, and the count goes out in one "reports
  * dropped" entry when the next window opens or the process exits.
+ * Never waits for journald beyond a bounded send timeout (a violation
+ * entry not at all: a full socket queue loses it, counted), never
+ * allocates, and never writes a field it did not escape.
  */
 #define _GNU_SOURCE
 #include "journal.h"

@@ -9,6 +9,9 @@
  * real function, found once with dlsym.  A protect with nothing new costs a
  * lock and no system call.  The protect happens before the real call runs,
  * so what initialisation built is read-only before the program listens.
+ * Never holds a lock across the real call, never changes its arguments or
+ * result, and never runs the program's code on its own threads (which
+ * block every signal the program may handle).
  */
 #define _GNU_SOURCE
 #include "shim.h"
