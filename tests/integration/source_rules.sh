@@ -53,3 +53,17 @@ for d in shim daemon; do
 	[ -z "$loops" ] || fail "$d/: files that import each other: $loops"
 done
 pass "no import circles in shim/ or daemon/"
+
+# The README's Layout names every source file of shim/ and daemon/, and
+# every .c file opens with a comment.
+layout=$(sed -n '/^## Layout$/,/^## /p' README.md)
+for f in shim/*.c shim/*.h daemon/*.c daemon/*.h; do
+	n=$(basename "$f")
+	case $n in *.h) [ -f "${f%.h}.c" ] && continue ;; esac   # named with its .c
+	grep -qF "\`$n\`" <<<"$layout" || grep -qF "\`${n%.*}.c\`/\`$n\`" <<<"$layout" ||
+		fail "README Layout does not name $f"
+done
+for f in shim/*.c daemon/*.c; do
+	head -n 1 "$f" | grep -q '^/\*' || fail "$f does not open with a comment"
+done
+pass "README Layout names every source file; every .c file opens with a comment"
