@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "list.h"
 #include "log.h"
 
 #define USEC_PER_SEC 1000000ULL
@@ -59,12 +60,7 @@ static void release_if_unused(struct uid_budget *u)
 		return;
 	summary(u);
 	u->timer = sd_event_source_disable_unref(u->timer);
-	if (u->prev)
-		u->prev->next = u->next;
-	else
-		b->list = u->next;
-	if (u->next)
-		u->next->prev = u->prev;
+	LIST_UNLINK(b->list, u);
 	b->n_users--;
 	free(u);
 }
@@ -91,10 +87,7 @@ static struct uid_budget *budget_get(struct budgets *b, uid_t uid)
 		return NULL;
 	u->owner = b;
 	u->uid = uid;
-	u->next = b->list;
-	if (b->list)
-		b->list->prev = u;
-	b->list = u;
+	LIST_PUSH(b->list, u);
 	b->n_users++;
 	return u;
 }

@@ -29,6 +29,7 @@
 
 #include "budget.h"
 #include "journal.h"
+#include "list.h"
 #include "listen.h"
 #include "log.h"
 #include "proc.h"
@@ -139,12 +140,7 @@ static void client_free(struct client *c)
 	struct server *s = c->server;
 	uint64_t now = now_usec(s);
 
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		s->clients = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	LIST_UNLINK(s->clients, c);
 	s->n_clients--;
 
 	c->io = sd_event_source_disable_unref(c->io);
@@ -778,10 +774,7 @@ static void client_accept(struct server *s, int fd)
 		free(c);
 		return;
 	}
-	c->next = s->clients;
-	if (s->clients)
-		s->clients->prev = c;
-	s->clients = c;
+	LIST_PUSH(s->clients, c);
 	s->n_clients++;
 }
 
