@@ -267,9 +267,8 @@ static cold void audit_failed(void)
 	char buf[128];
 	struct fmt f;
 	fmt_init(&f, buf, sizeof(buf));
-	fmt_str(&f, "pmalloc[");
-	fmt_u64(&f, (uint64_t)getpid());
-	fmt_str(&f, "]: the audited write cannot be let through; killed by SIGSEGV\n");
+	fmt_line_start(&f);
+	fmt_str(&f, "the audited write cannot be let through; killed by SIGSEGV\n");
 	fmt_flush_stderr(&f);
 }
 

@@ -101,9 +101,7 @@ static void summary(const struct limit_slot *s, bool shared, unsigned int burst,
 	char buf[256];
 	struct fmt f;
 	fmt_init(&f, buf, sizeof(buf));
-	fmt_str(&f, "pmalloc[");
-	fmt_u64(&f, (uint64_t)getpid());
-	fmt_str(&f, "]: ");
+	fmt_line_start(&f);
 	fmt_u64(&f, s->held);
 	fmt_str(&f, " more write reports ");
 	if (shared) {
@@ -172,9 +170,8 @@ static bool limit_admits(uintptr_t ip)
 
 static void format_line(struct fmt *f, const struct violation *v)
 {
-	fmt_str(f, "pmalloc[");
-	fmt_u64(f, (uint64_t)getpid());
-	fmt_str(f, "]: write to protected pool \"");
+	fmt_line_start(f);
+	fmt_str(f, "write to protected pool \"");
 	fmt_str(f, v->pool);
 	fmt_str(f, "\" at ");
 	fmt_hex(f, v->address);
@@ -293,9 +290,7 @@ __attribute__((destructor)) static void report_at_exit(void)
 		char buf[160];
 		struct fmt f;
 		fmt_init(&f, buf, sizeof(buf));
-		fmt_str(&f, "pmalloc[");
-		fmt_u64(&f, (uint64_t)getpid());
-		fmt_str(&f, "]: ");
+		fmt_line_start(&f);
 		fmt_u64(&f, lost);
 		fmt_str(&f, " nested write reports were shown here only (not sent)\n");
 		fmt_flush_stderr(&f);
