@@ -348,12 +348,15 @@ INSTALLED_FILES = $(LIBDIR)/libpmalloc_shim.so.$(VERSION) $(LIBDIR)/libpmalloc_s
 	$(UNITDIR)/pmallocd.service $(UNITDIR)/pmallocd.socket $(CATALOGDIR)/pmalloc.catalog \
 	$(addprefix $(MANDIR)/man8/,$(notdir $(wildcard man/*.8))) \
 	$(addprefix $(MANDIR)/man5/,$(notdir $(wildcard man/*.5))) \
+	$(addprefix $(MANDIR)/man3/,$(notdir $(wildcard man/*.3))) \
+	$(addprefix $(MANDIR)/man7/,$(notdir $(wildcard man/*.7))) \
 	$(BASHCOMPDIR)/pmallocctl $(BASHCOMPDIR)/pmallocd
 install: all
 	set -e; \
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(SBINDIR) \
 		$(DESTDIR)$(BINDIR) $(DESTDIR)$(SYSCONFDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(CATALOGDIR) \
-		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(BASHCOMPDIR); \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(BASHCOMPDIR); \
 	for l in libpmalloc_shim libpmalloc; do \
 		install -m 0755 $(B)/$$l.so $(DESTDIR)$(LIBDIR)/$$l.so.$(VERSION); \
 		ln -sfn $$l.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$$l.so.$(SOVERSION); \
@@ -371,6 +374,8 @@ install: all
 	install -m 0644 systemd/pmalloc.catalog $(DESTDIR)$(CATALOGDIR)/; \
 	install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/; \
 	install -m 0644 man/*.5 $(DESTDIR)$(MANDIR)/man5/; \
+	install -m 0644 man/*.3 $(DESTDIR)$(MANDIR)/man3/; \
+	install -m 0644 man/*.7 $(DESTDIR)$(MANDIR)/man7/; \
 	install -m 0644 completion/pmallocctl.bash $(DESTDIR)$(BASHCOMPDIR)/pmallocctl; \
 	install -m 0644 completion/pmallocd.bash $(DESTDIR)$(BASHCOMPDIR)/pmallocd
 

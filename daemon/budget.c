@@ -15,15 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "journal.h"
+#include "list.h"
 #include "log.h"
 
 #define USEC_PER_SEC 1000000ULL
 
-void budgets_init(struct budgets *b, sd_event *event, size_t max_clients)
+void budgets_init(struct budgets *b, sd_event *event, size_t max_clients, budget_summary_fn *summarise)
 {
 	memset(b, 0, sizeof(*b));
 	b->event = event;
+	b->summarise = summarise;
 	b->max_clients = max_clients;
 	b->report_burst = 20;
 	b->report_interval_s = 10;
@@ -46,7 +47,7 @@ static void summary(struct uid_budget *u)
 {
 	if (u->dropped == 0)
 		return;
-	journal_budget_summary(u->uid, u->dropped, u->burst, u->interval_s);
+	u->owner->summarise(u->uid, u->dropped, u->burst, u->interval_s);
 	u->owner->summaries++;
 	u->dropped = 0;
 }
@@ -59,12 +60,7 @@ static void release_if_unused(struct uid_budget *u)
 		return;
 	summary(u);
 	u->timer = sd_event_source_disable_unref(u->timer);
-	if (u->prev)
-		u->prev->next = u->next;
-	else
-		b->list = u->next;
-	if (u->next)
-		u->next->prev = u->prev;
+	LIST_UNLINK(b->list, u);
 	b->n_users--;
 	free(u);
 }
@@ -91,10 +87,7 @@ static struct uid_budget *budget_get(struct budgets *b, uid_t uid)
 		return NULL;
 	u->owner = b;
 	u->uid = uid;
-	u->next = b->list;
-	if (b->list)
-		b->list->prev = u;
-	b->list = u;
+	LIST_PUSH(b->list, u);
 	b->n_users++;
 	return u;
 }

@@ -38,8 +38,13 @@ struct uid_budget {
 	sd_event_source *timer;          /* the summary at the window's end */
 };
 
+/* Writes the summary entry of a uid's dropped entries (journal.c's
+ * journal_budget_summary, given by the server: budget.c imports no journal). */
+typedef void budget_summary_fn(uid_t uid, uint64_t dropped, unsigned int burst, unsigned int interval_s);
+
 struct budgets {
 	sd_event *event;
+	budget_summary_fn *summarise;
 	struct uid_budget *list;
 	size_t n_users;                  /* uids with a budget now */
 	size_t clients_nonroot;          /* connections of all non-root uids */
@@ -52,7 +57,7 @@ struct budgets {
 	uint64_t summaries;              /* budget summary entries written */
 };
 
-void budgets_init(struct budgets *b, sd_event *event, size_t max_clients);
+void budgets_init(struct budgets *b, sd_event *event, size_t max_clients, budget_summary_fn *summarise);
 /* Writes the summaries still due and frees every budget. */
 void budgets_done(struct budgets *b);
 /* The journal budget follows the policy file's report_burst and

@@ -12,6 +12,7 @@
 #ifndef PMALLOC_CTL_H
 #define PMALLOC_CTL_H
 
+#include "msgid.h"
 #include "paths.h"
 #include "policy.h"
 #include <stdint.h>
@@ -22,8 +23,6 @@
 #define CTL_DEFAULT_CONF POLICY_DEFAULT_FILE
 #define CTL_DEFAULT_SOCKET POLICY_DEFAULT_SOCKET
 #define CTL_STATUS_TIMEOUT_MS 5000           /* to wait for pmallocd's answer */
-#define CTL_VIOLATION_MESSAGE_ID "7df8f2fd7e8542c19da1343c00501acc"
-#define CTL_LEARNED_MESSAGE_ID "81abfd4bd92b4d58b67b434bbf0f7ac1"
 
 /* Exit statuses, as systemctl uses them. */
 enum ctl_exit {

@@ -1,6 +1,6 @@
 /*
  * ctl_propose.c - pmallocctl propose: from what learn mode wrote to the
- * journal (one entry per site: MESSAGE_ID CTL_LEARNED_MESSAGE_ID) to a
+ * journal (one entry per site: MESSAGE_ID MID_LEARNED) to a
  * complete, commented policy file for one executable, in enforce mode.
  *
  * A site is proposed when it allocated before its pool's trigger and no
@@ -140,7 +140,7 @@ static int read_journal(const char *exe, const uid_t *uids, size_t n_uids, uint6
 		r = sd_journal_add_match(j, m, 0);
 	}
 	if (r < 0 ||
-	    (r = sd_journal_add_match(j, "MESSAGE_ID=" CTL_LEARNED_MESSAGE_ID, 0)) < 0 ||
+	    (r = sd_journal_add_match(j, "MESSAGE_ID=" MID_LEARNED, 0)) < 0 ||
 	    (r = sd_journal_add_match(j, match, 0)) < 0 ||
 	    (r = since ? sd_journal_seek_realtime_usec(j, since) : sd_journal_seek_head(j)) < 0) {
 		sd_journal_close(j);

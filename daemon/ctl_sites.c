@@ -1,7 +1,7 @@
 /*
  * ctl_sites.c - pmallocctl sites PID: the live per-site table of a process
  * under a learn policy.  Sends learn-flush through pmallocd, then reads
- * the entries that process writes (MESSAGE_ID CTL_LEARNED_MESSAGE_ID,
+ * the entries that process writes (MESSAGE_ID MID_LEARNED,
  * reason learn-flush, from the request on) and prints them, largest
  * first.  Reads the journal only.
  */
@@ -61,7 +61,7 @@ static int read_rows(int32_t pid, uint64_t since, struct row **ret, size_t *ret_
 	if (r < 0)
 		return r;
 	snprintf(match, sizeof(match), "OBJECT_PID=%d", (int)pid);
-	if ((r = sd_journal_add_match(j, "MESSAGE_ID=" CTL_LEARNED_MESSAGE_ID, 0)) < 0 ||
+	if ((r = sd_journal_add_match(j, "MESSAGE_ID=" MID_LEARNED, 0)) < 0 ||
 	    (r = sd_journal_add_match(j, match, 0)) < 0 ||
 	    (r = sd_journal_add_match(j, "PMALLOC_LEARN_REASON=learn-flush", 0)) < 0 ||
 	    (r = sd_journal_seek_realtime_usec(j, since)) < 0) {

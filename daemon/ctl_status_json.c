@@ -112,14 +112,14 @@ static bool put_until(FILE *f, const char **p, const char *next)
 	return true;
 }
 
-/* "  PID N  EXE  uid U..." of a served or exited process. */
-static bool proc_line(struct json_out *o, const char *line)
+/* "N  EXE  uid U" at *p, the start of a process line: the object opened
+ * with "pid", "exe" and "uid" (a process object left open closed first);
+ * *p moves past them.  false, and nothing written, when it is not one. */
+static bool open_process(struct json_out *o, const char **pp)
 {
-	const char *p = line + 6, *q;
-	unsigned long long gen;
+	const char *p = *pp;
 	unsigned int uid;
-	int pid, n = 0, via;
-	char name[256], mode[16];
+	int pid, n = 0;
 
 	if (sscanf(p, "%d%n", &pid, &n) != 1 || strncmp(p + n, "  ", 2) != 0)
 		return false;
@@ -134,6 +134,20 @@ static bool proc_line(struct json_out *o, const char *line)
 		fprintf(o->f, ",\"uid\":%u", uid);
 		p += n;
 	}
+	*pp = p;
+	return true;
+}
+
+/* "  PID N  EXE  uid U..." of a served or exited process. */
+static bool proc_line(struct json_out *o, const char *line)
+{
+	const char *p = line + 6, *q;
+	unsigned long long gen;
+	int n = 0, via;
+	char name[256], mode[16];
+
+	if (!open_process(o, &p))
+		return false;
 	if (sscanf(p, "  forked child of PID %d%n", &via, &n) == 1) {
 		fprintf(o->f, ",\"forked_from\":%d", via);
 		p += n;
@@ -210,22 +224,10 @@ static bool violations_line(struct json_out *o, const char *line)
 static bool unserved_line(struct json_out *o, const char *line)
 {
 	const char *p = line + 6;
-	unsigned int uid;
-	int pid, n = 0;
 	char policy[256];
 
-	if (sscanf(p, "%d%n", &pid, &n) != 1 || strncmp(p + n, "  ", 2) != 0)
+	if (!open_process(o, &p))
 		return false;
-	p += n + 2;
-	if (!strstr(p, "  uid "))
-		return false;
-	fprintf(o->f, "%s{\"pid\":%d,\"exe\":", o->first_in_sec ? "" : ",", pid);
-	o->first_in_sec = false;
-	(void)put_until(o->f, &p, "  uid ");
-	if (sscanf(p, "  uid %u%n", &uid, &n) == 1) {
-		fprintf(o->f, ",\"uid\":%u", uid);
-		p += n;
-	}
 	if (strncmp(p, "  comm ", 7) == 0) {
 		p += 7;
 		fputs(",\"comm\":", o->f);

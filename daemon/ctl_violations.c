@@ -1,6 +1,6 @@
 /*
  * ctl_violations.c - "pmallocctl violations": the violation entries of the
- * journal (MESSAGE_ID 7df8f2fd7e8542c19da1343c00501acc, fields in pmallocd(8)),
+ * journal (MESSAGE_ID MID_VIOLATION of msgid.h, fields in pmallocd(8)),
  * read with the sd-journal API, as a table or as JSON lines: the local
  * machine's journal or collected ones (--directory, --file: each entry's
  * host shown), filtered by process, policy and time, the last N, and with
@@ -29,6 +29,7 @@
 #include <systemd/sd-journal.h>
 
 #include "ctl.h"
+#include "msgid.h"
 
 struct vio_opts {
 	long pid;                    /* 0: any process */
@@ -329,7 +330,7 @@ static int vio_open(const struct vio_opts *o, sd_journal **ret)
 		r = sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
 	if (r < 0)
 		return r;
-	r = sd_journal_add_match(j, "MESSAGE_ID=" CTL_VIOLATION_MESSAGE_ID, 0);
+	r = sd_journal_add_match(j, "MESSAGE_ID=" MID_VIOLATION, 0);
 	if (r >= 0 && o->pid) {
 		char match[32];
 

@@ -14,13 +14,8 @@
 #include <systemd/sd-event.h>
 
 #include "escape.h"
+#include "msgid.h"
 #include "wire.h"
-
-#define MID_VIOLATION "7df8f2fd7e8542c19da1343c00501acc"
-#define MID_PROTECTED "4861793aed344e45916acf02f15da997"
-#define MID_HANDED    "26f986b8445b455b9a3a7a8b0d017fb8"
-#define MID_POLICY    "daf928bc276d4cc7b9b7976f4bb6e0fa"
-#define MID_DROPPED   "c1e835285fc54160a43c1065e7656999"
 
 /* One entry under construction: FIELD=value strings in a fixed buffer.
  * A field that does not fit is left out and the entry says so

@@ -8,12 +8,14 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <systemd/sd-event.h>
 
 #include "config.h"
 #include "registry.h"
 
 struct server;
+struct strbuf;
 struct symbolizer;
 
 struct manager {
@@ -26,6 +28,9 @@ struct manager {
 	struct server *server;
 	struct registry registry;
 	struct symbolizer *symbolizer;
+	/* status.c's renderer, set by pmallocd.c: server.c answers a status
+	 * request with it without importing status.c (which reads the server). */
+	void (*render_status)(struct manager *m, struct strbuf *out, uid_t viewer);
 };
 
 #endif

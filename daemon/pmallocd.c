@@ -35,6 +35,7 @@
 #include "sandbox.h"
 #include "paths.h"
 #include "server.h"
+#include "status.h"
 #include "symbolize.h"
 
 #define DEFAULT_CONFIG POLICY_DEFAULT_FILE
@@ -269,7 +270,7 @@ static int open_socket(struct manager *m, const struct args *a)
 
 static int run(const struct args *a)
 {
-	struct manager m = { .config_path = a->config };
+	struct manager m = { .config_path = a->config, .render_status = status_render };
 	char err[POLICY_ERR_MAX];
 	int r, exit_code = 0;
 	size_t left;

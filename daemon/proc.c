@@ -32,6 +32,7 @@ static int proc_errno(int e)
 	return e == ENOENT ? -ESRCH : -e;
 }
 
+/* ret_len may be NULL. */
 static int read_small(pid_t pid, const char *what, char *buf, size_t size, size_t *ret_len)
 {
 	char path[64];
@@ -49,7 +50,8 @@ static int read_small(pid_t pid, const char *what, char *buf, size_t size, size_
 		r = proc_errno(errno);
 	else {
 		buf[n] = '\0';
-		*ret_len = (size_t)n;
+		if (ret_len)
+			*ret_len = (size_t)n;
 	}
 	close(fd);
 	return r;
@@ -102,11 +104,8 @@ int proc_read_stat(pid_t pid, pid_t *ret_ppid, uint64_t *ret_starttime)
 {
 	char buf[1024], *p;
 	unsigned long long start;
-	int ppid, field;
-	size_t len;
-	int r;
+	int ppid, field, r = read_small(pid, "stat", buf, sizeof(buf), NULL);
 
-	r = read_small(pid, "stat", buf, sizeof(buf), &len);
 	if (r < 0)
 		return r;
 	/* comm may hold spaces and parentheses: fields resume after the last ')'. */
@@ -133,10 +132,8 @@ int proc_read_ids(pid_t pid, uid_t ret_uids[4], gid_t ret_gids[4])
 {
 	char buf[4096], *p, *q;
 	unsigned int u[4], g[4];
-	size_t len;
-	int r;
+	int r = read_small(pid, "status", buf, sizeof(buf), NULL);
 
-	r = read_small(pid, "status", buf, sizeof(buf), &len);
 	if (r < 0)
 		return r;
 	p = strstr(buf, "\nUid:");

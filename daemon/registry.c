@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "registry.h"
+#include "list.h"
 #include "strbuf.h"
 
 #include <errno.h>
@@ -60,10 +61,7 @@ struct proc_entry *registry_add(struct registry *r, pid_t pid, uid_t uid, uint64
 	e->uid = uid;
 	e->since_usec = now;
 	journal_capture_object(e);
-	e->next = r->live;
-	if (r->live)
-		r->live->prev = e;
-	r->live = e;
+	LIST_PUSH(r->live, e);
 	r->n_live++;
 	return e;
 }
@@ -73,12 +71,7 @@ void registry_retire(struct registry *r, struct proc_entry *e, uint64_t now)
 	journal_limit_finish(e);
 	e->budget = NULL;                /* the caller still holds it, to release */
 
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		r->live = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
+	LIST_UNLINK(r->live, e);
 	r->n_live--;
 	free(e->handed_pools);
 	e->handed_pools = NULL;

@@ -29,11 +29,11 @@
 
 #include "budget.h"
 #include "journal.h"
+#include "list.h"
 #include "listen.h"
 #include "log.h"
 #include "proc.h"
 #include "protect.h"
-#include "status.h"
 #include "violation.h"
 #include "wire.h"
 #include "wire_decode.h"
@@ -140,12 +140,7 @@ static void client_free(struct client *c)
 	struct server *s = c->server;
 	uint64_t now = now_usec(s);
 
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		s->clients = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	LIST_UNLINK(s->clients, c);
 	s->n_clients--;
 
 	c->io = sd_event_source_disable_unref(c->io);
@@ -425,7 +420,7 @@ static int handle_status_req(struct client *c)
 
 	c->server->counters.status_requests++;
 	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
-	status_render(c->server->manager, &text, c->uid);
+	c->server->manager->render_status(c->server->manager, &text, c->uid);
 	return send_status_text(c, text.len, "status");
 }
 
@@ -779,10 +774,7 @@ static void client_accept(struct server *s, int fd)
 		free(c);
 		return;
 	}
-	c->next = s->clients;
-	if (s->clients)
-		s->clients->prev = c;
-	s->clients = c;
+	LIST_PUSH(s->clients, c);
 	s->n_clients++;
 }
 
@@ -840,7 +832,7 @@ int server_open(struct manager *m, const char *path, int activated_fd, struct se
 	s->drop_log = (struct log_limit)LOG_LIMIT_INIT(10, 10);
 	s->protect = (struct protect)PROTECT_INIT;
 	s->max_clients = max_clients();
-	budgets_init(&s->budgets, m->event, s->max_clients);
+	budgets_init(&s->budgets, m->event, s->max_clients, journal_budget_summary);
 	if (activated_fd >= 0) {
 		r = listen_adopt(activated_fd, &s->path);
 		s->fd = activated_fd;

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "pmalloc.h"
 #include "pool.h"
+#include "fault.h"
 #include "site.h"
 #include "os.h"
 
@@ -35,9 +36,18 @@ static inline uint64_t caller_site(uintptr_t ra)
 	return caller_site_slow(ra);
 }
 
+/* A pool that exists can be protected: the fault handler is in place
+ * (once; later calls cost a lock and a check). */
+static struct pmalloc_pool *with_handler(struct pmalloc_pool *p)
+{
+	if (p)
+		fault_install();
+	return p;
+}
+
 PMALLOC_EXPORT struct pmalloc_pool *pmalloc_create_pool(void)
 {
-	return pool_create(NULL, 0);
+	return with_handler(pool_create(NULL, 0));
 }
 
 PMALLOC_EXPORT struct pmalloc_pool *pmalloc_create_named_pool(const char *name, unsigned int flags)
@@ -46,7 +56,7 @@ PMALLOC_EXPORT struct pmalloc_pool *pmalloc_create_named_pool(const char *name, 
 		errno = EINVAL;
 		return NULL;
 	}
-	return pool_create(name, flags);
+	return with_handler(pool_create(name, flags));
 }
 
 /* NULL (EINVAL), a pool that is not live (fatal) and everything else
@@ -74,8 +84,10 @@ PMALLOC_EXPORT void *pmalloc(struct pmalloc_pool *pool, size_t size)
 
 PMALLOC_EXPORT void *pzalloc(struct pmalloc_pool *pool, size_t size)
 {
-	/* Fresh pool pages are zero, but a recycled span's are not guaranteed
-	 * to stay so only where the kernel says: clear explicitly. */
+	/* Pool memory is zero when handed out (never reused inside a span;
+	 * a released span is decommitted to fresh pages), as calloc() in
+	 * interpose.c relies on.  Cleared anyway: zero-filling is pzalloc's
+	 * promise to the program, and must not hang on the arena's internals. */
 	void *p = alloc_checked(pool, size, CALLER(), "pzalloc");
 	if (p)
 		memset(p, 0, size);

@@ -33,7 +33,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define WIN_PAGES 4             /* a straddling store, and one nested in a handler */
@@ -53,7 +52,7 @@ static unsigned char snap[WIN_PAGES][SNAP_PAGE] __attribute__((aligned(64)));
 
 static int thread_id(void)
 {
-	return (int)syscall(SYS_gettid);
+	return os_gettid();
 }
 
 bool audit_window_mine(void)
@@ -67,7 +66,7 @@ static void acquire(int me)
 	while (!atomic_compare_exchange_weak_explicit(&win.owner, &expected, me, memory_order_acquire,
 						      memory_order_relaxed)) {
 		expected = 0;
-		sched_yield();
+		os_yield();
 	}
 }
 
@@ -156,16 +155,9 @@ static void report_other(uintptr_t addr)
 	if (!pool_lookup((const void *)addr, &hit))
 		return;
 	struct violation v;
-	memset(&v, 0, sizeof(v));
-	v.pool = hit.pool->name[0] ? hit.pool->name : "(unnamed)";
-	v.policy = hit.pool->policy;
+	violation_from_hit(&v, &hit, addr);
 	v.audit = 1;
 	v.other_thread = 1;
-	v.address = addr;
-	if (hit.in_object) {
-		v.object = hit.object;
-		v.object_size = hit.object_size;
-	}
 	report_violation(&v, NULL, NULL);
 }
 

@@ -28,6 +28,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <poll.h>
 #include <pthread.h>
@@ -46,7 +47,6 @@ static int client_fd = -1;
 static pid_t client_owner;       /* the process that connected: pmallocd's orders are its */
 static dev_t client_dev;
 static ino_t client_ino;
-static uint64_t client_generation;
 
 static bool client_fd_valid(void)
 {
@@ -158,11 +158,9 @@ int client_wait(unsigned int timeout_ms, char **ret_text, uint64_t *ret_generati
 			free(buf);
 			return -ETIMEDOUT;
 		}
-		struct pollfd pfd = { .fd = pending_fd, .events = POLLIN };
-		uint64_t left_ms = deadline - now;     /* ppoll wants tv_nsec < 1e9 */
-		struct timespec ts = { (time_t)(left_ms / 1000u), (long)(left_ms % 1000u) * 1000000L };
-		/* The raw system call: poll() and ppoll() are interposed triggers. */
-		syscall(SYS_ppoll, &pfd, 1, &ts, NULL, (size_t)8);
+		short revents;
+		uint64_t left_ms = deadline - now;
+		(void)os_wait_fd(pending_fd, POLLIN, left_ms > INT_MAX ? INT_MAX : (int)left_ms, &revents);
 	}
 	r = n < 0 ? -errno : read_answer(buf, n, ret_text, ret_generation);
 	free(buf);
@@ -174,8 +172,6 @@ int client_wait(unsigned int timeout_ms, char **ret_text, uint64_t *ret_generati
 	 * program's own API pools still reach the daemon, which symbolises. */
 	keep_connection(pending_fd);
 	pending_fd = -1;
-	if (r > 0)
-		client_generation = *ret_generation;
 	return r;
 }
 
@@ -274,15 +270,13 @@ int client_wait_orders(int timeout_ms)
 {
 	if (!orders_ours())
 		return -ENOTCONN;
-	struct pollfd pfd = { .fd = client_fd, .events = POLLIN };
-	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
-	/* The raw system call: ppoll() is an interposed trigger. */
-	long n = syscall(SYS_ppoll, &pfd, 1, &ts, NULL, (size_t)8);
-	if (n < 0)
-		return errno == EINTR ? 0 : -errno;
-	if (n > 0 && (pfd.revents & (POLLHUP | POLLERR | POLLNVAL)) && !(pfd.revents & POLLIN))
+	short revents;
+	int r = os_wait_fd(client_fd, POLLIN, timeout_ms, &revents);
+	if (r < 0)
+		return r == -EINTR ? 0 : r;
+	if ((revents & (POLLHUP | POLLERR | POLLNVAL)) && !(revents & POLLIN))
 		return -EPIPE;
-	return n > 0;
+	return revents != 0;
 }
 
 void client_read_orders(void (*fn)(const char *pool))

@@ -183,7 +183,7 @@ static void die_by_default(int sig, const siginfo_t *si)
 	os_sigaction(sig, &dfl, NULL);
 	/* A fault re-faults on return; a sent signal must be sent again. */
 	if (si->si_code <= 0)
-		syscall(SYS_tgkill, getpid(), gettid(), sig);
+		(void)os_signal_self(sig);
 }
 
 /* Run the program's action for sig as the kernel would have: its mask
@@ -267,9 +267,8 @@ static cold void audit_failed(void)
 	char buf[128];
 	struct fmt f;
 	fmt_init(&f, buf, sizeof(buf));
-	fmt_str(&f, "pmalloc[");
-	fmt_u64(&f, (uint64_t)getpid());
-	fmt_str(&f, "]: the audited write cannot be let through; killed by SIGSEGV\n");
+	fmt_line_start(&f);
+	fmt_str(&f, "the audited write cannot be let through; killed by SIGSEGV\n");
 	fmt_flush_stderr(&f);
 }
 

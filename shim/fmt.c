@@ -52,6 +52,13 @@ void fmt_hex(struct fmt *f, uint64_t v)
 	fmt_num(f, v, 16);
 }
 
+void fmt_line_start(struct fmt *f)
+{
+	fmt_str(f, "pmalloc[");
+	fmt_u64(f, (uint64_t)getpid());
+	fmt_str(f, "]: ");
+}
+
 size_t fmt_len(const struct fmt *f)
 {
 	return (size_t)(f->p - f->start);

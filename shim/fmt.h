@@ -20,6 +20,8 @@ void fmt_init(struct fmt *f, char *buf, size_t size);
 void fmt_str(struct fmt *f, const char *s);
 void fmt_u64(struct fmt *f, uint64_t v);
 void fmt_hex(struct fmt *f, uint64_t v);   /* "0x..." */
+/* "pmalloc[PID]: ", the start of every line the shim writes on stderr. */
+void fmt_line_start(struct fmt *f);
 size_t fmt_len(const struct fmt *f);
 /* NUL-terminate (the buffer keeps one byte for it) and return the start. */
 const char *fmt_cstr(struct fmt *f);

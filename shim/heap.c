@@ -229,8 +229,7 @@ static bool ops_for(void *handle, void *m, struct heap_ops *ops)
 static void find(void)
 {
 	struct heap_ops ops;
-	int busy = shim_busy;
-	shim_busy = 1;
+	int busy = shim_busy_enter();
 	/* Normally the shim's malloc is the program's, and the next one is the
 	 * heap.  A program whose executable defines malloc (an allocator
 	 * linked in statically) comes before us: its allocator is the heap. */
@@ -247,7 +246,7 @@ static void find(void)
 			real.name = "glibc";
 		}
 	}
-	shim_busy = busy;
+	shim_busy_leave(busy);
 	if (ops.free != __libc_free) {
 		/* Glibc's bootstrap pointers must not reach this allocator. */
 		real.free = ops.free;

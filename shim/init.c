@@ -7,7 +7,9 @@
  * program's own constructors and main.  Fails open: any problem leaves the
  * program running unprotected, said once on stderr when it is the policy
  * file's fault, otherwise only under PMALLOC_DEBUG=1.  Its allocations go
- * to libc (shim_busy).
+ * to libc (shim_busy).  Never exits, aborts or fails the program, and never
+ * leaves a state half armed: the shim's state is published (shim) only
+ * once it is complete and read-only.
  */
 #define _GNU_SOURCE
 #include "shim.h"
@@ -149,6 +151,7 @@ static int arm(const struct policy_set *set, const struct policy *pol, uint64_t 
 		sp->pool = pool_create(pp->name, flags);
 		if (!sp->pool)
 			return -ENOMEM;
+		fault_install();                 /* before any pool can be protected */
 		snprintf(sp->pool->policy, sizeof(sp->pool->policy), "%s", pol->name);
 		sp->pool->max_bytes = pp->max_bytes;
 		sp->pool->index = (int)i;
@@ -195,7 +198,7 @@ static int arm(const struct policy_set *set, const struct policy *pol, uint64_t 
 void shim_init(void)
 {
 	int saved = errno;
-	shim_busy = 1;
+	int busy = shim_busy_enter();
 	const char *d = secure_getenv("PMALLOC_DEBUG");
 	pm_debug = d && strcmp(d, "1") == 0;
 	os_init();
@@ -227,7 +230,7 @@ void shim_init(void)
 					     strerror(-r));
 		}
 	}
-	shim_busy = 0;
+	shim_busy_leave(busy);
 	errno = saved;
 }
 

@@ -41,16 +41,16 @@ __thread int shim_busy __attribute__((tls_model("initial-exec")));
 static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct site_hit h)
 {
 	const struct shim_state *st = shim;
-	if (shim_busy)
+	if (shim_is_busy())
 		return NULL;
 	if (h.route == SITE_ROUTE_UNKNOWN || h.route == SITE_ROUTE_WRAPPER) {
 		int e = errno;       /* a successful malloc leaves errno alone */
-		shim_busy = 1;
+		int busy = shim_busy_enter();
 		if (h.route == SITE_ROUTE_UNKNOWN)
 			h.route = resolve_route(ra, h.id);
 		if (h.route == SITE_ROUTE_WRAPPER)
 			h = resolve_through_wrapper(ra);
-		shim_busy = 0;
+		shim_busy_leave(busy);
 		errno = e;
 	}
 	if (h.route < 0)
@@ -274,7 +274,6 @@ PMALLOC_EXPORT char *strndup(const char *s, size_t max)
 
 /* SIGSEGV stays the shim's: the program's handler is recorded as the one
  * to chain to for every fault that is not a write to pool memory. */
-extern int __sigaction(int, const struct sigaction *, struct sigaction *);
 extern sighandler_t bsd_signal(int, sighandler_t);
 
 PMALLOC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
@@ -309,11 +308,11 @@ PMALLOC_EXPORT int dlclose(void *handle)
 	if (!fn)
 		fatal("dlclose", "glibc's dlclose not found");
 	int r = fn(handle);
-	if (shim && !shim_busy) {
+	if (shim && !shim_is_busy()) {
 		int e = errno;
-		shim_busy = 1;
+		int busy = shim_busy_enter();
 		resolve_forget_unloaded();
-		shim_busy = 0;
+		shim_busy_leave(busy);
 		errno = e;
 	}
 	return r;

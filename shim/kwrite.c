@@ -79,13 +79,6 @@ static readv_fn _Atomic real_readv;
 static recvfrom_fn _Atomic real_recvfrom;
 static recvmsg_fn _Atomic real_recvmsg;
 
-#define LIBC(var, name) ({ \
-	__typeof__(var) f_ = atomic_load_explicit(&(var), memory_order_relaxed); \
-	if (unlikely(!f_)) { \
-		f_ = (__typeof__(f_))shim_real_symbol(name); \
-		atomic_store_explicit(&(var), f_, memory_order_relaxed); \
-	} \
-	f_; })
 
 __attribute__((constructor)) static void kwrite_init(void)
 {
@@ -179,16 +172,11 @@ static void kw_done(struct kw_call *c, const void *sub, size_t written)
 	if (!at || !pool_lookup((const void *)at, &hit))
 		return;
 	struct violation v;
-	memset(&v, 0, sizeof(v));
-	v.pool = hit.pool->name[0] ? hit.pool->name : "(unnamed)";
-	v.policy = hit.pool->policy;
+	violation_from_hit(&v, &hit, at);
 	v.audit = 1;
-	v.address = at;
 	v.ip = c->ra;
 	v.kernel_call = c->name;
 	if (hit.in_object) {
-		v.object = hit.object;
-		v.object_size = hit.object_size;
 		v.site_ra = site_address(hit.site);
 		v.site_symbol = site_symbol(hit.site);
 	}
@@ -253,28 +241,27 @@ static cold ssize_t pread_slow(ssize_t (*fn)(int, void *, size_t, off_t), uintpt
 	KW_RETURN(r);
 }
 
-PMALLOC_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+/* pread and pread64 (the same call on 64-bit), each with libc's own. */
+static inline __attribute__((always_inline)) ssize_t pread_via(pread_fn fn, uintptr_t ra, int fd,
+							       void *buf, size_t n, off_t off)
 {
-	pread_fn fn = LIBC(real_pread, "pread");
 	if (unlikely(!fn)) {
 		errno = ENOSYS;
 		return -1;
 	}
 	if (likely(!kwrite_may_touch(buf, n)))
 		return fn(fd, buf, n, off);
-	return pread_slow(fn, CALLER(), fd, buf, n, off);
+	return pread_slow(fn, ra, fd, buf, n, off);
+}
+
+PMALLOC_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	return pread_via(LIBC(real_pread, "pread"), CALLER(), fd, buf, n, off);
 }
 
 PMALLOC_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
 {
-	pread_fn fn = LIBC(real_pread64, "pread64");
-	if (unlikely(!fn)) {
-		errno = ENOSYS;
-		return -1;
-	}
-	if (likely(!kwrite_may_touch(buf, n)))
-		return fn(fd, buf, n, off);
-	return pread_slow(fn, CALLER(), fd, buf, n, off);
+	return pread_via(LIBC(real_pread64, "pread64"), CALLER(), fd, buf, n, off);
 }
 
 /* Any of iov[0, cnt) in the arena? */

@@ -325,15 +325,14 @@ void learn_flush(const char *reason)
 {
 	if (!learn_st)
 		return;
-	int busy = shim_busy;
-	shim_busy = 1;
+	int busy = shim_busy_enter();
 	/* A flush under way (another thread's, or one a fork copied half-way)
 	 * is left alone: its entries say the same. */
 	if (pthread_mutex_trylock(&flush_lock) == 0) {
 		flush_locked(reason);
 		pthread_mutex_unlock(&flush_lock);
 	}
-	shim_busy = busy;
+	shim_busy_leave(busy);
 }
 
 __attribute__((destructor)) static void learn_at_exit(void)

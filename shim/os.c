@@ -1,11 +1,22 @@
 /*
- * os.c - the only file of the shim that calls mmap, mprotect, mseal, munmap,
- * sigaction, rt_sigprocmask and sigaltstack.  Every function returns 0 or
- * -errno (the contract in os.h), never allocates, never logs, and keeps
- * errno as it found it, so callers inside the host program's malloc and
- * signal handler can use it.  Memory calls are raw system calls: another
- * preloaded library that wraps mmap or mprotect must not run (or allocate)
- * inside our allocator.
+ * os.c - the shim's door to the kernel.
+ *
+ * The rule: every call the shim makes for memory (mmap, mprotect, mseal,
+ * munmap, madvise, membarrier), for signals (sigaction, rt_sigprocmask,
+ * sigaltstack, tgkill), for the thread and the clock (gettid, sched_yield,
+ * clock_gettime, clock_nanosleep), and every raw system call made to get
+ * past one of the shim's own interposers (ppoll), is made here and nowhere
+ * else.  What stays in the file that owns the concern is plain descriptor
+ * I/O through libc: opening and reading the policy file, /proc/self/exe,
+ * comm and cgroup, symbol files, and the daemon's and journald's sockets;
+ * and an interposer's hand-over to the libc function it replaces
+ * (sigmask.c, kwrite.c, trigger.c).
+ *
+ * Every function returns 0 or -errno (the contract in os.h), never
+ * allocates, never logs, and keeps errno as it found it, so callers inside
+ * the host program's malloc and signal handler can use it.  Memory calls
+ * are raw system calls: another preloaded library that wraps mmap or
+ * mprotect must not run (or allocate) inside our allocator.
  * os_process_barrier() is the heavy half of an asymmetric fence: the pool's
  * fast path orders its own store and load with a compiler barrier only.
  */
@@ -16,6 +27,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <linux/membarrier.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -186,6 +198,38 @@ void os_write_all(int fd, const char *buf, size_t len)
 		buf += n;
 		len -= (size_t)n;
 	}
+	errno = e;
+}
+
+int os_gettid(void)
+{
+	return (int)syscall(SYS_gettid);
+}
+
+int os_signal_self(int sig)
+{
+	return OS_CALL(syscall(SYS_tgkill, (long)getpid(), (long)os_gettid(), (long)sig));
+}
+
+int os_wait_fd(int fd, short events, int timeout_ms, short *ret_revents)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
+	int e = errno;
+	long n = syscall(SYS_ppoll, &pfd, 1, &ts, NULL, (size_t)8);
+	int r = n < 0 ? -errno : 0;
+	errno = e;
+	if (r == 0)
+		*ret_revents = n > 0 ? pfd.revents : 0;
+	return r;
+}
+
+void os_sleep_until_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+	int e = errno;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
 	errno = e;
 }
 

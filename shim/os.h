@@ -1,9 +1,12 @@
 /*
  * os.h - the shim's only door to the kernel's memory and signal calls.
  *
- * Contract, once for all: every function returns 0 or -errno and writes its
- * result parameters only on success; none allocates; all are
- * async-signal-safe except os_init().
+ * The rule of what goes through here is in os.c's opening comment.
+ *
+ * Contract, once for all: every function that can fail returns 0 or -errno
+ * and writes its result parameters only on success; none allocates; all are
+ * async-signal-safe except os_init(), os_process_barrier() and
+ * os_sleep_until_ns() (which is only for the shim's own threads).
  */
 #ifndef PMALLOC_OS_H
 #define PMALLOC_OS_H
@@ -58,5 +61,15 @@ uint64_t os_monotonic_ns(bool coarse);
 void os_yield(void);
 /* write(2) all of buf to fd, retrying on EINTR and short writes. */
 void os_write_all(int fd, const char *buf, size_t len);
+/* This thread's kernel id (gettid(2)); cannot fail. */
+int os_gettid(void);
+/* Send sig to this thread (tgkill(2)), as the kernel sends a fault. */
+int os_signal_self(int sig);
+/* Wait up to timeout_ms for events on fd (the raw ppoll(2): the shim
+ * interposes poll() and ppoll() as triggers); *ret_revents is 0 when the
+ * time ran out.  -EINTR when a signal came first. */
+int os_wait_fd(int fd, short events, int timeout_ms, short *ret_revents);
+/* Sleep until CLOCK_MONOTONIC reaches ns, through signals. */
+void os_sleep_until_ns(uint64_t ns);
 
 #endif

@@ -470,7 +470,7 @@ static int get_string(const struct parse_ctx *c, const config_setting_t *s, cons
 	return 0;
 }
 
-/* Lists of values are arrays "[ ... ]" only, as SPEC.md writes them. */
+/* Lists of values are arrays "[ ... ]" only, as pmalloc.conf(5) writes them. */
 static int get_array(const struct parse_ctx *c, const config_setting_t *s, const char *what,
 		     bool strings, unsigned int *ret_n)
 {
@@ -626,6 +626,35 @@ static int get_name(const struct parse_ctx *c, const config_setting_t *group, co
 		return fail(c, LINE(s), "bad %s name %s (1 to 63 of A-Z a-z 0-9 _ . -)", what, Q(v));
 	*ret_s = s;
 	return dup_string(c, v, ret);
+}
+
+/* The optional list of globs at key of group g (what names one in errors):
+ * 0 and nothing set when g has no such key. */
+static int member_globs(const struct parse_ctx *c, const config_setting_t *g, const char *key,
+			const char *what, bool allow_empty, bool no_colon, char ***ret, size_t *ret_n)
+{
+	const config_setting_t *s = config_setting_get_member(g, key);
+
+	return s ? get_globs(c, s, what, allow_empty, no_colon, ret, ret_n) : 0;
+}
+
+/* An entry of a list of named groups (pools, policies): a group, with
+ * known keys only, and a valid name (what: "pool" or "policy"). */
+static int named_entry(const struct parse_ctx *c, const config_setting_t *g, const char *what,
+		       const char *list, const char *const *keys, const config_setting_t **ret_s,
+		       char **ret_name)
+{
+	char where[16];
+	int r;
+
+	if (!config_setting_is_group(g))
+		return fail(c, LINE(g), "each entry of %s must be a group { ... }, not %s", list,
+			    type_name(g));
+	snprintf(where, sizeof(where), "a %s", what);
+	r = check_keys(c, g, keys, where);
+	if (r < 0)
+		return r;
+	return get_name(c, g, what, ret_s, ret_name);
 }
 
 /* ---- the model, level by level ---- */
@@ -809,13 +838,7 @@ static int parse_pool(const struct parse_ctx *c, const config_setting_t *g,
 	int r;
 
 	pool->line = (int)LINE(g);
-	if (!config_setting_is_group(g))
-		return fail(c, LINE(g), "each entry of pools must be a group { ... }, not %s",
-			    type_name(g));
-	r = check_keys(c, g, pool_keys, "a pool");
-	if (r < 0)
-		return r;
-	r = get_name(c, g, "pool", &name_s, &pool->name);
+	r = named_entry(c, g, "pool", "pools", pool_keys, &name_s, &pool->name);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n_earlier; i++)
@@ -842,12 +865,9 @@ static int parse_pool(const struct parse_ctx *c, const config_setting_t *g,
 			return r;
 	}
 
-	s = config_setting_get_member(g, "wrappers");
-	if (s) {
-		r = get_globs(c, s, "wrapper", true, true, &pool->wrappers, &pool->n_wrappers);
-		if (r < 0)
-			return r;
-	}
+	r = member_globs(c, g, "wrappers", "wrapper", true, true, &pool->wrappers, &pool->n_wrappers);
+	if (r < 0)
+		return r;
 
 	/* protect is optional and may be empty: such a pool is filled and capped
 	 * but never protected automatically. */
@@ -895,18 +915,12 @@ static int parse_match(const struct parse_ctx *c, const config_setting_t *policy
 	if (config_setting_length(g) == 0)
 		return fail(c, LINE(g), "match is empty: give exe, comm or uid "
 			    "(a policy without them would match nothing)");
-	s = config_setting_get_member(g, "exe");
-	if (s) {
-		r = get_globs(c, s, "exe", false, false, &p->match_exe, &p->n_match_exe);
-		if (r < 0)
-			return r;
-	}
-	s = config_setting_get_member(g, "comm");
-	if (s) {
-		r = get_globs(c, s, "comm", false, false, &p->match_comm, &p->n_match_comm);
-		if (r < 0)
-			return r;
-	}
+	r = member_globs(c, g, "exe", "exe", false, false, &p->match_exe, &p->n_match_exe);
+	if (r < 0)
+		return r;
+	r = member_globs(c, g, "comm", "comm", false, false, &p->match_comm, &p->n_match_comm);
+	if (r < 0)
+		return r;
 	/* uids are numbers only: a name would need NSS lookups, which the shim
 	 * cannot make safely at start-up, and could mean a different account on
 	 * each machine or after each reload. */
@@ -941,13 +955,7 @@ static int parse_policy(const struct parse_ctx *c, const config_setting_t *g,
 	int r, n;
 
 	p->line = (int)LINE(g);
-	if (!config_setting_is_group(g))
-		return fail(c, LINE(g), "each entry of policies must be a group { ... }, not %s",
-			    type_name(g));
-	r = check_keys(c, g, policy_keys, "a policy");
-	if (r < 0)
-		return r;
-	r = get_name(c, g, "policy", &name_s, &p->name);
+	r = named_entry(c, g, "policy", "policies", policy_keys, &name_s, &p->name);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n_earlier; i++)

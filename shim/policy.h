@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* SPEC.md's defaults, for every program of the project. */
+/* The defaults of pmalloc.conf(5) and pmallocd(8), for every program of the project. */
 #define POLICY_DEFAULT_FILE "/etc/pmalloc.conf"
 #define POLICY_DEFAULT_SOCKET "/run/pmalloc/pmallocd.sock"
 

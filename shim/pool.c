@@ -20,7 +20,6 @@
 #define _GNU_SOURCE
 #include "pool.h"
 #include "pmalloc.h"
-#include "fault.h"
 #include "fmt.h"
 #include "os.h"
 
@@ -216,7 +215,6 @@ static void global_init_once(void)
 		return;
 	slab = p;
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-	fault_install();
 	global_ok = 1;
 }
 

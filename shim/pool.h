@@ -166,7 +166,9 @@ size_t pool_usable_size(const void *p, const char *api);
 /* 1 if p lies in protected pool memory. */
 bool pool_is_protected(const void *p);
 
-/* Install fork handlers and the fault handler (once). */
+/* Install fork handlers (once).  The fault handler is not pool.c's: whoever
+ * creates a pool (api.c, init.c) installs it (fault_install()) before the
+ * pool can be protected, so that fault.c uses pool.c and not the reverse. */
 void pool_global_init(void);
 
 #endif

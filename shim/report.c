@@ -28,6 +28,7 @@
 #include "report.h"
 #include "fmt.h"
 #include "os.h"
+#include "pool.h"
 #include "shim.h"
 
 #include <dlfcn.h>
@@ -37,7 +38,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 void (*report_send_hook)(const struct violation *v);
@@ -61,7 +61,7 @@ static _Atomic unsigned long sends_dropped;   /* nested reports not sent */
 
 static int thread_id(void)
 {
-	return (int)syscall(SYS_gettid);
+	return os_gettid();
 }
 
 static const char *base_name(const char *path)
@@ -101,9 +101,7 @@ static void summary(const struct limit_slot *s, bool shared, unsigned int burst,
 	char buf[256];
 	struct fmt f;
 	fmt_init(&f, buf, sizeof(buf));
-	fmt_str(&f, "pmalloc[");
-	fmt_u64(&f, (uint64_t)getpid());
-	fmt_str(&f, "]: ");
+	fmt_line_start(&f);
 	fmt_u64(&f, s->held);
 	fmt_str(&f, " more write reports ");
 	if (shared) {
@@ -172,9 +170,8 @@ static bool limit_admits(uintptr_t ip)
 
 static void format_line(struct fmt *f, const struct violation *v)
 {
-	fmt_str(f, "pmalloc[");
-	fmt_u64(f, (uint64_t)getpid());
-	fmt_str(f, "]: write to protected pool \"");
+	fmt_line_start(f);
+	fmt_str(f, "write to protected pool \"");
 	fmt_str(f, v->pool);
 	fmt_str(f, "\" at ");
 	fmt_hex(f, v->address);
@@ -225,7 +222,7 @@ static void lock(int me)
 	while (!atomic_compare_exchange_weak_explicit(&report_owner, &expected, me, memory_order_acquire,
 						      memory_order_relaxed)) {
 		expected = 0;
-		sched_yield();
+		os_yield();
 	}
 }
 
@@ -293,9 +290,7 @@ __attribute__((destructor)) static void report_at_exit(void)
 		char buf[160];
 		struct fmt f;
 		fmt_init(&f, buf, sizeof(buf));
-		fmt_str(&f, "pmalloc[");
-		fmt_u64(&f, (uint64_t)getpid());
-		fmt_str(&f, "]: ");
+		fmt_line_start(&f);
 		fmt_u64(&f, lost);
 		fmt_str(&f, " nested write reports were shown here only (not sent)\n");
 		fmt_flush_stderr(&f);
@@ -317,4 +312,16 @@ void report_init(void)
 	static atomic_flag done = ATOMIC_FLAG_INIT;
 	if (!atomic_flag_test_and_set(&done))
 		pthread_atfork(NULL, NULL, report_after_fork_child);
+}
+
+void violation_from_hit(struct violation *v, const struct pool_hit *hit, uintptr_t address)
+{
+	memset(v, 0, sizeof(*v));
+	v->pool = hit->pool->name[0] ? hit->pool->name : "(unnamed)";
+	v->policy = hit->pool->policy;
+	v->address = address;
+	if (hit->in_object) {
+		v->object = hit->object;
+		v->object_size = hit->object_size;
+	}
 }

@@ -25,6 +25,11 @@ struct violation {
 	uintptr_t frames[16];
 };
 
+/* v cleared, then the pool, policy, address and (when hit is in an
+ * object) the object's start and size, from a pool_lookup() hit. */
+struct pool_hit;
+void violation_from_hit(struct violation *v, const struct pool_hit *hit, uintptr_t address);
+
 /* Report v: the stderr line first, then enrich(v, arg) (a stack walk that
  * may fault: it must guard itself), then the daemon or journal.  Reports
  * are serialised, so concurrent ones wait rather than being lost; a report

@@ -40,10 +40,33 @@ struct shim_state {
 extern const struct shim_state *shim;
 
 /* Per-thread re-entrancy guard: set while the shim itself allocates or
- * resolves, so those allocations go straight to libc. */
+ * resolves, so those allocations go straight to libc.  Owned here: other
+ * files read it with shim_is_busy() and set it only with the pair
+ * shim_busy_enter()/shim_busy_leave(), which restores what was there (so
+ * nested sections are right).  Defined in interpose.c, whose slow path
+ * reads it; one initial-exec TLS load, a few cycles. */
 extern __thread int shim_busy __attribute__((tls_model("initial-exec")));
 
-/* init.c: the start-up (constructor); 0 or -errno. */
+static inline int shim_is_busy(void)
+{
+	return shim_busy;
+}
+
+static inline int shim_busy_enter(void)
+{
+	int was = shim_busy;
+	shim_busy = 1;
+	return was;
+}
+
+static inline void shim_busy_leave(int was)
+{
+	shim_busy = was;
+}
+
+/* init.c: the start-up (constructor).  Returns nothing: whatever fails
+ * (no policy, no memory, a policy it cannot apply) leaves the program
+ * running unprotected, said only under PMALLOC_DEBUG. */
 void shim_init(void);
 
 /* resolve.c: the routing decision for return address ra (cold path). */
@@ -86,6 +109,16 @@ void *shim_real_symbol(const char *name);
 		atomic_store_explicit(&real_, fn_, memory_order_relaxed); \
 	} \
 	fn_; })
+/* The same, cached in var, a file-scope _Atomic pointer that a constructor
+ * may fill before the first call (for calls made in signal handlers, where
+ * dlsym must not run). */
+#define LIBC(var, name) ({ \
+	__typeof__(var) f_ = atomic_load_explicit(&(var), memory_order_relaxed); \
+	if (unlikely(!f_)) { \
+		f_ = (__typeof__(f_))shim_real_symbol(name); \
+		atomic_store_explicit(&(var), f_, memory_order_relaxed); \
+	} \
+	f_; })
 
 
 #endif

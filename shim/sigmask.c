@@ -43,13 +43,6 @@ typedef int (*attr_fn)(pthread_attr_t *, const sigset_t *);
 static mask_fn _Atomic real_pthread_sigmask, real_sigprocmask;
 static attr_fn _Atomic real_attr_setsigmask;
 
-#define LIBC(var, name) ({ \
-	__typeof__(var) f_ = atomic_load_explicit(&(var), memory_order_relaxed); \
-	if (unlikely(!f_)) { \
-		f_ = (__typeof__(f_))shim_real_symbol(name); \
-		atomic_store_explicit(&(var), f_, memory_order_relaxed); \
-	} \
-	f_; })
 
 /* how/set as the program gave them, with the fault signals left out of
  * what it would block. */

@@ -9,6 +9,9 @@
  * real function, found once with dlsym.  A protect with nothing new costs a
  * lock and no system call.  The protect happens before the real call runs,
  * so what initialisation built is read-only before the program listens.
+ * Never holds a lock across the real call, never changes its arguments or
+ * result, and never runs the program's code on its own threads (which
+ * block every signal the program may handle).
  */
 #define _GNU_SOURCE
 #include "shim.h"
@@ -88,7 +91,7 @@ static void check_orders(void)
 void trigger_call(enum policy_call c)
 {
 	const struct shim_state *st = shim;
-	if (likely(!st) || shim_busy)
+	if (likely(!st) || shim_is_busy())
 		return;
 	if (unlikely(st->has_manual) && !atomic_load_explicit(&orders_thread, memory_order_relaxed)) {
 		int e = errno;
@@ -127,16 +130,15 @@ PMALLOC_EXPORT int pmalloc_protect_named(const char *name)
  * allocate; with shim_busy set that goes straight to libc. */
 void *shim_real_symbol(const char *name)
 {
-	int busy = shim_busy;
-	shim_busy = 1;
+	int busy = shim_busy_enter();
 	void *fn = dlsym(RTLD_NEXT, name);
-	shim_busy = busy;
+	shim_busy_leave(busy);
 	return fn;
 }
 
 /* An interposed call: the trigger, then the real function (ENOSYS if libc
  * has none, which cannot happen with glibc). */
-#define WRAP(ret, name, call, params, args) \
+#define WRAP_WITH(ret, name, call, params, invoke) \
 	PMALLOC_EXPORT ret name params \
 	{ \
 		typedef ret (*fn_t) params; \
@@ -146,24 +148,16 @@ void *shim_real_symbol(const char *name)
 			errno = ENOSYS; \
 			return (ret)-1; \
 		} \
-		return fn args; \
+		return invoke; \
 	}
+#define WRAP(ret, name, call, params, args) WRAP_WITH(ret, name, call, params, fn args)
 
 /* The same, for a call the kernel writes user memory in: kwrite.c makes
  * the real call (and lets a write into audited pool memory through). */
 #define KW_ARGS(...) __VA_ARGS__
 #define WRAP_KW(ret, name, call, params, args) \
-	PMALLOC_EXPORT ret name params \
-	{ \
-		typedef ret (*fn_t) params; \
-		trigger_call(call); \
-		fn_t fn = REAL(name, fn_t); \
-		if (unlikely(!fn)) { \
-			errno = ENOSYS; \
-			return (ret)-1; \
-		} \
-		return kwrite_##name(fn, (uintptr_t)__builtin_return_address(0), KW_ARGS args); \
-	}
+	WRAP_WITH(ret, name, call, params, \
+		  kwrite_##name(fn, (uintptr_t)__builtin_return_address(0), KW_ARGS args))
 
 WRAP(int, listen, POLICY_CALL_LISTEN, (int fd, int backlog), (fd, backlog))
 WRAP_KW(int, accept, POLICY_CALL_ACCEPT, (int fd, struct sockaddr *a, socklen_t *l), (fd, a, l))
@@ -222,9 +216,7 @@ static void *timer_main(void *arg)
 		}
 		if (next == UINT64_MAX)
 			break;
-		struct timespec ts = { (time_t)(next / 1000000000u), (long)(next % 1000000000u) };
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-			;
+		os_sleep_until_ns(next);
 	}
 	atomic_store(&timer_running, 0);
 	return NULL;

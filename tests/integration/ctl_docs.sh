@@ -41,8 +41,12 @@ fi
 # The catalog, compiled into a scratch root.
 cat=$SRC/systemd/pmalloc.catalog
 [ -f "$cat" ] || fail "systemd/pmalloc.catalog missing"
-ids="7df8f2fd7e8542c19da1343c00501acc 4861793aed344e45916acf02f15da997 26f986b8445b455b9a3a7a8b0d017fb8
-daf928bc276d4cc7b9b7976f4bb6e0fa c1e835285fc54160a43c1065e7656999 81abfd4bd92b4d58b67b434bbf0f7ac1 1bbefd08c466424b957c3ee5b5856dbf"
+# The MESSAGE_IDs: the one table the shim, pmallocd and pmallocctl include.
+ids=$(sed -n 's/^#define MID_[A-Z]* *"\([0-9a-f]\{32\}\)".*/\1/p' "$SRC/shim/msgid.h")
+[ "$(wc -w <<<"$ids")" = 7 ] || fail "shim/msgid.h: expected 7 MESSAGE_IDs: $ids"
+for id in $ids; do
+	grep -q "^\.B $id\$" "$SRC/man/pmallocd.8" || fail "pmallocd(8) does not list MESSAGE_ID $id"
+done
 if command -v journalctl >/dev/null; then
 	root=$T/root
 	mkdir -p "$root/usr/lib/systemd/catalog"

@@ -1,5 +1,5 @@
 # daemon_violation.sh - a violation report (PMW_REPORT, built as the shim
-# builds it) becomes a journal entry with every field of SPEC.md, the
+# builds it) becomes a journal entry with every field of pmallocd(8), the
 # daemon's own symbols, and the kernel's pid: a forked child sharing its
 # parent's connection is logged as itself.
 . "$(dirname "$0")/lib.sh"
@@ -49,7 +49,7 @@ case $bt in
 *) fail "PMALLOC_BACKTRACE: $bt" ;;
 esac
 expect_field "$e" MESSAGE "pmalloc: PID $cpid ($WIRE) wrote to protected pool \\\"config\\\" of policy \\\"demo\\\" at 0x7f0000001008 (offset 8 in 32-byte object allocated at wire_alloc_site+0x4), ip $ip in wire_fault_site+0x4; process killed (enforce)"
-pass "violation entry: priority 2 and every SPEC.md field, symbols resolved by the daemon"
+pass "violation entry: priority 2 and every pmallocd(8) field, symbols resolved by the daemon"
 
 out=$(client --report 1 --mode audit --policy "" --pool "api pool")
 cpid=$(printf '%s\n' "$out" | sed -n 's/^pid=//p')

@@ -5,7 +5,7 @@
 # and the shim logs that violation to the journal itself.  A NEW program
 # started after the daemon died (stale socket left behind) falls back to the
 # policy file and is protected; its violation, too, is logged by the shim
-# (SYSLOG_IDENTIFIER=pmalloc, same MESSAGE_ID, SPEC.md fields, OBJECT_PID).
+# (SYSLOG_IDENTIFIER=pmalloc, same MESSAGE_ID, pmallocd(8) fields, OBJECT_PID).
 # A restarted daemon serves again.
 . "$(dirname "$0")/e2e_lib.sh"
 
@@ -118,7 +118,7 @@ expect_field "$e" PMALLOC_FAULT_IP "$R_IP"
 expect_field "$e" PMALLOC_EXE "$DEMO"
 expect_field "$e" PMALLOC_GENERATION 0
 # No daemon to symbolise: the shim gives the symbol where it knows it
-# (SPEC.md: "where known"), and the frames as module+offset.
+# (pmallocd(8): "where known"), and the frames as module+offset.
 fs=$(printf '%s\n' "$e" | jfield PMALLOC_FAULT_SYMBOL)
 [ -z "$fs" ] || [ "$fs" = "$fsym" ] || fail "PMALLOC_FAULT_SYMBOL: $fs, want $fsym (or none)"
 bt=$(printf '%s\n' "$e" | jfield PMALLOC_BACKTRACE)

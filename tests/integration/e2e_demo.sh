@@ -3,7 +3,7 @@
 # (pmalloc-demo) gets its policy from the real pmallocd running the shipped
 # conf/pmalloc.conf, with no policy file it could read itself.  It runs to
 # the end normally; with "attack" it dies by SIGSEGV with the report line on
-# stderr; the real journal holds the violation entry with every SPEC.md
+# stderr; the real journal holds the violation entry with every pmallocd(8)
 # field (symbols resolved), the "policy handed" and "pool protected" entries
 # for that pid; pmallocctl violations --pid shows it, as a table and JSON.
 . "$(dirname "$0")/e2e_lib.sh"
@@ -57,7 +57,7 @@ case $R_SITE in parse_config+0x*) ;; *) fail "attack: site $R_SITE, want parse_c
 fsym=$(fault_symbol "$DEMO" "$R_LOC" corrupt)
 pass "attack (PID $pid): SIGSEGV, one report line: $R_ADDR in the 16-byte object from $R_SITE, ip in $fsym"
 
-# The violation entry, logged by pmallocd, with every SPEC.md field.
+# The violation entry, logged by pmallocd, with every pmallocd(8) field.
 e=$(jsel 1 MESSAGE_ID=$MID_VIOLATION OBJECT_PID=$pid) || fail "no violation entry for PID $pid: $(cat "$T/daemon.log")"
 count_is 1 "$e" || fail "want one violation entry for PID $pid, got: $e"
 expect_field "$e" _PID "$DPID"
@@ -87,7 +87,7 @@ case $bt in
 esac
 [[ $bt =~ $main_re ]] || fail "PMALLOC_BACKTRACE without main: $bt"
 expect_field "$e" MESSAGE "pmalloc: PID $pid ($DEMO) wrote to protected pool \\\"config\\\" of policy \\\"demo\\\" at $R_ADDR (offset 0 in 16-byte object allocated at $R_SITE), ip $R_IP in $fsym; process killed (enforce)"
-pass "violation entry: PRIORITY=2, every SPEC.md field, equal to the stderr line, symbols resolved (FAULT_SYMBOL $fsym)"
+pass "violation entry: PRIORITY=2, every pmallocd(8) field, equal to the stderr line, symbols resolved (FAULT_SYMBOL $fsym)"
 
 e=$(jsel 1 MESSAGE_ID=$MID_HANDED OBJECT_PID=$pid) || fail "no hand-out entry for PID $pid"
 count_is 1 "$e" || fail "hand-out entries: $e"

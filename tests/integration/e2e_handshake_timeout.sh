@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # e2e_handshake_timeout.sh - daemon.handshake_timeout_ms is "how long a
 # starting process waits for its policy before it falls back to reading
-# this file itself" (SPEC.md, conf/pmalloc.conf).  With pmallocd hung
+# this file itself" (pmalloc.conf(5), conf/pmalloc.conf).  With pmallocd hung
 # (SIGSTOP) and the file readable by the program, set to 1000 ms: the
 # program waits about that long for the daemon, then takes the file's
 # policy.  (The default, 100 ms, is covered by e2e_daemon_hung.sh.)

@@ -36,6 +36,7 @@ catdir=$(pkg-config --variable=catalogdir systemd 2>/dev/null) || catdir=/usr/li
 for f in "$unitdir/pmallocd.service" "$unitdir/pmallocd.socket" "$catdir/pmalloc.catalog" \
 	/usr/sbin/pmallocd /usr/bin/pmallocctl /usr/include/pmalloc.h /etc/pmalloc.conf \
 	/usr/share/man/man8/pmallocctl.8 /usr/share/man/man5/pmalloc.conf.5 \
+	/usr/share/man/man3/pmalloc.3 /usr/share/man/man7/pmalloc.7 \
 	/usr/share/bash-completion/completions/pmallocctl; do
 	[ -s "$root$f" ] || fail "make install did not install $f"
 done

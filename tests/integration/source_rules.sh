@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# source_rules.sh - the rules of the tree that a reader relies on, checked
+# on the sources themselves: nothing names SPEC.md (the README and the man
+# pages are the documentation); the MESSAGE_IDs are defined once
+# (shim/msgid.h); the shim's kernel calls for memory, signals, threads and
+# clocks, and its raw system calls, are made in shim/os.c only (the rule is
+# stated in os.c's opening comment).
+. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+
+cd "$SRC" || fail "cannot enter $SRC"
+dirs="README.md Makefile shim daemon include man conf systemd completion tests"
+
+hits=$(grep -rIl 'SPEC\.md' $dirs --exclude=source_rules.sh 2>/dev/null)
+[ -z "$hits" ] || fail "files naming SPEC.md: $hits"
+pass "nothing names SPEC.md"
+
+ids=$(sed -n 's/^#define MID_[A-Z]* *"\([0-9a-f]\{32\}\)".*/\1/p' shim/msgid.h)
+[ "$(wc -w <<<"$ids")" = 7 ] || fail "shim/msgid.h: expected 7 MESSAGE_IDs: $ids"
+for id in $ids; do
+	other=$(grep -l "\"$id\"" shim/*.[ch] daemon/*.[ch] include/*.h | grep -v '^shim/msgid\.h$')
+	[ -z "$other" ] || fail "MESSAGE_ID $id defined outside shim/msgid.h: $other"
+done
+pass "the seven MESSAGE_IDs are defined in shim/msgid.h only"
+
+# Calls, not mentions: comments are dropped first (gcc's preprocessor,
+# without expanding includes or macros).
+for f in shim/*.c; do
+	[ "$f" = shim/os.c ] && continue
+	code=$(gcc -fpreprocessed -dD -E -P "$f" 2>/dev/null) || fail "cannot read $f"
+	bad=$(grep -nE '\b(syscall|mmap|munmap|mprotect|mremap|madvise|mseal|membarrier|sigaltstack|__sigaction|rt_sigprocmask|tgkill|tkill|gettid|sched_yield|clock_gettime|clock_nanosleep|nanosleep|usleep)[[:space:]]*\(' <<<"$code")
+	[ -z "$bad" ] || fail "$f makes a kernel call that belongs in shim/os.c: $bad"
+done
+pass "the shim's memory, signal, thread and clock calls are in shim/os.c only"
+
+# The re-entrancy guard is set in shim.h only (shim_busy_enter/leave).
+for f in shim/*.c; do
+	code=$(gcc -fpreprocessed -dD -E -P "$f" 2>/dev/null) || fail "cannot read $f"
+	bad=$(grep -nE 'shim_busy[[:space:]]*(=[^=]|\+\+|--)' <<<"$code")
+	[ -z "$bad" ] || fail "$f sets shim_busy itself: $bad"
+done
+pass "shim_busy is set through shim.h only"
+
+# No two files of shim/ or daemon/ import each other, nor in a longer
+# circle: a.c including b.h where b.c exists is an edge a -> b.
+for d in shim daemon; do
+	edges=$(for f in $d/*.c; do
+		b=$(basename "$f" .c)
+		sed -n 's/^#include "\([a-z_]*\)\.h".*/\1/p' "$f" | while read -r h; do
+			[ "$h" != "$b" ] && [ -f "$d/$h.c" ] && echo "$b $h"
+		done
+	done)
+	loops=$(tsort <<<"$edges" 2>&1 >/dev/null)
+	[ -z "$loops" ] || fail "$d/: files that import each other: $loops"
+done
+pass "no import circles in shim/ or daemon/"
+
+# The README's Layout names every source file of shim/ and daemon/, and
+# every .c file opens with a comment.
+layout=$(sed -n '/^## Layout$/,/^## /p' README.md)
+for f in shim/*.c shim/*.h daemon/*.c daemon/*.h; do
+	n=$(basename "$f")
+	case $n in *.h) [ -f "${f%.h}.c" ] && continue ;; esac   # named with its .c
+	grep -qF "\`$n\`" <<<"$layout" || grep -qF "\`${n%.*}.c\`/\`$n\`" <<<"$layout" ||
+		fail "README Layout does not name $f"
+done
+for f in shim/*.c daemon/*.c; do
+	head -n 1 "$f" | grep -q '^/\*' || fail "$f does not open with a comment"
+done
+pass "README Layout names every source file; every .c file opens with a comment"
