@@ -70,19 +70,24 @@ static inline void *route(size_t size, size_t align, uintptr_t ra)
 	return route_slow(size, align, ra, h);
 }
 
-/* malloc when a policy is armed; apart, so that the unarmed malloc is a
- * test and a jump. */
-static __attribute__((noinline)) void *malloc_armed(size_t size, uintptr_t ra)
+/* malloc from a site that is not known to go to the heap (first seen, a
+ * wrapper, or a pool's); apart, so that malloc's fast paths stay short. */
+static __attribute__((noinline)) void *malloc_routed(size_t size, uintptr_t ra)
 {
 	void *p = route(size, PM_ALIGN, ra);
 	return p ? p : heap_next.malloc(size);
 }
 
+/* Fast paths (x86-64, callgrind): no policy, 4 instructions (a compare of
+ * shim, a branch, the jump to the heap's malloc, endbr64); armed, a
+ * site seen before that goes to the heap, 16 (site_is_heap: the return
+ * address hashed, its slot's address and route compared).  Everything
+ * else: malloc_routed. */
 PMALLOC_EXPORT void *malloc(size_t size)
 {
-	if (likely(!shim))
+	if (likely(!shim) || likely(site_is_heap(CALLER())))
 		return heap_next.malloc(size);
-	return malloc_armed(size, CALLER());
+	return malloc_routed(size, CALLER());
 }
 
 PMALLOC_EXPORT void free(void *p)

@@ -27,7 +27,7 @@ struct site {
 };
 
 /* The table, mapped on first use; NULL before. */
-extern struct site *_Atomic site_table;
+extern struct site *_Atomic site_table __attribute__((visibility("hidden")));
 
 static inline uint32_t site_hash(uintptr_t ra)
 {
@@ -59,6 +59,19 @@ static inline struct site_hit site_lookup(uintptr_t ra)
 				(uint16_t)(h + 1) };
 	}
 	return site_lookup_slow(ra);
+}
+/* The armed malloc's fast path: is ra a site seen before whose route is
+ * the heap?  In its home slot (the common case): a multiply, a shift, two
+ * loads and two compares, and no site id to build.  false sends the caller
+ * the long way (site_lookup). */
+static inline bool site_is_heap(uintptr_t ra)
+{
+	struct site *t = atomic_load_explicit(&site_table, memory_order_acquire);
+	if (unlikely(!t))
+		return false;
+	struct site *s = &t[site_hash(ra)];
+	return atomic_load_explicit(&s->ra, memory_order_acquire) == ra &&
+	       atomic_load_explicit(&s->route, memory_order_relaxed) == SITE_ROUTE_HEAP - SITE_ROUTE_UNKNOWN;
 }
 /* The return address of id, 0 for SITE_NONE or an unknown id. AS-safe. */
 uintptr_t site_address(uint16_t id);
