@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "site.h"
 #include "client.h"
 #include "fault.h"
 #include "fmt.h"
@@ -180,6 +181,7 @@ static int arm(const struct policy_set *set, const struct policy *pol, uint64_t 
 	if (r < 0)
 		return r;
 	os_protect_ro(mem, len);
+	site_arm();
 	shim = st;
 	trigger_init(st);
 	return 0;

@@ -26,6 +26,14 @@ static void site_init(void)
 		__atomic_store_n(&site_table, (struct site *)p, __ATOMIC_RELEASE);
 }
 
+struct site *site_armed;
+
+void site_arm(void)
+{
+	pthread_once(&site_once, site_init);
+	__atomic_store_n(&site_armed, __atomic_load_n(&site_table, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+}
+
 uint16_t site_id(uintptr_t ra)
 {
 	struct site *t = __atomic_load_n(&site_table, __ATOMIC_ACQUIRE);

@@ -60,15 +60,19 @@ static inline struct site_hit site_lookup(uintptr_t ra)
 	}
 	return site_lookup_slow(ra);
 }
+/* The site table once a policy is armed (site_arm), NULL before: malloc's
+ * one test for "armed?" and its table at once. */
+extern struct site *site_armed __attribute__((visibility("hidden")));
+/* Map the table and publish it as site_armed (shim_init, before the policy
+ * is armed).  Without a table (no memory) malloc routes nothing. */
+void site_arm(void);
+
 /* The armed malloc's fast path: is ra a site seen before whose route is
  * the heap?  In its home slot (the common case): a multiply, a shift, two
  * loads and two compares, and no site id to build.  false sends the caller
  * the long way (site_lookup). */
-static inline bool site_is_heap(uintptr_t ra)
+static inline bool site_is_heap(struct site *t, uintptr_t ra)
 {
-	struct site *t = atomic_load_explicit(&site_table, memory_order_acquire);
-	if (unlikely(!t))
-		return false;
 	struct site *s = &t[site_hash(ra)];
 	return atomic_load_explicit(&s->ra, memory_order_acquire) == ra &&
 	       atomic_load_explicit(&s->route, memory_order_relaxed) == SITE_ROUTE_HEAP - SITE_ROUTE_UNKNOWN;
