@@ -3,12 +3,15 @@
  * program's own allocator, heap.c) unless a policy is armed and the caller
  * is a named site, and keep the heap's hands off pool pointers.
  *
- * Costs (measured in make bench): no policy, one load and a predicted
- * branch over the allocator's own malloc (reached by one indirect jump, as
- * through a PLT); armed policy, plus the return address
- * looked up in the site table (~3 ns).  free() of a heap pointer adds one
- * range compare.  No lock, no syscall, no symbol look-up on these paths:
- * decisions are made once per call site in resolve.c.
+ * Costs (x86-64 instructions, callgrind; make bench measures the churn):
+ * no policy, malloc 5 (a test of site_armed, then the heap's malloc by one
+ * indirect jump, as through a PLT), free 2 (one jump through the read-only
+ * table: the heap's free until pool memory exists, then free_checked, 6
+ * more: one range compare), realloc 8 (the range compare and a NULL test);
+ * armed policy, malloc from a site that goes to the heap 18 (site_is_heap:
+ * its return address hashed, compared in its slot).  No lock, no syscall,
+ * no symbol look-up on these paths: decisions are made once per call site
+ * in resolve.c.
  *
  * The heap's table works from the first instruction of the process (it
  * finds the allocator on its first call, heap.c).  errno is left as the
@@ -80,7 +83,7 @@ static __attribute__((noinline)) void *malloc_routed(size_t size, uintptr_t ra)
 
 /* Fast paths (x86-64, callgrind): no policy, 5 instructions (endbr64, a
  * load and a test of site_armed, the jump to the heap's malloc); armed, a
- * site seen before that goes to the heap, 15 (site_is_heap: the return
+ * site seen before that goes to the heap, 18 (site_is_heap: the return
  * address hashed, its slot's address and route compared).  Everything
  * else: malloc_routed. */
 PMALLOC_EXPORT void *malloc(size_t size)
