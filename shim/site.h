@@ -19,9 +19,15 @@
 #define SITE_SLOTS (1u << SITE_BITS)
 #define SITE_SYM 48
 
+/* A slot: what malloc reads, 16 bytes, so that the slots a process uses
+ * touch few pages (each page first touched costs a fault: the table is
+ * sparse by design).  The symbols, read only by reports, live apart. */
 struct site {
 	_Atomic uintptr_t ra;
 	_Atomic int route;       /* stored as route - SITE_ROUTE_UNKNOWN: zeroed means unknown */
+};
+
+struct site_sym {
 	char sym[SITE_SYM];      /* written before sym_ready */
 	_Atomic int sym_ready;
 };
