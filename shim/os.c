@@ -106,19 +106,6 @@ int os_map(size_t len, void **ret)
 	return map(NULL, len, PROT_READ | PROT_WRITE, 0, ret);
 }
 
-int os_map_populated(size_t len, size_t populate, void **ret)
-{
-	int r = map(NULL, len, PROT_READ | PROT_WRITE, 0, ret);
-	if (r == 0 && populate) {
-		/* One call for the pages instead of a fault each (Linux 5.14;
-		 * older kernels fault them in as they are touched). */
-		int e = errno;
-		(void)syscall(SYS_madvise, *ret, populate, 23 /* MADV_POPULATE_WRITE */);
-		errno = e;
-	}
-	return r;
-}
-
 int os_map_lazy(size_t len, void **ret)
 {
 	return map(NULL, len, PROT_READ | PROT_WRITE, MAP_NORESERVE, ret);

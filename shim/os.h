@@ -31,9 +31,6 @@ int os_protect_rw(void *p, size_t len);
 int os_seal(void *p, size_t len);
 /* Fresh read-write anonymous memory for the shim's own metadata. */
 int os_map(size_t len, void **ret);
-/* Like os_map, with its first populate bytes made present at once (for a
- * table touched sparsely, where a fault a page would cost more). */
-int os_map_populated(size_t len, size_t populate, void **ret);
 int os_unmap(void *p, size_t len);
 /* The first len bytes of the file open at fd, mapped read-only and private:
  * the mapping outlives the descriptor (and a later chroot). */

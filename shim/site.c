@@ -19,13 +19,14 @@
 struct site *_Atomic site_table;
 static pthread_once_t site_once = PTHREAD_ONCE_INIT;
 
-/* One mapping: the slots (256 KiB, made present at once: a process's sites
- * touch most of their pages), then their symbols (site_sym_of). */
+/* One mapping: the slots (256 KiB: a process's sites touch fewer pages
+ * than with the symbols inline), then their symbols
+ * (site_sym_of).  Not made present at once: that would cost every process
+ * 256 KiB resident. */
 static void site_init(void)
 {
 	void *p;
-	if (os_map_populated(SITE_SLOTS * (sizeof(struct site) + sizeof(struct site_sym)),
-			     SITE_SLOTS * sizeof(struct site), &p) == 0)
+	if (os_map(SITE_SLOTS * (sizeof(struct site) + sizeof(struct site_sym)), &p) == 0)
 		__atomic_store_n(&site_table, (struct site *)p, __ATOMIC_RELEASE);
 }
 
