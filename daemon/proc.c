@@ -100,18 +100,27 @@ int proc_read_comm(pid_t pid, char ret[PROC_COMM_MAX])
 	return 0;
 }
 
-int proc_read_stat(pid_t pid, pid_t *ret_ppid, uint64_t *ret_starttime)
+/* Fields of /proc/PID/stat: comm (between the first '(' and the last ')',
+ * as the kernel's task name, unescaped: what /proc/PID/comm shows without
+ * its newline), the parent and the start time. */
+static int parse_stat(char *buf, char *ret_comm, pid_t *ret_ppid, uint64_t *ret_starttime)
 {
-	char buf[1024], *p;
 	unsigned long long start;
-	int ppid, field, r = read_small(pid, "stat", buf, sizeof(buf), NULL);
+	char *p, *open;
+	int ppid, field;
 
-	if (r < 0)
-		return r;
 	/* comm may hold spaces and parentheses: fields resume after the last ')'. */
+	open = strchr(buf, '(');
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+	if (!open || !p || p < open || sscanf(p + 1, " %*c %d", &ppid) != 1)
 		return -EBADMSG;
+	if (ret_comm) {
+		size_t n = (size_t)(p - open - 1);
+		if (n > PROC_COMM_MAX - 1)
+			n = PROC_COMM_MAX - 1;
+		memcpy(ret_comm, open + 1, n);
+		ret_comm[n] = '\0';
+	}
 	/* starttime is field 22; p + 1 starts at field 3. */
 	p++;
 	for (field = 3; field < 22; field++) {
@@ -126,6 +135,22 @@ int proc_read_stat(pid_t pid, pid_t *ret_ppid, uint64_t *ret_starttime)
 	if (ret_starttime)
 		*ret_starttime = start;
 	return 0;
+}
+
+int proc_read_stat(pid_t pid, pid_t *ret_ppid, uint64_t *ret_starttime)
+{
+	char buf[1024];
+	int r = read_small(pid, "stat", buf, sizeof(buf), NULL);
+
+	return r < 0 ? r : parse_stat(buf, NULL, ret_ppid, ret_starttime);
+}
+
+int proc_read_stat_comm(pid_t pid, char ret_comm[PROC_COMM_MAX], uint64_t *ret_starttime)
+{
+	char buf[1024];
+	int r = read_small(pid, "stat", buf, sizeof(buf), NULL);
+
+	return r < 0 ? r : parse_stat(buf, ret_comm, NULL, ret_starttime);
 }
 
 int proc_read_ids(pid_t pid, uid_t ret_uids[4], gid_t ret_gids[4])

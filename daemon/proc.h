@@ -19,6 +19,9 @@ int proc_read_exe(pid_t pid, char **ret, bool *ret_deleted);
 int proc_read_comm(pid_t pid, char ret[PROC_COMM_MAX]);
 /* ppid and start time (clock ticks since boot) from /proc/PID/stat. */
 int proc_read_stat(pid_t pid, pid_t *ret_ppid, uint64_t *ret_starttime);
+/* comm (as proc_read_comm) and the start time, from the one read of
+ * /proc/PID/stat: one file fewer per hand-out. */
+int proc_read_stat_comm(pid_t pid, char ret_comm[PROC_COMM_MAX], uint64_t *ret_starttime);
 /* Effective uid from /proc/PID/status (the uid SO_PEERCRED reports). */
 int proc_read_euid(pid_t pid, uid_t *ret);
 /* The real, effective, saved and filesystem uids and gids, in that order,

@@ -300,9 +300,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	pidfd = proc_peer_pidfd(c->fd);
 	r = proc_read_exe(c->pid, &exe, &deleted);
 	if (r >= 0)
-		r = proc_read_comm(c->pid, comm);
-	if (r >= 0)
-		r = proc_read_stat(c->pid, NULL, &starttime);
+		r = proc_read_stat_comm(c->pid, comm, &starttime);
 	if (r >= 0)
 		r = proc_read_ids(c->pid, uids, gids);
 	if (r >= 0 && pidfd >= 0 && proc_pidfd_exited(pidfd) != 0)

@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "arena.h"
+#include "heap.h"
 #include "os.h"
 #include "site.h"
 
@@ -63,6 +64,7 @@ static void arena_do_init(void)
 		unit_head = heads;
 		spans = sp;
 		n_units = units;
+		heap_arena_reserved();   /* free() checks for pool pointers from now on */
 		arena_base = (uintptr_t)p;
 		__atomic_store_n(&arena_size, size, __ATOMIC_RELEASE);
 		return;

@@ -54,8 +54,9 @@ struct span {
 	size_t single_off, single_size;
 };
 
-extern uintptr_t arena_base;
-extern size_t arena_size;
+/* Hidden: free() reads them PC-relative, without a GOT load each. */
+extern uintptr_t arena_base __attribute__((visibility("hidden")));
+extern size_t arena_size __attribute__((visibility("hidden")));
 
 /* Reserve the arena (once; later calls return the first result). 0 or -errno. */
 int arena_init(void);

@@ -51,11 +51,14 @@ static size_t boot_usable_size(void *p);
 union heap_page heap_page __attribute__((aligned(HEAP_PAGE))) = { .ops = {
 	.malloc = boot_malloc, .free = boot_free, .calloc = boot_calloc,
 	.realloc = boot_realloc, .memalign = boot_memalign, .usable_size = boot_usable_size,
-} };
+}, .free_entry = boot_free };
 static_assert(sizeof(union heap_page) == HEAP_PAGE, "the table has its page to itself");
 
 enum { HEAP_UNKNOWN, HEAP_FINDING, HEAP_FOUND };
 static _Atomic int heap_state;
+static _Atomic bool arena_reserved;      /* free() must check for pool pointers */
+static _Atomic bool free_entry_checked;  /* free_entry is free_checked (written once) */
+static void free_entry_check(void);
 
 /* The allocator's own functions, behind the checked entry points; written
  * once, before the table. */
@@ -265,9 +268,38 @@ static void find(void)
 	atomic_store_explicit((void *_Atomic *)&t->memalign, (void *)ops.memalign, memory_order_release);
 	atomic_store_explicit((void *_Atomic *)&t->calloc, (void *)ops.calloc, memory_order_release);
 	atomic_store_explicit((void *_Atomic *)&t->malloc, (void *)ops.malloc, memory_order_release);
+	atomic_store_explicit((void *_Atomic *)&heap_page.free_entry,
+			      (void *)(atomic_load(&arena_reserved) ? free_checked : ops.free), memory_order_release);
 	if (os_page_size == HEAP_PAGE)
 		os_protect_ro(&heap_page, HEAP_PAGE);
-	atomic_store_explicit(&heap_state, HEAP_FOUND, memory_order_release);
+	atomic_store(&heap_state, HEAP_FOUND);
+	/* The arena reserved meanwhile (by another thread): see heap_arena_reserved. */
+	if (atomic_load(&arena_reserved))
+		free_entry_check();
+}
+
+/* Point free_entry at free_checked, once (the page is writable only
+ * meanwhile, and only by the one thread that does it). */
+static void free_entry_check(void)
+{
+	if (atomic_exchange(&free_entry_checked, true))
+		return;
+	bool page = os_page_size == HEAP_PAGE;
+	if (page)
+		os_protect_rw(&heap_page, HEAP_PAGE);
+	atomic_store_explicit((void *_Atomic *)&heap_page.free_entry, (void *)free_checked, memory_order_release);
+	if (page)
+		os_protect_ro(&heap_page, HEAP_PAGE);
+}
+
+/* The flag first, then the state: either find() sees the flag when it
+ * writes the table or re-checks it after HEAP_FOUND, or this sees
+ * HEAP_FOUND and rewrites the entry itself (both sequentially consistent). */
+void heap_arena_reserved(void)
+{
+	atomic_store(&arena_reserved, true);
+	if (atomic_load(&heap_state) == HEAP_FOUND)
+		free_entry_check();
 }
 
 /* true when heap_next holds the allocator (found now or before); false

@@ -23,7 +23,13 @@ struct heap_ops {
  * then its entries find the allocator on their first call. */
 #define HEAP_PAGE 4096
 union heap_page {
-	struct heap_ops ops;
+	struct {
+		struct heap_ops ops;
+		/* What the exported free() jumps to: the heap's free while no
+		 * pool memory can exist (no arena: 2 instructions a free), the
+		 * shim's free_checked once the arena is reserved. */
+		void (*free_entry)(void *p);
+	};
 	char page[HEAP_PAGE];
 };
 extern union heap_page heap_page __attribute__((visibility("hidden")));
@@ -31,6 +37,14 @@ extern union heap_page heap_page __attribute__((visibility("hidden")));
 /* The heap's entry points.  Calling one costs what calling the allocator
  * through a PLT does: one indirect jump. */
 #define heap_next (heap_page.ops)
+
+/* free() with the arena check: a pool pointer is counted, never freed. */
+void free_checked(void *p) __attribute__((visibility("hidden")));
+
+/* The arena is being reserved: from now on free() must check for pool
+ * pointers (free_entry becomes free_checked).  Called by arena_init before
+ * any pool memory exists. */
+void heap_arena_reserved(void);
 
 /* Find the next allocator now (idempotent; shim_init calls it so that the
  * table is read-only before main).  Safe before constructors have run. */

@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "site.h"
 #include "client.h"
 #include "fault.h"
 #include "fmt.h"
@@ -190,6 +191,7 @@ static int arm(const struct policy_set *set, const struct policy *pol, uint64_t 
 	os_protect_ro(mem, len);
 	if (pol->mode == POLICY_MODE_LEARN)
 		learn_init(st);
+	site_arm();
 	shim = st;
 	trigger_init(st);
 	return 0;

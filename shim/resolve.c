@@ -97,6 +97,7 @@ static bool object_matches(const struct rule *r, const char *path)
 struct collect {
 	const struct rule **rules;   /* the rules that apply to this object */
 	size_t n_rules;
+	bool first[256];             /* a name starting so may match one of them */
 	struct object_key obj;
 	struct range *r;
 	size_t n, cap;
@@ -125,12 +126,17 @@ static int collect_add(struct collect *c, uintptr_t start, uintptr_t end, int ro
 static int collect_symbol(void *ctx, const char *name, uintptr_t start, size_t size)
 {
 	struct collect *c = ctx;
+	/* Tens of thousands of symbols (libc's debug file has 10,000 functions),
+	 * a few rules: one load rejects nearly all. */
+	if (!c->first[(unsigned char)name[0]])
+		return 0;
 	for (size_t i = 0; i < c->n_rules; i++) {
 		const struct rule *ru = c->rules[i];
 		/* Thousands of symbols an object, a few rules: the first
 		 * character, then the literal prefix, reject nearly all
 		 * before strcmp or fnmatch is asked. */
-		if (ru->prefix_len && name[0] != ru->function[0])
+		if (ru->prefix_len && (name[0] != ru->function[0] ||
+				       (ru->prefix_len > 1 && name[1] != ru->function[1])))
 			continue;
 		if (ru->literal ? strcmp(ru->function, name) != 0
 				: strncmp(ru->function, name, ru->prefix_len) != 0 ||
@@ -304,6 +310,10 @@ static void scan_object(uintptr_t base, const char *key_name, const char *path, 
 				by_offset[n_offset++] = &rules[i];
 		} else if (c.n_rules < ARRAY_SIZE(applicable)) {
 			c.rules[c.n_rules++] = &rules[i];
+			if (rules[i].prefix_len)
+				c.first[(unsigned char)rules[i].function[0]] = true;
+			else
+				memset(c.first, 1, sizeof(c.first));   /* a glob first: any name */
 		}
 	}
 	if (n_offset)

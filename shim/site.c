@@ -19,11 +19,31 @@
 struct site *_Atomic site_table;
 static pthread_once_t site_once = PTHREAD_ONCE_INIT;
 
+/* One mapping: the slots (256 KiB: a process's sites touch fewer pages
+ * than with the symbols inline), then their symbols
+ * (site_sym_of).  Not made present at once: that would cost every process
+ * 256 KiB resident. */
 static void site_init(void)
 {
 	void *p;
-	if (os_map(SITE_SLOTS * sizeof(struct site), &p) == 0)
+	if (os_map(SITE_SLOTS * (sizeof(struct site) + sizeof(struct site_sym)), &p) == 0)
 		__atomic_store_n(&site_table, (struct site *)p, __ATOMIC_RELEASE);
+}
+
+static struct site_sym *site_sym_of(uint16_t id)
+{
+	struct site *t = __atomic_load_n(&site_table, __ATOMIC_ACQUIRE);
+	if (!t || id == SITE_NONE || id > SITE_SLOTS)
+		return NULL;
+	return (struct site_sym *)(void *)(t + SITE_SLOTS) + (id - 1);
+}
+
+struct site *site_armed;
+
+void site_arm(void)
+{
+	pthread_once(&site_once, site_init);
+	__atomic_store_n(&site_armed, __atomic_load_n(&site_table, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
 }
 
 uint16_t site_id(uintptr_t ra)
@@ -90,22 +110,23 @@ void site_reset_routes(void)
 	struct site *t = __atomic_load_n(&site_table, __ATOMIC_ACQUIRE);
 	if (!t)
 		return;
+	struct site_sym *syms = (struct site_sym *)(void *)(t + SITE_SLOTS);
 	for (uint32_t i = 0; i < SITE_SLOTS; i++)
 		if (atomic_load_explicit(&t[i].ra, memory_order_relaxed)) {
 			atomic_store_explicit(&t[i].route, 0, memory_order_release);
-			atomic_store_explicit(&t[i].sym_ready, 0, memory_order_release);
+			atomic_store_explicit(&syms[i].sym_ready, 0, memory_order_release);
 		}
 }
 
 const char *site_symbol(uint16_t id)
 {
-	struct site *s = site_get(id);
+	struct site_sym *s = site_sym_of(id);
 	return s && atomic_load_explicit(&s->sym_ready, memory_order_acquire) ? s->sym : NULL;
 }
 
 void site_set_symbol(uint16_t id, const char *sym)
 {
-	struct site *s = site_get(id);
+	struct site_sym *s = site_sym_of(id);
 	if (!s || atomic_load_explicit(&s->sym_ready, memory_order_acquire))
 		return;
 	size_t n = strnlen(sym, SITE_SYM - 1);

@@ -19,15 +19,21 @@
 #define SITE_SLOTS (1u << SITE_BITS)
 #define SITE_SYM 48
 
+/* A slot: what malloc reads, 16 bytes, so that the slots a process uses
+ * touch few pages (each page first touched costs a fault: the table is
+ * sparse by design).  The symbols, read only by reports, live apart. */
 struct site {
 	_Atomic uintptr_t ra;
 	_Atomic int route;       /* stored as route - SITE_ROUTE_UNKNOWN: zeroed means unknown */
+};
+
+struct site_sym {
 	char sym[SITE_SYM];      /* written before sym_ready */
 	_Atomic int sym_ready;
 };
 
 /* The table, mapped on first use; NULL before. */
-extern struct site *_Atomic site_table;
+extern struct site *_Atomic site_table __attribute__((visibility("hidden")));
 
 static inline uint32_t site_hash(uintptr_t ra)
 {
@@ -59,6 +65,23 @@ static inline struct site_hit site_lookup(uintptr_t ra)
 				(uint16_t)(h + 1) };
 	}
 	return site_lookup_slow(ra);
+}
+/* The site table once a policy is armed (site_arm), NULL before: malloc's
+ * one test for "armed?" and its table at once. */
+extern struct site *site_armed __attribute__((visibility("hidden")));
+/* Map the table and publish it as site_armed (shim_init, before the policy
+ * is armed).  Without a table (no memory) malloc routes nothing. */
+void site_arm(void);
+
+/* The armed malloc's fast path: is ra a site seen before whose route is
+ * the heap?  In its home slot (the common case): a multiply, a shift, two
+ * loads and two compares, and no site id to build.  false sends the caller
+ * the long way (site_lookup). */
+static inline bool site_is_heap(struct site *t, uintptr_t ra)
+{
+	struct site *s = &t[site_hash(ra)];
+	return atomic_load_explicit(&s->ra, memory_order_acquire) == ra &&
+	       atomic_load_explicit(&s->route, memory_order_relaxed) == SITE_ROUTE_HEAP - SITE_ROUTE_UNKNOWN;
 }
 /* The return address of id, 0 for SITE_NONE or an unknown id. AS-safe. */
 uintptr_t site_address(uint16_t id);

@@ -6,6 +6,7 @@
  * calls the shim's.
  */
 #include "pmalloc.h"
+#include "heap.h"
 #include "shim.h"
 
 #include <errno.h>
@@ -19,4 +20,9 @@ PMALLOC_EXPORT int pmalloc_protect_named(const char *pool)
 	(void)pool;
 	errno = ENOENT;
 	return -1;
+}
+
+/* No interposed free() here: nothing to switch when the arena is reserved. */
+void heap_arena_reserved(void)
+{
 }

@@ -5,6 +5,8 @@
  * nothing of pmalloc; the runner preloads the shim or not.
  *
  *   churn               the workload
+ *   churn N             one round of N operations (for callgrind: the
+ *                       instruction counts are exact, the times are not)
  *   churn tagged        ns per malloc from a named site (tagged_site) and
  *                       from an unnamed one, objects kept (no free)
  */
@@ -18,6 +20,7 @@
 #define SLOTS 8192
 #define OPS 4000000
 #define ROUNDS 5
+static int ops = OPS, rounds = ROUNDS;
 
 static double now(void)
 {
@@ -47,7 +50,7 @@ static double churn(void)
 {
 	static void *slot[SLOTS];
 	double t0 = now();
-	for (int i = 0; i < OPS; i++) {
+	for (int i = 0; i < ops; i++) {
 		uint32_t r = next();
 		void **s = &slot[r % SLOTS];
 		size_t n = 16 + (r >> 16) % 497;
@@ -104,11 +107,15 @@ int main(int argc, char **argv)
 		printf("%.2f %.2f\n", bt / 200000 * 1e9, bu / 200000 * 1e9);
 		return 0;
 	}
+	if (argc > 1 && atoi(argv[1]) > 0) {
+		ops = atoi(argv[1]);
+		rounds = 1;
+	}
 	double best = 1e9;
-	for (int r = 0; r < ROUNDS; r++) {
+	for (int r = 0; r < rounds; r++) {
 		double t = churn();
 		best = t < best ? t : best;
 	}
-	printf("%.2f\n", best / OPS * 1e9);
+	printf("%.2f\n", best / ops * 1e9);
 	return 0;
 }

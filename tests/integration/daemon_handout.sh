@@ -26,6 +26,15 @@ expect_field "$e" PMALLOC_GENERATION 1
 expect_field "$e" MESSAGE "pmalloc: policy \\\"demo\\\" (generation 1, enforce) handed to PID $cpid ($WIRE)"
 pass "journal: policy handed to PID $cpid, with OBJECT_PID, PMALLOC_POLICY, PMALLOC_EXE, PMALLOC_GENERATION"
 
+# comm as the kernel has it, spaces and parentheses included (read with the
+# start time from /proc/PID/stat): a symlink's name is the process's comm.
+ln -s "$WIRE" "$T/w) (x y"
+out=$("$T/w) (x y" --socket "$SOCK") || fail "as 'w) (x y': $out"
+cpid=$(printf '%s\n' "$out" | sed -n 's/^pid=//p')
+e=$(jwait 1 MESSAGE_ID=$MID_HANDED OBJECT_PID=$cpid)
+expect_field "$e" PMALLOC_COMM "w) (x y"
+pass "journal: PMALLOC_COMM of a comm with spaces and parentheses"
+
 # The policy matches uid 0 only: another user gets none, through the 0666 socket.
 out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$WIRE" --socket "$SOCK") || fail "as nobody: $out"
 printf '%s\n' "$out" | grep -qx "NO_POLICY generation=1 reason=no policy matches $WIRE" || fail "as nobody: $out"

@@ -20,6 +20,19 @@ int os_protect_ro(void *p, size_t len)
 	return 0;
 }
 
+int os_protect_rw(void *p, size_t len)
+{
+	(void)p;
+	(void)len;
+	return 0;
+}
+static int checked_frees;
+void free_checked(void *p)
+{
+	checked_frees++;
+	heap_next.free(p);
+}
+
 static void (*allocator_free)(void *);
 static int allocator_frees;
 static void watched_free(void *p)
@@ -108,6 +121,26 @@ START_TEST(test_found_allocator_is_one_object)
 }
 END_TEST
 
+/* free() jumps to free_entry: the heap's own free until the arena is
+ * reserved, the arena check from then on, whichever comes first. */
+START_TEST(test_free_entry_checks_once_the_arena_exists)
+{
+	find_now();
+	ck_assert_ptr_eq(heap_page.free_entry, checked_free);
+	heap_page.free_entry(malloc(10));
+	ck_assert_int_eq(checked_frees, 0);
+	heap_arena_reserved();
+	ck_assert_ptr_eq(heap_page.free_entry, free_checked);
+	heap_page.free_entry(malloc(10));
+	ck_assert_int_eq(checked_frees, 1);
+	/* Reserved before the allocator is found: found with the check. */
+	atomic_store(&heap_state, HEAP_UNKNOWN);
+	atomic_store(&free_entry_checked, false);
+	heap_init();
+	ck_assert_ptr_eq(heap_page.free_entry, free_checked);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("heap");
@@ -115,6 +148,7 @@ int main(void)
 	tcase_add_test(tc, test_bootstrap_pointers_go_back_to_glibc);
 	tcase_add_test(tc, test_realloc_during_the_search_stays_recorded);
 	tcase_add_test(tc, test_found_allocator_is_one_object);
+	tcase_add_test(tc, test_free_entry_checks_once_the_arena_exists);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }
