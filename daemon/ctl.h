@@ -104,5 +104,20 @@ const char *ctl_socket_path(const char *arg);
 /* ctl_status.c: say on stderr why ctl_request() failed with r; returns the
  * exit status (CTL_EXIT_NOT_RUNNING when no daemon answers). */
 int ctl_request_error(const char *path, int r);
+/* ctl_status.c: the command line of a command about one process (protect,
+ * learn-flush, sites): [--socket PATH] [--help], then exactly n_args
+ * words (what args says, e.g. "PID and POOL"), the first a PID.  -1 with
+ * *ret_socket (the path to use) and *ret_pid set, else the exit status to
+ * return (help given, or a usage error said). */
+int ctl_process_args(int argc, char **argv, const char *name, const char *args, int n_args,
+		     const char **ret_socket, int32_t *ret_pid);
+/* ctl_status.c: pmallocd's answer to such a command ("ok: ..." on stdout,
+ * anything else on stderr), freed; the exit status. */
+int ctl_put_answer(char *text);
+/* ctl_propose.c: field name of the learned-site entry j is at, as a
+ * malloc'ed string ("" when absent; NULL without memory), or as a number. */
+struct sd_journal;
+char *ctl_learned_field(struct sd_journal *j, const char *name);
+uint64_t ctl_learned_u64(struct sd_journal *j, const char *name);
 
 #endif

@@ -25,43 +25,15 @@ int ctl_learn_flush_send(const char *path, int32_t pid, char **ret_text)
 
 int ctl_cmd_learn_flush(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int32_t pid;
-	const char *arg = NULL, *path;
+	const char *path;
 	char *text = NULL;
-	size_t len;
-	int c, r, ret;
+	int32_t pid;
+	int r = ctl_process_args(argc, argv, "learn-flush", "one PID", 1, &path, &pid);
 
-	while ((c = getopt_long(argc, argv, ":s:h", options, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			arg = optarg;
-			break;
-		case 'h':
-			return ctl_help("learn-flush");
-		default:
-			return ctl_option_error(c, argv);
-		}
-	}
-	if (argc - optind != 1)
-		return ctl_usage_error("learn-flush takes one PID", argc - optind > 1 ? argv[optind + 1] : NULL);
-	if (ctl_parse_pid(argv[optind], &pid) < 0)
-		return ctl_usage_error("invalid PID", argv[optind]);
-	path = ctl_socket_path(arg);
+	if (r >= 0)
+		return r;
 	r = ctl_learn_flush_send(path, pid, &text);
 	if (r < 0)
 		return ctl_request_error(path, r);
-	ret = strncmp(text, "ok:", 3) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
-	len = strlen(text);
-	ctl_put_text(ret == CTL_EXIT_OK ? stdout : stderr, text, len, CTL_ESC_MULTILINE);
-	if (len == 0 || text[len - 1] != '\n')
-		fputc('\n', ret == CTL_EXIT_OK ? stdout : stderr);
-	free(text);
-	if (fflush(stdout) != 0)
-		return CTL_EXIT_FAILURE;
-	return ret;
+	return ctl_put_answer(text);
 }

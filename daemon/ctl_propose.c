@@ -46,7 +46,7 @@ struct plist {
 	size_t entries;
 };
 
-static char *field(sd_journal *j, const char *name)
+char *ctl_learned_field(sd_journal *j, const char *name)
 {
 	const void *d;
 	size_t len, nl = strlen(name);
@@ -55,9 +55,9 @@ static char *field(sd_journal *j, const char *name)
 	return strndup((const char *)d + nl + 1, len - nl - 1);
 }
 
-static uint64_t field_u64(sd_journal *j, const char *name)
+uint64_t ctl_learned_u64(sd_journal *j, const char *name)
 {
-	char *v = field(j, name);
+	char *v = ctl_learned_field(j, name);
 	uint64_t n = v ? strtoull(v, NULL, 0) : 0;
 	free(v);
 	return n;
@@ -78,13 +78,18 @@ static void psite_free(struct psite *p)
 static int add_entry(struct plist *l, sd_journal *j)
 {
 	struct psite p = {
-		.pool = field(j, "PMALLOC_POOL"), .site = field(j, "PMALLOC_SITE"),
-		.object = field(j, "PMALLOC_SITE_OBJECT"), .build_id = field(j, "PMALLOC_BUILD_ID"),
-		.triggers = field(j, "PMALLOC_TRIGGERS"), .offset = field_u64(j, "PMALLOC_SITE_OFFSET"),
-		.objects = field_u64(j, "PMALLOC_OBJECTS"), .bytes = field_u64(j, "PMALLOC_BYTES"),
-		.named = field_u64(j, "PMALLOC_SITE_NAMED") == 1, .written = field_u64(j, "PMALLOC_WRITTEN") == 1,
+		.pool = ctl_learned_field(j, "PMALLOC_POOL"),
+		.site = ctl_learned_field(j, "PMALLOC_SITE"),
+		.object = ctl_learned_field(j, "PMALLOC_SITE_OBJECT"),
+		.build_id = ctl_learned_field(j, "PMALLOC_BUILD_ID"),
+		.triggers = ctl_learned_field(j, "PMALLOC_TRIGGERS"),
+		.offset = ctl_learned_u64(j, "PMALLOC_SITE_OFFSET"),
+		.objects = ctl_learned_u64(j, "PMALLOC_OBJECTS"),
+		.bytes = ctl_learned_u64(j, "PMALLOC_BYTES"),
+		.named = ctl_learned_u64(j, "PMALLOC_SITE_NAMED") == 1,
+		.written = ctl_learned_u64(j, "PMALLOC_WRITTEN") == 1,
 	};
-	char *policy = field(j, "PMALLOC_POLICY");
+	char *policy = ctl_learned_field(j, "PMALLOC_POLICY");
 	if (!p.pool || !p.site || !p.object || !p.build_id || !p.triggers || !policy) {
 		psite_free(&p);
 		free(policy);

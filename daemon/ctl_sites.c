@@ -22,22 +22,6 @@ struct row {
 	bool written;
 };
 
-static char *get(sd_journal *j, const char *name)
-{
-	const void *d;
-	size_t len, nl = strlen(name);
-	if (sd_journal_get_data(j, name, &d, &len) < 0 || len <= nl)
-		return strdup("");
-	return strndup((const char *)d + nl + 1, len - nl - 1);
-}
-
-static uint64_t get_u64(sd_journal *j, const char *name)
-{
-	char *v = get(j, name);
-	uint64_t n = v ? strtoull(v, NULL, 0) : 0;
-	free(v);
-	return n;
-}
 
 static void rows_free(struct row *rows, size_t n)
 {
@@ -80,11 +64,11 @@ static int read_rows(int32_t pid, uint64_t since, struct row **ret, size_t *ret_
 			cap = nc;
 		}
 		struct row *w = &rows[n++];
-		w->pool = get(j, "PMALLOC_POOL");
-		w->site = get(j, "PMALLOC_SITE");
-		w->objects = get_u64(j, "PMALLOC_OBJECTS");
-		w->bytes = get_u64(j, "PMALLOC_BYTES");
-		w->written = get_u64(j, "PMALLOC_WRITTEN") == 1;
+		w->pool = ctl_learned_field(j, "PMALLOC_POOL");
+		w->site = ctl_learned_field(j, "PMALLOC_SITE");
+		w->objects = ctl_learned_u64(j, "PMALLOC_OBJECTS");
+		w->bytes = ctl_learned_u64(j, "PMALLOC_BYTES");
+		w->written = ctl_learned_u64(j, "PMALLOC_WRITTEN") == 1;
 		if (!w->pool || !w->site) {
 			r = -ENOMEM;
 			break;
@@ -115,32 +99,13 @@ static uint64_t now_usec(void)
 
 int ctl_cmd_sites(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *arg = NULL, *path;
+	const char *path;
 	char *text = NULL;
 	int32_t pid;
-	int c, r;
+	int r = ctl_process_args(argc, argv, "sites", "one PID", 1, &path, &pid);
 
-	while ((c = getopt_long(argc, argv, ":s:h", options, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			arg = optarg;
-			break;
-		case 'h':
-			return ctl_help("sites");
-		default:
-			return ctl_option_error(c, argv);
-		}
-	}
-	if (argc - optind != 1)
-		return ctl_usage_error("sites takes one PID", argc - optind > 1 ? argv[optind + 1] : NULL);
-	if (ctl_parse_pid(argv[optind], &pid) < 0)
-		return ctl_usage_error("invalid PID", argv[optind]);
-	path = ctl_socket_path(arg);
+	if (r >= 0)
+		return r;
 	uint64_t since = now_usec();
 	r = ctl_learn_flush_send(path, pid, &text);
 	if (r < 0)

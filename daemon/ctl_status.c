@@ -171,6 +171,54 @@ int ctl_request_error(const char *path, int r)
 	return ret;
 }
 
+int ctl_process_args(int argc, char **argv, const char *name, const char *args, int n_args,
+		     const char **ret_socket, int32_t *ret_pid)
+{
+	static const struct option options[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *arg = NULL;
+	char what[64];
+	int c;
+
+	while ((c = getopt_long(argc, argv, ":s:h", options, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			arg = optarg;
+			break;
+		case 'h':
+			return ctl_help(name);
+		default:
+			return ctl_option_error(c, argv);
+		}
+	}
+	if (argc - optind != n_args) {
+		snprintf(what, sizeof(what), "%s takes %s%s", name, args, argc - optind > n_args ? ", got also" : "");
+		return ctl_usage_error(what, argc - optind > n_args ? argv[optind + n_args] : NULL);
+	}
+	if (ctl_parse_pid(argv[optind], ret_pid) < 0)
+		return ctl_usage_error("invalid PID", argv[optind]);
+	*ret_socket = ctl_socket_path(arg);
+	return -1;
+}
+
+int ctl_put_answer(char *text)
+{
+	int ret = strncmp(text, "ok:", 3) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+	FILE *f = ret == CTL_EXIT_OK ? stdout : stderr;
+	size_t len = strlen(text);
+
+	ctl_put_text(f, text, len, CTL_ESC_MULTILINE);
+	if (len == 0 || text[len - 1] != '\n')
+		fputc('\n', f);
+	free(text);
+	if (fflush(stdout) != 0)
+		return CTL_EXIT_FAILURE;
+	return ret;
+}
+
 int ctl_cmd_status(int argc, char **argv)
 {
 	static const struct option options[] = {
