@@ -202,8 +202,22 @@ void journal_protected(const struct proc_entry *e, const struct pmw_protected *m
 	(void)jentry_send(&j);
 }
 
-void journal_policy_loaded(const char *path, uint64_t generation, size_t n_policies, bool first)
+static void policy_warning(void *ctx, int line, const char *msg)
 {
+	const char *path = ctx;
+	struct jentry j;
+
+	jentry_init(&j, MID_POLICY, LOG_WARNING);
+	jentry_add(&j, "MESSAGE=pmalloc: policy file %s:%d: warning: %s", path, line, msg);
+	jentry_add(&j, "CONFIG_FILE=%s", path);
+	jentry_add(&j, "CONFIG_LINE=%d", line);
+	jentry_add(&j, "PMALLOC_WARNING=%s", msg);
+	(void)jentry_send(&j);
+}
+
+void journal_policy_loaded(const char *path, uint64_t generation, const struct policy_set *set, bool first)
+{
+	size_t n_policies = set->n_policies;
 	struct jentry j;
 
 	jentry_init(&j, MID_POLICY, LOG_NOTICE);
@@ -214,6 +228,7 @@ void journal_policy_loaded(const char *path, uint64_t generation, size_t n_polic
 	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, generation);
 	jentry_add(&j, "PMALLOC_POLICIES=%zu", n_policies);
 	(void)jentry_send(&j);
+	(void)policy_lint(set, policy_warning, (void *)(uintptr_t)path);
 }
 
 void journal_policy_refused(const char *path, const char *error, uint64_t kept_generation,

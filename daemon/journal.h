@@ -15,6 +15,7 @@
 
 #include "escape.h"
 #include "msgid.h"
+#include "policy.h"
 #include "wire.h"
 
 /* One entry under construction: FIELD=value strings in a fixed buffer.
@@ -55,7 +56,10 @@ void journal_add_object(struct jentry *j, const struct proc_entry *e);
 void journal_handed(const struct proc_entry *e, const char *policy);
 void journal_protected(const struct proc_entry *e, const struct pmw_protected *msg,
 		       const char *policy, const char *pool, const char *trigger);
-void journal_policy_loaded(const char *path, uint64_t generation, size_t n_policies, bool first);
+/* The "loaded" entry, then one warning entry for each thing in the file
+ * that cannot mean what it says (policy_lint(): an exe glob no real path
+ * fits, a policy never used, a repeated trigger or site). */
+void journal_policy_loaded(const char *path, uint64_t generation, const struct policy_set *set, bool first);
 void journal_policy_refused(const char *path, const char *error, uint64_t kept_generation,
 			    bool first);
 /* budget.c: dropped journal entries about processes of uid were over its

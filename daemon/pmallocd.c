@@ -193,7 +193,7 @@ static int on_sighup(sd_event_source *src, const struct signalfd_siginfo *si, vo
 		config_free(m->config);
 		m->config = c;
 		(void)sd_event_now(m->event, CLOCK_MONOTONIC, &m->config_loaded_usec);
-		journal_policy_loaded(m->config_path, c->generation, c->set->n_policies, false);
+		journal_policy_loaded(m->config_path, c->generation, c->set, false);
 		log_debug("reloaded %s: generation %" PRIu64, m->config_path, c->generation);
 	}
 	notify_ready(m);
@@ -312,7 +312,7 @@ static int run(const struct args *a)
 	if (r < 0)
 		goto out;
 	/* Bound first: a client may connect while the entry is on its way. */
-	journal_policy_loaded(a->config, 1, m.config->set->n_policies, true);
+	journal_policy_loaded(a->config, 1, m.config->set, true);
 	r = symbolizer_new(&m.symbolizer);
 	if (r < 0) {
 		log_error_errno(r, "cannot set up symbolization: %m");
