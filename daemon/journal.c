@@ -166,11 +166,10 @@ void journal_handed(const struct proc_entry *e, const char *policy)
 	jentry_init(&j, MID_HANDED, LOG_INFO);
 	jentry_about(&j, e->uid);
 	jentry_add(&j, "MESSAGE=pmalloc: policy \"%s\" (generation %" PRIu64 ", %s) handed to PID %d (%s)",
-		   policy, e->generation, e->mode == POLICY_MODE_AUDIT ? "audit" : "enforce",
-		   (int)e->pid, exe_of(e));
+		   policy, e->generation, policy_mode_name(e->mode), (int)e->pid, exe_of(e));
 	jentry_add(&j, "OBJECT_PID=%d", (int)e->pid);
 	jentry_add(&j, "PMALLOC_POLICY=%s", policy);
-	jentry_add(&j, "PMALLOC_MODE=%s", e->mode == POLICY_MODE_AUDIT ? "audit" : "enforce");
+	jentry_add(&j, "PMALLOC_MODE=%s", policy_mode_name(e->mode));
 	jentry_add(&j, "PMALLOC_EXE=%s", exe_of(e));
 	jentry_add(&j, "PMALLOC_COMM=%s", e->comm);
 	jentry_add(&j, "PMALLOC_UID=%u", (unsigned)e->uid);

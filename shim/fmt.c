@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "fmt.h"
+#include "escape.h"
 #include "common.h"
 #include "os.h"
 
@@ -27,6 +28,12 @@ void fmt_str(struct fmt *f, const char *s)
 		s = "(null)";
 	while (*s && f->p < f->end)
 		*f->p++ = *s++;
+}
+
+void fmt_escaped(struct fmt *f, const char *s)
+{
+	if (f->p < f->end)
+		f->p += text_escape(f->p, (size_t)(f->end - f->p), s);
 }
 
 static void fmt_num(struct fmt *f, uint64_t v, unsigned base)

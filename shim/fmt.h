@@ -18,6 +18,10 @@ struct fmt {
 
 void fmt_init(struct fmt *f, char *buf, size_t size);
 void fmt_str(struct fmt *f, const char *s);
+/* s escaped as escape.h does (control bytes, invalid UTF-8, bidi and
+ * invisible characters): names from files or policies users wrote, so a
+ * line stays one line and shows what was there.  Async-signal-safe. */
+void fmt_escaped(struct fmt *f, const char *s);
 void fmt_u64(struct fmt *f, uint64_t v);
 void fmt_hex(struct fmt *f, uint64_t v);   /* "0x..." */
 /* "pmalloc[PID]: ", the start of every line the shim writes on stderr. */

@@ -55,17 +55,11 @@ static char self_cgroup[512];
 static char self_unit[256];
 
 /* value escaped (escape.h): one entry, one line each field. */
-static void sanitized(struct fmt *f, const char *value)
-{
-	if (f->p < f->end)
-		f->p += text_escape(f->p, (size_t)(f->end - f->p), value);
-}
-
 static void field(struct fmt *f, const char *key, const char *value)
 {
 	fmt_str(f, key);
 	fmt_str(f, "=");
-	sanitized(f, value);
+	fmt_escaped(f, value);
 	fmt_str(f, "\n");
 }
 
@@ -275,7 +269,7 @@ void journal_violation(const struct pmw_report *m, const struct violation *v)
 		uint32_t mod = m->frames[i].module;
 		if (mod < m->n_modules) {
 			const char *path = m->modules[mod].path, *slash = strrchr(path, '/');
-			sanitized(&f, slash ? slash + 1 : path);
+			fmt_escaped(&f, slash ? slash + 1 : path);
 			fmt_str(&f, "+");
 			fmt_hex(&f, m->frames[i].offset);
 		} else {
@@ -285,13 +279,13 @@ void journal_violation(const struct pmw_report *m, const struct violation *v)
 	fmt_str(&f, "\nMESSAGE=pmalloc: PID ");
 	fmt_u64(&f, (uint64_t)getpid());
 	fmt_str(&f, " (");
-	sanitized(&f, m->exe);
+	fmt_escaped(&f, m->exe);
 	fmt_str(&f, ") wrote to protected pool \"");
-	sanitized(&f, m->pool);
+	fmt_escaped(&f, m->pool);
 	fmt_str(&f, "\"");
 	if (m->policy[0]) {
 		fmt_str(&f, " of policy \"");
-		sanitized(&f, m->policy);
+		fmt_escaped(&f, m->policy);
 		fmt_str(&f, "\"");
 	}
 	fmt_str(&f, " at ");
@@ -304,7 +298,7 @@ void journal_violation(const struct pmw_report *m, const struct violation *v)
 		fmt_str(&f, "-byte object");
 		if (m->object_site[0]) {
 			fmt_str(&f, " allocated at ");
-			sanitized(&f, m->object_site);
+			fmt_escaped(&f, m->object_site);
 		}
 		fmt_str(&f, ")");
 	}
@@ -332,13 +326,13 @@ void journal_protected(const struct pmw_protected *m)
 	field_u64(&f, "PMALLOC_NEW_BYTES", m->new_bytes, false);
 	field_u64(&f, "PMALLOC_OBJECTS", m->objects, false);
 	fmt_str(&f, "MESSAGE=pmalloc: pool \"");
-	sanitized(&f, m->pool);
+	fmt_escaped(&f, m->pool);
 	fmt_str(&f, "\" of policy \"");
-	sanitized(&f, m->policy);
+	fmt_escaped(&f, m->policy);
 	fmt_str(&f, "\": ");
 	fmt_u64(&f, m->new_bytes);
 	fmt_str(&f, " bytes made read-only (");
-	sanitized(&f, m->trigger);
+	fmt_escaped(&f, m->trigger);
 	fmt_str(&f, ")\n");
 	send_entry(&f);
 	errno = e;
@@ -368,11 +362,11 @@ void journal_learned(const struct journal_learned *m)
 	field(&f, "PMALLOC_LEARN_REASON", m->reason);
 	field(&f, "PMALLOC_EXE", m->exe);
 	fmt_str(&f, "MESSAGE=pmalloc: learned: pool \"");
-	sanitized(&f, m->pool);
+	fmt_escaped(&f, m->pool);
 	fmt_str(&f, "\" of policy \"");
-	sanitized(&f, m->policy);
+	fmt_escaped(&f, m->policy);
 	fmt_str(&f, "\": site ");
-	sanitized(&f, m->site);
+	fmt_escaped(&f, m->site);
 	fmt_str(&f, ": ");
 	fmt_u64(&f, m->objects);
 	fmt_str(&f, " objects, ");
@@ -402,15 +396,15 @@ void journal_unmatched(const char *policy, const char *pool, const char *kind, c
 	fmt_str(&f, "MESSAGE=pmalloc: PID ");
 	fmt_u64(&f, (uint64_t)getpid());
 	fmt_str(&f, " (");
-	sanitized(&f, exe);
+	fmt_escaped(&f, exe);
 	fmt_str(&f, "): ");
-	sanitized(&f, kind);
+	fmt_escaped(&f, kind);
 	fmt_str(&f, " rule \"");
-	sanitized(&f, rule);
+	fmt_escaped(&f, rule);
 	fmt_str(&f, "\" of pool \"");
-	sanitized(&f, pool);
+	fmt_escaped(&f, pool);
 	fmt_str(&f, "\" (policy \"");
-	sanitized(&f, policy);
+	fmt_escaped(&f, policy);
 	fmt_str(&f, "\") matches no function loaded at start-up: it protects nothing\n");
 	send_entry(&f);
 	errno = e;

@@ -77,7 +77,7 @@ void report_fmt_location(struct fmt *f, uintptr_t a)
 		const char *name = dlfo.dlfo_link_map->l_name;
 		if (!name || !*name)      /* the program: argv[0] may be retitled */
 			name = report_program && *report_program ? report_program : program_invocation_short_name;
-		fmt_str(f, base_name(name));
+		fmt_escaped(f, base_name(name));
 		fmt_str(f, "+");
 		fmt_hex(f, a - (uintptr_t)dlfo.dlfo_link_map->l_addr);
 		return;
@@ -172,7 +172,7 @@ static void format_line(struct fmt *f, const struct violation *v)
 {
 	fmt_line_start(f);
 	fmt_str(f, "write to protected pool \"");
-	fmt_str(f, v->pool);
+	fmt_escaped(f, v->pool);
 	fmt_str(f, "\" at ");
 	fmt_hex(f, v->address);
 	if (v->object) {
@@ -185,7 +185,7 @@ static void format_line(struct fmt *f, const struct violation *v)
 		if (v->site_ra) {
 			fmt_str(f, " allocated at ");
 			if (v->site_symbol)
-				fmt_str(f, v->site_symbol);
+				fmt_escaped(f, v->site_symbol);
 			else
 				report_fmt_location(f, v->site_ra);
 		}
@@ -210,7 +210,7 @@ static void format_line(struct fmt *f, const struct violation *v)
 	}
 	if (v->policy && *v->policy) {
 		fmt_str(f, "; policy \"");
-		fmt_str(f, v->policy);
+		fmt_escaped(f, v->policy);
 		fmt_str(f, "\"");
 	}
 	fmt_str(f, v->audit ? "; audit: write allowed\n" : "; enforce: killed by SIGSEGV\n");

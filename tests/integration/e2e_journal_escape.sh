@@ -78,4 +78,12 @@ exe=$(journalctl --no-pager -o cat --output-fields=PMALLOC_EXE --since "$E2E_SIN
 bt=$(journalctl --no-pager -o cat --output-fields=PMALLOC_BACKTRACE --since "$E2E_SINCE" MESSAGE_ID=$MID_VIOLATION OBJECT_PID="$pid")
 case $bt in 'pmalloc-demo\x1b[31m\xff+0x'*) ;; *) fail "shim PMALLOC_BACKTRACE: $bt" ;; esac
 pass "the shim on its own: the exe escaped the same way in MESSAGE, PMALLOC_EXE and PMALLOC_BACKTRACE"
+
+# The report line on stderr (a service's stderr is the journal too): one
+# line, the module's name escaped the same way.
+line=$(grep 'write to protected pool' "$T/err")
+[ "$(printf '%s\n' "$line" | wc -l)" = 1 ] || fail "stderr: not one report line: $(cat "$T/err")"
+[ "$(printf '%s\n' "$line" | raw_danger)" = 0 ] || fail "stderr: raw control bytes: $line"
+case $line in *'(pmalloc-demo\x1b[31m\xff+0x'*) ;; *) fail "stderr: module name not escaped: $line" ;; esac
+pass "stderr: the report line names the module escaped"
 exit 0
