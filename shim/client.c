@@ -349,20 +349,19 @@ static void client_after_fork_child(void)
 	atomic_flag_clear(&report_busy);   /* a report of another thread of the parent's */
 }
 
-void client_init(void)
+void client_init(const char *exe, const char *comm)
 {
 	pthread_atfork(NULL, NULL, client_after_fork_child);
 	void *page;
 	size_t len = ALIGN_UP(PMW_PATH, os_page_size);
 	if (os_map(len, &page) == 0) {
 		char *path = page;
-		ssize_t n = readlink("/proc/self/exe", path, PMW_PATH - 1);
-		if (n <= 0)      /* no /proc: the name it was started by, still intact */
-			copy_name(path, PMW_PATH, program_invocation_name);
+		/* No /proc: the name it was started by, still intact. */
+		copy_name(path, PMW_PATH, exe[0] ? exe : program_invocation_name);
 		os_protect_ro(page, len);
 		exe_path = path;
 	}
 	report_program = exe_path;
-	journal_init();
+	journal_init(comm);
 	report_send_hook = client_report;
 }

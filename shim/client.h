@@ -7,7 +7,7 @@
 #include "report.h"
 
 /* Remember what reports need (exe path) and hook into report_violation(). */
-void client_init(void);
+void client_init(const char *exe, const char *comm);
 /* Send v to pmallocd, else to the journal.  Async-signal-safe. */
 void client_report(const struct violation *v);
 

@@ -207,14 +207,16 @@ void shim_init(void)
 	heap_init();
 	debug_printf("heap allocator: %s (%u allocations from glibc while finding it)", heap_name(),
 		     heap_bootstrap_count());
-	client_init();
+	/* Who this process is, read once: the client's and the journal's
+	 * start-up record, and what a policy file's rules are matched with. */
+	char exe[4096], comm[64];
+	read_identity(exe, sizeof(exe), comm, sizeof(comm));
+	client_init(exe, comm);
 
 	struct policy_set *set = NULL;
 	uint64_t generation = 0;
 	bool from_daemon = false;
 	if (load_policy(&set, &generation, &from_daemon) > 0) {
-		char exe[4096], comm[64];
-		read_identity(exe, sizeof(exe), comm, sizeof(comm));
 		/* pmallocd already matched this process by what the kernel says. */
 		const struct policy *pol = from_daemon ? (set->n_policies ? &set->policies[0] : NULL)
 						       : policy_set_match(set, exe, comm, getuid());

@@ -114,11 +114,12 @@ static size_t read_self(const char *path, char *buf, size_t size)
 	return n;
 }
 
-void journal_init(void)
+void journal_init(const char *comm)
 {
 	char buf[2048];
-	read_self("/proc/self/comm", self_comm, sizeof(self_comm));
-	self_comm[strcspn(self_comm, "\n")] = '\0';
+	size_t n = strnlen(comm, sizeof(self_comm) - 1);
+	memcpy(self_comm, comm, n);
+	self_comm[n] = '\0';
 	read_self("/proc/self/cgroup", buf, sizeof(buf));
 	const char *path = cgroup_systemd_path(buf);
 	if (path && strlen(path) < sizeof(self_cgroup)) {

@@ -12,7 +12,7 @@
 /* Capture what the entries say about this process (comm, systemd unit and
  * cgroup) at start-up: by the time a violation is written the process may
  * be dying, and journald only reads them from /proc while it lives. */
-void journal_init(void);
+void journal_init(const char *comm);
 void journal_violation(const struct pmw_report *m, const struct violation *v);
 void journal_protected(const struct pmw_protected *m);
 /* Count one violation report that reached neither pmallocd nor the
