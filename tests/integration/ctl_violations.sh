@@ -128,8 +128,9 @@ pass "json: every field, escaped, parses back"
 # The same fields and values as journalctl -o json reads (plain entries).
 if command -v python3 >/dev/null; then
 	for p in $p1 $p2; do
-		"$ctl" violations --pid $p --json >"$T/ours.json"
-		journalctl -o json --no-pager MESSAGE_ID=$ID OBJECT_PID=$p >"$T/theirs.json"
+		# This run only: the journal keeps other runs' entries, pids included.
+		"$ctl" violations --pid $p --since "@$start" --json >"$T/ours.json"
+		journalctl -o json --no-pager --since "@$start" MESSAGE_ID=$ID OBJECT_PID=$p >"$T/theirs.json"
 		python3 - "$T/ours.json" "$T/theirs.json" <<'PY' || fail "pid $p differs from journalctl -o json"
 import json, sys
 ours = [json.loads(l) for l in open(sys.argv[1])]
@@ -206,7 +207,7 @@ if [ -x "$B/pmallocd" ] && [ -f "$B/libpmalloc_shim.so" ] && [ -x "$B/progs/pmal
 		victim=$!
 		wait $victim 2>/dev/null
 		journal_sync
-		has_entry() { journal_sync; [ -n "$(journalctl -q -o cat MESSAGE_ID=$ID OBJECT_PID=$victim)" ]; }
+		has_entry() { journal_sync; [ -n "$(journalctl -q -o cat --since "@$start" MESSAGE_ID=$ID OBJECT_PID=$victim)" ]; }
 		wait_until 40 has_entry ||
 			fail "end to end: no violation entry for the demo (pid $victim); pmallocd log: $(cat "$T/pmallocd.log")"
 		# This run only: pids are reused, and the journal is shared with other runs.

@@ -33,14 +33,14 @@ start_daemon
 out=$("$BIN" --socket "$SOCK" --report 1) || fail "wire_client: $out"
 cpid=$(printf '%s\n' "$out" | sed -n 's/^pid=//p')
 jwait 1 MESSAGE_ID=$MID_VIOLATION OBJECT_PID="$cpid" >/dev/null || fail "no violation entry"
-cat_out=$(journalctl --no-pager -o cat _PID="$DPID" MESSAGE_ID=$MID_VIOLATION OBJECT_PID="$cpid")
+cat_out=$(journalctl --no-pager -o cat --since "$TEST_SINCE" _PID="$DPID" MESSAGE_ID=$MID_VIOLATION OBJECT_PID="$cpid")
 [ "$(printf '%s\n' "$cat_out" | wc -l)" = 1 ] || fail "journalctl -o cat: not one line: $cat_out"
 [ "$(printf '%s\n' "$cat_out" | raw_danger)" = 0 ] || fail "raw control bytes in: $(printf '%s' "$cat_out" | od -c | head)"
 case $cat_out in
 "pmalloc: PID $cpid ($T/$SHOWN/wire_client) wrote to protected pool \"config\" of policy \"demo\""*" in $SHOWN_SYM+0x4; process killed (enforce)") ;;
 *) fail "MESSAGE: $cat_out" ;;
 esac
-field() { journalctl --no-pager -o cat --output-fields="$1" _PID="$DPID" MESSAGE_ID="$2" OBJECT_PID="$cpid"; }
+field() { journalctl --no-pager -o cat --output-fields="$1" --since "$TEST_SINCE" _PID="$DPID" MESSAGE_ID="$2" OBJECT_PID="$cpid"; }
 [ "$(field PMALLOC_EXE $MID_VIOLATION)" = "$T/$SHOWN/wire_client" ] || fail "PMALLOC_EXE: $(field PMALLOC_EXE $MID_VIOLATION)"
 [ "$(field PMALLOC_FAULT_SYMBOL $MID_VIOLATION)" = "$SHOWN_SYM+0x4" ] ||
 	fail "PMALLOC_FAULT_SYMBOL: $(field PMALLOC_FAULT_SYMBOL $MID_VIOLATION)"
@@ -48,7 +48,7 @@ bt=$(field PMALLOC_BACKTRACE $MID_VIOLATION)
 case $bt in "$T/$SHOWN/wire_client+0x"*" ($SHOWN_SYM+0x4) ["*) ;; *) fail "PMALLOC_BACKTRACE: $bt" ;; esac
 # Text, not binary: journalctl -o json shows a field that is not UTF-8 as an array of numbers.
 jentries MESSAGE_ID=$MID_VIOLATION OBJECT_PID="$cpid" | grep -q '"PMALLOC_EXE":"' || fail "PMALLOC_EXE is not text"
-hand=$(journalctl --no-pager -o cat _PID="$DPID" MESSAGE_ID=$MID_HANDED OBJECT_PID="$cpid")
+hand=$(journalctl --no-pager -o cat --since "$TEST_SINCE" _PID="$DPID" MESSAGE_ID=$MID_HANDED OBJECT_PID="$cpid")
 [ "$(printf '%s\n' "$hand" | wc -l)" = 1 ] && [ "$(printf '%s\n' "$hand" | raw_danger)" = 0 ] ||
 	fail "hand-out entry: $hand"
 status=$(client --status)
