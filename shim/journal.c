@@ -229,20 +229,35 @@ __attribute__((destructor)) static void journal_at_exit(void)
 	atomic_flag_clear(&entry_busy);
 }
 
+/* Take the one entry buffer into f, errno saved in *ret_errno; false when
+ * another entry is being written (this one is then not). */
+static bool entry_take(struct fmt *f, int *ret_errno)
+{
+	if (atomic_flag_test_and_set(&entry_busy))
+		return false;
+	*ret_errno = errno;
+	fmt_init(f, entry, sizeof(entry));
+	return true;
+}
+
+static void entry_give(int saved_errno)
+{
+	errno = saved_errno;
+	atomic_flag_clear(&entry_busy);
+}
+
 void journal_violation(const struct pmw_report *m, const struct violation *v)
 {
-	if (atomic_flag_test_and_set(&entry_busy)) {
+	struct fmt f;
+	int e;
+	if (!entry_take(&f, &e)) {
 		journal_note_dropped();   /* another report is being written */
 		return;
 	}
-	int e = errno;
 	if (!rate_allows()) {
-		errno = e;
-		atomic_flag_clear(&entry_busy);
+		entry_give(e);
 		return;
 	}
-	struct fmt f;
-	fmt_init(&f, entry, sizeof(entry));
 	common_fields(&f, MID_VIOLATION, m->mode == PMW_MODE_AUDIT ? 4 : 2);
 	field(&f, "PMALLOC_POLICY", m->policy);
 	field(&f, "PMALLOC_POOL", m->pool);
@@ -308,17 +323,15 @@ void journal_violation(const struct pmw_report *m, const struct violation *v)
 	fmt_str(&f, v->audit ? "; write allowed (audit)\n" : "; process killed (enforce)\n");
 	if (!send_entry(&f))
 		journal_note_dropped();
-	errno = e;
-	atomic_flag_clear(&entry_busy);
+	entry_give(e);
 }
 
 void journal_protected(const struct pmw_protected *m)
 {
-	if (atomic_flag_test_and_set(&entry_busy))
-		return;
-	int e = errno;
 	struct fmt f;
-	fmt_init(&f, entry, sizeof(entry));
+	int e;
+	if (!entry_take(&f, &e))
+		return;
 	common_fields(&f, MID_PROTECTED, 7);
 	field(&f, "PMALLOC_POLICY", m->policy);
 	field(&f, "PMALLOC_POOL", m->pool);
@@ -336,17 +349,15 @@ void journal_protected(const struct pmw_protected *m)
 	fmt_escaped(&f, m->trigger);
 	fmt_str(&f, ")\n");
 	send_entry(&f);
-	errno = e;
-	atomic_flag_clear(&entry_busy);
+	entry_give(e);
 }
 
 void journal_learned(const struct journal_learned *m)
 {
-	if (atomic_flag_test_and_set(&entry_busy))
-		return;
-	int e = errno;
 	struct fmt f;
-	fmt_init(&f, entry, sizeof(entry));
+	int e;
+	if (!entry_take(&f, &e))
+		return;
 	common_fields(&f, MID_LEARNED, 6);
 	field(&f, "PMALLOC_POLICY", m->policy);
 	field(&f, "PMALLOC_POOL", m->pool);
@@ -374,20 +385,16 @@ void journal_learned(const struct journal_learned *m)
 	fmt_u64(&f, m->bytes);
 	fmt_str(&f, m->written ? " bytes, written after protection\n" : " bytes, never written after protection\n");
 	send_entry_wait(&f, 250);
-	errno = e;
-	atomic_flag_clear(&entry_busy);
+	entry_give(e);
 }
 
 void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule)
 {
-	if (atomic_flag_test_and_set(&entry_busy))
-		return;
-	int e = errno;
-	char exe[512];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = '\0';
+	const char *exe = report_program;    /* read at start-up */
 	struct fmt f;
-	fmt_init(&f, entry, sizeof(entry));
+	int e;
+	if (!entry_take(&f, &e))
+		return;
 	common_fields(&f, MID_UNMATCHED, 4);
 	field(&f, "PMALLOC_POLICY", policy);
 	field(&f, "PMALLOC_POOL", pool);
@@ -408,6 +415,5 @@ void journal_unmatched(const char *policy, const char *pool, const char *kind, c
 	fmt_escaped(&f, policy);
 	fmt_str(&f, "\") matches no function loaded at start-up: it protects nothing\n");
 	send_entry(&f);
-	errno = e;
-	atomic_flag_clear(&entry_busy);
+	entry_give(e);
 }
