@@ -35,6 +35,7 @@
 
 struct psite {
 	char *pool, *site, *object, *build_id, *triggers;
+	char *wrappers;             /* the pool's wrapper rules, each ending in '\n' */
 	uint64_t offset, objects, bytes;
 	bool named, written;
 };
@@ -70,6 +71,29 @@ static void psite_free(struct psite *p)
 	free(p->object);
 	free(p->build_id);
 	free(p->triggers);
+	free(p->wrappers);
+}
+
+/* Every PMALLOC_WRAPPER of the entry (the field repeats), each ending in
+ * '\n' (the shim escapes control characters in values). */
+static char *learned_wrappers(sd_journal *j)
+{
+	static const char key[] = "PMALLOC_WRAPPER=";
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	const void *d;
+	size_t n;
+	if (!f)
+		return NULL;
+	SD_JOURNAL_FOREACH_DATA(j, d, n)
+		if (n > sizeof(key) - 1 && memcmp(d, key, sizeof(key) - 1) == 0)
+			fprintf(f, "%.*s\n", (int)(n - (sizeof(key) - 1)), (const char *)d + sizeof(key) - 1);
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
 }
 
 /* One entry folded in: the same site seen by several processes (a master
@@ -83,6 +107,7 @@ static int add_entry(struct plist *l, sd_journal *j)
 		.object = ctl_learned_field(j, "PMALLOC_SITE_OBJECT"),
 		.build_id = ctl_learned_field(j, "PMALLOC_BUILD_ID"),
 		.triggers = ctl_learned_field(j, "PMALLOC_TRIGGERS"),
+		.wrappers = learned_wrappers(j),
 		.offset = ctl_learned_u64(j, "PMALLOC_SITE_OFFSET"),
 		.objects = ctl_learned_u64(j, "PMALLOC_OBJECTS"),
 		.bytes = ctl_learned_u64(j, "PMALLOC_BYTES"),
@@ -90,7 +115,7 @@ static int add_entry(struct plist *l, sd_journal *j)
 		.written = ctl_learned_u64(j, "PMALLOC_WRITTEN") == 1,
 	};
 	char *policy = ctl_learned_field(j, "PMALLOC_POLICY");
-	if (!p.pool || !p.site || !p.object || !p.build_id || !p.triggers || !policy) {
+	if (!p.pool || !p.site || !p.object || !p.build_id || !p.triggers || !p.wrappers || !policy) {
 		psite_free(&p);
 		free(policy);
 		return -ENOMEM;
@@ -269,6 +294,37 @@ static bool plain(const char *s)
 	return true;
 }
 
+/* The wrappers the pool was learned with (the union over its entries), so
+ * that enforce mode names the same callers as sites: without them a site
+ * named after the caller of a wrapper would take nothing. */
+static void put_wrappers(FILE *f, const struct plist *l, const char *pool)
+{
+	char *list = NULL;
+	size_t len = 0;
+	FILE *b = open_memstream(&list, &len);
+	if (!b)
+		return;
+	for (size_t i = 0; i < l->n; i++) {
+		if (strcmp(l->s[i].pool, pool) != 0)
+			continue;
+		for (const char *w = l->s[i].wrappers, *e; w && (e = strchr(w, '\n')); w = e + 1) {
+			char *one = strndup(w, (size_t)(e - w)), *quoted = NULL;
+			if (!one || !*one || !plain(one) || asprintf(&quoted, "\"%s\"", one) < 0) {
+				free(one);
+				continue;
+			}
+			fflush(b);
+			if (!list || !strstr(list, quoted))
+				fprintf(b, "%s%s", ftell(b) ? ",\n          " : "\n          ", quoted);
+			free(quoted);
+			free(one);
+		}
+	}
+	if (fclose(b) == 0 && list && list[0])
+		fprintf(f, "        wrappers = [%s ];\n", list);
+	free(list);
+}
+
 static size_t propose_pool(FILE *f, const struct plist *l, size_t k, uint64_t *ret_bytes)
 {
 	const char *pool = l->s[k].pool;
@@ -321,7 +377,9 @@ static size_t propose_pool(FILE *f, const struct plist *l, size_t k, uint64_t *r
 		free(body);
 		return 0;
 	}
+	fprintf(f, "      #   pool \"%s\": %zu sites, %" PRIu64 " bytes protected when learned\n", pool, kept, bytes);
 	fprintf(f, "      {\n        name = \"%s\";\n        sites = [%s ];\n", pool, body);
+	put_wrappers(f, l, pool);
 	put_triggers(f, l->s[k].triggers);
 	fputs("      }", f);
 	free(body);

@@ -371,6 +371,8 @@ void journal_learned(const struct journal_learned *m)
 	field_u64(&f, "PMALLOC_BYTES", m->bytes, false);
 	field_u64(&f, "PMALLOC_WRITTEN", m->written, false);
 	field(&f, "PMALLOC_TRIGGERS", m->triggers);
+	for (size_t i = 0; i < m->n_wrappers; i++)
+		field(&f, "PMALLOC_WRAPPER", m->wrappers[i]);
 	field(&f, "PMALLOC_LEARN_REASON", m->reason);
 	field(&f, "PMALLOC_EXE", m->exe);
 	fmt_str(&f, "MESSAGE=pmalloc: learned: pool \"");

@@ -311,6 +311,7 @@ static void flush_locked(const char *reason)
 		struct journal_learned j = {
 			.policy = st->policy->name, .pool = sp->spec->name, .site = site, .object = obj,
 			.build_id = l->build_id, .triggers = trig, .exe = c.exe, .reason = reason,
+			.wrappers = sp->spec->wrappers, .n_wrappers = sp->spec->n_wrappers,
 			.offset = l->object ? l->ra - l->bias : l->ra, .objects = l->objects, .bytes = l->bytes,
 			.written = l->written, .named = l->func[0] != '\0',
 		};

@@ -71,7 +71,7 @@ struct range_table {
 static const struct shim_state *state;   /* the state being armed, then shim */
 static struct rule *rules;
 static size_t n_rules;
-static bool any_specific;        /* a rule other than the match-all "*" */
+static bool any_specific;        /* a rule other than the match-all "*" (a wrapper is one) */
 /* Functions the rules name, and, apart, the call sites that offset rules
  * name (one byte each: a function range may hold several, and the
  * function table's search needs ranges that do not overlap). */
@@ -596,6 +596,7 @@ int resolve_init(const struct shim_state *st)
 		for (size_t w = 0; w < st->pools[i].spec->n_wrappers; w++)
 			if (add_rule(SITE_ROUTE_WRAPPER, NULL, st->pools[i].spec->wrappers[w], NULL) < 0)
 				return -ENOMEM;
+	any_specific = n_rules > 0;      /* wrappers need the symbols too */
 	for (size_t i = 0; i < st->n_pools; i++) {
 		const struct policy_pool *pp = st->pools[i].spec;
 		for (size_t s = 0; s < pp->n_sites; s++) {
