@@ -6,7 +6,9 @@
  * A site is proposed when it allocated before its pool's trigger and no
  * process ever wrote its memory after protection.  Sites are named by
  * function where the shim found a symbol and no call site of that function
- * was written; otherwise by offset, pinned to the object's build-id.  The
+ * was written; otherwise by offset, pinned to the object's build-id.  Each
+ * pool keeps the learn policy's wrappers (the sites learned are their
+ * callers) and gets a max_bytes (cap_for).  The
  * text is checked with the parser and linter pmallocctl check uses before
  * it is written.  Reads the journal only; writes only --output.
  *
@@ -294,6 +296,22 @@ static bool plain(const char *s)
 	return true;
 }
 
+/* A cap for a pool that held `learned` bytes when learned: twice that,
+ * rounded up to whole MiB, at least 1 MiB.  A site may allocate again
+ * while the program serves (nginx's request pools come from the same call
+ * sites as its configuration's blocks): pool memory is never reused, so
+ * without a cap such a pool would grow for as long as the program runs.
+ * Past the cap, allocations go to the heap. */
+#define CAP_UNIT ((uint64_t)1 << 20)
+static uint64_t cap_for(uint64_t learned)
+{
+	uint64_t twice = learned > UINT64_MAX / 4 ? UINT64_MAX / 2 : 2 * learned;
+	uint64_t cap = (twice + CAP_UNIT - 1) / CAP_UNIT * CAP_UNIT;
+	if (cap < CAP_UNIT)
+		cap = CAP_UNIT;
+	return cap > INT32_MAX ? INT32_MAX : cap;
+}
+
 /* The wrappers the pool was learned with (the union over its entries), so
  * that enforce mode names the same callers as sites: without them a site
  * named after the caller of a wrapper would take nothing. */
@@ -381,6 +399,7 @@ static size_t propose_pool(FILE *f, const struct plist *l, size_t k, uint64_t *r
 	fprintf(f, "      {\n        name = \"%s\";\n        sites = [%s ];\n", pool, body);
 	put_wrappers(f, l, pool);
 	put_triggers(f, l->s[k].triggers);
+	fprintf(f, "        max_bytes = %" PRIu64 ";\n", cap_for(bytes));
 	fputs("      }", f);
 	free(body);
 	*ret_bytes += bytes;

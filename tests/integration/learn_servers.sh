@@ -121,6 +121,7 @@ cycle() {
 	# look through the same wrappers, or those sites take nothing.
 	grep -v "^ *#" "$T/$name.conf" | tr -d " \n" | grep -q "wrappers=\[\"" ||
 		fail "$name: the proposal lost the wrappers: $(cat "$T/$name.conf")"
+	grep -q '^ *max_bytes = [0-9]*;$' "$T/$name.conf" || fail "$name: the proposal has no max_bytes"
 	grep -v 'left out' "$T/$name.conf" | grep -Eq "^ *#   ($config_sites)" ||
 		fail "$name: no site of the server's configuration code proposed: $(grep '^ *#' "$T/$name.conf")"
 
