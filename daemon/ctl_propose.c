@@ -307,9 +307,7 @@ static uint64_t cap_for(uint64_t learned)
 {
 	uint64_t twice = learned > UINT64_MAX / 4 ? UINT64_MAX / 2 : 2 * learned;
 	uint64_t cap = (twice + CAP_UNIT - 1) / CAP_UNIT * CAP_UNIT;
-	if (cap < CAP_UNIT)
-		cap = CAP_UNIT;
-	return cap > INT32_MAX ? INT32_MAX : cap;
+	return cap < CAP_UNIT ? CAP_UNIT : cap;
 }
 
 /* The wrappers the pool was learned with (the union over its entries), so
@@ -399,7 +397,8 @@ static size_t propose_pool(FILE *f, const struct plist *l, size_t k, uint64_t *r
 	fprintf(f, "      {\n        name = \"%s\";\n        sites = [%s ];\n", pool, body);
 	put_wrappers(f, l, pool);
 	put_triggers(f, l->s[k].triggers);
-	fprintf(f, "        max_bytes = %" PRIu64 ";\n", cap_for(bytes));
+	uint64_t cap = cap_for(bytes);
+	fprintf(f, "        max_bytes = %" PRIu64 "%s;\n", cap, cap > INT32_MAX ? "L" : "");
 	fputs("      }", f);
 	free(body);
 	*ret_bytes += bytes;
