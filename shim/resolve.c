@@ -487,6 +487,27 @@ static int add_rule(int route, const char *object, const char *function, const s
 	return 0;
 }
 
+/* A wrapper given as a call, "OBJECT-GLOB[@BUILD-ID]:+0xOFFSET" (checked
+ * by the parser), as the offset site it names: it lives as long as the
+ * rules. */
+static struct policy_site *wrapper_call(const char *w)
+{
+	const char *colon = strrchr(w, ':'), *at = memchr(w, '@', (size_t)(colon - w));
+	struct policy_site *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->object = strndup(w, (size_t)((at ? at : colon) - w));
+	s->function = strdup(colon + 1);
+	s->build_id = at ? strndup(at + 1, (size_t)(colon - at - 1)) : NULL;
+	s->offset = strtoull(colon + 4, NULL, 16);
+	s->by_offset = true;
+	if (!s->object || !s->function || (at && !s->build_id))
+		return NULL;
+	for (char *p = s->build_id; p && *p; p++)
+		*p = (char)(*p >= 'A' && *p <= 'F' ? *p - 'A' + 'a' : *p);
+	return s;
+}
+
 static int visit_startup(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	(void)size;
@@ -593,9 +614,14 @@ int resolve_init(const struct shim_state *st)
 		table_base = space;
 	/* Wrappers first: a function named both ways is looked through. */
 	for (size_t i = 0; i < st->n_pools; i++)
-		for (size_t w = 0; w < st->pools[i].spec->n_wrappers; w++)
-			if (add_rule(SITE_ROUTE_WRAPPER, NULL, st->pools[i].spec->wrappers[w], NULL) < 0)
+		for (size_t w = 0; w < st->pools[i].spec->n_wrappers; w++) {
+			const char *text = st->pools[i].spec->wrappers[w];
+			const struct policy_site *call = strchr(text, ':') ? wrapper_call(text) : NULL;
+			if ((strchr(text, ':') && !call) ||
+			    add_rule(SITE_ROUTE_WRAPPER, call ? call->object : NULL, call ? call->function : text,
+				     call) < 0)
 				return -ENOMEM;
+		}
 	any_specific = n_rules > 0;      /* wrappers need the symbols too */
 	for (size_t i = 0; i < st->n_pools; i++) {
 		const struct policy_pool *pp = st->pools[i].spec;

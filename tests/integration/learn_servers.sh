@@ -21,20 +21,39 @@ INJECT=$B/progs/liblearn_inject.so
 MID_LEARNED=81abfd4bd92b4d58b67b434bbf0f7ac1
 MID_VIOLATION=7df8f2fd7e8542c19da1343c00501acc
 MID_PROTECTED=4861793aed344e45916acf02f15da997
+MID_UNMATCHED=1bbefd08c466424b957c3ee5b5856dbf
 [ -f "$INJECT" ] || fail "$INJECT is missing: run make check"
 command -v journalctl >/dev/null || skip "journalctl not installed"
 journald_ensure
 unset PMALLOC_DEBUG
 export PMALLOC_SOCKET=$T/no-daemon.sock
 
-# nginx: one pool; its region pools' blocks come from ngx_create_pool and
-# from static functions (by offset: ngx_palloc_block, ngx_palloc_large)
-# called by the wrappers, the cycle pool's among them (the configuration).
+# nginx: one pool.  Its region pools get their blocks from ngx_create_pool
+# and from two static functions that ngx_palloc and ngx_pnalloc jump to
+# (ngx_palloc_block, ngx_palloc_large: no symbol in the stripped binary);
+# their calls of ngx_memalign and ngx_alloc are wrappers by offset, found
+# in the code (objdump), so that a block's site is the code that asked the
+# pool for memory: nginx's configuration code for the cycle pool's blocks.
+ngx_block_calls() { # EXE: "OBJECT@BUILD-ID:+0xOFFSET" of each such call
+	local exe=$1 start size t lo hi id
+	command -v objdump >/dev/null && command -v readelf >/dev/null || return 0
+	id=$(readelf -n "$exe" | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p')
+	read -r start size < <(nm -D -S "$exe" | awk '$4 == "ngx_palloc" { print $1, $2 }')
+	[ -n "$size" ] && [ -n "$id" ] || return 0
+	lo=$((0x$start)) hi=$((0x$start + 0x$size))
+	for t in $(objdump -d --no-show-raw-insn --start-address=$lo --stop-address=$hi "$exe" |
+		awk '$2 == "jmp" { print $3 }' | sort -u); do
+		[ $((0x$t)) -lt $lo ] || [ $((0x$t)) -ge $hi ] || continue
+		objdump -d --no-show-raw-insn --start-address=$((0x$t)) --stop-address=$((0x$t + 512)) "$exe" |
+			awk -v obj="${exe##*/}@$id" 'found { sub(":", "", $1); printf ", \"%s:+0x%s\"", obj, $1; exit }
+				$2 == "call" && $4 ~ /^<ngx_(memalign|alloc)@/ { found = 1 }'
+	done
+}
 NGX_POOLS='{ name = "config"; sites = [ "*" ]; protect = [ "on-call:epoll_wait" ];
   wrappers = [ "ngx_alloc", "ngx_calloc", "ngx_memalign", "ngx_create_pool", "ngx_palloc", "ngx_pnalloc",
   "ngx_pcalloc", "ngx_pmemalign", "ngx_array_create", "ngx_array_push", "ngx_array_push_n", "ngx_list_create",
   "ngx_list_push", "ngx_pstrdup", "ngx_hash_init", "ngx_hash_wildcard_init", "ngx_hash_add_key",
-  "ngx_hash_keys_array_init", "ngx_create_temp_buf", "ngx_alloc_chain_link", "ngx_pool_cleanup_add" ]; }'
+  "ngx_hash_keys_array_init", "ngx_create_temp_buf", "ngx_alloc_chain_link", "ngx_pool_cleanup_add"'"$(ngx_block_calls /usr/sbin/nginx)"' ]; }'
 # redis: the configuration code's sites in a pool of their own, apart from
 # the dictionaries' entries and tables (dictAdd*, _dictExpand are not
 # wrappers), which redis rewrites when it rehashes them incrementally at
@@ -88,6 +107,9 @@ proposed() { # SITE FILE
 	grep -q "\"[^\"]*:$name\"" "$2" || grep -Eq "\"$name(@[0-9a-f]+)?:\\+0x$off\"" "$2"
 }
 
+# The wrappers of a proposal, one a line.
+wrappers_of() { grep -v '^ *#' "$1" | tr -d ' \n' | sed -n 's/.*wrappers=\[\([^]]*\)\].*/\1/p' | tr , '\n'; }
+
 # cycle NAME EXE START_FN LOAD_FN POOLS NEEDLE MIN_BYTES CONFIG_SITES
 #   START_FN runs with the policy file and the preload in its environment
 #   and sets SERVER_PID; POOLS is the learn policy's pools; NEEDLE a value
@@ -104,6 +126,9 @@ cycle() {
 	$load || fail "$name: load failed in learn mode"
 	stop_server
 	[ "$(kills "$name" "$exe" "$since")" = 0 ] || fail "$name: learn mode killed"
+	# Every wrapper and site of the learn policy matched (wrappers by offset too).
+	n=$(journalctl --no-pager -o json --since "$since" MESSAGE_ID=$MID_UNMATCHED PMALLOC_EXE="$exe" | grep -c . || true)
+	[ "$n" = 0 ] || fail "$name: rules matched nothing: $(journalctl --no-pager --since "$since" MESSAGE_ID=$MID_UNMATCHED PMALLOC_EXE="$exe")"
 	n=$(journalctl --no-pager -o json --since "$since" MESSAGE_ID=$MID_LEARNED PMALLOC_EXE="$exe" | grep -c .)
 	[ "$n" -gt 0 ] || fail "$name: nothing learned"
 	# Entries count when root or a user named with --uid wrote them: nginx's
@@ -149,6 +174,8 @@ cycle() {
 	site=$(printf '%s' "$v" | sed -n 's/.*"PMALLOC_OBJECT_SITE":"\([^"]*+0x[0-9a-f]*\)".*/\1/p')
 	[ -n "$site" ] || fail "$name: the violation names no site: $v"
 	proposed "$site" "$T/$name.conf" || fail "$name: site $site is not in the proposal"
+	wrappers_of "$T/$name.conf" | grep -q "[\":]${site%+0x*}\"\|${site%+0x*}.*:+0x${site##*+0x}\"" &&
+		fail "$name: the kept configuration was charged to a wrapper, $site"
 	pass "$name: learn, propose ($sites; pool config $learned bytes), enforce under load without a kill (pool config: $bytes bytes of pages read-only at its first trigger), a write into the kept configuration killed in $site"
 }
 
