@@ -377,14 +377,15 @@ static size_t propose_pool(FILE *f, const struct plist *l, size_t k, uint64_t *r
 			fprintf(f, "      #   %s: %zu call site%s, %" PRIu64 " objects, %" PRIu64 " bytes\n", p->site,
 				calls, calls == 1 ? "" : "s", o, by);
 			put_rule(b, p, true, &first);
+			bytes += by;         /* every call site of the function, once */
 		} else {
 			fprintf(f, "      #   %s+0x%" PRIx64 "%s%s: %" PRIu64 " objects, %" PRIu64 " bytes%s\n",
 				base_name(p->object), p->offset, p->named ? " in " : "", p->named ? p->site : "",
 				p->objects, p->bytes,
 				p->named ? " (by offset: other calls in that function were written)" : "");
 			put_rule(b, p, false, &first);
+			bytes += p->bytes;
 		}
-		bytes += p->bytes;
 		kept++;
 	}
 	fclose(b);

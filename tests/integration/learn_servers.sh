@@ -139,6 +139,12 @@ cycle() {
 	"$B/pmallocctl" check "$T/$name.conf" >"$T/check" 2>&1 || fail "$name: check: $(cat "$T/check")"
 	grep -qi warning "$T/check" && fail "$name: check warns: $(cat "$T/check")"
 	sites=$(sed -n 's/^# \([0-9]*\) sites in .* pools, \([0-9]*\) bytes protected when learned\./\1 sites, \2 bytes/p' "$T/$name.conf")
+	# The totals add up the sites listed (a function named once for all
+	# its call sites counts all of them).
+	n=$(grep '^ *#   ' "$T/$name.conf" | grep -v 'left out\|#   pool "' |
+		sed -n 's/.* objects, \([0-9]*\) bytes.*/\1/p' | awk '{ t += $1 } END { print t + 0 }')
+	[ "$n bytes" = "${sites##*, }" ] ||
+		fail "$name: the sites listed hold $n bytes, the total says ${sites##*, }"
 	learned=$(sed -n 's/^ *#   pool "config": [0-9]* sites, \([0-9]*\) bytes protected when learned$/\1/p' "$T/$name.conf")
 	[ "${learned:-0}" -ge "$min" ] ||
 		fail "$name: the proposal's pool config holds ${learned:-no} bytes, expected $min or more: $(grep '^ *#' "$T/$name.conf")"
