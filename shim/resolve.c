@@ -501,8 +501,13 @@ static struct policy_site *wrapper_call(const char *w)
 	s->build_id = at ? strndup(at + 1, (size_t)(colon - at - 1)) : NULL;
 	s->offset = strtoull(colon + 4, NULL, 16);
 	s->by_offset = true;
-	if (!s->object || !s->function || (at && !s->build_id))
+	if (!s->object || !s->function || (at && !s->build_id)) {
+		free(s->object);
+		free(s->function);
+		free(s->build_id);
+		free(s);
 		return NULL;
+	}
 	for (char *p = s->build_id; p && *p; p++)
 		*p = (char)(*p >= 'A' && *p <= 'F' ? *p - 'A' + 'a' : *p);
 	return s;
