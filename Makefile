@@ -214,8 +214,8 @@ $(B)/tests/%: tests/unit/%.c $(SHIM_LIB) $(SHIM_LIB).$(SOVERSION) $(SHARED_OBJS)
 
 # Small programs the tests run, built as someone else would build them:
 # no pmalloc headers unless they use the API, symbols kept (not stripped).
-# wire_client reads the policy image pmallocd hands out as the shim does.
-$(B)/progs/wire_client: shim/policy_image.c shim/policy_image.h
+# wire_client and image_probe read policy images as the shim does.
+$(B)/progs/wire_client $(B)/progs/image_probe: shim/policy_image.c shim/policy_image.h
 $(B)/progs/%: tests/progs/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O0 -g -Wall $(WERROR_FLAG) -Iinclude -o $@ $(filter %.c,$^) -L$(B) -Wl,-rpath,'$$ORIGIN/..' \

@@ -165,6 +165,10 @@ int client_wait(unsigned int timeout_ms, void **ret_image, size_t *ret_len, uint
 		(void)os_wait_fd(pending_fd, POLLIN, left_ms > INT_MAX ? INT_MAX : (int)left_ms, &revents);
 	}
 	r = n < 0 ? -errno : read_answer(buf, n, ret_image, ret_len, ret_generation);
+	/* No stale copy of the policy is left in writable memory: the one the
+	 * shim reads is the read-only copy init.c makes. */
+	if (n > 0)
+		explicit_bzero(buf, (size_t)n < PMW_MAX_MSG + 1 ? (size_t)n : PMW_MAX_MSG + 1);
 	free(buf);
 	if (r < 0) {
 		client_abandon();

@@ -247,7 +247,9 @@ void shim_init(void)
 		int r = arm(&in);
 		if (r < 0)
 			debug_printf("cannot arm the policy for %s: %s; running unprotected", exe, strerror(-r));
-		free(in.image);                  /* the armed copy is the state's */
+		/* The armed copy is the state's, read-only: none stays writable. */
+		explicit_bzero(in.image, in.len);
+		free(in.image);
 	}
 	shim_busy_leave(busy);
 	errno = saved;
