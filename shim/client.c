@@ -1,6 +1,7 @@
 /*
  * client.c - the shim's side of pmallocd: the start-up handshake that
- * fetches this process's policy, and the reports sent afterwards (pool
+ * fetches this process's policy (its image, validated by client_decode.c;
+ * never text to parse), and the reports sent afterwards (pool
  * protected; write fault, from the signal handler).  With no daemon,
  * reports go to the journal directly (journal.c).
  *

@@ -155,7 +155,6 @@ static int arm(const struct policy_image_buf *in)
 	const struct pimg_header *img = (const void *)((char *)mem + state_len);
 	st->image = img;
 	st->generation = in->generation;
-	st->match_all = -1;
 	st->start_ns = os_monotonic_ns(false);
 	const char *policy_name = pimg_policy_name(img);
 	debug_printf("policy \"%s\" (%s, %s)%s", policy_name, policy_mode_name(img->mode),
@@ -199,12 +198,6 @@ static int arm(const struct policy_image_buf *in)
 		st->call_mask |= sp->call_mask;
 		if (img->mode == POLICY_MODE_LEARN)
 			st->has_manual = true;   /* read pmallocd's orders: pmallocctl learn-flush */
-		for (size_t s = 0; s < pp->n_sites; s++) {
-			const struct pimg_site *site = pimg_pool_site(img, pp, s);
-			if (site->object.off == PIMG_NONE && strcmp(pimg_str(img, site->function), "*") == 0 &&
-			    st->match_all < 0)
-				st->match_all = (int)i;
-		}
 		debug_printf("pool \"%s\": %u sites, %u wrappers, %u triggers, max_bytes %llu",
 			     pimg_str(img, pp->name), pp->n_sites, pp->n_wrappers, pp->n_triggers,
 			     (unsigned long long)pp->max_bytes);

@@ -586,7 +586,7 @@ static void resolve_lock_drop(void)
 	pthread_mutex_unlock(&resolve_lock);
 }
 
-int resolve_init(const struct shim_state *st)
+int resolve_init(struct shim_state *st)
 {
 	state = st;
 	pthread_atfork(resolve_lock_take, resolve_lock_drop, resolve_lock_drop);
@@ -596,6 +596,19 @@ int resolve_init(const struct shim_state *st)
 	/* The rules, read from the policy's image (read-only, like the state):
 	 * wrappers first, so a function named both ways is looked through. */
 	const struct pimg_header *img = st->image;
+	/* The first pool with the site "*" (any function of any object) takes
+	 * whatever no other rule names, without symbols. */
+	st->match_all = -1;
+	for (size_t i = 0; i < st->n_pools && st->match_all < 0; i++) {
+		const struct pimg_pool *pp = pimg_pool(img, i);
+		for (size_t s = 0; s < pp->n_sites; s++) {
+			const struct pimg_site *site = pimg_pool_site(img, pp, s);
+			if (site->object.off == PIMG_NONE && strcmp(pimg_str(img, site->function), "*") == 0) {
+				st->match_all = (int)i;
+				break;
+			}
+		}
+	}
 	for (size_t i = 0; i < st->n_pools; i++) {
 		const struct pimg_pool *pp = pimg_pool(img, i);
 		for (size_t w = 0; w < pp->n_wrappers; w++)

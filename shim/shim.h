@@ -80,8 +80,9 @@ struct site_hit resolve_through_wrapper(uintptr_t ra);
 /* After dlclose: forget the ranges of objects no longer loaded and decide
  * every call site again (another object may now sit at the same place). */
 void resolve_forget_unloaded(void);
-/* Read the rules of the armed policy; scans the objects loaded now. */
-int resolve_init(const struct shim_state *st);
+/* Read the rules of the policy being armed from its image (and set
+ * st->match_all); scans the objects loaded now.  Before st is read-only. */
+int resolve_init(struct shim_state *st);
 
 /* trigger.c */
 void trigger_call(enum policy_call c);
