@@ -1184,16 +1184,12 @@ int main(void)
 	tcase_add_test(tc, test_match_no_criterion);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("image round trip");
+	tc = tcase_create("image");
 	tcase_add_unchecked_fixture(tc, tmpdir_setup, tmpdir_teardown);
 	tcase_add_test(tc, test_round_trip_spec_example);
 	tcase_add_test(tc, test_round_trip_all_options);
 	tcase_add_test(tc, test_round_trip_match_policies);
 	tcase_add_test(tc, test_offset_sites);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("image");
-	tcase_add_unchecked_fixture(tc, tmpdir_setup, tmpdir_teardown);
 	tcase_add_test(tc, test_image_round_trip_fixture);
 	tcase_add_test(tc, test_image_truncated);
 	tcase_add_test(tc, test_image_bad_header);
