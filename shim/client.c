@@ -197,7 +197,7 @@ void client_notify_protected(size_t i, const char *trigger, size_t new_bytes)
 	memset(&m, 0, sizeof(m));
 	pmw_header_init(&m.h, PMW_PROTECTED, sizeof(m));
 	copy_name(m.policy, sizeof(m.policy), pimg_policy_name(st->image));
-	copy_name(m.pool, sizeof(m.pool), p->name);
+	copy_name(m.pool, sizeof(m.pool), pimg_pool_name(st->image, i));
 	copy_name(m.trigger, sizeof(m.trigger), trigger);
 	m.generation = st->generation;
 	m.new_bytes = new_bytes;

@@ -138,7 +138,7 @@ static int load_policy(const char *exe, const char *comm, struct policy_image_bu
  * copied there and validated again in place (what is armed is what was
  * checked), then the whole is made read-only, and sealed under
  * protection = "seal" where mseal(2) exists. */
-static int arm(const struct policy_image_buf *in)
+static int arm(const struct policy_image_buf *in, const char *exe)
 {
 	void *mem;
 	size_t state_len = ALIGN_UP(sizeof(struct shim_state), 64);
@@ -157,8 +157,8 @@ static int arm(const struct policy_image_buf *in)
 	st->generation = in->generation;
 	st->start_ns = os_monotonic_ns(false);
 	const char *policy_name = pimg_policy_name(img);
-	debug_printf("policy \"%s\" (%s, %s)%s", policy_name, policy_mode_name(img->mode),
-		     img->protection == POLICY_PROT_SEAL ? "seal" : "mprotect",
+	debug_printf("policy \"%s\" (%s, %s) applies to %s%s", policy_name, policy_mode_name(img->mode),
+		     img->protection == POLICY_PROT_SEAL ? "seal" : "mprotect", exe,
 		     in->generation ? ", from pmallocd" : "");
 	if (img->n_pools > SHIM_POOLS_MAX) {
 		say("policy \"%s\" has %u pools, more than the %d supported; running unprotected",
@@ -237,7 +237,7 @@ void shim_init(void)
 
 	struct policy_image_buf in = { 0 };
 	if (load_policy(exe, comm, &in) > 0) {
-		int r = arm(&in);
+		int r = arm(&in, exe);
 		if (r < 0)
 			debug_printf("cannot arm the policy for %s: %s; running unprotected", exe, strerror(-r));
 		/* The armed copy is the state's, read-only: none stays writable. */
