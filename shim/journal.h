@@ -23,7 +23,7 @@ void journal_note_dropped(void);
 /* learn mode: one site's result (learn.c), normal context. */
 struct journal_learned {
 	const char *policy, *pool, *site, *object, *build_id, *triggers, *exe, *reason;
-	char *const *wrappers;      /* the pool's wrapper rules: one PMALLOC_WRAPPER each */
+	const char *const *wrappers;   /* the pool's wrapper rules: one PMALLOC_WRAPPER each */
 	size_t n_wrappers;
 	uint64_t offset, objects, bytes;
 	bool written, named;
