@@ -3,8 +3,11 @@
  * journal (one entry per site: MESSAGE_ID MID_LEARNED) to a
  * complete, commented policy file for one executable, in enforce mode.
  *
- * A site is proposed when it allocated before its pool's trigger and no
- * process ever wrote its memory after protection.  Sites are named by
+ * A site is proposed when it allocated before its pool's trigger, no
+ * process ever wrote its memory after protection, and it did not go on
+ * allocating after the first trigger (PMALLOC_OBJECTS_LATE: its objects
+ * come and go with the load, and a slower client than those learned from
+ * could write one after protection).  Sites are named by
  * function where the shim found a symbol and no call site of that function
  * was written; otherwise by offset, pinned to the object's build-id.  Each
  * pool keeps the learn policy's wrappers (the sites learned are their
@@ -39,6 +42,7 @@ struct psite {
 	char *pool, *site, *object, *build_id, *triggers;
 	char *wrappers;             /* the pool's wrapper rules, each ending in '\n' */
 	uint64_t offset, objects, bytes;
+	uint64_t late;              /* objects protected after the pool's first trigger */
 	bool named, written;
 };
 
@@ -113,6 +117,7 @@ static int add_entry(struct plist *l, sd_journal *j)
 		.offset = ctl_learned_u64(j, "PMALLOC_SITE_OFFSET"),
 		.objects = ctl_learned_u64(j, "PMALLOC_OBJECTS"),
 		.bytes = ctl_learned_u64(j, "PMALLOC_BYTES"),
+		.late = ctl_learned_u64(j, "PMALLOC_OBJECTS_LATE"),
 		.named = ctl_learned_u64(j, "PMALLOC_SITE_NAMED") == 1,
 		.written = ctl_learned_u64(j, "PMALLOC_WRITTEN") == 1,
 	};
@@ -131,6 +136,7 @@ static int add_entry(struct plist *l, sd_journal *j)
 			q->objects = q->objects > p.objects ? q->objects : p.objects;
 			q->bytes = q->bytes > p.bytes ? q->bytes : p.bytes;
 			q->written |= p.written;
+			q->late = q->late > p.late ? q->late : p.late;
 			if (p.named && !q->named) {
 				free(q->site);
 				q->site = p.site;
@@ -204,12 +210,14 @@ static const char *object_glob(const char *path)
 	return b[0] && !strpbrk(b, "*?[]:\\\"@") ? b : NULL;
 }
 
-/* Was any call site of function fn (in object) written? */
+/* Was any call site of function fn (in object) written, or allocating
+ * after the trigger (left out: a name would take it too)? */
 static bool function_written(const struct plist *l, const struct psite *p)
 {
 	for (size_t i = 0; i < l->n; i++) {
 		const struct psite *q = &l->s[i];
-		if (q->named && q->written && strcmp(q->pool, p->pool) == 0 && strcmp(q->site, p->site) == 0 &&
+		if (q->named && (q->written || q->late) && strcmp(q->pool, p->pool) == 0 &&
+		    strcmp(q->site, p->site) == 0 &&
 		    strcmp(q->object, p->object) == 0)
 			return true;
 	}
@@ -297,11 +305,11 @@ static bool plain(const char *s)
 }
 
 /* A cap for a pool that held `learned` bytes when learned: twice that,
- * rounded up to whole MiB, at least 1 MiB.  A site may allocate again
- * while the program serves (nginx's request pools come from the same call
- * sites as its configuration's blocks): pool memory is never reused, so
- * without a cap such a pool would grow for as long as the program runs.
- * Past the cap, allocations go to the heap. */
+ * rounded up to whole MiB, at least 1 MiB.  A site may still allocate
+ * while the program serves where learning did not see it do so (a reload,
+ * a load not learned from): pool memory is never reused, so without a cap
+ * such a pool could grow for as long as the program runs.  Past the cap,
+ * allocations go to the heap. */
 #define CAP_UNIT ((uint64_t)1 << 20)
 static uint64_t cap_for(uint64_t learned)
 {
@@ -368,6 +376,13 @@ static size_t propose_pool(FILE *f, const struct plist *l, size_t k, uint64_t *r
 				p->objects, p->bytes);
 			continue;
 		}
+		if (p->late) {
+			fprintf(f, "      #   left out %s (%s+0x%" PRIx64 "): %" PRIu64 " objects, %" PRIu64
+				" bytes, %" PRIu64 " of them after the first trigger: it allocates while the "
+				"program serves, and a slower client could write one after protection\n",
+				p->site, base_name(p->object), p->offset, p->objects, p->bytes, p->late);
+			continue;
+		}
 		if (p->named && !function_written(l, p)) {
 			if (!first_of_function(l, i))
 				continue;
@@ -382,7 +397,7 @@ static size_t propose_pool(FILE *f, const struct plist *l, size_t k, uint64_t *r
 			fprintf(f, "      #   %s+0x%" PRIx64 "%s%s: %" PRIu64 " objects, %" PRIu64 " bytes%s\n",
 				base_name(p->object), p->offset, p->named ? " in " : "", p->named ? p->site : "",
 				p->objects, p->bytes,
-				p->named ? " (by offset: other calls in that function were written)" : "");
+				p->named ? " (by offset: other calls in that function are not proposed)" : "");
 			put_rule(b, p, false, &first);
 			bytes += p->bytes;
 		}

@@ -370,6 +370,7 @@ void journal_learned(const struct journal_learned *m)
 	field_u64(&f, "PMALLOC_OBJECTS", m->objects, false);
 	field_u64(&f, "PMALLOC_BYTES", m->bytes, false);
 	field_u64(&f, "PMALLOC_WRITTEN", m->written, false);
+	field_u64(&f, "PMALLOC_OBJECTS_LATE", m->late, false);
 	field(&f, "PMALLOC_TRIGGERS", m->triggers);
 	for (size_t i = 0; i < m->n_wrappers; i++)
 		field(&f, "PMALLOC_WRAPPER", m->wrappers[i]);

@@ -26,6 +26,7 @@ struct journal_learned {
 	const char *const *wrappers;   /* the pool's wrapper rules: one PMALLOC_WRAPPER each */
 	size_t n_wrappers;
 	uint64_t offset, objects, bytes;
+	uint64_t late;              /* objects protected after the pool's first protect */
 	bool written, named;
 };
 void journal_learned(const struct journal_learned *m);

@@ -38,6 +38,11 @@
 static const struct shim_state *learn_st;
 static _Atomic unsigned char *written;   /* per site id - 1: 1 once written after protection */
 static _Atomic uint64_t *opened;         /* per arena page: made writable by learning */
+/* Per site id - 1: its objects at its pool's first protect (learn_note_protect),
+ * so that a flush tells the sites that went on allocating while the program
+ * served: their memory comes and goes with the load. */
+static _Atomic uint32_t *early;
+static _Atomic unsigned char snapped[PIMG_POOLS_MAX];    /* per pool: early counted */
 static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
 
 bool learn_active(void)
@@ -91,14 +96,16 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 
 void learn_init(const struct shim_state *st)
 {
-	void *w, *o;
+	void *w, *o, *e;
 	size_t words = (arena_size / os_page_size + 63) / 64;
-	if (os_map(SITE_SLOTS, &w) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0) {
+	if (os_map(SITE_SLOTS, &w) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0 ||
+	    os_map(SITE_SLOTS * sizeof(*early), &e) < 0) {
 		debug_printf("learn mode: no memory for its tables; pools enforce");
 		return;
 	}
 	written = w;
 	opened = o;
+	early = e;
 	learn_st = st;
 	fault_set_learn_hook(learn_let_through);
 }
@@ -108,7 +115,7 @@ struct lsite {
 	uintptr_t ra;
 	uint16_t id;
 	int pool;
-	uint64_t objects, bytes;
+	uint64_t objects, bytes, late;
 	bool written;
 	uintptr_t bias;
 	const char *object;              /* interned in objs */
@@ -194,8 +201,21 @@ static int name_sites(void *arg, const char *name, uintptr_t start, size_t size)
 	return 0;
 }
 
-/* Per-site counts of pool i: objects below each span's protected mark. */
-static void count_pool(size_t i, struct lsite *acc)
+/* One object of site id in pool i: into acc, or only counted into objs. */
+static void tally(struct lsite *acc, _Atomic uint32_t *objs, uint16_t id, size_t bytes, size_t i)
+{
+	if (objs) {
+		atomic_fetch_add_explicit(&objs[id - 1], 1, memory_order_relaxed);
+		return;
+	}
+	acc[id - 1].objects++;
+	acc[id - 1].bytes += bytes;
+	acc[id - 1].pool = (int)i;
+}
+
+/* Per-site counts of pool i: objects below each span's protected mark,
+ * into acc (a flush) or, objects only, into objs (the first protect). */
+static void count_pool(size_t i, struct lsite *acc, _Atomic uint32_t *objs)
 {
 	struct pmalloc_pool *p = learn_st->pools[i].pool;
 	pthread_mutex_lock(&p->lock);
@@ -203,11 +223,8 @@ static void count_pool(size_t i, struct lsite *acc)
 		size_t prot = atomic_load_explicit(&s->prot, memory_order_acquire);
 		if (atomic_load_explicit(&s->single, memory_order_acquire)) {
 			uint16_t id = s->single_site;
-			if (id != SITE_NONE && id <= SITE_SLOTS && s->single_off < prot) {
-				acc[id - 1].objects++;
-				acc[id - 1].bytes += s->single_size;
-				acc[id - 1].pool = (int)i;
-			}
+			if (id != SITE_NONE && id <= SITE_SLOTS && s->single_off < prot)
+				tally(acc, objs, id, s->single_size, i);
 			continue;
 		}
 		if (!s->recs)
@@ -223,9 +240,7 @@ static void count_pool(size_t i, struct lsite *acc)
 			uint16_t id = (uint16_t)r;
 			if (id == SITE_NONE || id > SITE_SLOTS)
 				continue;
-			acc[id - 1].objects++;
-			acc[id - 1].bytes += ((r >> REC_SIZE_SHIFT) & REC_MAX_GRANULES) << ARENA_GRANULE_SHIFT;
-			acc[id - 1].pool = (int)i;
+			tally(acc, objs, id, ((r >> REC_SIZE_SHIFT) & REC_MAX_GRANULES) << ARENA_GRANULE_SHIFT, i);
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -262,7 +277,7 @@ static void flush_locked(const char *reason)
 	if (!acc)
 		return;
 	for (size_t i = 0; i < st->n_pools; i++)
-		count_pool(i, acc);
+		count_pool(i, acc, NULL);
 	for (size_t k = 0; k < SITE_SLOTS; k++)
 		if (acc[k].objects) {
 			struct lsite *l = &acc[c.n++];
@@ -270,6 +285,8 @@ static void flush_locked(const char *reason)
 			l->id = (uint16_t)(k + 1);
 			l->ra = site_address(l->id);
 			l->written = atomic_load_explicit(&written[k], memory_order_relaxed);
+			uint32_t before = atomic_load_explicit(&early[k], memory_order_relaxed);
+			l->late = snapped[l->pool] && l->objects > before ? l->objects - before : 0;
 			l->object = NULL;
 			l->func[0] = l->build_id[0] = '\0';
 		}
@@ -318,6 +335,7 @@ static void flush_locked(const char *reason)
 			.build_id = l->build_id, .triggers = trig, .exe = c.exe, .reason = reason,
 			.wrappers = wrappers, .n_wrappers = n_wrappers,
 			.offset = l->object ? l->ra - l->bias : l->ra, .objects = l->objects, .bytes = l->bytes,
+			.late = l->late,
 			.written = l->written, .named = l->func[0] != '\0',
 		};
 		journal_learned(&j);
@@ -325,6 +343,15 @@ static void flush_locked(const char *reason)
 	debug_printf("learn: %zu sites written to the journal (%s)", c.n, reason);
 	free(c.objs);
 	free(acc);
+}
+
+void learn_note_protect(size_t i)
+{
+	if (!learn_st || i >= ARRAY_SIZE(snapped) || atomic_exchange(&snapped[i], 1))
+		return;
+	int busy = shim_busy_enter();
+	count_pool(i, NULL, early);
+	shim_busy_leave(busy);
 }
 
 void learn_flush(const char *reason)

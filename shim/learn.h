@@ -21,6 +21,9 @@ void learn_init(const struct shim_state *st);
  * let it through (the page is now writable), false when the pool does not
  * learn.  Async-signal-safe: bit operations and one mprotect. */
 bool learn_let_through(const struct pool_hit *hit, uintptr_t addr);
+/* Pool i was protected (a trigger): the first time, count its objects per
+ * site, so that the flush can tell what came after.  Normal context. */
+void learn_note_protect(size_t i);
 /* Write one journal entry per learned site (reason: "exit", "exec",
  * "learn-flush").  Normal context only: reads symbol files, allocates
  * with the shim's guard set. */
