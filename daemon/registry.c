@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "registry.h"
 #include "list.h"
+#include "rules.h"
 #include "strbuf.h"
 
 #include <errno.h>
@@ -27,6 +28,7 @@ static void entry_free(struct proc_entry *e)
 	free(e->cgroup);
 	free(e->pools);
 	free(e->handed_pools);
+	rules_free(e->rules);
 	free(e);
 }
 

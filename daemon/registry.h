@@ -65,6 +65,7 @@ struct proc_entry {
 	 * without a hand-out; freed when the entry retires. */
 	char *handed_pools;
 	size_t handed_pools_len;
+	struct proc_rules *rules;        /* rules.c's: what it said of its rules and sites; NULL */
 };
 
 struct registry {

@@ -34,6 +34,7 @@
 #include "log.h"
 #include "proc.h"
 #include "protect.h"
+#include "rules.h"
 #include "violation.h"
 #include "wire.h"
 #include "wire_decode.h"
@@ -418,7 +419,23 @@ static int handle_status_req(struct client *c)
 
 	c->server->counters.status_requests++;
 	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
-	c->server->manager->render_status(c->server->manager, &text, c->uid);
+	c->server->manager->render_status(c->server->manager, &text, c->uid, 0);
+	return send_status_text(c, text.len, "status");
+}
+
+/* pmallocctl status PID: the detail view of one process (status.c). */
+static int handle_status_pid_req(struct client *c, const struct pmw_status_pid_req *m)
+{
+	struct pmw_status *out = (struct pmw_status *)tx_buf;
+	struct strbuf text;
+
+	if (m->pid <= 0 || m->reserved != 0) {
+		client_drop(c, malformed, "STATUS_PID_REQ with bad fields, dropped", client_drop_args(c));
+		return -EINVAL;
+	}
+	c->server->counters.status_requests++;
+	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
+	c->server->manager->render_status(c->server->manager, &text, c->uid, m->pid);
 	return send_status_text(c, text.len, "status");
 }
 
@@ -550,6 +567,27 @@ static int handle_report(struct client *c, struct pmw_report *m, const struct uc
 	return 0;
 }
 
+/* What a process says of its rules and sites (rules.c keeps it): checked
+ * like a report, its pools those handed out on this connection. */
+static int handle_rules(struct client *c, struct pmw_rules *m, const struct ucred *cred)
+{
+	struct proc_entry *e;
+	int r;
+
+	if (wire_check_rules(m) < 0) {
+		client_drop(c, malformed, "RULES with out-of-range fields, dropped", client_drop_args(c));
+		return -EINVAL;
+	}
+	e = sender_entry(c, cred);
+	if (!e)
+		return 0;                /* counted by budget.c */
+	r = rules_take(e, m, now_usec(c->server));
+	if (r == -EPERM)
+		client_drop(c, forged, "RULES naming a policy or pool not handed to it, refused",
+			    client_drop_args(c));
+	return 0;                        /* -EBUSY: counted with the entry; -ENOMEM: not kept */
+}
+
 static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 {
 	struct pmw_header *h = (struct pmw_header *)rx_buf;
@@ -591,12 +629,16 @@ static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 			return handle_status_req(c);
 		if (h->type == PMW_PROTECT_REQ)
 			return handle_protect_req(c, (struct pmw_protect_req *)rx_buf);
+		if (h->type == PMW_STATUS_PID_REQ)
+			return handle_status_pid_req(c, (struct pmw_status_pid_req *)rx_buf);
 		break;
 	case CLIENT_SERVED:
 		if (h->type == PMW_PROTECTED)
 			return handle_protected(c, (struct pmw_protected *)rx_buf, cred);
 		if (h->type == PMW_REPORT)
 			return handle_report(c, (struct pmw_report *)rx_buf, cred);
+		if (h->type == PMW_RULES)
+			return handle_rules(c, (struct pmw_rules *)rx_buf, cred);
 		break;
 	}
 	client_drop(c, out_of_order, "type %u message out of order (%s), dropped", client_drop_args(c),

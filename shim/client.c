@@ -22,6 +22,7 @@
 #include "journal.h"
 #include "fmt.h"
 #include "report.h"
+#include "rules_msg.h"
 #include "wire.h"
 
 #include <dlfcn.h>
@@ -66,6 +67,11 @@ static bool send_to_daemon(const void *msg, size_t len)
 	if (!client_fd_valid())
 		return false;
 	return send(client_fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len;
+}
+
+bool client_send_msg(const void *msg, size_t len)
+{
+	return send_to_daemon(msg, len);
 }
 
 static void keep_connection(int fd)
@@ -200,6 +206,8 @@ void client_notify_protected(size_t i, const char *trigger, size_t new_bytes)
 	m.objects = t.objects;
 	if (!send_to_daemon(&m, sizeof(m)))
 		journal_protected(&m);
+	else
+		rules_msg_send(RULES_MSG_SITES);     /* what this protect covered, per site */
 }
 
 /* The build-id of the object mapped at [start, end), read from its program

@@ -20,6 +20,7 @@
 #include "heap.h"
 #include "learn.h"
 #include "os.h"
+#include "rules_msg.h"
 #include "pmalloc.h"
 
 #include <errno.h>
@@ -232,6 +233,8 @@ void shim_init(void)
 			if (r < 0)
 				debug_printf("cannot arm policy \"%s\": %s; running unprotected", pol->name,
 					     strerror(-r));
+			else
+				rules_msg_send(RULES_MSG_RULES);   /* after the handshake: for status */
 		}
 	}
 	shim_busy_leave(busy);

@@ -24,6 +24,7 @@
 #include "fault.h"
 #include "journal.h"
 #include "os.h"
+#include "pool_sites.h"
 #include "shim.h"
 #include "site.h"
 #include "symtab.h"
@@ -195,40 +196,25 @@ static int name_sites(void *arg, const char *name, uintptr_t start, size_t size)
 }
 
 /* Per-site counts of pool i: objects below each span's protected mark. */
+struct count_ctx {
+	struct lsite *acc;
+	int pool;
+};
+
+static void count_object(void *arg, uint16_t id, size_t bytes)
+{
+	struct count_ctx *c = arg;
+	if (id == SITE_NONE || id > SITE_SLOTS)
+		return;
+	c->acc[id - 1].objects++;
+	c->acc[id - 1].bytes += bytes;
+	c->acc[id - 1].pool = c->pool;
+}
+
 static void count_pool(size_t i, struct lsite *acc)
 {
-	struct pmalloc_pool *p = learn_st->pools[i].pool;
-	pthread_mutex_lock(&p->lock);
-	for (struct span *s = p->first; s; s = s->next) {
-		size_t prot = atomic_load_explicit(&s->prot, memory_order_acquire);
-		if (atomic_load_explicit(&s->single, memory_order_acquire)) {
-			uint16_t id = s->single_site;
-			if (id != SITE_NONE && id <= SITE_SLOTS && s->single_off < prot) {
-				acc[id - 1].objects++;
-				acc[id - 1].bytes += s->single_size;
-				acc[id - 1].pool = (int)i;
-			}
-			continue;
-		}
-		if (!s->recs)
-			continue;
-		uint32_t g0 = (uint32_t)(s->base >> ARENA_GRANULE_SHIFT);
-		for (size_t k = 0; k < s->bytes >> ARENA_GRANULE_SHIFT; k++) {
-			uint64_t r = __atomic_load_n(&s->recs[k], __ATOMIC_ACQUIRE);
-			if (!r)
-				break;
-			size_t off = (size_t)(uint32_t)((uint32_t)(r >> REC_START_SHIFT) - g0) << ARENA_GRANULE_SHIFT;
-			if (off >= prot)
-				break;           /* records are in address order */
-			uint16_t id = (uint16_t)r;
-			if (id == SITE_NONE || id > SITE_SLOTS)
-				continue;
-			acc[id - 1].objects++;
-			acc[id - 1].bytes += ((r >> REC_SIZE_SHIFT) & REC_MAX_GRANULES) << ARENA_GRANULE_SHIFT;
-			acc[id - 1].pool = (int)i;
-		}
-	}
-	pthread_mutex_unlock(&p->lock);
+	struct count_ctx c = { acc, (int)i };
+	pool_sites_walk(learn_st->pools[i].pool, true, count_object, &c);
 }
 
 static void triggers_text(const struct policy_pool *pp, char *buf, size_t len)

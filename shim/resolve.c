@@ -21,6 +21,7 @@
 #include "site.h"
 #include "symtab.h"
 #include "journal.h"
+#include "rules_msg.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -38,6 +39,7 @@
 
 struct rule {
 	int route;                  /* pool index, or SITE_ROUTE_WRAPPER */
+	int pool;                   /* the pool whose rule it is (a wrapper's too) */
 	const char *object;         /* glob or NULL */
 	const char *function;       /* glob; the text "+0xOFFSET" of an offset site */
 	const struct policy_site *site;  /* NULL for wrappers */
@@ -419,7 +421,12 @@ static void ensure_scanned(uintptr_t a)
 	 * object is loaded, and dlclose cannot run under the shim's guard. */
 	struct phdr_query q = { lm->l_addr, key_name, NULL, 0 };
 	dl_iterate_phdr(find_phdrs, &q);
+	size_t unmatched = resolve_unmatched();
 	scan_object(lm->l_addr, key_name, path ? path : "?", lm->l_ld, q.ph, q.phnum, false);
+	/* pmallocd shows which rules matched: tell it when a dlopen'ed
+	 * object resolves one that nothing matched before. */
+	if (resolve_unmatched() < unmatched)
+		rules_msg_send(RULES_MSG_RULES);
 }
 
 int resolve_route(uintptr_t ra, uint16_t id)
@@ -475,15 +482,16 @@ struct site_hit resolve_through_wrapper(uintptr_t ra)
 	return h;
 }
 
-static int add_rule(int route, const char *object, const char *function, const struct policy_site *site)
+static int add_rule(int route, int pool, const char *object, const char *function,
+		    const struct policy_site *site)
 {
 	struct rule *nr = realloc(rules, (n_rules + 1) * sizeof(*nr));
 	if (!nr)
 		return -ENOMEM;
 	rules = nr;
 	size_t prefix = strcspn(function, "*?[\\");
-	rules[n_rules++] = (struct rule){ route, object, function, site, prefix, function[prefix] == '\0',
-					  false };
+	rules[n_rules++] = (struct rule){ route, pool, object, function, site, prefix,
+					  function[prefix] == '\0', false };
 	return 0;
 }
 
@@ -594,7 +602,7 @@ int resolve_init(const struct shim_state *st)
 	/* Wrappers first: a function named both ways is looked through. */
 	for (size_t i = 0; i < st->n_pools; i++)
 		for (size_t w = 0; w < st->pools[i].spec->n_wrappers; w++)
-			if (add_rule(SITE_ROUTE_WRAPPER, NULL, st->pools[i].spec->wrappers[w], NULL) < 0)
+			if (add_rule(SITE_ROUTE_WRAPPER, (int)i, NULL, st->pools[i].spec->wrappers[w], NULL) < 0)
 				return -ENOMEM;
 	for (size_t i = 0; i < st->n_pools; i++) {
 		const struct policy_pool *pp = st->pools[i].spec;
@@ -602,7 +610,7 @@ int resolve_init(const struct shim_state *st)
 			const struct policy_site *site = &pp->sites[s];
 			if (!site->object && strcmp(site->function, "*") == 0 && st->match_all == (int)i)
 				continue;
-			if (add_rule((int)i, site->object, site->function, site) < 0)
+			if (add_rule((int)i, (int)i, site->object, site->function, site) < 0)
 				return -ENOMEM;
 			any_specific = true;
 		}
@@ -622,4 +630,35 @@ int resolve_init(const struct shim_state *st)
 					  rules[i].route >= 0 ? st->pools[rules[i].route].spec->name : "", kind, text);
 		}
 	return 0;
+}
+
+size_t resolve_n_rules(void)
+{
+	return n_rules;
+}
+
+size_t resolve_unmatched(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < n_rules; i++)
+		n += !rules[i].matched;
+	return n;
+}
+
+bool resolve_rule(size_t i, struct resolve_rule_view *ret)
+{
+	if (i >= n_rules)
+		return false;
+	const struct rule *r = &rules[i];
+	*ret = (struct resolve_rule_view){
+		.pool = r->pool,
+		.wrapper = r->route == SITE_ROUTE_WRAPPER,
+		.by_offset = r->site && r->site->by_offset,
+		.looked_up = any_specific,
+		.matched = r->matched,
+		.object = r->object,
+		.function = r->function,
+		.build_id = r->site ? r->site->build_id : NULL,
+	};
+	return true;
 }

@@ -1,0 +1,37 @@
+/*
+ * rules.h - what a served process said about its pools (PMW_RULES): each
+ * rule of its policy resolved or not, and its per-site table; kept with
+ * its registry entry for status (rules.c).
+ */
+#ifndef PMALLOCD_RULES_H
+#define PMALLOCD_RULES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "strbuf.h"
+#include "wire.h"
+
+#define RULES_BURST 10                   /* PMW_RULES a process may send ... */
+#define RULES_INTERVAL_USEC (10 * 1000000ULL)   /* ... per this long; the rest are counted */
+
+struct proc_entry;
+struct proc_rules;
+
+/* Take m (checked by wire_check_rules()) from e's process at now: 0 kept,
+ * -EPERM when it names a policy or pool not handed to e (nothing kept),
+ * -EBUSY over RULES_BURST (counted, nothing kept), -ENOMEM. */
+int rules_take(struct proc_entry *e, const struct pmw_rules *m, uint64_t now);
+void rules_free(struct proc_rules *r);
+
+/* After e's protected pools: the pools its rules name that no protect
+ * has reached, each as "    pool NAME: not protected yet" with its rules
+ * (below), then how many rules match nothing. */
+void rules_render_unprotected(struct strbuf *b, const struct proc_entry *e, bool detail);
+/* The rules of e's pool shown (escaped) as pool: a count line, each
+ * unresolved rule flagged, and with detail the resolved ones too. */
+void rules_render_pool(struct strbuf *b, const struct proc_entry *e, const char *pool, bool detail);
+/* e's per-site table (detail view), and what was not kept (rate limit). */
+void rules_render_sites(struct strbuf *b, const struct proc_entry *e, uint64_t now);
+
+#endif

@@ -1,0 +1,17 @@
+/*
+ * pool_sites.h - the objects a pool holds, by call site (pool_sites.c).
+ */
+#ifndef PMALLOC_POOL_SITES_H
+#define PMALLOC_POOL_SITES_H
+
+#include "common.h"
+#include "pool.h"
+
+/* fn(ctx, site, bytes) for each object of p, under p's lock (fn must not
+ * take it, nor call into the program); with protected_only, only the
+ * objects a protect has made read-only.  bytes: its size rounded up to
+ * the pool's granule.  Normal context only. */
+typedef void (*pool_site_fn)(void *ctx, uint16_t site, size_t bytes);
+void pool_sites_walk(struct pmalloc_pool *p, bool protected_only, pool_site_fn fn, void *ctx);
+
+#endif
