@@ -184,7 +184,7 @@ void rules_render_sites(struct strbuf *b, const struct proc_entry *e, uint64_t n
 		strbuf_puts(b, "    sites: none reported yet (a process reports its sites after each protect)\n");
 	} else {
 		strbuf_printf(b, "    sites: %" PRIu32 " of %" PRIu32 " listed, as of %" PRIu64
-			      "s ago (the last protect)\n", t->n, t->total, (now - t->usec) / 1000000u);
+			      "s ago (sent after a protect, at most one a second)\n", t->n, t->total, (now - t->usec) / 1000000u);
 		for (uint32_t i = 0; i < t->n; i++) {
 			text_escape(pool, sizeof(pool), t->rows[i].pool);
 			text_escape(text, sizeof(text), t->rows[i].text);

@@ -4,7 +4,9 @@
  * and whether it matched something loaded, sent once the policy is armed
  * (after the handshake, never on its path) and again when a dlopen'ed
  * object resolves a rule; and the call sites whose objects the pools hold,
- * with objects and bytes, sent after each protect (what it protected).
+ * with objects and bytes, sent after a protect (what it protected), at
+ * most once a second: a pool protected at every accept() must not pay a
+ * pass over its objects each time (status shows the table's age).
  *
  * Owns the rows' contents; client.c sends.  Without pmallocd nothing is
  * sent (resolve.c has said each unmatched rule in the journal already).
@@ -19,13 +21,17 @@
 #include "rules_msg.h"
 #include "fmt.h"
 #include "pool_sites.h"
+#include "os.h"
 #include "report.h"
 #include "shim.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#define SITES_EVERY_NS UINT64_C(1000000000)
+
 static struct pmw_rules msg;
+static _Atomic uint64_t sites_sent_ns;
 static atomic_flag msg_busy = ATOMIC_FLAG_INIT;
 static _Atomic unsigned int pending;      /* bit what: asked while busy */
 
@@ -207,6 +213,12 @@ void rules_msg_send(enum rules_msg_what what)
 	const struct shim_state *st = shim;
 	if (!st)
 		return;
+	if (what == RULES_MSG_SITES) {
+		uint64_t now = os_monotonic_ns(true), last = atomic_load(&sites_sent_ns);
+		if ((last && now - last < SITES_EVERY_NS) ||
+		    !atomic_compare_exchange_strong(&sites_sent_ns, &last, now))
+			return;
+	}
 	atomic_fetch_or(&pending, 1u << what);
 	int busy = shim_busy_enter();
 	/* Whoever holds the message sends what is pending, and looks again

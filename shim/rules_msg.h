@@ -10,8 +10,9 @@
 enum rules_msg_what { RULES_MSG_RULES = PMW_RULES_RULES, RULES_MSG_SITES = PMW_RULES_SITES };
 
 /* Send pmallocd the table what (PMW_RULES), when this process was served
- * by it; nothing otherwise.  Normal context only, never under the shim's
- * locks; never blocks. */
+ * by it; nothing otherwise (the sites: nothing either within a second of
+ * the last).  Normal context only, never under the shim's locks; never
+ * blocks. */
 void rules_msg_send(enum rules_msg_what what);
 
 #endif

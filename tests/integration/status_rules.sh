@@ -8,6 +8,9 @@
 # status PID shows every rule and the bytes and objects per call site; the
 # journal has the unmatched rule (the shim's entry) and the warnings
 # (pmallocd's, at load).  The process's rules stay in status once it exits.
+# A client's rules message is checked like a report: one naming a pool not
+# handed to it is refused as forged; past the rate, messages are counted
+# and not kept.
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
 
@@ -29,7 +32,9 @@ policies = (
     pools = ( { name = "cfg"; sites = [ "parse_confg", "load_config" ]; protect = [ "on-call:listen" ]; },
               { name = "later"; sites = [ "make_buffer" ]; protect = [ "manual" ]; } ); },
   { name = "link"; match = { exe = [ "$T/link-to-true" ]; };
-    pools = ( { name = "a"; sites = [ "f" ]; } ); }
+    pools = ( { name = "a"; sites = [ "f" ]; } ); },
+  { name = "demo"; match = { exe = [ "*/wire_client" ]; };
+    pools = ( { name = "config"; sites = [ "f" ]; } ); }
 );
 EOF
 start_daemon
@@ -116,6 +121,22 @@ grep -q '"PMALLOC_RULE":"parse_confg"' "$T/j" && grep -q '"PMALLOC_POOL":"cfg"' 
 wait_until 100 in_journal _PID="$DPID" MESSAGE_ID=$MID_POLICY PRIORITY=4 CONFIG_LINE=3 ||
 	fail "no journal warning for the bare exe glob"
 pass "the journal has the unmatched site (from the process) and the exe glob's warning (from pmallocd)"
+
+# A hostile client: its own pool, too often; then a pool it was not handed.
+"$WIRE" --socket "$SOCK" --rules config --rules-n $((10 + 5)) --hold 30000 >"$T/w1" 2>&1 &
+wpid=$!
+flood_seen() { "$CTL" status "$wpid" --socket "$SOCK" >"$T/w1status" 2>&1 &&
+	grep -q '(5 rules and sites messages over the rate limit, not kept)' "$T/w1status"; }
+wait_until 200 flood_seen || fail "rate limit not shown: $(cat "$T/w1status")"
+grep -qx '      unresolved: site typo_fn (no function of that name in any loaded object)' "$T/w1status" ||
+	fail "the client's own pool: $(cat "$T/w1status")"
+"$WIRE" --socket "$SOCK" --rules nosuch >"$T/w2" 2>&1 || fail "wire_client: $(cat "$T/w2")"
+forged() { "$CTL" status --socket "$SOCK" | grep -q '^dropped: .* 1 forged,'; }
+wait_until 200 forged || fail "a foreign pool not counted as forged: $("$CTL" status --socket "$SOCK")"
+"$CTL" status --socket "$SOCK" | grep -q 'nosuch' && fail "the foreign pool reached status"
+kill "$wpid"
+wait "$wpid" 2>/dev/null
+pass "a rules message naming a pool not handed out: refused as forged; past the rate: counted, not kept"
 
 exec 9>&-
 wait "$ppid" || fail "learn_prog exited $?: $(cat "$T/err")"
