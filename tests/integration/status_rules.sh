@@ -8,6 +8,7 @@
 # status PID shows every rule and the bytes and objects per call site; the
 # journal has the unmatched rule (the shim's entry) and the warnings
 # (pmallocd's, at load).  The process's rules stay in status once it exits.
+# A rule that a later dlopen resolves is shown resolved from then on.
 # A client's rules message is checked like a report: one naming a pool not
 # handed to it is refused as forged; past the rate, messages are counted
 # and not kept.
@@ -34,7 +35,9 @@ policies = (
   { name = "link"; match = { exe = [ "$T/link-to-true" ]; };
     pools = ( { name = "a"; sites = [ "f" ]; } ); },
   { name = "demo"; match = { exe = [ "*/wire_client" ]; };
-    pools = ( { name = "config"; sites = [ "f" ]; } ); }
+    pools = ( { name = "config"; sites = [ "f" ]; } ); },
+  { name = "plugin"; match = { exe = [ "*/ip_dlopen" ]; };
+    pools = ( { name = "plug"; sites = [ "plugin_init" ]; protect = [ "on-call:listen" ]; } ); }
 );
 EOF
 start_daemon
@@ -121,6 +124,19 @@ grep -q '"PMALLOC_RULE":"parse_confg"' "$T/j" && grep -q '"PMALLOC_POOL":"cfg"' 
 wait_until 100 in_journal _PID="$DPID" MESSAGE_ID=$MID_POLICY PRIORITY=4 CONFIG_LINE=3 ||
 	fail "no journal warning for the bare exe glob"
 pass "the journal has the unmatched site (from the process) and the exe glob's warning (from pmallocd)"
+
+# plugin_init is in a library loaded after start-up: unresolved at first,
+# resolved once the plugin allocates.
+PMALLOC_SOCKET=$SOCK PMALLOC_CONF=$T/nonexistent LD_PRELOAD=$SHIM "$B/progs/ip_dlopen" "$B/progs/libip_plugin.so" \
+	>"$T/dl.out" 2>"$T/dl.err" &
+dpid=$!
+wait "$dpid" || fail "ip_dlopen exited $?: $(cat "$T/dl.out" "$T/dl.err")"
+grep -q '^plugin_init: struct 1' "$T/dl.out" || fail "plugin_init's objects not protected: $(cat "$T/dl.out")"
+dl_resolved() { "$CTL" status "$dpid" --socket "$SOCK" >"$T/dl.status" 2>&1 &&
+	grep -qx '      resolved: site plugin_init' "$T/dl.status"; }
+wait_until 200 dl_resolved || fail "plugin_init not resolved after the dlopen: $(cat "$T/dl.status")"
+grep -q '^      unresolved:' "$T/dl.status" && fail "still unresolved: $(cat "$T/dl.status")"
+pass "a site in a dlopen'ed library: resolved in status once the library allocates"
 
 # A hostile client: its own pool, too often; then a pool it was not handed.
 "$WIRE" --socket "$SOCK" --rules config --rules-n $((10 + 5)) --hold 30000 >"$T/w1" 2>&1 &
