@@ -88,6 +88,28 @@ int rules_take(struct proc_entry *e, const struct pmw_rules *m, uint64_t now)
 	return 0;
 }
 
+int rules_inherit(struct proc_entry *child, const struct proc_entry *parent)
+{
+	const struct rules_table *from = parent->rules ? &parent->rules->rules : NULL;
+	struct proc_rules *r;
+
+	if (!from || !from->usec || child->rules)
+		return 0;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->rules = *from;
+	r->rules.rows = from->n ? malloc(from->n * sizeof(*from->rows)) : NULL;
+	if (from->n && !r->rules.rows) {
+		free(r);
+		return -ENOMEM;
+	}
+	if (from->n)
+		memcpy(r->rules.rows, from->rows, from->n * sizeof(*from->rows));
+	child->rules = r;
+	return 0;
+}
+
 static const char *kind_word(uint32_t kind)
 {
 	switch (kind) {

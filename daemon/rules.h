@@ -23,6 +23,9 @@ struct proc_rules;
  * -EBUSY over RULES_BURST (counted, nothing kept), -ENOMEM. */
 int rules_take(struct proc_entry *e, const struct pmw_rules *m, uint64_t now);
 void rules_free(struct proc_rules *r);
+/* A forked child's entry: its parent's rules table (the child inherited
+ * its resolution with its memory), not its sites.  0 or -ENOMEM. */
+int rules_inherit(struct proc_entry *child, const struct proc_entry *parent);
 
 /* After e's protected pools: the pools its rules name that no protect
  * has reached, each as "    pool NAME: not protected yet" with its rules

@@ -260,6 +260,7 @@ static struct proc_entry *sender_entry(struct client *c, const struct ucred *cre
 	if (c->entry->exe && proc_entry_set_exe(e, strdup(c->entry->exe), c->entry->exe_deleted) == 0)
 		e->exe_pid = e->exe ? c->pid : 0;
 	memcpy(e->comm, c->entry->comm, sizeof(e->comm));
+	(void)rules_inherit(e, c->entry);
 	(void)proc_read_stat(cred->pid, NULL, &e->starttime);
 	c->children[c->n_children++] = e;
 	return e;

@@ -8,7 +8,8 @@
 # status PID shows every rule and the bytes and objects per call site; the
 # journal has the unmatched rule (the shim's entry) and the warnings
 # (pmallocd's, at load).  The process's rules stay in status once it exits.
-# A rule that a later dlopen resolves is shown resolved from then on.
+# A rule that a later dlopen resolves is shown resolved from then on; a
+# forked child shows the rules it inherited.
 # A client's rules message is checked like a report: one naming a pool not
 # handed to it is refused as forged; past the rate, messages are counted
 # and not kept.
@@ -153,6 +154,17 @@ wait_until 200 forged || fail "a foreign pool not counted as forged: $("$CTL" st
 kill "$wpid"
 wait "$wpid" 2>/dev/null
 pass "a rules message naming a pool not handed out: refused as forged; past the rate: counted, not kept"
+
+# A forked child that reports on its parent's connection shows the rules
+# it inherited.
+"$WIRE" --socket "$SOCK" --rules config --fork-report >"$T/w3" 2>&1 || fail "wire_client: $(cat "$T/w3")"
+child=$(sed -n 's/^child=//p' "$T/w3")
+[ -n "$child" ] || fail "no child: $(cat "$T/w3")"
+child_rules() { "$CTL" status "$child" --socket "$SOCK" >"$T/w3status" 2>&1 &&
+	grep -qx '      unresolved: site typo_fn (no function of that name in any loaded object)' "$T/w3status"; }
+wait_until 200 child_rules || fail "the forked child's rules: $(cat "$T/w3status")"
+grep -q "forked child of PID" "$T/w3status" || fail "not shown as a forked child: $(cat "$T/w3status")"
+pass "a forked child shows the rules it inherited"
 
 exec 9>&-
 wait "$ppid" || fail "learn_prog exited $?: $(cat "$T/err")"
