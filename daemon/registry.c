@@ -10,7 +10,6 @@
 #define _GNU_SOURCE
 #include "registry.h"
 #include "list.h"
-#include "rules.h"
 #include "strbuf.h"
 
 #include <errno.h>
@@ -28,7 +27,11 @@ static void entry_free(struct proc_entry *e)
 	free(e->cgroup);
 	free(e->pools);
 	free(e->handed_pools);
-	rules_free(e->rules);
+	if (e->rules) {
+		free(e->rules->rules.rows);
+		free(e->rules->sites.rows);
+		free(e->rules);
+	}
 	free(e);
 }
 

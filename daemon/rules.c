@@ -24,28 +24,6 @@
 #include "escape.h"
 #include "registry.h"
 
-struct rules_table {
-	struct pmw_row *rows;            /* n of them; strings NUL-terminated (as received) */
-	uint32_t n, total, unresolved;
-	uint64_t usec;                   /* CLOCK_MONOTONIC when received; 0: never */
-};
-
-struct proc_rules {
-	struct rules_table rules, sites;
-	uint64_t window_start;
-	unsigned int window_n;
-	uint64_t refused;                /* over RULES_BURST */
-};
-
-void rules_free(struct proc_rules *r)
-{
-	if (!r)
-		return;
-	free(r->rules.rows);
-	free(r->sites.rows);
-	free(r);
-}
-
 int rules_take(struct proc_entry *e, const struct pmw_rules *m, uint64_t now)
 {
 	struct proc_rules *r = e->rules;

@@ -16,13 +16,11 @@
 #define RULES_INTERVAL_USEC (10 * 1000000ULL)   /* ... per this long; the rest are counted */
 
 struct proc_entry;
-struct proc_rules;
 
 /* Take m (checked by wire_check_rules()) from e's process at now: 0 kept,
  * -EPERM when it names a policy or pool not handed to e (nothing kept),
  * -EBUSY over RULES_BURST (counted, nothing kept), -ENOMEM. */
 int rules_take(struct proc_entry *e, const struct pmw_rules *m, uint64_t now);
-void rules_free(struct proc_rules *r);
 /* A forked child's entry: its parent's rules table (the child inherited
  * its resolution with its memory), not its sites.  0 or -ENOMEM. */
 int rules_inherit(struct proc_entry *child, const struct proc_entry *parent);
