@@ -195,28 +195,6 @@ static int name_sites(void *arg, const char *name, uintptr_t start, size_t size)
 	return 0;
 }
 
-/* Per-site counts of pool i: objects below each span's protected mark. */
-struct count_ctx {
-	struct lsite *acc;
-	int pool;
-};
-
-static void count_object(void *arg, uint16_t id, size_t bytes)
-{
-	struct count_ctx *c = arg;
-	if (id == SITE_NONE || id > SITE_SLOTS)
-		return;
-	c->acc[id - 1].objects++;
-	c->acc[id - 1].bytes += bytes;
-	c->acc[id - 1].pool = c->pool;
-}
-
-static void count_pool(size_t i, struct lsite *acc)
-{
-	struct count_ctx c = { acc, (int)i };
-	pool_sites_walk(learn_st->pools[i].pool, true, count_object, &c);
-}
-
 static void triggers_text(const struct policy_pool *pp, char *buf, size_t len)
 {
 	size_t n = 0;
@@ -242,22 +220,30 @@ static void flush_locked(const char *reason)
 {
 	const struct shim_state *st = learn_st;
 	struct lsite *acc = calloc(SITE_SLOTS, sizeof(*acc));
+	struct pool_site_count *counts = calloc(SITE_SLOTS, sizeof(*counts));
 	struct flush_ctx c;
 	memset(&c, 0, sizeof(c));
-	if (!acc)
+	if (!acc || !counts) {
+		free(acc);
+		free(counts);
 		return;
+	}
+	/* Per site: objects below each span's protected mark. */
 	for (size_t i = 0; i < st->n_pools; i++)
-		count_pool(i, acc);
+		pool_sites_count(st->pools[i].pool, (int)i, true, counts);
 	for (size_t k = 0; k < SITE_SLOTS; k++)
-		if (acc[k].objects) {
+		if (counts[k].objects) {
 			struct lsite *l = &acc[c.n++];
-			*l = acc[k];
+			l->objects = counts[k].objects;
+			l->bytes = counts[k].bytes;
+			l->pool = counts[k].pool;
 			l->id = (uint16_t)(k + 1);
 			l->ra = site_address(l->id);
 			l->written = atomic_load_explicit(&written[k], memory_order_relaxed);
 			l->object = NULL;
 			l->func[0] = l->build_id[0] = '\0';
 		}
+	free(counts);
 	c.s = acc;
 	ssize_t n = readlink("/proc/self/exe", c.exe, sizeof(c.exe) - 1);
 	c.exe[n > 0 ? n : 0] = '\0';

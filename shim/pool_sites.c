@@ -36,3 +36,25 @@ void pool_sites_walk(struct pmalloc_pool *p, bool protected_only, pool_site_fn f
 	}
 	pthread_mutex_unlock(&p->lock);
 }
+
+struct count_ctx {
+	struct pool_site_count *acc;
+	int pool;
+};
+
+static void count_object(void *arg, uint16_t id, size_t bytes)
+{
+	struct count_ctx *c = arg;
+	if (id == SITE_NONE || id > SITE_SLOTS)
+		return;
+	c->acc[id - 1].objects++;
+	c->acc[id - 1].bytes += bytes;
+	c->acc[id - 1].pool = c->pool;
+}
+
+void pool_sites_count(struct pmalloc_pool *p, int pool_index, bool protected_only,
+		      struct pool_site_count *acc)
+{
+	struct count_ctx c = { acc, pool_index };
+	pool_sites_walk(p, protected_only, count_object, &c);
+}

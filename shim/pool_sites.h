@@ -14,4 +14,13 @@
 typedef void (*pool_site_fn)(void *ctx, uint16_t site, size_t bytes);
 void pool_sites_walk(struct pmalloc_pool *p, bool protected_only, pool_site_fn fn, void *ctx);
 
+/* Per site id (acc[id - 1], SITE_SLOTS of them): objects and bytes of p
+ * (pool_index) added, as pool_sites_walk() sees them. */
+struct pool_site_count {
+	uint64_t objects, bytes;
+	int pool;
+};
+void pool_sites_count(struct pmalloc_pool *p, int pool_index, bool protected_only,
+		      struct pool_site_count *acc);
+
 #endif

@@ -125,38 +125,16 @@ static void add_triggers(struct pmw_rules *m, const struct shim_state *st)
 	}
 }
 
-struct site_count {
-	uint64_t objects, bytes;
-	int pool;
-};
-
-struct count_ctx {
-	struct site_count *c;
-	int pool;
-};
-
-static void count_object(void *arg, uint16_t id, size_t bytes)
-{
-	struct count_ctx *x = arg;
-	if (id == SITE_NONE || id > SITE_SLOTS)
-		return;
-	x->c[id - 1].objects++;
-	x->c[id - 1].bytes += bytes;
-	x->c[id - 1].pool = x->pool;
-}
-
 /* The PMW_ROWS sites with the most bytes, largest first. */
 static void add_sites(struct pmw_rules *m, const struct shim_state *st)
 {
-	struct site_count *c = calloc(SITE_SLOTS, sizeof(*c));
+	struct pool_site_count *c = calloc(SITE_SLOTS, sizeof(*c));
 	uint16_t top[PMW_ROWS];
 	size_t n_top = 0;
 	if (!c)
 		return;
-	for (size_t i = 0; i < st->n_pools; i++) {
-		struct count_ctx x = { c, (int)i };
-		pool_sites_walk(st->pools[i].pool, false, count_object, &x);
-	}
+	for (size_t i = 0; i < st->n_pools; i++)
+		pool_sites_count(st->pools[i].pool, (int)i, false, c);
 	for (uint32_t k = 0; k < SITE_SLOTS; k++) {
 		if (!c[k].objects)
 			continue;
@@ -172,7 +150,7 @@ static void add_sites(struct pmw_rules *m, const struct shim_state *st)
 		top[at] = (uint16_t)k;
 	}
 	for (size_t j = 0; j < n_top; j++) {
-		const struct site_count *sc = &c[top[j]];
+		const struct pool_site_count *sc = &c[top[j]];
 		struct pmw_row *r = &m->rows[m->n_rows++];
 		uint16_t id = (uint16_t)(top[j] + 1);
 		copy(r->pool, sizeof(r->pool), pool_name(st, (size_t)sc->pool));
