@@ -43,11 +43,12 @@ policies = (
 EOF
 start_daemon
 
-mkfifo "$T/in"
-PMALLOC_SOCKET=$SOCK PMALLOC_CONF=$T/nonexistent LD_PRELOAD=$SHIM "$PROG" hold <"$T/in" >"$T/out" 2>"$T/err" &
+# learn_prog holds until its standard input ends: when fd 9 closes.
+mkfifo "$T/hold"
+exec 9<>"$T/hold"
+env LD_PRELOAD="$SHIM" PMALLOC_SOCKET="$SOCK" PMALLOC_CONF="$T/no.conf" "$PROG" hold <"$T/hold" 9<&- >"$T/out" 2>"$T/err" &
 ppid=$!
-exec 9>"$T/in"
-wait_until 200 grep -q '^ready' "$T/out" || fail "learn_prog did not get ready: $(cat "$T/out" "$T/err")"
+wait_until 200 grep -qx ready "$T/out" || fail "learn_prog hold: $(cat "$T/out" "$T/err")"
 # The rules come after the hand-out, the sites after the protect: both
 # asynchronously to the program.
 sites_in() { "$CTL" status "$ppid" --socket "$SOCK" >"$T/detail" 2>&1 && grep -q '^      site load_config' "$T/detail"; }
