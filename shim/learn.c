@@ -230,7 +230,7 @@ static void flush_locked(const char *reason)
 	}
 	/* Per site: objects below each span's protected mark. */
 	for (size_t i = 0; i < st->n_pools; i++)
-		pool_sites_count(st->pools[i].pool, (int)i, true, counts);
+		pool_sites_count(st->pools[i].pool, (int)i, true, counts, NULL, NULL);
 	for (size_t k = 0; k < SITE_SLOTS; k++)
 		if (counts[k].objects) {
 			struct lsite *l = &acc[c.n++];

@@ -40,6 +40,8 @@ void pool_sites_walk(struct pmalloc_pool *p, bool protected_only, pool_site_fn f
 struct count_ctx {
 	struct pool_site_count *acc;
 	int pool;
+	uint16_t *seen;
+	size_t *n_seen;
 };
 
 static void count_object(void *arg, uint16_t id, size_t bytes)
@@ -47,14 +49,16 @@ static void count_object(void *arg, uint16_t id, size_t bytes)
 	struct count_ctx *c = arg;
 	if (id == SITE_NONE || id > SITE_SLOTS)
 		return;
+	if (c->seen && c->acc[id - 1].objects == 0)
+		c->seen[(*c->n_seen)++] = id;
 	c->acc[id - 1].objects++;
 	c->acc[id - 1].bytes += bytes;
 	c->acc[id - 1].pool = c->pool;
 }
 
 void pool_sites_count(struct pmalloc_pool *p, int pool_index, bool protected_only,
-		      struct pool_site_count *acc)
+		      struct pool_site_count *acc, uint16_t *seen, size_t *n_seen)
 {
-	struct count_ctx c = { acc, pool_index };
+	struct count_ctx c = { acc, pool_index, seen, n_seen };
 	pool_sites_walk(p, protected_only, count_object, &c);
 }

@@ -15,12 +15,14 @@ typedef void (*pool_site_fn)(void *ctx, uint16_t site, size_t bytes);
 void pool_sites_walk(struct pmalloc_pool *p, bool protected_only, pool_site_fn fn, void *ctx);
 
 /* Per site id (acc[id - 1], SITE_SLOTS of them): objects and bytes of p
- * (pool_index) added, as pool_sites_walk() sees them. */
+ * (pool_index) added, as pool_sites_walk() sees them.  With seen (room
+ * for SITE_SLOTS ids), each id counted for the first time is appended
+ * there (*n_seen), so the caller need not look through every slot. */
 struct pool_site_count {
 	uint64_t objects, bytes;
 	int pool;
 };
 void pool_sites_count(struct pmalloc_pool *p, int pool_index, bool protected_only,
-		      struct pool_site_count *acc);
+		      struct pool_site_count *acc, uint16_t *seen, size_t *n_seen);
 
 #endif
