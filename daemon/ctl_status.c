@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -128,15 +129,37 @@ int ctl_status_fetch(const char *path, int timeout_ms, char **ret_text)
 	return ctl_request(path, timeout_ms, &req, sizeof(req), ret_text);
 }
 
-/* The detail view of one process: its rules and its per-site table. */
+#define SITES_WAIT_STEP_MS 50
+#define SITES_WAIT_STEPS 20
+
+/* The detail view of one process: its rules and its per-site table.
+ * pmallocd asks a process that reads its orders for a fresh table; that
+ * table comes in asynchronously, so ask again (without asking the process
+ * again) until it is there, for at most a second. */
 static int status_pid_fetch(const char *path, int timeout_ms, int32_t pid, char **ret_text)
 {
+	static const struct timespec step = { 0, SITES_WAIT_STEP_MS * 1000000L };
 	struct pmw_status_pid_req req;
+	char *text = NULL;
+	int r;
 
 	memset(&req, 0, sizeof(req));
 	pmw_header_init(&req.h, PMW_STATUS_PID_REQ, sizeof(req));
 	req.pid = pid;
-	return ctl_request(path, timeout_ms, &req, sizeof(req), ret_text);
+	r = ctl_request(path, timeout_ms, &req, sizeof(req), &text);
+	req.flags = PMW_STATUS_NO_ASK;
+	for (int i = 0; r >= 0 && i < SITES_WAIT_STEPS && strstr(text, "\n    sites: a fresh table asked"); i++) {
+		char *again = NULL;
+
+		(void)nanosleep(&step, NULL);
+		if (ctl_request(path, timeout_ms, &req, sizeof(req), &again) < 0)
+			break;
+		free(text);
+		text = again;
+	}
+	if (r >= 0)
+		*ret_text = text;
+	return r;
 }
 
 const char *ctl_socket_path(const char *arg)

@@ -16,6 +16,7 @@
  *             "rules_unresolved":N,"rules_total":N,   (when some match nothing)
  *             "rules_not_listed":N,
  *             "violations":N,"violations_not_logged":N,
+ *             "sites_asked_s":N,   (a fresh table asked for, not come yet)
  *             "sites_total":N,"sites_age_s":N,"sites":[{"site":S,"pool":S,
  *             "objects":N,"bytes":N}]}                  (status PID only)
  *   POOL: {"name":S,"policy":S,"protected":B,"protected_bytes":N,"objects":N,
@@ -310,6 +311,11 @@ static bool proc_tail_line(struct json_out *o, const char *line)
 	if (sscanf(line, "    (%llu rules and sites messages over the rate limit", &a) == 1) {
 		end_pools(o);
 		fprintf(o->f, ",\"rules_messages_not_kept\":%llu", a);
+		return true;
+	}
+	if (sscanf(line, "    sites: a fresh table asked for %llus ago", &a) == 1) {
+		end_pools(o);
+		fprintf(o->f, ",\"sites_asked_s\":%llu", a);
 		return true;
 	}
 	if (strncmp(line, "    sites: none reported yet", 28) == 0) {

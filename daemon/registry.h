@@ -43,6 +43,7 @@ struct proc_rules {
 	uint64_t window_start;
 	unsigned int window_n;
 	uint64_t refused;                /* over rules.h's RULES_BURST */
+	uint64_t asked_usec;             /* a fresh site table asked for then; 0 never */
 };
 
 struct proc_entry {

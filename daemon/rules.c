@@ -66,6 +66,37 @@ int rules_take(struct proc_entry *e, const struct pmw_rules *m, uint64_t now)
 	return 0;
 }
 
+#define ASK_EVERY_USEC 1000000ULL
+
+static bool reads_orders(const struct proc_entry *e)
+{
+	const char *end = e->handed_pools + e->handed_pools_len;
+
+	if (!e->has_policy || !e->handed_pools)
+		return false;
+	if (e->mode == POLICY_MODE_LEARN)
+		return true;
+	for (const char *q = e->handed_pools; q < end; q += 1 + strlen(q + 1) + 1)
+		if (q[0] == 'M')
+			return true;
+	return false;
+}
+
+bool rules_ask(struct proc_entry *e, uid_t viewer, uint64_t now)
+{
+	if ((viewer != 0 && viewer != e->uid) || e->via_pid || !reads_orders(e))
+		return false;
+	if (!e->rules) {
+		e->rules = calloc(1, sizeof(*e->rules));
+		if (!e->rules)
+			return false;
+	}
+	if (e->rules->asked_usec && now - e->rules->asked_usec < ASK_EVERY_USEC)
+		return false;
+	e->rules->asked_usec = now ? now : 1;
+	return true;
+}
+
 int rules_inherit(struct proc_entry *child, const struct proc_entry *parent)
 {
 	const struct rules_table *from = parent->rules ? &parent->rules->rules : NULL;
@@ -148,26 +179,45 @@ void rules_render_pool(struct strbuf *b, const struct proc_entry *e, const char 
 	}
 }
 
+/* Pool (raw) of e: unless a protect reached it or it was shown already
+ * (a pool among the first n_handed handed out, or rows[0, n_rows)), say
+ * it is not protected yet, with its rules. */
+static void render_unprotected(struct strbuf *b, const struct proc_entry *e, const char *raw, size_t n_handed,
+			       uint32_t n_rows, bool detail)
+{
+	const struct rules_table *t = &e->rules->rules;
+	const char *q = e->handed_pools;
+	char pool[ESCAPED_SIZE(PMW_NAME)];
+
+	text_escape(pool, sizeof(pool), raw);
+	for (size_t k = 0; k < e->n_pools; k++)
+		if (strcmp(e->pools[k].name, pool) == 0)
+			return;
+	for (size_t k = 0; k < n_handed; k++, q += 1 + strlen(q + 1) + 1)
+		if (strcmp(q + 1, raw) == 0)
+			return;
+	for (uint32_t k = 0; k < n_rows; k++)
+		if (strcmp(t->rows[k].pool, raw) == 0)
+			return;
+	strbuf_printf(b, "    pool \"%s\": not protected yet (no trigger has fired)\n", pool);
+	rules_render_pool(b, e, pool, detail);
+}
+
 void rules_render_unprotected(struct strbuf *b, const struct proc_entry *e, bool detail)
 {
 	const struct rules_table *t = e->rules ? &e->rules->rules : NULL;
-	char pool[ESCAPED_SIZE(PMW_NAME)];
+	const char *end = e->handed_pools ? e->handed_pools + e->handed_pools_len : NULL;
+	size_t n_handed = 0;
 
-	if (!t)
+	/* Said only once the process said its rules: its policy is armed.
+	 * The pools handed out, then those its rules name (a forked child's
+	 * entry has its parent's rules, not its hand-out). */
+	if (!t || !t->usec)
 		return;
-	for (uint32_t i = 0; i < t->n; i++) {
-		bool seen = false;
-
-		text_escape(pool, sizeof(pool), t->rows[i].pool);
-		for (uint32_t k = 0; k < i && !seen; k++)
-			seen = row_of_pool(&t->rows[k], pool);
-		for (size_t k = 0; k < e->n_pools && !seen; k++)
-			seen = strcmp(e->pools[k].name, pool) == 0;
-		if (seen)
-			continue;
-		strbuf_printf(b, "    pool \"%s\": not protected yet (no trigger has fired)\n", pool);
-		rules_render_pool(b, e, pool, detail);
-	}
+	for (const char *q = e->handed_pools; end && q < end; q += 1 + strlen(q + 1) + 1)
+		render_unprotected(b, e, q + 1, n_handed++, 0, detail);
+	for (uint32_t i = 0; i < t->n; i++)
+		render_unprotected(b, e, t->rows[i].pool, n_handed, i, detail);
 	if (t->total > t->n)
 		strbuf_printf(b, "    (%" PRIu32 " more rules, all resolved, not listed)\n", t->total - t->n);
 	if (t->unresolved > 0)
@@ -180,11 +230,14 @@ void rules_render_sites(struct strbuf *b, const struct proc_entry *e, uint64_t n
 	const struct rules_table *t = e->rules ? &e->rules->sites : NULL;
 	char pool[ESCAPED_SIZE(PMW_NAME)], text[ESCAPED_SIZE(PMW_SYM)];
 
+	if (e->rules && e->rules->asked_usec && (!t || t->usec < e->rules->asked_usec))
+		strbuf_printf(b, "    sites: a fresh table asked for %" PRIu64 "s ago, not come yet\n",
+			      (now - e->rules->asked_usec) / 1000000u);
 	if (!t || !t->usec) {
-		strbuf_puts(b, "    sites: none reported yet (a process reports its sites after each protect)\n");
+		strbuf_puts(b, "    sites: none reported yet (a process reports them after a protect, or asked by status PID)\n");
 	} else {
-		strbuf_printf(b, "    sites: %" PRIu32 " of %" PRIu32 " listed, as of %" PRIu64
-			      "s ago (sent after a protect, at most one a second)\n", t->n, t->total, (now - t->usec) / 1000000u);
+		strbuf_printf(b, "    sites: %" PRIu32 " of %" PRIu32 " listed, as of %" PRIu64 "s ago\n", t->n,
+			      t->total, (now - t->usec) / 1000000u);
 		for (uint32_t i = 0; i < t->n; i++) {
 			text_escape(pool, sizeof(pool), t->rows[i].pool);
 			text_escape(text, sizeof(text), t->rows[i].text);

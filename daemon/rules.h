@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "strbuf.h"
 #include "wire.h"
@@ -21,13 +22,20 @@ struct proc_entry;
  * -EPERM when it names a policy or pool not handed to e (nothing kept),
  * -EBUSY over RULES_BURST (counted, nothing kept), -ENOMEM. */
 int rules_take(struct proc_entry *e, const struct pmw_rules *m, uint64_t now);
+/* pmallocctl status PID by viewer at now: true when e's process should be
+ * asked for a fresh site table (PMW_SITES_REQ) now: viewer may see it, it
+ * reads pmallocd's orders (a learn policy, or a pool with the manual
+ * trigger: the shim's orders thread), and it was not asked within the last
+ * second.  Marks it asked.  ENOMEM: false. */
+bool rules_ask(struct proc_entry *e, uid_t viewer, uint64_t now);
+
 /* A forked child's entry: its parent's rules table (the child inherited
  * its resolution with its memory), not its sites.  0 or -ENOMEM. */
 int rules_inherit(struct proc_entry *child, const struct proc_entry *parent);
 
-/* After e's protected pools: the pools its rules name that no protect
- * has reached, each as "    pool NAME: not protected yet" with its rules
- * (below), then how many rules match nothing. */
+/* After e's protected pools: the pools of its policy that no protect has
+ * reached, each as "    pool NAME: not protected yet" with its rules
+ * (below), then how many rules match nothing; once e said its rules. */
 void rules_render_unprotected(struct strbuf *b, const struct proc_entry *e, bool detail);
 /* The rules of e's pool shown (escaped) as pool: a count line, each
  * unresolved rule flagged, and with detail the resolved ones too. */

@@ -430,11 +430,22 @@ static int handle_status_pid_req(struct client *c, const struct pmw_status_pid_r
 	struct pmw_status *out = (struct pmw_status *)tx_buf;
 	struct strbuf text;
 
-	if (m->pid <= 0 || m->reserved != 0) {
+	if (m->pid <= 0 || (m->flags & ~PMW_STATUS_NO_ASK) != 0) {
 		client_drop(c, malformed, "STATUS_PID_REQ with bad fields, dropped", client_drop_args(c));
 		return -EINVAL;
 	}
 	c->server->counters.status_requests++;
+	/* A fresh site table, from a process that reads orders: the next
+	 * request shows it (rules.c bounds the asking). */
+	for (struct client *t = c->server->clients; t && !(m->flags & PMW_STATUS_NO_ASK); t = t->next)
+		if (t->state == CLIENT_SERVED && t->pid == m->pid && t->entry &&
+		    rules_ask(t->entry, c->uid, now_usec(c->server))) {
+			struct pmw_sites_req q = { .generation = t->entry->generation };
+
+			pmw_header_init(&q.h, PMW_SITES_REQ, sizeof(q));
+			(void)client_send(t, &q, sizeof(q));
+			break;
+		}
 	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
 	c->server->manager->render_status(c->server->manager, &text, c->uid, m->pid);
 	return send_status_text(c, text.len, "status");

@@ -289,17 +289,25 @@ int client_wait_orders(int timeout_ms)
 
 void client_read_orders(void (*fn)(const char *pool))
 {
-	struct pmw_protect m;
+	union {
+		struct pmw_protect order;
+		struct pmw_sites_req sites;
+	} u;
+	struct pmw_protect *m = &u.order;
 	if (!orders_ours())
 		return;
 	for (int i = 0; i < 16; i++) {          /* bounded: never a loop a daemon can hold */
-		ssize_t n = recv(client_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_TRUNC);
+		ssize_t n = recv(client_fd, &u, sizeof(u), MSG_DONTWAIT | MSG_TRUNC);
 		if (n < 0)
 			return;                       /* EAGAIN: nothing (more) */
 		if (n == 0) {
 			return;                       /* the daemon went away */
 		}
-		const char *pool = client_decode_order(&m, (size_t)n);
+		if (client_decode_sites_req(&u, (size_t)n)) {
+			rules_msg_answer();           /* pmallocctl status PID */
+			continue;
+		}
+		const char *pool = client_decode_order(m, (size_t)n);
 		if (pool)
 			fn(pool);                     /* anything else is not an order: ignored */
 	}

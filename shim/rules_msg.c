@@ -6,7 +6,8 @@
  * object resolves a rule; and the call sites whose objects the pools hold,
  * with objects and bytes, sent after a protect (what it protected), at
  * most once a second: a pool protected at every accept() must not pay a
- * pass over its objects each time (status shows the table's age).
+ * pass over its objects each time (status shows the table's age); and
+ * when pmallocd asks (pmallocctl status PID), where orders are read.
  *
  * Owns the rows' contents; client.c sends.  Without pmallocd nothing is
  * sent (resolve.c has said each unmatched rule in the journal already).
@@ -192,6 +193,15 @@ static void build(struct pmw_rules *m, const struct shim_state *st, enum rules_m
 	}
 }
 
+static void send_now(const struct shim_state *st, enum rules_msg_what what);
+
+void rules_msg_answer(void)
+{
+	const struct shim_state *st = shim;
+	if (st)
+		send_now(st, RULES_MSG_SITES);
+}
+
 void rules_msg_send(enum rules_msg_what what)
 {
 	const struct shim_state *st = shim;
@@ -203,6 +213,11 @@ void rules_msg_send(enum rules_msg_what what)
 		    !atomic_compare_exchange_strong(&sites_sent_ns, &last, now))
 			return;
 	}
+	send_now(st, what);
+}
+
+static void send_now(const struct shim_state *st, enum rules_msg_what what)
+{
 	atomic_fetch_or(&pending, 1u << what);
 	int busy = shim_busy_enter();
 	/* Whoever holds the message sends what is pending, and looks again

@@ -14,5 +14,7 @@ enum rules_msg_what { RULES_MSG_RULES = PMW_RULES_RULES, RULES_MSG_SITES = PMW_R
  * the last).  Normal context only, never under the shim's locks; never
  * blocks. */
 void rules_msg_send(enum rules_msg_what what);
+/* The site table, now: pmallocd asked (it asks at most once a second). */
+void rules_msg_answer(void);
 
 #endif

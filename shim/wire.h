@@ -28,6 +28,8 @@
  *                                         not; again when a dlopen resolves one; the
  *                                         per-site table at each protect)
  *   ctl -> daemon   PMW_STATUS_PID_REQ   (pmallocctl status PID: the detail view)
+ *   daemon -> shim  PMW_SITES_REQ        (send a fresh site table; read where orders
+ *                                         are: a process with a manual or learn pool)
  */
 #ifndef PMALLOC_WIRE_H
 #define PMALLOC_WIRE_H
@@ -52,6 +54,7 @@ enum pmw_type {
 	PMW_PROTECT = 10,
 	PMW_RULES = 11,
 	PMW_STATUS_PID_REQ = 12,
+	PMW_SITES_REQ = 13,
 };
 
 struct pmw_header {
@@ -215,11 +218,20 @@ struct pmw_rules {
 };
 
 /* pmallocctl status PID: the status of one process, with its rules and
- * its per-site table; answered with PMW_STATUS. */
+ * its per-site table; answered with PMW_STATUS.  Unless flags has
+ * PMW_STATUS_NO_ASK, pmallocd asks the process for a fresh site table
+ * (PMW_SITES_REQ, at most once a second), which a later request shows. */
 struct pmw_status_pid_req {
 	struct pmw_header h;
 	int32_t pid;
-	uint32_t reserved;               /* 0 */
+	uint32_t flags;                  /* 0 or PMW_STATUS_NO_ASK */
+};
+#define PMW_STATUS_NO_ASK 1u
+
+/* To the shim: send a PMW_RULES with the site table now. */
+struct pmw_sites_req {
+	struct pmw_header h;
+	uint64_t generation;
 };
 
 static_assert(sizeof(struct pmw_rules) < PMW_MAX_MSG, "rules fit one packet");

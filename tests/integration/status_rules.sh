@@ -8,7 +8,9 @@
 # status PID shows every rule and the bytes and objects per call site; the
 # journal has the unmatched rule (the shim's entry) and the warnings
 # (pmallocd's, at load).  The process's rules stay in status once it exits.
-# A rule that a later dlopen resolves is shown resolved from then on; a
+# status PID fetches the site table of a pool no trigger reached (from a
+# process that reads orders).  A rule that a later dlopen resolves is shown
+# resolved from then on; a
 # forked child shows the rules it inherited.
 # A client's rules message is checked like a report: one naming a pool not
 # handed to it is refused as forged; past the rate, messages are counted
@@ -38,7 +40,9 @@ policies = (
   { name = "demo"; match = { exe = [ "*/wire_client" ]; };
     pools = ( { name = "config"; sites = [ "f" ]; } ); },
   { name = "plugin"; match = { exe = [ "*/ip_dlopen" ]; };
-    pools = ( { name = "plug"; sites = [ "plugin_init" ]; protect = [ "on-call:listen" ]; } ); }
+    pools = ( { name = "plug"; sites = [ "plugin_init" ]; protect = [ "on-call:listen" ]; } ); },
+  { name = "held"; match = { exe = [ "*/e2e_hold" ]; };
+    pools = ( { name = "all"; sites = [ "*" ]; protect = [ "manual" ]; } ); }
 );
 EOF
 start_daemon
@@ -126,6 +130,23 @@ grep -q '"PMALLOC_RULE":"parse_confg"' "$T/j" && grep -q '"PMALLOC_POOL":"cfg"' 
 wait_until 100 in_journal _PID="$DPID" MESSAGE_ID=$MID_POLICY PRIORITY=4 CONFIG_LINE=3 ||
 	fail "no journal warning for the bare exe glob"
 pass "the journal has the unmatched site (from the process) and the exe glob's warning (from pmallocd)"
+
+# A pool no trigger has reached: its site table comes when status PID asks
+# (the process reads pmallocd's orders: it has a manual pool).
+mkfifo "$T/held"
+exec 8<>"$T/held"
+env LD_PRELOAD="$SHIM" PMALLOC_SOCKET="$SOCK" PMALLOC_CONF="$T/no.conf" "$B/progs/e2e_hold" <"$T/held" 9<&- 8<&- \
+	>"$T/held.out" 2>"$T/held.err" &
+hpid=$!
+wait_until 200 grep -qx listening "$T/held.out" || fail "e2e_hold: $(cat "$T/held.out" "$T/held.err")"
+"$CTL" status "$hpid" --socket "$SOCK" >"$T/held.status" 2>&1 || fail "status $hpid: $(cat "$T/held.status")"
+grep -qx '    pool "all": not protected yet (no trigger has fired)' "$T/held.status" &&
+	grep -Eq '^      site .*  pool "all": [1-9][0-9]* objects, [1-9][0-9]* bytes$' "$T/held.status" ||
+	fail "status PID did not fetch the unprotected pool's sites: $(cat "$T/held.status")"
+grep -q 'fresh table asked' "$T/held.status" && fail "the answer never came: $(cat "$T/held.status")"
+exec 8>&-
+wait "$hpid" || fail "e2e_hold exited $?: $(cat "$T/held.err")"
+pass "status PID asks a process that reads orders for its site table: an unprotected pool's sites"
 
 # plugin_init is in a library loaded after start-up: unresolved at first,
 # resolved once the plugin allocates.
