@@ -24,16 +24,17 @@
 #include "escape.h"
 #include "registry.h"
 
-int rules_take(struct proc_entry *e, const struct pmw_rules *m, uint64_t now)
+int rules_take(struct proc_entry *e, const struct proc_entry *handed, const struct pmw_rules *m,
+	       uint64_t now)
 {
 	struct proc_rules *r = e->rules;
 	struct rules_table *t;
 	struct pmw_row *rows = NULL;
 
-	if (!m->policy[0])
+	if (!handed->has_policy || !handed->handed_pools || strcmp(m->policy, handed->policy) != 0)
 		return -EPERM;
 	for (uint32_t i = 0; i < m->n_rows; i++)
-		if (proc_entry_handed_check(e, m->policy, m->rows[i].pool) < 0)
+		if (proc_entry_handed_check(handed, m->policy, m->rows[i].pool) < 0)
 			return -EPERM;
 	if (!r) {
 		r = calloc(1, sizeof(*r));

@@ -19,9 +19,12 @@
 struct proc_entry;
 
 /* Take m (checked by wire_check_rules()) from e's process at now: 0 kept,
- * -EPERM when it names a policy or pool not handed to e (nothing kept),
- * -EBUSY over RULES_BURST (counted, nothing kept), -ENOMEM. */
-int rules_take(struct proc_entry *e, const struct pmw_rules *m, uint64_t now);
+ * -EPERM when it names a policy or pool not handed out on the connection
+ * (to handed, the process that connected: e, or the parent of e, a
+ * forked child; nothing kept), -EBUSY over RULES_BURST (counted, nothing
+ * kept), -ENOMEM. */
+int rules_take(struct proc_entry *e, const struct proc_entry *handed, const struct pmw_rules *m,
+	       uint64_t now);
 /* pmallocctl status PID by viewer at now: true when e's process should be
  * asked for a fresh site table (PMW_SITES_REQ) now: viewer may see it, it
  * reads pmallocd's orders (a learn policy, or a pool with the manual

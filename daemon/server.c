@@ -593,7 +593,7 @@ static int handle_rules(struct client *c, struct pmw_rules *m, const struct ucre
 	e = sender_entry(c, cred);
 	if (!e)
 		return 0;                /* counted by budget.c */
-	r = rules_take(e, m, now_usec(c->server));
+	r = rules_take(e, c->entry, m, now_usec(c->server));
 	if (r == -EPERM)
 		client_drop(c, forged, "RULES naming a policy or pool not handed to it, refused",
 			    client_drop_args(c));

@@ -28,6 +28,7 @@
 #include "report.h"
 #include "shim.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -195,6 +196,19 @@ static void build(struct pmw_rules *m, const struct shim_state *st, enum rules_m
 
 static void send_now(const struct shim_state *st, enum rules_msg_what what);
 
+/* A forked child starts with the message free: another thread of the
+ * parent's may have held it at the fork. */
+static void after_fork_child(void)
+{
+	atomic_flag_clear(&msg_busy);
+	atomic_store(&pending, 0);
+}
+
+static void at_fork_once(void)
+{
+	pthread_atfork(NULL, NULL, after_fork_child);
+}
+
 void rules_msg_answer(void)
 {
 	const struct shim_state *st = shim;
@@ -218,6 +232,8 @@ void rules_msg_send(enum rules_msg_what what)
 
 static void send_now(const struct shim_state *st, enum rules_msg_what what)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, at_fork_once);
 	atomic_fetch_or(&pending, 1u << what);
 	int busy = shim_busy_enter();
 	/* Whoever holds the message sends what is pending, and looks again
