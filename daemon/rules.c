@@ -71,10 +71,11 @@ int rules_take(struct proc_entry *e, const struct proc_entry *handed, const stru
 
 static bool reads_orders(const struct proc_entry *e)
 {
-	const char *end = e->handed_pools + e->handed_pools_len;
+	const char *end;
 
 	if (!e->has_policy || !e->handed_pools)
 		return false;
+	end = e->handed_pools + e->handed_pools_len;
 	if (e->mode == POLICY_MODE_LEARN)
 		return true;
 	for (const char *q = e->handed_pools; q < end; q += 1 + strlen(q + 1) + 1)
