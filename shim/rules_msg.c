@@ -39,15 +39,15 @@ static _Atomic uint64_t sites_sent_ns;
 static atomic_flag msg_busy = ATOMIC_FLAG_INIT;
 static _Atomic unsigned int pending;      /* bit what: asked while busy */
 
-/* Names, read through these only (the state's layout may change). */
+/* Names, read from the policy's image (read-only, like the state). */
 static const char *policy_name(const struct shim_state *st)
 {
-	return st->policy->name;
+	return pimg_policy_name(st->image);
 }
 
 static const char *pool_name(const struct shim_state *st, size_t i)
 {
-	return st->pools[i].pool->name;
+	return pimg_pool_name(st->image, i);
 }
 
 static void copy(char *dst, size_t len, const char *src)
@@ -113,16 +113,17 @@ static void add_rules(struct pmw_rules *m, const struct shim_state *st, bool unm
 static void add_triggers(struct pmw_rules *m, const struct shim_state *st)
 {
 	for (size_t i = 0; i < st->n_pools; i++) {
-		const struct policy_pool *pp = st->pools[i].spec;
+		const struct pimg_pool *pp = pimg_pool(st->image, i);
 		for (size_t t = 0; t < pp->n_triggers; t++) {
-			if (pp->triggers[t].kind != POLICY_TRIGGER_ON_CALL)
+			const struct pimg_trigger *tr = pimg_pool_trigger(st->image, pp, t);
+			if (tr->kind != POLICY_TRIGGER_ON_CALL)
 				continue;
 			struct pmw_row *r = row_add(m, st, (int)i, PMW_ROW_ON_CALL, PMW_ROW_RESOLVED);
 			if (r) {
 				struct fmt f;
 				fmt_init(&f, r->text, sizeof(r->text));
 				fmt_str(&f, "on-call:");
-				fmt_str(&f, policy_call_name(pp->triggers[t].call));
+				fmt_str(&f, policy_call_name(tr->call));
 				fmt_cstr(&f);
 			}
 		}
