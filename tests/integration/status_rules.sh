@@ -30,13 +30,11 @@ ln -s /bin/true "$T/link-to-true"
 write_conf "$CONF" <<EOF
 version = 1;
 policies = (
-  { name = "bare"; match = { exe = [ "learn_prog" ]; };
-    pools = ( { name = "a"; sites = [ "load_config" ]; } ); },
   { name = "typo"; match = { exe = [ "*/learn_prog" ]; };
     pools = ( { name = "cfg"; sites = [ "parse_confg", "load_config" ]; protect = [ "on-call:listen" ]; },
               { name = "later"; sites = [ "make_buffer" ]; protect = [ "manual" ]; } ); },
-  { name = "link"; match = { exe = [ "$T/link-to-true" ]; };
-    pools = ( { name = "a"; sites = [ "f" ]; } ); },
+  { name = "bare"; match = { exe = [ "learn_prog" ]; }; pools = ( { name = "a"; sites = [ "f" ]; } ); },
+  { name = "link"; match = { exe = [ "$T/link-to-true" ]; }; pools = ( { name = "a"; sites = [ "f" ]; } ); },
   { name = "demo"; match = { exe = [ "*/wire_client" ]; };
     pools = ( { name = "config"; sites = [ "f" ]; } ); },
   { name = "plugin"; match = { exe = [ "*/ip_dlopen" ]; };
@@ -71,9 +69,9 @@ grep -qx '    pool "later": not protected yet (no trigger has fired)' "$T/proc" 
 grep -qx '    warning: 1 of 4 rules match nothing: they protect nothing' "$T/proc" ||
 	fail "no warning line: $(cat "$T/proc")"
 grep -q '^policy file warnings' "$T/status" || fail "no warnings section: $(cat "$T/status")"
-grep -q '^  line 3: policy "bare": exe "learn_prog" can never match' "$T/status" ||
+grep -q '^  line 6: policy "bare": exe "learn_prog" can never match' "$T/status" ||
 	fail "the bare exe glob is not in status: $(cat "$T/status")"
-grep -q "^  line 8: .*symbolic link" "$T/status" || fail "the symbolic link is not in status: $(cat "$T/status")"
+grep -q "^  line 7: .*symbolic link" "$T/status" || fail "the symbolic link is not in status: $(cat "$T/status")"
 [ ! -s "$T/err" ] || fail "the program said something on stderr: $(cat "$T/err")"
 pass "status: the mistyped site flagged in its pool, an untriggered pool unprotected, the file's warnings; no debug"
 
@@ -97,8 +95,8 @@ summary, detail = (json.load(open(p)) for p in sys.argv[1:3])
 pid = int(sys.argv[3])
 assert not summary["other"] and not detail["other"], (summary["other"], detail["other"])
 w = summary["policy_warnings"]
-assert any(x["line"] == 3 and 'exe "learn_prog" can never match' in x["warning"] for x in w), w
-assert any(x["line"] == 8 and "symbolic link" in x["warning"] for x in w), w
+assert any(x["line"] == 6 and 'exe "learn_prog" can never match' in x["warning"] for x in w), w
+assert any(x["line"] == 7 and "symbolic link" in x["warning"] for x in w), w
 for doc, full in ((summary, False), (detail, True)):
     p = [p for p in doc["served"] if p["pid"] == pid][0]
     pools = {x["name"]: x for x in p["pools"]}
@@ -127,7 +125,7 @@ in_journal() {
 wait_until 100 in_journal MESSAGE_ID=$MID_UNMATCHED PMALLOC_POLICY=typo _PID="$ppid" ||
 	fail "no journal entry for the mistyped site"
 grep -q '"PMALLOC_RULE":"parse_confg"' "$T/j" && grep -q '"PMALLOC_POOL":"cfg"' "$T/j" || fail "entry: $(cat "$T/j")"
-wait_until 100 in_journal _PID="$DPID" MESSAGE_ID=$MID_POLICY PRIORITY=4 CONFIG_LINE=3 ||
+wait_until 100 in_journal _PID="$DPID" MESSAGE_ID=$MID_POLICY PRIORITY=4 CONFIG_LINE=6 ||
 	fail "no journal warning for the bare exe glob"
 pass "the journal has the unmatched site (from the process) and the exe glob's warning (from pmallocd)"
 
