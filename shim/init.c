@@ -21,6 +21,7 @@
 #include "heap.h"
 #include "learn.h"
 #include "os.h"
+#include "rules_msg.h"
 #include "pmalloc.h"
 
 #include <errno.h>
@@ -240,6 +241,8 @@ void shim_init(void)
 		int r = arm(&in, exe);
 		if (r < 0)
 			debug_printf("cannot arm the policy for %s: %s; running unprotected", exe, strerror(-r));
+		else
+			rules_msg_send(RULES_MSG_RULES);   /* after the handshake: for status */
 		/* The armed copy is the state's, read-only: none stays writable. */
 		explicit_bzero(in.image, in.len);
 		free(in.image);

@@ -24,6 +24,7 @@
 #include "fault.h"
 #include "journal.h"
 #include "os.h"
+#include "pool_sites.h"
 #include "shim.h"
 #include "site.h"
 #include "symtab.h"
@@ -201,51 +202,6 @@ static int name_sites(void *arg, const char *name, uintptr_t start, size_t size)
 	return 0;
 }
 
-/* One object of site id in pool i: into acc, or only counted into objs. */
-static void tally(struct lsite *acc, _Atomic uint32_t *objs, uint16_t id, size_t bytes, size_t i)
-{
-	if (objs) {
-		atomic_fetch_add_explicit(&objs[id - 1], 1, memory_order_relaxed);
-		return;
-	}
-	acc[id - 1].objects++;
-	acc[id - 1].bytes += bytes;
-	acc[id - 1].pool = (int)i;
-}
-
-/* Per-site counts of pool i: objects below each span's protected mark,
- * into acc (a flush) or, objects only, into objs (the first protect). */
-static void count_pool(size_t i, struct lsite *acc, _Atomic uint32_t *objs)
-{
-	struct pmalloc_pool *p = learn_st->pools[i].pool;
-	pthread_mutex_lock(&p->lock);
-	for (struct span *s = p->first; s; s = s->next) {
-		size_t prot = atomic_load_explicit(&s->prot, memory_order_acquire);
-		if (atomic_load_explicit(&s->single, memory_order_acquire)) {
-			uint16_t id = s->single_site;
-			if (id != SITE_NONE && id <= SITE_SLOTS && s->single_off < prot)
-				tally(acc, objs, id, s->single_size, i);
-			continue;
-		}
-		if (!s->recs)
-			continue;
-		uint32_t g0 = (uint32_t)(s->base >> ARENA_GRANULE_SHIFT);
-		for (size_t k = 0; k < s->bytes >> ARENA_GRANULE_SHIFT; k++) {
-			uint64_t r = __atomic_load_n(&s->recs[k], __ATOMIC_ACQUIRE);
-			if (!r)
-				break;
-			size_t off = (size_t)(uint32_t)((uint32_t)(r >> REC_START_SHIFT) - g0) << ARENA_GRANULE_SHIFT;
-			if (off >= prot)
-				break;           /* records are in address order */
-			uint16_t id = (uint16_t)r;
-			if (id == SITE_NONE || id > SITE_SLOTS)
-				continue;
-			tally(acc, objs, id, ((r >> REC_SIZE_SHIFT) & REC_MAX_GRANULES) << ARENA_GRANULE_SHIFT, i);
-		}
-	}
-	pthread_mutex_unlock(&p->lock);
-}
-
 static void triggers_text(const struct pimg_header *img, const struct pimg_pool *pp, char *buf,
 			  size_t len)
 {
@@ -272,16 +228,23 @@ static void flush_locked(const char *reason)
 {
 	const struct shim_state *st = learn_st;
 	struct lsite *acc = calloc(SITE_SLOTS, sizeof(*acc));
+	struct pool_site_count *counts = calloc(SITE_SLOTS, sizeof(*counts));
 	struct flush_ctx c;
 	memset(&c, 0, sizeof(c));
-	if (!acc)
+	if (!acc || !counts) {
+		free(acc);
+		free(counts);
 		return;
+	}
+	/* Per site: objects below each span's protected mark. */
 	for (size_t i = 0; i < st->n_pools; i++)
-		count_pool(i, acc, NULL);
+		pool_sites_count(st->pools[i].pool, (int)i, true, counts, NULL, NULL);
 	for (size_t k = 0; k < SITE_SLOTS; k++)
-		if (acc[k].objects) {
+		if (counts[k].objects) {
 			struct lsite *l = &acc[c.n++];
-			*l = acc[k];
+			l->objects = counts[k].objects;
+			l->bytes = counts[k].bytes;
+			l->pool = counts[k].pool;
 			l->id = (uint16_t)(k + 1);
 			l->ra = site_address(l->id);
 			l->written = atomic_load_explicit(&written[k], memory_order_relaxed);
@@ -290,6 +253,7 @@ static void flush_locked(const char *reason)
 			l->object = NULL;
 			l->func[0] = l->build_id[0] = '\0';
 		}
+	free(counts);
 	c.s = acc;
 	ssize_t n = readlink("/proc/self/exe", c.exe, sizeof(c.exe) - 1);
 	c.exe[n > 0 ? n : 0] = '\0';
@@ -345,12 +309,20 @@ static void flush_locked(const char *reason)
 	free(acc);
 }
 
+static void count_early(void *ctx, uint16_t site, size_t bytes)
+{
+	(void)ctx;
+	(void)bytes;
+	if (site != SITE_NONE && site <= SITE_SLOTS)
+		atomic_fetch_add_explicit(&early[site - 1], 1, memory_order_relaxed);
+}
+
 void learn_note_protect(size_t i)
 {
 	if (!learn_st || i >= ARRAY_SIZE(snapped) || atomic_exchange(&snapped[i], 1))
 		return;
 	int busy = shim_busy_enter();
-	count_pool(i, NULL, early);
+	pool_sites_walk(learn_st->pools[i].pool, true, count_early, NULL);
 	shim_busy_leave(busy);
 }
 

@@ -22,6 +22,7 @@
 #include "site.h"
 #include "symtab.h"
 #include "journal.h"
+#include "rules_msg.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -39,6 +40,7 @@
 
 struct rule {
 	int route;                  /* pool index, or SITE_ROUTE_WRAPPER */
+	int pool;                   /* the pool whose rule it is (a wrapper's too) */
 	const char *object;         /* glob or NULL */
 	const char *function;       /* glob; the text "+0xOFFSET" of an offset site */
 	const char *build_id;       /* offset sites: the build-id the object must have, or NULL */
@@ -421,7 +423,12 @@ static void ensure_scanned(uintptr_t a)
 	 * object is loaded, and dlclose cannot run under the shim's guard. */
 	struct phdr_query q = { lm->l_addr, key_name, NULL, 0 };
 	dl_iterate_phdr(find_phdrs, &q);
+	size_t unmatched = resolve_unmatched();
 	scan_object(lm->l_addr, key_name, path ? path : "?", lm->l_ld, q.ph, q.phnum, false);
+	/* pmallocd shows which rules matched: tell it when a dlopen'ed
+	 * object resolves one that nothing matched before. */
+	if (resolve_unmatched() < unmatched)
+		rules_msg_send(RULES_MSG_RULES);
 }
 
 int resolve_route(uintptr_t ra, uint16_t id)
@@ -638,7 +645,8 @@ int resolve_init(struct shim_state *st)
 	for (size_t i = 0; i < st->n_pools; i++) {
 		const struct pimg_pool *pp = pimg_pool(img, i);
 		for (size_t w = 0; w < pp->n_wrappers; w++) {
-			struct rule ru = { .route = SITE_ROUTE_WRAPPER, .function = pimg_pool_wrapper(img, pp, w) };
+			struct rule ru = { .route = SITE_ROUTE_WRAPPER, .pool = (int)i,
+					   .function = pimg_pool_wrapper(img, pp, w) };
 			if ((strchr(ru.function, ':') && wrapper_call(&ru) < 0) || add_rule(ru) < 0)
 				return -ENOMEM;
 		}
@@ -649,7 +657,7 @@ int resolve_init(struct shim_state *st)
 		for (size_t s = 0; s < pp->n_sites; s++) {
 			const struct pimg_site *site = pimg_pool_site(img, pp, s);
 			struct rule ru = {
-				.route = (int)i, .object = pimg_str(img, site->object),
+				.route = (int)i, .pool = (int)i, .object = pimg_str(img, site->object),
 				.function = pimg_str(img, site->function), .build_id = pimg_str(img, site->build_id),
 				.offset = site->offset, .by_offset = (site->flags & PIMG_SITE_BY_OFFSET) != 0,
 			};
@@ -676,4 +684,35 @@ int resolve_init(struct shim_state *st)
 					  kind, text);
 		}
 	return 0;
+}
+
+size_t resolve_n_rules(void)
+{
+	return n_rules;
+}
+
+size_t resolve_unmatched(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < n_rules; i++)
+		n += !rules[i].matched;
+	return n;
+}
+
+bool resolve_rule(size_t i, struct resolve_rule_view *ret)
+{
+	if (i >= n_rules)
+		return false;
+	const struct rule *r = &rules[i];
+	*ret = (struct resolve_rule_view){
+		.pool = r->pool,
+		.wrapper = r->route == SITE_ROUTE_WRAPPER,
+		.by_offset = r->by_offset,
+		.looked_up = any_specific,
+		.matched = r->matched,
+		.object = r->object,
+		.function = r->function,
+		.build_id = r->build_id,
+	};
+	return true;
 }
