@@ -46,12 +46,6 @@ bool learn_active(void)
 	return learn_st != NULL;
 }
 
-static bool learning(const struct pmalloc_pool *p)
-{
-	const struct shim_state *st = learn_st;
-	return st && p && p->index >= 0 && (size_t)p->index < st->n_pools && st->pools[p->index].pool == p;
-}
-
 static void mark(uint16_t site)
 {
 	if (site != SITE_NONE && site <= SITE_SLOTS)
@@ -75,7 +69,9 @@ static void mark_page(const struct span *s, size_t pg)
 
 bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 {
-	if (!learning(hit->pool) || !hit->span)
+	/* Read-only state only (fault.c): a pool index, learn_st or a bit of
+	 * opened overwritten never makes an enforced pool learn. */
+	if (fault_mode_of(hit) != FAULT_LEARN || !hit->span || !opened)
 		return false;
 	uintptr_t page = addr & ~(uintptr_t)(os_page_size - 1);
 	size_t bit = (page - arena_base) / os_page_size;
@@ -90,18 +86,18 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 	return true;
 }
 
-void learn_init(const struct shim_state *st)
+bool learn_init(const struct shim_state *st)
 {
 	void *w, *o;
 	size_t words = (arena_size / os_page_size + 63) / 64;
 	if (os_map(SITE_SLOTS, &w) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0) {
 		debug_printf("learn mode: no memory for its tables; pools enforce");
-		return;
+		return false;
 	}
 	written = w;
 	opened = o;
 	learn_st = st;
-	fault_set_learn_hook(learn_let_through);
+	return true;
 }
 
 /* One learned site, at flush time. */

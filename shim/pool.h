@@ -16,8 +16,6 @@
 
 #define POOL_NAME 64
 
-enum pool_mode { POOL_ENFORCE, POOL_AUDIT };
-
 /* Objects of at most this many bytes are bump-allocated in a region; larger
  * ones get a span of their own. */
 #define POOL_SMALL_MAX ((size_t)256 << 10)
@@ -61,6 +59,9 @@ struct pool_totals {
 
 #define POOL_SHIFT 9
 
+/* A pool holds no security decision: whether a write into it is enforced,
+ * audited or learned is fault.c's read-only state's to say (fault_arm);
+ * nothing here is read to let a write through. */
 struct pmalloc_pool {
 	uint64_t magic;                  /* POOL_MAGIC ^ address while alive */
 	_Atomic uint64_t stamp;          /* changes on every protect and on destroy */
@@ -75,7 +76,6 @@ struct pmalloc_pool {
 	size_t max_bytes;                /* cap on bytes handed out; 0: none */
 	_Atomic size_t capped_used;      /* bytes handed out, kept only under a cap */
 	unsigned int flags;              /* PMALLOC_POOL_* */
-	_Atomic int mode;                /* enum pool_mode, read by the fault handler */
 	_Atomic size_t frees;            /* free()/realloc() of its objects, accepted and ignored */
 	_Atomic int capped_said;         /* max_bytes reached, said once */
 	int index;                       /* interposition pool number, -1 for API pools */
