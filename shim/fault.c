@@ -77,12 +77,15 @@ struct fault_ro {
 	size_t n_pools;
 	const struct pmalloc_pool *pools[FAULT_POOLS_MAX];
 	bool (*learn)(const struct pool_hit *, uintptr_t);
+	char policy[POOL_NAME];             /* the reports' names of the armed pools */
+	char names[FAULT_POOLS_MAX][POOL_NAME];
 };
 static union {
 	struct fault_ro s;
 	unsigned char page[RO_PAGE];
 } ro __attribute__((aligned(RO_PAGE)));
 static_assert(sizeof(ro) == RO_PAGE, "the read-only state is one page");
+static_assert(sizeof(struct fault_ro) <= RO_PAGE, "the read-only state fits its page");
 static _Atomic int ro_locked;            /* ro is read-only (a writable hint: protecting twice is harmless) */
 
 /* The program's action for a signal the shim handles first; two slots so
@@ -284,6 +287,15 @@ static bool audit_let_through(uintptr_t addr, uintptr_t ip, void *uctx)
 #endif
 }
 
+/* The armed pool p is, or -1. */
+static int armed_index(const struct pmalloc_pool *p)
+{
+	for (size_t i = 0; i < ro.s.n_pools && i < FAULT_POOLS_MAX; i++)
+		if (ro.s.pools[i] == p)
+			return (int)i;
+	return -1;
+}
+
 enum fault_mode fault_mode_of(const struct pool_hit *hit)
 {
 	int mode = ro.s.mode;
@@ -292,10 +304,24 @@ enum fault_mode fault_mode_of(const struct pool_hit *hit)
 	/* Only the pools armed here ever audit or learn: an API pool, or a
 	 * pool pointer that is none of them (a span's owner overwritten), is
 	 * enforced. */
-	for (size_t i = 0; i < ro.s.n_pools && i < FAULT_POOLS_MAX; i++)
-		if (ro.s.pools[i] == hit->pool)
-			return mode == FAULT_AUDIT ? FAULT_AUDIT : mode == FAULT_LEARN ? FAULT_LEARN : FAULT_ENFORCE;
-	return FAULT_ENFORCE;
+	if (armed_index(hit->pool) < 0)
+		return FAULT_ENFORCE;
+	return mode == FAULT_AUDIT ? FAULT_AUDIT : mode == FAULT_LEARN ? FAULT_LEARN : FAULT_ENFORCE;
+}
+
+void fault_names(const struct pool_hit *hit, const char **ret_pool, const char **ret_policy)
+{
+	int i = armed_index(hit->pool);
+	if (i >= 0) {
+		*ret_pool = ro.s.names[i];
+		*ret_policy = ro.s.policy;
+		return;
+	}
+	/* An API pool's own label; one not ended within its field (the
+	 * struct overwritten) is not read on. */
+	const char *name = hit->pool->name;
+	*ret_pool = name[0] && memchr(name, '\0', POOL_NAME) ? name : "(unnamed)";
+	*ret_policy = "";
 }
 
 /* Can a write into hit's pool be let through?  Audit pools, not sealed
@@ -326,8 +352,7 @@ static void on_violation(int sig, siginfo_t *si, void *uctx, const struct pool_h
 {
 	struct violation v;
 	memset(&v, 0, sizeof(v));
-	v.pool = hit->pool->name[0] ? hit->pool->name : "(unnamed)";
-	v.policy = hit->pool->policy;
+	fault_names(hit, &v.pool, &v.policy);
 	v.address = (uintptr_t)si->si_addr;
 	v.ip = context_ip(uctx);
 	v.audit = audit_applies(hit, mode);
@@ -453,6 +478,13 @@ void fault_install(void)
 	take_over(SIGSEGV, on_segv, &prog_segv);
 }
 
+static void copy_name(char dst[POOL_NAME], const char *src)
+{
+	size_t len = strnlen(src, POOL_NAME - 1);
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+}
+
 int fault_arm(enum fault_mode mode, struct pmalloc_pool *const *pools, size_t n,
 	      bool (*learn)(const struct pool_hit *hit, uintptr_t addr), bool seal)
 {
@@ -463,8 +495,11 @@ int fault_arm(enum fault_mode mode, struct pmalloc_pool *const *pools, size_t n,
 	if (r == 0) {
 		ro.s.mode = mode;
 		ro.s.n_pools = n;
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			ro.s.pools[i] = pools[i];
+			copy_name(ro.s.names[i], pools[i]->name[0] ? pools[i]->name : "(unnamed)");
+		}
+		copy_name(ro.s.policy, n ? pools[0]->policy : "");
 		ro.s.learn = learn;
 		ro.s.armed = true;
 		atomic_store(&ro_locked, 0);

@@ -49,5 +49,9 @@ int fault_arm(enum fault_mode mode, struct pmalloc_pool *const *pools, size_t n,
  * page only: enforce for every pool but the armed ones, and for those too
  * unless the page says audit or learn.  Async-signal-safe. */
 enum fault_mode fault_mode_of(const struct pool_hit *hit);
+/* The names a report of a write into hit's pool gives: the armed pools'
+ * and their policy's from the read-only page, an API pool's own label
+ * (policy ""), never a pool struct's words read past their field. */
+void fault_names(const struct pool_hit *hit, const char **ret_pool, const char **ret_policy);
 
 #endif
