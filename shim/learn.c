@@ -76,11 +76,15 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 	uintptr_t page = addr & ~(uintptr_t)(os_page_size - 1);
 	size_t bit = (page - arena_base) / os_page_size;
 	uint64_t m = UINT64_C(1) << (bit % 64);
-	if (atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_acq_rel) & m)
-		return true;         /* opened already (or being opened by another thread) */
+	/* A bit set already: another thread is opening the page, or the bit
+	 * was written by someone else (the table is writable).  Either way the
+	 * page is opened here too (idempotent): the bit never lets a write
+	 * through by itself, and the handler never waits on it. */
+	bool mine = !(atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_acq_rel) & m);
 	mark_page(hit->span, page - hit->span->base);
 	if (os_protect_rw((void *)page, os_page_size) < 0) {
-		atomic_fetch_and_explicit(&opened[bit / 64], ~m, memory_order_acq_rel);
+		if (mine)
+			atomic_fetch_and_explicit(&opened[bit / 64], ~m, memory_order_acq_rel);
 		return false;
 	}
 	return true;
