@@ -66,11 +66,6 @@
  * fault_install() on, written once more only by fault_arm() at start-up
  * (and sealed under protection = "seal").  The handler reaches it at a
  * link-time address: no writable pointer leads to it. */
-#if defined(__x86_64__)
-#define RO_PAGE 4096u
-#else
-#define RO_PAGE 65536u                  /* the largest page size of the arm64 kernels */
-#endif
 struct fault_ro {
 	int mode;                           /* enum fault_mode */
 	bool armed;
@@ -304,7 +299,7 @@ enum fault_mode fault_mode_of(const struct pool_hit *hit)
 	/* Only the pools armed here ever audit or learn: an API pool, or a
 	 * pool pointer that is none of them (a span's owner overwritten), is
 	 * enforced. */
-	if (armed_index(hit->pool) < 0)
+	if (armed_index(hit->pool) < 0 || !arena_interposed((const void *)hit->addr))
 		return FAULT_ENFORCE;
 	return mode == FAULT_AUDIT ? FAULT_AUDIT : mode == FAULT_LEARN ? FAULT_LEARN : FAULT_ENFORCE;
 }
@@ -330,7 +325,7 @@ void fault_names(const struct pool_hit *hit, const char **ret_pool, const char *
 static bool audit_applies(const struct pool_hit *hit, enum fault_mode mode)
 {
 #if defined(__x86_64__)
-	return mode == FAULT_AUDIT && !(hit->pool->flags & PMALLOC_POOL_SEAL) && atomic_load(&prog_trap.ours);
+	return mode == FAULT_AUDIT && !pool_seals(hit->pool) && atomic_load(&prog_trap.ours);
 #else
 	(void)hit;
 	(void)mode;

@@ -171,8 +171,8 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		const struct pimg_pool *pp = pimg_pool(img, i);
 		struct shim_pool *sp = &st->pools[i];
 		/* Learning unprotects what is written: never sealed. */
-		unsigned flags = img->protection == POLICY_PROT_SEAL && img->mode != POLICY_MODE_LEARN
-					 ? PMALLOC_POOL_SEAL : 0;
+		unsigned flags = (img->protection == POLICY_PROT_SEAL && img->mode != POLICY_MODE_LEARN
+					  ? PMALLOC_POOL_SEAL : 0) | POOL_INTERPOSED;
 		sp->pool = pool_create(pimg_str(img, pp->name), flags);
 		if (!sp->pool)
 			return -ENOMEM;

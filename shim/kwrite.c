@@ -97,7 +97,7 @@ __attribute__((constructor)) static void kwrite_init(void)
  * take it away (a sealed page cannot be opened anyway). */
 static bool kw_lets_through(const struct pool_hit *hit)
 {
-	return fault_mode_of(hit) == FAULT_AUDIT && !(hit->pool->flags & PMALLOC_POOL_SEAL) &&
+	return fault_mode_of(hit) == FAULT_AUDIT && !pool_seals(hit->pool) &&
 	       os_page_size == AUDIT_PAGE;
 }
 
