@@ -8,7 +8,7 @@
 # signal with the kernel's write refused (its header comment says which
 # words and values).  Once under an enforce policy file (no daemon; the
 # object comes from malloc() at a policy site), once with the public pool
-# API and no policy.
+# API and no policy, once with the pool API next to an audit policy's pool.
 #
 # Thousands of enforced writes: each report would be a journal entry, so
 # the journal is hidden in a private mount namespace (as e2e_nojournal.sh
@@ -53,4 +53,10 @@ tampered policy "$T/enforce.conf"
 	fail "policy: the object was not in pool \"secrets\": $(head -n 3 "$T/err")"
 tampered api /nonexistent/pmalloc-test.conf
 grep -q 'policy "' "$T/err" && fail "api: a policy applied: $(grep -m1 'policy "' "$T/err")"
+
+# An audit policy's pool next to an API pool: the API pool is enforced,
+# also when a span's owner is made to name the audited pool.
+sed 's/mode = "enforce";/mode = "audit";/' "$T/enforce.conf" >"$T/audit.conf"
+tampered audit-api "$T/audit.conf"
+grep -q 'audit: write allowed$' "$T/err" && fail "audit-api: a write was allowed: $(grep -m1 'audit: write allowed$' "$T/err")"
 exit 0

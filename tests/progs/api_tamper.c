@@ -12,6 +12,10 @@
  *                       PMALLOC_CONF (protected by pmalloc_protect_named)
  *   api_tamper api      the object comes from pmalloc_create_pool(), no
  *                       policy (always enforce)
+ *   api_tamper audit-api  the same under an audit policy whose pool
+ *                       "secrets" (make_secret) is protected too: the
+ *                       API pool stays enforced, also when a word is made
+ *                       to point at the audited pool's struct
  *
  * Targets, found at run time without knowing the shim's layout:
  *   - the shim's writable PT_LOAD segment outside RELRO (.data, .bss):
@@ -27,10 +31,11 @@
  *     pool), around the object's record (its granule in the top half), and
  *     around the object's call-site entry (a return address into
  *     make_secret);
- * each written with three values: 0x0000000100000001 (1 in both halves:
- * "audit", "true", index 1), all ones, and the address of a page of this
- * program filled with 0x0000000100000001 (a pointer to a forged struct
- * saying "audit" in every field).
+ * each written with four values: 1 and 1 << 32 (1 in either half of the
+ * word: "audit", "true", index 1), all ones, and the address of a page of
+ * this program filled with 0x0000000100000001 (a pointer to a forged struct
+ * saying "audit" in every field); in audit-api, 1 << 32 and the address of
+ * the audited pool's struct (a span's owner redirected to it) instead.
  *
  * Prints "api_tamper: N runs (...): all died" and exits 0, else one line per
  * failing run and exits 1; 2 when it could not set itself up.
@@ -403,11 +408,12 @@ static int run(const struct target *t, uint64_t value, const char *vname, struct
 
 int main(int argc, char **argv)
 {
-	if (argc != 2 || (strcmp(argv[1], "policy") != 0 && strcmp(argv[1], "api") != 0)) {
-		fprintf(stderr, "usage: api_tamper policy|api\n");
+	if (argc != 2 || (strcmp(argv[1], "policy") != 0 && strcmp(argv[1], "api") != 0 &&
+			  strcmp(argv[1], "audit-api") != 0)) {
+		fprintf(stderr, "usage: api_tamper policy|api|audit-api\n");
 		return 2;
 	}
-	bool policy = strcmp(argv[1], "policy") == 0;
+	bool policy = strcmp(argv[1], "policy") == 0, audit_api = strcmp(argv[1], "audit-api") == 0;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	struct rlimit nocore = { 0, 0 };
 	setrlimit(RLIMIT_CORE, &nocore);     /* thousands of deaths: no core files */
@@ -423,6 +429,11 @@ int main(int argc, char **argv)
 		if (site_hi <= site_lo)
 			site_hi = site_lo + 64;
 	} else {
+		char *audited = audit_api ? make_secret() : NULL;
+		if (audit_api && (!audited || pmalloc_protect_named("secrets") < 0 || pmalloc_is_protected(audited) != 1)) {
+			fprintf(stderr, "api_tamper: no protected pool \"secrets\" (audit policy not applied?)\n");
+			return 2;
+		}
 		pool = pmalloc_create_pool();
 		secret = pool ? pmalloc(pool, SECRET_LEN) : NULL;
 		if (!secret) {
@@ -464,24 +475,38 @@ int main(int argc, char **argv)
 		perror("api_tamper: mmap");
 		return 2;
 	}
-	const struct {
+	uintptr_t audited_pool = 0;
+	for (size_t i = 0; i < n_pools; i++)
+		if (pools[i] != (uintptr_t)pool)
+			audited_pool = pools[i];
+	if (audit_api && !audited_pool) {
+		fprintf(stderr, "api_tamper: the audited pool's struct was not found\n");
+		return 2;
+	}
+	struct value {
 		uint64_t v;
 		const char *name;
-	} values[] = {
+	};
+	const struct value all[] = {
 		{ 1, "1" },
 		{ UINT64_C(1) << 32, "1<<32" },
 		{ ~UINT64_C(0), "~0" },
 		{ (uintptr_t)forged, "&forged" },
+	}, redirect[] = {
+		{ UINT64_C(1) << 32, "1<<32" },
+		{ audited_pool, "&audited pool" },
 	};
+	const struct value *values = audit_api ? redirect : all;
+	size_t n_values = audit_api ? 2 : 4;
 	fflush(stdout);
 	fflush(stderr);
 	int failed = 0, runs = 0;
 	for (size_t i = 0; i < n_targets; i++)
-		for (size_t v = 0; v < sizeof(values) / sizeof(values[0]); v++) {
+		for (size_t v = 0; v < n_values; v++) {
 			failed += run(&targets[i], values[v].v, values[v].name, st);
 			runs++;
 		}
-	printf("api_tamper: %d runs (%zu words x %zu values:", runs, n_targets, sizeof(values) / sizeof(values[0]));
+	printf("api_tamper: %d runs (%zu words x %zu values:", runs, n_targets, n_values);
 	for (int k = 0; k < 6; k++)
 		printf(" %s %u%s", kind_names[k], counts[k], k < 5 ? "," : "");
 	printf("): %s\n", failed ? "FAILED" : "all died");
