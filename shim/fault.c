@@ -18,10 +18,11 @@
  * on and never from the pool structs, spans or any other writable word:
  * an attacker who can write the heap or the shim's data cannot turn
  * enforcement into audit without first undoing an mprotect.  Writable
- * words still on the way (a span's owner, its protected mark, the pool's
- * name and flags) can only make a write look like no pool's (the program's
- * own SIGSEGV disposition: death by default) or like another pool's, which
- * is enforced unless the read-only page names it.
+ * words still on the way (a span's owner, its protected mark) can only
+ * make a write look like no pool's (the program's own SIGSEGV disposition:
+ * death by default) or like another pool's, which is enforced unless the
+ * read-only page names it and the address lies in the interposition's
+ * units (arena.c's read-only map).
  * Every other SIGSEGV goes to the handler that was there before (or that
  * the program installs later, through fault_set_program_action), with its
  * flags and mask honoured, or to the default action, re-raised when the
