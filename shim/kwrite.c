@@ -176,6 +176,7 @@ static void kw_done(struct kw_call *c, const void *sub, size_t written)
 		return;
 	struct violation v;
 	violation_from_hit(&v, &hit, at);
+	fault_names(&hit, &v.pool, &v.policy);      /* the read-only page's */
 	v.audit = 1;
 	v.ip = c->ra;
 	v.kernel_call = c->name;

@@ -26,7 +26,6 @@
  */
 #define _GNU_SOURCE
 #include "report.h"
-#include "fault.h"
 #include "fmt.h"
 #include "os.h"
 #include "pool.h"
@@ -325,7 +324,8 @@ void report_init(void)
 void violation_from_hit(struct violation *v, const struct pool_hit *hit, uintptr_t address)
 {
 	memset(v, 0, sizeof(*v));
-	fault_names(hit, &v->pool, &v->policy);
+	v->pool = hit->pool->name[0] ? hit->pool->name : "(unnamed)";
+	v->policy = hit->pool->policy;
 	v->address = address;
 	if (hit->in_object) {
 		v->object = hit->object;
