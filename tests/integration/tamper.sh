@@ -8,7 +8,8 @@
 # signal with the kernel's write refused (its header comment says which
 # words and values).  Once under an enforce policy file (no daemon; the
 # object comes from malloc() at a policy site), once with the public pool
-# API and no policy, once with the pool API next to an audit policy's pool.
+# API and no policy, and with the pool API beside an audit and a learn
+# policy's pool.
 #
 # Thousands of enforced writes: each report would be a journal entry, so
 # the journal is hidden in a private mount namespace (as e2e_nojournal.sh
@@ -53,9 +54,11 @@ tampered policy "$T/enforce.conf"
 tampered api /nonexistent/pmalloc-test.conf
 grep -q 'policy "' "$T/err" && fail "api: a policy applied: $(grep -m1 'policy "' "$T/err")"
 
-# An audit policy's pool next to an API pool: the API pool is enforced,
-# also when a span's owner is made to name the audited pool.
-sed 's/mode = "enforce";/mode = "audit";/' "$T/enforce.conf" >"$T/audit.conf"
-tampered audit-api "$T/audit.conf"
-grep -q 'audit: write allowed$' "$T/err" && fail "audit-api: a write was allowed: $(grep -m1 'audit: write allowed$' "$T/err")"
+# The pool API beside an audit, then a learn policy's pool: the API pool
+# is enforced, also when a span's owner is made to name the policy's pool.
+for mode in audit learn; do
+	sed "s/mode = \"enforce\";/mode = \"$mode\";/" "$T/enforce.conf" >"$T/$mode.conf"
+	tampered api-beside "$T/$mode.conf"
+	grep -q 'audit: write allowed$' "$T/err" && fail "api-beside $mode: a write was allowed: $(grep -m1 'audit: write allowed$' "$T/err")"
+done
 exit 0
