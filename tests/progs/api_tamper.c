@@ -67,7 +67,7 @@
 #define WORDS_PER_OBJECT 64        /* objects up to 512 bytes: every word */
 #define WORDS_PER_BUFFER 16        /* larger ones (buffers): the first words */
 #define MAX_TARGETS 8192
-#define RUN_DEADLINE_S 3
+#define RUN_DEADLINE_S 10         /* a run still alive then hangs: a failure */
 #define SECRET_LEN 32
 
 struct target {
