@@ -51,12 +51,6 @@ bool learn_active(void)
 	return learn_st != NULL;
 }
 
-static bool learning(const struct pmalloc_pool *p)
-{
-	const struct shim_state *st = learn_st;
-	return st && p && p->index >= 0 && (size_t)p->index < st->n_pools && st->pools[p->index].pool == p;
-}
-
 static void mark(uint16_t site)
 {
 	if (site != SITE_NONE && site <= SITE_SLOTS)
@@ -80,35 +74,41 @@ static void mark_page(const struct span *s, size_t pg)
 
 bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 {
-	if (!learning(hit->pool) || !hit->span)
+	/* Read-only state only (fault.c): a pool index, learn_st or a bit of
+	 * opened overwritten never makes an enforced pool learn. */
+	if (fault_mode_of(hit) != FAULT_LEARN || !hit->span || !opened)
 		return false;
 	uintptr_t page = addr & ~(uintptr_t)(os_page_size - 1);
 	size_t bit = (page - arena_base) / os_page_size;
 	uint64_t m = UINT64_C(1) << (bit % 64);
-	if (atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_acq_rel) & m)
-		return true;         /* opened already (or being opened by another thread) */
+	/* A bit set already: another thread is opening the page, or the bit
+	 * was written by someone else (the table is writable).  Either way the
+	 * page is opened here too (idempotent): the bit never lets a write
+	 * through by itself, and the handler never waits on it. */
+	bool mine = !(atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_acq_rel) & m);
 	mark_page(hit->span, page - hit->span->base);
 	if (os_protect_rw((void *)page, os_page_size) < 0) {
-		atomic_fetch_and_explicit(&opened[bit / 64], ~m, memory_order_acq_rel);
+		if (mine)
+			atomic_fetch_and_explicit(&opened[bit / 64], ~m, memory_order_acq_rel);
 		return false;
 	}
 	return true;
 }
 
-void learn_init(const struct shim_state *st)
+bool learn_init(const struct shim_state *st)
 {
 	void *w, *o, *e;
 	size_t words = (arena_size / os_page_size + 63) / 64;
 	if (os_map(SITE_SLOTS, &w) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0 ||
 	    os_map(SITE_SLOTS * sizeof(*early), &e) < 0) {
 		debug_printf("learn mode: no memory for its tables; pools enforce");
-		return;
+		return false;
 	}
 	written = w;
 	opened = o;
 	early = e;
 	learn_st = st;
-	fault_set_learn_hook(learn_let_through);
+	return true;
 }
 
 /* One learned site, at flush time. */
