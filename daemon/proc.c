@@ -19,12 +19,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77                  /* Linux 6.5; glibc 2.36 lacks the name */
 #endif
+
+/* PIDFD_GET_INFO (Linux 6.13), its first layout (PIDFD_INFO_SIZE_VER0):
+ * the kernel's uapi, which older headers lack.  Later kernels grow the
+ * struct at its end and still answer this size. */
+struct proc_pidfd_info {
+	uint64_t mask;
+	uint64_t cgroupid;
+	uint32_t pid, tgid, ppid;
+	uint32_t ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+	uint32_t spare0;
+};
+#define PROC_PIDFD_INFO_CREDS (1ULL << 1)
+_Static_assert(sizeof(struct proc_pidfd_info) == 64, "PIDFD_INFO_SIZE_VER0");
 
 /* ENOENT from /proc/PID/... means the process is gone. */
 static int proc_errno(int e)
@@ -203,6 +217,25 @@ int proc_peer_pidfd(int sockfd)
 	if (len != sizeof(pidfd) || pidfd < 0)
 		return -EBADMSG;
 	return pidfd;
+}
+
+int proc_pidfd_ids(int pidfd, uid_t ret_uids[4], gid_t ret_gids[4])
+{
+	struct proc_pidfd_info info = { .mask = PROC_PIDFD_INFO_CREDS };
+
+	if (ioctl(pidfd, PROC_PIDFD_GET_INFO, &info) < 0)
+		return errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP ? -EOPNOTSUPP : -errno;
+	if (!(info.mask & PROC_PIDFD_INFO_CREDS))
+		return -EOPNOTSUPP;
+	ret_uids[0] = (uid_t)info.ruid;
+	ret_uids[1] = (uid_t)info.euid;
+	ret_uids[2] = (uid_t)info.suid;
+	ret_uids[3] = (uid_t)info.fsuid;
+	ret_gids[0] = (gid_t)info.rgid;
+	ret_gids[1] = (gid_t)info.egid;
+	ret_gids[2] = (gid_t)info.sgid;
+	ret_gids[3] = (gid_t)info.fsgid;
+	return 0;
 }
 
 int proc_pidfd_exited(int pidfd)

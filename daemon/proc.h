@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/types.h>
 
 #define PROC_COMM_MAX 16                 /* TASK_COMM_LEN, NUL included */
@@ -34,6 +35,13 @@ bool proc_is_alive(pid_t pid, uint64_t starttime);
 /* The peer's pidfd (SO_PEERPIDFD), or -errno (-ENOPROTOOPT on kernels
  * without it: optional). */
 int proc_peer_pidfd(int sockfd);
+/* The ids proc_read_ids() reads, from the kernel's record of the process
+ * behind pidfd (PIDFD_GET_INFO: one ioctl, about 1.5 us here, against
+ * 25 us for /proc/PID/status): 0, -ESRCH (it was reaped), -EOPNOTSUPP
+ * (a kernel before 6.13: read /proc/PID/status instead) or -errno. */
+int proc_pidfd_ids(int pidfd, uid_t ret_uids[4], gid_t ret_gids[4]);
+/* The request number, for the sandbox's allow-list. */
+#define PROC_PIDFD_GET_INFO _IOWR(0xFF, 11, char[64])
 /* 1 when the process behind pidfd has exited, 0 when it runs, -errno. */
 int proc_pidfd_exited(int pidfd);
 

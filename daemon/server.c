@@ -301,7 +301,11 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	r = proc_read_exe(c->pid, &exe, &deleted);
 	if (r >= 0)
 		r = proc_read_stat_comm(c->pid, comm, &starttime);
-	if (r >= 0)
+	/* The ids from the pidfd where the kernel tells them (PIDFD_GET_INFO),
+	 * else from /proc/PID/status: the same four of each. */
+	if (r >= 0 && pidfd >= 0)
+		r = proc_pidfd_ids(pidfd, uids, gids);
+	if (r == -EOPNOTSUPP || (r >= 0 && pidfd < 0))
 		r = proc_read_ids(c->pid, uids, gids);
 	if (r >= 0 && pidfd >= 0 && proc_pidfd_exited(pidfd) != 0)
 		r = -ESRCH;
