@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -47,8 +48,7 @@ struct client {
 	struct client *prev, *next;
 	struct server *server;
 	int fd;
-	sd_event_source *io;
-	sd_event_source *timer;
+	uint64_t deadline;               /* NEW: dropped if still silent then (usec); 0 once it spoke */
 	enum client_state state;
 	pid_t pid;                       /* SO_PEERCRED at accept */
 	uid_t uid;                       /* its effective uid and gid then */
@@ -67,6 +67,18 @@ struct server {
 	bool activated;
 	sd_event_source *listen_src;
 	sd_event_source *retry_timer;
+	/* The clients' sockets, in an epoll set of our own, watched as one
+	 * source: one epoll_wait() hands over up to SERVER_IO_BATCH ready
+	 * clients (sd-event dispatches one source per loop iteration, each an
+	 * epoll_wait() of its own), and closing a client's socket removes it
+	 * from the set (no EPOLL_CTL_DEL). */
+	int client_epfd;
+	sd_event_source *clients_src;
+	/* One timer for every client that has not spoken yet, armed at the
+	 * earliest deadline (none of sd-event's per-client timer sources, each
+	 * a timerfd_settime() as clients come and go). */
+	sd_event_source *silent_timer;
+	uint64_t silent_at;              /* when it fires; 0 disarmed */
 	struct client *clients;
 	size_t n_clients;
 	size_t max_clients;              /* SERVER_MAX_CLIENTS, less where descriptors are fewer */
@@ -75,6 +87,7 @@ struct server {
 	struct protect protect;           /* pmallocctl protect */
 	struct budgets budgets;           /* per-user shares and budgets */
 	sd_event_source *trim_timer;      /* malloc_trim once frees stop */
+	uint64_t trim_at;                 /* when it fires */
 };
 
 /* One receive buffer, one send buffer: the daemon is single-threaded. */
@@ -129,8 +142,14 @@ static void trim_later(struct server *s)
 		if (sd_event_add_time(s->manager->event, &s->trim_timer, CLOCK_MONOTONIC, when,
 				      100 * USEC_PER_MSEC, on_trim, s) < 0)
 			s->trim_timer = NULL;
+		s->trim_at = when;
 		return;
 	}
+	/* Moved only by its accuracy or more: every move re-arms the loop's
+	 * timerfd, and hundreds of clients leave per second under load. */
+	if (when < s->trim_at + 100 * USEC_PER_MSEC && sd_event_source_get_enabled(s->trim_timer, NULL) > 0)
+		return;
+	s->trim_at = when;
 	(void)sd_event_source_set_time(s->trim_timer, when);
 	(void)sd_event_source_set_enabled(s->trim_timer, SD_EVENT_ONESHOT);
 }
@@ -143,14 +162,12 @@ static void client_free(struct client *c)
 	LIST_UNLINK(s->clients, c);
 	s->n_clients--;
 
-	c->io = sd_event_source_disable_unref(c->io);
-	c->timer = sd_event_source_disable_unref(c->timer);
 	for (size_t i = 0; i < c->n_children; i++)
 		child_retire(c, c->children[i], now);
 	if (c->entry)
 		registry_retire(&s->manager->registry, c->entry, now);
 	budget_client_remove(c->budget);
-	close(c->fd);
+	close(c->fd);                    /* leaves the epoll set with it */
 	free(c);
 	trim_later(s);
 }
@@ -193,14 +210,40 @@ static void drain(int fd)
 			break;
 }
 
-static int on_client_timeout(sd_event_source *src, uint64_t usec, void *userdata)
+static void silent_arm(struct server *s, uint64_t when)
 {
-	struct client *c = userdata;
+	if (!s->silent_timer || (s->silent_at && s->silent_at <= when))
+		return;
+	if (sd_event_source_set_time(s->silent_timer, when) < 0 ||
+	    sd_event_source_set_enabled(s->silent_timer, SD_EVENT_ONESHOT) < 0) {
+		log_limited(&s->drop_log, LOG_WARNING, "cannot arm the silent-client timer");
+		return;
+	}
+	s->silent_at = when;
+}
+
+/* Drop the clients silent past their deadline; wait for the next one. */
+static int on_silent(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct server *s = userdata;
+	uint64_t now = now_usec(s), next = 0;
+	struct client *c, *following;
 
 	(void)src;
 	(void)usec;
-	client_drop(c, timed_out, "said nothing before the deadline, dropped", client_drop_args(c));
-	client_free(c);
+	s->silent_at = 0;
+	for (c = s->clients; c; c = following) {
+		following = c->next;
+		if (!c->deadline)
+			continue;
+		if (c->deadline <= now) {
+			client_drop(c, timed_out, "said nothing before the deadline, dropped", client_drop_args(c));
+			client_free(c);
+		} else if (!next || c->deadline < next)
+			next = c->deadline;
+	}
+	if (next)
+		silent_arm(s, next);
 	return 0;
 }
 
@@ -351,7 +394,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	e->starttime = starttime;
 	e->generation = cfg->generation;
 	c->state = CLIENT_SERVED;
-	c->timer = sd_event_source_disable_unref(c->timer);
+	c->deadline = 0;
 
 	p = policy_set_match(cfg->set, exe, comm, c->uid);
 	if (p) {
@@ -671,22 +714,36 @@ static int client_receive_one(struct client *c)
 	return client_dispatch(c, (size_t)n, cred) < 0 ? -EBADMSG : 1;
 }
 
-static int on_client_io(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+/* What c sent, up to SERVER_READ_BATCH messages: 0, or -1 when c was
+ * freed (closed, or dropped). */
+static int client_read(struct client *c)
 {
-	struct client *c = userdata;
-
-	(void)src;
-	(void)fd;
-	(void)revents;
 	for (int i = 0; i < SERVER_READ_BATCH; i++) {
 		int r = client_receive_one(c);
 		if (r == 0)
 			return 0;
 		if (r < 0) {
 			client_free(c);
-			return 0;
+			return -1;
 		}
 	}
+	return 0;
+}
+
+/* Ready clients, at most SERVER_IO_BATCH per call: the set stays readable
+ * while more are, and the loop comes back after its other sources.
+ * Handling one client frees no other (only the silent timer drops others). */
+static int on_clients(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct epoll_event ev[SERVER_IO_BATCH];
+	int n;
+
+	(void)src;
+	(void)revents;
+	(void)userdata;
+	n = epoll_wait(fd, ev, SERVER_IO_BATCH, 0);
+	for (int i = 0; i < n; i++)
+		(void)client_read(ev[i].data.ptr);
 	return 0;
 }
 
@@ -723,9 +780,9 @@ static void client_accept(struct server *s, int fd)
 {
 	struct ucred peer;
 	socklen_t len = sizeof(peer);
+	struct epoll_event ev = { .events = EPOLLIN };
 	struct uid_budget *budget;
 	struct client *c;
-	int one = 1, r;
 
 	s->counters.accepted++;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || len != sizeof(peer) ||
@@ -760,24 +817,25 @@ static void client_accept(struct server *s, int fd)
 	c->pid = peer.pid;
 	c->uid = peer.uid;
 	c->gid = peer.gid;
-	/* Inherited from the listening socket already; set it anyway. */
-	(void)setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
-
-	r = sd_event_add_io(s->manager->event, &c->io, fd, EPOLLIN, on_client_io, c);
-	if (r >= 0)
-		r = sd_event_add_time_relative(s->manager->event, &c->timer, CLOCK_MONOTONIC,
-					       (uint64_t)silent_limit_ms(s) * USEC_PER_MSEC,
-					       50 * USEC_PER_MSEC, on_client_timeout, c);
-	if (r < 0) {
-		log_error_errno(r, "cannot watch a client: %m");
-		c->io = sd_event_source_disable_unref(c->io);
-		budget_client_remove(budget);
-		close(fd);
-		free(c);
-		return;
-	}
+	/* SO_PASSCRED comes from the listening socket (listen.c sets it). */
 	LIST_PUSH(s->clients, c);
 	s->n_clients++;
+
+	/* A starting process sends its HELLO right after connect(): mostly
+	 * it is there already, and is answered now, without a trip through
+	 * the loop. */
+	if (client_read(c) < 0)
+		return;
+	ev.data.ptr = c;
+	if (epoll_ctl(s->client_epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		log_limited(&s->drop_log, LOG_WARNING, "cannot watch a client: %m");
+		client_free(c);
+		return;
+	}
+	if (c->state == CLIENT_NEW) {
+		c->deadline = now_usec(s) + (uint64_t)silent_limit_ms(s) * USEC_PER_MSEC;
+		silent_arm(s, c->deadline);
+	}
 }
 
 static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata)
@@ -831,6 +889,12 @@ int server_open(struct manager *m, const char *path, int activated_fd, struct se
 		return log_error_errno(ENOMEM, "out of memory");
 	s->manager = m;
 	s->fd = -1;
+	s->client_epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->client_epfd < 0) {
+		r = log_error_errno(errno, "epoll_create1: %m");
+		free(s);
+		return r;
+	}
 	s->drop_log = (struct log_limit)LOG_LIMIT_INIT(10, 10);
 	s->protect = (struct protect)PROTECT_INIT;
 	s->max_clients = max_clients();
@@ -845,6 +909,7 @@ int server_open(struct manager *m, const char *path, int activated_fd, struct se
 		s->owns_path = r >= 0;
 	}
 	if (r < 0) {
+		close(s->client_epfd);
 		free(s->path);
 		free(s);
 		return r;
@@ -859,6 +924,14 @@ int server_start(struct server *s)
 
 	if (r < 0)
 		return log_error_errno(r, "cannot watch the socket: %m");
+	r = sd_event_add_io(s->manager->event, &s->clients_src, s->client_epfd, EPOLLIN, on_clients, s);
+	if (r < 0)
+		return log_error_errno(r, "cannot watch the clients: %m");
+	r = sd_event_add_time(s->manager->event, &s->silent_timer, CLOCK_MONOTONIC, 0, 50 * USEC_PER_MSEC,
+			      on_silent, s);
+	if (r < 0)
+		return log_error_errno(r, "cannot arm the silent-client timer: %m");
+	(void)sd_event_source_set_enabled(s->silent_timer, SD_EVENT_OFF);
 	return 0;
 }
 
@@ -870,6 +943,10 @@ void server_free(struct server *s)
 		client_free(s->clients);
 	budgets_done(&s->budgets);
 	s->trim_timer = sd_event_source_disable_unref(s->trim_timer);
+	s->silent_timer = sd_event_source_disable_unref(s->silent_timer);
+	s->clients_src = sd_event_source_disable_unref(s->clients_src);
+	if (s->client_epfd >= 0)
+		close(s->client_epfd);
 	s->listen_src = sd_event_source_disable_unref(s->listen_src);
 	s->retry_timer = sd_event_source_disable_unref(s->retry_timer);
 	if (s->fd >= 0)
