@@ -40,6 +40,7 @@ static const char *const allowed[] = {
 	"openat", "read", "pread64", "close", "newfstatat", "readlink", "getdents64", "fcntl",
 	/* clients; journal (send) and sd_notify (sendmsg) datagrams; stderr */
 	"accept4", "recvmsg", "recvfrom", "sendmsg", "sendto", "getsockopt", "setsockopt", "write",
+	"sendmmsg",                                /* journal entries of a batch of clients */
 	"writev",                                  /* (rare) glibc's fatal messages (__libc_message) */
 	/* the event loop */
 	"epoll_wait", "epoll_ctl", "timerfd_create", "timerfd_settime", "signalfd4", "poll",

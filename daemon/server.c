@@ -30,6 +30,7 @@
 
 #include "budget.h"
 #include "journal.h"
+#include "jwriter.h"
 #include "list.h"
 #include "listen.h"
 #include "log.h"
@@ -319,7 +320,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	uid_t uids[4] = { 0 };
 	gid_t gids[4] = { 0 };
 	bool changed = false;
-	int pidfd, r;
+	int pidfd, ids, r;
 
 	if (m->flags != 0 || m->reserved != 0) {
 		client_drop(c, malformed, "HELLO with unknown flags 0x%x, dropped", client_drop_args(c),
@@ -344,14 +345,17 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	r = proc_read_exe(c->pid, &exe, &deleted);
 	if (r >= 0)
 		r = proc_read_stat_comm(c->pid, comm, &starttime);
-	/* The ids from the pidfd where the kernel tells them (PIDFD_GET_INFO),
-	 * else from /proc/PID/status: the same four of each. */
-	if (r >= 0 && pidfd >= 0)
-		r = proc_pidfd_ids(pidfd, uids, gids);
-	if (r == -EOPNOTSUPP || (r >= 0 && pidfd < 0))
+	/* The ids from the pidfd where the kernel tells them (PIDFD_GET_INFO):
+	 * it answers only while the process is not reaped, that is while its
+	 * pid is not free for reuse, so the reads above were its.  Else from
+	 * /proc/PID/status, and the pidfd's poll() proves the same. */
+	ids = r >= 0 && pidfd >= 0 ? proc_pidfd_ids(pidfd, uids, gids) : -EOPNOTSUPP;
+	if (r >= 0 && ids == -EOPNOTSUPP) {
 		r = proc_read_ids(c->pid, uids, gids);
-	if (r >= 0 && pidfd >= 0 && proc_pidfd_exited(pidfd) != 0)
-		r = -ESRCH;
+		if (r >= 0 && pidfd >= 0 && proc_pidfd_exited(pidfd) != 0)
+			r = -ESRCH;
+	} else if (r >= 0)
+		r = ids;
 	if (pidfd >= 0)
 		close(pidfd);
 	if (r < 0) {
@@ -719,13 +723,16 @@ static int client_receive_one(struct client *c)
 static int client_read(struct client *c)
 {
 	for (int i = 0; i < SERVER_READ_BATCH; i++) {
+		enum client_state was = c->state;
 		int r = client_receive_one(c);
-		if (r == 0)
-			return 0;
 		if (r < 0) {
 			client_free(c);
 			return -1;
 		}
+		/* Nothing more, or just served: a shim says nothing more until it
+		 * has read its answer (one receive that would fail saved). */
+		if (r == 0 || c->state != was)
+			return 0;
 	}
 	return 0;
 }
@@ -742,8 +749,10 @@ static int on_clients(sd_event_source *src, int fd, uint32_t revents, void *user
 	(void)revents;
 	(void)userdata;
 	n = epoll_wait(fd, ev, SERVER_IO_BATCH, 0);
+	jwriter_batch_begin();           /* the answers first, then the journal */
 	for (int i = 0; i < n; i++)
 		(void)client_read(ev[i].data.ptr);
+	jwriter_batch_end();
 	return 0;
 }
 
@@ -844,22 +853,24 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
 
 	(void)src;
 	(void)revents;
+	jwriter_batch_begin();           /* the answers first, then the journal */
 	for (int i = 0; i < SERVER_ACCEPT_BATCH; i++) {
 		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (cfd < 0) {
 			if (errno == EAGAIN)
-				return 0;
+				break;
 			if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
 				continue;
 			s->counters.accept_errors++;
 			log_limited(&s->drop_log, LOG_WARNING, "accept failed: %m");
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
 				pause_accepting(s);
-			return 0;
+			break;
 		}
 		client_accept(s, cfd);
 	}
+	jwriter_batch_end();
 	return 0;
 }
 
