@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef SO_PEERPIDFD
@@ -114,10 +115,8 @@ int proc_read_comm(pid_t pid, char ret[PROC_COMM_MAX])
 	return 0;
 }
 
-/* Fields of /proc/PID/stat: comm (between the first '(' and the last ')',
- * as the kernel's task name, unescaped: what /proc/PID/comm shows without
- * its newline), the parent and the start time. */
-static int parse_stat(char *buf, char *ret_comm, pid_t *ret_ppid, uint64_t *ret_starttime)
+/* Fields of /proc/PID/stat: the parent and the start time. */
+static int parse_stat(char *buf, pid_t *ret_ppid, uint64_t *ret_starttime)
 {
 	unsigned long long start;
 	char *p, *open;
@@ -128,13 +127,6 @@ static int parse_stat(char *buf, char *ret_comm, pid_t *ret_ppid, uint64_t *ret_
 	p = strrchr(buf, ')');
 	if (!open || !p || p < open || sscanf(p + 1, " %*c %d", &ppid) != 1)
 		return -EBADMSG;
-	if (ret_comm) {
-		size_t n = (size_t)(p - open - 1);
-		if (n > PROC_COMM_MAX - 1)
-			n = PROC_COMM_MAX - 1;
-		memcpy(ret_comm, open + 1, n);
-		ret_comm[n] = '\0';
-	}
 	/* starttime is field 22; p + 1 starts at field 3. */
 	p++;
 	for (field = 3; field < 22; field++) {
@@ -156,15 +148,7 @@ int proc_read_stat(pid_t pid, pid_t *ret_ppid, uint64_t *ret_starttime)
 	char buf[1024];
 	int r = read_small(pid, "stat", buf, sizeof(buf), NULL);
 
-	return r < 0 ? r : parse_stat(buf, NULL, ret_ppid, ret_starttime);
-}
-
-int proc_read_stat_comm(pid_t pid, char ret_comm[PROC_COMM_MAX], uint64_t *ret_starttime)
-{
-	char buf[1024];
-	int r = read_small(pid, "stat", buf, sizeof(buf), NULL);
-
-	return r < 0 ? r : parse_stat(buf, ret_comm, NULL, ret_starttime);
+	return r < 0 ? r : parse_stat(buf, ret_ppid, ret_starttime);
 }
 
 int proc_read_ids(pid_t pid, uid_t ret_uids[4], gid_t ret_gids[4])
@@ -196,6 +180,28 @@ int proc_read_euid(pid_t pid, uid_t *ret)
 	if (r >= 0)
 		*ret = u[1];
 	return r;
+}
+
+uint64_t proc_boottime_ticks(void)
+{
+	static long hz;
+	struct timespec ts;
+
+	if (hz <= 0)
+		hz = sysconf(_SC_CLK_TCK);
+	if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+		return 0;
+	/* As the kernel's nsec_to_clock_t(): truncated. */
+	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) / (1000000000ULL / (uint64_t)hz);
+}
+
+uint64_t proc_starttime_before(pid_t pid, uint64_t ticks)
+{
+	uint64_t st;
+
+	if (proc_read_stat(pid, NULL, &st) < 0 || st > ticks)
+		return PROC_STARTTIME_NONE;
+	return st;
 }
 
 bool proc_is_alive(pid_t pid, uint64_t starttime)

@@ -320,7 +320,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	struct proc_entry *e;
 	char *exe = NULL, comm[PROC_COMM_MAX] = "";
 	bool deleted = false;
-	uint64_t starttime = 0;
+	uint64_t seen;
 	uid_t uids[4] = { 0 };
 	gid_t gids[4] = { 0 };
 	bool changed = false;
@@ -348,7 +348,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	pidfd = proc_peer_pidfd(c->fd);
 	r = proc_read_exe(c->pid, &exe, &deleted);
 	if (r >= 0)
-		r = proc_read_stat_comm(c->pid, comm, &starttime);
+		r = proc_read_comm(c->pid, comm);
 	/* The ids from the pidfd where the kernel tells them (PIDFD_GET_INFO):
 	 * it answers only while the process is not reaped, that is while its
 	 * pid is not free for reuse, so the reads above were its.  Else from
@@ -360,6 +360,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 			r = -ESRCH;
 	} else if (r >= 0)
 		r = ids;
+	seen = proc_boottime_ticks();    /* pid was the peer's until now */
 	if (pidfd >= 0)
 		close(pidfd);
 	if (r < 0) {
@@ -399,7 +400,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	if (proc_entry_set_exe(e, exe, deleted) < 0)
 		return log_error_errno(ENOMEM, "out of memory");
 	exe = e->exe;
-	e->starttime = starttime;
+	e->starttime_by = seen;
 	e->generation = cfg->generation;
 	c->state = CLIENT_SERVED;
 	c->deadline = 0;
@@ -466,12 +467,24 @@ static int send_status_text(struct client *c, size_t text_len, const char *what)
 	return -ECONNRESET;              /* one answer, then the connection closes */
 }
 
+/* The start times status compares, of the processes served since the
+ * last status (see proc_entry.starttime_by). */
+static void resolve_starttimes(struct registry *reg)
+{
+	for (struct proc_entry *e = reg->live; e; e = e->next)
+		if (e->starttime_by) {
+			e->starttime = proc_starttime_before(e->pid, e->starttime_by);
+			e->starttime_by = 0;
+		}
+}
+
 static int handle_status_req(struct client *c)
 {
 	struct pmw_status *out = (struct pmw_status *)tx_buf;
 	struct strbuf text;
 
 	c->server->counters.status_requests++;
+	resolve_starttimes(&c->server->manager->registry);
 	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
 	c->server->manager->render_status(c->server->manager, &text, c->uid);
 	return send_status_text(c, text.len, "status");

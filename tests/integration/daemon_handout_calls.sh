@@ -7,7 +7,9 @@
 #   - a closed client leaves the epoll set with its descriptor (no
 #     EPOLL_CTL_DEL), and the loop re-arms no timer per client;
 #   - a served client costs at most HANDOUT_CALLS calls in all (accept to
-#     close, its journal entry included).
+#     close, its journal entry included);
+#   - status still tells a served process that runs (its start time read
+#     when status asks).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/daemon_lib.sh"
 
@@ -86,6 +88,16 @@ per=$(awk -v c="$calls" -v n="$n" 'BEGIN { printf "%.1f", c / n }')
 awk -v p="$per" -v m="$HANDOUT_CALLS" 'BEGIN { exit !(p <= m) }' ||
 	fail "$per system calls per hand-out ($calls for $n), want at most $HANDOUT_CALLS: $(sed 's/(.*//' "$T/served" | sort | uniq -c | sort -rn | head -n 20 | tr '\n' ' ')"
 pass "$per system calls per hand-out ($calls for $n clients, at most $HANDOUT_CALLS)"
+
+# A hand-out reads /proc/PID/comm, not /proc/PID/stat: the start time
+# status compares is read when status asks, and is that process's only if
+# it started before its HELLO.  A served process that still runs is alive.
+"$WIRE" --socket "$SOCK" --hold 5000 >"$T/held" 2>&1 &
+HPID=$!
+wait_until 100 sh -c "\"$WIRE\" --socket \"$SOCK\" --status | grep -q \"PID $HPID .*alive, served\"" ||
+	fail "a served, running process is not alive in status: $(client --status | grep "PID $HPID")"
+kill "$HPID" 2>/dev/null; wait "$HPID" 2>/dev/null
+pass "status: a process served without reading its start time is alive"
 
 stop_daemon || fail "pmallocd exit $?"
 pass "pmallocd stops cleanly"
