@@ -9,7 +9,7 @@
  * client caps, the clients' epoll set and the silent-client timer.
  * Cost of a hand-out (measured: tests/bench/daemon, strace): about 20
  * system calls - accept4, SO_PEERCRED, the HELLO, SO_PEERPIDFD, readlink
- * and /proc/PID/stat and /proc/PID/cgroup, PIDFD_GET_INFO, the answer, the
+ * and /proc/PID/comm and /proc/PID/cgroup, PIDFD_GET_INFO, the answer, the
  * epoll add, the close - and its journal entry's share of one sendmmsg().
  * Identity comes from the kernel only: SO_PEERCRED at accept, SO_PEERPIDFD
  * and /proc (proc.c) at HELLO, SCM_CREDENTIALS on each packet.
