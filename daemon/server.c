@@ -92,7 +92,7 @@ struct server {
 	struct protect protect;           /* pmallocctl protect */
 	struct budgets budgets;           /* per-user shares and budgets */
 	sd_event_source *trim_timer;      /* malloc_trim once frees stop */
-	uint64_t trim_at;                 /* when it fires */
+	uint64_t last_free;               /* when the last client left */
 };
 
 /* One receive buffer, one send buffer: the daemon is single-threaded. */
@@ -128,34 +128,39 @@ static void child_retire(struct client *c, struct proc_entry *e, uint64_t now)
 
 static int on_trim(sd_event_source *src, uint64_t usec, void *userdata)
 {
-	(void)src;
+	struct server *s = userdata;
+	uint64_t due = s->last_free + SERVER_TRIM_IDLE_MS * USEC_PER_MSEC;
+
 	(void)usec;
-	(void)userdata;
+	/* Frees since it was armed: wait for them to stop. */
+	if (due > now_usec(s)) {
+		(void)sd_event_source_set_time(src, due);
+		(void)sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+		return 0;
+	}
 	/* Hundreds of clients gone leave free chunks all over the heap:
 	 * give their pages back, as glibc's free() alone does only at the top. */
 	(void)malloc_trim(0);
 	return 0;
 }
 
-/* Many clients may be leaving: trim once they are all gone (a single
- * timer, pushed back by each free, SERVER_TRIM_IDLE_MS after the last). */
+/* Many clients may be leaving: trim once they are all gone, one timer
+ * SERVER_TRIM_IDLE_MS after the last.  A free only notes its time (the
+ * timer looks when it fires): moving the timer at every free re-armed the
+ * loop's timerfd per client. */
 static void trim_later(struct server *s)
 {
-	uint64_t when = now_usec(s) + SERVER_TRIM_IDLE_MS * USEC_PER_MSEC;
-
+	s->last_free = now_usec(s);
 	if (!s->trim_timer) {
-		if (sd_event_add_time(s->manager->event, &s->trim_timer, CLOCK_MONOTONIC, when,
+		if (sd_event_add_time(s->manager->event, &s->trim_timer, CLOCK_MONOTONIC,
+				      s->last_free + SERVER_TRIM_IDLE_MS * USEC_PER_MSEC,
 				      100 * USEC_PER_MSEC, on_trim, s) < 0)
 			s->trim_timer = NULL;
-		s->trim_at = when;
 		return;
 	}
-	/* Moved only by its accuracy or more: every move re-arms the loop's
-	 * timerfd, and hundreds of clients leave per second under load. */
-	if (when < s->trim_at + 100 * USEC_PER_MSEC && sd_event_source_get_enabled(s->trim_timer, NULL) > 0)
+	if (sd_event_source_get_enabled(s->trim_timer, NULL) > 0)
 		return;
-	s->trim_at = when;
-	(void)sd_event_source_set_time(s->trim_timer, when);
+	(void)sd_event_source_set_time(s->trim_timer, s->last_free + SERVER_TRIM_IDLE_MS * USEC_PER_MSEC);
 	(void)sd_event_source_set_enabled(s->trim_timer, SD_EVENT_ONESHOT);
 }
 
