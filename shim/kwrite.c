@@ -199,60 +199,72 @@ static void kw_done(struct kw_call *c, const void *sub, size_t written)
 #define KW_AGAIN(r) ((r) < 0 && errno == EFAULT && c_.n == 0 && !c_.refused && !c_.retried \
 	? (c_.retried = true, errno = saved_errno_, true) : false)
 #define KW_RETURN(r) do { int e_ = errno; kw_release(&c_); errno = e_; return (r); } while (0)
+/* The slow path of a call whose kernel writes one buffer, and its return:
+ * buf (a parameter of the function, len bytes) is pointed at a bounce
+ * buffer, call (an expression naming buf) is made, and the first
+ * written_if bytes go into pool memory, written_if an expression in r,
+ * the call's result (0: nothing written).  On a refusal buf is the
+ * program's again and the call is made as it is. */
+#define KW_BOUNCE_ONE(call_name, buf, len, call, r, written_if) \
+	KW_BEGIN(call_name); \
+	void *const user_ = (buf); \
+	__typeof__(call) r; \
+	do { \
+		(buf) = kw_sub(&c_, user_, (len)); \
+		if (KW_REFUSED()) { \
+			(buf) = user_; \
+			return (call); \
+		} \
+		r = (call); \
+		kw_done(&c_, (buf), (written_if)); \
+	} while (KW_AGAIN(r)); \
+	KW_RETURN(r)
 
 /* ---- read family ---- */
 
-static cold ssize_t read_slow(ssize_t (*fn)(int, void *, size_t), uintptr_t ra, int fd, void *buf, size_t n)
+/* An interposed call that libc does not define fails as a missing system
+ * call would. */
+static cold ssize_t no_libc(void)
 {
-	KW_BEGIN("read");
-	ssize_t r;
-	do {
-		void *b = kw_sub(&c_, buf, n);
-		if (KW_REFUSED())
-			return fn(fd, buf, n);
-		r = fn(fd, b, n);
-		if (r > 0)
-			kw_done(&c_, b, (size_t)r);
-	} while (KW_AGAIN(r));
-	KW_RETURN(r);
+	errno = ENOSYS;
+	return -1;
 }
 
-PMALLOC_EXPORT ssize_t read(int fd, void *buf, size_t n)
-{
-	read_fn fn = LIBC(real_read, "read");
-	if (unlikely(!fn)) {
-		errno = ENOSYS;
-		return -1;
+/* An exported call: libc's lib (looked up at load into real_lib), made as
+ * it is unless touches - the fast path, kwrite_may_touch's two compares a
+ * buffer - says the kernel may write into the arena; then slow, the call's
+ * cold path, named with fn and the caller's address. */
+#define KW_WRAP(name, lib, params, args, touches, slow) \
+	PMALLOC_EXPORT ssize_t name params \
+	{ \
+		lib##_fn fn = LIBC(real_##lib, #lib); \
+		if (unlikely(!fn)) \
+			return no_libc(); \
+		if (likely(!(touches))) \
+			return fn args; \
+		return slow; \
 	}
-	if (likely(!kwrite_may_touch(buf, n)))
-		return fn(fd, buf, n);
-	return read_slow(fn, CALLER(), fd, buf, n);
+
+static cold ssize_t read_slow(ssize_t (*fn)(int, void *, size_t), uintptr_t ra, int fd, void *buf, size_t n)
+{
+	KW_BOUNCE_ONE("read", buf, n, fn(fd, buf, n), r, r > 0 ? (size_t)r : 0);
 }
+
+KW_WRAP(read, read, (int fd, void *buf, size_t n), (fd, buf, n), kwrite_may_touch(buf, n),
+	read_slow(fn, CALLER(), fd, buf, n))
 
 static cold ssize_t pread_slow(ssize_t (*fn)(int, void *, size_t, off_t), uintptr_t ra, int fd, void *buf,
 			       size_t n, off_t off)
 {
-	KW_BEGIN("pread");
-	ssize_t r;
-	do {
-		void *b = kw_sub(&c_, buf, n);
-		if (KW_REFUSED())
-			return fn(fd, buf, n, off);
-		r = fn(fd, b, n, off);
-		if (r > 0)
-			kw_done(&c_, b, (size_t)r);
-	} while (KW_AGAIN(r));
-	KW_RETURN(r);
+	KW_BOUNCE_ONE("pread", buf, n, fn(fd, buf, n, off), r, r > 0 ? (size_t)r : 0);
 }
 
 /* pread and pread64 (the same call on 64-bit), each with libc's own. */
 static inline __attribute__((always_inline)) ssize_t pread_via(pread_fn fn, uintptr_t ra, int fd,
 							       void *buf, size_t n, off_t off)
 {
-	if (unlikely(!fn)) {
-		errno = ENOSYS;
-		return -1;
-	}
+	if (unlikely(!fn))
+		return no_libc();
 	if (likely(!kwrite_may_touch(buf, n)))
 		return fn(fd, buf, n, off);
 	return pread_slow(fn, ra, fd, buf, n, off);
@@ -318,17 +330,8 @@ static cold ssize_t readv_slow(ssize_t (*fn)(int, const struct iovec *, int), ui
 	KW_RETURN(r);
 }
 
-PMALLOC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
-{
-	readv_fn fn = LIBC(real_readv, "readv");
-	if (unlikely(!fn)) {
-		errno = ENOSYS;
-		return -1;
-	}
-	if (likely(!iov_may_touch(iov, cnt)))
-		return fn(fd, iov, cnt);
-	return readv_slow(fn, CALLER(), fd, iov, cnt);
-}
+KW_WRAP(readv, readv, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt),
+	iov_may_touch(iov, cnt), readv_slow(fn, CALLER(), fd, iov, cnt))
 
 /* ---- sockets ---- */
 
@@ -354,30 +357,15 @@ static cold ssize_t recvfrom_slow(ssize_t (*fn)(int, void *, size_t, int, struct
 	KW_RETURN(r);
 }
 
-PMALLOC_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen)
-{
-	recvfrom_fn fn = LIBC(real_recvfrom, "recvfrom");
-	if (unlikely(!fn)) {
-		errno = ENOSYS;
-		return -1;
-	}
-	if (likely(!kwrite_may_touch(buf, n) && !kwrite_may_touch(alen, sizeof(*alen)) &&
-		   !kwrite_may_touch(addr, alen ? *alen : 0)))
-		return fn(fd, buf, n, flags, addr, alen);
-	return recvfrom_slow(fn, CALLER(), "recvfrom", fd, buf, n, flags, addr, alen);
-}
+KW_WRAP(recvfrom, recvfrom,
+	(int fd, void *buf, size_t n, int flags, struct sockaddr *addr, socklen_t *alen),
+	(fd, buf, n, flags, addr, alen),
+	kwrite_may_touch(buf, n) || kwrite_may_touch(alen, sizeof(*alen)) ||
+		kwrite_may_touch(addr, alen ? *alen : 0),
+	recvfrom_slow(fn, CALLER(), "recvfrom", fd, buf, n, flags, addr, alen))
 
-PMALLOC_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
-{
-	recvfrom_fn fn = LIBC(real_recvfrom, "recvfrom");
-	if (unlikely(!fn)) {
-		errno = ENOSYS;
-		return -1;
-	}
-	if (likely(!kwrite_may_touch(buf, n)))
-		return fn(fd, buf, n, flags, NULL, NULL);
-	return recvfrom_slow(fn, CALLER(), "recv", fd, buf, n, flags, NULL, NULL);
-}
+KW_WRAP(recv, recvfrom, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags, NULL, NULL),
+	kwrite_may_touch(buf, n), recvfrom_slow(fn, CALLER(), "recv", fd, buf, n, flags, NULL, NULL))
 
 static bool msg_may_touch(const struct msghdr *m)
 {
@@ -430,17 +418,8 @@ static cold ssize_t recvmsg_slow(ssize_t (*fn)(int, struct msghdr *, int), uintp
 	KW_RETURN(r);
 }
 
-PMALLOC_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
-{
-	recvmsg_fn fn = LIBC(real_recvmsg, "recvmsg");
-	if (unlikely(!fn)) {
-		errno = ENOSYS;
-		return -1;
-	}
-	if (likely(!msg || !msg_may_touch(msg)))
-		return fn(fd, msg, flags);
-	return recvmsg_slow(fn, CALLER(), fd, msg, flags);
-}
+KW_WRAP(recvmsg, recvmsg, (int fd, struct msghdr *msg, int flags), (fd, msg, flags),
+	msg && msg_may_touch(msg), recvmsg_slow(fn, CALLER(), fd, msg, flags))
 
 /* ---- the calls trigger.c interposes (it passes their real function) ---- */
 
@@ -449,17 +428,7 @@ int kwrite_epoll_wait(kwrite_epoll_fn fn, uintptr_t ra, int fd, struct epoll_eve
 	size_t len = n > 0 ? (size_t)n * sizeof(*e) : 0;
 	if (likely(!kwrite_may_touch(e, len)))
 		return fn(fd, e, n, t);
-	KW_BEGIN("epoll_wait");
-	int r;
-	do {
-		struct epoll_event *b = kw_sub(&c_, e, len);
-		if (KW_REFUSED())
-			return fn(fd, e, n, t);
-		r = fn(fd, b, n, t);
-		if (r > 0)
-			kw_done(&c_, b, (size_t)r * sizeof(*e));
-	} while (KW_AGAIN(r));
-	KW_RETURN(r);
+	KW_BOUNCE_ONE("epoll_wait", e, len, fn(fd, e, n, t), r, r > 0 ? (size_t)r * sizeof(*e) : 0);
 }
 
 int kwrite_epoll_pwait(kwrite_epoll_p_fn fn, uintptr_t ra, int fd, struct epoll_event *e, int n, int t,
@@ -468,17 +437,7 @@ int kwrite_epoll_pwait(kwrite_epoll_p_fn fn, uintptr_t ra, int fd, struct epoll_
 	size_t len = n > 0 ? (size_t)n * sizeof(*e) : 0;
 	if (likely(!kwrite_may_touch(e, len)))
 		return fn(fd, e, n, t, s);
-	KW_BEGIN("epoll_pwait");
-	int r;
-	do {
-		struct epoll_event *b = kw_sub(&c_, e, len);
-		if (KW_REFUSED())
-			return fn(fd, e, n, t, s);
-		r = fn(fd, b, n, t, s);
-		if (r > 0)
-			kw_done(&c_, b, (size_t)r * sizeof(*e));
-	} while (KW_AGAIN(r));
-	KW_RETURN(r);
+	KW_BOUNCE_ONE("epoll_pwait", e, len, fn(fd, e, n, t, s), r, r > 0 ? (size_t)r * sizeof(*e) : 0);
 }
 
 int kwrite_poll(kwrite_poll_fn fn, uintptr_t ra, struct pollfd *f, nfds_t n, int t)
@@ -486,17 +445,7 @@ int kwrite_poll(kwrite_poll_fn fn, uintptr_t ra, struct pollfd *f, nfds_t n, int
 	size_t len = n * sizeof(*f);
 	if (likely(!kwrite_may_touch(f, len)))
 		return fn(f, n, t);
-	KW_BEGIN("poll");
-	int r;
-	do {
-		struct pollfd *b = kw_sub(&c_, f, len);
-		if (KW_REFUSED())
-			return fn(f, n, t);
-		r = fn(b, n, t);
-		if (r >= 0)
-			kw_done(&c_, b, len);
-	} while (KW_AGAIN(r));
-	KW_RETURN(r);
+	KW_BOUNCE_ONE("poll", f, len, fn(f, n, t), r, r >= 0 ? len : 0);
 }
 
 int kwrite_ppoll(kwrite_ppoll_fn fn, uintptr_t ra, struct pollfd *f, nfds_t n, const struct timespec *t,
@@ -505,17 +454,7 @@ int kwrite_ppoll(kwrite_ppoll_fn fn, uintptr_t ra, struct pollfd *f, nfds_t n, c
 	size_t len = n * sizeof(*f);
 	if (likely(!kwrite_may_touch(f, len)))
 		return fn(f, n, t, s);
-	KW_BEGIN("ppoll");
-	int r;
-	do {
-		struct pollfd *b = kw_sub(&c_, f, len);
-		if (KW_REFUSED())
-			return fn(f, n, t, s);
-		r = fn(b, n, t, s);
-		if (r >= 0)
-			kw_done(&c_, b, len);
-	} while (KW_AGAIN(r));
-	KW_RETURN(r);
+	KW_BOUNCE_ONE("ppoll", f, len, fn(f, n, t, s), r, r >= 0 ? len : 0);
 }
 
 static bool sets_may_touch(fd_set *r, fd_set *w, fd_set *e, void *t, size_t tlen)

@@ -117,8 +117,12 @@ static bool shadows(const struct policy *a, const struct policy *b)
 	return true;
 }
 
-static bool same_trigger(const struct policy_trigger *a, const struct policy_trigger *b)
+/* The entries of a pool's lists, compared as an author would: the same
+ * trigger or site written twice (a and b point at two entries of one list). */
+static bool same_trigger(const void *va, const void *vb)
 {
+	const struct policy_trigger *a = va, *b = vb;
+
 	if (a->kind != b->kind)
 		return false;
 	if (a->kind == POLICY_TRIGGER_ON_CALL)
@@ -128,29 +132,37 @@ static bool same_trigger(const struct policy_trigger *a, const struct policy_tri
 	return true;
 }
 
-static bool same_site(const struct policy_site *a, const struct policy_site *b)
+static bool same_site(const void *va, const void *vb)
 {
+	const struct policy_site *a = va, *b = vb;
+
 	return strcmp(a->function, b->function) == 0 &&
 	       (a->object ? b->object && strcmp(a->object, b->object) == 0 : !b->object) &&
 	       (a->build_id ? b->build_id && strcmp(a->build_id, b->build_id) == 0 : !b->build_id);
 }
 
+/* One warning for each entry of v[0, n) (size bytes each, what names one)
+ * that repeats an earlier one, naming the first it repeats. */
+static void lint_repeats(struct lint *l, const struct policy *p, const struct policy_pool *pool,
+			 const char *what, const void *v, size_t n, size_t size,
+			 bool (*same)(const void *, const void *))
+{
+	const char *e = v;
+
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (same(e + i * size, e + j * size)) {
+				warn(l, pool->line, "policy \"%s\", pool \"%s\": %s %zu repeats %s %zu",
+				     p->name, pool->name, what, i + 1, what, j + 1);
+				break;
+			}
+}
+
 static void lint_pool(struct lint *l, const struct policy *p, const struct policy_pool *pool)
 {
-	for (size_t i = 0; i < pool->n_triggers; i++)
-		for (size_t j = 0; j < i; j++)
-			if (same_trigger(&pool->triggers[i], &pool->triggers[j])) {
-				warn(l, pool->line, "policy \"%s\", pool \"%s\": trigger %zu repeats trigger %zu",
-				     p->name, pool->name, i + 1, j + 1);
-				break;
-			}
-	for (size_t i = 0; i < pool->n_sites; i++)
-		for (size_t j = 0; j < i; j++)
-			if (same_site(&pool->sites[i], &pool->sites[j])) {
-				warn(l, pool->line, "policy \"%s\", pool \"%s\": site %zu repeats site %zu",
-				     p->name, pool->name, i + 1, j + 1);
-				break;
-			}
+	lint_repeats(l, p, pool, "trigger", pool->triggers, pool->n_triggers, sizeof(*pool->triggers),
+		     same_trigger);
+	lint_repeats(l, p, pool, "site", pool->sites, pool->n_sites, sizeof(*pool->sites), same_site);
 }
 
 size_t policy_lint(const struct policy_set *set, policy_warn_fn fn, void *ctx)
