@@ -34,6 +34,7 @@
 
 #include <libconfig.h>
 
+#include "common.h"
 #include "policy.h"
 
 #define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
@@ -90,9 +91,20 @@ const char *policy_call_name(enum policy_call c)
 	return call_names[c];
 }
 
+static const char *const mode_names[] = {
+	[POLICY_MODE_ENFORCE] = "enforce",
+	[POLICY_MODE_AUDIT] = "audit",
+	[POLICY_MODE_LEARN] = "learn",
+};
+
+static const char *const protection_names[] = {
+	[POLICY_PROT_MPROTECT] = "mprotect",
+	[POLICY_PROT_SEAL] = "seal",
+};
+
 const char *policy_mode_name(enum policy_mode m)
 {
-	return m == POLICY_MODE_AUDIT ? "audit" : m == POLICY_MODE_LEARN ? "learn" : "enforce";
+	return (unsigned int)m < ARRAY_SIZE(mode_names) ? mode_names[m] : "enforce";
 }
 
 int policy_call_from_name(const char *name)
@@ -443,17 +455,26 @@ static int check_keys(const struct parse_ctx *c, const config_setting_t *group,
 	return 0;
 }
 
+static int get_int(const struct parse_ctx *c, const config_setting_t *s, const char *what,
+		   long long *ret)
+{
+	if (config_setting_type(s) == CONFIG_TYPE_INT)
+		*ret = config_setting_get_int(s);
+	else if (config_setting_type(s) == CONFIG_TYPE_INT64)
+		*ret = config_setting_get_int64(s);
+	else
+		return fail(c, LINE(s), "%s must be an integer, not %s", what, type_name(s));
+	return 0;
+}
+
 static int get_uint(const struct parse_ctx *c, const config_setting_t *s, const char *what,
 		    uint64_t min, uint64_t max, uint64_t *ret)
 {
-	long long v;
+	long long v = 0;
+	int r = get_int(c, s, what, &v);
 
-	if (config_setting_type(s) == CONFIG_TYPE_INT)
-		v = config_setting_get_int(s);
-	else if (config_setting_type(s) == CONFIG_TYPE_INT64)
-		v = config_setting_get_int64(s);
-	else
-		return fail(c, LINE(s), "%s must be an integer, not %s", what, type_name(s));
+	if (r < 0)
+		return r;
 	if (v < 0)
 		return fail(c, LINE(s), "%s must not be negative", what);
 	if ((uint64_t)v < min || (uint64_t)v > max)
@@ -470,6 +491,30 @@ static int get_string(const struct parse_ctx *c, const config_setting_t *s, cons
 		return fail(c, LINE(s), "%s must be a string, not %s", what, type_name(s));
 	*ret = config_setting_get_string(s);
 	return 0;
+}
+
+/* The optional string at key of group g, one of names[0, n) (choices: them
+ * in words): its index in *ret, which is 0, the default, when g has no key. */
+static int get_choice(const struct parse_ctx *c, const config_setting_t *g, const char *key,
+		      const char *const *names, unsigned int n, const char *choices,
+		      unsigned int *ret)
+{
+	const config_setting_t *s = config_setting_get_member(g, key);
+	const char *v = NULL;
+	int r;
+
+	*ret = 0;
+	if (!s)
+		return 0;
+	r = get_string(c, s, key, &v);
+	if (r < 0)
+		return r;
+	for (unsigned int i = 0; i < n; i++)
+		if (strcmp(v, names[i]) == 0) {
+			*ret = i;
+			return 0;
+		}
+	return fail(c, LINE(s), "%s must be %s, not %s", key, choices, Q(v));
 }
 
 /* Lists of values are arrays "[ ... ]" only, as pmalloc.conf(5) writes them. */
@@ -493,6 +538,47 @@ static int get_array(const struct parse_ctx *c, const config_setting_t *s, const
 	}
 	*ret_n = (unsigned int)n;
 	return 0;
+}
+
+/* An array at s (as get_array) and room for its entries, size bytes each,
+ * zeroed, in *ret (left as it is for an empty array, which is refused as
+ * "WHAT is empty (why_empty)" unless why_empty is NULL). */
+static int get_array_room(const struct parse_ctx *c, const config_setting_t *s, const char *what,
+			  bool strings, const char *why_empty, size_t size, void **ret,
+			  unsigned int *ret_n)
+{
+	unsigned int n = 0;
+	int r = get_array(c, s, what, strings, &n);
+
+	if (r < 0)
+		return r;
+	if (n == 0 && why_empty)
+		return fail(c, LINE(s), "%s is empty (%s)", what, why_empty);
+	*ret_n = n;
+	if (n == 0)
+		return 0;
+	*ret = calloc(n, size);
+	return *ret ? 0 : oom(c);
+}
+
+/* One entry of an array, parsed into its record of the model. */
+typedef int parse_entry_fn(const struct parse_ctx *c, const config_setting_t *e, void *record);
+
+/* Each entry of the array at s (as get_array_room) parsed by one into a
+ * record of size bytes.  *ret is the records' room and *ret_n counts the
+ * records begun, also on failure, so that a half-filled one is freed too. */
+static int parse_entries(const struct parse_ctx *c, const config_setting_t *s, const char *what,
+			 bool strings, const char *why_empty, size_t size, parse_entry_fn *one,
+			 void **ret, size_t *ret_n)
+{
+	unsigned int n = 0;
+	int r = get_array_room(c, s, what, strings, why_empty, size, ret, &n);
+
+	for (unsigned int i = 0; r >= 0 && i < n; i++) {
+		(*ret_n)++;
+		r = one(c, config_setting_get_elem(s, i), (char *)*ret + i * size);
+	}
+	return r < 0 ? r : 0;
 }
 
 static int dup_string(const struct parse_ctx *c, const char *s, char **ret)
@@ -575,18 +661,14 @@ static int parse_offset_site(const struct parse_ctx *c, const config_setting_t *
 static int get_globs(const struct parse_ctx *c, const config_setting_t *s, const char *what,
 		     bool allow_empty, bool no_colon, char ***ret, size_t *ret_n)
 {
+	void *room = NULL;
 	unsigned int n;
-	int r = get_array(c, s, what, true, &n);
+	int r = get_array_room(c, s, what, true, allow_empty ? NULL : "leave the key out instead",
+			       sizeof(**ret), &room, &n);
 
 	if (r < 0)
 		return r;
-	if (n == 0 && !allow_empty)
-		return fail(c, LINE(s), "%s is empty (leave the key out instead)", what);
-	if (n == 0)
-		return 0;
-	*ret = calloc(n, sizeof(**ret));
-	if (!*ret)
-		return oom(c);
+	*ret = room;
 	for (unsigned int i = 0; i < n; i++) {
 		const config_setting_t *e = config_setting_get_elem(s, i);
 		const char *g = config_setting_get_string(e);
@@ -789,9 +871,9 @@ static int parse_offset_site(const struct parse_ctx *c, const config_setting_t *
 	return dup_string(c, canon, &site->function);
 }
 
-static int parse_site(const struct parse_ctx *c, const config_setting_t *e,
-		      struct policy_site *site)
+static int parse_site(const struct parse_ctx *c, const config_setting_t *e, void *record)
 {
+	struct policy_site *site = record;
 	const char *rule = config_setting_get_string(e);
 	/* Split at the LAST ':': an object path may hold one, a symbol never does. */
 	const char *colon = strrchr(rule, ':');
@@ -820,9 +902,9 @@ static int parse_site(const struct parse_ctx *c, const config_setting_t *e,
 	return dup_string(c, fn, &site->function);
 }
 
-static int parse_trigger(const struct parse_ctx *c, const config_setting_t *e,
-			 struct policy_trigger *t)
+static int parse_trigger(const struct parse_ctx *c, const config_setting_t *e, void *record)
 {
+	struct policy_trigger *t = record;
 	const char *s = config_setting_get_string(e);
 
 	if (strcmp(s, "manual") == 0) {
@@ -852,7 +934,7 @@ static int parse_pool(const struct parse_ctx *c, const config_setting_t *g,
 		      const struct policy_pool *earlier, size_t n_earlier, struct policy_pool *pool)
 {
 	const config_setting_t *s, *name_s = NULL;
-	unsigned int n;
+	void *room = NULL;
 	int r;
 
 	pool->line = (int)LINE(g);
@@ -867,21 +949,11 @@ static int parse_pool(const struct parse_ctx *c, const config_setting_t *g,
 	s = config_setting_get_member(g, "sites");
 	if (!s)
 		return fail(c, LINE(g), "pool %s without sites", Q(pool->name));
-	r = get_array(c, s, "sites", true, &n);
+	r = parse_entries(c, s, "sites", true, "the pool would never be used", sizeof(*pool->sites),
+			  parse_site, &room, &pool->n_sites);
+	pool->sites = room;
 	if (r < 0)
 		return r;
-	if (n == 0)
-		return fail(c, LINE(s), "sites is empty (the pool would never be used)");
-	pool->sites = calloc(n, sizeof(*pool->sites));
-	if (!pool->sites)
-		return oom(c);
-	for (unsigned int i = 0; i < n; i++) {
-		/* Counted before filling, so a half-filled site is freed too. */
-		pool->n_sites++;
-		r = parse_site(c, config_setting_get_elem(s, i), &pool->sites[i]);
-		if (r < 0)
-			return r;
-	}
 
 	r = member_globs(c, g, "wrappers", "wrapper", true, true, &pool->wrappers, &pool->n_wrappers);
 	if (r < 0)
@@ -891,20 +963,12 @@ static int parse_pool(const struct parse_ctx *c, const config_setting_t *g,
 	 * but never protected automatically. */
 	s = config_setting_get_member(g, "protect");
 	if (s) {
-		r = get_array(c, s, "protect", true, &n);
+		room = NULL;
+		r = parse_entries(c, s, "protect", true, NULL, sizeof(*pool->triggers), parse_trigger,
+				  &room, &pool->n_triggers);
+		pool->triggers = room;
 		if (r < 0)
 			return r;
-		if (n > 0) {
-			pool->triggers = calloc(n, sizeof(*pool->triggers));
-			if (!pool->triggers)
-				return oom(c);
-		}
-		for (unsigned int i = 0; i < n; i++) {
-			r = parse_trigger(c, config_setting_get_elem(s, i), &pool->triggers[i]);
-			if (r < 0)
-				return r;
-			pool->n_triggers++;
-		}
 	}
 
 	s = config_setting_get_member(g, "max_bytes");
@@ -913,6 +977,17 @@ static int parse_pool(const struct parse_ctx *c, const config_setting_t *g,
 		if (r < 0)
 			return r;
 	}
+	return 0;
+}
+
+static int parse_uid(const struct parse_ctx *c, const config_setting_t *e, void *record)
+{
+	uint64_t v = 0;
+	int r = get_uint(c, e, "uid", 0, UID_MAX_VALID, &v);
+
+	if (r < 0)
+		return r;
+	*(uid_t *)record = (uid_t)v;
 	return 0;
 }
 
@@ -944,23 +1019,13 @@ static int parse_match(const struct parse_ctx *c, const config_setting_t *policy
 	 * each machine or after each reload. */
 	s = config_setting_get_member(g, "uid");
 	if (s) {
-		unsigned int n;
+		void *room = NULL;
 
-		r = get_array(c, s, "uid", false, &n);
+		r = parse_entries(c, s, "uid", false, "leave the key out instead",
+				  sizeof(*p->match_uid), parse_uid, &room, &p->n_match_uid);
+		p->match_uid = room;
 		if (r < 0)
 			return r;
-		if (n == 0)
-			return fail(c, LINE(s), "uid is empty (leave the key out instead)");
-		p->match_uid = calloc(n, sizeof(*p->match_uid));
-		if (!p->match_uid)
-			return oom(c);
-		for (unsigned int i = 0; i < n; i++) {
-			uint64_t v;
-			r = get_uint(c, config_setting_get_elem(s, i), "uid", 0, UID_MAX_VALID, &v);
-			if (r < 0)
-				return r;
-			p->match_uid[p->n_match_uid++] = (uid_t)v;
-		}
 	}
 	return 0;
 }
@@ -969,7 +1034,7 @@ static int parse_policy(const struct parse_ctx *c, const config_setting_t *g,
 			const struct policy *earlier, size_t n_earlier, struct policy *p)
 {
 	const config_setting_t *s, *name_s = NULL;
-	const char *v = NULL;
+	unsigned int choice;
 	int r, n;
 
 	p->line = (int)LINE(g);
@@ -985,36 +1050,16 @@ static int parse_policy(const struct parse_ctx *c, const config_setting_t *g,
 	if (r < 0)
 		return r;
 
-	p->mode = POLICY_MODE_ENFORCE;
-	s = config_setting_get_member(g, "mode");
-	if (s) {
-		r = get_string(c, s, "mode", &v);
-		if (r < 0)
-			return r;
-		if (strcmp(v, "enforce") == 0)
-			p->mode = POLICY_MODE_ENFORCE;
-		else if (strcmp(v, "audit") == 0)
-			p->mode = POLICY_MODE_AUDIT;
-		else if (strcmp(v, "learn") == 0)
-			p->mode = POLICY_MODE_LEARN;
-		else
-			return fail(c, LINE(s), "mode must be \"enforce\", \"audit\" or \"learn\", not %s", Q(v));
-	}
-
-	p->protection = POLICY_PROT_MPROTECT;
-	s = config_setting_get_member(g, "protection");
-	if (s) {
-		r = get_string(c, s, "protection", &v);
-		if (r < 0)
-			return r;
-		if (strcmp(v, "mprotect") == 0)
-			p->protection = POLICY_PROT_MPROTECT;
-		else if (strcmp(v, "seal") == 0)
-			p->protection = POLICY_PROT_SEAL;
-		else
-			return fail(c, LINE(s), "protection must be \"mprotect\" or \"seal\", not %s",
-				    Q(v));
-	}
+	r = get_choice(c, g, "mode", mode_names, ARRAY_SIZE(mode_names),
+		       "\"enforce\", \"audit\" or \"learn\"", &choice);
+	if (r < 0)
+		return r;
+	p->mode = (enum policy_mode)choice;
+	r = get_choice(c, g, "protection", protection_names, ARRAY_SIZE(protection_names),
+		       "\"mprotect\" or \"seal\"", &choice);
+	if (r < 0)
+		return r;
+	p->protection = (enum policy_protection)choice;
 
 	s = config_setting_get_member(g, "pools");
 	if (!s)
@@ -1043,7 +1088,7 @@ static int parse_root(const struct parse_ctx *c, const config_setting_t *root,
 		      struct policy_set *set)
 {
 	const config_setting_t *s;
-	long long version;
+	long long version = 0;
 	int r, n;
 
 	r = check_keys(c, root, root_keys, "the top level");
@@ -1052,12 +1097,9 @@ static int parse_root(const struct parse_ctx *c, const config_setting_t *root,
 	s = config_setting_get_member(root, "version");
 	if (!s)
 		return fail(c, 0, "missing \"version = 1;\"");
-	if (config_setting_type(s) == CONFIG_TYPE_INT)
-		version = config_setting_get_int(s);
-	else if (config_setting_type(s) == CONFIG_TYPE_INT64)
-		version = config_setting_get_int64(s);
-	else
-		return fail(c, LINE(s), "version must be an integer, not %s", type_name(s));
+	r = get_int(c, s, "version", &version);
+	if (r < 0)
+		return r;
 	if (version != 1)
 		return fail(c, LINE(s), "version %lld is not supported (this pmalloc reads version 1)",
 			    version);
