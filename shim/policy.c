@@ -540,33 +540,52 @@ static int get_array(const struct parse_ctx *c, const config_setting_t *s, const
 	return 0;
 }
 
-/* An array at s (as get_array) and room for its entries, size bytes each,
- * zeroed, in *ret (left as it is for an empty array, which is refused as
- * "WHAT is empty (why_empty)" unless why_empty is NULL). */
-static int get_array_room(const struct parse_ctx *c, const config_setting_t *s, const char *what,
-			  bool strings, const char *why_empty, size_t size, void **ret,
-			  unsigned int *ret_n)
+/* Room for n records of size bytes, zeroed, in *ret (left as it is when n
+ * is 0, which is refused as "WHAT is empty (why_empty)" unless why_empty is
+ * NULL). */
+static int room_for(const struct parse_ctx *c, const config_setting_t *s, const char *what,
+		    unsigned int n, const char *why_empty, size_t size, void **ret)
 {
-	unsigned int n = 0;
-	int r = get_array(c, s, what, strings, &n);
-
-	if (r < 0)
-		return r;
 	if (n == 0 && why_empty)
 		return fail(c, LINE(s), "%s is empty (%s)", what, why_empty);
-	*ret_n = n;
 	if (n == 0)
 		return 0;
 	*ret = calloc(n, size);
 	return *ret ? 0 : oom(c);
 }
 
-/* One entry of an array, parsed into its record of the model. */
-typedef int parse_entry_fn(const struct parse_ctx *c, const config_setting_t *e, void *record);
+/* An array at s (as get_array) and room for its entries (as room_for). */
+static int get_array_room(const struct parse_ctx *c, const config_setting_t *s, const char *what,
+			  bool strings, const char *why_empty, size_t size, void **ret,
+			  unsigned int *ret_n)
+{
+	int r = get_array(c, s, what, strings, ret_n);
 
-/* Each entry of the array at s (as get_array_room) parsed by one into a
- * record of size bytes.  *ret is the records' room and *ret_n counts the
- * records begun, also on failure, so that a half-filled one is freed too. */
+	return r < 0 ? r : room_for(c, s, what, *ret_n, why_empty, size, ret);
+}
+
+/* One entry of a list, parsed into its record of the model: the i-th
+ * record, the ones before it at record - i. */
+typedef int parse_entry_fn(const struct parse_ctx *c, const config_setting_t *e, void *record,
+			   size_t i);
+
+/* Each of the n entries of s parsed by one into the records at room, size
+ * bytes each.  *ret_n counts the records begun, also on failure, so that a
+ * half-filled one is freed too. */
+static int parse_each(const struct parse_ctx *c, const config_setting_t *s, unsigned int n,
+		      void *room, size_t size, parse_entry_fn *one, size_t *ret_n)
+{
+	int r = 0;
+
+	for (unsigned int i = 0; r >= 0 && i < n; i++) {
+		(*ret_n)++;
+		r = one(c, config_setting_get_elem(s, i), (char *)room + i * size, i);
+	}
+	return r < 0 ? r : 0;
+}
+
+/* The array at s (as get_array_room), each entry parsed by one into a
+ * record of size bytes; *ret is the records' room, also on failure. */
 static int parse_entries(const struct parse_ctx *c, const config_setting_t *s, const char *what,
 			 bool strings, const char *why_empty, size_t size, parse_entry_fn *one,
 			 void **ret, size_t *ret_n)
@@ -574,11 +593,36 @@ static int parse_entries(const struct parse_ctx *c, const config_setting_t *s, c
 	unsigned int n = 0;
 	int r = get_array_room(c, s, what, strings, why_empty, size, ret, &n);
 
-	for (unsigned int i = 0; r >= 0 && i < n; i++) {
-		(*ret_n)++;
-		r = one(c, config_setting_get_elem(s, i), (char *)*ret + i * size);
-	}
-	return r < 0 ? r : 0;
+	return r < 0 ? r : parse_each(c, s, n, *ret, size, one, ret_n);
+}
+
+/* The list of named groups "( { ... }, ... )" at s (what: "pools" or
+ * "policies"), of at most max, parsed as parse_entries does. */
+static int parse_groups(const struct parse_ctx *c, const config_setting_t *s, const char *what,
+			int max, const char *why_empty, size_t size, parse_entry_fn *one, void **ret,
+			size_t *ret_n)
+{
+	int n, r;
+
+	if (!config_setting_is_list(s))
+		return fail(c, LINE(s), "%s must be a list ( { ... }, ... ), not %s", what,
+			    type_name(s));
+	n = config_setting_length(s);
+	if (n > max)
+		return fail(c, LINE(s), "more than %d %s", max, what);
+	r = room_for(c, s, what, (unsigned int)n, why_empty, size, ret);
+	return r < 0 ? r : parse_each(c, s, (unsigned int)n, *ret, size, one, ret_n);
+}
+
+/* The same for the optional array at key of group g: 0 and nothing set
+ * when g has no such key. */
+static int member_entries(const struct parse_ctx *c, const config_setting_t *g, const char *key,
+			  bool strings, const char *why_empty, size_t size, parse_entry_fn *one,
+			  void **ret, size_t *ret_n)
+{
+	const config_setting_t *s = config_setting_get_member(g, key);
+
+	return s ? parse_entries(c, s, key, strings, why_empty, size, one, ret, ret_n) : 0;
 }
 
 static int dup_string(const struct parse_ctx *c, const char *s, char **ret)
@@ -738,11 +782,13 @@ static int member_globs(const struct parse_ctx *c, const config_setting_t *g, co
 }
 
 /* An entry of a list of named groups (pools, policies): a group, with
- * known keys only, and a valid name (what: "pool" or "policy"). */
+ * known keys only, and a valid name (what: "pool" or "policy") that none of
+ * the i entries before it in the list has (they are valid: a parse stops
+ * at the first error). */
 static int named_entry(const struct parse_ctx *c, const config_setting_t *g, const char *what,
-		       const char *list, const char *const *keys, const config_setting_t **ret_s,
-		       char **ret_name)
+		       const char *list, const char *const *keys, size_t i, char **ret_name)
 {
+	const config_setting_t *name_s = NULL;
 	char where[16];
 	int r;
 
@@ -753,7 +799,18 @@ static int named_entry(const struct parse_ctx *c, const config_setting_t *g, con
 	r = check_keys(c, g, keys, where);
 	if (r < 0)
 		return r;
-	return get_name(c, g, what, ret_s, ret_name);
+	r = get_name(c, g, what, &name_s, ret_name);
+	if (r < 0)
+		return r;
+	for (unsigned int j = 0; j < i; j++) {
+		const config_setting_t *e = config_setting_get_elem(config_setting_parent(g), j);
+		const char *name = NULL;
+
+		if (config_setting_lookup_string(e, "name", &name) && strcmp(name, *ret_name) == 0)
+			return fail(c, LINE(name_s), "duplicate %s name %s (first at line %u)", what,
+				    Q(*ret_name), LINE(e));
+	}
+	return 0;
 }
 
 /* ---- the model, level by level ---- */
@@ -871,7 +928,8 @@ static int parse_offset_site(const struct parse_ctx *c, const config_setting_t *
 	return dup_string(c, canon, &site->function);
 }
 
-static int parse_site(const struct parse_ctx *c, const config_setting_t *e, void *record)
+static int parse_site(const struct parse_ctx *c, const config_setting_t *e, void *record,
+		      size_t i)
 {
 	struct policy_site *site = record;
 	const char *rule = config_setting_get_string(e);
@@ -879,6 +937,8 @@ static int parse_site(const struct parse_ctx *c, const config_setting_t *e, void
 	const char *colon = strrchr(rule, ':');
 	const char *fn = colon ? colon + 1 : rule;
 	int r;
+
+	(void)i;
 
 	if (fn[0] == '+')
 		return parse_offset_site(c, e, "site", rule, colon ? (size_t)(colon - rule) : 0, fn, site);
@@ -902,10 +962,13 @@ static int parse_site(const struct parse_ctx *c, const config_setting_t *e, void
 	return dup_string(c, fn, &site->function);
 }
 
-static int parse_trigger(const struct parse_ctx *c, const config_setting_t *e, void *record)
+static int parse_trigger(const struct parse_ctx *c, const config_setting_t *e, void *record,
+			 size_t i)
 {
 	struct policy_trigger *t = record;
 	const char *s = config_setting_get_string(e);
+
+	(void)i;
 
 	if (strcmp(s, "manual") == 0) {
 		t->kind = POLICY_TRIGGER_MANUAL;
@@ -930,26 +993,22 @@ static int parse_trigger(const struct parse_ctx *c, const config_setting_t *e, v
 	return 0;
 }
 
-static int parse_pool(const struct parse_ctx *c, const config_setting_t *g,
-		      const struct policy_pool *earlier, size_t n_earlier, struct policy_pool *pool)
+static int parse_pool(const struct parse_ctx *c, const config_setting_t *g, void *record,
+		      size_t i)
 {
-	const config_setting_t *s, *name_s = NULL;
+	struct policy_pool *pool = record;
+	const config_setting_t *s;
 	void *room = NULL;
 	int r;
 
 	pool->line = (int)LINE(g);
-	r = named_entry(c, g, "pool", "pools", pool_keys, &name_s, &pool->name);
+	r = named_entry(c, g, "pool", "pools", pool_keys, i, &pool->name);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < n_earlier; i++)
-		if (strcmp(earlier[i].name, pool->name) == 0)
-			return fail(c, LINE(name_s), "duplicate pool name %s (first at line %d)",
-				    Q(pool->name), earlier[i].line);
 
-	s = config_setting_get_member(g, "sites");
-	if (!s)
+	if (!config_setting_get_member(g, "sites"))
 		return fail(c, LINE(g), "pool %s without sites", Q(pool->name));
-	r = parse_entries(c, s, "sites", true, "the pool would never be used", sizeof(*pool->sites),
+	r = member_entries(c, g, "sites", true, "the pool would never be used", sizeof(*pool->sites),
 			  parse_site, &room, &pool->n_sites);
 	pool->sites = room;
 	if (r < 0)
@@ -961,15 +1020,12 @@ static int parse_pool(const struct parse_ctx *c, const config_setting_t *g,
 
 	/* protect is optional and may be empty: such a pool is filled and capped
 	 * but never protected automatically. */
-	s = config_setting_get_member(g, "protect");
-	if (s) {
-		room = NULL;
-		r = parse_entries(c, s, "protect", true, NULL, sizeof(*pool->triggers), parse_trigger,
-				  &room, &pool->n_triggers);
-		pool->triggers = room;
-		if (r < 0)
-			return r;
-	}
+	room = NULL;
+	r = member_entries(c, g, "protect", true, NULL, sizeof(*pool->triggers), parse_trigger, &room,
+			   &pool->n_triggers);
+	pool->triggers = room;
+	if (r < 0)
+		return r;
 
 	s = config_setting_get_member(g, "max_bytes");
 	if (s) {
@@ -980,11 +1036,12 @@ static int parse_pool(const struct parse_ctx *c, const config_setting_t *g,
 	return 0;
 }
 
-static int parse_uid(const struct parse_ctx *c, const config_setting_t *e, void *record)
+static int parse_uid(const struct parse_ctx *c, const config_setting_t *e, void *record, size_t i)
 {
 	uint64_t v = 0;
 	int r = get_uint(c, e, "uid", 0, UID_MAX_VALID, &v);
 
+	(void)i;
 	if (r < 0)
 		return r;
 	*(uid_t *)record = (uid_t)v;
@@ -995,7 +1052,7 @@ static int parse_match(const struct parse_ctx *c, const config_setting_t *policy
 		       struct policy *p)
 {
 	const config_setting_t *g = config_setting_get_member(policy_g, "match");
-	const config_setting_t *s;
+	void *room = NULL;
 	int r;
 
 	if (!g)
@@ -1017,34 +1074,25 @@ static int parse_match(const struct parse_ctx *c, const config_setting_t *policy
 	/* uids are numbers only: a name would need NSS lookups, which the shim
 	 * cannot make safely at start-up, and could mean a different account on
 	 * each machine or after each reload. */
-	s = config_setting_get_member(g, "uid");
-	if (s) {
-		void *room = NULL;
-
-		r = parse_entries(c, s, "uid", false, "leave the key out instead",
-				  sizeof(*p->match_uid), parse_uid, &room, &p->n_match_uid);
-		p->match_uid = room;
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	r = member_entries(c, g, "uid", false, "leave the key out instead", sizeof(*p->match_uid),
+			   parse_uid, &room, &p->n_match_uid);
+	p->match_uid = room;
+	return r;
 }
 
-static int parse_policy(const struct parse_ctx *c, const config_setting_t *g,
-			const struct policy *earlier, size_t n_earlier, struct policy *p)
+static int parse_policy(const struct parse_ctx *c, const config_setting_t *g, void *record,
+			size_t i)
 {
-	const config_setting_t *s, *name_s = NULL;
+	struct policy *p = record;
+	const config_setting_t *s;
+	void *room = NULL;
 	unsigned int choice;
-	int r, n;
+	int r;
 
 	p->line = (int)LINE(g);
-	r = named_entry(c, g, "policy", "policies", policy_keys, &name_s, &p->name);
+	r = named_entry(c, g, "policy", "policies", policy_keys, i, &p->name);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < n_earlier; i++)
-		if (strcmp(earlier[i].name, p->name) == 0)
-			return fail(c, LINE(name_s), "duplicate policy name %s (first at line %d)",
-				    Q(p->name), earlier[i].line);
 
 	r = parse_match(c, g, p);
 	if (r < 0)
@@ -1064,32 +1112,19 @@ static int parse_policy(const struct parse_ctx *c, const config_setting_t *g,
 	s = config_setting_get_member(g, "pools");
 	if (!s)
 		return fail(c, LINE(g), "policy %s without pools", Q(p->name));
-	if (!config_setting_is_list(s))
-		return fail(c, LINE(s), "pools must be a list ( { ... }, ... ), not %s", type_name(s));
-	n = config_setting_length(s);
-	if (n == 0)
-		return fail(c, LINE(s), "pools is empty (the policy would do nothing)");
-	if (n > POOLS_MAX)
-		return fail(c, LINE(s), "more than %d pools", POOLS_MAX);
-	p->pools = calloc((size_t)n, sizeof(*p->pools));
-	if (!p->pools)
-		return oom(c);
-	for (int i = 0; i < n; i++) {
-		p->n_pools++;
-		r = parse_pool(c, config_setting_get_elem(s, (unsigned int)i), p->pools, (size_t)i,
-			       &p->pools[i]);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	r = parse_groups(c, s, "pools", POOLS_MAX, "the policy would do nothing", sizeof(*p->pools),
+			 parse_pool, &room, &p->n_pools);
+	p->pools = room;
+	return r;
 }
 
 static int parse_root(const struct parse_ctx *c, const config_setting_t *root,
 		      struct policy_set *set)
 {
 	const config_setting_t *s;
+	void *room = NULL;
 	long long version = 0;
-	int r, n;
+	int r;
 
 	r = check_keys(c, root, root_keys, "the top level");
 	if (r < 0)
@@ -1113,25 +1148,10 @@ static int parse_root(const struct parse_ctx *c, const config_setting_t *root,
 	s = config_setting_get_member(root, "policies");
 	if (!s)
 		return 0;
-	if (!config_setting_is_list(s))
-		return fail(c, LINE(s), "policies must be a list ( { ... }, ... ), not %s",
-			    type_name(s));
-	n = config_setting_length(s);
-	if (n > POLICIES_MAX)
-		return fail(c, LINE(s), "more than %d policies", POLICIES_MAX);
-	if (n == 0)
-		return 0;
-	set->policies = calloc((size_t)n, sizeof(*set->policies));
-	if (!set->policies)
-		return oom(c);
-	for (int i = 0; i < n; i++) {
-		set->n_policies++;
-		r = parse_policy(c, config_setting_get_elem(s, (unsigned int)i), set->policies,
-				 (size_t)i, &set->policies[i]);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	r = parse_groups(c, s, "policies", POLICIES_MAX, NULL, sizeof(*set->policies), parse_policy,
+			 &room, &set->n_policies);
+	set->policies = room;
+	return r;
 }
 
 /* The first error in the file is the one reported.  libconfig reads a copy
