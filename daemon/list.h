@@ -8,27 +8,12 @@
 #ifndef PMALLOCD_LIST_H
 #define PMALLOCD_LIST_H
 
-#include <stddef.h>
+#include "dlist.h"
 
 /* e becomes the first element of the list at head. */
-#define LIST_PUSH(head, e) \
-	do { \
-		(e)->prev = NULL; \
-		(e)->next = (head); \
-		if (head) \
-			(head)->prev = (e); \
-		(head) = (e); \
-	} while (0)
+#define LIST_PUSH(head, e) DLIST_PUSH(head, e, prev, next)
 
 /* e leaves the list at head (its own prev and next are left as they were). */
-#define LIST_UNLINK(head, e) \
-	do { \
-		if ((e)->prev) \
-			(e)->prev->next = (e)->next; \
-		else \
-			(head) = (e)->next; \
-		if ((e)->next) \
-			(e)->next->prev = (e)->prev; \
-	} while (0)
+#define LIST_UNLINK(head, e) DLIST_UNLINK(head, e, prev, next)
 
 #endif

@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "arena.h"
+#include "dlist.h"
 #include "heap.h"
 #include "os.h"
 #include "site.h"
@@ -120,12 +121,7 @@ static void set_heads(uint32_t first, uint32_t units, uint32_t value)
 
 static void free_list_remove(struct span *r)
 {
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		free_runs = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
+	DLIST_UNLINK(free_runs, r, prev, next);
 	r->free_run = false;
 }
 
@@ -136,10 +132,7 @@ static void free_list_push(uint32_t first, uint32_t units)
 	r->first_unit = first;
 	r->bytes = (size_t)units << ARENA_UNIT_SHIFT;
 	r->free_run = true;
-	r->next = free_runs;
-	if (free_runs)
-		free_runs->prev = r;
-	free_runs = r;
+	DLIST_PUSH(free_runs, r, prev, next);
 	/* The last unit names the run's first, so a left neighbour can find it. */
 	spans[first + units - 1].first_unit = first;
 }

@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include "pool.h"
 #include "pmalloc.h"
+#include "dlist.h"
 #include "fmt.h"
 #include "os.h"
 
@@ -162,12 +163,7 @@ static void region_unlink(struct pmalloc_pool *p, struct pool_region *r, bool ke
 	p->requested += r->requested;
 	p->used += r->used;
 	r->requested = r->used = 0;
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		p->regions = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
+	DLIST_UNLINK(p->regions, r, prev, next);
 	r->next = r->prev = NULL;
 }
 
@@ -212,11 +208,7 @@ static bool region_bind(struct pmalloc_pool *p, struct pool_region *r)
 	r->stamp = 0;                 /* refreshed by the caller, under the lock */
 	r->next_span_bytes = SPAN_FIRST;
 	r->first_span_done = false;
-	r->prev = NULL;
-	r->next = p->regions;
-	if (p->regions)
-		p->regions->prev = r;
-	p->regions = r;
+	DLIST_PUSH(p->regions, r, prev, next);
 	pthread_mutex_unlock(&p->lock);
 	pthread_mutex_unlock(&registry_lock);
 	return true;
@@ -326,10 +318,7 @@ struct pmalloc_pool *pool_create(const char *name, unsigned int flags)
 	}
 	atomic_store_explicit(&p->stamp, new_stamp(), memory_order_relaxed);
 	p->magic = POOL_MAGIC ^ (uintptr_t)p;
-	p->reg_next = registry;
-	if (registry)
-		registry->reg_prev = p;
-	registry = p;
+	DLIST_PUSH(registry, p, reg_prev, reg_next);
 	pthread_mutex_unlock(&registry_lock);
 	return p;
 }
@@ -337,13 +326,7 @@ struct pmalloc_pool *pool_create(const char *name, unsigned int flags)
 /* Append span s to p's list (the pool's lock held). */
 static void list_add(struct pmalloc_pool *p, struct span *s)
 {
-	s->next = NULL;
-	s->prev = p->last;
-	if (p->last)
-		p->last->next = s;
-	else
-		p->first = s;
-	p->last = s;
+	DLIST_PUSH_BACK(p->first, p->last, s, prev, next);
 	if (!p->dirty)
 		p->dirty = s;
 	p->mapped += s->bytes;
@@ -637,12 +620,7 @@ void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret)
 void pool_destroy(struct pmalloc_pool *p)
 {
 	pthread_mutex_lock(&registry_lock);
-	if (p->reg_prev)
-		p->reg_prev->reg_next = p->reg_next;
-	else
-		registry = p->reg_next;
-	if (p->reg_next)
-		p->reg_next->reg_prev = p->reg_prev;
+	DLIST_UNLINK(registry, p, reg_prev, reg_next);
 	pthread_mutex_lock(&p->lock);
 	p->magic = 0;
 	atomic_store_explicit(&p->stamp, new_stamp(), memory_order_relaxed);
