@@ -199,6 +199,7 @@ static void kw_done(struct kw_call *c, const void *sub, size_t written)
 #define KW_AGAIN(r) ((r) < 0 && errno == EFAULT && c_.n == 0 && !c_.refused && !c_.retried \
 	? (c_.retried = true, errno = saved_errno_, true) : false)
 #define KW_RETURN(r) do { int e_ = errno; kw_release(&c_); errno = e_; return (r); } while (0)
+
 /* The slow path of a call whose kernel writes one buffer, and its return:
  * buf (a parameter of the function, len bytes) is pointed at a bounce
  * buffer, call (an expression naming buf) is made, and the first
