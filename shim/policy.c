@@ -564,8 +564,7 @@ static int get_array_room(const struct parse_ctx *c, const config_setting_t *s, 
 	return r < 0 ? r : room_for(c, s, what, *ret_n, why_empty, size, ret);
 }
 
-/* One entry of a list, parsed into its record of the model: the i-th
- * record, the ones before it at record - i. */
+/* Entry i of a list (e), parsed into its record of the model. */
 typedef int parse_entry_fn(const struct parse_ctx *c, const config_setting_t *e, void *record,
 			   size_t i);
 
