@@ -42,12 +42,10 @@ static uintptr_t dyn_ptr(const struct link_map *lm, addr_t p)
 	return p < lm->l_addr ? lm->l_addr + p : p;
 }
 
-/* The number of symbols, from DT_HASH (nchain) or DT_GNU_HASH (the
- * highest symbol index any bucket chain reaches, plus one). */
-static uint32_t symbol_count(const uint32_t *hash, const uint32_t *gnu)
+uint32_t dynsym_count(const uint32_t *hash, const uint32_t *gnu)
 {
 	if (hash)
-		return hash[1];
+		return hash[1] < DYNSYM_MAX ? hash[1] : DYNSYM_MAX;
 	if (!gnu)
 		return 0;
 	uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom = gnu[2];
@@ -86,7 +84,7 @@ bool dynsym_name(uintptr_t addr, char *buf, size_t size)
 	}
 	if (!symtab || !strtab)
 		return false;
-	uint32_t n = symbol_count(hash, gnu);
+	uint32_t n = dynsym_count(hash, gnu);
 	if (n > DYNSYM_MAX)
 		n = DYNSYM_MAX;
 	const sym_t *best = NULL;

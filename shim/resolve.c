@@ -93,11 +93,65 @@ static bool object_matches(const struct rule *r, const char *path)
 	       fnmatch(r->object, base_name(path), 0) == 0;
 }
 
+/* The rules that can name something in the object at path: by function
+ * name, and by offset. */
+struct applicable {
+	struct rule *by_name[64], *by_offset[64];
+	size_t n_name, n_offset;
+};
+
+static void applicable_rules(const char *path, struct applicable *a)
+{
+	a->n_name = a->n_offset = 0;
+	for (size_t i = 0; i < n_rules; i++) {
+		if (!object_matches(&rules[i], path))
+			continue;
+		if (rules[i].site && rules[i].site->by_offset) {
+			if (a->n_offset < ARRAY_SIZE(a->by_offset))
+				a->by_offset[a->n_offset++] = &rules[i];
+		} else if (a->n_name < ARRAY_SIZE(a->by_name)) {
+			a->by_name[a->n_name++] = &rules[i];
+		}
+	}
+}
+
+/* The first of rules[n] that names function name, or NULL: first rule
+ * wins (wrappers are listed before sites).  The first characters, then
+ * the literal prefix, reject nearly all before strcmp or fnmatch is asked. */
+static struct rule *first_rule(struct rule *const *list, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct rule *ru = list[i];
+		if (ru->prefix_len && (name[0] != ru->function[0] ||
+				       (ru->prefix_len > 1 && name[1] != ru->function[1])))
+			continue;
+		if (ru->literal ? strcmp(ru->function, name) == 0
+				: strncmp(ru->function, name, ru->prefix_len) == 0 && fnmatch(ru->function, name, 0) == 0)
+			return ru;
+	}
+	return NULL;
+}
+
+/* The walk's filter for the names list[n] can match (those of them not
+ * yet matched, when only_unmatched); NULL when a rule starts with a glob. */
+static const struct symtab_filter *filter_for(struct symtab_filter *f, struct rule *const *list, size_t n,
+					      bool only_unmatched)
+{
+	symtab_filter_clear(f);
+	for (size_t i = 0; i < n; i++) {
+		if (only_unmatched && list[i]->matched)
+			continue;
+		if (!list[i]->prefix_len)
+			return NULL;
+		symtab_filter_add(f, list[i]->function, list[i]->prefix_len);
+	}
+	return f;
+}
+
 /* Collected ranges of one object, before merging. */
 struct collect {
-	const struct rule **rules;   /* the rules that apply to this object */
+	struct rule *const *rules;   /* the rules that apply to this object */
 	size_t n_rules;
-	bool first[256];             /* a name starting so may match one of them */
 	struct object_key obj;
 	struct range *r;
 	size_t n, cap;
@@ -126,29 +180,11 @@ static int collect_add(struct collect *c, uintptr_t start, uintptr_t end, int ro
 static int collect_symbol(void *ctx, const char *name, uintptr_t start, size_t size)
 {
 	struct collect *c = ctx;
-	/* Tens of thousands of symbols (libc's debug file has 10,000 functions),
-	 * a few rules: one load rejects nearly all. */
-	if (!c->first[(unsigned char)name[0]])
+	struct rule *ru = first_rule(c->rules, c->n_rules, name);
+	if (!ru)
 		return 0;
-	for (size_t i = 0; i < c->n_rules; i++) {
-		const struct rule *ru = c->rules[i];
-		/* Thousands of symbols an object, a few rules: the first
-		 * character, then the literal prefix, reject nearly all
-		 * before strcmp or fnmatch is asked. */
-		if (ru->prefix_len && (name[0] != ru->function[0] ||
-				       (ru->prefix_len > 1 && name[1] != ru->function[1])))
-			continue;
-		if (ru->literal ? strcmp(ru->function, name) != 0
-				: strncmp(ru->function, name, ru->prefix_len) != 0 ||
-				  fnmatch(ru->function, name, 0) != 0)
-			continue;
-		int r = collect_add(c, start, start + size, ru->route, name, start);
-		if (r < 0)
-			return r;
-		((struct rule *)(uintptr_t)ru)->matched = true;
-		break;      /* first rule wins: wrappers are listed before sites */
-	}
-	return 0;
+	ru->matched = true;
+	return collect_add(c, start, start + size, ru->route, name, start);
 }
 
 static int range_cmp(const void *a, const void *b)
@@ -214,63 +250,23 @@ static bool already_scanned(uintptr_t base, const char *name)
 	return false;
 }
 
-/* .dynsym of a loaded object, from memory: DT_SYMTAB/DT_STRTAB (relocated
- * by ld.so on this architecture), with the symbol count from DT_HASH or,
- * lacking it, the last chain of DT_GNU_HASH. */
-static int walk_loaded_dynsym(const ElfW(Dyn) *dyn, uintptr_t bias, symtab_fn fn, void *ctx)
+/* Remember obj as read (resolve_lock held, or start-up). */
+static void mark_scanned(struct object_key obj)
 {
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-	const uint32_t *hash = NULL, *gnu = NULL;
-	for (const ElfW(Dyn) *d = dyn; d && d->d_tag != DT_NULL; d++) {
-		switch (d->d_tag) {
-		case DT_SYMTAB: symtab = (const void *)d->d_un.d_ptr; break;
-		case DT_STRTAB: strtab = (const void *)d->d_un.d_ptr; break;
-		case DT_HASH: hash = (const void *)d->d_un.d_ptr; break;
-		case DT_GNU_HASH: gnu = (const void *)d->d_un.d_ptr; break;
-		}
-	}
-	if (!symtab || !strtab)
-		return 0;
-	size_t count = 0;
-	if (hash) {
-		count = hash[1];
-	} else if (gnu) {
-		uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom = gnu[2];
-		const uint32_t *buckets = gnu + 4 + bloom * (sizeof(ElfW(Addr)) / 4);
-		const uint32_t *chain = buckets + nbuckets;
-		uint32_t last = 0;
-		for (uint32_t i = 0; i < nbuckets; i++)
-			if (buckets[i] > last)
-				last = buckets[i];
-		if (last >= symoffset) {
-			while (!(chain[last - symoffset] & 1))
-				last++;
-			count = last + 1;
-		}
-	}
-	for (size_t i = 0; i < count; i++) {
-		const ElfW(Sym) *s = &symtab[i];
-		int type = ELF64_ST_TYPE(s->st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s->st_shndx == SHN_UNDEF || !s->st_size)
-			continue;
-		int r = fn(ctx, strtab + s->st_name, bias + s->st_value, s->st_size);
-		if (r)
-			return r;
-	}
-	return 0;
+	if (n_scanned < OBJECTS_MAX)
+		scanned[n_scanned++] = obj;
 }
 
 /* The call sites that offset rules name in one object, into p.  A rule
  * pinned to a build-id the object does not have routes nothing there, and
  * says so (once: each object is scanned once). */
-static void collect_points(struct collect *p, const struct rule *const *applicable, size_t n,
-			   const char *path, const ElfW(Phdr) *ph, size_t phnum)
+static void collect_points(struct collect *p, struct rule *const *applicable, size_t n, const char *path,
+			   const ElfW(Phdr) *ph, size_t phnum)
 {
 	char id[SYMTAB_BUILD_ID_MAX];
 	int have_id = -1;            /* read when a rule first asks */
 	for (size_t i = 0; i < n; i++) {
-		const struct rule *ru = applicable[i];
+		struct rule *ru = applicable[i];
 		const struct policy_site *site = ru->site;
 		if (site->build_id) {
 			if (have_id < 0)
@@ -285,64 +281,68 @@ static void collect_points(struct collect *p, const struct rule *const *applicab
 		uintptr_t ra = p->obj.base + (uintptr_t)site->offset;
 		if (ra == 0 || collect_add(p, ra - 1, ra, ru->route, base_name(path), p->obj.base) < 0)
 			continue;
-		((struct rule *)(uintptr_t)ru)->matched = true;
+		ru->matched = true;
 	}
 }
 
-/* Read the function symbols of one object (key: its load bias and l_name),
- * from its file or from memory, and publish the ranges the rules select. */
-static void scan_object(uintptr_t base, const char *key_name, const char *path, const ElfW(Dyn) *dyn,
-			const ElfW(Phdr) *ph, size_t phnum, bool from_file)
+/* The ranges of the functions the rules name in one object, from its
+ * symbol table t, into c. */
+static void collect_functions(struct collect *c, const struct applicable *a, const struct symtab *t,
+			      const char *path)
 {
-	const struct rule *applicable[64], *by_offset[64];
-	struct collect c = { .rules = applicable }, p = { 0 };
-	size_t n_offset = 0;
-	c.obj.base = base;
-	c.obj.name = strdup(key_name);
-	if (!c.obj.name)
+	struct symtab_filter filter;
+	c->rules = a->by_name;
+	c->n_rules = a->n_name;
+	if (!c->n_rules)
 		return;
-	p.obj = c.obj;
-	for (size_t i = 0; i < n_rules; i++) {
-		if (!object_matches(&rules[i], path))
-			continue;
-		if (rules[i].site && rules[i].site->by_offset) {
-			if (n_offset < ARRAY_SIZE(by_offset))
-				by_offset[n_offset++] = &rules[i];
-		} else if (c.n_rules < ARRAY_SIZE(applicable)) {
-			c.rules[c.n_rules++] = &rules[i];
-			if (rules[i].prefix_len)
-				c.first[(unsigned char)rules[i].function[0]] = true;
-			else
-				memset(c.first, 1, sizeof(c.first));   /* a glob first: any name */
-		}
-	}
-	if (n_offset)
-		collect_points(&p, by_offset, n_offset, path, ph, phnum);
-	if (c.n_rules) {
-		int r = from_file ? symtab_for_each_function(path, base, collect_symbol, &c)
-				  : walk_loaded_dynsym(dyn, base, collect_symbol, &c);
-		if (r < 0)
-			debug_printf("cannot read symbols of %s: %s", path, strerror(-r));
-	}
-	pthread_mutex_lock(&resolve_lock);
-	bool fresh = !already_scanned(base, key_name);
-	if (fresh) {
-		if (n_scanned < OBJECTS_MAX)
-			scanned[n_scanned++] = c.obj;
-		if (p.n)
-			merge(&points, &p, true);
-		fresh = c.n && merge(&table, &c, true) == 0;
-	}
-	pthread_mutex_unlock(&resolve_lock);
-	/* Said outside the lock: nothing that may call out runs under it. */
-	if (fresh && pm_debug)
-		for (size_t i = 0; i < c.n; i++)
-			debug_printf("site %s [%#lx, %#lx) in %s -> %s", c.r[i].name,
-				     (unsigned long)c.r[i].start, (unsigned long)c.r[i].end, path,
-				     c.r[i].route == SITE_ROUTE_WRAPPER ? "wrapper"
-				     : state->pools[c.r[i].route].pool->name);
-	free(c.r);
-	free(p.r);
+	int r = symtab_walk(t, c->obj.base, filter_for(&filter, a->by_name, a->n_name, false), collect_symbol, c);
+	if (r < 0)
+		debug_printf("cannot read symbols of %s: %s", path, strerror(-r));
+}
+
+/* Publish what was collected of one object and remember it as read, unless
+ * another thread did first (resolve_lock held).  false when it did. */
+static bool publish(struct collect *c, struct collect *p)
+{
+	if (already_scanned(c->obj.base, c->obj.name))
+		return false;
+	mark_scanned(c->obj);
+	if (p && p->n)
+		merge(&points, p, true);
+	return c->n && merge(&table, c, true) == 0;
+}
+
+/* Said outside the lock: nothing that may call out runs under it. */
+static void say_ranges(const struct collect *c, const char *path)
+{
+	if (!pm_debug)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		debug_printf("site %s [%#lx, %#lx) in %s -> %s", c->r[i].name, (unsigned long)c->r[i].start,
+			     (unsigned long)c->r[i].end, path,
+			     c->r[i].route == SITE_ROUTE_WRAPPER ? "wrapper" : state->pools[c->r[i].route].pool->name);
+}
+
+/* Objects loaded at start-up that rules can name by function: their symbol
+ * tables located and mapped before main, read at the first allocation made
+ * from their code (most objects of a large program never allocate from a
+ * site, or never at all).  Written at start-up only; an entry's table is
+ * read and released under resolve_lock. */
+struct pending {
+	struct object_key obj;
+	const char *path;
+	struct symtab tab;
+};
+static struct pending *pending;
+static size_t n_pending;
+static _Atomic size_t n_unread;      /* of them */
+
+static struct pending *find_pending(uintptr_t base, const char *name)
+{
+	for (size_t i = 0; i < n_pending; i++)
+		if (key_equal(&pending[i].obj, base, name))
+			return &pending[i];
+	return NULL;
 }
 
 static const char *object_path(const struct link_map *lm, char *buf, size_t len)
@@ -400,7 +400,55 @@ static int find_phdrs(struct dl_phdr_info *info, size_t size, void *ctx)
 	return 1;
 }
 
-/* An object loaded after start-up: read it from memory, once. */
+/* An object loaded at start-up, at the first allocation from it: its
+ * functions read from the table located then, which is released after
+ * (resolve_lock held: a second thread allocating from it meanwhile waits
+ * for the ranges instead of deciding without them). */
+static void read_pending(struct pending *pe, struct collect *c)
+{
+	struct applicable a;
+	applicable_rules(pe->path, &a);
+	c->obj = pe->obj;
+	debug_printf("%s: its first allocation: reading its %zu symbols", pe->path, pe->tab.n_syms);
+	collect_functions(c, &a, &pe->tab, pe->path);
+	symtab_close(&pe->tab);
+	publish(c, NULL);
+	atomic_fetch_sub(&n_unread, 1);
+}
+
+/* An object loaded after start-up (dlopen), at the first allocation from
+ * it: read from memory (.dynsym: no file is opened after start-up). */
+static void read_loaded(const struct link_map *lm, const char *key_name)
+{
+	char buf[4096];
+	const char *path = object_path(lm, buf, sizeof(buf));
+	path = path ? path : "?";
+	/* Its program headers (for its build-id): they stay mapped while the
+	 * object is loaded, and dlclose cannot run under the shim's guard. */
+	struct phdr_query q = { lm->l_addr, key_name, NULL, 0 };
+	dl_iterate_phdr(find_phdrs, &q);
+	struct applicable a;
+	applicable_rules(path, &a);
+	struct collect c = { .obj = { lm->l_addr, strdup(key_name) } };
+	if (!c.obj.name)
+		return;
+	struct collect p = { .obj = c.obj };
+	if (a.n_offset)
+		collect_points(&p, a.by_offset, a.n_offset, path, q.ph, q.phnum);
+	struct symtab t;
+	pthread_mutex_lock(&resolve_lock);
+	bool fresh = !already_scanned(c.obj.base, c.obj.name);
+	if (fresh && a.n_name && symtab_open_loaded(lm->l_ld, lm->l_addr, &t) == 0)
+		collect_functions(&c, &a, &t, path);
+	fresh = fresh && publish(&c, &p);
+	pthread_mutex_unlock(&resolve_lock);
+	if (fresh)
+		say_ranges(&c, path);
+	free(c.r);
+	free(p.r);
+}
+
+/* The object holding code address a, read if it was not. */
 static void ensure_scanned(uintptr_t a)
 {
 	struct dl_find_object dlfo;
@@ -408,18 +456,18 @@ static void ensure_scanned(uintptr_t a)
 		return;
 	const struct link_map *lm = dlfo.dlfo_link_map;
 	const char *key_name = lm->l_name ? lm->l_name : "";
+	struct collect c = { 0 };
 	pthread_mutex_lock(&resolve_lock);
 	bool done = already_scanned(lm->l_addr, key_name);
+	struct pending *pe = done ? NULL : find_pending(lm->l_addr, key_name);
+	if (pe)
+		read_pending(pe, &c);
 	pthread_mutex_unlock(&resolve_lock);
-	if (done)
-		return;
-	char buf[4096];
-	const char *path = object_path(lm, buf, sizeof(buf));
-	/* Its program headers (for its build-id): they stay mapped while the
-	 * object is loaded, and dlclose cannot run under the shim's guard. */
-	struct phdr_query q = { lm->l_addr, key_name, NULL, 0 };
-	dl_iterate_phdr(find_phdrs, &q);
-	scan_object(lm->l_addr, key_name, path ? path : "?", lm->l_ld, q.ph, q.phnum, false);
+	if (pe)
+		say_ranges(&c, pe->path);
+	free(c.r);
+	if (!done && !pe)
+		read_loaded(lm, key_name);
 }
 
 int resolve_route(uintptr_t ra, uint16_t id)
@@ -454,6 +502,9 @@ static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
 		w->seen = ip == w->ra;
 		return _URC_NO_REASON;
 	}
+	/* A caller in an object not read yet may be a wrapper too. */
+	if (atomic_load_explicit(&n_unread, memory_order_acquire))
+		ensure_scanned(ip - 1);
 	const struct range *r = lookup(ip - 1);
 	if (r && r->route == SITE_ROUTE_WRAPPER)
 		return _URC_NO_REASON;      /* a wrapper calling a wrapper: keep going */
@@ -487,23 +538,127 @@ static int add_rule(int route, const char *object, const char *function, const s
 	return 0;
 }
 
+/* An object loaded at start-up, as dl_iterate_phdr lists it. */
+struct startup_object {
+	uintptr_t base;
+	const char *name;            /* l_name: stays while it is loaded */
+	const ElfW(Phdr) *ph;
+	size_t phnum;
+};
+
+struct startup_list {
+	struct startup_object *o;
+	size_t n, cap;
+};
+
 static int visit_startup(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	(void)size;
-	(void)ctx;
-	const char *key_name = info->dlpi_name ? info->dlpi_name : "", *path = key_name;
+	struct startup_list *l = ctx;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 32;
+		struct startup_object *o = realloc(l->o, cap * sizeof(*o));
+		if (!o)
+			return 1;
+		l->o = o;
+		l->cap = cap;
+	}
+	l->o[l->n++] = (struct startup_object){ info->dlpi_addr, info->dlpi_name ? info->dlpi_name : "",
+						info->dlpi_phdr, info->dlpi_phnum };
+	return 0;
+}
+
+/* One object loaded at start-up: the call sites offset rules name in it
+ * (no symbols needed), and, when rules can name its functions, its symbol
+ * table located and mapped now, before main, to be read at the first
+ * allocation from it.  The shim's own code is never a site. */
+static void prepare_object(const struct startup_object *so, uintptr_t self)
+{
+	const char *path = so->name;
 	char buf[4096];
 	if (!path[0]) {
 		ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
 		if (n <= 0)
-			return 0;
+			return;
 		buf[n] = '\0';
 		path = buf;
 	}
 	if (strncmp(base_name(path), "linux-vdso", 10) == 0 || strncmp(base_name(path), "linux-gate", 10) == 0)
-		return 0;
-	scan_object(info->dlpi_addr, key_name, path, NULL, info->dlpi_phdr, info->dlpi_phnum, true);
-	return 0;
+		return;
+	struct object_key obj = { so->base, strdup(so->name) };
+	if (!obj.name)
+		return;
+	struct applicable a;
+	applicable_rules(path, &a);
+	if (so->base == self)
+		a.n_name = 0;
+	if (a.n_offset) {
+		struct collect p = { .obj = obj };
+		collect_points(&p, a.by_offset, a.n_offset, path, so->ph, so->phnum);
+		if (p.n)
+			merge(&points, &p, true);
+		free(p.r);
+	}
+	struct symtab t;
+	if (a.n_name && symtab_open(path, so->base, so->ph, so->phnum, &t) == 0) {
+		struct pending *np = realloc(pending, (n_pending + 1) * sizeof(*np));
+		const char *kept = strdup(path);
+		if (np)
+			pending = np;
+		if (np && kept) {
+			pending[n_pending++] = (struct pending){ obj, kept, t };
+			atomic_fetch_add(&n_unread, 1);
+			return;
+		}
+		free((void *)(uintptr_t)kept);
+		symtab_close(&t);
+	}
+	mark_scanned(obj);
+}
+
+struct check {
+	struct rule *const *rules;
+	size_t n, left;
+};
+
+static int check_symbol(void *ctx, const char *name, uintptr_t start, size_t size)
+{
+	(void)start;
+	(void)size;
+	struct check *ck = ctx;
+	struct rule *ru = first_rule(ck->rules, ck->n, name);
+	if (ru && !ru->matched) {
+		ru->matched = true;
+		ck->left--;
+	}
+	return ck->left == 0;
+}
+
+static bool all_matched(void)
+{
+	for (size_t i = 0; i < n_rules; i++)
+		if (!rules[i].matched)
+			return false;
+	return true;
+}
+
+/* Whether each rule names a function loaded at start-up, for the word on a
+ * rule that names nothing: the tables are walked, in load order (the
+ * program first), only until every rule has a match, so a policy whose
+ * rules all name the program's functions reads only the program's. */
+static void check_rules(void)
+{
+	for (size_t i = 0; i < n_pending && !all_matched(); i++) {
+		struct applicable a;
+		applicable_rules(pending[i].path, &a);
+		struct check ck = { a.by_name, a.n_name, 0 };
+		for (size_t k = 0; k < a.n_name; k++)
+			ck.left += !a.by_name[k]->matched;
+		struct symtab_filter f;
+		if (ck.left)
+			symtab_walk(&pending[i].tab, pending[i].obj.base, filter_for(&f, a.by_name, a.n_name, true),
+				    check_symbol, &ck);
+	}
 }
 
 struct loaded {
@@ -609,7 +764,15 @@ int resolve_init(const struct shim_state *st)
 	}
 	if (!any_specific)
 		return 0;            /* "*" alone needs no symbols */
-	dl_iterate_phdr(visit_startup, NULL);
+	struct startup_list l = { 0 };
+	dl_iterate_phdr(visit_startup, &l);
+	struct dl_find_object self;
+	uintptr_t self_base = _dl_find_object((void *)(uintptr_t)resolve_init, &self) == 0 && self.dlfo_link_map
+				      ? self.dlfo_link_map->l_addr : UINTPTR_MAX;
+	for (size_t i = 0; i < l.n; i++)
+		prepare_object(&l.o[i], self_base);
+	free(l.o);
+	check_rules();
 	for (size_t i = 0; i < n_rules; i++)
 		if (!rules[i].matched) {
 			const char *kind = rules[i].route == SITE_ROUTE_WRAPPER ? "wrapper" : "site";
