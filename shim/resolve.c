@@ -43,6 +43,7 @@ struct rule {
 	const struct policy_site *site;  /* NULL for wrappers */
 	size_t prefix_len;          /* function's leading characters that are not a glob's */
 	bool literal;               /* function has no glob characters */
+	bool prefix_star;           /* function is those characters then "*" */
 	bool matched;
 };
 
@@ -126,25 +127,26 @@ static struct rule *first_rule(struct rule *const *list, size_t n, const char *n
 				       (ru->prefix_len > 1 && name[1] != ru->function[1])))
 			continue;
 		if (ru->literal ? strcmp(ru->function, name) == 0
-				: strncmp(ru->function, name, ru->prefix_len) == 0 && fnmatch(ru->function, name, 0) == 0)
+				: strncmp(ru->function, name, ru->prefix_len) == 0 &&
+				  (ru->prefix_star || fnmatch(ru->function, name, 0) == 0))
 			return ru;
 	}
 	return NULL;
 }
 
-/* The walk's filter for the names list[n] can match (those of them not
- * yet matched, when only_unmatched); NULL when a rule starts with a glob. */
-static const struct symtab_filter *filter_for(struct symtab_filter *f, struct rule *const *list, size_t n,
-					      bool only_unmatched)
+/* The walk's filter for the names list[n] can match: on as many of their
+ * first characters as every rule spells (up to 4); NULL when a rule starts
+ * with a glob. */
+static const struct symtab_filter *filter_for(struct symtab_filter *f, struct rule *const *list, size_t n)
 {
-	symtab_filter_clear(f);
-	for (size_t i = 0; i < n; i++) {
-		if (only_unmatched && list[i]->matched)
-			continue;
-		if (!list[i]->prefix_len)
-			return NULL;
-		symtab_filter_add(f, list[i]->function, list[i]->prefix_len);
-	}
+	size_t k = 4;
+	for (size_t i = 0; i < n; i++)
+		k = list[i]->prefix_len < k ? list[i]->prefix_len : k;
+	if (k == 0)
+		return NULL;
+	symtab_filter_clear(f, (unsigned)k);
+	for (size_t i = 0; i < n; i++)
+		symtab_filter_add(f, list[i]->function);
 	return f;
 }
 
@@ -295,7 +297,7 @@ static void collect_functions(struct collect *c, const struct applicable *a, con
 	c->n_rules = a->n_name;
 	if (!c->n_rules)
 		return;
-	int r = symtab_walk(t, c->obj.base, filter_for(&filter, a->by_name, a->n_name, false), collect_symbol, c);
+	int r = symtab_walk(t, c->obj.base, filter_for(&filter, a->by_name, a->n_name), collect_symbol, c);
 	if (r < 0)
 		debug_printf("cannot read symbols of %s: %s", path, strerror(-r));
 }
@@ -409,7 +411,7 @@ static void read_pending(struct pending *pe, struct collect *c)
 	struct applicable a;
 	applicable_rules(pe->path, &a);
 	c->obj = pe->obj;
-	debug_printf("%s: its first allocation: reading its %zu symbols", pe->path, pe->tab.n_syms);
+	debug_printf("reading the %zu symbols of %s", pe->tab.n_syms, pe->path);
 	collect_functions(c, &a, &pe->tab, pe->path);
 	symtab_close(&pe->tab);
 	publish(c, NULL);
@@ -534,7 +536,7 @@ static int add_rule(int route, const char *object, const char *function, const s
 	rules = nr;
 	size_t prefix = strcspn(function, "*?[\\");
 	rules[n_rules++] = (struct rule){ route, object, function, site, prefix, function[prefix] == '\0',
-					  false };
+					  function[prefix] == '*' && function[prefix + 1] == '\0', false };
 	return 0;
 }
 
@@ -616,24 +618,6 @@ static void prepare_object(const struct startup_object *so, uintptr_t self)
 	mark_scanned(obj);
 }
 
-struct check {
-	struct rule *const *rules;
-	size_t n, left;
-};
-
-static int check_symbol(void *ctx, const char *name, uintptr_t start, size_t size)
-{
-	(void)start;
-	(void)size;
-	struct check *ck = ctx;
-	struct rule *ru = first_rule(ck->rules, ck->n, name);
-	if (ru && !ru->matched) {
-		ru->matched = true;
-		ck->left--;
-	}
-	return ck->left == 0;
-}
-
 static bool all_matched(void)
 {
 	for (size_t i = 0; i < n_rules; i++)
@@ -643,21 +627,23 @@ static bool all_matched(void)
 }
 
 /* Whether each rule names a function loaded at start-up, for the word on a
- * rule that names nothing: the tables are walked, in load order (the
- * program first), only until every rule has a match, so a policy whose
- * rules all name the program's functions reads only the program's. */
+ * rule that names nothing: objects are read now, in load order (the
+ * program first: it nearly always allocates, so reading it now costs
+ * nothing more), only until every rule has a match.  A policy whose rules
+ * all name the program's functions reads nothing else before main; one
+ * with a rule that names nothing reads every table. */
 static void check_rules(void)
 {
 	for (size_t i = 0; i < n_pending && !all_matched(); i++) {
-		struct applicable a;
-		applicable_rules(pending[i].path, &a);
-		struct check ck = { a.by_name, a.n_name, 0 };
-		for (size_t k = 0; k < a.n_name; k++)
-			ck.left += !a.by_name[k]->matched;
-		struct symtab_filter f;
-		if (ck.left)
-			symtab_walk(&pending[i].tab, pending[i].obj.base, filter_for(&f, a.by_name, a.n_name, true),
-				    check_symbol, &ck);
+		struct collect c = { 0 };
+		pthread_mutex_lock(&resolve_lock);
+		bool unread = !already_scanned(pending[i].obj.base, pending[i].obj.name);
+		if (unread)
+			read_pending(&pending[i], &c);
+		pthread_mutex_unlock(&resolve_lock);
+		if (unread)
+			say_ranges(&c, pending[i].path);
+		free(c.r);
 	}
 }
 

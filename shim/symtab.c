@@ -30,10 +30,12 @@
  */
 #define _GNU_SOURCE
 #include "symtab.h"
+#include "common.h"
 #include "dynsym.h"
 #include "os.h"
 
 #include <elf.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -392,49 +394,64 @@ void symtab_close(struct symtab *t)
 	*t = (struct symtab){ 0 };
 }
 
-static unsigned filter_slot(unsigned char c0, unsigned char c1)
+/* The filter's slot for the first k characters of a name, packed in v. */
+static unsigned filter_slot(uint32_t v)
 {
-	return ((uint32_t)(c0 << 8 | c1) * 0x9E3779B1u) >> 20;     /* 12 bits */
+	return (v * 0x9E3779B1u) >> 20;     /* 12 bits */
 }
 
-void symtab_filter_clear(struct symtab_filter *f)
+void symtab_filter_clear(struct symtab_filter *f, unsigned k)
 {
+	f->k = k < 1 ? 1 : k > 4 ? 4 : k;
+	f->mask = f->k == 4 ? 0xffffffffu : (UINT32_C(1) << (8 * f->k)) - 1;
 	memset(f->bits, 0, sizeof(f->bits));
 }
 
-void symtab_filter_add(struct symtab_filter *f, const char *prefix, size_t len)
+void symtab_filter_add(struct symtab_filter *f, const char *prefix)
 {
-	if (len == 0) {
-		memset(f->bits, 0xff, sizeof(f->bits));
-		return;
+	uint32_t v = 0;
+	for (unsigned i = 0; i < f->k; i++)
+		v |= (uint32_t)(unsigned char)prefix[i] << (8 * i);
+	unsigned slot = filter_slot(v & f->mask);
+	f->bits[slot / 64] |= UINT64_C(1) << (slot % 64);
+}
+
+/* Whether the filter lets the name at strs[off] through (off < len): its
+ * first k bytes.  A name shorter than k brings its NUL and the next
+ * name's first bytes: at worst a name let through for nothing, as any
+ * hash may. */
+static inline bool filter_passes(const struct symtab_filter *f, const unsigned char *strs, size_t off, size_t len)
+{
+	uint32_t v = 0;
+	if (likely(off + 4 <= len)) {
+		memcpy(&v, strs + off, 4);
+		v = le32toh(v);
+	} else {
+		for (size_t i = off; i < len; i++)
+			v |= (uint32_t)strs[i] << (8 * (i - off));
 	}
-	for (unsigned c1 = 0; c1 < 256; c1++) {
-		unsigned k = filter_slot((unsigned char)prefix[0], len > 1 ? (unsigned char)prefix[1] : c1);
-		f->bits[k / 64] |= UINT64_C(1) << (k % 64);
-		if (len > 1)
-			break;
-	}
+	unsigned slot = filter_slot(v & f->mask);
+	return f->bits[slot / 64] >> (slot % 64) & 1;
 }
 
 int symtab_walk(const struct symtab *t, uintptr_t bias, const struct symtab_filter *filter, symtab_fn fn,
 		void *ctx)
 {
-	/* Names start before the string table's last byte (its NUL): both
-	 * characters the filter reads lie inside the table. */
-	size_t name_end = t->strs_len ? t->strs_len - 1 : 0;
-	for (size_t k = 0; k < t->n_syms; k++) {
-		const ElfW(Sym) *s = &t->syms[k];
-		unsigned type = ELF64_ST_TYPE(s->st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s->st_shndx == SHN_UNDEF || s->st_size == 0 ||
-		    s->st_name == 0 || s->st_name >= name_end)
+	/* Per symbol: its type, its name's place, then the filter's bit; the
+	 * rest only for the few the filter lets through. */
+	if (t->strs_len < 2)
+		return 0;
+	const size_t strs_len = t->strs_len, name_end = strs_len - 1;   /* names start before the last NUL */
+	const unsigned char *strs = (const unsigned char *)t->strs;
+	for (const ElfW(Sym) *s = t->syms, *end = s + t->n_syms; s < end; s++) {
+		if (!((1u << ELF64_ST_TYPE(s->st_info)) & (1u << STT_FUNC | 1u << STT_GNU_IFUNC)) ||
+		    (size_t)s->st_name - 1 >= name_end - 1)   /* 0 (no name), or at or past the end */
 			continue;
-		const unsigned char *name = (const unsigned char *)t->strs + s->st_name;
-		if (filter) {
-			unsigned slot = filter_slot(name[0], name[1]);
-			if (!(filter->bits[slot / 64] >> (slot % 64) & 1))
-				continue;
-		}
-		int r = fn(ctx, (const char *)name, bias + (uintptr_t)s->st_value, (size_t)s->st_size);
+		if (filter && !filter_passes(filter, strs, s->st_name, strs_len))
+			continue;
+		if (s->st_shndx == SHN_UNDEF || s->st_size == 0)
+			continue;
+		int r = fn(ctx, (const char *)strs + s->st_name, bias + (uintptr_t)s->st_value, (size_t)s->st_size);
 		if (r)
 			return r;
 	}

@@ -44,15 +44,18 @@ int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t p
 int symtab_open_loaded(const ElfW(Dyn) *dyn, uintptr_t bias, struct symtab *ret);
 void symtab_close(struct symtab *t);
 
-/* A filter on the first two characters of a name (hashed, so it may let
- * through names it was not told of, never the reverse): the walk's one test
+/* A filter on the first k (1..4) characters of a name, hashed: it may let
+ * through names it was not told of, never the reverse.  The walk's one test
  * for most symbols, before a call of fn. */
 struct symtab_filter {
+	unsigned k;
+	uint32_t mask;              /* of the k bytes, read as a little-endian word */
 	uint64_t bits[64];
 };
-void symtab_filter_clear(struct symtab_filter *f);
-/* Let through names starting with prefix[0..len) (len 0: every name). */
-void symtab_filter_add(struct symtab_filter *f, const char *prefix, size_t len);
+/* Empty, for names that start with k or more characters the rules spell. */
+void symtab_filter_clear(struct symtab_filter *f, unsigned k);
+/* Let through names starting with prefix (at least f->k characters). */
+void symtab_filter_add(struct symtab_filter *f, const char *prefix);
 
 /* Call fn for each defined function of t (whose filter lets its name
  * through, when filter is not NULL), at run-time addresses (bias added). */
