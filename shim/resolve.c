@@ -608,6 +608,7 @@ static void prepare_object(const struct startup_object *so, uintptr_t self)
 		if (np)
 			pending = np;
 		if (np && kept) {
+			debug_printf("%zu symbols of %s located, to be read when needed", t.n_syms, path);
 			pending[n_pending++] = (struct pending){ obj, kept, t };
 			atomic_fetch_add(&n_unread, 1);
 			return;
