@@ -3,12 +3,17 @@
  * policy's site and wrapper rules turned into address ranges, and the
  * decision for each return address, made once and cached in site.c.
  *
- * The objects loaded at start-up are read from their files (.symtab where
- * present, so static functions count; .dynsym otherwise) before the
- * program's main runs.  Objects loaded later by dlopen are read from memory
- * (.dynsym, exported functions only) at the first allocation made from
- * them: by then the program may be chrooted or under a seccomp filter, and
- * an allocator must not open files behind its back.
+ * Files are opened only before the program's main runs: later it may be
+ * chrooted or under a seccomp filter, and an allocator must not open files
+ * behind its back.  But reading symbols is what costs (libc's debug file
+ * alone has 10,000 functions), so each object loaded at start-up that the
+ * rules can name has its table (.symtab where present, its debug file's, so
+ * static functions count; .dynsym otherwise) only located and mapped then
+ * (symtab.c), and read at the first allocation made from its code; the
+ * tables are read before main, in load order, only until every rule has
+ * matched something (for the word on a rule that names nothing).  Objects
+ * loaded later by dlopen are read from memory (.dynsym, exported functions
+ * only) at the first allocation made from them.
  *
  * Range tables are built aside and published with one atomic store, then
  * never written again (they are mprotect'ed read-only) nor freed, so
