@@ -11,7 +11,8 @@
  * static functions count; .dynsym otherwise) only located and mapped then
  * (symtab.c), and read at the first allocation made from its code; the
  * tables are read before main, in load order, only until every rule has
- * matched something (for the word on a rule that names nothing).  Objects
+ * matched something (for the word on a rule that names nothing; only the
+ * objects such a rule can name).  Objects
  * loaded later by dlopen are read from memory (.dynsym, exported functions
  * only) at the first allocation made from them.
  *
@@ -339,6 +340,7 @@ struct pending {
 	struct object_key obj;
 	const char *path;
 	struct symtab tab;
+	_Atomic bool read;
 };
 static struct pending *pending;
 static size_t n_pending;
@@ -420,6 +422,7 @@ static void read_pending(struct pending *pe, struct collect *c)
 	collect_functions(c, &a, &pe->tab, pe->path);
 	symtab_close(&pe->tab);
 	publish(c, NULL);
+	atomic_store_explicit(&pe->read, true, memory_order_release);
 	atomic_fetch_sub(&n_unread, 1);
 }
 
@@ -477,6 +480,20 @@ static void ensure_scanned(uintptr_t a)
 		read_loaded(lm, key_name);
 }
 
+/* ensure_scanned() for an object loaded at start-up and not read yet; for
+ * the others, one lock-free look (a wrapper's callers are looked up at
+ * every call through it). */
+static void read_if_pending(uintptr_t a)
+{
+	struct dl_find_object dlfo;
+	if (_dl_find_object((void *)a, &dlfo) != 0 || !dlfo.dlfo_link_map)
+		return;
+	const struct link_map *lm = dlfo.dlfo_link_map;
+	const struct pending *pe = find_pending(lm->l_addr, lm->l_name ? lm->l_name : "");
+	if (pe && !atomic_load_explicit(&pe->read, memory_order_acquire))
+		ensure_scanned(a);
+}
+
 int resolve_route(uintptr_t ra, uint16_t id)
 {
 	uintptr_t a = ra - 1;        /* inside the call instruction's function */
@@ -511,7 +528,7 @@ static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
 	}
 	/* A caller in an object not read yet may be a wrapper too. */
 	if (atomic_load_explicit(&n_unread, memory_order_acquire))
-		ensure_scanned(ip - 1);
+		read_if_pending(ip - 1);
 	const struct range *r = lookup(ip - 1);
 	if (r && r->route == SITE_ROUTE_WRAPPER)
 		return _URC_NO_REASON;      /* a wrapper calling a wrapper: keep going */
@@ -614,7 +631,7 @@ static void prepare_object(const struct startup_object *so, uintptr_t self)
 			pending = np;
 		if (np && kept) {
 			debug_printf("%zu symbols of %s located, to be read when needed", t.n_syms, path);
-			pending[n_pending++] = (struct pending){ obj, kept, t };
+			pending[n_pending++] = (struct pending){ obj, kept, t, false };
 			atomic_fetch_add(&n_unread, 1);
 			return;
 		}
@@ -635,12 +652,21 @@ static bool all_matched(void)
 /* Whether each rule names a function loaded at start-up, for the word on a
  * rule that names nothing: objects are read now, in load order (the
  * program first: it nearly always allocates, so reading it now costs
- * nothing more), only until every rule has a match.  A policy whose rules
- * all name the program's functions reads nothing else before main; one
- * with a rule that names nothing reads every table. */
+ * nothing more), only until every rule has a match, and only those a rule
+ * without one can name.  A policy whose rules all name the program's
+ * functions reads nothing else before main; one with a rule that names
+ * nothing reads every table that rule could name (a rule for a dlopen'ed
+ * plugin, none loaded at start-up). */
 static void check_rules(void)
 {
 	for (size_t i = 0; i < n_pending && !all_matched(); i++) {
+		struct applicable a;
+		applicable_rules(pending[i].path, &a);
+		bool wanted = false;
+		for (size_t k = 0; k < a.n_name; k++)
+			wanted = wanted || !a.by_name[k]->matched;
+		if (!wanted)
+			continue;       /* no rule still looking for a match can name it */
 		struct collect c = { 0 };
 		pthread_mutex_lock(&resolve_lock);
 		bool unread = !already_scanned(pending[i].obj.base, pending[i].obj.name);

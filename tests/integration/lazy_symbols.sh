@@ -5,7 +5,7 @@
 # that name nothing stops there.  Another object's table is read at the
 # first allocation made from its code, once; an object that never
 # allocates is never read.  A rule that names nothing has every table read
-# before main, and is still reported.
+# before main, and is still reported; one for an object not loaded yet, none.
 . "$(dirname "$0")/lib.sh"
 
 SHIM=$B/libpmalloc_shim.so
@@ -47,3 +47,14 @@ run
 grep -q 'site rule "no_such_function_xyz" matches no function' "$T/err" || fail "the unmatched rule was not reported: $(cat "$T/err")"
 cmp -s "$T/located" "$T/read" || fail "a rule naming nothing left tables unread: $(comm -23 "$T/located" "$T/read")"
 pass "a rule that names nothing has every table read before main, and is reported"
+
+# A rule for an object not loaded at start-up (a plugin dlopen'ed later)
+# names nothing yet, and is said so; but it can name none of the loaded
+# objects, so their tables are not read for it.
+policy '"make_secret", "libnot_loaded_yet.so:plugin_alloc"'
+run
+grep -q 'site rule "libnot_loaded_yet.so:plugin_alloc" matches no function' "$T/err" ||
+	fail "the rule for an object not loaded was not reported: $(cat "$T/err")"
+[ -n "$(comm -23 "$T/located" "$T/read")" ] ||
+	fail "a rule for an object not loaded had every table read: $(cat "$T/read")"
+pass "a rule for an object not loaded yet has no table read for it"
