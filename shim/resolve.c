@@ -562,32 +562,32 @@ static int add_rule(int route, const char *object, const char *function, const s
 	return 0;
 }
 
-/* An object loaded at start-up, as dl_iterate_phdr lists it. */
-struct startup_object {
+/* A loaded object, as dl_iterate_phdr lists it. */
+struct loaded_object {
 	uintptr_t base;
 	const char *name;            /* l_name: stays while it is loaded */
 	const ElfW(Phdr) *ph;
 	size_t phnum;
 };
 
-struct startup_list {
-	struct startup_object *o;
+struct loaded_list {
+	struct loaded_object *o;
 	size_t n, cap;
 };
 
-static int visit_startup(struct dl_phdr_info *info, size_t size, void *ctx)
+static int visit_object(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	(void)size;
-	struct startup_list *l = ctx;
+	struct loaded_list *l = ctx;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 32;
-		struct startup_object *o = realloc(l->o, cap * sizeof(*o));
+		struct loaded_object *o = realloc(l->o, cap * sizeof(*o));
 		if (!o)
 			return 1;
 		l->o = o;
 		l->cap = cap;
 	}
-	l->o[l->n++] = (struct startup_object){ info->dlpi_addr, info->dlpi_name ? info->dlpi_name : "",
+	l->o[l->n++] = (struct loaded_object){ info->dlpi_addr, info->dlpi_name ? info->dlpi_name : "",
 						info->dlpi_phdr, info->dlpi_phnum };
 	return 0;
 }
@@ -596,7 +596,7 @@ static int visit_startup(struct dl_phdr_info *info, size_t size, void *ctx)
  * (no symbols needed), and, when rules can name its functions, its symbol
  * table located and mapped now, before main, to be read at the first
  * allocation from it.  The shim's own code is never a site. */
-static void prepare_object(const struct startup_object *so, uintptr_t self)
+static void prepare_object(const struct loaded_object *so, uintptr_t self)
 {
 	const char *path = so->name;
 	char buf[4096];
@@ -679,31 +679,10 @@ static void check_rules(void)
 	}
 }
 
-struct loaded {
-	struct object_key *keys;
-	size_t n, cap;
-};
-
-static int visit_loaded(struct dl_phdr_info *info, size_t size, void *ctx)
-{
-	(void)size;
-	struct loaded *l = ctx;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 64;
-		struct object_key *k = realloc(l->keys, cap * sizeof(*k));
-		if (!k)
-			return 1;
-		l->keys = k;
-		l->cap = cap;
-	}
-	l->keys[l->n++] = (struct object_key){ info->dlpi_addr, info->dlpi_name ? info->dlpi_name : "" };
-	return 0;
-}
-
-static bool is_loaded(const struct loaded *l, const struct object_key *k)
+static bool is_loaded(const struct loaded_list *l, const struct object_key *k)
 {
 	for (size_t i = 0; i < l->n; i++)
-		if (key_equal(k, l->keys[i].base, l->keys[i].name))
+		if (key_equal(k, l->o[i].base, l->o[i].name))
 			return true;
 	return false;
 }
@@ -712,9 +691,9 @@ void resolve_forget_unloaded(void)
 {
 	if (!state || !any_specific)
 		return;
-	struct loaded l = { 0 };
-	if (dl_iterate_phdr(visit_loaded, &l) != 0) {
-		free(l.keys);
+	struct loaded_list l = { 0 };
+	if (dl_iterate_phdr(visit_object, &l) != 0) {
+		free(l.o);
 		return;
 	}
 	pthread_mutex_lock(&resolve_lock);
@@ -741,7 +720,7 @@ void resolve_forget_unloaded(void)
 		free(c.r);
 	}
 	pthread_mutex_unlock(&resolve_lock);
-	free(l.keys);
+	free(l.o);
 	/* Return addresses may now mean other code: decide every site again. */
 	if (changed)
 		site_reset_routes();
@@ -782,8 +761,8 @@ int resolve_init(const struct shim_state *st)
 	}
 	if (!any_specific)
 		return 0;            /* "*" alone needs no symbols */
-	struct startup_list l = { 0 };
-	dl_iterate_phdr(visit_startup, &l);
+	struct loaded_list l = { 0 };
+	dl_iterate_phdr(visit_object, &l);
 	struct dl_find_object self;
 	uintptr_t self_base = _dl_find_object((void *)(uintptr_t)resolve_init, &self) == 0 && self.dlfo_link_map
 				      ? self.dlfo_link_map->l_addr : UINTPTR_MAX;

@@ -357,33 +357,13 @@ int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t p
 	return r;
 }
 
-/* A d_ptr of the dynamic section: glibc relocates most in place, but not
- * every object's (the vDSO's stay relative). */
-static uintptr_t dyn_ptr(uintptr_t bias, uintptr_t p)
-{
-	return p < bias ? bias + p : p;
-}
-
 int symtab_open_loaded(const ElfW(Dyn) *dyn, uintptr_t bias, struct symtab *ret)
 {
 	*ret = (struct symtab){ 0 };
-	const ElfW(Sym) *syms = NULL;
-	const char *strs = NULL;
-	const uint32_t *hash = NULL, *gnu = NULL;
-	size_t strs_len = 0;
-	for (const ElfW(Dyn) *d = dyn; d && d->d_tag != DT_NULL; d++) {
-		switch (d->d_tag) {
-		case DT_SYMTAB: syms = (const void *)dyn_ptr(bias, d->d_un.d_ptr); break;
-		case DT_STRTAB: strs = (const void *)dyn_ptr(bias, d->d_un.d_ptr); break;
-		case DT_STRSZ: strs_len = d->d_un.d_val; break;
-		case DT_HASH: hash = (const void *)dyn_ptr(bias, d->d_un.d_ptr); break;
-		case DT_GNU_HASH: gnu = (const void *)dyn_ptr(bias, d->d_un.d_ptr); break;
-		default: break;
-		}
-	}
-	if (!syms || !strs || strs_len == 0 || strs[strs_len - 1] != '\0')
+	struct dynsym_tables d;
+	if (!dynsym_tables(dyn, bias, &d) || d.strs[d.strs_len - 1] != '\0')
 		return -ENOENT;
-	*ret = (struct symtab){ .syms = syms, .n_syms = dynsym_count(hash, gnu), .strs = strs, .strs_len = strs_len };
+	*ret = (struct symtab){ .syms = d.syms, .n_syms = d.n_syms, .strs = d.strs, .strs_len = d.strs_len };
 	return 0;
 }
 
