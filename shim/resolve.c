@@ -626,16 +626,16 @@ static void prepare_object(const struct loaded_object *so, uintptr_t self)
 	struct symtab t;
 	if (a.n_name && symtab_open(path, so->base, so->ph, so->phnum, &t) == 0) {
 		struct pending *np = realloc(pending, (n_pending + 1) * sizeof(*np));
-		const char *kept = strdup(path);
-		if (np)
+		if (np) {
 			pending = np;
-		if (np && kept) {
+			np[n_pending] = (struct pending){ obj, strdup(path), t, false };
+		}
+		if (np && np[n_pending].path) {
 			debug_printf("%zu symbols of %s located, to be read when needed", t.n_syms, path);
-			pending[n_pending++] = (struct pending){ obj, kept, t, false };
+			n_pending++;
 			atomic_fetch_add(&n_unread, 1);
 			return;
 		}
-		free((void *)(uintptr_t)kept);
 		symtab_close(&t);
 	}
 	mark_scanned(obj);
