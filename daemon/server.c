@@ -357,12 +357,13 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 
 		if (idx < 0)
 			return log_error_errno(EINVAL, "policy_set_match() returned a foreign policy");
-		len = sizeof(*out) + cfg->text_sizes[idx];
+		/* The image compiled at load (config.c): copied as it is. */
+		len = sizeof(*out) + cfg->image_sizes[idx];
 		memset(out, 0, sizeof(*out));
 		pmw_header_init(&out->h, PMW_POLICY, (uint32_t)len);
 		out->generation = cfg->generation;
-		out->text_len = (uint32_t)cfg->text_sizes[idx];
-		memcpy(out->text, cfg->texts[idx], cfg->text_sizes[idx]);
+		out->image_len = (uint32_t)cfg->image_sizes[idx];
+		memcpy(out->image, cfg->images[idx], cfg->image_sizes[idx]);
 
 		e->has_policy = true;
 		str_copy(e->policy, sizeof(e->policy), p->name);

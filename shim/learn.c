@@ -231,12 +231,13 @@ static void count_pool(size_t i, struct lsite *acc)
 	pthread_mutex_unlock(&p->lock);
 }
 
-static void triggers_text(const struct policy_pool *pp, char *buf, size_t len)
+static void triggers_text(const struct pimg_header *img, const struct pimg_pool *pp, char *buf,
+			  size_t len)
 {
 	size_t n = 0;
 	buf[0] = '\0';
 	for (size_t t = 0; t < pp->n_triggers && n < len; t++) {
-		const struct policy_trigger *tr = &pp->triggers[t];
+		const struct pimg_trigger *tr = pimg_pool_trigger(img, pp, t);
 		const char *sep = t ? "," : "";
 		int w;
 		if (tr->kind == POLICY_TRIGGER_ON_CALL)
@@ -298,7 +299,6 @@ static void flush_locked(const char *reason)
 	}
 	for (size_t k = 0; k < c.n; k++) {
 		struct lsite *l = &c.s[k];
-		const struct shim_pool *sp = &st->pools[l->pool];
 		char site[192], trig[256];
 		const char *obj = l->object ? l->object : "?";
 		const char *base = strrchr(obj, '/');
@@ -307,9 +307,10 @@ static void flush_locked(const char *reason)
 			snprintf(site, sizeof(site), "%s", l->func);
 		else
 			snprintf(site, sizeof(site), "%s+0x%llx", base, (unsigned long long)(l->ra - l->bias));
-		triggers_text(sp->spec, trig, sizeof(trig));
+		const struct pimg_pool *pp = pimg_pool(st->image, (size_t)l->pool);
+		triggers_text(st->image, pp, trig, sizeof(trig));
 		struct journal_learned j = {
-			.policy = st->policy->name, .pool = sp->spec->name, .site = site, .object = obj,
+			.policy = pimg_policy_name(st->image), .pool = pimg_str(st->image, pp->name), .site = site, .object = obj,
 			.build_id = l->build_id, .triggers = trig, .exe = c.exe, .reason = reason,
 			.offset = l->object ? l->ra - l->bias : l->ra, .objects = l->objects, .bytes = l->bytes,
 			.written = l->written, .named = l->func[0] != '\0',

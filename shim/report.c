@@ -90,9 +90,9 @@ static void limits(unsigned int *burst, unsigned int *interval_s)
 	const struct shim_state *st = shim;
 	*burst = DEFAULT_BURST;
 	*interval_s = DEFAULT_INTERVAL_S;
-	if (st && st->set) {
-		*burst = st->set->daemon.report_burst;
-		*interval_s = st->set->daemon.report_interval_s;
+	if (st) {
+		*burst = st->image->report_burst;
+		*interval_s = st->image->report_interval_s;
 	}
 }
 

@@ -32,7 +32,7 @@
 #include <assert.h>
 
 #define PMW_MAGIC 0x31414d50u        /* "PMA1" */
-#define PMW_VERSION 1
+#define PMW_VERSION 2                /* 2: PMW_POLICY carries a policy image, not text */
 #define PMW_MAX_MSG (64 * 1024)      /* no message is larger; larger ones are refused */
 
 enum pmw_type {
@@ -69,14 +69,15 @@ struct pmw_hello {
 	uint32_t reserved;
 };
 
-/* PMW_POLICY: h, then text_len bytes of libconfig text (policy_to_text()),
- * NUL included; length == sizeof(struct pmw_policy) + text_len. */
+/* PMW_POLICY: h, then image_len bytes of the policy's image
+ * (policy_image.h, compiled by pmallocd when it loaded the file; 8-byte
+ * aligned in the packet); length == sizeof(struct pmw_policy) + image_len. */
 struct pmw_policy {
 	struct pmw_header h;
 	uint64_t generation;             /* policy set generation in the daemon */
-	uint32_t text_len;
-	uint32_t reserved;
-	char text[];
+	uint32_t image_len;
+	uint32_t reserved;               /* 0 */
+	uint64_t image[];
 };
 
 /* PMW_NO_POLICY and PMW_REFUSED: h, generation, and a reason for people. */

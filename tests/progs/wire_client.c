@@ -6,7 +6,8 @@
  *   wire_client --socket PATH [ACTION...]
  *
  * Without an action: connect, send HELLO, print the answer:
- *   "POLICY generation=N" then the policy text, "NO_POLICY generation=N
+ *   "POLICY generation=N" then the policy image (validated) one record a
+ *   line, "NO_POLICY generation=N
  *   reason=...", or "REFUSED reason=...".
  * Actions (after the answer, in this order):
  *   --protect POOL          send PMW_PROTECTED for POOL (policy from --policy)
@@ -65,6 +66,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../shim/policy_image.h"
 #include "../../shim/wire.h"
 
 static const char *opt_socket;
@@ -137,9 +139,36 @@ static void hello(int fd, uint16_t version)
 }
 
 /* Print the daemon's answer to HELLO; 0 when a policy or no-policy came. */
+/* The policy image, one line per record, as the shim reads it. */
+static void print_image(const struct pimg_header *h)
+{
+	static const char *const modes[] = { "enforce", "audit", "learn" };
+	static const char *const kinds[] = { "on-call", "after", "manual" };
+	printf("policy \"%s\" mode=%s protection=%s report_burst=%u report_interval_s=%u\n",
+	       pimg_policy_name(h), modes[h->mode], h->protection == POLICY_PROT_SEAL ? "seal" : "mprotect",
+	       h->report_burst, h->report_interval_s);
+	for (uint32_t i = 0; i < h->n_pools; i++) {
+		const struct pimg_pool *p = pimg_pool(h, i);
+		printf("pool \"%s\" max_bytes=%llu\n", pimg_str(h, p->name), (unsigned long long)p->max_bytes);
+		for (uint32_t j = 0; j < p->n_sites; j++) {
+			const struct pimg_site *s = pimg_pool_site(h, p, j);
+			const char *obj = pimg_str(h, s->object), *id = pimg_str(h, s->build_id);
+			printf("  site %s%s%s%s%s\n", obj ? obj : "", id ? "@" : "", id ? id : "", obj ? ":" : "",
+			       pimg_str(h, s->function));
+		}
+		for (uint32_t j = 0; j < p->n_wrappers; j++)
+			printf("  wrapper %s\n", pimg_pool_wrapper(h, p, j));
+		for (uint32_t j = 0; j < p->n_triggers; j++) {
+			const struct pimg_trigger *t = pimg_pool_trigger(h, p, j);
+			printf("  trigger %s call=%u after_ns=%llu\n", kinds[t->kind], t->call,
+			       (unsigned long long)t->after_ns);
+		}
+	}
+}
+
 static int print_answer(int fd)
 {
-	static char buf[PMW_MAX_MSG + 1];
+	static char buf[PMW_MAX_MSG + 1] __attribute__((aligned(16)));
 	ssize_t n = recv_timeout(fd, buf, sizeof(buf), 5000);
 	const struct pmw_header *h = (const void *)buf;
 
@@ -157,12 +186,13 @@ static int print_answer(int fd)
 	}
 	if (h->type == PMW_POLICY) {
 		const struct pmw_policy *p = (const void *)buf;
-		if (n < (ssize_t)sizeof(*p) || sizeof(*p) + p->text_len != (size_t)n ||
-		    p->text_len == 0 || p->text[p->text_len - 1] != '\0') {
+		if (n < (ssize_t)sizeof(*p) || sizeof(*p) + p->image_len != (size_t)n ||
+		    policy_image_validate(p->image, p->image_len) < 0) {
 			printf("bad policy answer\n");
 			return 1;
 		}
-		printf("POLICY generation=%llu\n%s", (unsigned long long)p->generation, p->text);
+		printf("POLICY generation=%llu\n", (unsigned long long)p->generation);
+		print_image((const void *)p->image);
 		return 0;
 	}
 	if ((h->type == PMW_NO_POLICY || h->type == PMW_REFUSED) && n == sizeof(struct pmw_answer)) {
