@@ -472,6 +472,8 @@ static void ensure_scanned(uintptr_t a)
 	pthread_mutex_lock(&resolve_lock);
 	bool done = already_scanned(lm->l_addr, key_name);
 	struct pending *pe = done ? NULL : find_pending(lm->l_addr, key_name);
+	if (pe && atomic_load_explicit(&pe->read, memory_order_relaxed))
+		pe = NULL;          /* read, then forgotten: loaded again since */
 	if (pe)
 		read_pending(pe, &c);
 	pthread_mutex_unlock(&resolve_lock);
