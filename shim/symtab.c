@@ -290,9 +290,40 @@ static bool by_build_id(const char *id, struct symtab *ret)
 	return debug_file_table(path, id, false, 0, ret);
 }
 
+/* Folders found missing while looking for debug links at start-up, so that
+ * the next object in the same folder does not look again (a process's
+ * libraries share a few folders, and a failed open costs microseconds).
+ * Only symtab_open() uses it: start-up, one thread. */
+#define ABSENT_MAX 16
+static char absent[ABSENT_MAX][256];
+static size_t n_absent;
+
+/* Whether the folder of path may hold it: false when it is known missing,
+ * or found missing now (then remembered). */
+static bool folder_may_exist(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	size_t len = slash ? (size_t)(slash - path) : 0;
+	if (!slash || len >= sizeof(absent[0]))
+		return true;
+	for (size_t i = 0; i < n_absent; i++)
+		if (strncmp(absent[i], path, len) == 0 && absent[i][len] == '\0')
+			return false;
+	char dir[sizeof(absent[0])];
+	memcpy(dir, path, len);
+	dir[len] = '\0';
+	if (access(dir, F_OK) == 0 || errno != ENOENT)
+		return true;
+	if (n_absent < ABSENT_MAX)
+		memcpy(absent[n_absent++], dir, len + 1);
+	return false;
+}
+
 /* The debug file obj's .gnu_debuglink names, beside it, in its .debug/
- * folder or under /usr/lib/debug. */
-static bool by_debug_link(const struct elf_file *obj, const char *obj_path, const char *id, struct symtab *ret)
+ * folder or under /usr/lib/debug (those two folders, when remember_absent,
+ * looked at once per process). */
+static bool by_debug_link(const struct elf_file *obj, const char *obj_path, const char *id, bool remember_absent,
+			  struct symtab *ret)
 {
 	ssize_t li = find_named_section(obj, ".gnu_debuglink");
 	char *link = li >= 0 ? section_read(obj, (size_t)li, 4096) : NULL;
@@ -309,7 +340,8 @@ static bool by_debug_link(const struct elf_file *obj, const char *obj_path, cons
 		char path[4096];
 		for (size_t i = 0; !found && i < ARRAY_LEN(forms); i++) {
 			int n = snprintf(path, sizeof(path), forms[i], dir_len, obj_path, (int)name_len, link);
-			if (n > 0 && (size_t)n < sizeof(path) && strcmp(path, obj_path) != 0)
+			if (n > 0 && (size_t)n < sizeof(path) && strcmp(path, obj_path) != 0 &&
+			    (i == 0 || !remember_absent || folder_may_exist(path)))
 				found = debug_file_table(path, id, true, crc, ret);
 		}
 	}
@@ -319,8 +351,8 @@ static bool by_debug_link(const struct elf_file *obj, const char *obj_path, cons
 
 /* The .symtab of path or of its debug file (id: the object's build-id, or
  * NULL to read it from the file); with_dynsym, the file's .dynsym lacking
- * both.  -ENOENT when there is none of these. */
-static int locate(const char *path, const char *id, bool with_dynsym, struct symtab *ret)
+ * both.  -ENOENT when there is none of these.  start_up: symtab_open(). */
+static int locate(const char *path, const char *id, bool with_dynsym, bool start_up, struct symtab *ret)
 {
 	if (id && by_build_id(id, ret))
 		return 0;
@@ -335,7 +367,7 @@ static int locate(const char *path, const char *id, bool with_dynsym, struct sym
 		if (by_build_id(id, ret))
 			r = 0;
 	}
-	if (r < 0 && by_debug_link(&f, path, id, ret))
+	if (r < 0 && by_debug_link(&f, path, id, start_up, ret))
 		r = 0;
 	if (r < 0 && with_dynsym)
 		r = map_table(&f, SHT_DYNSYM, ret);
@@ -351,7 +383,7 @@ int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t p
 	for (size_t i = 0; i < phnum; i++)
 		if (ph[i].p_type == PT_DYNAMIC)
 			dyn = (const void *)(bias + ph[i].p_vaddr);
-	int r = locate(path, symtab_build_id(ph, phnum, bias, id) ? id : NULL, !dyn, ret);
+	int r = locate(path, symtab_build_id(ph, phnum, bias, id) ? id : NULL, !dyn, true, ret);
 	if (r < 0 && dyn)
 		r = symtab_open_loaded(dyn, bias, ret);
 	return r;
@@ -441,7 +473,7 @@ int symtab_walk(const struct symtab *t, uintptr_t bias, const struct symtab_filt
 int symtab_for_each_function(const char *path, uintptr_t bias, symtab_fn fn, void *ctx)
 {
 	struct symtab t;
-	int r = locate(path, NULL, true, &t);
+	int r = locate(path, NULL, true, false, &t);
 	if (r < 0)
 		return r == -ENOENT ? 0 : r;
 	r = symtab_walk(&t, bias, NULL, fn, ctx);

@@ -38,7 +38,8 @@ struct symtab {
  * bias bias and program headers ph[phnum]: the .symtab of its debug file
  * found by build-id, else its own .symtab, else that of the debug file its
  * .gnu_debuglink names, else its .dynsym in memory.  Opens and maps files;
- * reads no symbol.  0, or -errno with *ret zeroed. */
+ * reads no symbol.  0, or -errno with *ret zeroed.  Start-up only, from one
+ * thread: it remembers the debug folders it found missing. */
 int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t phnum, struct symtab *ret);
 /* The .dynsym of a loaded object, from its dynamic section (no file). */
 int symtab_open_loaded(const ElfW(Dyn) *dyn, uintptr_t bias, struct symtab *ret);
