@@ -12,8 +12,11 @@
  * it.  Also: the build-id of a loaded object, from its notes in memory.
  *
  * Cost: locating is a few system calls per object and touches no symbol;
- * the walk is one pass over the table, one load and a bit test of the
- * filter for nearly every symbol (libc's debug file: 10,000 functions).
+ * the walk is one pass over the table, about 22 instructions per function
+ * symbol (its type, its name's place, a load, a multiply and a bit test of
+ * the filter) and a call only for the few names the filter lets through:
+ * libc's debug file, 10,000 symbols in 370 KB, some 200,000 instructions,
+ * much of its time spent waiting for those bytes.
  * A file truncated while mapped (not replaced: package managers rename)
  * would fault the walk, as it would the object's own code.
  *
