@@ -128,11 +128,6 @@ int os_advise_huge(void *p, size_t len)
 	return OS_CALL(syscall(SYS_madvise, p, len, MADV_HUGEPAGE));
 }
 
-int os_prefault_read(void *p, size_t len)
-{
-	return OS_CALL(syscall(SYS_madvise, p, len, 22 /* MADV_POPULATE_READ, Linux 5.14 */));
-}
-
 /* Every other thread of the process passes a full memory barrier before
  * this returns.  membarrier(2) where the kernel (and any seccomp filter)
  * allows it; otherwise a TLB shoot-down, which interrupts every CPU running

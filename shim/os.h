@@ -45,11 +45,6 @@ int os_map_lazy(size_t len, void **ret);
 /* madvise(MADV_HUGEPAGE) [p, p+len): transparent huge pages where the
  * kernel offers them (a hint; failure changes nothing but speed). */
 int os_advise_huge(void *p, size_t len);
-/* Map the untouched anonymous pages of [p, p+len) to the zero page in one
- * call (madvise MADV_POPULATE_READ, Linux 5.14; a hint, older kernels
- * refuse it): their first reads no longer fault, and nothing becomes
- * resident (the zero page is shared); a first write still faults. */
-int os_prefault_read(void *p, size_t len);
 /* A full memory barrier on every thread of the process (membarrier(2), or a
  * TLB shoot-down where that is refused).  Not async-signal-safe. */
 int os_process_barrier(void);
