@@ -1,9 +1,10 @@
 /*
  * symtab.c - finds and reads the function symbols of an ELF object (see
  * symtab.h): the section headers and the few small sections it needs
- * (notes, .gnu_debuglink, section names) with pread, then .symtab and its
- * string table as one read-only mapping of just their bytes, kept until the
- * walk.  Separate debug information is looked up as gdb does: by build-id
+ * (notes, .gnu_debuglink, section names) in two preads (the file's first
+ * 4 KiB; the section headers with the 4 KiB before them), then .symtab and
+ * its string table as one read-only mapping of just their bytes, kept until
+ * the walk.  Separate debug information is looked up as gdb does: by build-id
  * under /usr/lib/debug/.build-id/ (first: the object's own file then need
  * not be opened at all), then by .gnu_debuglink beside the file, in its
  * .debug/ folder and under /usr/lib/debug; a debug file counts only when
@@ -59,13 +60,24 @@
 #define ALIGN4(x) (((x) + 3) & ~(size_t)3)
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-/* An ELF file open, with its section headers. */
+/* Bytes read ahead with the file's header, and before its section headers:
+ * the small sections a lookup needs (notes near the start; section names
+ * and .gnu_debuglink just before the section headers, where linkers and
+ * objcopy put them) then cost no read of their own. */
+#define AHEAD 4096
+
+/* An ELF file open, with its section headers, and the bytes around them. */
 struct elf_file {
 	int fd;
 	size_t size;
 	ElfW(Shdr) *sh;
 	size_t n_sh;
 	size_t shstrndx;
+	char *head;                 /* the first head_len bytes */
+	size_t head_len;
+	char *tail;                 /* tail_len bytes from tail_off, through the section headers */
+	uint64_t tail_off;
+	size_t tail_len;
 };
 
 static bool within(uint64_t off, uint64_t size, uint64_t file_size)
@@ -78,10 +90,12 @@ static void elf_close(struct elf_file *f)
 	if (f->fd >= 0)
 		close(f->fd);
 	free(f->sh);
+	free(f->head);
+	free(f->tail);
 	*f = (struct elf_file){ .fd = -1 };
 }
 
-/* Open path: its header and section headers read and checked. */
+/* Open path: its header and section headers read and checked, in two reads. */
 static int elf_open(const char *path, struct elf_file *ret)
 {
 	struct elf_file f = { .fd = open(path, O_RDONLY | O_CLOEXEC) };
@@ -92,24 +106,33 @@ static int elf_open(const char *path, struct elf_file *ret)
 	int r = fstat(f.fd, &st) == 0 ? 0 : -errno;
 	if (r == 0 && (!S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(eh)))
 		r = -ENOEXEC;
-	if (r == 0 && pread(f.fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh))
-		r = -EIO;
-	if (r == 0 && (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS_HERE ||
-		       eh.e_shentsize != sizeof(ElfW(Shdr)) || eh.e_shnum == 0 ||
-		       !within(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(ElfW(Shdr)), (uint64_t)st.st_size)))
-		r = -ENOEXEC;
 	if (r == 0) {
 		f.size = (size_t)st.st_size;
-		f.n_sh = eh.e_shnum;
-		f.shstrndx = eh.e_shstrndx;
-		f.sh = malloc(f.n_sh * sizeof(ElfW(Shdr)));
-		if (!f.sh)
-			r = -ENOMEM;
+		f.head_len = f.size < AHEAD ? f.size : AHEAD;
+		f.head = malloc(f.head_len);
+		r = !f.head ? -ENOMEM : pread(f.fd, f.head, f.head_len, 0) != (ssize_t)f.head_len ? -EIO : 0;
 	}
 	if (r == 0) {
-		size_t len = f.n_sh * sizeof(ElfW(Shdr));
-		if (pread(f.fd, f.sh, len, (off_t)eh.e_shoff) != (ssize_t)len)
+		memcpy(&eh, f.head, sizeof(eh));
+		if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS_HERE ||
+		    eh.e_shentsize != sizeof(ElfW(Shdr)) || eh.e_shnum == 0 ||
+		    !within(eh.e_shoff, (uint64_t)eh.e_shnum * sizeof(ElfW(Shdr)), (uint64_t)st.st_size))
+			r = -ENOEXEC;
+	}
+	if (r == 0) {
+		size_t len = (size_t)eh.e_shnum * sizeof(ElfW(Shdr));
+		f.n_sh = eh.e_shnum;
+		f.shstrndx = eh.e_shstrndx;
+		f.tail_off = eh.e_shoff > AHEAD ? eh.e_shoff - AHEAD : 0;
+		f.tail_len = (size_t)(eh.e_shoff - f.tail_off) + len;
+		f.tail = malloc(f.tail_len);
+		f.sh = malloc(len);
+		if (!f.tail || !f.sh)
+			r = -ENOMEM;
+		else if (pread(f.fd, f.tail, f.tail_len, (off_t)f.tail_off) != (ssize_t)f.tail_len)
 			r = -EIO;
+		else
+			memcpy(f.sh, f.tail + (eh.e_shoff - f.tail_off), len);
 	}
 	if (r < 0) {
 		elf_close(&f);
@@ -120,19 +143,25 @@ static int elf_open(const char *path, struct elf_file *ret)
 }
 
 /* Section i's bytes into a fresh buffer (NUL-terminated past its size), or
- * NULL when it has none in the file, lies outside it or is over max bytes. */
+ * NULL when it has none in the file, lies outside it or is over max bytes.
+ * From the bytes read with the headers when it lies there. */
 static char *section_read(const struct elf_file *f, size_t i, size_t max)
 {
 	const ElfW(Shdr) *s = &f->sh[i];
 	if (s->sh_type == SHT_NOBITS || s->sh_size > max || !within(s->sh_offset, s->sh_size, f->size))
 		return NULL;
 	char *p = malloc(s->sh_size + 1);
-	if (p && pread(f->fd, p, s->sh_size, (off_t)s->sh_offset) != (ssize_t)s->sh_size) {
+	if (!p)
+		return NULL;
+	if (within(s->sh_offset, s->sh_size, f->head_len)) {
+		memcpy(p, f->head + s->sh_offset, s->sh_size);
+	} else if (s->sh_offset >= f->tail_off && within(s->sh_offset - f->tail_off, s->sh_size, f->tail_len)) {
+		memcpy(p, f->tail + (s->sh_offset - f->tail_off), s->sh_size);
+	} else if (pread(f->fd, p, s->sh_size, (off_t)s->sh_offset) != (ssize_t)s->sh_size) {
 		free(p);
 		return NULL;
 	}
-	if (p)
-		p[s->sh_size] = '\0';
+	p[s->sh_size] = '\0';
 	return p;
 }
 
