@@ -30,12 +30,35 @@ struct reg_pool {
 	uint64_t protects;
 };
 
+/* What a process said of its rules and its sites (PMW_RULES): rules.c
+ * fills and shows them; freed with the entry. */
+struct rules_table {
+	struct pmw_row *rows;            /* n of them; strings NUL-terminated (as received) */
+	uint32_t n, total, unresolved;
+	uint64_t usec;                   /* CLOCK_MONOTONIC when received; 0: never */
+};
+
+struct proc_rules {
+	struct rules_table rules, sites;
+	uint64_t window_start;
+	unsigned int window_n;
+	uint64_t refused;                /* over rules.h's RULES_BURST */
+	uint64_t asked_usec;             /* a fresh site table asked for then; 0 never */
+};
+
 struct proc_entry {
 	struct proc_entry *prev, *next;
 	pid_t pid;
 	pid_t via_pid;                   /* 0, or the peer whose connection a forked child used */
 	uid_t uid;
-	uint64_t starttime;              /* /proc/PID/stat; 0 unknown */
+	uint64_t starttime;              /* /proc/PID/stat; 0 unknown (or not read yet:
+					  * starttime_by) */
+	/* Its start time is read when status needs it, not at its HELLO
+	 * (/proc/PID/comm costs a third of /proc/PID/stat): then, the start
+	 * time of the process holding pid, if no later than this (CLOCK_BOOTTIME
+	 * in clock ticks when the kernel vouched pid was this process), else
+	 * PROC_STARTTIME_NONE.  0: starttime is final. */
+	uint64_t starttime_by;
 	char *exe;                       /* /proc/PID/exe; NULL when it could not be read */
 	char *exe_shown;                 /* exe escaped (escape.h): what entries and status show */
 	bool exe_deleted;
@@ -65,6 +88,7 @@ struct proc_entry {
 	 * without a hand-out; freed when the entry retires. */
 	char *handed_pools;
 	size_t handed_pools_len;
+	struct proc_rules *rules;        /* NULL until it says (rules.c) */
 };
 
 struct registry {

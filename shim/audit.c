@@ -63,8 +63,14 @@ bool audit_window_mine(void)
 static void acquire(int me)
 {
 	int expected = 0;
-	while (!atomic_compare_exchange_weak_explicit(&win.owner, &expected, me, memory_order_acquire,
-						      memory_order_relaxed)) {
+	for (unsigned spins = 1; !atomic_compare_exchange_weak_explicit(&win.owner, &expected, me,
+									memory_order_acquire, memory_order_relaxed);
+	     spins++) {
+		/* An owner that is no thread of ours (the word overwritten)
+		 * holds nothing: waiting for it would hang a fault handler. */
+		if (spins % 1024 == 0 && !os_thread_alive(expected) &&
+		    atomic_compare_exchange_strong(&win.owner, &expected, me))
+			return;
 		expected = 0;
 		os_yield();
 	}

@@ -23,6 +23,7 @@
 #include "journal.h"
 #include "fmt.h"
 #include "report.h"
+#include "rules_msg.h"
 #include "wire.h"
 
 #include <dlfcn.h>
@@ -67,6 +68,11 @@ static bool send_to_daemon(const void *msg, size_t len)
 	if (!client_fd_valid())
 		return false;
 	return send(client_fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len;
+}
+
+bool client_send_msg(const void *msg, size_t len)
+{
+	return send_to_daemon(msg, len);
 }
 
 static void keep_connection(int fd)
@@ -207,6 +213,8 @@ void client_notify_protected(size_t i, const char *trigger, size_t new_bytes)
 	m.objects = t.objects;
 	if (!send_to_daemon(&m, sizeof(m)))
 		journal_protected(&m);
+	else
+		rules_msg_send(RULES_MSG_SITES);     /* what this protect covered, per site */
 }
 
 /* The build-id of the object mapped at [start, end), read from its program
@@ -288,17 +296,25 @@ int client_wait_orders(int timeout_ms)
 
 void client_read_orders(void (*fn)(const char *pool))
 {
-	struct pmw_protect m;
+	union {
+		struct pmw_protect order;
+		struct pmw_sites_req sites;
+	} u;
+	struct pmw_protect *m = &u.order;
 	if (!orders_ours())
 		return;
 	for (int i = 0; i < 16; i++) {          /* bounded: never a loop a daemon can hold */
-		ssize_t n = recv(client_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_TRUNC);
+		ssize_t n = recv(client_fd, &u, sizeof(u), MSG_DONTWAIT | MSG_TRUNC);
 		if (n < 0)
 			return;                       /* EAGAIN: nothing (more) */
 		if (n == 0) {
 			return;                       /* the daemon went away */
 		}
-		const char *pool = client_decode_order(&m, (size_t)n);
+		if (client_decode_sites_req(&u, (size_t)n)) {
+			rules_msg_answer();           /* pmallocctl status PID */
+			continue;
+		}
+		const char *pool = client_decode_order(m, (size_t)n);
 		if (pool)
 			fn(pool);                     /* anything else is not an order: ignored */
 	}

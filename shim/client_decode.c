@@ -42,6 +42,14 @@ int client_decode_answer(const void *buf, size_t n, struct client_answer *ret)
 	return 1;
 }
 
+bool client_decode_sites_req(const void *buf, size_t n)
+{
+	const struct pmw_header *h = buf;
+
+	return n == sizeof(struct pmw_sites_req) && h->magic == PMW_MAGIC && h->version == PMW_VERSION &&
+	       h->type == PMW_SITES_REQ && h->length == n;
+}
+
 const char *client_decode_order(struct pmw_protect *m, size_t n)
 {
 	if (n != sizeof(*m) || m->h.magic != PMW_MAGIC || m->h.version != PMW_VERSION ||

@@ -5,6 +5,7 @@
 #ifndef PMALLOC_CLIENT_DECODE_H
 #define PMALLOC_CLIENT_DECODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,5 +27,8 @@ int client_decode_answer(const void *buf, size_t n, struct client_answer *ret);
 /* The pool named by an order (PMW_PROTECT) in m[0, n): NUL-terminated in
  * place; NULL when m is not a well-formed order. */
 const char *client_decode_order(struct pmw_protect *m, size_t n);
+
+/* Is buf[0, n) a well-formed PMW_SITES_REQ? */
+bool client_decode_sites_req(const void *buf, size_t n);
 
 #endif

@@ -24,6 +24,7 @@
 #include "fault.h"
 #include "journal.h"
 #include "os.h"
+#include "pool_sites.h"
 #include "shim.h"
 #include "site.h"
 #include "symtab.h"
@@ -43,12 +44,6 @@ static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
 bool learn_active(void)
 {
 	return learn_st != NULL;
-}
-
-static bool learning(const struct pmalloc_pool *p)
-{
-	const struct shim_state *st = learn_st;
-	return st && p && p->index >= 0 && (size_t)p->index < st->n_pools && st->pools[p->index].pool == p;
 }
 
 static void mark(uint16_t site)
@@ -74,33 +69,39 @@ static void mark_page(const struct span *s, size_t pg)
 
 bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 {
-	if (!learning(hit->pool) || !hit->span)
+	/* Read-only state only (fault.c): a pool index, learn_st or a bit of
+	 * opened overwritten never makes an enforced pool learn. */
+	if (fault_mode_of(hit) != FAULT_LEARN || !hit->span || !opened)
 		return false;
 	uintptr_t page = addr & ~(uintptr_t)(os_page_size - 1);
 	size_t bit = (page - arena_base) / os_page_size;
 	uint64_t m = UINT64_C(1) << (bit % 64);
-	if (atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_acq_rel) & m)
-		return true;         /* opened already (or being opened by another thread) */
+	/* A bit set already: another thread is opening the page, or the bit
+	 * was written by someone else (the table is writable).  Either way the
+	 * page is opened here too (idempotent): the bit never lets a write
+	 * through by itself, and the handler never waits on it. */
+	bool mine = !(atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_acq_rel) & m);
 	mark_page(hit->span, page - hit->span->base);
 	if (os_protect_rw((void *)page, os_page_size) < 0) {
-		atomic_fetch_and_explicit(&opened[bit / 64], ~m, memory_order_acq_rel);
+		if (mine)
+			atomic_fetch_and_explicit(&opened[bit / 64], ~m, memory_order_acq_rel);
 		return false;
 	}
 	return true;
 }
 
-void learn_init(const struct shim_state *st)
+bool learn_init(const struct shim_state *st)
 {
 	void *w, *o;
 	size_t words = (arena_size / os_page_size + 63) / 64;
 	if (os_map(SITE_SLOTS, &w) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0) {
 		debug_printf("learn mode: no memory for its tables; pools enforce");
-		return;
+		return false;
 	}
 	written = w;
 	opened = o;
 	learn_st = st;
-	fault_set_learn_hook(learn_let_through);
+	return true;
 }
 
 /* One learned site, at flush time. */
@@ -194,43 +195,6 @@ static int name_sites(void *arg, const char *name, uintptr_t start, size_t size)
 	return 0;
 }
 
-/* Per-site counts of pool i: objects below each span's protected mark. */
-static void count_pool(size_t i, struct lsite *acc)
-{
-	struct pmalloc_pool *p = learn_st->pools[i].pool;
-	pthread_mutex_lock(&p->lock);
-	for (struct span *s = p->first; s; s = s->next) {
-		size_t prot = atomic_load_explicit(&s->prot, memory_order_acquire);
-		if (atomic_load_explicit(&s->single, memory_order_acquire)) {
-			uint16_t id = s->single_site;
-			if (id != SITE_NONE && id <= SITE_SLOTS && s->single_off < prot) {
-				acc[id - 1].objects++;
-				acc[id - 1].bytes += s->single_size;
-				acc[id - 1].pool = (int)i;
-			}
-			continue;
-		}
-		if (!s->recs)
-			continue;
-		uint32_t g0 = (uint32_t)(s->base >> ARENA_GRANULE_SHIFT);
-		for (size_t k = 0; k < s->bytes >> ARENA_GRANULE_SHIFT; k++) {
-			uint64_t r = __atomic_load_n(&s->recs[k], __ATOMIC_ACQUIRE);
-			if (!r)
-				break;
-			size_t off = (size_t)(uint32_t)((uint32_t)(r >> REC_START_SHIFT) - g0) << ARENA_GRANULE_SHIFT;
-			if (off >= prot)
-				break;           /* records are in address order */
-			uint16_t id = (uint16_t)r;
-			if (id == SITE_NONE || id > SITE_SLOTS)
-				continue;
-			acc[id - 1].objects++;
-			acc[id - 1].bytes += ((r >> REC_SIZE_SHIFT) & REC_MAX_GRANULES) << ARENA_GRANULE_SHIFT;
-			acc[id - 1].pool = (int)i;
-		}
-	}
-	pthread_mutex_unlock(&p->lock);
-}
-
 static void triggers_text(const struct pimg_header *img, const struct pimg_pool *pp, char *buf,
 			  size_t len)
 {
@@ -257,22 +221,30 @@ static void flush_locked(const char *reason)
 {
 	const struct shim_state *st = learn_st;
 	struct lsite *acc = calloc(SITE_SLOTS, sizeof(*acc));
+	struct pool_site_count *counts = calloc(SITE_SLOTS, sizeof(*counts));
 	struct flush_ctx c;
 	memset(&c, 0, sizeof(c));
-	if (!acc)
+	if (!acc || !counts) {
+		free(acc);
+		free(counts);
 		return;
+	}
+	/* Per site: objects below each span's protected mark. */
 	for (size_t i = 0; i < st->n_pools; i++)
-		count_pool(i, acc);
+		pool_sites_count(st->pools[i].pool, (int)i, true, counts, NULL, NULL);
 	for (size_t k = 0; k < SITE_SLOTS; k++)
-		if (acc[k].objects) {
+		if (counts[k].objects) {
 			struct lsite *l = &acc[c.n++];
-			*l = acc[k];
+			l->objects = counts[k].objects;
+			l->bytes = counts[k].bytes;
+			l->pool = counts[k].pool;
 			l->id = (uint16_t)(k + 1);
 			l->ra = site_address(l->id);
 			l->written = atomic_load_explicit(&written[k], memory_order_relaxed);
 			l->object = NULL;
 			l->func[0] = l->build_id[0] = '\0';
 		}
+	free(counts);
 	c.s = acc;
 	ssize_t n = readlink("/proc/self/exe", c.exe, sizeof(c.exe) - 1);
 	c.exe[n > 0 ? n : 0] = '\0';

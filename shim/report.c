@@ -219,8 +219,15 @@ static void format_line(struct fmt *f, const struct violation *v)
 static void lock(int me)
 {
 	int expected = 0;
-	while (!atomic_compare_exchange_weak_explicit(&report_owner, &expected, me, memory_order_acquire,
-						      memory_order_relaxed)) {
+	for (unsigned spins = 1; !atomic_compare_exchange_weak_explicit(&report_owner, &expected, me,
+									memory_order_acquire, memory_order_relaxed);
+	     spins++) {
+		/* An owner that is no thread of ours (the word overwritten, or a
+		 * thread gone) holds nothing: a fault handler must not wait for
+		 * it for ever (it would hang instead of killing). */
+		if (spins % 1024 == 0 && !os_thread_alive(expected) &&
+		    atomic_compare_exchange_strong(&report_owner, &expected, me))
+			return;
 		expected = 0;
 		os_yield();
 	}

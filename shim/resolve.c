@@ -28,6 +28,7 @@
 #include "site.h"
 #include "symtab.h"
 #include "journal.h"
+#include "rules_msg.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -45,6 +46,7 @@
 
 struct rule {
 	int route;                  /* pool index, or SITE_ROUTE_WRAPPER */
+	int pool;                   /* the pool whose rule it is (a wrapper's too) */
 	const char *object;         /* glob or NULL */
 	const char *function;       /* glob; the text "+0xOFFSET" of an offset site */
 	const char *build_id;       /* offset sites: the build-id the object must have, or NULL */
@@ -448,6 +450,7 @@ static void read_loaded(const struct link_map *lm, const char *key_name)
 	if (a.n_offset)
 		collect_points(&p, a.by_offset, a.n_offset, path, q.ph, q.phnum);
 	struct symtab t;
+	size_t unmatched = resolve_unmatched();
 	pthread_mutex_lock(&resolve_lock);
 	bool fresh = !already_scanned(c.obj.base, c.obj.name);
 	if (fresh && a.n_name && symtab_open_loaded(lm->l_ld, lm->l_addr, &t) == 0)
@@ -458,6 +461,12 @@ static void read_loaded(const struct link_map *lm, const char *key_name)
 		say_ranges(&c, path);
 	free(c.r);
 	free(p.r);
+	/* pmallocd shows which rules matched: tell it when a dlopen'ed
+	 * object resolves one that nothing matched before.  (A start-up
+	 * object read late never does: every object a rule without a match
+	 * could name was read before main.) */
+	if (resolve_unmatched() < unmatched)
+		rules_msg_send(RULES_MSG_RULES);
 }
 
 /* The object holding code address a, read if it was not. */
@@ -767,7 +776,7 @@ int resolve_init(struct shim_state *st)
 	for (size_t i = 0; i < st->n_pools; i++) {
 		const struct pimg_pool *pp = pimg_pool(img, i);
 		for (size_t w = 0; w < pp->n_wrappers; w++)
-			if (add_rule((struct rule){ .route = SITE_ROUTE_WRAPPER,
+			if (add_rule((struct rule){ .route = SITE_ROUTE_WRAPPER, .pool = (int)i,
 						    .function = pimg_pool_wrapper(img, pp, w) }) < 0)
 				return -ENOMEM;
 	}
@@ -776,7 +785,7 @@ int resolve_init(struct shim_state *st)
 		for (size_t s = 0; s < pp->n_sites; s++) {
 			const struct pimg_site *site = pimg_pool_site(img, pp, s);
 			struct rule ru = {
-				.route = (int)i, .object = pimg_str(img, site->object),
+				.route = (int)i, .pool = (int)i, .object = pimg_str(img, site->object),
 				.function = pimg_str(img, site->function), .build_id = pimg_str(img, site->build_id),
 				.offset = site->offset, .by_offset = (site->flags & PIMG_SITE_BY_OFFSET) != 0,
 			};
@@ -811,4 +820,35 @@ int resolve_init(struct shim_state *st)
 					  kind, text);
 		}
 	return 0;
+}
+
+size_t resolve_n_rules(void)
+{
+	return n_rules;
+}
+
+size_t resolve_unmatched(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < n_rules; i++)
+		n += !rules[i].matched;
+	return n;
+}
+
+bool resolve_rule(size_t i, struct resolve_rule_view *ret)
+{
+	if (i >= n_rules)
+		return false;
+	const struct rule *r = &rules[i];
+	*ret = (struct resolve_rule_view){
+		.pool = r->pool,
+		.wrapper = r->route == SITE_ROUTE_WRAPPER,
+		.by_offset = r->by_offset,
+		.looked_up = any_specific,
+		.matched = r->matched,
+		.object = r->object,
+		.function = r->function,
+		.build_id = r->build_id,
+	};
+	return true;
 }

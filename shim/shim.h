@@ -83,6 +83,20 @@ void resolve_forget_unloaded(void);
 /* Read the rules of the policy being armed from its image (and set
  * st->match_all); scans the objects loaded now.  Before st is read-only. */
 int resolve_init(struct shim_state *st);
+/* The rules read (every site and wrapper but the match-all "*"), for
+ * pmallocd's status: rule i as written and whether it matched; false past
+ * the last.  Read while other threads may resolve: a rule seen unmatched
+ * may match a moment later (rules_msg.c says so again then). */
+struct resolve_rule_view {
+	int pool;                        /* index in shim->pools */
+	bool wrapper, by_offset;
+	bool looked_up;                  /* false: a pool takes everything, nothing was scanned */
+	bool matched;
+	const char *object, *function, *build_id;   /* object, build_id may be NULL */
+};
+size_t resolve_n_rules(void);
+size_t resolve_unmatched(void);
+bool resolve_rule(size_t i, struct resolve_rule_view *ret);
 
 /* trigger.c */
 void trigger_call(enum policy_call c);
@@ -101,6 +115,9 @@ void client_read_orders(void (*fn)(const char *pool));
  * no connection of this process's (-ENOTCONN) or the daemon went away. */
 int client_wait_orders(int timeout_ms);
 void client_notify_protected(size_t pool_index, const char *trigger, size_t new_bytes);
+/* Hand msg to pmallocd without blocking: false without a daemon of this
+ * process's (or a full socket).  Async-signal-safe. */
+bool client_send_msg(const void *msg, size_t len);
 
 /* libc's definition of name (dlsym RTLD_NEXT), NULL if none. */
 void *shim_real_symbol(const char *name);

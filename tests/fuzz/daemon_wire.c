@@ -5,7 +5,9 @@
  * Input: one packet, as recvmsg() would leave it in the daemon's buffer.
  * Besides memory errors, it checks the decoder's contract: a passed message
  * has the exact size of its type, a passed report has its counts and module
- * indices in range and every string NUL-terminated; a refusal says why.
+ * indices in range and every string NUL-terminated, a passed rules message
+ * its counts in bounds, its rows' kinds fitting their table and their
+ * strings NUL-terminated and not empty; a refusal says why.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,29 @@ static void check_report(struct pmw_report *m)
 		abort();
 }
 
+static void check_rules(struct pmw_rules *m)
+{
+	uint32_t unresolved = 0;
+
+	if (wire_check_rules(m) < 0)
+		return;
+	if ((m->what != PMW_RULES_RULES && m->what != PMW_RULES_SITES) || m->n_rows > PMW_ROWS ||
+	    m->n_rows > m->total || m->unresolved > m->total || !TERMINATED(m->policy))
+		abort();
+	for (uint32_t i = 0; i < m->n_rows; i++) {
+		const struct pmw_row *r = &m->rows[i];
+
+		if (!TERMINATED(r->pool) || !TERMINATED(r->text) || !r->pool[0] || !r->text[0])
+			abort();
+		if ((m->what == PMW_RULES_SITES) != (r->kind == PMW_ROW_CALL_SITE) ||
+		    (m->what == PMW_RULES_SITES) != (r->state == PMW_ROW_COUNTED))
+			abort();
+		unresolved += r->state != PMW_ROW_RESOLVED && r->state != PMW_ROW_COUNTED;
+	}
+	if (unresolved > m->unresolved)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char why[PMW_SYM] = "";
@@ -58,6 +83,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (size != sizeof(struct pmw_report))
 				abort();
 			check_report(buf);
+		}
+		if (h->type == PMW_RULES) {
+			if (size != sizeof(struct pmw_rules))
+				abort();
+			check_rules(buf);
 		}
 		break;
 	default:

@@ -100,6 +100,9 @@ static void order(const uint8_t *data, size_t size)
 	pool = client_decode_order(&m, size);
 	if (pool && (pool != m.pool || !memchr(m.pool, '\0', sizeof(m.pool))))
 		abort();
+	/* A sites request is never also an order, and has its exact size. */
+	if (client_decode_sites_req(&m, size) && (pool || size != sizeof(struct pmw_sites_req)))
+		abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

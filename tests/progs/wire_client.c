@@ -11,6 +11,8 @@
  *   reason=...", or "REFUSED reason=...".
  * Actions (after the answer, in this order):
  *   --protect POOL          send PMW_PROTECTED for POOL (policy from --policy)
+ *   --rules POOL            send PMW_RULES: one unresolved site rule "typo_fn" of POOL
+ *                           (policy from --policy), N times with --rules-n N
  *   --report N              send N violation reports about this program's own code
  *   --fork-report           fork; the child sends one report on the shared connection
  *                           and prints "child=PID"
@@ -361,6 +363,23 @@ static void send_protected(int fd, const char *pool)
 	send_all(fd, &m, sizeof(m));
 }
 
+static void send_rules(int fd, const char *pool)
+{
+	static struct pmw_rules m;
+
+	memset(&m, 0, sizeof(m));
+	pmw_header_init(&m.h, PMW_RULES, sizeof(m));
+	copy_name(m.policy, sizeof(m.policy), opt_policy);
+	m.generation = 1;
+	m.what = PMW_RULES_RULES;
+	m.n_rows = m.total = m.unresolved = 1;
+	copy_name(m.rows[0].pool, sizeof(m.rows[0].pool), pool);
+	copy_name(m.rows[0].text, sizeof(m.rows[0].text), "typo_fn");
+	m.rows[0].kind = PMW_ROW_SITE;
+	m.rows[0].state = PMW_ROW_NO_FUNCTION;
+	send_all(fd, &m, sizeof(m));
+}
+
 /* ---- bad clients ---- */
 
 static void bad_message(int fd, const char *what)
@@ -559,7 +578,7 @@ int main(int argc, char **argv)
 {
 	enum { O_SOCKET = 1, O_VERSION, O_BAD, O_SILENT, O_STATUS, O_MANY, O_PROTECT, O_REPORT,
 	       O_FORK, O_HOLD, O_POLICY, O_POOL, O_MODE, O_DELAY, O_VANISH, O_FLOOD, O_MODPATH,
-	       O_WAITPROT, O_CHILDREN, O_EXEC, O_EXECARG, O_HELLOCHILD, O_HELLOEXEC };
+	       O_WAITPROT, O_CHILDREN, O_EXEC, O_EXECARG, O_HELLOCHILD, O_HELLOEXEC, O_RULES, O_RULESN };
 	static const struct option opts[] = {
 		{ "socket", 1, NULL, O_SOCKET }, { "version", 1, NULL, O_VERSION },
 		{ "garbage", 0, NULL, O_BAD }, { "truncated", 0, NULL, O_BAD },
@@ -575,9 +594,11 @@ int main(int argc, char **argv)
 		{ "wait-protect", 1, NULL, O_WAITPROT },
 		{ "children", 1, NULL, O_CHILDREN }, { "exec", 1, NULL, O_EXEC }, { "exec-arg", 1, NULL, O_EXECARG },
 		{ "hello-from-child", 0, NULL, O_HELLOCHILD }, { "hello-then-exec", 0, NULL, O_HELLOEXEC },
+		{ "rules", 1, NULL, O_RULES }, { "rules-n", 1, NULL, O_RULESN },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *bad = NULL, *protect = NULL, *exec_prog = NULL, *exec_arg = NULL;
+	const char *bad = NULL, *protect = NULL, *exec_prog = NULL, *exec_arg = NULL, *rules = NULL;
+	int n_rules = 1;
 	int hello_child = 0, hello_exec = 0, n_children = 0;
 	int version = PMW_VERSION, silent = 0, status = 0, n_many = 0, n_reports = 0, fork_report = 0;
 	int hold = 0, vanish = 0, flood = 0, wait_prot = 0, c, idx, fd, r;
@@ -591,6 +612,8 @@ int main(int argc, char **argv)
 		case O_STATUS: status = 1; break;
 		case O_MANY: n_many = atoi(optarg); break;
 		case O_PROTECT: protect = optarg; break;
+		case O_RULES: rules = optarg; break;
+		case O_RULESN: n_rules = atoi(optarg); break;
 		case O_REPORT: n_reports = atoi(optarg); break;
 		case O_FORK: fork_report = 1; break;
 		case O_HOLD: hold = atoi(optarg); break;
@@ -659,6 +682,8 @@ int main(int argc, char **argv)
 		return version == PMW_VERSION ? 1 : 0;
 	if (protect)
 		send_protected(fd, protect);
+	for (int i = 0; rules && i < n_rules; i++)
+		send_rules(fd, rules);
 	for (int i = 0; i < flood; i++)
 		send_protected(fd, opt_pool);
 	for (int i = 0; i < n_reports; i++) {
