@@ -505,14 +505,10 @@ int ctl_cmd_propose(int argc, char **argv)
 		case 'e':
 			exe_arg = optarg;
 			break;
-		case 'S': {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			uint64_t now = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-			if (ctl_parse_time(optarg, now, &since) < 0)
+		case 'S':
+			if (ctl_parse_time(optarg, ctl_now_usec(), &since) < 0)
 				return ctl_usage_error("invalid --since", optarg);
 			break;
-		}
 		case 'o':
 			output = optarg;
 			break;
