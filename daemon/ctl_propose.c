@@ -484,10 +484,10 @@ int ctl_cmd_propose(int argc, char **argv)
 	uid_t uids[TRUSTED_UIDS_MAX] = { 0, getuid() };
 	size_t n_uids = getuid() == 0 ? 1 : 2;
 	uint64_t since = 0;
-	int c;
+	int c, ret;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+e:S:o:u:h", options, NULL)) != -1) {
+	while ((c = ctl_getopt(argc, argv, "propose", "+e:S:o:u:h", options, &ret)) != -1) {
 		switch (c) {
 		case 'u': {
 			const struct passwd *pw = getpwnam(optarg);
@@ -512,12 +512,10 @@ int ctl_cmd_propose(int argc, char **argv)
 		case 'o':
 			output = optarg;
 			break;
-		case 'h':
-			return ctl_help("propose");
-		default:
-			return ctl_option_error(c, argv);
 		}
 	}
+	if (ret >= 0)
+		return ret;
 	if (optind < argc)
 		return ctl_usage_error("unexpected argument", argv[optind]);
 	if (!exe_arg)
