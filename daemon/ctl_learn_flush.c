@@ -2,7 +2,8 @@
  * ctl_learn_flush.c - pmallocctl learn-flush PID: asks pmallocd to have a
  * process under a learn policy write what it learned to the journal now
  * (as it does at exit).  pmallocd checks who asks (root or the process's
- * user) and that the process learns; this prints its answer.
+ * user) and that the process learns; this prints its answer.  The same
+ * command line and request serve "pmallocctl sites PID" (ctl_sites.c).
  */
 #define _GNU_SOURCE
 #include "ctl.h"
