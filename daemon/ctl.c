@@ -194,6 +194,21 @@ int ctl_option_error(int c, char **argv)
 	return ctl_usage_error("unknown option", word);
 }
 
+int ctl_getopt(int argc, char **argv, const char *name, const char *opts, const struct option *options,
+	       int *ret_exit)
+{
+	int c = getopt_long(argc, argv, opts, options, NULL);
+
+	*ret_exit = -1;
+	if (c == 'h')
+		*ret_exit = ctl_help(name);
+	else if (c == '?' || c == ':')
+		*ret_exit = ctl_option_error(c, argv);
+	else
+		return c;
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {

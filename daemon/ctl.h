@@ -41,9 +41,11 @@ int ctl_cmd_preload(int argc, char **argv);
 int ctl_cmd_propose(int argc, char **argv);
 int ctl_cmd_learn_flush(int argc, char **argv);
 int ctl_cmd_sites(int argc, char **argv);
-/* ctl_learn_flush.c: send pmallocctl learn-flush PID to pmallocd at path;
- * as ctl_request(). */
-int ctl_learn_flush_send(const char *path, int32_t pid, char **ret_text);
+/* ctl_learn_flush.c: the command line of learn-flush and sites (NAME PID
+ * [--socket PATH]) and the learn-flush request to pmallocd: -1 with
+ * *ret_pid and *ret_text (pmallocd's answer, as ctl_request()), else the
+ * exit status to return (help given, or the error said on stderr). */
+int ctl_learn_flush_ask(int argc, char **argv, const char *name, int32_t *ret_pid, char **ret_text);
 
 /* ctl.c: the usage text, on f. */
 void ctl_usage(FILE *f);
@@ -55,6 +57,12 @@ int ctl_help(const char *name);
 int ctl_usage_error(const char *what, const char *word);
 /* ctl.c: report getopt_long's '?' or ':' for argv (opterr must be 0). */
 int ctl_option_error(int c, char **argv);
+/* ctl.c: getopt_long() for command NAME (opterr 0) that answers --help and
+ * a bad option itself: the next option's value, else -1 with *ret_exit: -1
+ * after the last option, or the exit status to return. */
+struct option;
+int ctl_getopt(int argc, char **argv, const char *name, const char *opts, const struct option *options,
+	       int *ret_exit);
 /* A PID argument: decimal digits only, in [1, INT_MAX]; 0 or -EINVAL. */
 int ctl_parse_pid(const char *s, int32_t *ret);
 

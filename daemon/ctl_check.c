@@ -167,13 +167,11 @@ int ctl_cmd_check(int argc, char **argv)
 	char err[POLICY_ERR_MAX] = "";
 	const char *path = CTL_DEFAULT_CONF;
 	size_t n_pools = 0;
-	int c, r;
+	int r;
 
-	while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
-		if (c != 'h')
-			return ctl_option_error(c, argv);
-		return ctl_help("check");
-	}
+	(void)ctl_getopt(argc, argv, "check", ":h", options, &r);      /* --help, its only option */
+	if (r >= 0)
+		return r;
 	if (optind < argc)
 		path = argv[optind++];
 	if (optind < argc)

@@ -191,20 +191,14 @@ int ctl_cmd_preload(int argc, char **argv)
 	size_t rootlen;
 	int c, r, ret = CTL_EXIT_FAILURE;
 
-	while ((c = getopt_long(argc, argv, ":r:l:h", options, NULL)) != -1) {
-		switch (c) {
-		case 'r':
+	while ((c = ctl_getopt(argc, argv, "preload", ":r:l:h", options, &r)) != -1) {
+		if (c == 'r')
 			root = optarg;
-			break;
-		case 'l':
+		else
 			lib = optarg;
-			break;
-		case 'h':
-			return ctl_help("preload");
-		default:
-			return ctl_option_error(c, argv);
-		}
 	}
+	if (r >= 0)
+		return r;
 	if (argc - optind != 2)
 		return ctl_usage_error(argc - optind < 2 ? "preload needs an action and a unit"
 							 : "preload takes one unit, got",

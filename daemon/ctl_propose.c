@@ -484,10 +484,10 @@ int ctl_cmd_propose(int argc, char **argv)
 	uid_t uids[TRUSTED_UIDS_MAX] = { 0, getuid() };
 	size_t n_uids = getuid() == 0 ? 1 : 2;
 	uint64_t since = 0;
-	int c;
+	int c, ret;
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+e:S:o:u:h", options, NULL)) != -1) {
+	while ((c = ctl_getopt(argc, argv, "propose", "+e:S:o:u:h", options, &ret)) != -1) {
 		switch (c) {
 		case 'u': {
 			const struct passwd *pw = getpwnam(optarg);
@@ -505,23 +505,17 @@ int ctl_cmd_propose(int argc, char **argv)
 		case 'e':
 			exe_arg = optarg;
 			break;
-		case 'S': {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			uint64_t now = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-			if (ctl_parse_time(optarg, now, &since) < 0)
+		case 'S':
+			if (ctl_parse_time(optarg, ctl_now_usec(), &since) < 0)
 				return ctl_usage_error("invalid --since", optarg);
 			break;
-		}
 		case 'o':
 			output = optarg;
 			break;
-		case 'h':
-			return ctl_help("propose");
-		default:
-			return ctl_option_error(c, argv);
 		}
 	}
+	if (ret >= 0)
+		return ret;
 	if (optind < argc)
 		return ctl_usage_error("unexpected argument", argv[optind]);
 	if (!exe_arg)

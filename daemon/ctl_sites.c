@@ -90,26 +90,15 @@ static int by_bytes(const void *a, const void *b)
 	return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : strcmp(x->site, y->site);
 }
 
-static uint64_t now_usec(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 int ctl_cmd_sites(int argc, char **argv)
 {
-	const char *path;
+	uint64_t since = ctl_now_usec();
 	char *text = NULL;
 	int32_t pid;
-	int r = ctl_process_args(argc, argv, "sites", "one PID", 1, &path, &pid);
+	int r = ctl_learn_flush_ask(argc, argv, "sites", &pid, &text);
 
 	if (r >= 0)
 		return r;
-	uint64_t since = now_usec();
-	r = ctl_learn_flush_send(path, pid, &text);
-	if (r < 0)
-		return ctl_request_error(path, r);
 	if (strncmp(text, "ok:", 3) != 0) {
 		ctl_put_text(stderr, text, strlen(text), CTL_ESC_MULTILINE);
 		fputc('\n', stderr);

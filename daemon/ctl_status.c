@@ -215,19 +215,12 @@ int ctl_process_args(int argc, char **argv, const char *name, const char *args, 
 	};
 	const char *arg = NULL;
 	char what[64];
-	int c;
+	int ret;
 
-	while ((c = getopt_long(argc, argv, ":s:h", options, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			arg = optarg;
-			break;
-		case 'h':
-			return ctl_help(name);
-		default:
-			return ctl_option_error(c, argv);
-		}
-	}
+	while (ctl_getopt(argc, argv, name, ":s:h", options, &ret) == 's')
+		arg = optarg;
+	if (ret >= 0)
+		return ret;
 	if (argc - optind != n_args) {
 		snprintf(what, sizeof(what), "%s takes %s%s", name, args, argc - optind > n_args ? ", got also" : "");
 		return ctl_usage_error(what, argc - optind > n_args ? argv[optind + n_args] : NULL);
@@ -269,23 +262,16 @@ int ctl_cmd_status(int argc, char **argv)
 	size_t len;
 	int c, r, ret = CTL_EXIT_OK;
 
-	while ((c = getopt_long(argc, argv, ":s:jp:h", options, NULL)) != -1) {
-		switch (c) {
-		case 's':
+	while ((c = ctl_getopt(argc, argv, "status", ":s:jp:h", options, &r)) != -1) {
+		if (c == 's')
 			arg = optarg;
-			break;
-		case 'j':
+		else if (c == 'j')
 			json = true;
-			break;
-		case 'p':
+		else
 			pid_arg = optarg;
-			break;
-		case 'h':
-			return ctl_help("status");
-		default:
-			return ctl_option_error(c, argv);
-		}
 	}
+	if (r >= 0)
+		return r;
 	if (!pid_arg && optind < argc)
 		pid_arg = argv[optind++];
 	if (optind < argc)

@@ -447,27 +447,30 @@ static bool top_line(struct json_out *o, const char *line)
 	return true;
 }
 
+/* The status text's section headings (each line starts with one) and the
+ * JSON keys they become. */
+static const struct {
+	const char *heading;
+	enum section sec;
+	const char *key;
+} sections[] = {
+	{ "policy file warnings", SEC_WARNINGS, "policy_warnings" },
+	{ "running but never checked in", SEC_UNSERVED, "unserved" },
+	{ "served processes", SEC_SERVED, "served" },
+	{ "exited processes", SEC_EXITED, "exited" },
+};
+
 static void status_line(struct json_out *o, char *line)
 {
 	bool ok = false;
 
 	if (line[0] == '\0')
 		return;
-	if (strncmp(line, "policy file warnings", 20) == 0) {
-		open_section(o, SEC_WARNINGS, "policy_warnings");
-		return;
-	}
-	if (strncmp(line, "running but never checked in", 28) == 0) {
-		open_section(o, SEC_UNSERVED, "unserved");
-		return;
-	}
-	if (strncmp(line, "served processes", 16) == 0) {
-		open_section(o, SEC_SERVED, "served");
-		return;
-	}
-	if (strncmp(line, "exited processes", 16) == 0) {
-		open_section(o, SEC_EXITED, "exited");
-		return;
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		if (strncmp(line, sections[i].heading, strlen(sections[i].heading)) == 0) {
+			open_section(o, sections[i].sec, sections[i].key);
+			return;
+		}
 	}
 	if (strcmp(line, "  (none)") == 0 || strcmp(line, "  (shown to root only)") == 0)
 		return;

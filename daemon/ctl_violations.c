@@ -608,7 +608,7 @@ int ctl_cmd_violations(int argc, char **argv)
 	unsigned long long n;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, ":p:P:S:U:n:fjD:h", options, NULL)) != -1) {
+	while ((c = ctl_getopt(argc, argv, "violations", ":p:P:S:U:n:fjD:h", options, &ret)) != -1) {
 		switch (c) {
 		case 'p':
 			if (ctl_parse_pid(optarg, &pid) < 0)
@@ -656,22 +656,18 @@ int ctl_cmd_violations(int argc, char **argv)
 			o.files[o.n_files++] = optarg;
 			o.files[o.n_files] = NULL;
 			break;
-		case 'h':
-			free(o.files);
-			return ctl_help("violations");
-		default:
-			free(o.files);
-			return ctl_option_error(c, argv);
 		}
 	}
-	if (optind < argc)
-		ret = ctl_usage_error("violations takes no arguments, got", argv[optind]);
-	else if (o.directory && o.files)
-		ret = ctl_usage_error("--directory and --file exclude each other", NULL);
-	else if (o.since_usec > o.until_usec)
-		ret = ctl_usage_error("--since is after --until", NULL);
-	else
-		ret = vio_run(&o);
+	if (ret < 0) {               /* else --help given, or a bad option said */
+		if (optind < argc)
+			ret = ctl_usage_error("violations takes no arguments, got", argv[optind]);
+		else if (o.directory && o.files)
+			ret = ctl_usage_error("--directory and --file exclude each other", NULL);
+		else if (o.since_usec > o.until_usec)
+			ret = ctl_usage_error("--since is after --until", NULL);
+		else
+			ret = vio_run(&o);
+	}
 	free(o.files);
 	return ret;
 }

@@ -83,13 +83,9 @@ void registry_retire(struct registry *r, struct proc_entry *e, uint64_t now)
 	e->handed_pools_len = 0;
 
 	e->exited_usec = now ? now : 1;
-	e->prev = NULL;
-	e->next = r->history;
-	if (r->history)
-		r->history->prev = e;
-	else
+	if (!r->history)
 		r->history_tail = e;
-	r->history = e;
+	LIST_PUSH(r->history, e);
 	r->n_history++;
 
 	while (r->n_history > REGISTRY_HISTORY) {

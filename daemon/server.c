@@ -564,6 +564,19 @@ static bool handed_out(struct client *c, const char *what, bool api_ok, const ch
 	return false;
 }
 
+/* The sender of a report or protect message that passes handed_out(), the
+ * message counted in *counter; NULL when it does not pass, or when
+ * sender_entry() refuses (counted by budget.c). */
+static struct proc_entry *pool_message_sender(struct client *c, const char *what, bool api_ok,
+					      const char *policy, const char *pool, const struct ucred *cred,
+					      uint64_t *counter)
+{
+	if (!handed_out(c, what, api_ok, policy, pool))
+		return NULL;
+	(*counter)++;
+	return sender_entry(c, cred);
+}
+
 /* Force NUL termination of a fixed string field; fields are in rx_buf. */
 #define FORCE_NUL(field) ((field)[sizeof(field) - 1] = '\0')
 
@@ -599,13 +612,9 @@ static int handle_protected(struct client *c, struct pmw_protected *m, const str
 		return -EINVAL;
 	}
 	/* Only policy pools are protected on their triggers and announced. */
-	if (!handed_out(c, "PROTECTED", false, m->policy, m->pool))
-		return 0;
-
-	s->counters.protects++;
-	e = sender_entry(c, cred);
+	e = pool_message_sender(c, "PROTECTED", false, m->policy, m->pool, cred, &s->counters.protects);
 	if (!e)
-		return 0;                /* counted by budget.c */
+		return 0;
 	e->protects++;
 	rp = proc_entry_pool(e, policy, pool);
 	if (rp) {
@@ -635,12 +644,9 @@ static int handle_report(struct client *c, struct pmw_report *m, const struct uc
 		client_drop(c, malformed, "REPORT with out-of-range fields, dropped", client_drop_args(c));
 		return -EINVAL;
 	}
-	if (!handed_out(c, "REPORT", true, m->policy, m->pool))
-		return 0;
-	s->counters.reports++;
-	e = sender_entry(c, cred);
+	e = pool_message_sender(c, "REPORT", true, m->policy, m->pool, cred, &s->counters.reports);
 	if (!e)
-		return 0;                /* counted by budget.c */
+		return 0;
 	e->violations++;
 	text_escape(policy, sizeof(policy), m->policy);
 	text_escape(pool, sizeof(pool), m->pool);

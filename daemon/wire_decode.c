@@ -13,26 +13,19 @@
 #include <stdio.h>
 
 /* Sizes each client-sent type must have exactly; 0 for the others. */
+static const size_t client_sizes[] = {
+	[PMW_HELLO] = sizeof(struct pmw_hello),
+	[PMW_PROTECTED] = sizeof(struct pmw_protected),
+	[PMW_REPORT] = sizeof(struct pmw_report),
+	[PMW_STATUS_REQ] = sizeof(struct pmw_status_req),
+	[PMW_PROTECT_REQ] = sizeof(struct pmw_protect_req),
+	[PMW_RULES] = sizeof(struct pmw_rules),
+	[PMW_STATUS_PID_REQ] = sizeof(struct pmw_status_pid_req),
+};
+
 static size_t expected_size(uint16_t type)
 {
-	switch (type) {
-	case PMW_HELLO:
-		return sizeof(struct pmw_hello);
-	case PMW_PROTECTED:
-		return sizeof(struct pmw_protected);
-	case PMW_REPORT:
-		return sizeof(struct pmw_report);
-	case PMW_STATUS_REQ:
-		return sizeof(struct pmw_status_req);
-	case PMW_PROTECT_REQ:
-		return sizeof(struct pmw_protect_req);
-	case PMW_RULES:
-		return sizeof(struct pmw_rules);
-	case PMW_STATUS_PID_REQ:
-		return sizeof(struct pmw_status_pid_req);
-	default:
-		return 0;
-	}
+	return type < sizeof(client_sizes) / sizeof(client_sizes[0]) ? client_sizes[type] : 0;
 }
 
 enum wire_verdict wire_check_client(const void *buf, size_t n, char *why, size_t whylen)
