@@ -72,6 +72,17 @@ void jentry_add(struct jentry *j, const char *format, ...)
 	j->used += (size_t)n + 1;
 }
 
+void jentry_add_lines(struct jentry *j, const char *text)
+{
+	while (*text) {
+		const char *nl = strchr(text, '\n');
+		int len = (int)(nl ? (size_t)(nl - text) : strlen(text));
+
+		jentry_add(j, "%.*s", len, text);
+		text += len + (nl != NULL);
+	}
+}
+
 int jentry_send_at(struct jentry *j, const char *file, int line, const char *func)
 {
 	static const char trunc[] = "PMALLOC_TRUNCATED=1";

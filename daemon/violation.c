@@ -1,8 +1,12 @@
 /*
- * violation.c - from a violation report to the journal entry people read.
+ * violation.c - from a violation record (struct pmw_report, sent by the
+ * shim as it filled it) to the journal entry people read.
  *
- * Owns: resolving the report's frames through symbolize.c, the backtrace
- * line, the one-line MESSAGE and the entry's fields (pmallocd(8)).
+ * Owns: what only pmallocd knows about a violation: the frames, the fault
+ * symbol and the object site resolved through symbolize.c (with build-ids),
+ * and the process as the kernel and the registry tell it (pid, exe, comm,
+ * uid, unit).  The MESSAGE and the fields the shim writes too are
+ * violation_fmt.c's, the formatter the shim uses for its own entry.
  * Never: trusts report strings in a MESSAGE without sanitizing them, takes
  * the pid or the exe from the report (the registry entry has the kernel's;
  * server.c checked its policy and pool against the hand-out), or fails
@@ -13,15 +17,14 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 
 #include "journal.h"
 #include "strbuf.h"
+#include "violation_fmt.h"
 
 struct modinfo {
 	bool resolved;
@@ -179,26 +182,16 @@ static void object_site_text(struct report_ctx *x, const char *site, char *out, 
 void violation_log(struct symbolizer *sym, const struct proc_entry *e, const struct pmw_report *rep)
 {
 	struct report_ctx x = { .sym = sym, .e = e, .rep = rep };
-	char policy[ESCAPED_SIZE(PMW_NAME)], pool[ESCAPED_SIZE(PMW_NAME)];
 	char site[2 * ESCAPED_SIZE(PMW_SYM + 32)], site_short[ESCAPED_SIZE(PMW_SYM + 32)];
-	char fault_sym[ESCAPED_SIZE(PMW_SYM + 32)], btbuf[8192], msgbuf[4096];
-	char objbuf[512];
-	struct strbuf bt, msg;
-	const char *exe, *mode;
-	bool audit = rep->mode == PMW_MODE_AUDIT, have_object;
-	uint64_t offset = 0;
+	char fault_sym[ESCAPED_SIZE(PMW_SYM + 32)], btbuf[8192], fields[JENTRY_BUF];
+	struct violation_shown shown = {
+		.pid = (int)e->pid,
+		.generation = e->generation,
+		.exe = proc_entry_exe(e),   /* the kernel's word only, never the report's */
+	};
+	struct strbuf bt;
 	struct jentry j;
-
-	/* Every string of the report is escaped once, here (escape.h). */
-	text_escape(policy, sizeof(policy), rep->policy);
-	text_escape(pool, sizeof(pool), rep->pool);
-	/* The kernel's word only: what the report claims is never the exe. */
-	exe = proc_entry_exe(e);
-	mode = audit ? "audit" : "enforce";
-
-	have_object = rep->object_start != 0 && rep->address >= rep->object_start;
-	if (have_object)
-		offset = rep->address - rep->object_start;
+	struct fmt f;
 
 	/* Backtrace, one line, innermost first. */
 	strbuf_init_fixed(&bt, btbuf, sizeof(btbuf));
@@ -209,9 +202,9 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 			strbuf_puts(&bt, " < ");
 		frame_text(&x, &rep->frames[i], &bt);
 	}
+	shown.backtrace = strbuf_str(&bt);
 
 	/* Fault symbol: the daemon's resolution of the faulting ip, else the shim's. */
-	fault_sym[0] = '\0';
 	{
 		uint32_t idx = PMW_NO_MODULE;
 		uint64_t off = 0;
@@ -225,67 +218,31 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 			if (idx != PMW_NO_MODULE)
 				off = rep->fault_ip - rep->modules[idx].base;
 		}
-		if (idx == PMW_NO_MODULE || !symbol_of(&x, idx, off, fault_sym, sizeof(fault_sym)))
-			text_escape(fault_sym, sizeof(fault_sym), rep->fault_symbol);
+		if (idx != PMW_NO_MODULE && symbol_of(&x, idx, off, fault_sym, sizeof(fault_sym)))
+			shown.fault_symbol = fault_sym;
 	}
 
-	site[0] = site_short[0] = '\0';
-	if (rep->object_site[0])
+	if (rep->object_site[0]) {
 		object_site_text(&x, rep->object_site, site, sizeof(site), site_short, sizeof(site_short));
-
-	/* MESSAGE */
-	strbuf_init_fixed(&msg, msgbuf, sizeof(msgbuf));
-	strbuf_printf(&msg, "pmalloc: PID %d (%s) wrote to protected pool \"%s\"", (int)e->pid, exe,
-		      pool);
-	if (policy[0])
-		strbuf_printf(&msg, " of policy \"%s\"", policy);
-	strbuf_printf(&msg, " at 0x%" PRIx64, rep->address);
-	if (have_object) {
-		snprintf(objbuf, sizeof(objbuf), "offset %" PRIu64 " in %" PRIu64 "-byte object", offset,
-			 rep->object_size);
-		strbuf_printf(&msg, " (%s%s%s)", objbuf, site_short[0] ? " allocated at " : "", site_short);
-	} else
-		strbuf_puts(&msg, " (not inside a known object)");
-	strbuf_printf(&msg, ", ip 0x%" PRIx64, rep->fault_ip);
-	if (fault_sym[0])
-		strbuf_printf(&msg, " in %s", fault_sym);
-	strbuf_puts(&msg, audit ? "; write allowed (audit)" : "; process killed (enforce)");
-
-	jentry_init(&j, MID_VIOLATION, audit ? LOG_WARNING : LOG_CRIT);
-	jentry_about(&j, e->uid);
-	jentry_add(&j, "MESSAGE=%s", strbuf_str(&msg));
-	jentry_add(&j, "OBJECT_PID=%d", (int)e->pid);
-	jentry_add(&j, "PMALLOC_POLICY=%s", policy);
-	jentry_add(&j, "PMALLOC_POOL=%s", pool);
-	jentry_add(&j, "PMALLOC_MODE=%s", mode);
-	jentry_add(&j, "PMALLOC_ADDRESS=0x%" PRIx64, rep->address);
-	if (have_object) {
-		jentry_add(&j, "PMALLOC_OFFSET=%" PRIu64, offset);
-		jentry_add(&j, "PMALLOC_OBJECT_SIZE=%" PRIu64, rep->object_size);
-		jentry_add(&j, "PMALLOC_OBJECT_START=0x%" PRIx64, rep->object_start);
+		shown.object_site = site;
+		shown.object_site_short = site_short;
 	}
-	if (site[0])
-		jentry_add(&j, "PMALLOC_OBJECT_SITE=%s", site);
-	jentry_add(&j, "PMALLOC_FAULT_IP=0x%" PRIx64, rep->fault_ip);
-	if (fault_sym[0])
-		jentry_add(&j, "PMALLOC_FAULT_SYMBOL=%s", fault_sym);
-	if (bt.len)
-		jentry_add(&j, "PMALLOC_BACKTRACE=%s", strbuf_str(&bt));
-	jentry_add(&j, "PMALLOC_EXE=%s", exe);
+
+	/* What the shim would write, with what only the daemon knows. */
+	jentry_init(&j, MID_VIOLATION, violation_priority(rep));
+	jentry_about(&j, e->uid);
+	fmt_init(&f, fields, sizeof(fields));
+	violation_fmt_fields(&f, rep, &shown);
+	jentry_add_lines(&j, fmt_cstr(&f));
+	jentry_add(&j, "OBJECT_PID=%d", (int)e->pid);
 	jentry_add(&j, "PMALLOC_EXE_SOURCE=%s", e->exe ? "kernel" : "unknown");
 	if (e->exe && e->exe_pid)
 		jentry_add(&j, "PMALLOC_EXE_PID=%d", (int)e->exe_pid);
 	if (e->comm[0])
 		jentry_add(&j, "PMALLOC_COMM=%s", e->comm);
 	jentry_add(&j, "PMALLOC_UID=%u", (unsigned)e->uid);
-	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, e->generation);
 	if (e->via_pid)
 		jentry_add(&j, "PMALLOC_VIA_PID=%d", (int)e->via_pid);
-	/* The signal the process dies of, as coredump's COREDUMP_SIGNAL. */
-	if (!audit) {
-		jentry_add(&j, "PMALLOC_SIGNAL=%d", SIGSEGV);
-		jentry_add(&j, "PMALLOC_SIGNAL_NAME=SIGSEGV");
-	}
 	journal_add_object(&j, e);
 	(void)jentry_send(&j);
 }

@@ -75,6 +75,8 @@ int wire_check_report(struct pmw_report *m)
 {
 	if (m->mode != PMW_MODE_ENFORCE && m->mode != PMW_MODE_AUDIT)
 		return -EINVAL;
+	if (m->cause > PMW_CAUSE_OTHER_THREAD)
+		return -EINVAL;
 	if (m->n_frames > PMW_FRAMES || m->n_modules > PMW_MODULES)
 		return -EINVAL;
 	for (uint32_t i = 0; i < m->n_frames; i++)
@@ -90,5 +92,6 @@ int wire_check_report(struct pmw_report *m)
 	FORCE_NUL(m->object_site);
 	FORCE_NUL(m->fault_symbol);
 	FORCE_NUL(m->exe);
+	FORCE_NUL(m->kernel_call);
 	return 0;
 }

@@ -171,16 +171,9 @@ static void kw_done(struct kw_call *c, const void *sub, size_t written)
 	struct pool_hit hit;
 	if (!at || !pool_lookup((const void *)at, &hit))
 		return;
-	struct violation v;
-	violation_from_hit(&v, &hit, at);
-	v.audit = 1;
-	v.ip = c->ra;
-	v.kernel_call = c->name;
-	if (hit.in_object) {
-		v.site_ra = site_address(hit.site);
-		v.site_symbol = site_symbol(hit.site);
-	}
-	report_violation(&v, NULL, NULL);
+	struct pmw_report *r = report_begin(&hit, at, c->ra, true);
+	report_cause(r, PMW_CAUSE_KERNEL, c->name);
+	report_end(r, NULL, NULL);
 }
 
 #define KW_BEGIN(call_name) \
