@@ -77,6 +77,7 @@ int wire_check_report(struct pmw_report *m)
 		return -EINVAL;
 	if (m->cause > PMW_CAUSE_OTHER_THREAD)
 		return -EINVAL;
+	FORCE_NUL(m->kernel_call);
 	if (m->n_frames > PMW_FRAMES || m->n_modules > PMW_MODULES)
 		return -EINVAL;
 	for (uint32_t i = 0; i < m->n_frames; i++)
@@ -92,6 +93,5 @@ int wire_check_report(struct pmw_report *m)
 	FORCE_NUL(m->object_site);
 	FORCE_NUL(m->fault_symbol);
 	FORCE_NUL(m->exe);
-	FORCE_NUL(m->kernel_call);
 	return 0;
 }

@@ -79,10 +79,6 @@ static bool send_entry_wait(struct fmt *f, unsigned int wait_ms)
 	return n == (ssize_t)fmt_len(f);
 }
 
-static bool send_entry(struct fmt *f)
-{
-	return send_entry_wait(f, 0);
-}
 
 /* The whole of a small /proc/self file into buf (NUL-terminated); length. */
 static size_t read_self(const char *path, char *buf, size_t size)
@@ -208,66 +204,68 @@ __attribute__((destructor)) static void journal_at_exit(void)
 	atomic_flag_clear(&entry_busy);
 }
 
-/* Take the one entry buffer into f, errno saved in *ret_errno; false when
- * another entry is being written (this one is then not). */
-static bool entry_take(struct fmt *f, int *ret_errno)
+static int entry_errno;   /* the writer's errno, under entry_busy */
+
+/* Take the one entry buffer into f and start an entry (MESSAGE_ID and the
+ * fields every entry has); false when another entry is being written, or
+ * when limited and the rate limit holds it back: it is not written then
+ * (counted, when limited). */
+static bool entry_begin(struct fmt *f, const char *mid, int priority, bool limited)
 {
-	if (atomic_flag_test_and_set(&entry_busy))
+	if (atomic_flag_test_and_set(&entry_busy)) {
+		if (limited)
+			journal_note_dropped();
 		return false;
-	*ret_errno = errno;
+	}
+	entry_errno = errno;
+	if (limited && !rate_allows()) {
+		errno = entry_errno;
+		atomic_flag_clear(&entry_busy);
+		return false;
+	}
 	fmt_init(f, entry, sizeof(entry));
+	common_fields(f, mid, priority);
 	return true;
 }
 
-static void entry_give(int saved_errno)
+/* Send the entry (wait_ms as for send_entry_wait) and give the buffer
+ * back; a limited entry journald did not take is counted. */
+static void entry_end(struct fmt *f, unsigned int wait_ms, bool limited)
 {
-	errno = saved_errno;
+	if (!send_entry_wait(f, wait_ms) && limited)
+		journal_note_dropped();
+	errno = entry_errno;
 	atomic_flag_clear(&entry_busy);
 }
 
 void journal_violation(const struct pmw_report *r)
 {
-	struct fmt f;
-	int e;
-	if (!entry_take(&f, &e)) {
-		journal_note_dropped();   /* another report is being written */
-		return;
-	}
-	if (!rate_allows()) {
-		entry_give(e);
-		return;
-	}
-	common_fields(&f, MID_VIOLATION, violation_priority(r));
 	struct violation_shown shown = { .pid = (int)getpid(), .generation = r->generation };
+	struct fmt f;
+	if (!entry_begin(&f, MID_VIOLATION, violation_priority(r), true))
+		return;
 	violation_fmt_fields(&f, r, &shown);
-	if (!send_entry(&f))
-		journal_note_dropped();
-	entry_give(e);
+	entry_end(&f, 0, true);
 }
 
 void journal_protected(const struct pmw_protected *m)
 {
 	struct fmt f;
-	int e;
-	if (!entry_take(&f, &e))
+	if (!entry_begin(&f, MID_PROTECTED, 7, false))
 		return;
-	common_fields(&f, MID_PROTECTED, 7);
 	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_TRIGGER=%s\nPMALLOC_PROTECTED_BYTES=%" PRIu64
 		   "\nPMALLOC_NEW_BYTES=%" PRIu64 "\nPMALLOC_OBJECTS=%" PRIu64 "\n"
 		   "MESSAGE=pmalloc: pool \"%s\" of policy \"%s\": %" PRIu64 " bytes made read-only (%s)\n",
 		   m->policy, m->pool, m->trigger, m->protected_bytes, m->new_bytes, m->objects, m->pool, m->policy,
 		   m->new_bytes, m->trigger);
-	send_entry(&f);
-	entry_give(e);
+	entry_end(&f, 0, false);
 }
 
 void journal_learned(const struct journal_learned *m)
 {
 	struct fmt f;
-	int e;
-	if (!entry_take(&f, &e))
+	if (!entry_begin(&f, MID_LEARNED, 6, false))
 		return;
-	common_fields(&f, MID_LEARNED, 6);
 	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_SITE=%s\nPMALLOC_SITE_NAMED=%d\n"
 		   "PMALLOC_SITE_OBJECT=%s\nPMALLOC_SITE_OFFSET=0x%" PRIx64 "\n", m->policy, m->pool, m->site,
 		   m->named ? 1 : 0, m->object, m->offset);
@@ -279,21 +277,17 @@ void journal_learned(const struct journal_learned *m)
 		   " bytes, %swritten after protection\n", m->objects, m->bytes, m->written ? 1 : 0, m->triggers,
 		   m->reason, m->exe, m->pool, m->policy, m->site, m->objects, m->bytes,
 		   m->written ? "" : "never ");
-	send_entry_wait(&f, 250);
-	entry_give(e);
+	entry_end(&f, 250, false);
 }
 
 void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule)
 {
 	struct fmt f;
-	int e;
-	if (!entry_take(&f, &e))
+	if (!entry_begin(&f, MID_UNMATCHED, 4, false))
 		return;
-	common_fields(&f, MID_UNMATCHED, 4);
 	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_RULE_KIND=%s\nPMALLOC_RULE=%s\nPMALLOC_EXE=%s\n"
 		   "MESSAGE=pmalloc: PID %d (%s): %s rule \"%s\" of pool \"%s\" (policy \"%s\") matches no"
 		   " function loaded at start-up: it protects nothing\n", policy, pool, kind, rule, self_exe,
 		   (int)getpid(), self_exe, kind, rule, pool, policy);
-	send_entry(&f);
-	entry_give(e);
+	entry_end(&f, 0, false);
 }
