@@ -128,9 +128,8 @@ void violation_fmt_fields(struct fmt *f, const struct pmw_report *r, const struc
 	bool audit = r->mode == PMW_MODE_AUDIT;
 
 	message(f, r, s);
-	fmt_printf(f, "OBJECT_PID=%d\nPMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_MODE=%s\n"
-		   "PMALLOC_ADDRESS=0x%" PRIx64 "\n", s->pid, r->policy, r->pool, audit ? "audit" : "enforce",
-		   r->address);
+	fmt_printf(f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_MODE=%s\nPMALLOC_ADDRESS=0x%" PRIx64 "\n",
+		   r->policy, r->pool, audit ? "audit" : "enforce", r->address);
 	if (has_object(r))
 		fmt_printf(f, "PMALLOC_OFFSET=%" PRIu64 "\nPMALLOC_OBJECT_SIZE=%" PRIu64
 			   "\nPMALLOC_OBJECT_START=0x%" PRIx64 "\n", r->address - r->object_start,

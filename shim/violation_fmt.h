@@ -15,7 +15,7 @@
  * resolved).  Strings are already escaped; a NULL one is the record's
  * (escaped here). */
 struct violation_shown {
-	int pid;                        /* OBJECT_PID, and the MESSAGE's */
+	int pid;                        /* the MESSAGE's PID */
 	uint64_t generation;            /* PMALLOC_GENERATION */
 	const char *exe;                /* PMALLOC_EXE and the MESSAGE's; NULL: the record's */
 	const char *object_site;        /* PMALLOC_OBJECT_SITE */
@@ -32,9 +32,10 @@ int violation_priority(const struct pmw_report *r);
  *   policy "Q"; audit: write allowed | enforce: killed by SIGSEGV
  * frames[0] must be resolved (its module) for the ip's location. */
 void violation_fmt_line(struct fmt *f, const struct pmw_report *r);
-/* The violation entry's fields but MESSAGE_ID, PRIORITY, SYSLOG_IDENTIFIER
- * and what only the writer knows (comm, unit, uid...): "KEY=value\n" each,
- * MESSAGE first, every value escaped (a line is a field). */
+/* The violation entry's fields but MESSAGE_ID, PRIORITY, SYSLOG_IDENTIFIER,
+ * OBJECT_PID and what only the writer knows (comm, unit, uid...):
+ * "KEY=value\n" each, MESSAGE first, every value escaped (a line is a
+ * field). */
 void violation_fmt_fields(struct fmt *f, const struct pmw_report *r, const struct violation_shown *s);
 /* Frame fr of r as "module+0xoffset" (the module's base name), or "0xip". */
 void violation_fmt_frame(struct fmt *f, const struct pmw_report *r, const struct pmw_frame *fr);
