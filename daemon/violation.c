@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "journal.h"
-#include "strbuf.h"
 #include "violation_fmt.h"
 
 struct modinfo {
@@ -42,6 +41,15 @@ struct report_ctx {
 	const struct pmw_report *rep;
 	struct modinfo mods[PMW_MODULES];
 };
+
+static void copy(char *dst, size_t size, const char *src)
+{
+	struct fmt f;
+
+	fmt_init(&f, dst, size);
+	fmt_str(&f, src);
+	fmt_cstr(&f);
+}
 
 static const char *base_name(const char *path)
 {
@@ -73,12 +81,12 @@ static struct modinfo *module_get(struct report_ctx *x, uint32_t idx)
 	mi->resolved = true;
 	pm = &x->rep->modules[idx];
 
-	str_copy(mi->path, sizeof(mi->path), pm->path);
+	copy(mi->path, sizeof(mi->path), pm->path);
 	text_escape(mi->shown_buf, sizeof(mi->shown_buf), mi->path);
 	mi->shown = mi->shown_buf;
 	/* The main program has no name in the link map: it is the exe. */
 	if (!mi->path[0] && x->e->exe) {
-		str_copy(mi->path, sizeof(mi->path), x->e->exe);
+		copy(mi->path, sizeof(mi->path), x->e->exe);
 		mi->shown = proc_entry_exe(x->e);
 	}
 	if (pm->build_id_len > 0)
@@ -120,22 +128,26 @@ static bool symbol_of(struct report_ctx *x, uint32_t idx, uint64_t offset, char 
 	return mi && mi->sym && sym_module_lookup(mi->sym, offset, buf, size) >= 0;
 }
 
-static void frame_text(struct report_ctx *x, const struct pmw_frame *f, struct strbuf *b)
+/* Text already escaped goes in with fmt_str, numbers with fmt_printf. */
+static void frame_text(struct report_ctx *x, const struct pmw_frame *f, struct fmt *b)
 {
 	struct modinfo *mi = f->module == PMW_NO_MODULE ? NULL : module_get(x, f->module);
 	char sym[ESCAPED_SIZE(PMW_SYM + 32)];
 
 	if (!mi) {
-		strbuf_printf(b, "0x%" PRIx64, f->ip);
+		fmt_printf(b, "0x%" PRIx64, f->ip);
 		return;
 	}
-	strbuf_printf(b, "%s+0x%" PRIx64, mi->shown[0] ? mi->shown : "?", f->offset);
-	if (mi->sym && sym_module_lookup(mi->sym, f->offset, sym, sizeof(sym)) >= 0)
-		strbuf_printf(b, " (%s)", sym);
-	else if (mi->error == -ESTALE)
-		strbuf_puts(b, " (file replaced since: build-id differs)");
+	fmt_str(b, mi->shown[0] ? mi->shown : "?");
+	fmt_printf(b, "+0x%" PRIx64, f->offset);
+	if (mi->sym && sym_module_lookup(mi->sym, f->offset, sym, sizeof(sym)) >= 0) {
+		fmt_str(b, " (");
+		fmt_str(b, sym);
+		fmt_str(b, ")");
+	} else if (mi->error == -ESTALE)
+		fmt_str(b, " (file replaced since: build-id differs)");
 	if (mi->build_id[0])
-		strbuf_printf(b, " [%s]", mi->build_id);
+		fmt_printf(b, " [%s]", mi->build_id);   /* hex */
 }
 
 /* An object site the shim wrote as "module+0xoff" gets its symbol; one it
@@ -150,8 +162,8 @@ static void object_site_text(struct report_ctx *x, const char *site, char *out, 
 	char *end;
 
 	text_escape(shown, sizeof(shown), site);
-	str_copy(out, size, shown);
-	str_copy(short_out, short_size, shown);
+	copy(out, size, shown);
+	copy(short_out, short_size, shown);
 	if (!plus || plus == site || (size_t)(plus - site) >= sizeof(name) ||
 	    strncmp(plus, "+0x", 3) != 0)
 		return;
@@ -169,11 +181,15 @@ static void object_site_text(struct report_ctx *x, const char *site, char *out, 
 		if (strcmp(mi->path, name) != 0 && strcmp(base_name(mi->path), name) != 0)
 			continue;
 		if (symbol_of(x, i, off, sym, sizeof(sym))) {
-			struct strbuf b;
+			struct fmt b;
 
-			strbuf_init_fixed(&b, out, size);
-			strbuf_printf(&b, "%s (%s)", sym, shown);
-			str_copy(short_out, short_size, sym);
+			fmt_init(&b, out, size);
+			fmt_str(&b, sym);
+			fmt_str(&b, " (");
+			fmt_str(&b, shown);
+			fmt_str(&b, ")");
+			fmt_cstr(&b);
+			copy(short_out, short_size, sym);
 		}
 		return;
 	}
@@ -189,20 +205,19 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 		.generation = e->generation,
 		.exe = proc_entry_exe(e),   /* the kernel's word only, never the report's */
 	};
-	struct strbuf bt;
+	struct fmt bt, f;
 	struct jentry j;
-	struct fmt f;
 
 	/* Backtrace, one line, innermost first. */
-	strbuf_init_fixed(&bt, btbuf, sizeof(btbuf));
+	fmt_init(&bt, btbuf, sizeof(btbuf));
 	for (uint32_t i = 0; i < rep->n_frames; i++) {
 		if (rep->frames[i].ip == 0)
 			break;                   /* the end of the stack */
 		if (i)
-			strbuf_puts(&bt, " < ");
+			fmt_str(&bt, " < ");
 		frame_text(&x, &rep->frames[i], &bt);
 	}
-	shown.backtrace = strbuf_str(&bt);
+	shown.backtrace = fmt_cstr(&bt);
 
 	/* Fault symbol: the daemon's resolution of the faulting ip, else the shim's. */
 	{
