@@ -3,8 +3,9 @@
  * limit.
  *
  * Owns: the MESSAGE_IDs and field names of pmallocd(8) (except the violation
- * entry's content, which violation.c assembles with jentry), the per
- * process/site limiter and its summary entries.
+ * entry's content: violation_fmt.c's, the formatter the shim uses too, with
+ * what violation.c adds), the per process/site limiter and its summary
+ * entries.
  * Never: allocates per entry (fixed buffers; a process's limit state is
  * allocated once, at its first report), writes an entry a client can
  * repeat at will without the limiter and its user's budget (budget.h), or lets a client string break a
