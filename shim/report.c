@@ -83,7 +83,7 @@ static void copy_str(char *dst, size_t size, const char *src)
 	dst[n] = '\0';
 }
 
-/* The object holding a, its base name (raw) and a's offset in it; NULL
+/* The path (raw) of the object holding a, its link map in *ret_lm; NULL
  * when no object holds it.  The program has no name in the link map: its
  * path read at start-up (argv[0] may be retitled). */
 static const char *module_of(uintptr_t a, const struct link_map **ret_lm, struct dl_find_object *dlfo)
