@@ -227,30 +227,34 @@ static uint32_t build_id_of(const struct link_map *lm, uintptr_t start, uintptr_
 	return 0;
 }
 
-/* Frame fr's module in r (added on first sight, with its build-id) and
- * offset; PMW_NO_MODULE when no object holds it or r has no room. */
-static void frame_resolve(struct pmw_report *r, struct pmw_frame *fr)
+/* Frame fr's module in r (added on first sight) and offset; PMW_NO_MODULE
+ * when no object holds it or r has no room.  With build_id, the module's
+ * build-id too, read from its headers in memory: after the stderr line
+ * only (it reads the program's mappings). */
+static void frame_resolve(struct pmw_report *r, struct pmw_frame *fr, bool build_id)
 {
 	struct dl_find_object dlfo;
 	const struct link_map *lm;
 	const char *name = module_of(fr->ip, &lm, &dlfo);
+	uint32_t i = 0;
 	fr->module = PMW_NO_MODULE;
 	if (!name)
 		return;
 	fr->offset = fr->ip - lm->l_addr;
-	for (uint32_t i = 0; i < r->n_modules; i++)
-		if (r->modules[i].base == lm->l_addr) {
-			fr->module = i;
+	while (i < r->n_modules && r->modules[i].base != lm->l_addr)
+		i++;
+	if (i == r->n_modules) {
+		if (i >= PMW_MODULES)
 			return;
-		}
-	if (r->n_modules >= PMW_MODULES)
-		return;
-	struct pmw_module *mod = &r->modules[r->n_modules];
-	copy_str(mod->path, sizeof(mod->path), name);
-	mod->base = lm->l_addr;
-	mod->build_id_len = build_id_of(lm, (uintptr_t)dlfo.dlfo_map_start, (uintptr_t)dlfo.dlfo_map_end,
-					mod->build_id);
-	fr->module = r->n_modules++;
+		copy_str(r->modules[i].path, sizeof(r->modules[i].path), name);
+		r->modules[i].base = lm->l_addr;
+		r->n_modules++;
+	}
+	struct pmw_module *mod = &r->modules[i];
+	if (build_id && mod->build_id_len == 0)
+		mod->build_id_len = build_id_of(lm, (uintptr_t)dlfo.dlfo_map_start, (uintptr_t)dlfo.dlfo_map_end,
+						mod->build_id);
+	fr->module = i;
 }
 
 /* The pool's and policy's names and the policy generation: what the
@@ -305,7 +309,7 @@ static void record_fill(struct pmw_report *r, const struct pool_hit *hit, uintpt
 	r->fault_ip = ip;
 	r->frames[0].ip = ip;
 	r->n_frames = ip ? 1 : 0;
-	frame_resolve(r, &r->frames[0]);     /* the line names ip's module */
+	frame_resolve(r, &r->frames[0], false);     /* the line names ip's module */
 }
 
 static void write_line(const struct pmw_report *r)
@@ -360,8 +364,8 @@ void report_end(struct pmw_report *r, void (*walk)(struct pmw_report *r, void *a
 		write_line(r);
 	if (walk)
 		walk(r, arg);
-	for (uint32_t i = 1; i < r->n_frames; i++)
-		frame_resolve(r, &r->frames[i]);
+	for (uint32_t i = 0; i < r->n_frames; i++)
+		frame_resolve(r, &r->frames[i], true);
 	/* Exported functions only: no symbol file is read in a faulting process. */
 	if (r->fault_ip)
 		dynsym_name(r->fault_ip, r->fault_symbol, sizeof(r->fault_symbol));
