@@ -67,7 +67,8 @@ static struct limit_slot slots[LIMIT_SLOTS];  /* under the lock */
 static struct pmw_report record;              /* under the lock */
 static struct pmw_report nested;              /* under nested_busy */
 static struct pmw_report discard;             /* a report nested twice: not even stderr */
-static char line[1024];                       /* under the lock or nested_busy */
+static char line[2560];                       /* under the lock or nested_busy; fits the
+						 * longest escaped names */
 static atomic_flag nested_busy = ATOMIC_FLAG_INIT;
 static _Atomic unsigned long sends_dropped;   /* nested reports not sent */
 
@@ -318,6 +319,8 @@ static void write_line(const struct pmw_report *r)
 	fmt_init(&f, line, sizeof(line));
 	fmt_line_start(&f);
 	violation_fmt_line(&f, r);
+	if (f.p == f.end && f.p > f.start)
+		f.p[-1] = '\n';                  /* cut: still one whole line */
 	fmt_flush_stderr(&f);
 }
 
