@@ -316,7 +316,7 @@ FUZZ_CFLAGS = -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
 .PHONY: fuzz check-sanitize stress
 # What each harness is built from besides itself.
 $(B)/fuzz/policy: shim/policy.c shim/policy_text.c
-$(B)/fuzz/daemon_wire: daemon/wire_decode.c daemon/wire_decode.h
+$(B)/fuzz/daemon_wire: daemon/wire_decode.c daemon/wire_decode.h shim/fmt.c shim/violation_fmt.c
 $(B)/fuzz/shim_wire: shim/client_decode.c shim/client_decode.h shim/policy.c shim/policy_text.c
 $(B)/fuzz/%: tests/fuzz/%.c shim/wire.h shim/policy.h | $(B)/.deps $(B)/.test-deps
 	@mkdir -p $(dir $@)
