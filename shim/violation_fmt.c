@@ -111,7 +111,10 @@ static void message(struct fmt *f, const struct pmw_report *r, const struct viol
 	} else {
 		fmt_str(f, " (not inside a known object)");
 	}
-	fmt_printf(f, ", ip 0x%" PRIx64, r->fault_ip);
+	if (r->fault_ip)
+		fmt_printf(f, ", ip 0x%" PRIx64, r->fault_ip);
+	else
+		fmt_str(f, ", ip unknown");
 	if (s->fault_symbol ? *s->fault_symbol : r->fault_symbol[0]) {
 		fmt_str(f, " in ");
 		text(f, s->fault_symbol, r->fault_symbol);

@@ -128,6 +128,26 @@ START_TEST(test_fields_daemon)
 }
 END_TEST
 
+/* A write found after another thread's audited write: no instruction. */
+START_TEST(test_fields_other_thread)
+{
+	struct violation_shown s = { .pid = 5, .generation = 3 };
+	rec.mode = PMW_MODE_AUDIT;
+	rec.cause = PMW_CAUSE_OTHER_THREAD;
+	rec.fault_ip = 0;
+	rec.n_frames = 0;
+	ck_assert_str_eq(fields(&s),
+			 "MESSAGE=pmalloc: PID 5 (/usr/bin/demo) wrote to protected pool \"config\" of policy "
+			 "\"demo\" at 0x7f0000001008 (offset 8 in 32-byte object allocated at make_config+0x1c), "
+			 "ip unknown (changed while the page was open for another audited write); "
+			 "write allowed (audit)\n"
+			 "PMALLOC_POLICY=demo\nPMALLOC_POOL=config\nPMALLOC_MODE=audit\n"
+			 "PMALLOC_ADDRESS=0x7f0000001008\nPMALLOC_OFFSET=8\nPMALLOC_OBJECT_SIZE=32\n"
+			 "PMALLOC_OBJECT_START=0x7f0000001000\nPMALLOC_OBJECT_SITE=make_config+0x1c\n"
+			 "PMALLOC_FAULT_IP=0x0\nPMALLOC_EXE=/usr/bin/demo\nPMALLOC_GENERATION=3\n");
+}
+END_TEST
+
 /* Names from a hostile record: escaped, never a new field or line. */
 START_TEST(test_hostile)
 {
@@ -199,6 +219,7 @@ int main(void)
 	tcase_add_test(tc, test_line);
 	tcase_add_test(tc, test_fields_shim);
 	tcase_add_test(tc, test_fields_daemon);
+	tcase_add_test(tc, test_fields_other_thread);
 	tcase_add_test(tc, test_hostile);
 	tcase_add_test(tc, test_frame_bounds);
 	tcase_add_test(tc, test_printf);
