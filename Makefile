@@ -98,7 +98,7 @@ PIE_CFLAGS = $(BASE_CFLAGS) -fPIE $(call pc_cflags,libconfig libsystemd libsecco
 DAEMON_LIBS = $(call pc_libs,libconfig libsystemd libseccomp libdw)
 
 # libFuzzer harnesses (see "Fuzzing" below); set here, before check names them.
-FUZZ_NAMES := policy daemon_wire shim_wire
+FUZZ_NAMES := policy daemon_wire shim_wire policy_image
 FUZZ_BINS := $(FUZZ_NAMES:%=$(B)/fuzz/%)
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -215,9 +215,11 @@ $(B)/tests/%: tests/unit/%.c $(SHIM_LIB) $(SHIM_LIB).$(SOVERSION) $(SHARED_OBJS)
 
 # Small programs the tests run, built as someone else would build them:
 # no pmalloc headers unless they use the API, symbols kept (not stripped).
+# wire_client and image_probe read policy images as the shim does.
+$(B)/progs/wire_client $(B)/progs/image_probe: shim/policy_image.c shim/policy_image.h
 $(B)/progs/%: tests/progs/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O0 -g -Wall $(WERROR_FLAG) -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
+	$(CC) -std=gnu11 -O0 -g -Wall $(WERROR_FLAG) -Iinclude -o $@ $(filter %.c,$^) -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
 		$(if $(findstring api_,$*),-lpmalloc_shim) -ldl -lpthread
 
 $(B)/progs/lib%.so: tests/progs/lib%.c
@@ -315,10 +317,11 @@ FUZZ_CFLAGS = -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -Iinclude -Ishim $(call pc_cflags,libconfig)
 .PHONY: fuzz check-sanitize stress
 # What each harness is built from besides itself.
-$(B)/fuzz/policy: shim/policy.c shim/policy_text.c
+$(B)/fuzz/policy: shim/policy.c shim/policy_image.c
 $(B)/fuzz/daemon_wire: daemon/wire_decode.c daemon/wire_decode.h shim/fmt.c shim/violation_fmt.c
-$(B)/fuzz/shim_wire: shim/client_decode.c shim/client_decode.h shim/policy.c shim/policy_text.c
-$(B)/fuzz/%: tests/fuzz/%.c shim/wire.h shim/policy.h | $(B)/.deps $(B)/.test-deps
+$(B)/fuzz/shim_wire: shim/client_decode.c shim/client_decode.h shim/policy_image.c shim/policy.c
+$(B)/fuzz/policy_image: shim/policy_image.c shim/policy.c
+$(B)/fuzz/%: tests/fuzz/%.c shim/wire.h shim/policy.h shim/policy_image.h | $(B)/.deps $(B)/.test-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Idaemon -o $@ $(filter %.c,$^) $(call pc_libs,libconfig)
 

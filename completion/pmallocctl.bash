@@ -41,7 +41,7 @@ _pmallocctl()
 		[[ $cur == -* ]] && COMPREPLY=($(compgen -W "--help" -- "$cur")) || _filedir conf
 		;;
 	status)
-		COMPREPLY=($(compgen -W "--socket --json --help" -- "$cur"))
+		COMPREPLY=($(compgen -W "--socket --json --pid --help" -- "$cur"))
 		;;
 	violations)
 		COMPREPLY=($(compgen -W "--pid --policy --since --until --lines --follow --json

@@ -3,8 +3,9 @@
  *
  * Owns: opening the file once (no TOCTOU between the ownership check and
  * the parse: the bytes checked are the bytes parsed), the ownership rule,
- * and precomputing each policy's hand-out text so that a policy too large
- * for one packet is refused at load time rather than at hand-out.
+ * and compiling each policy's image once, here (policy_image.c), so that a
+ * hand-out is a copy, and a policy too large for one packet is refused at
+ * load time rather than at hand-out.
  * Never: logs (callers do, with the message it fills in), or keeps the
  * file open.
  */
@@ -19,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "policy_image.h"
 #include "wire.h"
 
 static int read_file(const char *path, bool check_owner, char **ret, char *err, size_t errlen)
@@ -106,18 +108,18 @@ void config_free(struct config *c)
 {
 	if (!c)
 		return;
-	if (c->texts)
+	if (c->images)
 		for (size_t i = 0; i < c->set->n_policies; i++)
-			free(c->texts[i]);
-	free(c->texts);
-	free(c->text_sizes);
+			free(c->images[i]);
+	free(c->images);
+	free(c->image_sizes);
 	policy_set_free(c->set);
 	free(c);
 }
 
 int config_read(const char *path, bool check_owner, struct config **ret, char *err, size_t errlen)
 {
-	const size_t text_max = PMW_MAX_MSG - sizeof(struct pmw_policy);
+	const size_t image_max = PMW_MAX_MSG - sizeof(struct pmw_policy);
 	struct config *c;
 	char *text = NULL;
 	int r;
@@ -139,9 +141,9 @@ int config_read(const char *path, bool check_owner, struct config **ret, char *e
 		return r;
 	}
 
-	c->texts = calloc(c->set->n_policies ? c->set->n_policies : 1, sizeof(char *));
-	c->text_sizes = calloc(c->set->n_policies ? c->set->n_policies : 1, sizeof(size_t));
-	if (!c->texts || !c->text_sizes) {
+	c->images = calloc(c->set->n_policies ? c->set->n_policies : 1, sizeof(void *));
+	c->image_sizes = calloc(c->set->n_policies ? c->set->n_policies : 1, sizeof(size_t));
+	if (!c->images || !c->image_sizes) {
 		config_free(c);
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
@@ -149,19 +151,18 @@ int config_read(const char *path, bool check_owner, struct config **ret, char *e
 	for (size_t i = 0; i < c->set->n_policies; i++) {
 		const struct policy *p = &c->set->policies[i];
 
-		r = policy_to_text(c->set, p, &c->texts[i]);
+		r = policy_image_compile(c->set, p, &c->images[i], &c->image_sizes[i]);
+		if (r == 0 && c->image_sizes[i] > image_max)
+			r = -E2BIG;
 		if (r < 0) {
-			snprintf(err, errlen, "%s:%d: policy \"%s\": cannot render it: %s", path,
-				 p->line, p->name, strerror(-r));
+			if (r == -E2BIG)
+				snprintf(err, errlen, "%s:%d: policy \"%s\" is too large to hand out "
+					 "(its image exceeds %zu bytes)", path, p->line, p->name, image_max);
+			else
+				snprintf(err, errlen, "%s:%d: policy \"%s\": cannot compile it: %s", path,
+					 p->line, p->name, strerror(-r));
 			config_free(c);
 			return r;
-		}
-		c->text_sizes[i] = strlen(c->texts[i]) + 1;
-		if (c->text_sizes[i] > text_max) {
-			snprintf(err, errlen, "%s:%d: policy \"%s\" is too large to hand out (%zu bytes, at most %zu)",
-				 path, p->line, p->name, c->text_sizes[i], text_max);
-			config_free(c);
-			return -E2BIG;
 		}
 	}
 	*ret = c;

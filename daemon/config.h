@@ -1,6 +1,6 @@
 /*
- * config.h - one loaded policy file: the parsed set, the text handed to
- * each client, and the generation number it was given.
+ * config.h - one loaded policy file: the parsed set, the image of each
+ * policy (what a client is handed), and the generation number it was given.
  */
 #ifndef PMALLOCD_CONFIG_H
 #define PMALLOCD_CONFIG_H
@@ -15,8 +15,8 @@
 
 struct config {
 	struct policy_set *set;
-	char **texts;                    /* policy_to_text() of set->policies[i] */
-	size_t *text_sizes;              /* strlen + 1 (NUL included, as sent) */
+	void **images;                   /* policy_image_compile() of set->policies[i] */
+	size_t *image_sizes;
 	uint64_t generation;             /* set by the caller; 0 until then */
 };
 

@@ -36,12 +36,15 @@ static const struct ctl_command ctl_commands[] = {
 	  "Validates FILE as pmallocd would load it and lists its policies and pools.\n"
 	  "Exit status: 0 valid, 1 refused (FILE:LINE: message on stderr), 2 usage.\n" },
 	{ "status", ctl_cmd_status,
-	  "  status [--socket PATH] [--json]\n"
-	  "                              processes pmallocd serves, their pools, violations\n",
+	  "  status [--socket PATH] [--json] [[--pid] PID]\n"
+	  "                              processes pmallocd serves, their pools and rules,\n"
+	  "                              policy file warnings, violations\n",
+	  "With PID: that process alone, with every rule and its objects and bytes per site.\n"
 	  "Options:\n"
 	  "  --socket PATH   pmallocd's socket (default $PMALLOC_SOCKET, else " CTL_DEFAULT_SOCKET ")\n"
-	  "  --json          one JSON object: {\"socket\", \"pid\", \"running_usec\", ...}\n"
-	  "Exit status: 0 ok, 1 failure, 2 usage, 3 pmallocd not running.\n" },
+	  "  --json          one JSON object: {\"pmallocd\", \"policy_file\", \"served\", ...}\n"
+	  "  -p, --pid PID   the detail view of process PID\n"
+	  "Exit status: 0 ok, 1 failure (PID not served), 2 usage, 3 pmallocd not running.\n" },
 	{ "violations", ctl_cmd_violations,
 	  "  violations [--pid PID] [--policy NAME] [--since TIME] [--until TIME] [-n N]\n"
 	  "             [--follow] [--json] [--directory DIR | --file FILE]\n"

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -128,6 +129,39 @@ int ctl_status_fetch(const char *path, int timeout_ms, char **ret_text)
 	return ctl_request(path, timeout_ms, &req, sizeof(req), ret_text);
 }
 
+#define SITES_WAIT_STEP_MS 50
+#define SITES_WAIT_STEPS 20
+
+/* The detail view of one process: its rules and its per-site table.
+ * pmallocd asks a process that reads its orders for a fresh table; that
+ * table comes in asynchronously, so ask again (without asking the process
+ * again) until it is there, for at most a second. */
+static int status_pid_fetch(const char *path, int timeout_ms, int32_t pid, char **ret_text)
+{
+	static const struct timespec step = { 0, SITES_WAIT_STEP_MS * 1000000L };
+	struct pmw_status_pid_req req;
+	char *text = NULL;
+	int r;
+
+	memset(&req, 0, sizeof(req));
+	pmw_header_init(&req.h, PMW_STATUS_PID_REQ, sizeof(req));
+	req.pid = pid;
+	r = ctl_request(path, timeout_ms, &req, sizeof(req), &text);
+	req.flags = PMW_STATUS_NO_ASK;
+	for (int i = 0; r >= 0 && i < SITES_WAIT_STEPS && strstr(text, "\n    sites: a fresh table asked"); i++) {
+		char *again = NULL;
+
+		(void)nanosleep(&step, NULL);
+		if (ctl_request(path, timeout_ms, &req, sizeof(req), &again) < 0)
+			break;
+		free(text);
+		text = again;
+	}
+	if (r >= 0)
+		*ret_text = text;
+	return r;
+}
+
 const char *ctl_socket_path(const char *arg)
 {
 	const char *env;
@@ -224,16 +258,18 @@ int ctl_cmd_status(int argc, char **argv)
 	static const struct option options[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "pid", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *arg = NULL, *path;
+	const char *arg = NULL, *path, *pid_arg = NULL;
 	char *text = NULL;
 	bool json = false;
+	int32_t pid = 0;
 	size_t len;
-	int c, r;
+	int c, r, ret = CTL_EXIT_OK;
 
-	while ((c = getopt_long(argc, argv, ":s:jh", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:jp:h", options, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			arg = optarg;
@@ -241,29 +277,40 @@ int ctl_cmd_status(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'p':
+			pid_arg = optarg;
+			break;
 		case 'h':
 			return ctl_help("status");
 		default:
 			return ctl_option_error(c, argv);
 		}
 	}
+	if (!pid_arg && optind < argc)
+		pid_arg = argv[optind++];
 	if (optind < argc)
-		return ctl_usage_error("status takes no arguments, got", argv[optind]);
+		return ctl_usage_error("status takes at most a PID, got also", argv[optind]);
+	if (pid_arg && ctl_parse_pid(pid_arg, &pid) < 0)
+		return ctl_usage_error("invalid PID", pid_arg);
 
 	path = ctl_socket_path(arg);
-	r = ctl_status_fetch(path, CTL_STATUS_TIMEOUT_MS, &text);
+	r = pid ? status_pid_fetch(path, CTL_STATUS_TIMEOUT_MS, pid, &text)
+		: ctl_status_fetch(path, CTL_STATUS_TIMEOUT_MS, &text);
 	if (r < 0)
 		return ctl_request_error(path, r);
+	/* The detail view of a process pmallocd does not know: a failure. */
+	if (pid && strstr(text, "\nno such process: "))
+		ret = CTL_EXIT_FAILURE;
 
 	if (json) {
 		(void)ctl_status_json(stdout, text);
 		free(text);
-		return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+		return fflush(stdout) == 0 ? ret : CTL_EXIT_FAILURE;
 	}
 	len = strlen(text);
 	ctl_put_text(stdout, text, len, CTL_ESC_MULTILINE);
 	if (len == 0 || text[len - 1] != '\n')
 		putchar('\n');
 	free(text);
-	return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+	return fflush(stdout) == 0 ? ret : CTL_EXIT_FAILURE;
 }

@@ -7,13 +7,22 @@
  *    "policy_file":{"path":S,"generation":N,"policies":N,"loaded_ago":"AGE"},
  *    "socket":{"path":S,"socket_activation":B},
  *    "counters":{"clients":S,"messages":S,...},     the other "name: text" lines
+ *    "policy_warnings":[{"line":N,"warning":S}],
  *    "unserved":[{"pid":N,"exe":S,"uid":N,"comm":S,"policy":S}],
  *    "served":[PROCESS...], "exited":[PROCESS...],
  *    "other":[S...]}                                  lines not understood
  *   PROCESS: {"pid":N,"exe":S,"uid":N,"policy":S|null,"mode":S,"generation":N,
- *             "forked_from":N,"state":S,"pools":[{"name":S,"policy":S,
- *             "protected_bytes":N,"objects":N,"protects":N,"last_trigger":S}],
- *             "violations":N,"violations_not_logged":N}
+ *             "forked_from":N,"state":S,"pools":[POOL...],
+ *             "rules_unresolved":N,"rules_total":N,   (when some match nothing)
+ *             "rules_not_listed":N,
+ *             "violations":N,"violations_not_logged":N,
+ *             "sites_asked_s":N,   (a fresh table asked for, not come yet)
+ *             "sites_total":N,"sites_age_s":N,"sites":[{"site":S,"pool":S,
+ *             "objects":N,"bytes":N}]}                  (status PID only)
+ *   POOL: {"name":S,"policy":S,"protected":B,"protected_bytes":N,"objects":N,
+ *          "protects":N,"last_trigger":S,"rules_resolved":N,"rules_unresolved":N,
+ *          "rules":[{"kind":S,"rule":S,"resolved":B,"why":S}]}
+ *          (rules: the unresolved ones; with status PID, all)
  *
  * Must never trust the text (whoever listens on the socket wrote it): every
  * string goes through ctl_put_json(), numbers are only those sscanf()
@@ -28,7 +37,7 @@
 
 #include "ctl.h"
 
-enum section { SEC_TOP, SEC_UNSERVED, SEC_SERVED, SEC_EXITED };
+enum section { SEC_TOP, SEC_WARNINGS, SEC_UNSERVED, SEC_SERVED, SEC_EXITED };
 
 struct json_out {
 	FILE *f;
@@ -36,6 +45,7 @@ struct json_out {
 	bool first_key;              /* of the top-level object */
 	bool counters_open, counters_done;
 	bool in_proc, in_pools, pools_done, first_in_sec;
+	bool in_pool, in_rules, in_sites, first_site;
 	char other[64 * 1024];       /* "other" lines, JSON-escaped later: kept raw here */
 	size_t other_len;
 };
@@ -71,16 +81,36 @@ static void keep_other(struct json_out *o, const char *line, size_t n)
 	o->other_len += n + 1;
 }
 
-static void close_proc(struct json_out *o)
+static void close_pool(struct json_out *o)
 {
-	if (!o->in_proc)
-		return;
+	if (o->in_rules)
+		fputc(']', o->f);
+	if (o->in_pool)
+		fputc('}', o->f);
+	o->in_pool = o->in_rules = false;
+}
+
+/* The pools come first in a process's text: anything else ends them. */
+static void end_pools(struct json_out *o)
+{
+	close_pool(o);
 	if (o->in_pools)
 		fputc(']', o->f);
 	else if (!o->pools_done)
 		fputs(",\"pools\":[]", o->f);
+	o->in_pools = false;
+	o->pools_done = true;
+}
+
+static void close_proc(struct json_out *o)
+{
+	if (!o->in_proc)
+		return;
+	end_pools(o);
+	if (o->in_sites)
+		fputc(']', o->f);
 	fputc('}', o->f);
-	o->in_proc = o->in_pools = o->pools_done = false;
+	o->in_proc = o->in_pools = o->pools_done = o->in_sites = false;
 }
 
 static void close_section(struct json_out *o)
@@ -185,20 +215,149 @@ static bool pool_line(struct json_out *o, const char *line)
 	p += n;
 	if (sscanf(p, " (policy \"%255[^\"]\")%n", policy, &n) == 1)
 		p += n;
-	if (sscanf(p, ": %llu bytes protected in %llu objects, %llu protects (last: %255[^)])",
-		   &bytes, &objects, &protects, trigger) != 4)
+	bool unprotected = strcmp(p, ": not protected yet (no trigger has fired)") == 0;
+	if (!unprotected && sscanf(p, ": %llu bytes protected in %llu objects, %llu protects (last: %255[^)])",
+				   &bytes, &objects, &protects, trigger) != 4)
 		return false;
+	close_pool(o);
 	fputs(o->in_pools ? "," : ",\"pools\":[", o->f);
-	o->in_pools = true;
+	o->in_pools = o->in_pool = true;
 	fputs("{\"name\":", o->f);
 	put_cstr(o->f, name);
 	if (policy[0]) {
 		fputs(",\"policy\":", o->f);
 		put_cstr(o->f, policy);
 	}
-	fprintf(o->f, ",\"protected_bytes\":%llu,\"objects\":%llu,\"protects\":%llu,\"last_trigger\":",
-		bytes, objects, protects);
+	if (unprotected) {
+		fputs(",\"protected\":false", o->f);
+		return true;
+	}
+	fprintf(o->f, ",\"protected\":true,\"protected_bytes\":%llu,\"objects\":%llu,\"protects\":%llu,"
+		"\"last_trigger\":", bytes, objects, protects);
 	put_cstr(o->f, trigger);
+	return true;
+}
+
+/* "      rules: N resolved, M unresolved", then a line a rule:
+ * "      unresolved: KIND TEXT (WHY)" or "      resolved: KIND TEXT",
+ * KIND one of site, wrapper, trigger. */
+static bool rule_line(struct json_out *o, const char *line)
+{
+	static const char *const kinds[] = { "site", "wrapper", "trigger" };
+	const char *p = line + 6, *kind = NULL, *why = NULL, *end;
+	unsigned long long res, unres;
+	bool resolved;
+
+	if (!o->in_pool)
+		return false;
+	if (sscanf(p, "rules: %llu resolved, %llu unresolved", &res, &unres) == 2) {
+		fprintf(o->f, ",\"rules_resolved\":%llu,\"rules_unresolved\":%llu", res, unres);
+		return true;
+	}
+	if (strncmp(p, "resolved: ", 10) == 0)
+		resolved = true, p += 10;
+	else if (strncmp(p, "unresolved: ", 12) == 0)
+		resolved = false, p += 12;
+	else
+		return false;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]) && !kind; i++)
+		if (strncmp(p, kinds[i], strlen(kinds[i])) == 0 && p[strlen(kinds[i])] == ' ')
+			kind = kinds[i];
+	if (!kind)
+		return false;
+	p += strlen(kind) + 1;
+	end = p + strlen(p);
+	if (!resolved) {
+		why = strstr(p, " (");
+		for (const char *q = why; q; q = strstr(q + 1, " ("))
+			why = q;             /* the last " (": the rule itself may hold one */
+		if (!why || end == why || end[-1] != ')')
+			return false;
+	}
+	fputs(o->in_rules ? "," : ",\"rules\":[", o->f);
+	o->in_rules = true;
+	fputs("{\"kind\":", o->f);
+	put_cstr(o->f, kind);
+	fputs(",\"rule\":", o->f);
+	put_str(o->f, p, (size_t)((why ? why : end) - p));
+	fprintf(o->f, ",\"resolved\":%s", resolved ? "true" : "false");
+	if (why) {
+		fputs(",\"why\":", o->f);
+		put_str(o->f, why + 2, (size_t)(end - 1 - (why + 2)));
+	}
+	fputc('}', o->f);
+	return true;
+}
+
+/* What follows a process's pools: its rules in sum, its site table. */
+static bool proc_tail_line(struct json_out *o, const char *line)
+{
+	unsigned long long a, b, c, d;
+	char pool[256];
+	int n = 0;
+
+	if (!o->in_proc)
+		return false;
+	if (sscanf(line, "    warning: %llu of %llu rules match nothing", &a, &b) == 2) {
+		end_pools(o);
+		fprintf(o->f, ",\"rules_unresolved\":%llu,\"rules_total\":%llu", a, b);
+		return true;
+	}
+	if (sscanf(line, "    (%llu more rules, all resolved, not listed)", &a) == 1) {
+		end_pools(o);
+		fprintf(o->f, ",\"rules_not_listed\":%llu", a);
+		return true;
+	}
+	if (sscanf(line, "    (%llu rules and sites messages over the rate limit", &a) == 1) {
+		end_pools(o);
+		fprintf(o->f, ",\"rules_messages_not_kept\":%llu", a);
+		return true;
+	}
+	if (sscanf(line, "    sites: a fresh table asked for %llus ago", &a) == 1) {
+		end_pools(o);
+		fprintf(o->f, ",\"sites_asked_s\":%llu", a);
+		return true;
+	}
+	if (strncmp(line, "    sites: none reported yet", 28) == 0) {
+		end_pools(o);
+		fputs(",\"sites\":[]", o->f);
+		return true;
+	}
+	if (sscanf(line, "    sites: %llu of %llu listed, as of %llus ago", &a, &b, &c) == 3) {
+		end_pools(o);
+		fprintf(o->f, ",\"sites_total\":%llu,\"sites_age_s\":%llu,\"sites\":[", b, c);
+		o->in_sites = true;
+		o->first_site = true;
+		return true;
+	}
+	if (o->in_sites && strncmp(line, "      site ", 11) == 0) {
+		const char *p = line + 11, *sep = strstr(p, "  pool \"");
+
+		for (const char *q = sep; q; q = strstr(q + 1, "  pool \""))
+			sep = q;             /* the last: the site's name may hold one */
+		if (!sep || sscanf(sep, "  pool \"%255[^\"]\": %llu objects, %llu bytes%n", pool, &a, &d, &n) != 3)
+			return false;
+		fputs(o->first_site ? "{\"site\":" : ",{\"site\":", o->f);
+		o->first_site = false;
+		put_str(o->f, p, (size_t)(sep - p));
+		fputs(",\"pool\":", o->f);
+		put_cstr(o->f, pool);
+		fprintf(o->f, ",\"objects\":%llu,\"bytes\":%llu}", a, d);
+		return true;
+	}
+	return false;
+}
+
+/* "  line N: WARNING" of the policy file's warnings. */
+static bool warning_line(struct json_out *o, const char *line)
+{
+	int ln, n = 0;
+
+	if (sscanf(line, "  line %d: %n", &ln, &n) != 1 || n == 0)
+		return false;
+	fprintf(o->f, "%s{\"line\":%d,\"warning\":", o->first_in_sec ? "" : ",", ln);
+	o->first_in_sec = false;
+	put_cstr(o->f, line + n);
 	fputc('}', o->f);
 	return true;
 }
@@ -210,11 +369,7 @@ static bool violations_line(struct json_out *o, const char *line)
 	if (!o->in_proc || sscanf(line, "    violations: %llu reported, %llu not logged (rate limit); "
 				  "%llu protect entries not logged", &v, &d, &pd) != 3)
 		return false;
-	if (o->in_pools) {
-		fputc(']', o->f);        /* the pools come first in the text */
-		o->in_pools = false;
-		o->pools_done = true;
-	}
+	end_pools(o);
 	fprintf(o->f, ",\"violations\":%llu,\"violations_not_logged\":%llu,"
 		"\"protects_not_logged\":%llu", v, d, pd);
 	return true;
@@ -298,6 +453,10 @@ static void status_line(struct json_out *o, char *line)
 
 	if (line[0] == '\0')
 		return;
+	if (strncmp(line, "policy file warnings", 20) == 0) {
+		open_section(o, SEC_WARNINGS, "policy_warnings");
+		return;
+	}
 	if (strncmp(line, "running but never checked in", 28) == 0) {
 		open_section(o, SEC_UNSERVED, "unserved");
 		return;
@@ -316,6 +475,9 @@ static void status_line(struct json_out *o, char *line)
 	case SEC_TOP:
 		ok = top_line(o, line);
 		break;
+	case SEC_WARNINGS:
+		ok = warning_line(o, line);
+		break;
 	case SEC_UNSERVED:
 		ok = strncmp(line, "  PID ", 6) == 0 && unserved_line(o, line);
 		break;
@@ -325,8 +487,12 @@ static void status_line(struct json_out *o, char *line)
 			ok = proc_line(o, line);
 		else if (strncmp(line, "    pool ", 9) == 0)
 			ok = pool_line(o, line);
+		else if (strncmp(line, "      ", 6) == 0 && o->in_pool)
+			ok = rule_line(o, line);
 		else if (strncmp(line, "    violations: ", 16) == 0)
 			ok = violations_line(o, line);
+		else
+			ok = proc_tail_line(o, line);
 		break;
 	}
 	if (!ok)

@@ -29,8 +29,9 @@ struct manager {
 	struct registry registry;
 	struct symbolizer *symbolizer;
 	/* status.c's renderer, set by pmallocd.c: server.c answers a status
-	 * request with it without importing status.c (which reads the server). */
-	void (*render_status)(struct manager *m, struct strbuf *out, uid_t viewer);
+	 * request with it without importing status.c (which reads the server).
+	 * pid 0: everything; else that process alone, in detail. */
+	void (*render_status)(struct manager *m, struct strbuf *out, uid_t viewer, pid_t pid);
 };
 
 #endif

@@ -27,6 +27,11 @@ static void entry_free(struct proc_entry *e)
 	free(e->cgroup);
 	free(e->pools);
 	free(e->handed_pools);
+	if (e->rules) {
+		free(e->rules->rules.rows);
+		free(e->rules->sites.rows);
+		free(e->rules);
+	}
 	free(e);
 }
 

@@ -30,6 +30,22 @@ struct reg_pool {
 	uint64_t protects;
 };
 
+/* What a process said of its rules and its sites (PMW_RULES): rules.c
+ * fills and shows them; freed with the entry. */
+struct rules_table {
+	struct pmw_row *rows;            /* n of them; strings NUL-terminated (as received) */
+	uint32_t n, total, unresolved;
+	uint64_t usec;                   /* CLOCK_MONOTONIC when received; 0: never */
+};
+
+struct proc_rules {
+	struct rules_table rules, sites;
+	uint64_t window_start;
+	unsigned int window_n;
+	uint64_t refused;                /* over rules.h's RULES_BURST */
+	uint64_t asked_usec;             /* a fresh site table asked for then; 0 never */
+};
+
 struct proc_entry {
 	struct proc_entry *prev, *next;
 	pid_t pid;
@@ -65,6 +81,7 @@ struct proc_entry {
 	 * without a hand-out; freed when the entry retires. */
 	char *handed_pools;
 	size_t handed_pools_len;
+	struct proc_rules *rules;        /* NULL until it says (rules.c) */
 };
 
 struct registry {

@@ -34,6 +34,7 @@
 #include "log.h"
 #include "proc.h"
 #include "protect.h"
+#include "rules.h"
 #include "violation.h"
 #include "wire.h"
 #include "wire_decode.h"
@@ -259,6 +260,7 @@ static struct proc_entry *sender_entry(struct client *c, const struct ucred *cre
 	if (c->entry->exe && proc_entry_set_exe(e, strdup(c->entry->exe), c->entry->exe_deleted) == 0)
 		e->exe_pid = e->exe ? c->pid : 0;
 	memcpy(e->comm, c->entry->comm, sizeof(e->comm));
+	(void)rules_inherit(e, c->entry);
 	(void)proc_read_stat(cred->pid, NULL, &e->starttime);
 	c->children[c->n_children++] = e;
 	return e;
@@ -357,12 +359,13 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 
 		if (idx < 0)
 			return log_error_errno(EINVAL, "policy_set_match() returned a foreign policy");
-		len = sizeof(*out) + cfg->text_sizes[idx];
+		/* The image compiled at load (config.c): copied as it is. */
+		len = sizeof(*out) + cfg->image_sizes[idx];
 		memset(out, 0, sizeof(*out));
 		pmw_header_init(&out->h, PMW_POLICY, (uint32_t)len);
 		out->generation = cfg->generation;
-		out->text_len = (uint32_t)cfg->text_sizes[idx];
-		memcpy(out->text, cfg->texts[idx], cfg->text_sizes[idx]);
+		out->image_len = (uint32_t)cfg->image_sizes[idx];
+		memcpy(out->image, cfg->images[idx], cfg->image_sizes[idx]);
 
 		e->has_policy = true;
 		str_copy(e->policy, sizeof(e->policy), p->name);
@@ -418,7 +421,34 @@ static int handle_status_req(struct client *c)
 
 	c->server->counters.status_requests++;
 	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
-	c->server->manager->render_status(c->server->manager, &text, c->uid);
+	c->server->manager->render_status(c->server->manager, &text, c->uid, 0);
+	return send_status_text(c, text.len, "status");
+}
+
+/* pmallocctl status PID: the detail view of one process (status.c). */
+static int handle_status_pid_req(struct client *c, const struct pmw_status_pid_req *m)
+{
+	struct pmw_status *out = (struct pmw_status *)tx_buf;
+	struct strbuf text;
+
+	if (m->pid <= 0 || (m->flags & ~PMW_STATUS_NO_ASK) != 0) {
+		client_drop(c, malformed, "STATUS_PID_REQ with bad fields, dropped", client_drop_args(c));
+		return -EINVAL;
+	}
+	c->server->counters.status_requests++;
+	/* A fresh site table, from a process that reads orders: the next
+	 * request shows it (rules.c bounds the asking). */
+	for (struct client *t = c->server->clients; t && !(m->flags & PMW_STATUS_NO_ASK); t = t->next)
+		if (t->state == CLIENT_SERVED && t->pid == m->pid && t->entry &&
+		    rules_ask(t->entry, c->uid, now_usec(c->server))) {
+			struct pmw_sites_req q = { .generation = t->entry->generation };
+
+			pmw_header_init(&q.h, PMW_SITES_REQ, sizeof(q));
+			(void)client_send(t, &q, sizeof(q));
+			break;
+		}
+	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
+	c->server->manager->render_status(c->server->manager, &text, c->uid, m->pid);
 	return send_status_text(c, text.len, "status");
 }
 
@@ -550,6 +580,27 @@ static int handle_report(struct client *c, struct pmw_report *m, const struct uc
 	return 0;
 }
 
+/* What a process says of its rules and sites (rules.c keeps it): checked
+ * like a report, its pools those handed out on this connection. */
+static int handle_rules(struct client *c, struct pmw_rules *m, const struct ucred *cred)
+{
+	struct proc_entry *e;
+	int r;
+
+	if (wire_check_rules(m) < 0) {
+		client_drop(c, malformed, "RULES with out-of-range fields, dropped", client_drop_args(c));
+		return -EINVAL;
+	}
+	e = sender_entry(c, cred);
+	if (!e)
+		return 0;                /* counted by budget.c */
+	r = rules_take(e, c->entry, m, now_usec(c->server));
+	if (r == -EPERM)
+		client_drop(c, forged, "RULES naming a policy or pool not handed to it, refused",
+			    client_drop_args(c));
+	return 0;                        /* -EBUSY: counted with the entry; -ENOMEM: not kept */
+}
+
 static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 {
 	struct pmw_header *h = (struct pmw_header *)rx_buf;
@@ -591,12 +642,16 @@ static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 			return handle_status_req(c);
 		if (h->type == PMW_PROTECT_REQ)
 			return handle_protect_req(c, (struct pmw_protect_req *)rx_buf);
+		if (h->type == PMW_STATUS_PID_REQ)
+			return handle_status_pid_req(c, (struct pmw_status_pid_req *)rx_buf);
 		break;
 	case CLIENT_SERVED:
 		if (h->type == PMW_PROTECTED)
 			return handle_protected(c, (struct pmw_protected *)rx_buf, cred);
 		if (h->type == PMW_REPORT)
 			return handle_report(c, (struct pmw_report *)rx_buf, cred);
+		if (h->type == PMW_RULES)
+			return handle_rules(c, (struct pmw_rules *)rx_buf, cred);
 		break;
 	}
 	client_drop(c, out_of_order, "type %u message out of order (%s), dropped", client_drop_args(c),

@@ -18,7 +18,9 @@
 
 #include "budget.h"
 #include "jwriter.h"
+#include "escape.h"
 #include "proc.h"
+#include "rules.h"
 #include "server.h"
 
 #define USEC_PER_SEC 1000000ULL
@@ -38,7 +40,7 @@ static void age(char *buf, size_t size, uint64_t usec)
 		snprintf(buf, size, "%" PRIu64 "d%02" PRIu64 "h", s / 86400, (s / 3600) % 24);
 }
 
-static void render_entry(struct strbuf *b, const struct proc_entry *e, uint64_t now)
+static void render_entry(struct strbuf *b, const struct proc_entry *e, uint64_t now, bool detail)
 {
 	char a[32];
 
@@ -69,7 +71,9 @@ static void render_entry(struct strbuf *b, const struct proc_entry *e, uint64_t 
 		strbuf_printf(b, ": %" PRIu64 " bytes protected in %" PRIu64 " objects, %" PRIu64
 			      " protects (last: %s)\n", p->protected_bytes, p->objects, p->protects,
 			      p->last_trigger[0] ? p->last_trigger : "?");
+		rules_render_pool(b, e, p->name, detail);
 	}
+	rules_render_unprotected(b, e, detail);
 	if (e->pools_untracked)
 		strbuf_printf(b, "    (%" PRIu64 " protects of pools past the first %d not tracked)\n",
 			      e->pools_untracked, REGISTRY_POOLS);
@@ -77,6 +81,8 @@ static void render_entry(struct strbuf *b, const struct proc_entry *e, uint64_t 
 		strbuf_printf(b, "    violations: %" PRIu64 " reported, %" PRIu64
 			      " not logged (rate limit); %" PRIu64 " protect entries not logged\n",
 			      e->violations, e->violations_dropped, e->protects_dropped);
+	if (detail)
+		rules_render_sites(b, e, now);
 }
 
 /* What jwriter.c could not write: journald stalled or absent. */
@@ -217,7 +223,62 @@ static bool visible(const struct proc_entry *e, uid_t viewer)
 	return viewer == 0 || e->uid == viewer;
 }
 
-void status_render(struct manager *m, struct strbuf *out, uid_t viewer)
+static void put_warning(void *ctx, int line, const char *msg)
+{
+	char shown[ESCAPED_SIZE(512)];
+
+	text_escape(shown, sizeof(shown), msg);
+	strbuf_printf(ctx, "  line %d: %s\n", line, shown);
+}
+
+/* What the policy file in force says that cannot be what its author meant
+ * (policy_lint(), as pmallocd's journal says at each load): an exe glob no
+ * real path fits, one naming a symbolic link, a shadowed policy.  Worked
+ * out once per generation: a status loop costs no file system look-ups. */
+static void render_warnings(struct manager *m, struct strbuf *out)
+{
+	static struct strbuf cache;
+	static uint64_t cache_generation;
+	static bool cached;
+
+	if (!cached || cache_generation != m->config->generation) {
+		strbuf_done(&cache);
+		strbuf_init_alloc(&cache, 4096);
+		if (policy_lint(m->config->set, put_warning, &cache) == 0)
+			strbuf_puts(&cache, "  (none)\n");
+		cached = true;
+		cache_generation = m->config->generation;
+	}
+	strbuf_puts(out, "\npolicy file warnings (of the generation in force; pmallocctl check says the same):\n");
+	strbuf_puts(out, strbuf_str(&cache));
+}
+
+/* pmallocctl status PID: the process's entry in detail (its rules, its
+ * sites); the live one, else the newest exited one of that pid. */
+static void render_one(struct manager *m, struct strbuf *out, uid_t viewer, pid_t pid, uint64_t now)
+{
+	const struct registry *r = &m->registry;
+	const struct proc_entry *found = NULL;
+	bool live = true;
+
+	for (const struct proc_entry *e = r->live; e && !found; e = e->next)
+		if (e->pid == pid && visible(e, viewer))
+			found = e;
+	for (const struct proc_entry *e = r->history; e && !found; e = e->next)
+		if (e->pid == pid && visible(e, viewer)) {
+			found = e;
+			live = false;
+		}
+	if (!found) {
+		strbuf_printf(out, "no such process: PID %d was not served by this pmallocd%s\n", (int)pid,
+			      viewer != 0 ? " (or is not yours)" : "");
+		return;
+	}
+	strbuf_printf(out, "%s processes (PID %d):\n", live ? "served" : "exited", (int)pid);
+	render_entry(out, found, now, true);
+}
+
+void status_render(struct manager *m, struct strbuf *out, uid_t viewer, pid_t pid)
 {
 	static const char cut[] = "... (status truncated)\n";
 	const struct server_counters *k = server_get_counters(m->server);
@@ -259,6 +320,12 @@ void status_render(struct manager *m, struct strbuf *out, uid_t viewer)
 		      k->accept_errors);
 	render_budgets(out, server_get_budgets(m->server));
 	render_journal(out);
+	render_warnings(m, out);
+	if (pid > 0) {
+		strbuf_puts(out, "\n");
+		render_one(m, out, viewer, pid, now);
+		goto done;
+	}
 
 	strbuf_puts(out, "\nrunning but never checked in (a policy matches; LD_PRELOAD missing or failed):\n");
 	if (viewer != 0)
@@ -272,7 +339,7 @@ void status_render(struct manager *m, struct strbuf *out, uid_t viewer)
 		strbuf_puts(out, "  (none)\n");
 	for (const struct proc_entry *e = r->live; e && !out->full; e = e->next)
 		if (visible(e, viewer))
-			render_entry(out, e, now);
+			render_entry(out, e, now, false);
 
 	strbuf_printf(out, "\nexited processes (last %d kept, %zu shown", REGISTRY_HISTORY, r->n_history);
 	if (r->n_evicted)
@@ -282,8 +349,9 @@ void status_render(struct manager *m, struct strbuf *out, uid_t viewer)
 		strbuf_puts(out, "  (none)\n");
 	for (const struct proc_entry *e = r->history; e && !out->full; e = e->next)
 		if (visible(e, viewer))
-			render_entry(out, e, now);
+			render_entry(out, e, now, false);
 
+done:
 	if (reserved)
 		out->cap += sizeof(cut);
 	if (out->full && reserved) {

@@ -14,6 +14,6 @@
  * end when out's cap cut it.  Root sees every process; anyone else sees
  * the counters and only processes of their own uid: exe paths and uids of
  * other users' processes are not theirs to read in /proc either. */
-void status_render(struct manager *m, struct strbuf *out, uid_t viewer);
+void status_render(struct manager *m, struct strbuf *out, uid_t viewer, pid_t pid);
 
 #endif

@@ -9,6 +9,7 @@
 #include "wire_decode.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 /* Sizes each client-sent type must have exactly; 0 for the others. */
@@ -25,6 +26,10 @@ static size_t expected_size(uint16_t type)
 		return sizeof(struct pmw_status_req);
 	case PMW_PROTECT_REQ:
 		return sizeof(struct pmw_protect_req);
+	case PMW_RULES:
+		return sizeof(struct pmw_rules);
+	case PMW_STATUS_PID_REQ:
+		return sizeof(struct pmw_status_pid_req);
 	default:
 		return 0;
 	}
@@ -94,4 +99,36 @@ int wire_check_report(struct pmw_report *m)
 	FORCE_NUL(m->fault_symbol);
 	FORCE_NUL(m->exe);
 	return 0;
+}
+
+/* A row's kind and state must fit the table it is in. */
+static bool row_fits(uint32_t what, const struct pmw_row *r)
+{
+	if (what == PMW_RULES_SITES)
+		return r->kind == PMW_ROW_CALL_SITE && r->state == PMW_ROW_COUNTED;
+	if (r->kind != PMW_ROW_SITE && r->kind != PMW_ROW_WRAPPER && r->kind != PMW_ROW_ON_CALL)
+		return false;
+	return r->state == PMW_ROW_RESOLVED || r->state == PMW_ROW_NO_FUNCTION ||
+	       r->state == PMW_ROW_NO_OFFSET;
+}
+
+int wire_check_rules(struct pmw_rules *m)
+{
+	uint32_t unresolved = 0;
+
+	if (m->what != PMW_RULES_RULES && m->what != PMW_RULES_SITES)
+		return -EINVAL;
+	if (m->n_rows > PMW_ROWS || m->n_rows > m->total || m->unresolved > m->total)
+		return -EINVAL;
+	FORCE_NUL(m->policy);
+	for (uint32_t i = 0; i < m->n_rows; i++) {
+		if (!row_fits(m->what, &m->rows[i]))
+			return -EINVAL;
+		unresolved += m->rows[i].state != PMW_ROW_RESOLVED && m->rows[i].state != PMW_ROW_COUNTED;
+		FORCE_NUL(m->rows[i].pool);
+		FORCE_NUL(m->rows[i].text);
+		if (!m->rows[i].pool[0] || !m->rows[i].text[0])
+			return -EINVAL;
+	}
+	return unresolved > m->unresolved ? -EINVAL : 0;
 }

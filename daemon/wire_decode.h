@@ -26,4 +26,11 @@ enum wire_verdict wire_check_client(const void *buf, size_t n, char *why, size_t
  * mode or index. */
 int wire_check_report(struct pmw_report *m);
 
+/* The same for a PMW_RULES: 0 with every string of rows[0, n_rows) and the
+ * policy NUL-terminated in place, or -EINVAL for a count past its bounds
+ * (n_rows <= PMW_ROWS and total, unresolved <= total and at least the
+ * unresolved rows), an unknown table, a row kind or state that does not
+ * fit its table, or an empty pool or text. */
+int wire_check_rules(struct pmw_rules *m);
+
 #endif

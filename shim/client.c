@@ -1,6 +1,7 @@
 /*
  * client.c - the shim's side of pmallocd: the start-up handshake that
- * fetches this process's policy, and the reports sent afterwards (pool
+ * fetches this process's policy (its image, validated by client_decode.c;
+ * never text to parse), and the reports sent afterwards (pool
  * protected; write fault, from the signal handler).  With no daemon,
  * reports go to the journal directly (journal.c).
  *
@@ -22,6 +23,7 @@
 #include "client_decode.h"
 #include "journal.h"
 #include "fmt.h"
+#include "rules_msg.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -62,6 +64,11 @@ static bool send_to_daemon(const void *msg, size_t len)
 	if (!client_fd_valid())
 		return false;
 	return send(client_fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len;
+}
+
+bool client_send_msg(const void *msg, size_t len)
+{
+	return send_to_daemon(msg, len);
 }
 
 static void keep_connection(int fd)
@@ -113,9 +120,10 @@ void client_abandon(void)
 	pending_fd = -1;
 }
 
-/* The daemon's answer in buf[0, n): 1 and the text, 0 for no policy,
- * -errno for anything else. */
-static int read_answer(const char *buf, ssize_t n, char **ret_text, uint64_t *ret_generation)
+/* The daemon's answer in buf[0, n): 1 and a copy of the policy image
+ * (validated), 0 for no policy, -errno for anything else. */
+static int read_answer(const char *buf, ssize_t n, void **ret_image, size_t *ret_len,
+		       uint64_t *ret_generation)
 {
 	struct client_answer a;
 	int r = client_decode_answer(buf, (size_t)n, &a);
@@ -123,19 +131,20 @@ static int read_answer(const char *buf, ssize_t n, char **ret_text, uint64_t *re
 		debug_printf("pmallocd refused this process: %s", a.reason);
 	if (r <= 0)
 		return r;
-	char *text = malloc(a.text_len);
-	if (!text)
+	void *image = malloc(a.image_len);
+	if (!image)
 		return -ENOMEM;
-	memcpy(text, a.text, a.text_len);
-	*ret_text = text;
+	memcpy(image, a.image, a.image_len);
+	*ret_image = image;
+	*ret_len = a.image_len;
 	*ret_generation = a.generation;
 	return 1;
 }
 
 /* Wait up to timeout_ms for the answer to client_start(): 1 and the policy
- * text, 0 when the daemon has none, -ETIMEDOUT (still pending: wait again
+ * image (malloc'ed, validated), 0 when the daemon has none, -ETIMEDOUT (still pending: wait again
  * or abandon), other -errno when the exchange failed (abandoned). */
-int client_wait(unsigned int timeout_ms, char **ret_text, uint64_t *ret_generation)
+int client_wait(unsigned int timeout_ms, void **ret_image, size_t *ret_len, uint64_t *ret_generation)
 {
 	if (pending_fd < 0)
 		return -ENOTCONN;
@@ -158,7 +167,11 @@ int client_wait(unsigned int timeout_ms, char **ret_text, uint64_t *ret_generati
 		uint64_t left_ms = deadline - now;
 		(void)os_wait_fd(pending_fd, POLLIN, left_ms > INT_MAX ? INT_MAX : (int)left_ms, &revents);
 	}
-	r = n < 0 ? -errno : read_answer(buf, n, ret_text, ret_generation);
+	r = n < 0 ? -errno : read_answer(buf, n, ret_image, ret_len, ret_generation);
+	/* No stale copy of the policy is left in writable memory: the one the
+	 * shim reads is the read-only copy init.c makes. */
+	if (n > 0)
+		explicit_bzero(buf, (size_t)n < PMW_MAX_MSG + 1 ? (size_t)n : PMW_MAX_MSG + 1);
 	free(buf);
 	if (r < 0) {
 		client_abandon();
@@ -185,8 +198,8 @@ void client_notify_protected(size_t i, const char *trigger, size_t new_bytes)
 	struct pmw_protected m;
 	memset(&m, 0, sizeof(m));
 	pmw_header_init(&m.h, PMW_PROTECTED, sizeof(m));
-	copy_name(m.policy, sizeof(m.policy), st->policy->name);
-	copy_name(m.pool, sizeof(m.pool), p->name);
+	copy_name(m.policy, sizeof(m.policy), pimg_policy_name(st->image));
+	copy_name(m.pool, sizeof(m.pool), pimg_pool_name(st->image, i));
 	copy_name(m.trigger, sizeof(m.trigger), trigger);
 	m.generation = st->generation;
 	m.new_bytes = new_bytes;
@@ -196,6 +209,8 @@ void client_notify_protected(size_t i, const char *trigger, size_t new_bytes)
 	m.objects = t.objects;
 	if (!send_to_daemon(&m, sizeof(m)))
 		journal_protected(&m);
+	else
+		rules_msg_send(RULES_MSG_SITES);     /* what this protect covered, per site */
 }
 
 /* Orders name the process that connected: a forked child shares the
@@ -220,17 +235,25 @@ int client_wait_orders(int timeout_ms)
 
 void client_read_orders(void (*fn)(const char *pool))
 {
-	struct pmw_protect m;
+	union {
+		struct pmw_protect order;
+		struct pmw_sites_req sites;
+	} u;
+	struct pmw_protect *m = &u.order;
 	if (!orders_ours())
 		return;
 	for (int i = 0; i < 16; i++) {          /* bounded: never a loop a daemon can hold */
-		ssize_t n = recv(client_fd, &m, sizeof(m), MSG_DONTWAIT | MSG_TRUNC);
+		ssize_t n = recv(client_fd, &u, sizeof(u), MSG_DONTWAIT | MSG_TRUNC);
 		if (n < 0)
 			return;                       /* EAGAIN: nothing (more) */
 		if (n == 0) {
 			return;                       /* the daemon went away */
 		}
-		const char *pool = client_decode_order(&m, (size_t)n);
+		if (client_decode_sites_req(&u, (size_t)n)) {
+			rules_msg_answer();           /* pmallocctl status PID */
+			continue;
+		}
+		const char *pool = client_decode_order(m, (size_t)n);
 		if (pool)
 			fn(pool);                     /* anything else is not an order: ignored */
 	}

@@ -1,11 +1,13 @@
 /*
  * client_decode.c - the checks on what pmallocd sends the shim: the
- * handshake answer and the protect orders (client.c receives them).
+ * handshake answer (its policy image checked by policy_image_validate) and
+ * the protect orders (client.c receives them).
  *
  * Pure: no system call, no allocation, no output, no global state; so it is
  * safe anywhere in the shim, and the fuzzer in tests/fuzz/ runs it as is.
  */
 #include "client_decode.h"
+#include "policy_image.h"
 
 #include <errno.h>
 #include <string.h>
@@ -29,14 +31,23 @@ int client_decode_answer(const void *buf, size_t n, struct client_answer *ret)
 	}
 	if (h->type == PMW_NO_POLICY && n == sizeof(struct pmw_answer))
 		return 0;
-	if (h->type != PMW_POLICY || n < sizeof(*p) || p->text_len == 0 ||
-	    sizeof(*p) + p->text_len != n || p->text[p->text_len - 1] != '\0')
+	if (h->type != PMW_POLICY || n < sizeof(*p) || p->reserved != 0 ||
+	    sizeof(*p) + (size_t)p->image_len != n ||
+	    policy_image_validate(p->image, p->image_len) < 0)
 		return -EPROTO;
 	memset(ret, 0, sizeof(*ret));
 	ret->generation = p->generation;
-	ret->text = p->text;
-	ret->text_len = p->text_len;
+	ret->image = p->image;
+	ret->image_len = p->image_len;
 	return 1;
+}
+
+bool client_decode_sites_req(const void *buf, size_t n)
+{
+	const struct pmw_header *h = buf;
+
+	return n == sizeof(struct pmw_sites_req) && h->magic == PMW_MAGIC && h->version == PMW_VERSION &&
+	       h->type == PMW_SITES_REQ && h->length == n;
 }
 
 const char *client_decode_order(struct pmw_protect *m, size_t n)

@@ -1,7 +1,8 @@
 /*
  * init.c - start-up of the interposition: which policy applies to this
- * process (from pmallocd, else the policy file), its pools, its symbols and
- * its triggers; then the state is made read-only and armed.
+ * process (its image from pmallocd, else the policy file compiled here by
+ * the same code), its pools, its symbols and its triggers; then the state,
+ * with its copy of the image, is made read-only and armed.
  *
  * Runs once, as a constructor of the preloaded library, before the
  * program's own constructors and main.  Fails open: any problem leaves the
@@ -20,6 +21,7 @@
 #include "heap.h"
 #include "learn.h"
 #include "os.h"
+#include "rules_msg.h"
 #include "pmalloc.h"
 
 #include <errno.h>
@@ -33,6 +35,13 @@
 #define DEFAULT_CONF POLICY_DEFAULT_FILE
 #define DEFAULT_SOCKET POLICY_DEFAULT_SOCKET
 #define HANDSHAKE_TIMEOUT_MS 100
+
+/* A policy image as received or compiled, before it is armed. */
+struct policy_image_buf {
+	void *image;                     /* malloc'ed */
+	size_t len;
+	uint64_t generation;             /* the daemon's; 0 from the file */
+};
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -57,46 +66,33 @@ static void read_identity(char *exe, size_t exe_len, char *comm, size_t comm_len
 	}
 }
 
-/* pmallocd's answer (r from client_wait) as the policy set: 1, or 0 for
- * none. */
-static int take_daemon_answer(int r, char *text, uint64_t gen, struct policy_set **ret,
-			      uint64_t *ret_generation, bool *ret_from_daemon)
-{
-	char err[POLICY_ERR_MAX];
-	if (r == 0) {
-		debug_printf("pmallocd has no policy for this process");
-		return 0;
-	}
-	r = policy_set_load_string(text, "pmallocd", ret, err, sizeof(err));
-	free(text);
-	if (r < 0) {
-		say("policy from pmallocd refused: %s (running unprotected)", err);
-		return 0;
-	}
-	*ret_generation = gen;
-	*ret_from_daemon = true;
-	return 1;
-}
-
-/* The policy set for this process: 1 with *ret, 0 for none, never fails.
+/* The policy image for this process: 1 with *ret (malloc'ed, validated),
+ * 0 for none, never fails.
  *
- * pmallocd is asked first.  A healthy daemon answers within a millisecond;
- * after HANDSHAKE_TIMEOUT_MS the policy file is read (the fallback needs it
- * anyway), and when it sets a longer daemon.handshake_timeout_ms the wait
- * for the daemon goes on until then.  So the setting costs nothing when the
- * daemon is well, and no process reads the file only to learn a timeout. */
-static int load_policy(struct policy_set **ret, uint64_t *ret_generation, bool *ret_from_daemon)
+ * pmallocd is asked first: it matched this process by what the kernel
+ * says and hands out the image it compiled when it loaded the file, so no
+ * policy text is parsed here.  A healthy daemon answers within a
+ * millisecond; after HANDSHAKE_TIMEOUT_MS the policy file is read (the
+ * fallback needs it anyway), and when it sets a longer
+ * daemon.handshake_timeout_ms the wait for the daemon goes on until then.
+ * So the setting costs nothing when the daemon is well, and no process
+ * reads the file only to learn a timeout.  Without a daemon, the file's
+ * policy for this process is compiled by the code pmallocd uses, and the
+ * parsed file freed. */
+static int load_policy(const char *exe, const char *comm, struct policy_image_buf *ret)
 {
 	const char *sock = secure_getenv("PMALLOC_SOCKET");
 	if (!sock || !*sock)
 		sock = DEFAULT_SOCKET;
-	char *text = NULL, err[POLICY_ERR_MAX];
-	uint64_t gen = 0;
+	char err[POLICY_ERR_MAX];
 	int r = client_start(sock);
 	if (r == 0)
-		r = client_wait(HANDSHAKE_TIMEOUT_MS, &text, &gen);
-	if (r >= 0)
-		return take_daemon_answer(r, text, gen, ret, ret_generation, ret_from_daemon);
+		r = client_wait(HANDSHAKE_TIMEOUT_MS, &ret->image, &ret->len, &ret->generation);
+	if (r >= 0) {
+		if (r == 0)
+			debug_printf("pmallocd has no policy for this process");
+		return r;
+	}
 	debug_printf("no answer from pmallocd at %s: %s; reading the policy file", sock, strerror(-r));
 
 	const char *conf = secure_getenv("PMALLOC_CONF");
@@ -105,10 +101,13 @@ static int load_policy(struct policy_set **ret, uint64_t *ret_generation, bool *
 	struct policy_set *file = NULL;
 	int f = policy_set_load_file(conf, &file, err, sizeof(err));
 	if (r == -ETIMEDOUT && f == 0 && file->daemon.handshake_timeout_ms > HANDSHAKE_TIMEOUT_MS) {
-		r = client_wait(file->daemon.handshake_timeout_ms - HANDSHAKE_TIMEOUT_MS, &text, &gen);
+		r = client_wait(file->daemon.handshake_timeout_ms - HANDSHAKE_TIMEOUT_MS, &ret->image,
+				&ret->len, &ret->generation);
 		if (r >= 0) {
 			policy_set_free(file);
-			return take_daemon_answer(r, text, gen, ret, ret_generation, ret_from_daemon);
+			if (r == 0)
+				debug_printf("pmallocd has no policy for this process");
+			return r;
 		}
 		debug_printf("still no answer from pmallocd after %u ms", file->daemon.handshake_timeout_ms);
 	}
@@ -121,45 +120,69 @@ static int load_policy(struct policy_set **ret, uint64_t *ret_generation, bool *
 		say("%s (running unprotected)", err);
 		return 0;
 	}
-	*ret = file;
-	return 1;
+	const struct policy *pol = policy_set_match(file, exe, comm, getuid());
+	if (!pol) {
+		debug_printf("no policy matches %s (comm %s, uid %u)", exe, comm, (unsigned)getuid());
+		policy_set_free(file);
+		return 0;
+	}
+	r = policy_image_compile(file, pol, &ret->image, &ret->len);
+	if (r < 0)
+		say("policy \"%s\" of %s cannot be compiled: %s (running unprotected)", pol->name, conf,
+		    strerror(-r));
+	policy_set_free(file);
+	ret->generation = 0;
+	return r < 0 ? 0 : 1;
 }
 
-static int arm(const struct policy_set *set, const struct policy *pol, uint64_t generation)
+/* The state and the image, in one mapping of their own: the image is
+ * copied there and validated again in place (what is armed is what was
+ * checked), then the whole is made read-only, and sealed under
+ * protection = "seal" where mseal(2) exists. */
+static int arm(const struct policy_image_buf *in, const char *exe)
 {
 	void *mem;
-	size_t len = ALIGN_UP(sizeof(struct shim_state), os_page_size);
+	size_t state_len = ALIGN_UP(sizeof(struct shim_state), 64);
+	size_t len = ALIGN_UP(state_len + in->len, os_page_size);
 	int r = os_map(len, &mem);
 	if (r < 0)
 		return r;
 	struct shim_state *st = mem;
-	st->set = set;
-	st->policy = pol;
-	st->generation = generation;
-	st->match_all = -1;
+	memcpy((char *)mem + state_len, in->image, in->len);
+	if (policy_image_validate((char *)mem + state_len, in->len) < 0) {
+		os_unmap(mem, len);
+		return -EPROTO;
+	}
+	const struct pimg_header *img = (const void *)((char *)mem + state_len);
+	st->image = img;
+	st->generation = in->generation;
 	st->start_ns = os_monotonic_ns(false);
-	if (pol->n_pools > SHIM_POOLS_MAX) {
-		say("policy \"%s\" has %zu pools, more than the %d supported; running unprotected",
-		    pol->name, pol->n_pools, SHIM_POOLS_MAX);
+	const char *policy_name = pimg_policy_name(img);
+	debug_printf("policy \"%s\" (%s, %s) applies to %s%s", policy_name, policy_mode_name(img->mode),
+		     img->protection == POLICY_PROT_SEAL ? "seal" : "mprotect", exe,
+		     in->generation ? ", from pmallocd" : "");
+	if (img->n_pools > SHIM_POOLS_MAX) {
+		say("policy \"%s\" has %u pools, more than the %d supported; running unprotected",
+		    policy_name, img->n_pools, SHIM_POOLS_MAX);
+		os_unmap(mem, len);
 		return -E2BIG;
 	}
-	for (size_t i = 0; i < pol->n_pools; i++) {
-		const struct policy_pool *pp = &pol->pools[i];
+	for (size_t i = 0; i < img->n_pools; i++) {
+		const struct pimg_pool *pp = pimg_pool(img, i);
 		struct shim_pool *sp = &st->pools[i];
 		/* Learning unprotects what is written: never sealed. */
-		unsigned flags = pol->protection == POLICY_PROT_SEAL && pol->mode != POLICY_MODE_LEARN
+		unsigned flags = img->protection == POLICY_PROT_SEAL && img->mode != POLICY_MODE_LEARN
 					 ? PMALLOC_POOL_SEAL : 0;
-		sp->pool = pool_create(pp->name, flags);
+		sp->pool = pool_create(pimg_str(img, pp->name), flags);
 		if (!sp->pool)
 			return -ENOMEM;
 		fault_install();                 /* before any pool can be protected */
-		snprintf(sp->pool->policy, sizeof(sp->pool->policy), "%s", pol->name);
+		snprintf(sp->pool->policy, sizeof(sp->pool->policy), "%s", policy_name);
 		sp->pool->max_bytes = pp->max_bytes;
 		sp->pool->index = (int)i;
-		atomic_store(&sp->pool->mode, pol->mode == POLICY_MODE_AUDIT ? POOL_AUDIT : POOL_ENFORCE);
-		sp->spec = pp;
+		atomic_store(&sp->pool->mode, img->mode == POLICY_MODE_AUDIT ? POOL_AUDIT : POOL_ENFORCE);
 		for (size_t t = 0; t < pp->n_triggers; t++) {
-			const struct policy_trigger *tr = &pp->triggers[t];
+			const struct pimg_trigger *tr = pimg_pool_trigger(img, pp, t);
 			if (tr->kind == POLICY_TRIGGER_ON_CALL) {
 				sp->call_mask |= 1u << tr->call;
 			} else if (tr->kind == POLICY_TRIGGER_AFTER) {
@@ -174,22 +197,22 @@ static int arm(const struct policy_set *set, const struct policy *pol, uint64_t 
 			snprintf(sp->after_text, sizeof(sp->after_text), "after:%llums",
 				 (unsigned long long)(sp->after_ns / 1000000u));
 		st->call_mask |= sp->call_mask;
-		if (pol->mode == POLICY_MODE_LEARN)
+		if (img->mode == POLICY_MODE_LEARN)
 			st->has_manual = true;   /* read pmallocd's orders: pmallocctl learn-flush */
-		for (size_t s = 0; s < pp->n_sites; s++)
-			if (!pp->sites[s].object && strcmp(pp->sites[s].function, "*") == 0 && st->match_all < 0)
-				st->match_all = (int)i;
-		debug_printf("pool \"%s\": %zu sites, %zu wrappers, %zu triggers, max_bytes %llu", pp->name,
-			     pp->n_sites, pp->n_wrappers, pp->n_triggers, (unsigned long long)pp->max_bytes);
+		debug_printf("pool \"%s\": %u sites, %u wrappers, %u triggers, max_bytes %llu",
+			     pimg_str(img, pp->name), pp->n_sites, pp->n_wrappers, pp->n_triggers,
+			     (unsigned long long)pp->max_bytes);
 	}
-	st->n_pools = pol->n_pools;
-	if (pol->mode == POLICY_MODE_AUDIT)
+	st->n_pools = img->n_pools;
+	if (img->mode == POLICY_MODE_AUDIT)
 		fault_enable_audit();
 	r = resolve_init(st);
 	if (r < 0)
 		return r;
 	os_protect_ro(mem, len);
-	if (pol->mode == POLICY_MODE_LEARN)
+	if (img->protection == POLICY_PROT_SEAL && os_have_mseal)
+		(void)os_seal(mem, len);
+	if (img->mode == POLICY_MODE_LEARN)
 		learn_init(st);
 	site_arm();
 	shim = st;
@@ -213,26 +236,16 @@ void shim_init(void)
 	read_identity(exe, sizeof(exe), comm, sizeof(comm));
 	client_init(exe, comm);
 
-	struct policy_set *set = NULL;
-	uint64_t generation = 0;
-	bool from_daemon = false;
-	if (load_policy(&set, &generation, &from_daemon) > 0) {
-		/* pmallocd already matched this process by what the kernel says. */
-		const struct policy *pol = from_daemon ? (set->n_policies ? &set->policies[0] : NULL)
-						       : policy_set_match(set, exe, comm, getuid());
-		if (!pol) {
-			debug_printf("no policy matches %s (comm %s, uid %u)", exe, comm, (unsigned)getuid());
-			policy_set_free(set);
-		} else {
-			debug_printf("policy \"%s\" (%s, %s) applies to %s%s", pol->name,
-				     policy_mode_name(pol->mode),
-				     pol->protection == POLICY_PROT_SEAL ? "seal" : "mprotect", exe,
-				     from_daemon ? ", from pmallocd" : "");
-			int r = arm(set, pol, generation);
-			if (r < 0)
-				debug_printf("cannot arm policy \"%s\": %s; running unprotected", pol->name,
-					     strerror(-r));
-		}
+	struct policy_image_buf in = { 0 };
+	if (load_policy(exe, comm, &in) > 0) {
+		int r = arm(&in, exe);
+		if (r < 0)
+			debug_printf("cannot arm the policy for %s: %s; running unprotected", exe, strerror(-r));
+		else
+			rules_msg_send(RULES_MSG_RULES);   /* after the handshake: for status */
+		/* The armed copy is the state's, read-only: none stays writable. */
+		explicit_bzero(in.image, in.len);
+		free(in.image);
 	}
 	shim_busy_leave(busy);
 	errno = saved;

@@ -129,9 +129,9 @@ static void limits(unsigned int *burst, unsigned int *interval_s)
 	const struct shim_state *st = shim;
 	*burst = 20;
 	*interval_s = 10;
-	if (st && st->set) {
-		*burst = st->set->daemon.report_burst;
-		*interval_s = st->set->daemon.report_interval_s;
+	if (st) {
+		*burst = st->image->report_burst;
+		*interval_s = st->image->report_interval_s;
 	}
 }
 

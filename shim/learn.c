@@ -24,6 +24,7 @@
 #include "fault.h"
 #include "journal.h"
 #include "os.h"
+#include "pool_sites.h"
 #include "shim.h"
 #include "site.h"
 #include "symtab.h"
@@ -194,49 +195,13 @@ static int name_sites(void *arg, const char *name, uintptr_t start, size_t size)
 	return 0;
 }
 
-/* Per-site counts of pool i: objects below each span's protected mark. */
-static void count_pool(size_t i, struct lsite *acc)
-{
-	struct pmalloc_pool *p = learn_st->pools[i].pool;
-	pthread_mutex_lock(&p->lock);
-	for (struct span *s = p->first; s; s = s->next) {
-		size_t prot = atomic_load_explicit(&s->prot, memory_order_acquire);
-		if (atomic_load_explicit(&s->single, memory_order_acquire)) {
-			uint16_t id = s->single_site;
-			if (id != SITE_NONE && id <= SITE_SLOTS && s->single_off < prot) {
-				acc[id - 1].objects++;
-				acc[id - 1].bytes += s->single_size;
-				acc[id - 1].pool = (int)i;
-			}
-			continue;
-		}
-		if (!s->recs)
-			continue;
-		uint32_t g0 = (uint32_t)(s->base >> ARENA_GRANULE_SHIFT);
-		for (size_t k = 0; k < s->bytes >> ARENA_GRANULE_SHIFT; k++) {
-			uint64_t r = __atomic_load_n(&s->recs[k], __ATOMIC_ACQUIRE);
-			if (!r)
-				break;
-			size_t off = (size_t)(uint32_t)((uint32_t)(r >> REC_START_SHIFT) - g0) << ARENA_GRANULE_SHIFT;
-			if (off >= prot)
-				break;           /* records are in address order */
-			uint16_t id = (uint16_t)r;
-			if (id == SITE_NONE || id > SITE_SLOTS)
-				continue;
-			acc[id - 1].objects++;
-			acc[id - 1].bytes += ((r >> REC_SIZE_SHIFT) & REC_MAX_GRANULES) << ARENA_GRANULE_SHIFT;
-			acc[id - 1].pool = (int)i;
-		}
-	}
-	pthread_mutex_unlock(&p->lock);
-}
-
-static void triggers_text(const struct policy_pool *pp, char *buf, size_t len)
+static void triggers_text(const struct pimg_header *img, const struct pimg_pool *pp, char *buf,
+			  size_t len)
 {
 	size_t n = 0;
 	buf[0] = '\0';
 	for (size_t t = 0; t < pp->n_triggers && n < len; t++) {
-		const struct policy_trigger *tr = &pp->triggers[t];
+		const struct pimg_trigger *tr = pimg_pool_trigger(img, pp, t);
 		const char *sep = t ? "," : "";
 		int w;
 		if (tr->kind == POLICY_TRIGGER_ON_CALL)
@@ -256,22 +221,30 @@ static void flush_locked(const char *reason)
 {
 	const struct shim_state *st = learn_st;
 	struct lsite *acc = calloc(SITE_SLOTS, sizeof(*acc));
+	struct pool_site_count *counts = calloc(SITE_SLOTS, sizeof(*counts));
 	struct flush_ctx c;
 	memset(&c, 0, sizeof(c));
-	if (!acc)
+	if (!acc || !counts) {
+		free(acc);
+		free(counts);
 		return;
+	}
+	/* Per site: objects below each span's protected mark. */
 	for (size_t i = 0; i < st->n_pools; i++)
-		count_pool(i, acc);
+		pool_sites_count(st->pools[i].pool, (int)i, true, counts, NULL, NULL);
 	for (size_t k = 0; k < SITE_SLOTS; k++)
-		if (acc[k].objects) {
+		if (counts[k].objects) {
 			struct lsite *l = &acc[c.n++];
-			*l = acc[k];
+			l->objects = counts[k].objects;
+			l->bytes = counts[k].bytes;
+			l->pool = counts[k].pool;
 			l->id = (uint16_t)(k + 1);
 			l->ra = site_address(l->id);
 			l->written = atomic_load_explicit(&written[k], memory_order_relaxed);
 			l->object = NULL;
 			l->func[0] = l->build_id[0] = '\0';
 		}
+	free(counts);
 	c.s = acc;
 	ssize_t n = readlink("/proc/self/exe", c.exe, sizeof(c.exe) - 1);
 	c.exe[n > 0 ? n : 0] = '\0';
@@ -298,7 +271,6 @@ static void flush_locked(const char *reason)
 	}
 	for (size_t k = 0; k < c.n; k++) {
 		struct lsite *l = &c.s[k];
-		const struct shim_pool *sp = &st->pools[l->pool];
 		char site[192], trig[256];
 		const char *obj = l->object ? l->object : "?";
 		const char *base = strrchr(obj, '/');
@@ -307,9 +279,10 @@ static void flush_locked(const char *reason)
 			snprintf(site, sizeof(site), "%s", l->func);
 		else
 			snprintf(site, sizeof(site), "%s+0x%llx", base, (unsigned long long)(l->ra - l->bias));
-		triggers_text(sp->spec, trig, sizeof(trig));
+		const struct pimg_pool *pp = pimg_pool(st->image, (size_t)l->pool);
+		triggers_text(st->image, pp, trig, sizeof(trig));
 		struct journal_learned j = {
-			.policy = st->policy->name, .pool = sp->spec->name, .site = site, .object = obj,
+			.policy = pimg_policy_name(st->image), .pool = pimg_str(st->image, pp->name), .site = site, .object = obj,
 			.build_id = l->build_id, .triggers = trig, .exe = c.exe, .reason = reason,
 			.offset = l->object ? l->ra - l->bias : l->ra, .objects = l->objects, .bytes = l->bytes,
 			.written = l->written, .named = l->func[0] != '\0',

@@ -1,7 +1,9 @@
 /*
- * policy.c - the policy file: read, validate, match, print (policy.h).
+ * policy.c - the policy file: read, validate, match (policy.h).
  *
- * Owns the policy model and every check a hostile policy file needs.
+ * Owns the policy model and every check a hostile policy file needs; the
+ * one parse on a policy's way to a process (pmallocd's, or the shim's when
+ * no daemon answers), whose model policy_image.c then compiles.
  * libconfig alone is not enough: it accepts unknown keys, wraps integer
  * literals silently (in 1.5, "4294967296" reads as 0, so a uid would become
  * root and a max_bytes cap would vanish), follows @include, accepts an

@@ -1,10 +1,12 @@
 /*
  * policy.h - the policy model, shared by the shim and pmallocd.
  *
- * One parser (libconfig) and one matcher serve both sides: the shim reads a
- * file (PMALLOC_CONF) or the text pmallocd hands it; pmallocd reads
- * /etc/pmalloc.conf and picks the policy for a client with the same
- * policy_set_match().  Every check a hostile file needs lives here: unknown
+ * One parser (libconfig) and one matcher serve both sides: pmallocd reads
+ * /etc/pmalloc.conf, picks the policy for a client with policy_set_match()
+ * and hands out its compiled image (policy_image.h); the shim parses a file
+ * (PMALLOC_CONF) only when no daemon answers, matches the same way and
+ * compiles the policy with the same code.  The model lives only until it is
+ * compiled: nothing reads it at run time.  Every check a hostile file needs lives here: unknown
  * keys, wrong types, bad globs, duplicate names, bad durations and sizes.
  *
  * This code allocates with malloc and calls libconfig: in the shim it only
@@ -122,11 +124,6 @@ void policy_set_free(struct policy_set *set);
  * no criterion matches nothing); NULL when none does. */
 const struct policy *policy_set_match(const struct policy_set *set, const char *exe,
 				      const char *comm, uid_t uid);
-
-/* libconfig text of a complete file holding set's daemon settings and the
- * single policy p, which policy_set_load_string() reads back to an equal
- * model.  0 and *ret (malloc'ed, NUL-terminated) or -ENOMEM. */
-int policy_to_text(const struct policy_set *set, const struct policy *p, char **ret);
 
 /* Advice on a valid set (policy_lint.c; not in the shim): fn(ctx, line,
  * message) for each exe glob that no real path fits, policy never used

@@ -98,14 +98,38 @@ static const char *module_of(uintptr_t a, const struct link_map **ret_lm, struct
 	return name;
 }
 
+/* "module+0xoffset" of address a (the module's base name, raw or escaped),
+ * "0x..." where no object holds it. */
+static void location(struct fmt *f, uintptr_t a, bool escaped)
+{
+	struct dl_find_object dlfo;
+	const struct link_map *lm;
+	const char *name = module_of(a, &lm, &dlfo), *slash = name ? strrchr(name, '/') : NULL;
+	if (!name) {
+		fmt_hex(f, a);
+		return;
+	}
+	if (escaped)
+		fmt_escaped(f, slash ? slash + 1 : name);
+	else
+		fmt_str(f, slash ? slash + 1 : name);
+	fmt_str(f, "+");
+	fmt_hex(f, a - lm->l_addr);
+}
+
+void report_fmt_location(struct fmt *f, uintptr_t a)
+{
+	location(f, a, true);
+}
+
 static void limits(unsigned int *burst, unsigned int *interval_s)
 {
 	const struct shim_state *st = shim;
 	*burst = DEFAULT_BURST;
 	*interval_s = DEFAULT_INTERVAL_S;
-	if (st && st->set) {
-		*burst = st->set->daemon.report_burst;
-		*interval_s = st->set->daemon.report_interval_s;
+	if (st) {
+		*burst = st->image->report_burst;
+		*interval_s = st->image->report_interval_s;
 	}
 }
 
@@ -119,12 +143,9 @@ static void summary(const struct limit_slot *s, bool shared, unsigned int burst,
 	if (shared) {
 		fmt_str(&f, "from other instructions");
 	} else if (s->ip) {
-		struct dl_find_object dlfo;
-		const struct link_map *lm;
-		const char *name = module_of(s->ip, &lm, &dlfo), *slash = name ? strrchr(name, '/') : NULL;
-		fmt_printf(&f, "at ip 0x%" PRIxPTR, s->ip);
-		if (name)
-			fmt_printf(&f, " (%s+0x%" PRIxPTR ")", slash ? slash + 1 : name, s->ip - lm->l_addr);
+		fmt_printf(&f, "at ip 0x%" PRIxPTR " (", s->ip);
+		report_fmt_location(&f, s->ip);
+		fmt_str(&f, ")");
 	} else {
 		fmt_str(&f, "of unknown ip");
 	}
@@ -277,18 +298,9 @@ static void record_site(struct pmw_report *r, uint16_t site)
 	if (sym) {
 		copy_str(r->object_site, sizeof(r->object_site), sym);
 	} else if (ra) {
-		struct dl_find_object dlfo;
-		const struct link_map *lm;
-		const char *name = module_of(ra, &lm, &dlfo), *slash = name ? strrchr(name, '/') : NULL;
 		struct fmt f;
 		fmt_init(&f, r->object_site, sizeof(r->object_site));
-		if (name) {
-			fmt_str(&f, slash ? slash + 1 : name);
-			fmt_str(&f, "+");
-			fmt_hex(&f, ra - lm->l_addr);
-		} else {
-			fmt_hex(&f, ra);
-		}
+		location(&f, ra, false);
 		fmt_cstr(&f);
 	}
 }

@@ -1,7 +1,8 @@
 /*
  * resolve.c - from "the function whose code called malloc" to a pool: the
- * policy's site and wrapper rules turned into address ranges, and the
- * decision for each return address, made once and cached in site.c.
+ * policy's site and wrapper rules, read from its image (policy_image.h, in
+ * the read-only state), turned into address ranges, and the decision for
+ * each return address, made once and cached in site.c.
  *
  * The objects loaded at start-up are read from their files (.symtab where
  * present, so static functions count; .dynsym otherwise) before the
@@ -21,6 +22,7 @@
 #include "site.h"
 #include "symtab.h"
 #include "journal.h"
+#include "rules_msg.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -38,9 +40,12 @@
 
 struct rule {
 	int route;                  /* pool index, or SITE_ROUTE_WRAPPER */
+	int pool;                   /* the pool whose rule it is (a wrapper's too) */
 	const char *object;         /* glob or NULL */
 	const char *function;       /* glob; the text "+0xOFFSET" of an offset site */
-	const struct policy_site *site;  /* NULL for wrappers */
+	const char *build_id;       /* offset sites: the build-id the object must have, or NULL */
+	uint64_t offset;            /* offset sites */
+	bool by_offset;
 	size_t prefix_len;          /* function's leading characters that are not a glob's */
 	bool literal;               /* function has no glob characters */
 	bool matched;
@@ -271,18 +276,17 @@ static void collect_points(struct collect *p, const struct rule *const *applicab
 	int have_id = -1;            /* read when a rule first asks */
 	for (size_t i = 0; i < n; i++) {
 		const struct rule *ru = applicable[i];
-		const struct policy_site *site = ru->site;
-		if (site->build_id) {
+		if (ru->build_id) {
 			if (have_id < 0)
 				have_id = ph && symtab_build_id(ph, phnum, p->obj.base, id);
-			if (!have_id || strcmp(id, site->build_id) != 0) {
+			if (!have_id || strcmp(id, ru->build_id) != 0) {
 				debug_printf("site rule \"%s@%s:%s\": %s has build-id %s: not routed",
-					     site->object, site->build_id, site->function, path,
+					     ru->object, ru->build_id, ru->function, path,
 					     have_id ? id : "(none)");
 				continue;
 			}
 		}
-		uintptr_t ra = p->obj.base + (uintptr_t)site->offset;
+		uintptr_t ra = p->obj.base + (uintptr_t)ru->offset;
 		if (ra == 0 || collect_add(p, ra - 1, ra, ru->route, base_name(path), p->obj.base) < 0)
 			continue;
 		((struct rule *)(uintptr_t)ru)->matched = true;
@@ -305,7 +309,7 @@ static void scan_object(uintptr_t base, const char *key_name, const char *path, 
 	for (size_t i = 0; i < n_rules; i++) {
 		if (!object_matches(&rules[i], path))
 			continue;
-		if (rules[i].site && rules[i].site->by_offset) {
+		if (rules[i].by_offset) {
 			if (n_offset < ARRAY_SIZE(by_offset))
 				by_offset[n_offset++] = &rules[i];
 		} else if (c.n_rules < ARRAY_SIZE(applicable)) {
@@ -419,7 +423,12 @@ static void ensure_scanned(uintptr_t a)
 	 * object is loaded, and dlclose cannot run under the shim's guard. */
 	struct phdr_query q = { lm->l_addr, key_name, NULL, 0 };
 	dl_iterate_phdr(find_phdrs, &q);
+	size_t unmatched = resolve_unmatched();
 	scan_object(lm->l_addr, key_name, path ? path : "?", lm->l_ld, q.ph, q.phnum, false);
+	/* pmallocd shows which rules matched: tell it when a dlopen'ed
+	 * object resolves one that nothing matched before. */
+	if (resolve_unmatched() < unmatched)
+		rules_msg_send(RULES_MSG_RULES);
 }
 
 int resolve_route(uintptr_t ra, uint16_t id)
@@ -475,15 +484,15 @@ struct site_hit resolve_through_wrapper(uintptr_t ra)
 	return h;
 }
 
-static int add_rule(int route, const char *object, const char *function, const struct policy_site *site)
+static int add_rule(struct rule ru)
 {
 	struct rule *nr = realloc(rules, (n_rules + 1) * sizeof(*nr));
 	if (!nr)
 		return -ENOMEM;
 	rules = nr;
-	size_t prefix = strcspn(function, "*?[\\");
-	rules[n_rules++] = (struct rule){ route, object, function, site, prefix, function[prefix] == '\0',
-					  false };
+	ru.prefix_len = strcspn(ru.function, "*?[\\");
+	ru.literal = ru.function[ru.prefix_len] == '\0';
+	rules[n_rules++] = ru;
 	return 0;
 }
 
@@ -584,25 +593,48 @@ static void resolve_lock_drop(void)
 	pthread_mutex_unlock(&resolve_lock);
 }
 
-int resolve_init(const struct shim_state *st)
+int resolve_init(struct shim_state *st)
 {
 	state = st;
 	pthread_atfork(resolve_lock_take, resolve_lock_drop, resolve_lock_drop);
 	void *space;
 	if (os_reserve(TABLE_SPACE, &space) == 0)
 		table_base = space;
-	/* Wrappers first: a function named both ways is looked through. */
-	for (size_t i = 0; i < st->n_pools; i++)
-		for (size_t w = 0; w < st->pools[i].spec->n_wrappers; w++)
-			if (add_rule(SITE_ROUTE_WRAPPER, NULL, st->pools[i].spec->wrappers[w], NULL) < 0)
-				return -ENOMEM;
-	for (size_t i = 0; i < st->n_pools; i++) {
-		const struct policy_pool *pp = st->pools[i].spec;
+	/* The rules, read from the policy's image (read-only, like the state):
+	 * wrappers first, so a function named both ways is looked through. */
+	const struct pimg_header *img = st->image;
+	/* The first pool with the site "*" (any function of any object) takes
+	 * whatever no other rule names, without symbols. */
+	st->match_all = -1;
+	for (size_t i = 0; i < st->n_pools && st->match_all < 0; i++) {
+		const struct pimg_pool *pp = pimg_pool(img, i);
 		for (size_t s = 0; s < pp->n_sites; s++) {
-			const struct policy_site *site = &pp->sites[s];
-			if (!site->object && strcmp(site->function, "*") == 0 && st->match_all == (int)i)
+			const struct pimg_site *site = pimg_pool_site(img, pp, s);
+			if (site->object.off == PIMG_NONE && strcmp(pimg_str(img, site->function), "*") == 0) {
+				st->match_all = (int)i;
+				break;
+			}
+		}
+	}
+	for (size_t i = 0; i < st->n_pools; i++) {
+		const struct pimg_pool *pp = pimg_pool(img, i);
+		for (size_t w = 0; w < pp->n_wrappers; w++)
+			if (add_rule((struct rule){ .route = SITE_ROUTE_WRAPPER, .pool = (int)i,
+						    .function = pimg_pool_wrapper(img, pp, w) }) < 0)
+				return -ENOMEM;
+	}
+	for (size_t i = 0; i < st->n_pools; i++) {
+		const struct pimg_pool *pp = pimg_pool(img, i);
+		for (size_t s = 0; s < pp->n_sites; s++) {
+			const struct pimg_site *site = pimg_pool_site(img, pp, s);
+			struct rule ru = {
+				.route = (int)i, .pool = (int)i, .object = pimg_str(img, site->object),
+				.function = pimg_str(img, site->function), .build_id = pimg_str(img, site->build_id),
+				.offset = site->offset, .by_offset = (site->flags & PIMG_SITE_BY_OFFSET) != 0,
+			};
+			if (!ru.object && strcmp(ru.function, "*") == 0 && st->match_all == (int)i)
 				continue;
-			if (add_rule((int)i, site->object, site->function, site) < 0)
+			if (add_rule(ru) < 0)
 				return -ENOMEM;
 			any_specific = true;
 		}
@@ -618,8 +650,40 @@ int resolve_init(const struct shim_state *st)
 				 rules[i].object ? ":" : "", rules[i].function);
 			debug_printf("%s rule \"%s\" matches no function loaded at start-up", kind, text);
 			/* Not only under PMALLOC_DEBUG: a typo must not protect nothing silently. */
-			journal_unmatched(st->policy->name,
-					  rules[i].route >= 0 ? st->pools[rules[i].route].spec->name : "", kind, text);
+			journal_unmatched(pimg_policy_name(img),
+					  rules[i].route >= 0 ? pimg_pool_name(img, (size_t)rules[i].route) : "",
+					  kind, text);
 		}
 	return 0;
+}
+
+size_t resolve_n_rules(void)
+{
+	return n_rules;
+}
+
+size_t resolve_unmatched(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < n_rules; i++)
+		n += !rules[i].matched;
+	return n;
+}
+
+bool resolve_rule(size_t i, struct resolve_rule_view *ret)
+{
+	if (i >= n_rules)
+		return false;
+	const struct rule *r = &rules[i];
+	*ret = (struct resolve_rule_view){
+		.pool = r->pool,
+		.wrapper = r->route == SITE_ROUTE_WRAPPER,
+		.by_offset = r->by_offset,
+		.looked_up = any_specific,
+		.matched = r->matched,
+		.object = r->object,
+		.function = r->function,
+		.build_id = r->build_id,
+	};
+	return true;
 }

@@ -1,8 +1,11 @@
 /*
  * shim.h - the interposition's state: the policy that applies to this
- * process and its pools.  Built once by init.c, then read-only (its page is
- * mprotect'ed, as OpenBSD's malloc_readonly is): an attacker who can write
- * the heap cannot rewrite where allocations go or which pools protect.
+ * process (its image, policy_image.h) and its pools.  Built once by init.c
+ * in a mapping of its own, the image copied right after the state, then
+ * read-only (mprotect'ed, as OpenBSD's malloc_readonly is; sealed too under
+ * protection = "seal"): an attacker who can write the heap cannot rewrite
+ * where allocations go or which pools protect.  Nothing here points into
+ * writable memory but the pool structs (pool.h).
  */
 #ifndef PMALLOC_SHIM_H
 #define PMALLOC_SHIM_H
@@ -10,14 +13,15 @@
 #include "common.h"
 #include "fmt.h"
 #include "policy.h"
+#include "policy_image.h"
 #include "pool.h"
 #include "site.h"
 
 #define SHIM_POOLS_MAX 32
 
+/* Pool i of the state is pool i of the image. */
 struct shim_pool {
 	struct pmalloc_pool *pool;
-	const struct policy_pool *spec;
 	uint32_t call_mask;              /* bit c: on-call trigger for call c */
 	uint64_t after_ns;               /* after: trigger, 0 when none */
 	bool manual;                     /* manual trigger: pmalloc_protect_named, pmallocctl protect */
@@ -25,8 +29,7 @@ struct shim_pool {
 };
 
 struct shim_state {
-	const struct policy_set *set;
-	const struct policy *policy;
+	const struct pimg_header *image; /* the policy, validated, in this state's mapping */
 	uint64_t generation;             /* the daemon's policy generation; 0 from a file */
 	size_t n_pools;
 	uint32_t call_mask;              /* union of the pools' on-call triggers */
@@ -77,8 +80,23 @@ struct site_hit resolve_through_wrapper(uintptr_t ra);
 /* After dlclose: forget the ranges of objects no longer loaded and decide
  * every call site again (another object may now sit at the same place). */
 void resolve_forget_unloaded(void);
-/* Read the rules of the armed policy; scans the objects loaded now. */
-int resolve_init(const struct shim_state *st);
+/* Read the rules of the policy being armed from its image (and set
+ * st->match_all); scans the objects loaded now.  Before st is read-only. */
+int resolve_init(struct shim_state *st);
+/* The rules read (every site and wrapper but the match-all "*"), for
+ * pmallocd's status: rule i as written and whether it matched; false past
+ * the last.  Read while other threads may resolve: a rule seen unmatched
+ * may match a moment later (rules_msg.c says so again then). */
+struct resolve_rule_view {
+	int pool;                        /* index in shim->pools */
+	bool wrapper, by_offset;
+	bool looked_up;                  /* false: a pool takes everything, nothing was scanned */
+	bool matched;
+	const char *object, *function, *build_id;   /* object, build_id may be NULL */
+};
+size_t resolve_n_rules(void);
+size_t resolve_unmatched(void);
+bool resolve_rule(size_t i, struct resolve_rule_view *ret);
 
 /* trigger.c */
 void trigger_call(enum policy_call c);
@@ -88,7 +106,7 @@ size_t shim_protect_pool(size_t i, const char *trigger);
 /* client.c: the daemon handshake (start, wait as long as wanted, or
  * abandon), and reports */
 int client_start(const char *socket_path);
-int client_wait(unsigned int timeout_ms, char **ret_text, uint64_t *ret_generation);
+int client_wait(unsigned int timeout_ms, void **ret_image, size_t *ret_len, uint64_t *ret_generation);
 void client_abandon(void);
 /* Orders pmallocd sent since (pmallocctl protect): fn(pool) for each;
  * never blocks.  Only in the process that connected (not a forked child). */
@@ -97,6 +115,9 @@ void client_read_orders(void (*fn)(const char *pool));
  * no connection of this process's (-ENOTCONN) or the daemon went away. */
 int client_wait_orders(int timeout_ms);
 void client_notify_protected(size_t pool_index, const char *trigger, size_t new_bytes);
+/* Hand msg to pmallocd without blocking: false without a daemon of this
+ * process's (or a full socket).  Async-signal-safe. */
+bool client_send_msg(const void *msg, size_t len);
 
 /* libc's definition of name (dlsym RTLD_NEXT), NULL if none. */
 void *shim_real_symbol(const char *name);

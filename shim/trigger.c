@@ -5,6 +5,8 @@
  * (pmalloc_protect_named, or pmallocctl protect through pmallocd: the
  * manual trigger).
  *
+ * Which pool has which trigger was read from the policy's image at start-up
+ * (init.c); pools are named by the image too, read-only like the masks.
  * The interposed calls are thin: one test of a read-only mask, then the
  * real function, found once with dlsym.  A protect with nothing new costs a
  * lock and no system call.  The protect happens before the real call runs,
@@ -71,7 +73,7 @@ static void obey(const char *pool)
 		return;
 	}
 	for (size_t i = 0; i < st->n_pools; i++)
-		if (st->pools[i].manual && strcmp(st->pools[i].pool->name, pool) == 0) {
+		if (st->pools[i].manual && strcmp(pimg_pool_name(st->image, i), pool) == 0) {
 			shim_protect_pool(i, "manual:pmallocctl");
 			return;
 		}
@@ -118,7 +120,7 @@ PMALLOC_EXPORT int pmalloc_protect_named(const char *name)
 {
 	const struct shim_state *st = shim;
 	for (size_t i = 0; st && name && i < st->n_pools; i++)
-		if (strcmp(st->pools[i].pool->name, name) == 0) {
+		if (strcmp(pimg_pool_name(st->image, i), name) == 0) {
 			shim_protect_pool(i, "manual");
 			return 0;
 		}

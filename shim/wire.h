@@ -24,6 +24,12 @@
  *   daemon -> shim  PMW_PROTECT          (protect this pool now; only the process
  *                                         that connected reads it, on receipt, in
  *                                         a thread of the shim's: trigger.c)
+ *   shim -> daemon  PMW_RULES            (after the hand-out: each rule resolved or
+ *                                         not; again when a dlopen resolves one; the
+ *                                         per-site table at each protect)
+ *   ctl -> daemon   PMW_STATUS_PID_REQ   (pmallocctl status PID: the detail view)
+ *   daemon -> shim  PMW_SITES_REQ        (send a fresh site table; read where orders
+ *                                         are: a process with a manual or learn pool)
  */
 #ifndef PMALLOC_WIRE_H
 #define PMALLOC_WIRE_H
@@ -32,7 +38,7 @@
 #include <assert.h>
 
 #define PMW_MAGIC 0x31414d50u        /* "PMA1" */
-#define PMW_VERSION 1
+#define PMW_VERSION 2                /* 2: PMW_POLICY carries a policy image, not text */
 #define PMW_MAX_MSG (64 * 1024)      /* no message is larger; larger ones are refused */
 
 enum pmw_type {
@@ -46,6 +52,9 @@ enum pmw_type {
 	PMW_STATUS = 8,
 	PMW_PROTECT_REQ = 9,
 	PMW_PROTECT = 10,
+	PMW_RULES = 11,
+	PMW_STATUS_PID_REQ = 12,
+	PMW_SITES_REQ = 13,
 };
 
 struct pmw_header {
@@ -69,14 +78,15 @@ struct pmw_hello {
 	uint32_t reserved;
 };
 
-/* PMW_POLICY: h, then text_len bytes of libconfig text (policy_to_text()),
- * NUL included; length == sizeof(struct pmw_policy) + text_len. */
+/* PMW_POLICY: h, then image_len bytes of the policy's image
+ * (policy_image.h, compiled by pmallocd when it loaded the file; 8-byte
+ * aligned in the packet); length == sizeof(struct pmw_policy) + image_len. */
 struct pmw_policy {
 	struct pmw_header h;
 	uint64_t generation;             /* policy set generation in the daemon */
-	uint32_t text_len;
-	uint32_t reserved;
-	char text[];
+	uint32_t image_len;
+	uint32_t reserved;               /* 0 */
+	uint64_t image[];
 };
 
 /* PMW_NO_POLICY and PMW_REFUSED: h, generation, and a reason for people. */
@@ -186,6 +196,62 @@ struct pmw_status {
 	char text[];
 };
 
+/* PMW_RULES: one table of the sender's, replacing the one the daemon
+ * holds: what = PMW_RULES_RULES, every rule of the policy handed out (site,
+ * wrapper, on-call trigger) and whether it matched something loaded, the
+ * unresolved ones first; or PMW_RULES_SITES, the call sites whose objects
+ * the pools hold, with their objects and bytes, largest first.  n_rows <=
+ * PMW_ROWS are sent of total; unresolved counts all of total.  Each row
+ * names a pool of the policy handed out on this connection. */
+#define PMW_ROWS 32
+enum pmw_rules_what { PMW_RULES_RULES = 1, PMW_RULES_SITES = 2 };
+enum pmw_row_kind { PMW_ROW_SITE = 1, PMW_ROW_WRAPPER = 2, PMW_ROW_ON_CALL = 3, PMW_ROW_CALL_SITE = 4 };
+/* A rules row: resolved, or why not; a call-site row: PMW_ROW_COUNTED. */
+enum pmw_row_state {
+	PMW_ROW_RESOLVED = 1,
+	PMW_ROW_NO_FUNCTION = 2,         /* no loaded object has a function of that name */
+	PMW_ROW_NO_OFFSET = 3,           /* no loaded object fits the object glob (and build-id) */
+	PMW_ROW_COUNTED = 4,
+};
+
+struct pmw_row {
+	char pool[PMW_NAME];
+	char text[PMW_SYM];              /* the rule as written; a call site "function+0xoff" */
+	uint32_t kind;                   /* enum pmw_row_kind */
+	uint32_t state;                  /* enum pmw_row_state */
+	uint64_t objects;                /* call sites: objects the pool holds from it */
+	uint64_t bytes;
+};
+
+struct pmw_rules {
+	struct pmw_header h;
+	char policy[PMW_NAME];
+	uint64_t generation;
+	uint32_t what;                   /* enum pmw_rules_what */
+	uint32_t n_rows;                 /* rows[0, n_rows) are filled */
+	uint32_t total;                  /* rows the shim has (>= n_rows) */
+	uint32_t unresolved;             /* rules of total that matched nothing */
+	struct pmw_row rows[PMW_ROWS];
+};
+
+/* pmallocctl status PID: the status of one process, with its rules and
+ * its per-site table; answered with PMW_STATUS.  Unless flags has
+ * PMW_STATUS_NO_ASK, pmallocd asks the process for a fresh site table
+ * (PMW_SITES_REQ, at most once a second), which a later request shows. */
+struct pmw_status_pid_req {
+	struct pmw_header h;
+	int32_t pid;
+	uint32_t flags;                  /* 0 or PMW_STATUS_NO_ASK */
+};
+#define PMW_STATUS_NO_ASK 1u
+
+/* To the shim: send a PMW_RULES with the site table now. */
+struct pmw_sites_req {
+	struct pmw_header h;
+	uint64_t generation;
+};
+
+static_assert(sizeof(struct pmw_rules) < PMW_MAX_MSG, "rules fit one packet");
 static_assert(sizeof(struct pmw_report) < PMW_MAX_MSG, "report fits one packet");
 static_assert(sizeof(struct pmw_header) == 16, "header layout");
 

@@ -5,10 +5,11 @@
  * Input: one packet, as recvmsg() would leave it in the daemon's buffer.
  * Besides memory errors, it checks the decoder's contract: a passed message
  * has the exact size of its type, a passed report has its counts, cause and
- * module indices in range and every string NUL-terminated; a refusal says
- * why.  A passed report is then formatted (shim/violation_fmt.c, as
- * pmallocd does): the stderr line is one line, the fields one a line, with
- * no control byte.
+ * module indices in range and every string NUL-terminated, a passed rules
+ * message its counts in bounds, its rows' kinds fitting their table and
+ * their strings NUL-terminated and not empty; a refusal says why.  A passed
+ * report is then formatted (shim/violation_fmt.c, as pmallocd does): the
+ * stderr line is one line, the fields one a line, with no control byte.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +69,29 @@ static void format_report(const struct pmw_report *m)
 	check_text(fmt_cstr(&f), 20);
 }
 
+static void check_rules(struct pmw_rules *m)
+{
+	uint32_t unresolved = 0;
+
+	if (wire_check_rules(m) < 0)
+		return;
+	if ((m->what != PMW_RULES_RULES && m->what != PMW_RULES_SITES) || m->n_rows > PMW_ROWS ||
+	    m->n_rows > m->total || m->unresolved > m->total || !TERMINATED(m->policy))
+		abort();
+	for (uint32_t i = 0; i < m->n_rows; i++) {
+		const struct pmw_row *r = &m->rows[i];
+
+		if (!TERMINATED(r->pool) || !TERMINATED(r->text) || !r->pool[0] || !r->text[0])
+			abort();
+		if ((m->what == PMW_RULES_SITES) != (r->kind == PMW_ROW_CALL_SITE) ||
+		    (m->what == PMW_RULES_SITES) != (r->state == PMW_ROW_COUNTED))
+			abort();
+		unresolved += r->state != PMW_ROW_RESOLVED && r->state != PMW_ROW_COUNTED;
+	}
+	if (unresolved > m->unresolved)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char why[PMW_SYM] = "";
@@ -94,6 +118,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_report(buf);
 			if (wire_check_report(buf) == 0)
 				format_report(buf);
+		}
+		if (h->type == PMW_RULES) {
+			if (size != sizeof(struct pmw_rules))
+				abort();
+			check_rules(buf);
 		}
 		break;
 	default:

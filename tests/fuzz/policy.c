@@ -1,27 +1,30 @@
 /*
  * policy.c - libFuzzer harness for the policy parser (shim/policy.c) and
- * its printer (shim/policy_text.c).
+ * the compiler of its policies (shim/policy_image.c).
  *
  * Input: the text of a policy file.  What a valid file must also do: each
- * of its policies prints (policy_to_text), the print parses back to an
- * equal model (the daemon hands policies to processes this way), and the
- * second print is the same text as the first.  Any difference aborts,
- * which libFuzzer reports as a crash with the input kept.
+ * of its policies compiles (pmallocd hands processes the image, the shim's
+ * fallback compiles the same way), the image passes the validation every
+ * receiver applies, and reading it through the accessors gives back the
+ * model.  Any difference aborts, which libFuzzer reports as a crash with
+ * the input kept.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "policy.h"
+#include "policy_image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define ROUND_TRIP_MAX 8             /* policies checked per input: bounded work */
 
-static void __attribute__((noreturn)) differ(const char *what, const char *text)
+static void __attribute__((noreturn)) differ(const char *what, const struct policy *p)
 {
-	fprintf(stderr, "round trip changed %s; printed text:\n%s\n", what, text);
+	fprintf(stderr, "round trip changed %s of policy \"%s\"\n", what, p->name);
 	abort();
 }
 
@@ -30,94 +33,68 @@ static int str_eq(const char *a, const char *b)
 	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-static int strv_eq(char *const *a, size_t na, char *const *b, size_t nb)
+static void check_pool(const struct pimg_header *h, size_t i, const struct policy *p)
 {
-	if (na != nb)
-		return 0;
-	for (size_t i = 0; i < na; i++)
-		if (!str_eq(a[i], b[i]))
-			return 0;
-	return 1;
-}
+	const struct policy_pool *a = &p->pools[i];
+	const struct pimg_pool *b = pimg_pool(h, i);
 
-static void check_pool(const struct policy_pool *a, const struct policy_pool *b, const char *text)
-{
-	if (!str_eq(a->name, b->name))
-		differ("a pool name", text);
+	if (!str_eq(a->name, pimg_pool_name(h, i)))
+		differ("a pool name", p);
 	if (a->n_sites != b->n_sites)
-		differ("the number of sites", text);
-	for (size_t i = 0; i < a->n_sites; i++)
-		if (!str_eq(a->sites[i].object, b->sites[i].object) ||
-		    !str_eq(a->sites[i].function, b->sites[i].function))
-			differ("a site", text);
-	if (!strv_eq(a->wrappers, a->n_wrappers, b->wrappers, b->n_wrappers))
-		differ("the wrappers", text);
+		differ("the number of sites", p);
+	for (size_t j = 0; j < a->n_sites; j++) {
+		const struct pimg_site *s = pimg_pool_site(h, b, j);
+		if (!str_eq(a->sites[j].object, pimg_str(h, s->object)) ||
+		    !str_eq(a->sites[j].function, pimg_str(h, s->function)) ||
+		    !str_eq(a->sites[j].build_id, pimg_str(h, s->build_id)) ||
+		    a->sites[j].by_offset != ((s->flags & PIMG_SITE_BY_OFFSET) != 0) ||
+		    a->sites[j].offset != s->offset)
+			differ("a site", p);
+	}
+	if (a->n_wrappers != b->n_wrappers)
+		differ("the number of wrappers", p);
+	for (size_t j = 0; j < a->n_wrappers; j++)
+		if (!str_eq(a->wrappers[j], pimg_pool_wrapper(h, b, j)))
+			differ("a wrapper", p);
 	if (a->n_triggers != b->n_triggers)
-		differ("the number of triggers", text);
-	for (size_t i = 0; i < a->n_triggers; i++) {
-		const struct policy_trigger *x = &a->triggers[i], *y = &b->triggers[i];
-		if (x->kind != y->kind || (x->kind == POLICY_TRIGGER_ON_CALL && x->call != y->call) ||
+		differ("the number of triggers", p);
+	for (size_t j = 0; j < a->n_triggers; j++) {
+		const struct policy_trigger *x = &a->triggers[j];
+		const struct pimg_trigger *y = pimg_pool_trigger(h, b, j);
+		if ((uint32_t)x->kind != y->kind ||
+		    (x->kind == POLICY_TRIGGER_ON_CALL && (uint32_t)x->call != y->call) ||
 		    (x->kind == POLICY_TRIGGER_AFTER && x->after_ns != y->after_ns))
-			differ("a trigger", text);
+			differ("a trigger", p);
 	}
 	if (a->max_bytes != b->max_bytes)
-		differ("max_bytes", text);
-}
-
-/* Equal except for line numbers, which belong to the text. */
-static void check_policy(const struct policy_set *set, const struct policy *a,
-			 const struct policy_set *back, const char *text)
-{
-	const struct policy *b;
-
-	if (back->version != set->version)
-		differ("the version", text);
-	if (!str_eq(back->daemon.socket, set->daemon.socket) ||
-	    back->daemon.handshake_timeout_ms != set->daemon.handshake_timeout_ms ||
-	    back->daemon.report_burst != set->daemon.report_burst ||
-	    back->daemon.report_interval_s != set->daemon.report_interval_s)
-		differ("the daemon settings", text);
-	if (back->n_policies != 1)
-		differ("the number of policies", text);
-	b = &back->policies[0];
-	if (!str_eq(a->name, b->name))
-		differ("the policy name", text);
-	if (!strv_eq(a->match_exe, a->n_match_exe, b->match_exe, b->n_match_exe) ||
-	    !strv_eq(a->match_comm, a->n_match_comm, b->match_comm, b->n_match_comm))
-		differ("the match globs", text);
-	if (a->n_match_uid != b->n_match_uid ||
-	    (a->n_match_uid && memcmp(a->match_uid, b->match_uid, a->n_match_uid * sizeof(uid_t)) != 0))
-		differ("the match uids", text);
-	if (a->mode != b->mode || a->protection != b->protection)
-		differ("mode or protection", text);
-	if (a->n_pools != b->n_pools)
-		differ("the number of pools", text);
-	for (size_t i = 0; i < a->n_pools; i++)
-		check_pool(&a->pools[i], &b->pools[i], text);
+		differ("max_bytes", p);
 }
 
 static void round_trip(const struct policy_set *set, const struct policy *p)
 {
-	char err[POLICY_ERR_MAX];
-	struct policy_set *back = NULL;
-	char *text = NULL, *again = NULL;
+	void *img = NULL;
+	size_t len = 0;
+	int r = policy_image_compile(set, p, &img, &len);
 
-	if (policy_to_text(set, p, &text) < 0)
-		abort();                         /* only -ENOMEM is allowed, and that is a leak here */
-	if (policy_set_load_string(text, "to_text", &back, err, sizeof(err)) < 0) {
-		fprintf(stderr, "printed policy refused: %s\n", err);
-		differ("validity", text);
-	}
-	check_policy(set, p, back, text);
-	if (policy_to_text(back, &back->policies[0], &again) < 0)
-		abort();
-	if (strcmp(text, again) != 0) {
-		fprintf(stderr, "second print:\n%s\n", again);
-		differ("the printed text", text);
-	}
-	free(again);
-	free(text);
-	policy_set_free(back);
+	if (r == -E2BIG)
+		return;                          /* larger than any image may be: refused, fine */
+	if (r < 0)
+		differ("validity (not compiled)", p);
+	if (policy_image_validate(img, len) < 0)
+		differ("validity (image refused)", p);
+	const struct pimg_header *h = img;
+	if (!str_eq(p->name, pimg_policy_name(h)))
+		differ("the policy name", p);
+	if ((uint32_t)p->mode != h->mode || (uint32_t)p->protection != h->protection)
+		differ("mode or protection", p);
+	if (set->daemon.report_burst != h->report_burst ||
+	    set->daemon.report_interval_s != h->report_interval_s)
+		differ("the daemon settings", p);
+	if (p->n_pools != h->n_pools)
+		differ("the number of pools", p);
+	for (size_t i = 0; i < p->n_pools; i++)
+		check_pool(h, i, p);
+	free(img);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

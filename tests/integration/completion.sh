@@ -23,7 +23,7 @@ want='pmallocctl |check status violations propose learn-flush sites protect prel
 pmallocctl vi|violations
 pmallocctl violations --f|--follow --file
 pmallocctl violations --since |today yesterday now -1h -10min -1d
-pmallocctl status --|--socket --json --help
+pmallocctl status --|--socket --json --pid --help
 pmallocctl preload |enable disable status
 pmallocctl preload enable --r|--root
 pmallocd --c|--config --check'

@@ -35,7 +35,7 @@ if command -v python3 >/dev/null && python3 -c 'import socket; socket.SOCK_SEQPA
 	cat >"$T/fake.py" <<'PY'
 import os, socket, struct, sys, time
 path, mode, flag = sys.argv[1], sys.argv[2], sys.argv[3]
-MAGIC, VERSION, STATUS_REQ, STATUS = 0x31414d50, 1, 7, 8
+MAGIC, VERSION, STATUS_REQ, STATUS = 0x31414d50, 2, 7, 8
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.bind(path); s.listen(1)
 c, _ = s.accept()
@@ -51,7 +51,7 @@ if mode == "ok": reply(good)
 elif mode == "nonewline": reply(b"one line\0")
 elif mode == "hostile": reply(b"exe /tmp/\x1b]0;owned\x07x\r\xe2\x80\xaeevil\tok\nnext\0")
 elif mode == "badmagic": reply(good, magic=0x41414141)
-elif mode == "version": reply(good, version=2)
+elif mode == "version": reply(good, version=VERSION + 1)
 elif mode == "type": reply(good, type_=5)
 elif mode == "length": reply(good, length=24 + len(good) + 8)
 elif mode == "textlen": reply(good, text_len=len(good) + 1)

@@ -56,7 +56,7 @@ import socket, struct, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.bind(sys.argv[1]); s.listen(1)
 c, _ = s.accept(); c.recv(65536)
 text = b'garbage "\x1b[31m\nserved processes (1 connected):\n  PID x  y\n    pool "p": bad\nsocket: \xff\xfe\n\0'
-c.send(struct.pack("=IHHIIII", 0x31414d50, 1, 8, 24 + len(text), 0, len(text), 0) + text)
+c.send(struct.pack("=IHHIIII", 0x31414d50, 2, 8, 24 + len(text), 0, len(text), 0) + text)
 PY
 fake=$!
 wait_until 100 test -S "$T/fake.sock" || fail "fake daemon did not start"

@@ -19,6 +19,20 @@ if [ "$(stat -c %u "$SRC/conf/pmalloc.conf")" = 0 ] && [ $((0$(stat -c %a "$SRC/
 	pass "the shipped conf/pmalloc.conf passes"
 fi
 
+# A policy whose compiled image would not fit in one message (300 sites of
+# 240 bytes: ~85 KiB of image from a 75 KiB file) is refused at load, naming
+# the policy's line, not at hand-out.
+{
+	printf 'version = 1;\npolicies = (\n  { name = "huge"; match = { exe = [ "*/x" ]; };\n    pools = ( { name = "p"; sites = [ '
+	for i in $(seq 300); do printf '"%s_%03d", ' "$(printf 'f%.0s' $(seq 235))" "$i"; done
+	printf '"last" ]; } ); }\n);\n'
+} | write_conf "$T/huge.conf"
+check "$T/huge.conf"
+[ $rc = 1 ] || fail "huge policy: exit $rc, want 1: $out"
+[ "$out" = "$T/huge.conf:3: policy \"huge\" is too large to hand out (its image exceeds 65504 bytes)" ] ||
+	fail "huge policy: $out"
+pass "a policy too large to hand out is refused at load: $out"
+
 # A syntax error on line 4: the message starts with exactly FILE:4:.
 write_conf "$T/syntax.conf" <<'EOF2'
 version = 1;

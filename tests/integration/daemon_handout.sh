@@ -12,9 +12,12 @@ start_daemon
 out=$(client) || fail "wire_client: $out"
 cpid=$(printf '%s\n' "$out" | sed -n 's/^pid=//p')
 printf '%s\n' "$out" | grep -qx "POLICY generation=1" || fail "no policy: $out"
-printf '%s\n' "$out" | grep -q 'name = "demo";' || fail "policy text lacks the policy: $out"
-printf '%s\n' "$out" | grep -q 'report_burst = 20;' || fail "policy text lacks daemon settings: $out"
-pass "HELLO answered with PMW_POLICY, generation 1, the policy's text"
+printf '%s\n' "$out" | grep -qx 'policy "demo" mode=enforce protection=mprotect report_burst=20 report_interval_s=10' ||
+	fail "policy image lacks the policy or the daemon settings: $out"
+printf '%s\n' "$out" | grep -qx 'pool "config" max_bytes=0' || fail "policy image lacks the pool: $out"
+printf '%s\n' "$out" | grep -qx '  site wire_alloc_site' || fail "policy image lacks the site: $out"
+printf '%s\n' "$out" | grep -qx '  trigger manual call=0 after_ns=0' || fail "policy image lacks the trigger: $out"
+pass "HELLO answered with PMW_POLICY, generation 1, the policy's image (valid, as compiled)"
 
 e=$(jwait 1 MESSAGE_ID=$MID_HANDED OBJECT_PID=$cpid)
 [ "$(printf '%s\n' "$e" | wc -l)" = 1 ] || fail "want one hand-out entry for PID $cpid, got: $e"
@@ -41,7 +44,7 @@ printf '%s\n' "$out" | grep -qx "NO_POLICY generation=1 reason=no policy matches
 pass "uid 65534 connects (socket 0666) and gets PMW_NO_POLICY: the uid came from the kernel"
 
 out=$(client --version 7)
-printf '%s\n' "$out" | grep -qx "REFUSED reason=protocol version 7 not supported: pmallocd speaks version 1" ||
+printf '%s\n' "$out" | grep -qx "REFUSED reason=protocol version 7 not supported: pmallocd speaks version 2" ||
 	fail "wrong version: $out"
 pass "HELLO of protocol version 7 refused with a reason"
 

@@ -6,10 +6,13 @@
  *   wire_client --socket PATH [ACTION...]
  *
  * Without an action: connect, send HELLO, print the answer:
- *   "POLICY generation=N" then the policy text, "NO_POLICY generation=N
+ *   "POLICY generation=N" then the policy image (validated) one record a
+ *   line, "NO_POLICY generation=N
  *   reason=...", or "REFUSED reason=...".
  * Actions (after the answer, in this order):
  *   --protect POOL          send PMW_PROTECTED for POOL (policy from --policy)
+ *   --rules POOL            send PMW_RULES: one unresolved site rule "typo_fn" of POOL
+ *                           (policy from --policy), N times with --rules-n N
  *   --report N              send N violation reports about this program's own code
  *   --fork-report           fork; the child sends one report on the shared connection
  *                           and prints "child=PID"
@@ -66,6 +69,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../shim/policy_image.h"
 #include "../../shim/wire.h"
 
 static const char *opt_socket;
@@ -140,9 +144,36 @@ static void hello(int fd, uint16_t version)
 }
 
 /* Print the daemon's answer to HELLO; 0 when a policy or no-policy came. */
+/* The policy image, one line per record, as the shim reads it. */
+static void print_image(const struct pimg_header *h)
+{
+	static const char *const modes[] = { "enforce", "audit", "learn" };
+	static const char *const kinds[] = { "on-call", "after", "manual" };
+	printf("policy \"%s\" mode=%s protection=%s report_burst=%u report_interval_s=%u\n",
+	       pimg_policy_name(h), modes[h->mode], h->protection == POLICY_PROT_SEAL ? "seal" : "mprotect",
+	       h->report_burst, h->report_interval_s);
+	for (uint32_t i = 0; i < h->n_pools; i++) {
+		const struct pimg_pool *p = pimg_pool(h, i);
+		printf("pool \"%s\" max_bytes=%llu\n", pimg_str(h, p->name), (unsigned long long)p->max_bytes);
+		for (uint32_t j = 0; j < p->n_sites; j++) {
+			const struct pimg_site *s = pimg_pool_site(h, p, j);
+			const char *obj = pimg_str(h, s->object), *id = pimg_str(h, s->build_id);
+			printf("  site %s%s%s%s%s\n", obj ? obj : "", id ? "@" : "", id ? id : "", obj ? ":" : "",
+			       pimg_str(h, s->function));
+		}
+		for (uint32_t j = 0; j < p->n_wrappers; j++)
+			printf("  wrapper %s\n", pimg_pool_wrapper(h, p, j));
+		for (uint32_t j = 0; j < p->n_triggers; j++) {
+			const struct pimg_trigger *t = pimg_pool_trigger(h, p, j);
+			printf("  trigger %s call=%u after_ns=%llu\n", kinds[t->kind], t->call,
+			       (unsigned long long)t->after_ns);
+		}
+	}
+}
+
 static int print_answer(int fd)
 {
-	static char buf[PMW_MAX_MSG + 1];
+	static char buf[PMW_MAX_MSG + 1] __attribute__((aligned(16)));
 	ssize_t n = recv_timeout(fd, buf, sizeof(buf), 5000);
 	const struct pmw_header *h = (const void *)buf;
 
@@ -160,12 +191,13 @@ static int print_answer(int fd)
 	}
 	if (h->type == PMW_POLICY) {
 		const struct pmw_policy *p = (const void *)buf;
-		if (n < (ssize_t)sizeof(*p) || sizeof(*p) + p->text_len != (size_t)n ||
-		    p->text_len == 0 || p->text[p->text_len - 1] != '\0') {
+		if (n < (ssize_t)sizeof(*p) || sizeof(*p) + p->image_len != (size_t)n ||
+		    policy_image_validate(p->image, p->image_len) < 0) {
 			printf("bad policy answer\n");
 			return 1;
 		}
-		printf("POLICY generation=%llu\n%s", (unsigned long long)p->generation, p->text);
+		printf("POLICY generation=%llu\n", (unsigned long long)p->generation);
+		print_image((const void *)p->image);
 		return 0;
 	}
 	if ((h->type == PMW_NO_POLICY || h->type == PMW_REFUSED) && n == sizeof(struct pmw_answer)) {
@@ -337,6 +369,23 @@ static void send_protected(int fd, const char *pool)
 	m.new_bytes = 4096;
 	m.protected_bytes = 8192;
 	m.objects = 3;
+	send_all(fd, &m, sizeof(m));
+}
+
+static void send_rules(int fd, const char *pool)
+{
+	static struct pmw_rules m;
+
+	memset(&m, 0, sizeof(m));
+	pmw_header_init(&m.h, PMW_RULES, sizeof(m));
+	copy_name(m.policy, sizeof(m.policy), opt_policy);
+	m.generation = 1;
+	m.what = PMW_RULES_RULES;
+	m.n_rows = m.total = m.unresolved = 1;
+	copy_name(m.rows[0].pool, sizeof(m.rows[0].pool), pool);
+	copy_name(m.rows[0].text, sizeof(m.rows[0].text), "typo_fn");
+	m.rows[0].kind = PMW_ROW_SITE;
+	m.rows[0].state = PMW_ROW_NO_FUNCTION;
 	send_all(fd, &m, sizeof(m));
 }
 
@@ -538,7 +587,8 @@ int main(int argc, char **argv)
 {
 	enum { O_SOCKET = 1, O_VERSION, O_BAD, O_SILENT, O_STATUS, O_MANY, O_PROTECT, O_REPORT,
 	       O_FORK, O_HOLD, O_POLICY, O_POOL, O_MODE, O_DELAY, O_VANISH, O_FLOOD, O_MODPATH,
-	       O_WAITPROT, O_CHILDREN, O_EXEC, O_EXECARG, O_HELLOCHILD, O_HELLOEXEC, O_KCALL, O_CAUSE };
+	       O_WAITPROT, O_CHILDREN, O_EXEC, O_EXECARG, O_HELLOCHILD, O_HELLOEXEC, O_RULES, O_RULESN,
+	       O_KCALL, O_CAUSE };
 	static const struct option opts[] = {
 		{ "socket", 1, NULL, O_SOCKET }, { "version", 1, NULL, O_VERSION },
 		{ "garbage", 0, NULL, O_BAD }, { "truncated", 0, NULL, O_BAD },
@@ -554,10 +604,12 @@ int main(int argc, char **argv)
 		{ "wait-protect", 1, NULL, O_WAITPROT },
 		{ "children", 1, NULL, O_CHILDREN }, { "exec", 1, NULL, O_EXEC }, { "exec-arg", 1, NULL, O_EXECARG },
 		{ "hello-from-child", 0, NULL, O_HELLOCHILD }, { "hello-then-exec", 0, NULL, O_HELLOEXEC },
+		{ "rules", 1, NULL, O_RULES }, { "rules-n", 1, NULL, O_RULESN },
 		{ "kernel-call", 1, NULL, O_KCALL }, { "cause", 1, NULL, O_CAUSE },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *bad = NULL, *protect = NULL, *exec_prog = NULL, *exec_arg = NULL;
+	const char *bad = NULL, *protect = NULL, *exec_prog = NULL, *exec_arg = NULL, *rules = NULL;
+	int n_rules = 1;
 	int hello_child = 0, hello_exec = 0, n_children = 0;
 	int version = PMW_VERSION, silent = 0, status = 0, n_many = 0, n_reports = 0, fork_report = 0;
 	int hold = 0, vanish = 0, flood = 0, wait_prot = 0, c, idx, fd, r;
@@ -571,6 +623,8 @@ int main(int argc, char **argv)
 		case O_STATUS: status = 1; break;
 		case O_MANY: n_many = atoi(optarg); break;
 		case O_PROTECT: protect = optarg; break;
+		case O_RULES: rules = optarg; break;
+		case O_RULESN: n_rules = atoi(optarg); break;
 		case O_REPORT: n_reports = atoi(optarg); break;
 		case O_FORK: fork_report = 1; break;
 		case O_HOLD: hold = atoi(optarg); break;
@@ -641,6 +695,8 @@ int main(int argc, char **argv)
 		return version == PMW_VERSION ? 1 : 0;
 	if (protect)
 		send_protected(fd, protect);
+	for (int i = 0; rules && i < n_rules; i++)
+		send_rules(fd, rules);
 	for (int i = 0; i < flood; i++)
 		send_protected(fd, opt_pool);
 	for (int i = 0; i < n_reports; i++) {

@@ -1,7 +1,8 @@
 /*
  * test_policy.c - the policy file: every refusal with its exact
- * "FILE:LINE: message", defaults, matching, the round trip through
- * policy_to_text(), durations.  Fixtures are written to a temporary
+ * "FILE:LINE: message", defaults, matching, the compiled policy image (the
+ * round trip model -> image -> accessors, and every malformed image
+ * refused by policy_image_validate), durations.  Fixtures are written to a temporary
  * directory by the tests themselves.
  */
 #include <errno.h>
@@ -14,6 +15,7 @@
 
 #include "testutil.h"
 #include "policy.h"
+#include "policy_image.h"
 
 #define MS UINT64_C(1000000)
 #define SEC UINT64_C(1000000000)
@@ -779,47 +781,67 @@ START_TEST(test_match_no_criterion)
 }
 END_TEST
 
-/* ---- the round trip through policy_to_text ---- */
+/* ---- the round trip through the policy image ---- */
 
-static void assert_strv_eq(char *const *a, size_t na, char *const *b, size_t nb)
+/* The string of an image equals the model's (both absent, or equal). */
+static void assert_img_str(const struct pimg_header *h, struct pimg_str s, const char *want)
 {
-	ck_assert_uint_eq(na, nb);
-	for (size_t i = 0; i < na; i++)
-		ck_assert_str_eq(a[i], b[i]);
+	const char *got = pimg_str(h, s);
+	ck_assert_pstr_eq(got, want);
+	if (got)
+		ck_assert_uint_eq(s.len, strlen(want));
 }
 
-/* Equal except for line numbers, which differ between two texts. */
-static void assert_policy_eq(const struct policy *a, const struct policy *b)
+/* What the shim reads through the accessors is what the model says. */
+static void assert_image_eq(const struct policy_set *set, const struct policy *a,
+			    const struct pimg_header *h)
 {
-	ck_assert_str_eq(a->name, b->name);
-	assert_strv_eq(a->match_exe, a->n_match_exe, b->match_exe, b->n_match_exe);
-	assert_strv_eq(a->match_comm, a->n_match_comm, b->match_comm, b->n_match_comm);
-	ck_assert_uint_eq(a->n_match_uid, b->n_match_uid);
-	for (size_t i = 0; i < a->n_match_uid; i++)
-		ck_assert_uint_eq(a->match_uid[i], b->match_uid[i]);
-	ck_assert_int_eq(a->mode, b->mode);
-	ck_assert_int_eq(a->protection, b->protection);
-	ck_assert_uint_eq(a->n_pools, b->n_pools);
+	ck_assert_str_eq(pimg_policy_name(h), a->name);
+	ck_assert_int_eq(h->mode, a->mode);
+	ck_assert_int_eq(h->protection, a->protection);
+	ck_assert_uint_eq(h->report_burst, set->daemon.report_burst);
+	ck_assert_uint_eq(h->report_interval_s, set->daemon.report_interval_s);
+	ck_assert_uint_eq(h->n_pools, a->n_pools);
 	for (size_t i = 0; i < a->n_pools; i++) {
-		const struct policy_pool *pa = &a->pools[i], *pb = &b->pools[i];
-		ck_assert_str_eq(pa->name, pb->name);
-		ck_assert_uint_eq(pa->n_sites, pb->n_sites);
+		const struct policy_pool *pa = &a->pools[i];
+		const struct pimg_pool *pb = pimg_pool(h, i);
+		ck_assert_str_eq(pimg_pool_name(h, i), pa->name);
+		ck_assert_uint_eq(pb->max_bytes, pa->max_bytes);
+		ck_assert_uint_eq(pb->n_sites, pa->n_sites);
 		for (size_t j = 0; j < pa->n_sites; j++) {
-			ck_assert_pstr_eq(pa->sites[j].object, pb->sites[j].object);
-			ck_assert_str_eq(pa->sites[j].function, pb->sites[j].function);
-			ck_assert_pstr_eq(pa->sites[j].build_id, pb->sites[j].build_id);
-			ck_assert_int_eq(pa->sites[j].by_offset, pb->sites[j].by_offset);
-			ck_assert_uint_eq(pa->sites[j].offset, pb->sites[j].offset);
+			const struct pimg_site *sb = pimg_pool_site(h, pb, j);
+			assert_img_str(h, sb->object, pa->sites[j].object);
+			assert_img_str(h, sb->function, pa->sites[j].function);
+			assert_img_str(h, sb->build_id, pa->sites[j].build_id);
+			ck_assert_int_eq((sb->flags & PIMG_SITE_BY_OFFSET) != 0, pa->sites[j].by_offset);
+			ck_assert_uint_eq(sb->offset, pa->sites[j].offset);
 		}
-		assert_strv_eq(pa->wrappers, pa->n_wrappers, pb->wrappers, pb->n_wrappers);
-		ck_assert_uint_eq(pa->n_triggers, pb->n_triggers);
+		ck_assert_uint_eq(pb->n_wrappers, pa->n_wrappers);
+		for (size_t j = 0; j < pa->n_wrappers; j++)
+			ck_assert_str_eq(pimg_pool_wrapper(h, pb, j), pa->wrappers[j]);
+		ck_assert_uint_eq(pb->n_triggers, pa->n_triggers);
 		for (size_t j = 0; j < pa->n_triggers; j++) {
-			ck_assert_int_eq(pa->triggers[j].kind, pb->triggers[j].kind);
-			ck_assert_int_eq(pa->triggers[j].call, pb->triggers[j].call);
-			ck_assert_uint_eq(pa->triggers[j].after_ns, pb->triggers[j].after_ns);
+			const struct pimg_trigger *tb = pimg_pool_trigger(h, pb, j);
+			ck_assert_int_eq(tb->kind, pa->triggers[j].kind);
+			if (tb->kind == POLICY_TRIGGER_ON_CALL)
+				ck_assert_int_eq(tb->call, pa->triggers[j].call);
+			if (tb->kind == POLICY_TRIGGER_AFTER)
+				ck_assert_uint_eq(tb->after_ns, pa->triggers[j].after_ns);
 		}
-		ck_assert_uint_eq(pa->max_bytes, pb->max_bytes);
 	}
+}
+
+/* An 8-byte aligned copy of policy i of text's image (free() it). */
+static struct pimg_header *compile_policy(const char *text, size_t i, size_t *ret_len)
+{
+	struct policy_set *set = load_ok(text);
+	void *img = NULL;
+	ck_assert_uint_lt(i, set->n_policies);
+	ck_assert_int_eq(policy_image_compile(set, &set->policies[i], &img, ret_len), 0);
+	ck_assert_int_eq(policy_image_validate(img, *ret_len), 0);
+	assert_image_eq(set, &set->policies[i], img);
+	policy_set_free(set);
+	return img;
 }
 
 static void assert_round_trip(const char *text)
@@ -827,22 +849,14 @@ static void assert_round_trip(const char *text)
 	struct policy_set *set = load_ok(text);
 
 	for (size_t i = 0; i < set->n_policies; i++) {
-		char err[POLICY_ERR_MAX] = "";
-		struct policy_set *back = NULL;
-		char *out = NULL;
-
-		ck_assert_int_eq(policy_to_text(set, &set->policies[i], &out), 0);
-		ck_assert_msg(policy_set_load_string(out, "to_text", &back, err, sizeof(err)) == 0,
-			      "%s\n--- text ---\n%s", err, out);
-		ck_assert_int_eq(back->version, 1);
-		ck_assert_str_eq(back->daemon.socket, set->daemon.socket);
-		ck_assert_uint_eq(back->daemon.handshake_timeout_ms, set->daemon.handshake_timeout_ms);
-		ck_assert_uint_eq(back->daemon.report_burst, set->daemon.report_burst);
-		ck_assert_uint_eq(back->daemon.report_interval_s, set->daemon.report_interval_s);
-		ck_assert_uint_eq(back->n_policies, 1);
-		assert_policy_eq(&set->policies[i], &back->policies[0]);
-		free(out);
-		policy_set_free(back);
+		void *img = NULL;
+		size_t len = 0;
+		ck_assert_int_eq(policy_image_compile(set, &set->policies[i], &img, &len), 0);
+		ck_assert_uint_eq(len, ((const struct pimg_header *)img)->total_len);
+		ck_assert_uint_eq(len % 8, 0);
+		ck_assert_int_eq(policy_image_validate(img, len), 0);
+		assert_image_eq(set, &set->policies[i], img);
+		free(img);
 	}
 	policy_set_free(set);
 }
@@ -892,6 +906,195 @@ START_TEST(test_offset_sites)
 	ck_assert_str_eq(s[2].function, "parse");
 	policy_set_free(set);
 	assert_round_trip(offset_sites);
+}
+END_TEST
+
+/* ---- malformed images: policy_image_validate refuses each ---- */
+
+/* A policy with every kind of record: two pools, sites of both kinds, a
+ * wrapper, every trigger kind. */
+static const char image_conf[] =
+	"version = 1;\n"
+	"policies = ( { name = \"img\"; match = { exe = [ \"*/x\" ]; }; mode = \"audit\";\n"
+	"  protection = \"seal\";\n"
+	"  pools = ( { name = \"a\"; sites = [ \"lib*.so:parse_*\", \"x@0123456789abcdef:+0x10\" ];\n"
+	"      wrappers = [ \"xmalloc\" ]; protect = [ \"on-call:listen\", \"after:2s\", \"manual\" ];\n"
+	"      max_bytes = 4096; },\n"
+	"    { name = \"b\"; sites = [ \"*\" ]; } ); } );\n";
+
+struct img_fixture {
+	uint64_t buf[1024];          /* aligned room for the image */
+	size_t len;
+	struct pimg_header *h;
+};
+
+static void img_load(struct img_fixture *f)
+{
+	struct pimg_header *img = compile_policy(image_conf, 0, &f->len);
+	ck_assert_uint_le(f->len, sizeof(f->buf));
+	memcpy(f->buf, img, f->len);
+	free(img);
+	f->h = (struct pimg_header *)f->buf;
+}
+
+static void assert_refused(const struct img_fixture *f, const char *what)
+{
+	ck_assert_msg(policy_image_validate(f->buf, f->len) == -EPROTO, "accepted: %s", what);
+}
+
+/* Records of the fixture, writable for the tests. */
+#define F_POOL(f, i) ((struct pimg_pool *)(uintptr_t)pimg_pool((f)->h, (i)))
+#define F_SITE(f, i) ((struct pimg_site *)(uintptr_t)&pimg_sites((f)->h)[i])
+#define F_TRIG(f, i) ((struct pimg_trigger *)(uintptr_t)&pimg_triggers((f)->h)[i])
+#define F_STRINGS(f) ((char *)(uintptr_t)pimg_strings((f)->h))
+
+START_TEST(test_image_round_trip_fixture)
+{
+	struct img_fixture f;
+	img_load(&f);
+	ck_assert_int_eq(policy_image_validate(f.buf, f.len), 0);
+	ck_assert_uint_eq(f.h->n_pools, 2);
+	ck_assert_uint_eq(f.h->n_sites, 3);
+	ck_assert_uint_eq(f.h->n_wrappers, 1);
+	ck_assert_uint_eq(f.h->n_triggers, 3);
+	ck_assert_int_eq(f.h->mode, POLICY_MODE_AUDIT);
+	ck_assert_int_eq(f.h->protection, POLICY_PROT_SEAL);
+	const struct pimg_pool *a = pimg_pool(f.h, 0);
+	ck_assert_str_eq(pimg_str(f.h, pimg_pool_site(f.h, a, 1)->build_id), "0123456789abcdef");
+	ck_assert_str_eq(pimg_pool_wrapper(f.h, a, 0), "xmalloc");
+	ck_assert_uint_eq(pimg_pool_trigger(f.h, a, 1)->after_ns, 2 * SEC);
+	ck_assert_ptr_null(pimg_str(f.h, pimg_pool_site(f.h, pimg_pool(f.h, 1), 0)->object));
+}
+END_TEST
+
+/* Every length short of the whole, whether the header says so or not. */
+START_TEST(test_image_truncated)
+{
+	struct img_fixture f;
+	img_load(&f);
+	size_t whole = f.len;
+	for (size_t n = 0; n < whole; n++) {
+		ck_assert_msg(policy_image_validate(f.buf, n) == -EPROTO, "%zu of %zu bytes accepted", n, whole);
+		f.h->total_len = (uint32_t)n;
+		ck_assert_msg(policy_image_validate(f.buf, n) == -EPROTO, "%zu bytes, total_len %zu, accepted",
+			      n, n);
+		f.h->total_len = (uint32_t)whole;
+	}
+	ck_assert_int_eq(policy_image_validate(f.buf, whole + 8), -EPROTO);
+	ck_assert_int_eq(policy_image_validate(NULL, whole), -EPROTO);
+	/* Misaligned: records would be read unaligned. */
+	memmove((char *)f.buf + 4, f.buf, whole);
+	ck_assert_int_eq(policy_image_validate((char *)f.buf + 4, whole), -EPROTO);
+}
+END_TEST
+
+START_TEST(test_image_bad_header)
+{
+	struct img_fixture f;
+#define HDR_CASE(stmt) do { img_load(&f); stmt; assert_refused(&f, #stmt); } while (0)
+	HDR_CASE(f.h->magic ^= 1);
+	HDR_CASE(f.h->version = PIMG_VERSION + 1);
+	HDR_CASE(f.h->reserved = 1);
+	HDR_CASE(f.h->mode = POLICY_MODE_LEARN + 1);
+	HDR_CASE(f.h->protection = POLICY_PROT_SEAL + 1);
+	HDR_CASE(f.h->report_burst = 0);
+	HDR_CASE(f.h->report_interval_s = 0);
+	HDR_CASE(f.h->report_interval_s = 86401);
+	HDR_CASE(f.h->n_pools = 0);
+	HDR_CASE(f.h->n_pools = PIMG_POOLS_MAX + 1);
+	HDR_CASE(f.h->n_pools = UINT32_MAX);
+	HDR_CASE(f.h->n_sites = UINT32_MAX);
+	HDR_CASE(f.h->n_sites += 1);
+	HDR_CASE(f.h->n_wrappers -= 1);
+	HDR_CASE(f.h->n_triggers += 1);
+	HDR_CASE(f.h->strings_len += 8);
+	HDR_CASE(f.h->strings_len = 0);
+	HDR_CASE(f.h->name.off = PIMG_NONE);
+	HDR_CASE(f.h->name.off = f.h->strings_len);
+	HDR_CASE(f.h->name.off = UINT32_MAX - 1);
+	HDR_CASE(f.h->name.len = UINT32_MAX);
+	HDR_CASE(f.h->name.len += 1);            /* the NUL inside the string */
+	HDR_CASE(f.h->name.len = 0);
+#undef HDR_CASE
+}
+END_TEST
+
+START_TEST(test_image_bad_records)
+{
+	struct img_fixture f;
+#define REC_CASE(stmt) do { img_load(&f); stmt; assert_refused(&f, #stmt); } while (0)
+	/* Slices: out of order, overlapping, past the end, empty. */
+	REC_CASE(F_POOL(&f, 1)->first_site = 0);
+	REC_CASE(F_POOL(&f, 0)->n_sites = 3);
+	REC_CASE(F_POOL(&f, 1)->n_sites = 2);
+	REC_CASE(F_POOL(&f, 1)->n_sites = UINT32_MAX);
+	REC_CASE(F_POOL(&f, 0)->n_sites = 0; F_POOL(&f, 1)->first_site = 0; F_POOL(&f, 1)->n_sites = 3);
+	REC_CASE(F_POOL(&f, 0)->n_wrappers = 2);
+	REC_CASE(F_POOL(&f, 1)->first_wrapper = 0);
+	REC_CASE(F_POOL(&f, 0)->n_triggers = UINT32_MAX);
+	REC_CASE(F_POOL(&f, 1)->first_trigger = 2);
+	REC_CASE(F_POOL(&f, 0)->max_bytes = (uint64_t)INT64_MAX + 1);
+	/* Names: duplicate, bad characters, absent. */
+	REC_CASE(F_POOL(&f, 1)->name = F_POOL(&f, 0)->name);
+	REC_CASE(F_POOL(&f, 0)->name = pimg_pool_site(f.h, pimg_pool(f.h, 0), 0)->function);
+	REC_CASE(F_POOL(&f, 0)->name.off = PIMG_NONE; F_POOL(&f, 0)->name.len = 0);
+	/* Sites: flags, reserved, offsets of sites that are not, canonical text. */
+	REC_CASE(F_SITE(&f, 0)->flags = 2);
+	REC_CASE(F_SITE(&f, 0)->reserved = 1);
+	REC_CASE(F_SITE(&f, 0)->offset = 1);
+	REC_CASE(F_SITE(&f, 0)->build_id = F_SITE(&f, 1)->build_id);
+	REC_CASE(F_SITE(&f, 0)->function.off = PIMG_NONE; F_SITE(&f, 0)->function.len = 0);
+	REC_CASE(F_SITE(&f, 0)->object.len = 0);
+	REC_CASE(F_SITE(&f, 0)->object.off = PIMG_NONE);     /* absent with a length */
+	REC_CASE(F_SITE(&f, 1)->offset = 0x11);
+	REC_CASE(F_SITE(&f, 1)->object.off = PIMG_NONE; F_SITE(&f, 1)->object.len = 0);
+	REC_CASE(F_SITE(&f, 1)->build_id.len -= 1);          /* odd, and the NUL misses */
+	REC_CASE(F_SITE(&f, 1)->flags = 0);
+	REC_CASE(F_STRINGS(&f)[F_SITE(&f, 1)->build_id.off] = 'A');
+	REC_CASE(F_STRINGS(&f)[F_SITE(&f, 1)->build_id.off] = 'g');
+	/* Triggers: every enum and the fields that go with each kind. */
+	REC_CASE(F_TRIG(&f, 0)->kind = POLICY_TRIGGER_MANUAL + 1);
+	REC_CASE(F_TRIG(&f, 0)->call = POLICY_CALL__COUNT);
+	REC_CASE(F_TRIG(&f, 0)->after_ns = 1);
+	REC_CASE(F_TRIG(&f, 1)->after_ns = 0);
+	REC_CASE(F_TRIG(&f, 1)->after_ns = UINT64_C(24) * 3600 * SEC + 1);
+	REC_CASE(F_TRIG(&f, 1)->call = 1);
+	REC_CASE(F_TRIG(&f, 2)->call = 1);
+	REC_CASE(F_TRIG(&f, 2)->after_ns = 1);
+	/* The string table: a NUL missing, a NUL or a control character inside. */
+	REC_CASE(F_STRINGS(&f)[f.h->name.off + f.h->name.len] = 'x');
+	REC_CASE(F_STRINGS(&f)[f.h->strings_len - 1] = 'x');
+	REC_CASE(F_STRINGS(&f)[pimg_pool(f.h, 0)->name.off] = '\0');
+	REC_CASE(F_STRINGS(&f)[F_SITE(&f, 0)->function.off] = '\n');
+	REC_CASE(F_STRINGS(&f)[F_SITE(&f, 0)->function.off] = '\0');
+	REC_CASE(((struct pimg_wrapper *)(uintptr_t)pimg_wrappers(f.h))[0].function.off = f.h->strings_len);
+#undef REC_CASE
+}
+END_TEST
+
+/* Compile: a model the parser cannot make is refused, so is a too large one. */
+START_TEST(test_image_compile_refusals)
+{
+	struct policy_set *set = load_ok(image_conf);
+	struct policy *p = &set->policies[0];
+	void *img = NULL;
+	size_t len = 0;
+
+	p->mode = (enum policy_mode)7;
+	ck_assert_int_eq(policy_image_compile(set, p, &img, &len), -EINVAL);
+	p->mode = POLICY_MODE_ENFORCE;
+	p->pools[0].triggers[0].call = POLICY_CALL__COUNT;
+	ck_assert_int_eq(policy_image_compile(set, p, &img, &len), -EINVAL);
+	p->pools[0].triggers[0].call = POLICY_CALL_LISTEN;
+	size_t n_pools = p->n_pools;
+	p->n_pools = PIMG_POOLS_MAX + 1;
+	ck_assert_int_eq(policy_image_compile(set, p, &img, &len), -E2BIG);
+	p->n_pools = n_pools;
+	ck_assert_int_eq(policy_image_compile(set, NULL, &img, &len), -EINVAL);
+	ck_assert_ptr_null(img);
+	ck_assert_int_eq(policy_image_compile(set, p, &img, &len), 0);
+	free(img);
+	policy_set_free(set);
 }
 END_TEST
 
@@ -981,12 +1184,17 @@ int main(void)
 	tcase_add_test(tc, test_match_no_criterion);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("text");
+	tc = tcase_create("image");
 	tcase_add_unchecked_fixture(tc, tmpdir_setup, tmpdir_teardown);
 	tcase_add_test(tc, test_round_trip_spec_example);
 	tcase_add_test(tc, test_round_trip_all_options);
 	tcase_add_test(tc, test_round_trip_match_policies);
 	tcase_add_test(tc, test_offset_sites);
+	tcase_add_test(tc, test_image_round_trip_fixture);
+	tcase_add_test(tc, test_image_truncated);
+	tcase_add_test(tc, test_image_bad_header);
+	tcase_add_test(tc, test_image_bad_records);
+	tcase_add_test(tc, test_image_compile_refusals);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("durations");
