@@ -21,6 +21,7 @@
 #include "os.h"
 #include "client.h"
 #include "client_decode.h"
+#include "dynsym.h"
 #include "journal.h"
 #include "fmt.h"
 #include "rules_msg.h"
@@ -264,11 +265,6 @@ void client_read_orders(void (*fn)(const char *pool))
  * with it program_invocation_name), a heap bug cannot reach it either. */
 static const char *exe_path;
 
-const char *client_exe(void)
-{
-	return exe_path;
-}
-
 void client_report(struct pmw_report *r)
 {
 	pmw_header_init(&r->h, PMW_REPORT, sizeof(*r));
@@ -287,5 +283,6 @@ void client_init(const char *exe, const char *comm)
 		os_protect_ro(page, len);
 		exe_path = path;
 	}
+	dynsym_set_program(exe_path);
 	journal_init(exe_path ? exe_path : "", comm);
 }

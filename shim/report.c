@@ -25,8 +25,8 @@
  * that instruction's window ends, and at exit.  The daemon or journal
  * still gets every report (they have their own limit and count).
  *
- * Async-signal-safe throughout.  Module names come from _dl_find_object(),
- * which glibc documents as AS-safe.  The records are static (under the
+ * Async-signal-safe throughout.  Module names come from _dl_find_object()
+ * (dynsym.c), which glibc documents as AS-safe.  The records are static (under the
  * lock): the handler may run on a small alternate stack, and a record is
  * 3.4 KiB.
  */
@@ -84,44 +84,6 @@ static void copy_str(char *dst, size_t size, const char *src)
 	dst[n] = '\0';
 }
 
-/* The path (raw) of the object holding a, its link map in *ret_lm; NULL
- * when no object holds it.  The program has no name in the link map: its
- * path read at start-up (argv[0] may be retitled). */
-static const char *module_of(uintptr_t a, const struct link_map **ret_lm, struct dl_find_object *dlfo)
-{
-	if (_dl_find_object((void *)a, dlfo) != 0 || !dlfo->dlfo_link_map)
-		return NULL;
-	*ret_lm = dlfo->dlfo_link_map;
-	const char *name = (*ret_lm)->l_name;
-	if (!name || !*name)
-		name = client_exe() ? client_exe() : program_invocation_name;
-	return name;
-}
-
-/* "module+0xoffset" of address a (the module's base name, raw or escaped),
- * "0x..." where no object holds it. */
-static void location(struct fmt *f, uintptr_t a, bool escaped)
-{
-	struct dl_find_object dlfo;
-	const struct link_map *lm;
-	const char *name = module_of(a, &lm, &dlfo), *slash = name ? strrchr(name, '/') : NULL;
-	if (!name) {
-		fmt_hex(f, a);
-		return;
-	}
-	if (escaped)
-		fmt_escaped(f, slash ? slash + 1 : name);
-	else
-		fmt_str(f, slash ? slash + 1 : name);
-	fmt_str(f, "+");
-	fmt_hex(f, a - lm->l_addr);
-}
-
-void report_fmt_location(struct fmt *f, uintptr_t a)
-{
-	location(f, a, true);
-}
-
 static void limits(unsigned int *burst, unsigned int *interval_s)
 {
 	const struct shim_state *st = shim;
@@ -144,7 +106,7 @@ static void summary(const struct limit_slot *s, bool shared, unsigned int burst,
 		fmt_str(&f, "from other instructions");
 	} else if (s->ip) {
 		fmt_printf(&f, "at ip 0x%" PRIxPTR " (", s->ip);
-		report_fmt_location(&f, s->ip);
+		dynsym_location(&f, s->ip, true);
 		fmt_str(&f, ")");
 	} else {
 		fmt_str(&f, "of unknown ip");
@@ -257,7 +219,7 @@ static void frame_resolve(struct pmw_report *r, struct pmw_frame *fr, bool build
 {
 	struct dl_find_object dlfo;
 	const struct link_map *lm;
-	const char *name = module_of(fr->ip, &lm, &dlfo);
+	const char *name = dynsym_object(fr->ip, &lm, &dlfo);
 	uint32_t i = 0;
 	fr->module = PMW_NO_MODULE;
 	if (!name)
@@ -300,7 +262,7 @@ static void record_site(struct pmw_report *r, uint16_t site)
 	} else if (ra) {
 		struct fmt f;
 		fmt_init(&f, r->object_site, sizeof(r->object_site));
-		location(&f, ra, false);
+		dynsym_location(&f, ra, false);
 		fmt_cstr(&f);
 	}
 }
@@ -318,7 +280,7 @@ static void record_fill(struct pmw_report *r, const struct pool_hit *hit, uintpt
 		r->offset = address - hit->object;
 		record_site(r, hit->site);
 	}
-	copy_str(r->exe, sizeof(r->exe), client_exe() ? client_exe() : program_invocation_name);
+	copy_str(r->exe, sizeof(r->exe), dynsym_program());
 	r->fault_ip = ip;
 	r->frames[0].ip = ip;
 	r->n_frames = ip ? 1 : 0;

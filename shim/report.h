@@ -33,9 +33,4 @@ void report_end(struct pmw_report *r, void (*walk)(struct pmw_report *r, void *a
 /* Install the fork handler and exit summary (once; normal context). */
 void report_init(void);
 
-/* "module+0xoffset" of address a into f, the module's name escaped; "0x..."
- * where no object holds it (AS-safe, via _dl_find_object). */
-struct fmt;
-void report_fmt_location(struct fmt *f, uintptr_t a);
-
 #endif

@@ -30,11 +30,6 @@ void heap_arena_reserved(void)
 
 /* No pmallocd and no journal here: a violation's record ends with its
  * stderr line (report.c). */
-const char *client_exe(void)
-{
-	return NULL;
-}
-
 void client_report(struct pmw_report *r)
 {
 	(void)r;
