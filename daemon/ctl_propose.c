@@ -3,10 +3,15 @@
  * journal (one entry per site: MESSAGE_ID MID_LEARNED) to a
  * complete, commented policy file for one executable, in enforce mode.
  *
- * A site is proposed when it allocated before its pool's trigger and no
- * process ever wrote its memory after protection.  Sites are named by
+ * A site is proposed when it allocated before its pool's trigger, no
+ * process ever wrote its memory after protection, and it did not go on
+ * allocating after the first trigger (PMALLOC_OBJECTS_LATE: its objects
+ * come and go with the load, and a slower client than those learned from
+ * could write one after protection).  Sites are named by
  * function where the shim found a symbol and no call site of that function
- * was written; otherwise by offset, pinned to the object's build-id.  The
+ * was written; otherwise by offset, pinned to the object's build-id.  Each
+ * pool keeps the learn policy's wrappers (the sites learned are their
+ * callers) and gets a max_bytes (cap_for).  The
  * text is checked with the parser and linter pmallocctl check uses before
  * it is written.  Reads the journal only; writes only --output.
  *
@@ -35,7 +40,9 @@
 
 struct psite {
 	char *pool, *site, *object, *build_id, *triggers;
+	char *wrappers;             /* the pool's wrapper rules, each ending in '\n' */
 	uint64_t offset, objects, bytes;
+	uint64_t late;              /* objects protected after the pool's first trigger */
 	bool named, written;
 };
 
@@ -70,6 +77,29 @@ static void psite_free(struct psite *p)
 	free(p->object);
 	free(p->build_id);
 	free(p->triggers);
+	free(p->wrappers);
+}
+
+/* Every PMALLOC_WRAPPER of the entry (the field repeats), each ending in
+ * '\n' (the shim escapes control characters in values). */
+static char *learned_wrappers(sd_journal *j)
+{
+	static const char key[] = "PMALLOC_WRAPPER=";
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	const void *d;
+	size_t n;
+	if (!f)
+		return NULL;
+	SD_JOURNAL_FOREACH_DATA(j, d, n)
+		if (n > sizeof(key) - 1 && memcmp(d, key, sizeof(key) - 1) == 0)
+			fprintf(f, "%.*s\n", (int)(n - (sizeof(key) - 1)), (const char *)d + sizeof(key) - 1);
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
 }
 
 /* One entry folded in: the same site seen by several processes (a master
@@ -83,14 +113,16 @@ static int add_entry(struct plist *l, sd_journal *j)
 		.object = ctl_learned_field(j, "PMALLOC_SITE_OBJECT"),
 		.build_id = ctl_learned_field(j, "PMALLOC_BUILD_ID"),
 		.triggers = ctl_learned_field(j, "PMALLOC_TRIGGERS"),
+		.wrappers = learned_wrappers(j),
 		.offset = ctl_learned_u64(j, "PMALLOC_SITE_OFFSET"),
 		.objects = ctl_learned_u64(j, "PMALLOC_OBJECTS"),
 		.bytes = ctl_learned_u64(j, "PMALLOC_BYTES"),
+		.late = ctl_learned_u64(j, "PMALLOC_OBJECTS_LATE"),
 		.named = ctl_learned_u64(j, "PMALLOC_SITE_NAMED") == 1,
 		.written = ctl_learned_u64(j, "PMALLOC_WRITTEN") == 1,
 	};
 	char *policy = ctl_learned_field(j, "PMALLOC_POLICY");
-	if (!p.pool || !p.site || !p.object || !p.build_id || !p.triggers || !policy) {
+	if (!p.pool || !p.site || !p.object || !p.build_id || !p.triggers || !p.wrappers || !policy) {
 		psite_free(&p);
 		free(policy);
 		return -ENOMEM;
@@ -104,6 +136,7 @@ static int add_entry(struct plist *l, sd_journal *j)
 			q->objects = q->objects > p.objects ? q->objects : p.objects;
 			q->bytes = q->bytes > p.bytes ? q->bytes : p.bytes;
 			q->written |= p.written;
+			q->late = q->late > p.late ? q->late : p.late;
 			if (p.named && !q->named) {
 				free(q->site);
 				q->site = p.site;
@@ -177,12 +210,14 @@ static const char *object_glob(const char *path)
 	return b[0] && !strpbrk(b, "*?[]:\\\"@") ? b : NULL;
 }
 
-/* Was any call site of function fn (in object) written? */
+/* Was any call site of function fn (in object) written, or allocating
+ * after the trigger (left out: a name would take it too)? */
 static bool function_written(const struct plist *l, const struct psite *p)
 {
 	for (size_t i = 0; i < l->n; i++) {
 		const struct psite *q = &l->s[i];
-		if (q->named && q->written && strcmp(q->pool, p->pool) == 0 && strcmp(q->site, p->site) == 0 &&
+		if (q->named && (q->written || q->late) && strcmp(q->pool, p->pool) == 0 &&
+		    strcmp(q->site, p->site) == 0 &&
 		    strcmp(q->object, p->object) == 0)
 			return true;
 	}
@@ -269,6 +304,51 @@ static bool plain(const char *s)
 	return true;
 }
 
+/* A cap for a pool that held `learned` bytes when learned: twice that,
+ * rounded up to whole MiB, at least 1 MiB.  A site may still allocate
+ * while the program serves where learning did not see it do so (a reload,
+ * a load not learned from): pool memory is never reused, so without a cap
+ * such a pool could grow for as long as the program runs.  Past the cap,
+ * allocations go to the heap. */
+#define CAP_UNIT ((uint64_t)1 << 20)
+static uint64_t cap_for(uint64_t learned)
+{
+	uint64_t twice = learned > UINT64_MAX / 4 ? UINT64_MAX / 2 : 2 * learned;
+	uint64_t cap = (twice + CAP_UNIT - 1) / CAP_UNIT * CAP_UNIT;
+	return cap < CAP_UNIT ? CAP_UNIT : cap;
+}
+
+/* The wrappers the pool was learned with (the union over its entries), so
+ * that enforce mode names the same callers as sites: without them a site
+ * named after the caller of a wrapper would take nothing. */
+static void put_wrappers(FILE *f, const struct plist *l, const char *pool)
+{
+	char *list = NULL;
+	size_t len = 0;
+	FILE *b = open_memstream(&list, &len);
+	if (!b)
+		return;
+	for (size_t i = 0; i < l->n; i++) {
+		if (strcmp(l->s[i].pool, pool) != 0)
+			continue;
+		for (const char *w = l->s[i].wrappers, *e; w && (e = strchr(w, '\n')); w = e + 1) {
+			char *one = strndup(w, (size_t)(e - w)), *quoted = NULL;
+			if (!one || !*one || !plain(one) || asprintf(&quoted, "\"%s\"", one) < 0) {
+				free(one);
+				continue;
+			}
+			fflush(b);
+			if (!list || !strstr(list, quoted))
+				fprintf(b, "%s%s", ftell(b) ? ",\n          " : "\n          ", quoted);
+			free(quoted);
+			free(one);
+		}
+	}
+	if (fclose(b) == 0 && list && list[0])
+		fprintf(f, "        wrappers = [%s ];\n", list);
+	free(list);
+}
+
 static size_t propose_pool(FILE *f, const struct plist *l, size_t k, uint64_t *ret_bytes)
 {
 	const char *pool = l->s[k].pool;
@@ -296,6 +376,13 @@ static size_t propose_pool(FILE *f, const struct plist *l, size_t k, uint64_t *r
 				p->objects, p->bytes);
 			continue;
 		}
+		if (p->late) {
+			fprintf(f, "      #   left out %s (%s+0x%" PRIx64 "): %" PRIu64 " objects, %" PRIu64
+				" bytes, %" PRIu64 " of them after the first trigger: it allocates while the "
+				"program serves, and a slower client could write one after protection\n",
+				p->site, base_name(p->object), p->offset, p->objects, p->bytes, p->late);
+			continue;
+		}
 		if (p->named && !function_written(l, p)) {
 			if (!first_of_function(l, i))
 				continue;
@@ -305,14 +392,15 @@ static size_t propose_pool(FILE *f, const struct plist *l, size_t k, uint64_t *r
 			fprintf(f, "      #   %s: %zu call site%s, %" PRIu64 " objects, %" PRIu64 " bytes\n", p->site,
 				calls, calls == 1 ? "" : "s", o, by);
 			put_rule(b, p, true, &first);
+			bytes += by;         /* every call site of the function, once */
 		} else {
 			fprintf(f, "      #   %s+0x%" PRIx64 "%s%s: %" PRIu64 " objects, %" PRIu64 " bytes%s\n",
 				base_name(p->object), p->offset, p->named ? " in " : "", p->named ? p->site : "",
 				p->objects, p->bytes,
-				p->named ? " (by offset: other calls in that function were written)" : "");
+				p->named ? " (by offset: other calls in that function are not proposed)" : "");
 			put_rule(b, p, false, &first);
+			bytes += p->bytes;
 		}
-		bytes += p->bytes;
 		kept++;
 	}
 	fclose(b);
@@ -321,8 +409,12 @@ static size_t propose_pool(FILE *f, const struct plist *l, size_t k, uint64_t *r
 		free(body);
 		return 0;
 	}
+	fprintf(f, "      #   pool \"%s\": %zu sites, %" PRIu64 " bytes protected when learned\n", pool, kept, bytes);
 	fprintf(f, "      {\n        name = \"%s\";\n        sites = [%s ];\n", pool, body);
+	put_wrappers(f, l, pool);
 	put_triggers(f, l->s[k].triggers);
+	uint64_t cap = cap_for(bytes);
+	fprintf(f, "        max_bytes = %" PRIu64 "%s;\n", cap, cap > INT32_MAX ? "L" : "");
 	fputs("      }", f);
 	free(body);
 	*ret_bytes += bytes;

@@ -5,7 +5,9 @@
  * Owns: the socket connected to /run/systemd/journal/socket, the queue of
  * entries journald has no room for yet, the EPOLLOUT watch that flushes
  * it, the drop counters and the summary entry that reports drops once
- * journald takes entries again.
+ * journald takes entries again; batches: entries written while the server
+ * handles a batch of clients wait in the queue until it is done (answers
+ * first) and go in one sendmmsg() (still one datagram per entry).
  * Never: blocks (SOCK_NONBLOCK, and MSG_DONTWAIT on every send), reorders
  * entries (while anything is queued, new entries go behind it), holds more
  * than JWRITER_QUEUE_MAX entries or JWRITER_QUEUE_BYTES bytes, lets
@@ -39,12 +41,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FLUSH_BATCH 64                   /* entries per wake-up: clients get turns */
+#define FLUSH_BATCH 64                   /* entries per wake-up: clients get turns;
+					  * entries per sendmmsg() */
 
 struct qentry {
 	struct qentry *next;
 	size_t len;
 	bool summary;                    /* our own summary: not counted as late */
+	bool batched;                    /* held for the batch's end, not for journald */
 	char data[];
 };
 
@@ -60,6 +64,8 @@ static struct {
 	sd_event_source *watch;
 	struct qentry *head, *tail;
 	size_t n, bytes;
+	bool batching;                   /* between jwriter_batch_begin() and _end() */
+	size_t n_batched;                /* entries in the queue only for the batch */
 	struct jwriter_stats st;
 	struct episode ep;
 } w = { .fd = -1 };
@@ -191,21 +197,25 @@ static void watch_enable(bool on)
 		(void)sd_event_source_set_enabled(w.watch, on ? SD_EVENT_ON : SD_EVENT_OFF);
 }
 
-static int enqueue(const char *buf, size_t len, bool summary, bool reserve)
+static int enqueue(const char *buf, size_t len, bool summary, bool reserve, bool batched)
 {
 	size_t max = reserve ? JWRITER_QUEUE_MAX : JWRITER_QUEUE_MAX - JWRITER_RESERVE;
 	size_t max_bytes = reserve ? JWRITER_QUEUE_BYTES : JWRITER_QUEUE_BYTES - JWRITER_RESERVE_BYTES;
 	struct qentry *q;
 
-	episode_mark();
-	if (w.n >= max || w.bytes + len > max_bytes)
+	if (!batched)
+		episode_mark();
+	if (w.n >= max || w.bytes + len > max_bytes) {
+		episode_mark();
 		return -ENOBUFS;
+	}
 	q = malloc(sizeof(*q) + len);
 	if (!q)
 		return -ENOMEM;
 	q->next = NULL;
 	q->len = len;
 	q->summary = summary;
+	q->batched = batched;
 	memcpy(q->data, buf, len);
 	if (w.tail)
 		w.tail->next = q;
@@ -214,7 +224,10 @@ static int enqueue(const char *buf, size_t len, bool summary, bool reserve)
 	w.tail = q;
 	w.n++;
 	w.bytes += len;
-	watch_enable(true);
+	if (batched)
+		w.n_batched++;
+	else
+		watch_enable(true);
 	return 0;
 }
 
@@ -227,10 +240,50 @@ static void dequeue(void)
 		w.tail = NULL;
 	w.n--;
 	w.bytes -= q->len;
+	if (q->batched)
+		w.n_batched--;
 	free(q);
 }
 
+/* The head was sent. */
+static void sent_head(void)
+{
+	w.st.sent++;
+	if (!w.head->summary && !w.head->batched) {
+		w.st.sent_late++;
+		w.ep.late++;
+	}
+	dequeue();
+}
+
+/* Up to budget entries from the head in one sendmmsg(): how many went
+ * (journald took them), 0 when the first did not (send_now() then says
+ * why, with its reconnect). */
+static unsigned int send_many(unsigned int budget)
+{
+	struct mmsghdr mm[FLUSH_BATCH];
+	struct iovec iov[FLUSH_BATCH];
+	unsigned int k = 0;
+	int n;
+
+	if (!w.connected)
+		return 0;
+	for (struct qentry *q = w.head; q && k < budget && k < FLUSH_BATCH; q = q->next, k++) {
+		iov[k] = (struct iovec){ q->data, q->len };
+		memset(&mm[k], 0, sizeof(mm[k]));
+		mm[k].msg_hdr.msg_iov = &iov[k];
+		mm[k].msg_hdr.msg_iovlen = 1;
+	}
+	n = sendmmsg(w.fd, mm, k, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n <= 0)
+		return 0;
+	for (int i = 0; i < n; i++)
+		sent_head();
+	return (unsigned int)n;
+}
+
 static int submit(const struct iovec *items, size_t n, bool summary, bool reserve);
+static void batch_flush(void);
 
 /* journald takes entries again: say what was lost since it stopped.  Only
  * losses are worth an entry; a wait alone (a burst meeting a short socket
@@ -270,9 +323,16 @@ static void summary_if_due(void)
 /* Send what the queue holds, oldest first, at most budget entries. */
 static void flush(unsigned int budget)
 {
-	while (w.head && budget-- > 0) {
-		int r = send_now(w.head->data, w.head->len);
+	while (w.head && budget > 0) {
+		unsigned int n = w.n > 1 ? send_many(budget) : 0;
+		int r;
 
+		if (n > 0) {
+			budget -= n;
+			continue;
+		}
+		budget--;
+		r = send_now(w.head->data, w.head->len);
 		if (r == -EAGAIN)
 			return;
 		if (r < 0 && is_absent(r)) {
@@ -284,16 +344,11 @@ static void flush(unsigned int budget)
 			}
 			break;
 		}
-		if (r < 0)
+		if (r < 0) {
 			count_drop(r);
-		else {
-			w.st.sent++;
-			if (!w.head->summary) {
-				w.st.sent_late++;
-				w.ep.late++;
-			}
-		}
-		dequeue();
+			dequeue();
+		} else
+			sent_head();
 	}
 	if (!w.head) {
 		watch_enable(false);
@@ -310,6 +365,15 @@ static int submit(const struct iovec *items, size_t n, bool summary, bool reserv
 	r = serialize(items, n, &len);
 	if (r < 0)
 		goto drop;
+	/* In a batch, behind nothing that waits for journald: held for its end. */
+	if (w.batching && w.n_batched == w.n) {
+		r = enqueue(dgram, len, summary, reserve, true);
+		if (r < 0)
+			goto drop;
+		if (w.n_batched >= FLUSH_BATCH)
+			batch_flush();
+		return 0;
+	}
 	if (!w.head) {
 		r = send_now(dgram, len);
 		if (r == 0) {
@@ -321,7 +385,7 @@ static int submit(const struct iovec *items, size_t n, bool summary, bool reserv
 		if (r != -EAGAIN)
 			goto drop;
 	}
-	r = enqueue(dgram, len, summary, reserve);
+	r = enqueue(dgram, len, summary, reserve, false);
 	if (r == 0)
 		return 0;
 drop:
@@ -333,6 +397,33 @@ drop:
 int jwriter_send(const struct iovec *items, size_t n, bool reserve)
 {
 	return submit(items, n, false, reserve);
+}
+
+/* Send what the batch holds; what journald has no room for waits in the
+ * queue like any entry (late, counted so, flushed on EPOLLOUT). */
+static void batch_flush(void)
+{
+	if (w.n_batched == 0)
+		return;
+	flush(FLUSH_BATCH);
+	if (w.n_batched == 0)
+		return;
+	for (struct qentry *q = w.head; q; q = q->next)
+		q->batched = false;
+	w.n_batched = 0;
+	episode_mark();
+	watch_enable(true);
+}
+
+void jwriter_batch_begin(void)
+{
+	w.batching = true;
+}
+
+void jwriter_batch_end(void)
+{
+	w.batching = false;
+	batch_flush();
 }
 
 static int on_writable(sd_event_source *src, int fd, uint32_t revents, void *userdata)

@@ -48,6 +48,13 @@ size_t jwriter_close(void);
  * failure is counted as a dropped entry. */
 int jwriter_send(const struct iovec *items, size_t n, bool reserve);
 
+/* Around a batch of work (the server's clients of one wake-up): entries
+ * sent in between are held and go at jwriter_batch_end(), in one
+ * sendmmsg() (FLUSH_BATCH at most; a fuller batch is sent as it fills),
+ * order kept.  What journald has no room for then is queued as usual. */
+void jwriter_batch_begin(void);
+void jwriter_batch_end(void);
+
 struct jwriter_stats {
 	uint64_t sent;                   /* entries journald accepted */
 	uint64_t sent_late;              /* of those, after waiting in the queue */

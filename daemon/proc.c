@@ -19,12 +19,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77                  /* Linux 6.5; glibc 2.36 lacks the name */
 #endif
+
+/* PIDFD_GET_INFO (Linux 6.13), its first layout (PIDFD_INFO_SIZE_VER0):
+ * the kernel's uapi, which older headers lack.  Later kernels grow the
+ * struct at its end and still answer this size. */
+struct proc_pidfd_info {
+	uint64_t mask;
+	uint64_t cgroupid;
+	uint32_t pid, tgid, ppid;
+	uint32_t ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+	uint32_t spare0;
+};
+#define PROC_PIDFD_INFO_CREDS (1ULL << 1)
+_Static_assert(sizeof(struct proc_pidfd_info) == 64, "PIDFD_INFO_SIZE_VER0");
 
 /* ENOENT from /proc/PID/... means the process is gone. */
 static int proc_errno(int e)
@@ -100,10 +115,8 @@ int proc_read_comm(pid_t pid, char ret[PROC_COMM_MAX])
 	return 0;
 }
 
-/* Fields of /proc/PID/stat: comm (between the first '(' and the last ')',
- * as the kernel's task name, unescaped: what /proc/PID/comm shows without
- * its newline), the parent and the start time. */
-static int parse_stat(char *buf, char *ret_comm, pid_t *ret_ppid, uint64_t *ret_starttime)
+/* Fields of /proc/PID/stat: the parent and the start time. */
+static int parse_stat(char *buf, pid_t *ret_ppid, uint64_t *ret_starttime)
 {
 	unsigned long long start;
 	char *p, *open;
@@ -114,13 +127,6 @@ static int parse_stat(char *buf, char *ret_comm, pid_t *ret_ppid, uint64_t *ret_
 	p = strrchr(buf, ')');
 	if (!open || !p || p < open || sscanf(p + 1, " %*c %d", &ppid) != 1)
 		return -EBADMSG;
-	if (ret_comm) {
-		size_t n = (size_t)(p - open - 1);
-		if (n > PROC_COMM_MAX - 1)
-			n = PROC_COMM_MAX - 1;
-		memcpy(ret_comm, open + 1, n);
-		ret_comm[n] = '\0';
-	}
 	/* starttime is field 22; p + 1 starts at field 3. */
 	p++;
 	for (field = 3; field < 22; field++) {
@@ -142,15 +148,7 @@ int proc_read_stat(pid_t pid, pid_t *ret_ppid, uint64_t *ret_starttime)
 	char buf[1024];
 	int r = read_small(pid, "stat", buf, sizeof(buf), NULL);
 
-	return r < 0 ? r : parse_stat(buf, NULL, ret_ppid, ret_starttime);
-}
-
-int proc_read_stat_comm(pid_t pid, char ret_comm[PROC_COMM_MAX], uint64_t *ret_starttime)
-{
-	char buf[1024];
-	int r = read_small(pid, "stat", buf, sizeof(buf), NULL);
-
-	return r < 0 ? r : parse_stat(buf, ret_comm, NULL, ret_starttime);
+	return r < 0 ? r : parse_stat(buf, ret_ppid, ret_starttime);
 }
 
 int proc_read_ids(pid_t pid, uid_t ret_uids[4], gid_t ret_gids[4])
@@ -184,6 +182,28 @@ int proc_read_euid(pid_t pid, uid_t *ret)
 	return r;
 }
 
+uint64_t proc_boottime_ticks(void)
+{
+	static long hz;
+	struct timespec ts;
+
+	if (hz <= 0)
+		hz = sysconf(_SC_CLK_TCK);
+	if (hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+		return 0;
+	/* As the kernel's nsec_to_clock_t(): truncated. */
+	return ((uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec) / (1000000000ULL / (uint64_t)hz);
+}
+
+uint64_t proc_starttime_before(pid_t pid, uint64_t ticks)
+{
+	uint64_t st;
+
+	if (proc_read_stat(pid, NULL, &st) < 0 || st > ticks)
+		return PROC_STARTTIME_NONE;
+	return st;
+}
+
 bool proc_is_alive(pid_t pid, uint64_t starttime)
 {
 	uint64_t st;
@@ -203,6 +223,25 @@ int proc_peer_pidfd(int sockfd)
 	if (len != sizeof(pidfd) || pidfd < 0)
 		return -EBADMSG;
 	return pidfd;
+}
+
+int proc_pidfd_ids(int pidfd, uid_t ret_uids[4], gid_t ret_gids[4])
+{
+	struct proc_pidfd_info info = { .mask = PROC_PIDFD_INFO_CREDS };
+
+	if (ioctl(pidfd, PROC_PIDFD_GET_INFO, &info) < 0)
+		return errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP ? -EOPNOTSUPP : -errno;
+	if (!(info.mask & PROC_PIDFD_INFO_CREDS))
+		return -EOPNOTSUPP;
+	ret_uids[0] = (uid_t)info.ruid;
+	ret_uids[1] = (uid_t)info.euid;
+	ret_uids[2] = (uid_t)info.suid;
+	ret_uids[3] = (uid_t)info.fsuid;
+	ret_gids[0] = (gid_t)info.rgid;
+	ret_gids[1] = (gid_t)info.egid;
+	ret_gids[2] = (gid_t)info.sgid;
+	ret_gids[3] = (gid_t)info.fsgid;
+	return 0;
 }
 
 int proc_pidfd_exited(int pidfd)

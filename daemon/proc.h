@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/types.h>
 
 #define PROC_COMM_MAX 16                 /* TASK_COMM_LEN, NUL included */
@@ -19,14 +20,21 @@ int proc_read_exe(pid_t pid, char **ret, bool *ret_deleted);
 int proc_read_comm(pid_t pid, char ret[PROC_COMM_MAX]);
 /* ppid and start time (clock ticks since boot) from /proc/PID/stat. */
 int proc_read_stat(pid_t pid, pid_t *ret_ppid, uint64_t *ret_starttime);
-/* comm (as proc_read_comm) and the start time, from the one read of
- * /proc/PID/stat: one file fewer per hand-out. */
-int proc_read_stat_comm(pid_t pid, char ret_comm[PROC_COMM_MAX], uint64_t *ret_starttime);
 /* Effective uid from /proc/PID/status (the uid SO_PEERCRED reports). */
 int proc_read_euid(pid_t pid, uid_t *ret);
 /* The real, effective, saved and filesystem uids and gids, in that order,
  * from /proc/PID/status. */
 int proc_read_ids(pid_t pid, uid_t ret_uids[4], gid_t ret_gids[4]);
+
+/* Now on the clock of /proc/PID/stat's start times: CLOCK_BOOTTIME in
+ * clock ticks. */
+uint64_t proc_boottime_ticks(void);
+/* What proc_read_stat() says pid's start time is, provided that is no
+ * later than ticks (proc_boottime_ticks() when the kernel vouched pid was
+ * the process wanted: a process holding that pid later started after that
+ * one was gone); else PROC_STARTTIME_NONE (gone, or a reused pid). */
+#define PROC_STARTTIME_NONE UINT64_MAX
+uint64_t proc_starttime_before(pid_t pid, uint64_t ticks);
 
 /* True when pid still runs and started at starttime (not a reused pid). */
 bool proc_is_alive(pid_t pid, uint64_t starttime);
@@ -34,6 +42,13 @@ bool proc_is_alive(pid_t pid, uint64_t starttime);
 /* The peer's pidfd (SO_PEERPIDFD), or -errno (-ENOPROTOOPT on kernels
  * without it: optional). */
 int proc_peer_pidfd(int sockfd);
+/* The ids proc_read_ids() reads, from the kernel's record of the process
+ * behind pidfd (PIDFD_GET_INFO: one ioctl, about 1.5 us here, against
+ * 25 us for /proc/PID/status): 0, -ESRCH (it was reaped), -EOPNOTSUPP
+ * (a kernel before 6.13: read /proc/PID/status instead) or -errno. */
+int proc_pidfd_ids(int pidfd, uid_t ret_uids[4], gid_t ret_gids[4]);
+/* The request number, for the sandbox's allow-list. */
+#define PROC_PIDFD_GET_INFO _IOWR(0xFF, 11, char[64])
 /* 1 when the process behind pidfd has exited, 0 when it runs, -errno. */
 int proc_pidfd_exited(int pidfd);
 

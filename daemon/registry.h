@@ -51,7 +51,14 @@ struct proc_entry {
 	pid_t pid;
 	pid_t via_pid;                   /* 0, or the peer whose connection a forked child used */
 	uid_t uid;
-	uint64_t starttime;              /* /proc/PID/stat; 0 unknown */
+	uint64_t starttime;              /* /proc/PID/stat; 0 unknown (or not read yet:
+					  * starttime_by) */
+	/* Its start time is read when status needs it, not at its HELLO
+	 * (/proc/PID/comm costs a third of /proc/PID/stat): then, the start
+	 * time of the process holding pid, if no later than this (CLOCK_BOOTTIME
+	 * in clock ticks when the kernel vouched pid was this process), else
+	 * PROC_STARTTIME_NONE.  0: starttime is final. */
+	uint64_t starttime_by;
 	char *exe;                       /* /proc/PID/exe; NULL when it could not be read */
 	char *exe_shown;                 /* exe escaped (escape.h): what entries and status show */
 	bool exe_deleted;

@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "log.h"
+#include "proc.h"
 
 #ifndef SOCK_TYPE_MASK
 #define SOCK_TYPE_MASK 0xf               /* the kernel's; glibc's headers lack it */
@@ -39,6 +40,7 @@ static const char *const allowed[] = {
 	"openat", "read", "pread64", "close", "newfstatat", "readlink", "getdents64", "fcntl",
 	/* clients; journal (send) and sd_notify (sendmsg) datagrams; stderr */
 	"accept4", "recvmsg", "recvfrom", "sendmsg", "sendto", "getsockopt", "setsockopt", "write",
+	"sendmmsg",                                /* journal entries of a batch of clients */
 	"writev",                                  /* (rare) glibc's fatal messages (__libc_message) */
 	/* the event loop */
 	"epoll_wait", "epoll_ctl", "timerfd_create", "timerfd_settime", "signalfd4", "poll",
@@ -101,6 +103,13 @@ int sandbox_apply(int journal_fd)
 	if (journal_fd >= 0) {
 		struct scmp_arg_cmp journal_only = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)journal_fd);
 		r = add_rule(ctx, "connect", 1, &journal_only);
+		if (r < 0)
+			goto out;
+	}
+	/* ioctl() only to ask a client's pidfd for its ids (proc.c). */
+	{
+		struct scmp_arg_cmp pidfd_info = SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)PROC_PIDFD_GET_INFO);
+		r = add_rule(ctx, "ioctl", 1, &pidfd_info);
 		if (r < 0)
 			goto out;
 	}

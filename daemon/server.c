@@ -6,7 +6,11 @@
  * unlinked at exit when pmallocd made it), struct client,
  * the per-connection state machine (NEW -> SERVED, or NEW -> status or
  * protect request (protect.c decides it) -> closed), message validation,
- * client caps and the silent-client timer.
+ * client caps, the clients' epoll set and the silent-client timer.
+ * Cost of a hand-out (measured: tests/bench/daemon, strace): about 20
+ * system calls - accept4, SO_PEERCRED, the HELLO, SO_PEERPIDFD, readlink
+ * and /proc/PID/comm and /proc/PID/cgroup, PIDFD_GET_INFO, the answer, the
+ * epoll add, the close - and its journal entry's share of one sendmmsg().
  * Identity comes from the kernel only: SO_PEERCRED at accept, SO_PEERPIDFD
  * and /proc (proc.c) at HELLO, SCM_CREDENTIALS on each packet.
  * Never: blocks on a client (every socket is non-blocking, every send
@@ -23,12 +27,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "budget.h"
 #include "journal.h"
+#include "jwriter.h"
 #include "list.h"
 #include "listen.h"
 #include "log.h"
@@ -48,8 +54,7 @@ struct client {
 	struct client *prev, *next;
 	struct server *server;
 	int fd;
-	sd_event_source *io;
-	sd_event_source *timer;
+	uint64_t deadline;               /* NEW: dropped if still silent then (usec); 0 once it spoke */
 	enum client_state state;
 	pid_t pid;                       /* SO_PEERCRED at accept */
 	uid_t uid;                       /* its effective uid and gid then */
@@ -68,6 +73,18 @@ struct server {
 	bool activated;
 	sd_event_source *listen_src;
 	sd_event_source *retry_timer;
+	/* The clients' sockets, in an epoll set of our own, watched as one
+	 * source: one epoll_wait() hands over up to SERVER_IO_BATCH ready
+	 * clients (sd-event dispatches one source per loop iteration, each an
+	 * epoll_wait() of its own), and closing a client's socket removes it
+	 * from the set (no EPOLL_CTL_DEL). */
+	int client_epfd;
+	sd_event_source *clients_src;
+	/* One timer for every client that has not spoken yet, armed at the
+	 * earliest deadline (none of sd-event's per-client timer sources, each
+	 * a timerfd_settime() as clients come and go). */
+	sd_event_source *silent_timer;
+	uint64_t silent_at;              /* when it fires; 0 disarmed */
 	struct client *clients;
 	size_t n_clients;
 	size_t max_clients;              /* SERVER_MAX_CLIENTS, less where descriptors are fewer */
@@ -76,6 +93,7 @@ struct server {
 	struct protect protect;           /* pmallocctl protect */
 	struct budgets budgets;           /* per-user shares and budgets */
 	sd_event_source *trim_timer;      /* malloc_trim once frees stop */
+	uint64_t last_free;               /* when the last client left */
 };
 
 /* One receive buffer, one send buffer: the daemon is single-threaded. */
@@ -111,28 +129,39 @@ static void child_retire(struct client *c, struct proc_entry *e, uint64_t now)
 
 static int on_trim(sd_event_source *src, uint64_t usec, void *userdata)
 {
-	(void)src;
+	struct server *s = userdata;
+	uint64_t due = s->last_free + SERVER_TRIM_IDLE_MS * USEC_PER_MSEC;
+
 	(void)usec;
-	(void)userdata;
+	/* Frees since it was armed: wait for them to stop. */
+	if (due > now_usec(s)) {
+		(void)sd_event_source_set_time(src, due);
+		(void)sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+		return 0;
+	}
 	/* Hundreds of clients gone leave free chunks all over the heap:
 	 * give their pages back, as glibc's free() alone does only at the top. */
 	(void)malloc_trim(0);
 	return 0;
 }
 
-/* Many clients may be leaving: trim once they are all gone (a single
- * timer, pushed back by each free, SERVER_TRIM_IDLE_MS after the last). */
+/* Many clients may be leaving: trim once they are all gone, one timer
+ * SERVER_TRIM_IDLE_MS after the last.  A free only notes its time (the
+ * timer looks when it fires): moving the timer at every free re-armed the
+ * loop's timerfd per client. */
 static void trim_later(struct server *s)
 {
-	uint64_t when = now_usec(s) + SERVER_TRIM_IDLE_MS * USEC_PER_MSEC;
-
+	s->last_free = now_usec(s);
 	if (!s->trim_timer) {
-		if (sd_event_add_time(s->manager->event, &s->trim_timer, CLOCK_MONOTONIC, when,
+		if (sd_event_add_time(s->manager->event, &s->trim_timer, CLOCK_MONOTONIC,
+				      s->last_free + SERVER_TRIM_IDLE_MS * USEC_PER_MSEC,
 				      100 * USEC_PER_MSEC, on_trim, s) < 0)
 			s->trim_timer = NULL;
 		return;
 	}
-	(void)sd_event_source_set_time(s->trim_timer, when);
+	if (sd_event_source_get_enabled(s->trim_timer, NULL) > 0)
+		return;
+	(void)sd_event_source_set_time(s->trim_timer, s->last_free + SERVER_TRIM_IDLE_MS * USEC_PER_MSEC);
 	(void)sd_event_source_set_enabled(s->trim_timer, SD_EVENT_ONESHOT);
 }
 
@@ -144,14 +173,12 @@ static void client_free(struct client *c)
 	LIST_UNLINK(s->clients, c);
 	s->n_clients--;
 
-	c->io = sd_event_source_disable_unref(c->io);
-	c->timer = sd_event_source_disable_unref(c->timer);
 	for (size_t i = 0; i < c->n_children; i++)
 		child_retire(c, c->children[i], now);
 	if (c->entry)
 		registry_retire(&s->manager->registry, c->entry, now);
 	budget_client_remove(c->budget);
-	close(c->fd);
+	close(c->fd);                    /* leaves the epoll set with it */
 	free(c);
 	trim_later(s);
 }
@@ -194,14 +221,40 @@ static void drain(int fd)
 			break;
 }
 
-static int on_client_timeout(sd_event_source *src, uint64_t usec, void *userdata)
+static void silent_arm(struct server *s, uint64_t when)
 {
-	struct client *c = userdata;
+	if (!s->silent_timer || (s->silent_at && s->silent_at <= when))
+		return;
+	if (sd_event_source_set_time(s->silent_timer, when) < 0 ||
+	    sd_event_source_set_enabled(s->silent_timer, SD_EVENT_ONESHOT) < 0) {
+		log_limited(&s->drop_log, LOG_WARNING, "cannot arm the silent-client timer");
+		return;
+	}
+	s->silent_at = when;
+}
+
+/* Drop the clients silent past their deadline; wait for the next one. */
+static int on_silent(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct server *s = userdata;
+	uint64_t now = now_usec(s), next = 0;
+	struct client *c, *following;
 
 	(void)src;
 	(void)usec;
-	client_drop(c, timed_out, "said nothing before the deadline, dropped", client_drop_args(c));
-	client_free(c);
+	s->silent_at = 0;
+	for (c = s->clients; c; c = following) {
+		following = c->next;
+		if (!c->deadline)
+			continue;
+		if (c->deadline <= now) {
+			client_drop(c, timed_out, "said nothing before the deadline, dropped", client_drop_args(c));
+			client_free(c);
+		} else if (!next || c->deadline < next)
+			next = c->deadline;
+	}
+	if (next)
+		silent_arm(s, next);
 	return 0;
 }
 
@@ -274,11 +327,11 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	struct proc_entry *e;
 	char *exe = NULL, comm[PROC_COMM_MAX] = "";
 	bool deleted = false;
-	uint64_t starttime = 0;
+	uint64_t seen;
 	uid_t uids[4] = { 0 };
 	gid_t gids[4] = { 0 };
 	bool changed = false;
-	int pidfd, r;
+	int pidfd, ids, r;
 
 	if (m->flags != 0 || m->reserved != 0) {
 		client_drop(c, malformed, "HELLO with unknown flags 0x%x, dropped", client_drop_args(c),
@@ -302,11 +355,19 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	pidfd = proc_peer_pidfd(c->fd);
 	r = proc_read_exe(c->pid, &exe, &deleted);
 	if (r >= 0)
-		r = proc_read_stat_comm(c->pid, comm, &starttime);
-	if (r >= 0)
+		r = proc_read_comm(c->pid, comm);
+	/* The ids from the pidfd where the kernel tells them (PIDFD_GET_INFO):
+	 * it answers only while the process is not reaped, that is while its
+	 * pid is not free for reuse, so the reads above were its.  Else from
+	 * /proc/PID/status, and the pidfd's poll() proves the same. */
+	ids = r >= 0 && pidfd >= 0 ? proc_pidfd_ids(pidfd, uids, gids) : -EOPNOTSUPP;
+	if (r >= 0 && ids == -EOPNOTSUPP) {
 		r = proc_read_ids(c->pid, uids, gids);
-	if (r >= 0 && pidfd >= 0 && proc_pidfd_exited(pidfd) != 0)
-		r = -ESRCH;
+		if (r >= 0 && pidfd >= 0 && proc_pidfd_exited(pidfd) != 0)
+			r = -ESRCH;
+	} else if (r >= 0)
+		r = ids;
+	seen = proc_boottime_ticks();    /* pid was the peer's until now */
 	if (pidfd >= 0)
 		close(pidfd);
 	if (r < 0) {
@@ -346,10 +407,10 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 	if (proc_entry_set_exe(e, exe, deleted) < 0)
 		return log_error_errno(ENOMEM, "out of memory");
 	exe = e->exe;
-	e->starttime = starttime;
+	e->starttime_by = seen;
 	e->generation = cfg->generation;
 	c->state = CLIENT_SERVED;
-	c->timer = sd_event_source_disable_unref(c->timer);
+	c->deadline = 0;
 
 	p = policy_set_match(cfg->set, exe, comm, c->uid);
 	if (p) {
@@ -414,12 +475,24 @@ static int send_status_text(struct client *c, size_t text_len, const char *what)
 	return -ECONNRESET;              /* one answer, then the connection closes */
 }
 
+/* The start times status compares, of the processes served since the
+ * last status (see proc_entry.starttime_by). */
+static void resolve_starttimes(struct registry *reg)
+{
+	for (struct proc_entry *e = reg->live; e; e = e->next)
+		if (e->starttime_by) {
+			e->starttime = proc_starttime_before(e->pid, e->starttime_by);
+			e->starttime_by = 0;
+		}
+}
+
 static int handle_status_req(struct client *c)
 {
 	struct pmw_status *out = (struct pmw_status *)tx_buf;
 	struct strbuf text;
 
 	c->server->counters.status_requests++;
+	resolve_starttimes(&c->server->manager->registry);
 	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
 	c->server->manager->render_status(c->server->manager, &text, c->uid, 0);
 	return send_status_text(c, text.len, "status");
@@ -722,22 +795,41 @@ static int client_receive_one(struct client *c)
 	return client_dispatch(c, (size_t)n, cred) < 0 ? -EBADMSG : 1;
 }
 
-static int on_client_io(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+/* What c sent, up to SERVER_READ_BATCH messages: 0, or -1 when c was
+ * freed (closed, or dropped). */
+static int client_read(struct client *c)
 {
-	struct client *c = userdata;
-
-	(void)src;
-	(void)fd;
-	(void)revents;
 	for (int i = 0; i < SERVER_READ_BATCH; i++) {
+		enum client_state was = c->state;
 		int r = client_receive_one(c);
-		if (r == 0)
-			return 0;
 		if (r < 0) {
 			client_free(c);
-			return 0;
+			return -1;
 		}
+		/* Nothing more, or just served: a shim says nothing more until it
+		 * has read its answer (one receive that would fail saved). */
+		if (r == 0 || c->state != was)
+			return 0;
 	}
+	return 0;
+}
+
+/* Ready clients, at most SERVER_IO_BATCH per call: the set stays readable
+ * while more are, and the loop comes back after its other sources.
+ * Handling one client frees no other (only the silent timer drops others). */
+static int on_clients(sd_event_source *src, int fd, uint32_t revents, void *userdata)
+{
+	struct epoll_event ev[SERVER_IO_BATCH];
+	int n;
+
+	(void)src;
+	(void)revents;
+	(void)userdata;
+	n = epoll_wait(fd, ev, SERVER_IO_BATCH, 0);
+	jwriter_batch_begin();           /* the answers first, then the journal */
+	for (int i = 0; i < n; i++)
+		(void)client_read(ev[i].data.ptr);
+	jwriter_batch_end();
 	return 0;
 }
 
@@ -774,9 +866,9 @@ static void client_accept(struct server *s, int fd)
 {
 	struct ucred peer;
 	socklen_t len = sizeof(peer);
+	struct epoll_event ev = { .events = EPOLLIN };
 	struct uid_budget *budget;
 	struct client *c;
-	int one = 1, r;
 
 	s->counters.accepted++;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0 || len != sizeof(peer) ||
@@ -811,24 +903,25 @@ static void client_accept(struct server *s, int fd)
 	c->pid = peer.pid;
 	c->uid = peer.uid;
 	c->gid = peer.gid;
-	/* Inherited from the listening socket already; set it anyway. */
-	(void)setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
-
-	r = sd_event_add_io(s->manager->event, &c->io, fd, EPOLLIN, on_client_io, c);
-	if (r >= 0)
-		r = sd_event_add_time_relative(s->manager->event, &c->timer, CLOCK_MONOTONIC,
-					       (uint64_t)silent_limit_ms(s) * USEC_PER_MSEC,
-					       50 * USEC_PER_MSEC, on_client_timeout, c);
-	if (r < 0) {
-		log_error_errno(r, "cannot watch a client: %m");
-		c->io = sd_event_source_disable_unref(c->io);
-		budget_client_remove(budget);
-		close(fd);
-		free(c);
-		return;
-	}
+	/* SO_PASSCRED comes from the listening socket (listen.c sets it). */
 	LIST_PUSH(s->clients, c);
 	s->n_clients++;
+
+	/* A starting process sends its HELLO right after connect(): mostly
+	 * it is there already, and is answered now, without a trip through
+	 * the loop. */
+	if (client_read(c) < 0)
+		return;
+	ev.data.ptr = c;
+	if (epoll_ctl(s->client_epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		log_limited(&s->drop_log, LOG_WARNING, "cannot watch a client: %m");
+		client_free(c);
+		return;
+	}
+	if (c->state == CLIENT_NEW) {
+		c->deadline = now_usec(s) + (uint64_t)silent_limit_ms(s) * USEC_PER_MSEC;
+		silent_arm(s, c->deadline);
+	}
 }
 
 static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userdata)
@@ -837,22 +930,24 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
 
 	(void)src;
 	(void)revents;
+	jwriter_batch_begin();           /* the answers first, then the journal */
 	for (int i = 0; i < SERVER_ACCEPT_BATCH; i++) {
 		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (cfd < 0) {
 			if (errno == EAGAIN)
-				return 0;
+				break;
 			if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
 				continue;
 			s->counters.accept_errors++;
 			log_limited(&s->drop_log, LOG_WARNING, "accept failed: %m");
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
 				pause_accepting(s);
-			return 0;
+			break;
 		}
 		client_accept(s, cfd);
 	}
+	jwriter_batch_end();
 	return 0;
 }
 
@@ -882,6 +977,12 @@ int server_open(struct manager *m, const char *path, int activated_fd, struct se
 		return log_error_errno(ENOMEM, "out of memory");
 	s->manager = m;
 	s->fd = -1;
+	s->client_epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->client_epfd < 0) {
+		r = log_error_errno(errno, "epoll_create1: %m");
+		free(s);
+		return r;
+	}
 	s->drop_log = (struct log_limit)LOG_LIMIT_INIT(10, 10);
 	s->protect = (struct protect)PROTECT_INIT;
 	s->max_clients = max_clients();
@@ -896,6 +997,7 @@ int server_open(struct manager *m, const char *path, int activated_fd, struct se
 		s->owns_path = r >= 0;
 	}
 	if (r < 0) {
+		close(s->client_epfd);
 		free(s->path);
 		free(s);
 		return r;
@@ -910,6 +1012,14 @@ int server_start(struct server *s)
 
 	if (r < 0)
 		return log_error_errno(r, "cannot watch the socket: %m");
+	r = sd_event_add_io(s->manager->event, &s->clients_src, s->client_epfd, EPOLLIN, on_clients, s);
+	if (r < 0)
+		return log_error_errno(r, "cannot watch the clients: %m");
+	r = sd_event_add_time(s->manager->event, &s->silent_timer, CLOCK_MONOTONIC, 0, 50 * USEC_PER_MSEC,
+			      on_silent, s);
+	if (r < 0)
+		return log_error_errno(r, "cannot arm the silent-client timer: %m");
+	(void)sd_event_source_set_enabled(s->silent_timer, SD_EVENT_OFF);
 	return 0;
 }
 
@@ -921,6 +1031,10 @@ void server_free(struct server *s)
 		client_free(s->clients);
 	budgets_done(&s->budgets);
 	s->trim_timer = sd_event_source_disable_unref(s->trim_timer);
+	s->silent_timer = sd_event_source_disable_unref(s->silent_timer);
+	s->clients_src = sd_event_source_disable_unref(s->clients_src);
+	if (s->client_epfd >= 0)
+		close(s->client_epfd);
 	s->listen_src = sd_event_source_disable_unref(s->listen_src);
 	s->retry_timer = sd_event_source_disable_unref(s->retry_timer);
 	if (s->fd >= 0)

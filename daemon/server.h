@@ -17,6 +17,7 @@
 #define SERVER_MAX_CHILDREN 16           /* forked children tracked per connection */
 #define SERVER_ACCEPT_BATCH 64           /* accepts per wake-up, so clients get turns */
 #define SERVER_READ_BATCH 16             /* messages per client per wake-up */
+#define SERVER_IO_BATCH 64               /* ready clients per wake-up */
 #define SERVER_SILENT_MIN_MS 1000        /* a client must say HELLO, STATUS_REQ or PROTECT_REQ within */
 #define SERVER_SILENT_MAX_MS 30000       /* handshake_timeout_ms * 10, clamped to these */
 #define SERVER_TRIM_IDLE_MS 1000         /* freed memory goes back to the system once the

@@ -163,7 +163,7 @@ PMALLOC_EXPORT int pmalloc_pool_stats(const struct pmalloc_pool *pool, struct pm
 	st->mapped_bytes = t.mapped;
 	st->protect_calls = t.protect_calls;
 	st->frees = atomic_load_explicit(&p->frees, memory_order_relaxed);
-	st->sealed = (p->flags & PMALLOC_POOL_SEAL) && os_have_mseal;
+	st->sealed = pool_seals(p) && os_have_mseal;
 	return 0;
 }
 

@@ -32,6 +32,21 @@ static struct span *spans;               /* per unit; only the first unit of a s
 static uint32_t n_units, next_unit;      /* units [next_unit, n_units) were never used */
 static struct span *free_runs;           /* released spans, coalesced */
 
+/* The units of interposition pools' spans, a bit each, and the arena's
+ * range: read-only, but for the page a span allocation or release changes
+ * (arena_mutex held), for the length of the change.  fault.c asks it
+ * which memory may ever be audited or learned. */
+#define UNITS_MAX (((size_t)32 << 30) >> ARENA_UNIT_SHIFT)
+struct unit_map {
+	uintptr_t base;
+	size_t size;
+	uint64_t bits[UNITS_MAX / 64];
+};
+static union {
+	struct unit_map m;
+	unsigned char pages[ALIGN_UP(sizeof(struct unit_map), RO_PAGE)];
+} units_ro __attribute__((aligned(RO_PAGE)));
+
 #define HUGE ((size_t)2 << 20)                      /* a transparent huge page */
 #define HUGE_UNITS ((uint32_t)(HUGE >> ARENA_UNIT_SHIFT))
 
@@ -60,6 +75,15 @@ static void arena_do_init(void)
 		    os_reserve(spans_len, &sp) < 0 || os_commit(sp, spans_len) < 0) {
 			os_unmap(p, size);
 			continue;
+		}
+		units_ro.m.base = (uintptr_t)p;
+		units_ro.m.size = size;
+		if (os_protect_ro(&units_ro, sizeof(units_ro)) < 0) {
+			units_ro.m.size = 0;
+			os_unmap(heads, heads_len);
+			os_unmap(sp, spans_len);
+			os_unmap(p, size);
+			break;
 		}
 		unit_head = heads;
 		spans = sp;
@@ -169,12 +193,45 @@ static void give_units(uint32_t first, uint32_t units)
 		free_list_push(first, units);
 }
 
+/* Mark units [first, first + units) as an interposition pool's (on) or
+ * not, opening the map's pages for the change only; 0 or -ENOMEM (out of
+ * memory mappings), nothing changed then.  arena_mutex held.  Two
+ * mprotects of one page per span of an interposition pool (64 KiB to 4 MiB
+ * of objects): a 512 KiB malloc from a policy site took 5.6 us instead of
+ * 5.3 (median of 6 runs); API pools' spans never pay it. */
+static int mark_units(uint32_t first, uint32_t units, bool on)
+{
+	uintptr_t lo = (uintptr_t)&units_ro.m.bits[first / 64] & ~(uintptr_t)(RO_PAGE - 1);
+	uintptr_t hi = ALIGN_UP((uintptr_t)&units_ro.m.bits[(first + units - 1) / 64] + 8, RO_PAGE);
+	int r = os_protect_rw((void *)lo, hi - lo);
+	if (r < 0)
+		return r == -ENOMEM ? r : -ENOMEM;
+	for (uint32_t u = first; u < first + units; u++) {
+		if (on)
+			units_ro.m.bits[u / 64] |= UINT64_C(1) << (u % 64);
+		else
+			units_ro.m.bits[u / 64] &= ~(UINT64_C(1) << (u % 64));
+	}
+	if (os_protect_ro((void *)lo, hi - lo) < 0)
+		fatal("malloc", "cannot make the arena's unit map read-only again");
+	return 0;
+}
+
+bool arena_interposed(const void *p)
+{
+	uintptr_t off = (uintptr_t)p - units_ro.m.base;
+	if (off >= units_ro.m.size)
+		return false;
+	size_t u = off >> ARENA_UNIT_SHIFT;
+	return units_ro.m.bits[u / 64] >> (u % 64) & 1;
+}
+
 static size_t meta_len(size_t bytes)
 {
 	return ALIGN_UP((bytes >> ARENA_GRANULE_SHIFT) * sizeof(uint64_t), os_page_size);
 }
 
-int arena_span_alloc(size_t bytes, bool single, struct pmalloc_pool *pool, struct span **ret)
+int arena_span_alloc(size_t bytes, bool single, bool interposed, struct pmalloc_pool *pool, struct span **ret)
 {
 	if (arena_size == 0 || bytes == 0 || bytes > arena_size)
 		return -ENOMEM;
@@ -194,6 +251,11 @@ int arena_span_alloc(size_t bytes, bool single, struct pmalloc_pool *pool, struc
 	if (r == 0) {
 		uintptr_t base = arena_base + ((uintptr_t)first << ARENA_UNIT_SHIFT);
 		r = os_commit((void *)base, bytes);
+		if (r == 0 && interposed) {
+			r = mark_units(first, units, true);
+			if (r < 0)
+				os_decommit((void *)base, bytes);
+		}
 		if (r < 0) {
 			give_units(first, units);
 		} else {
@@ -230,6 +292,8 @@ void arena_span_release(struct span *s)
 	pthread_mutex_lock(&arena_mutex);
 	atomic_store_explicit(&s->pool, NULL, memory_order_release);
 	set_heads(first, units, 0);
+	if (arena_interposed((const void *)s->base) && mark_units(first, units, false) < 0)
+		fatal("pmalloc_destroy_pool", "cannot release pool memory (out of memory mappings)");
 	if (os_decommit((void *)s->base, s->bytes) < 0)
 		fatal("pmalloc_destroy_pool", "cannot release pool memory");
 	give_units(first, units);

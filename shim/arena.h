@@ -18,6 +18,16 @@
 
 #include "common.h"
 
+/* The alignment and size of a page of state made read-only after it is
+ * written (fault.c, pool.c, arena.c): a static at a link-time address, so
+ * no writable pointer leads to it.  The largest page size of the kernels
+ * built for: mprotect needs whole pages. */
+#if defined(__x86_64__)
+#define RO_PAGE 4096u
+#else
+#define RO_PAGE 65536u
+#endif
+
 #define ARENA_UNIT_SHIFT 16
 #define ARENA_UNIT ((size_t)1 << ARENA_UNIT_SHIFT)
 #define ARENA_GRANULE_SHIFT 4                      /* bitmap granule == PM_ALIGN */
@@ -68,8 +78,15 @@ static inline bool arena_contains(const void *p)
 }
 
 /* A committed span of at least bytes, owned by pool, with room for a
- * record per granule unless single (one object); 0 or -ENOMEM. */
-int arena_span_alloc(size_t bytes, bool single, struct pmalloc_pool *pool, struct span **ret);
+ * record per granule unless single (one object); 0 or -ENOMEM.  interposed:
+ * pool is one of the interposition's (pool.c's read-only flags say so),
+ * and the span's units are marked so in the read-only unit map. */
+int arena_span_alloc(size_t bytes, bool single, bool interposed, struct pmalloc_pool *pool, struct span **ret);
+/* Is p in a span of an interposition pool?  From read-only state only (the
+ * unit map and the arena's range as reserved, not arena_base): a span's
+ * owner overwritten cannot make an API pool's memory answer yes.  One
+ * compare and a bit test; async-signal-safe. */
+bool arena_interposed(const void *p);
 /* Give the span's memory back to the system and its units to the arena. */
 void arena_span_release(struct span *s);
 /* Hand a span to another owner (sealed spans outlive their pool). */

@@ -63,8 +63,14 @@ bool audit_window_mine(void)
 static void acquire(int me)
 {
 	int expected = 0;
-	while (!atomic_compare_exchange_weak_explicit(&win.owner, &expected, me, memory_order_acquire,
-						      memory_order_relaxed)) {
+	for (unsigned spins = 1; !atomic_compare_exchange_weak_explicit(&win.owner, &expected, me,
+									memory_order_acquire, memory_order_relaxed);
+	     spins++) {
+		/* An owner that is no thread of ours (the word overwritten)
+		 * holds nothing: waiting for it would hang a fault handler. */
+		if (spins % 1024 == 0 && !os_thread_alive(expected) &&
+		    atomic_compare_exchange_strong(&win.owner, &expected, me))
+			return;
 		expected = 0;
 		os_yield();
 	}
@@ -154,7 +160,9 @@ static void report_other(uintptr_t addr)
 	struct pool_hit hit;
 	if (!pool_lookup((const void *)addr, &hit))
 		return;
-	struct pmw_report *r = report_begin(&hit, addr, 0, true);
+	/* The pool's own names: fault.c, which imports this file, has the
+	 * read-only page's.  Names only: nothing is decided by them. */
+	struct pmw_report *r = report_begin(&hit, NULL, NULL, addr, 0, true);
 	report_cause(r, PMW_CAUSE_OTHER_THREAD, NULL);
 	report_end(r, NULL, NULL);
 }

@@ -12,6 +12,17 @@
  *            a time, other threads' writes meanwhile found by comparison),
  *            the instruction single-stepped (x86-64 trap flag) and the page
  *            protected again in SIGTRAP.
+ *   learn:   learn.c opens the page for good (learn.h).
+ * Which of the three, and whether the pool is the interposition's at all,
+ * is read from one page (ro below) that is read-only from the first pool
+ * on and never from the pool structs, spans or any other writable word:
+ * an attacker who can write the heap or the shim's data cannot turn
+ * enforcement into audit without first undoing an mprotect.  Writable
+ * words still on the way (a span's owner, its protected mark) can only
+ * make a write look like no pool's (the program's own SIGSEGV disposition:
+ * death by default) or like another pool's, which is enforced unless the
+ * read-only page names it and the address lies in the interposition's
+ * units (arena.c's read-only map).
  * Every other SIGSEGV goes to the handler that was there before (or that
  * the program installs later, through fault_set_program_action), with its
  * flags and mask honoured, or to the default action, re-raised when the
@@ -49,6 +60,29 @@
 #include <ucontext.h>
 #include <unistd.h>
 #include <unwind.h>
+
+/* The decisions, in a page of their own (hardened_malloc's ro, OpenBSD's
+ * malloc_readonly): all zeros, i.e. enforce for every pool, until init.c
+ * arms the interposition's pools; read-only from the first
+ * fault_install() on, written once more only by fault_arm() at start-up
+ * (and sealed under protection = "seal").  The handler reaches it at a
+ * link-time address: no writable pointer leads to it. */
+struct fault_ro {
+	int mode;                           /* enum fault_mode */
+	bool armed;
+	size_t n_pools;
+	const struct pmalloc_pool *pools[FAULT_POOLS_MAX];
+	bool (*learn)(const struct pool_hit *, uintptr_t);
+	char policy[POOL_NAME];             /* the reports' names of the armed pools */
+	char names[FAULT_POOLS_MAX][POOL_NAME];
+};
+static union {
+	struct fault_ro s;
+	unsigned char page[RO_PAGE];
+} ro __attribute__((aligned(RO_PAGE)));
+static_assert(sizeof(ro) == RO_PAGE, "the read-only state is one page");
+static_assert(sizeof(struct fault_ro) <= RO_PAGE, "the read-only state fits its page");
+static _Atomic int ro_locked;            /* ro is read-only (a writable hint: protecting twice is harmless) */
 
 /* The program's action for a signal the shim handles first; two slots so
  * the handler never reads one being written: writers (under install_lock)
@@ -247,15 +281,53 @@ static bool audit_let_through(uintptr_t addr, uintptr_t ip, void *uctx)
 #endif
 }
 
+/* The armed pool p is, or -1. */
+static int armed_index(const struct pmalloc_pool *p)
+{
+	for (size_t i = 0; i < ro.s.n_pools && i < FAULT_POOLS_MAX; i++)
+		if (ro.s.pools[i] == p)
+			return (int)i;
+	return -1;
+}
+
+enum fault_mode fault_mode_of(const struct pool_hit *hit)
+{
+	int mode = ro.s.mode;
+	if (likely(mode == FAULT_ENFORCE))
+		return FAULT_ENFORCE;
+	/* Only the pools armed here ever audit or learn: an API pool, or a
+	 * pool pointer that is none of them (a span's owner overwritten), is
+	 * enforced. */
+	if (armed_index(hit->pool) < 0 || !arena_interposed((const void *)hit->addr))
+		return FAULT_ENFORCE;
+	return mode == FAULT_AUDIT ? FAULT_AUDIT : mode == FAULT_LEARN ? FAULT_LEARN : FAULT_ENFORCE;
+}
+
+void fault_names(const struct pool_hit *hit, const char **ret_pool, const char **ret_policy)
+{
+	int i = armed_index(hit->pool);
+	if (i >= 0) {
+		*ret_pool = ro.s.names[i];
+		*ret_policy = ro.s.policy;
+		return;
+	}
+	/* An API pool's own label; one not ended within its field (the
+	 * struct overwritten) is not read on. */
+	const char *name = hit->pool->name;
+	*ret_pool = name[0] && memchr(name, '\0', POOL_NAME) ? name : "(unnamed)";
+	*ret_policy = "";
+}
+
 /* Can a write into hit's pool be let through?  Audit pools, not sealed
- * (mprotect fails on sealed memory), where single-stepping works. */
-static bool audit_applies(const struct pool_hit *hit)
+ * (mprotect fails on sealed memory), where single-stepping works.  The
+ * flag and the trap handler's word can only take audit away. */
+static bool audit_applies(const struct pool_hit *hit, enum fault_mode mode)
 {
 #if defined(__x86_64__)
-	return atomic_load_explicit(&hit->pool->mode, memory_order_relaxed) == POOL_AUDIT &&
-	       !(hit->pool->flags & PMALLOC_POOL_SEAL) && atomic_load(&prog_trap.ours);
+	return mode == FAULT_AUDIT && !pool_seals(hit->pool) && atomic_load(&prog_trap.ours);
 #else
 	(void)hit;
+	(void)mode;
 	return false;
 #endif
 }
@@ -270,10 +342,10 @@ static cold void audit_failed(void)
 	fmt_flush_stderr(&f);
 }
 
-static void on_violation(int sig, siginfo_t *si, void *uctx, const struct pool_hit *hit)
+static void on_violation(int sig, siginfo_t *si, void *uctx, const struct pool_hit *hit, enum fault_mode mode)
 {
 	uintptr_t address = (uintptr_t)si->si_addr, ip = context_ip(uctx);
-	bool audit = audit_applies(hit);
+	bool audit = audit_applies(hit, mode);
 	/* The second page of a store straddling two: the same write. */
 	if (audit && audit_window_continues(address, ip)) {
 		if (audit_let_through(address, ip, uctx))
@@ -285,19 +357,14 @@ static void on_violation(int sig, siginfo_t *si, void *uctx, const struct pool_h
 	/* The line first; the walk, which may fault, after it; the page is
 	 * opened last, so the window other threads could write through
 	 * unseen is as short as it can be. */
-	report_end(report_begin(hit, address, ip, audit), collect_backtrace, NULL);
+	const char *pool, *policy;
+	fault_names(hit, &pool, &policy);
+	report_end(report_begin(hit, pool, policy, address, ip, audit), collect_backtrace, NULL);
 	if (audit && audit_let_through(address, ip, uctx))
 		return;
 	if (audit)
 		audit_failed();
 	die_by_default(sig, si);
-}
-
-static bool (*_Atomic learn_hook)(const struct pool_hit *, uintptr_t);
-
-void fault_set_learn_hook(bool (*fn)(const struct pool_hit *hit, uintptr_t addr))
-{
-	atomic_store(&learn_hook, fn);
 }
 
 static void on_segv(int sig, siginfo_t *si, void *uctx)
@@ -306,11 +373,11 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 	if (si->si_code > 0 && walk_fault())
 		return;                          /* not reached */
 	struct pool_hit hit;
-	bool (*learn)(const struct pool_hit *, uintptr_t) = atomic_load_explicit(&learn_hook, memory_order_acquire);
 	if (si->si_code == SEGV_ACCERR && pool_lookup(si->si_addr, &hit) && hit.is_protected) {
+		enum fault_mode mode = fault_mode_of(&hit);
 		/* learn mode: the page is writable now; the store is retried. */
-		if (!(learn && learn(&hit, (uintptr_t)si->si_addr)))
-			on_violation(sig, si, uctx, &hit);
+		if (!(mode == FAULT_LEARN && ro.s.learn && ro.s.learn(&hit, (uintptr_t)si->si_addr)))
+			on_violation(sig, si, uctx, &hit, mode);
 	}
 	else
 		chain(sig, si, uctx, &prog_segv);
@@ -373,13 +440,61 @@ static void take_over(int sig, void (*fn)(int, siginfo_t *, void *), struct prog
 	pthread_mutex_unlock(&install_lock);
 }
 
+/* ro read-only, once there is a pool whose writes it decides.  It cannot
+ * fail but for want of memory mappings: then the process cannot be kept
+ * safe and says so (fatal), as a failed mprotect of a pool does. */
+static void ro_lock(void)
+{
+	if (atomic_load(&ro_locked))
+		return;
+	if (os_protect_ro(&ro, sizeof(ro)) < 0)
+		fatal("pmalloc_create_pool", "cannot make the fault handler's state read-only");
+	atomic_store(&ro_locked, 1);
+}
+
 void fault_install(void)
 {
 	unsigned long minsig = getauxval(AT_MINSIGSTKSZ);
 	if (minsig > sigframe_bytes)
 		sigframe_bytes = minsig;
 	report_init();
+	pthread_mutex_lock(&install_lock);
+	ro_lock();
+	pthread_mutex_unlock(&install_lock);
 	take_over(SIGSEGV, on_segv, &prog_segv);
+}
+
+static void copy_name(char dst[POOL_NAME], const char *src)
+{
+	size_t len = strnlen(src, POOL_NAME - 1);
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+}
+
+int fault_arm(enum fault_mode mode, struct pmalloc_pool *const *pools, size_t n,
+	      bool (*learn)(const struct pool_hit *hit, uintptr_t addr), bool seal)
+{
+	if (n > FAULT_POOLS_MAX)
+		return -E2BIG;
+	pthread_mutex_lock(&install_lock);
+	int r = ro.s.armed ? -EBUSY : os_protect_rw(&ro, sizeof(ro));
+	if (r == 0) {
+		ro.s.mode = mode;
+		ro.s.n_pools = n;
+		for (size_t i = 0; i < n; i++) {
+			ro.s.pools[i] = pools[i];
+			copy_name(ro.s.names[i], pools[i]->name[0] ? pools[i]->name : "(unnamed)");
+		}
+		copy_name(ro.s.policy, n ? pools[0]->policy : "");
+		ro.s.learn = learn;
+		ro.s.armed = true;
+		atomic_store(&ro_locked, 0);
+		ro_lock();
+		if (seal && os_have_mseal && os_seal(&ro, sizeof(ro)) < 0)
+			fatal("pmalloc", "cannot seal the fault handler's state");
+	}
+	pthread_mutex_unlock(&install_lock);
+	return r;
 }
 
 void fault_enable_audit(void)

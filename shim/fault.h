@@ -1,13 +1,18 @@
 /*
  * fault.h - the SIGSEGV handler: writes to protected pool memory are
- * reported and end the process (enforce) or are let through (audit); every
- * other SIGSEGV goes where it would have gone without the shim.
+ * reported and end the process (enforce) or are let through (audit, learn);
+ * every other SIGSEGV goes where it would have gone without the shim.
+ *
+ * What a write gets is decided from read-only state only (fault.c's page,
+ * read-only from the first pool on): enforce unless that page says the
+ * process audits or learns and the pool is one of the interposition's.
  */
 #ifndef PMALLOC_FAULT_H
 #define PMALLOC_FAULT_H
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Install the handler (once; idempotent), remembering the previous one. */
@@ -23,9 +28,30 @@ void fault_filter_mask(sigset_t *set);
 /* Audit pools exist: let their faulting writes through by single-stepping
  * them (installs a SIGTRAP handler once). */
 void fault_enable_audit(void);
-/* Learn mode (learn.c, not in libpmalloc.so): fn(hit, addr) is asked
- * first about every write into protected pool memory; true: let through. */
+
 struct pool_hit;
-void fault_set_learn_hook(bool (*fn)(const struct pool_hit *hit, uintptr_t addr));
+struct pmalloc_pool;
+
+/* What a write into protected pool memory gets.  Enforce is 0: the state
+ * before (and without) a policy. */
+enum fault_mode { FAULT_ENFORCE = 0, FAULT_AUDIT = 1, FAULT_LEARN = 2 };
+#define FAULT_POOLS_MAX 32
+
+/* The interposition's pools (n of them) and their mode, kept in the
+ * read-only page from here on (sealed too when seal and mseal works).
+ * learn (learn.c, not in libpmalloc.so): asked about every write into
+ * those pools when mode is learn; true: let through.  Once, by init.c,
+ * before any of pools can be protected; 0, -E2BIG (too many pools), -EBUSY
+ * (armed already) or -errno of mprotect. */
+int fault_arm(enum fault_mode mode, struct pmalloc_pool *const *pools, size_t n,
+	      bool (*learn)(const struct pool_hit *hit, uintptr_t addr), bool seal);
+/* The decision for a write into hit's protected memory, from the read-only
+ * page only: enforce for every pool but the armed ones, and for those too
+ * unless the page says audit or learn.  Async-signal-safe. */
+enum fault_mode fault_mode_of(const struct pool_hit *hit);
+/* The names a report of a write into hit's pool gives: the armed pools'
+ * and their policy's from the read-only page, an API pool's own label
+ * (policy ""), never a pool struct's words read past their field. */
+void fault_names(const struct pool_hit *hit, const char **ret_pool, const char **ret_policy);
 
 #endif

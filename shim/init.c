@@ -171,8 +171,8 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		const struct pimg_pool *pp = pimg_pool(img, i);
 		struct shim_pool *sp = &st->pools[i];
 		/* Learning unprotects what is written: never sealed. */
-		unsigned flags = img->protection == POLICY_PROT_SEAL && img->mode != POLICY_MODE_LEARN
-					 ? PMALLOC_POOL_SEAL : 0;
+		unsigned flags = (img->protection == POLICY_PROT_SEAL && img->mode != POLICY_MODE_LEARN
+					  ? PMALLOC_POOL_SEAL : 0) | POOL_INTERPOSED;
 		sp->pool = pool_create(pimg_str(img, pp->name), flags);
 		if (!sp->pool)
 			return -ENOMEM;
@@ -180,7 +180,6 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		snprintf(sp->pool->policy, sizeof(sp->pool->policy), "%s", policy_name);
 		sp->pool->max_bytes = pp->max_bytes;
 		sp->pool->index = (int)i;
-		atomic_store(&sp->pool->mode, img->mode == POLICY_MODE_AUDIT ? POOL_AUDIT : POOL_ENFORCE);
 		for (size_t t = 0; t < pp->n_triggers; t++) {
 			const struct pimg_trigger *tr = pimg_pool_trigger(img, pp, t);
 			if (tr->kind == POLICY_TRIGGER_ON_CALL) {
@@ -212,8 +211,17 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 	os_protect_ro(mem, len);
 	if (img->protection == POLICY_PROT_SEAL && os_have_mseal)
 		(void)os_seal(mem, len);
-	if (img->mode == POLICY_MODE_LEARN)
-		learn_init(st);
+	/* What a write into these pools gets, kept read-only by fault.c: the
+	 * one place the mode is decided; learn needs its tables first. */
+	struct pmalloc_pool *pools[SHIM_POOLS_MAX];
+	for (size_t i = 0; i < st->n_pools; i++)
+		pools[i] = st->pools[i].pool;
+	enum fault_mode fm = img->mode == POLICY_MODE_AUDIT ? FAULT_AUDIT
+			     : img->mode == POLICY_MODE_LEARN && learn_init(st) ? FAULT_LEARN : FAULT_ENFORCE;
+	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL,
+		      img->protection == POLICY_PROT_SEAL);
+	if (r < 0)
+		return r;
 	site_arm();
 	shim = st;
 	trigger_init(st);

@@ -272,11 +272,14 @@ void journal_learned(const struct journal_learned *m)
 	if (m->build_id[0])
 		fmt_printf(&f, "PMALLOC_BUILD_ID=%s\n", m->build_id);
 	fmt_printf(&f, "PMALLOC_OBJECTS=%" PRIu64 "\nPMALLOC_BYTES=%" PRIu64 "\nPMALLOC_WRITTEN=%d\n"
-		   "PMALLOC_TRIGGERS=%s\nPMALLOC_LEARN_REASON=%s\nPMALLOC_EXE=%s\n"
+		   "PMALLOC_OBJECTS_LATE=%" PRIu64 "\nPMALLOC_TRIGGERS=%s\n", m->objects, m->bytes,
+		   m->written ? 1 : 0, m->late, m->triggers);
+	for (size_t i = 0; i < m->n_wrappers; i++)
+		fmt_printf(&f, "PMALLOC_WRAPPER=%s\n", m->wrappers[i]);
+	fmt_printf(&f, "PMALLOC_LEARN_REASON=%s\nPMALLOC_EXE=%s\n"
 		   "MESSAGE=pmalloc: learned: pool \"%s\" of policy \"%s\": site %s: %" PRIu64 " objects, %" PRIu64
-		   " bytes, %swritten after protection\n", m->objects, m->bytes, m->written ? 1 : 0, m->triggers,
-		   m->reason, m->exe, m->pool, m->policy, m->site, m->objects, m->bytes,
-		   m->written ? "" : "never ");
+		   " bytes, %swritten after protection\n", m->reason, m->exe, m->pool, m->policy, m->site,
+		   m->objects, m->bytes, m->written ? "" : "never ");
 	entry_end(&f, 250, false);
 }
 

@@ -9,6 +9,7 @@
 #include "wire.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Capture what the entries say about this process (exe, comm, systemd
@@ -27,7 +28,10 @@ void journal_note_dropped(void);
 /* learn mode: one site's result (learn.c), normal context. */
 struct journal_learned {
 	const char *policy, *pool, *site, *object, *build_id, *triggers, *exe, *reason;
+	const char *const *wrappers;   /* the pool's wrapper rules: one PMALLOC_WRAPPER each */
+	size_t n_wrappers;
 	uint64_t offset, objects, bytes;
+	uint64_t late;              /* objects protected after the pool's first protect */
 	bool written, named;
 };
 void journal_learned(const struct journal_learned *m);

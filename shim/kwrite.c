@@ -33,6 +33,7 @@
 #include "kwrite.h"
 #include "learn.h"
 #include "audit.h"
+#include "fault.h"
 #include "os.h"
 #include "pmalloc.h"
 #include "pool.h"
@@ -91,11 +92,13 @@ __attribute__((constructor)) static void kwrite_init(void)
 }
 
 
-/* Does pool p let kernel writes into its protected memory through? */
-static bool kw_lets_through(struct pmalloc_pool *p)
+/* Does hit's pool let kernel writes into its protected memory through?
+ * Audit by the read-only decision (fault.c); the writable flag can only
+ * take it away (a sealed page cannot be opened anyway). */
+static bool kw_lets_through(const struct pool_hit *hit)
 {
-	return atomic_load_explicit(&p->mode, memory_order_relaxed) == POOL_AUDIT &&
-	       !(p->flags & PMALLOC_POOL_SEAL) && os_page_size == AUDIT_PAGE;
+	return fault_mode_of(hit) == FAULT_AUDIT && !pool_seals(hit->pool) &&
+	       os_page_size == AUDIT_PAGE;
 }
 
 /* The first protected byte of [p, p+len), or 0; *refused when its pool
@@ -107,7 +110,7 @@ static uintptr_t first_protected(const void *p, size_t len, bool *refused)
 		struct pool_hit hit;
 		if (pool_lookup((const void *)a, &hit) && hit.is_protected &&
 		    !learn_let_through(&hit, a)) {     /* learn mode: the page is writable now */
-			*refused = !kw_lets_through(hit.pool);
+			*refused = !kw_lets_through(&hit);
 			return a;
 		}
 		a = (a | (os_page_size - 1)) + 1;
@@ -171,7 +174,9 @@ static void kw_done(struct kw_call *c, const void *sub, size_t written)
 	struct pool_hit hit;
 	if (!at || !pool_lookup((const void *)at, &hit))
 		return;
-	struct pmw_report *r = report_begin(&hit, at, c->ra, true);
+	const char *pool, *policy;
+	fault_names(&hit, &pool, &policy);      /* the read-only page's */
+	struct pmw_report *r = report_begin(&hit, pool, policy, at, c->ra, true);
 	report_cause(r, PMW_CAUSE_KERNEL, c->name);
 	report_end(r, NULL, NULL);
 }

@@ -39,17 +39,16 @@
 static const struct shim_state *learn_st;
 static _Atomic unsigned char *written;   /* per site id - 1: 1 once written after protection */
 static _Atomic uint64_t *opened;         /* per arena page: made writable by learning */
+/* Per site id - 1: its objects at its pool's first protect (learn_note_protect),
+ * so that a flush tells the sites that went on allocating while the program
+ * served: their memory comes and goes with the load. */
+static _Atomic uint32_t *early;
+static _Atomic unsigned char snapped[PIMG_POOLS_MAX];    /* per pool: early counted */
 static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
 
 bool learn_active(void)
 {
 	return learn_st != NULL;
-}
-
-static bool learning(const struct pmalloc_pool *p)
-{
-	const struct shim_state *st = learn_st;
-	return st && p && p->index >= 0 && (size_t)p->index < st->n_pools && st->pools[p->index].pool == p;
 }
 
 static void mark(uint16_t site)
@@ -75,33 +74,41 @@ static void mark_page(const struct span *s, size_t pg)
 
 bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 {
-	if (!learning(hit->pool) || !hit->span)
+	/* Read-only state only (fault.c): a pool index, learn_st or a bit of
+	 * opened overwritten never makes an enforced pool learn. */
+	if (fault_mode_of(hit) != FAULT_LEARN || !hit->span || !opened)
 		return false;
 	uintptr_t page = addr & ~(uintptr_t)(os_page_size - 1);
 	size_t bit = (page - arena_base) / os_page_size;
 	uint64_t m = UINT64_C(1) << (bit % 64);
-	if (atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_acq_rel) & m)
-		return true;         /* opened already (or being opened by another thread) */
+	/* A bit set already: another thread is opening the page, or the bit
+	 * was written by someone else (the table is writable).  Either way the
+	 * page is opened here too (idempotent): the bit never lets a write
+	 * through by itself, and the handler never waits on it. */
+	bool mine = !(atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_acq_rel) & m);
 	mark_page(hit->span, page - hit->span->base);
 	if (os_protect_rw((void *)page, os_page_size) < 0) {
-		atomic_fetch_and_explicit(&opened[bit / 64], ~m, memory_order_acq_rel);
+		if (mine)
+			atomic_fetch_and_explicit(&opened[bit / 64], ~m, memory_order_acq_rel);
 		return false;
 	}
 	return true;
 }
 
-void learn_init(const struct shim_state *st)
+bool learn_init(const struct shim_state *st)
 {
-	void *w, *o;
+	void *w, *o, *e;
 	size_t words = (arena_size / os_page_size + 63) / 64;
-	if (os_map(SITE_SLOTS, &w) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0) {
+	if (os_map(SITE_SLOTS, &w) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0 ||
+	    os_map(SITE_SLOTS * sizeof(*early), &e) < 0) {
 		debug_printf("learn mode: no memory for its tables; pools enforce");
-		return;
+		return false;
 	}
 	written = w;
 	opened = o;
+	early = e;
 	learn_st = st;
-	fault_set_learn_hook(learn_let_through);
+	return true;
 }
 
 /* One learned site, at flush time. */
@@ -109,7 +116,7 @@ struct lsite {
 	uintptr_t ra;
 	uint16_t id;
 	int pool;
-	uint64_t objects, bytes;
+	uint64_t objects, bytes, late;
 	bool written;
 	uintptr_t bias;
 	const char *object;              /* interned in objs */
@@ -241,6 +248,8 @@ static void flush_locked(const char *reason)
 			l->id = (uint16_t)(k + 1);
 			l->ra = site_address(l->id);
 			l->written = atomic_load_explicit(&written[k], memory_order_relaxed);
+			uint32_t before = atomic_load_explicit(&early[k], memory_order_relaxed);
+			l->late = snapped[l->pool] && l->objects > before ? l->objects - before : 0;
 			l->object = NULL;
 			l->func[0] = l->build_id[0] = '\0';
 		}
@@ -281,10 +290,16 @@ static void flush_locked(const char *reason)
 			snprintf(site, sizeof(site), "%s+0x%llx", base, (unsigned long long)(l->ra - l->bias));
 		const struct pimg_pool *pp = pimg_pool(st->image, (size_t)l->pool);
 		triggers_text(st->image, pp, trig, sizeof(trig));
+		const char *wrappers[64];
+		size_t n_wrappers = 0;
+		for (; n_wrappers < pp->n_wrappers && n_wrappers < ARRAY_SIZE(wrappers); n_wrappers++)
+			wrappers[n_wrappers] = pimg_pool_wrapper(st->image, pp, n_wrappers);
 		struct journal_learned j = {
 			.policy = pimg_policy_name(st->image), .pool = pimg_str(st->image, pp->name), .site = site, .object = obj,
 			.build_id = l->build_id, .triggers = trig, .exe = c.exe, .reason = reason,
+			.wrappers = wrappers, .n_wrappers = n_wrappers,
 			.offset = l->object ? l->ra - l->bias : l->ra, .objects = l->objects, .bytes = l->bytes,
+			.late = l->late,
 			.written = l->written, .named = l->func[0] != '\0',
 		};
 		journal_learned(&j);
@@ -292,6 +307,23 @@ static void flush_locked(const char *reason)
 	debug_printf("learn: %zu sites written to the journal (%s)", c.n, reason);
 	free(c.objs);
 	free(acc);
+}
+
+static void count_early(void *ctx, uint16_t site, size_t bytes)
+{
+	(void)ctx;
+	(void)bytes;
+	if (site != SITE_NONE && site <= SITE_SLOTS)
+		atomic_fetch_add_explicit(&early[site - 1], 1, memory_order_relaxed);
+}
+
+void learn_note_protect(size_t i)
+{
+	if (!learn_st || i >= ARRAY_SIZE(snapped) || atomic_exchange(&snapped[i], 1))
+		return;
+	int busy = shim_busy_enter();
+	pool_sites_walk(learn_st->pools[i].pool, true, count_early, NULL);
+	shim_busy_leave(busy);
 }
 
 void learn_flush(const char *reason)

@@ -211,6 +211,11 @@ int os_signal_self(int sig)
 	return OS_CALL(syscall(SYS_tgkill, (long)getpid(), (long)os_gettid(), (long)sig));
 }
 
+bool os_thread_alive(int tid)
+{
+	return tid > 0 && OS_CALL(syscall(SYS_tgkill, (long)getpid(), (long)tid, 0L)) == 0;
+}
+
 int os_wait_fd(int fd, short events, int timeout_ms, short *ret_revents)
 {
 	struct pollfd pfd = { .fd = fd, .events = events };

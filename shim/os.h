@@ -65,6 +65,10 @@ void os_write_all(int fd, const char *buf, size_t len);
 int os_gettid(void);
 /* Send sig to this thread (tgkill(2)), as the kernel sends a fault. */
 int os_signal_self(int sig);
+/* Is tid a live thread of this process (tgkill(2) with signal 0)?  For a
+ * spin lock's owner word: one no thread holds (overwritten, or its thread
+ * gone) is free, so a garbled word never hangs a fault handler. */
+bool os_thread_alive(int tid);
 /* Wait up to timeout_ms for events on fd (the raw ppoll(2): the shim
  * interposes poll() and ppoll() as triggers); *ret_revents is 0 when the
  * time ran out.  -EINTR when a signal came first. */

@@ -567,6 +567,9 @@ static int check_glob(const struct parse_ctx *c, const config_setting_t *s, cons
 	return 0;
 }
 
+static int parse_offset_site(const struct parse_ctx *c, const config_setting_t *e, const char *what,
+			     const char *rule, size_t object_len, const char *fn, struct policy_site *site);
+
 /* A vector of globs from an array of strings; an empty array is refused
  * unless allow_empty (where "none" and "absent" would differ in meaning). */
 static int get_globs(const struct parse_ctx *c, const config_setting_t *s, const char *what,
@@ -591,9 +594,21 @@ static int get_globs(const struct parse_ctx *c, const config_setting_t *s, const
 		r = check_glob(c, e, what, g, g, strlen(g));
 		if (r < 0)
 			return r;
-		if (no_colon && strchr(g, ':'))
-			return fail(c, LINE(e), "%s %s: a function glob only, without OBJECT:",
-				    what, Q(g));
+		if (no_colon && strchr(g, ':')) {
+			/* A wrapper may be a call by its offset (in code without
+			 * symbols): "OBJECT-GLOB[@BUILD-ID]:+0xOFFSET". */
+			const char *colon = strrchr(g, ':');
+			struct policy_site site = { 0 };
+			if (colon[1] != '+')
+				return fail(c, LINE(e), "%s %s: a function glob, or OBJECT-GLOB:+0xOFFSET",
+					    what, Q(g));
+			r = parse_offset_site(c, e, what, g, (size_t)(colon - g), colon + 1, &site);
+			free(site.object);
+			free(site.function);
+			free(site.build_id);
+			if (r < 0)
+				return r;
+		}
 		r = dup_string(c, g, &(*ret)[i]);
 		if (r < 0)
 			return r;
@@ -731,17 +746,18 @@ static int parse_daemon(const struct parse_ctx *c, const config_setting_t *g,
 	return dup_string(c, sock, &d->socket);
 }
 
-/* "OBJECT-GLOB[@BUILD-ID]" and "+0xOFFSET" of an offset site. */
-static int parse_offset_site(const struct parse_ctx *c, const config_setting_t *e, const char *rule,
-			     size_t object_len, const char *fn, struct policy_site *site)
+/* "OBJECT-GLOB[@BUILD-ID]" and "+0xOFFSET" of an offset site (what: "site"
+ * or "wrapper"). */
+static int parse_offset_site(const struct parse_ctx *c, const config_setting_t *e, const char *what,
+			     const char *rule, size_t object_len, const char *fn, struct policy_site *site)
 {
 	const char *hex = fn + 3;
 	size_t nhex = strspn(hex, "0123456789abcdefABCDEF");
 	if (strncmp(fn, "+0x", 3) != 0 || nhex == 0 || hex[nhex] != '\0' || nhex > 16)
-		return fail(c, LINE(e), "site %s: an offset is +0x and 1 to 16 hex digits", Q(rule));
+		return fail(c, LINE(e), "%s %s: an offset is +0x and 1 to 16 hex digits", what, Q(rule));
 	if (object_len == 0)
-		return fail(c, LINE(e), "site %s: an offset site names its object (OBJECT-GLOB:+0xOFFSET)",
-			    Q(rule));
+		return fail(c, LINE(e), "%s %s: an offset %s names its object (OBJECT-GLOB:+0xOFFSET)",
+			    what, Q(rule), what);
 	const char *at = NULL;       /* the last '@' of the object part */
 	for (size_t i = 0; i < object_len; i++)
 		if (rule[i] == '@')
@@ -750,8 +766,8 @@ static int parse_offset_site(const struct parse_ctx *c, const config_setting_t *
 	if (at) {
 		size_t n = object_len - glob_len - 1;
 		if (n < 8 || n > 128 || n % 2 || strspn(at + 1, "0123456789abcdefABCDEF") < n)
-			return fail(c, LINE(e), "site %s: a build-id is 8 to 128 hex digits, an even count",
-				    Q(rule));
+			return fail(c, LINE(e), "%s %s: a build-id is 8 to 128 hex digits, an even count",
+				    what, Q(rule));
 		site->build_id = strndup(at + 1, n);
 		if (!site->build_id)
 			return oom(c);
@@ -759,8 +775,8 @@ static int parse_offset_site(const struct parse_ctx *c, const config_setting_t *
 			*p = (char)tolower((unsigned char)*p);
 	}
 	if (glob_len == 0)
-		return fail(c, LINE(e), "site %s: empty OBJECT part", Q(rule));
-	int r = check_glob(c, e, "site", rule, rule, glob_len);
+		return fail(c, LINE(e), "%s %s: empty OBJECT part", what, Q(rule));
+	int r = check_glob(c, e, what, rule, rule, glob_len);
 	if (r < 0)
 		return r;
 	site->object = strndup(rule, glob_len);
@@ -783,7 +799,7 @@ static int parse_site(const struct parse_ctx *c, const config_setting_t *e,
 	int r;
 
 	if (fn[0] == '+')
-		return parse_offset_site(c, e, rule, colon ? (size_t)(colon - rule) : 0, fn, site);
+		return parse_offset_site(c, e, "site", rule, colon ? (size_t)(colon - rule) : 0, fn, site);
 	if (colon) {
 		if (colon == rule)
 			return fail(c, LINE(e), "site %s: empty OBJECT part", Q(rule));

@@ -34,13 +34,27 @@
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pmalloc_pool *registry;       /* live pools */
-static struct pmalloc_pool *slab;           /* POOL_MAX pool structs, reserved */
 static struct pmalloc_pool *slab_free;      /* recycled structs (reg_next links) */
 static uint32_t slab_next;
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static int global_ok;
 static pthread_key_t exit_key;
 static _Atomic uint64_t stamp_seq = 1;      /* 0 is never a live pool's stamp */
+
+/* Where the pool structs are, and each one's flags (PMALLOC_POOL_SEAL,
+ * POOL_INTERPOSED) by slab index: read-only, but for the page pool_create()
+ * changes (registry_lock held), for the length of the change.  Whether a
+ * pool seals, and whether it is the interposition's, is read here, never
+ * from the pool struct's words. */
+struct pool_ro {
+	struct pmalloc_pool *slab;           /* POOL_MAX pool structs, reserved */
+	uint8_t flags[POOL_MAX];
+};
+static union {
+	struct pool_ro s;
+	unsigned char pages[ALIGN_UP(sizeof(struct pool_ro), RO_PAGE)];
+} pool_ro __attribute__((aligned(RO_PAGE)));
+static_assert(PMALLOC_POOL_SEAL <= 0xff && POOL_INTERPOSED <= 0xff, "flags fit a byte");
 
 /* What a free slot of pool_tls points to: never a live pool, so the fast
  * path's first compare fails for every pool, NULL included. */
@@ -60,8 +74,47 @@ static_assert(POOL_SLOTS == 4, "FREE_SLOT per slot");
  * Only ever read (by lookups); never allocated from or locked. */
 static struct pmalloc_pool sealed_orphans = {
 	.lock = PTHREAD_MUTEX_INITIALIZER, .index = -1, .name = "(destroyed sealed pool)",
-	.flags = PMALLOC_POOL_SEAL,
 };
+
+/* p's flags from the read-only table; a pointer that is no slab pool's
+ * (sealed_orphans, or a corrupt one) is sealed and not interposed: the
+ * stronger protection, and never audited. */
+static unsigned int flags_of(const struct pmalloc_pool *p)
+{
+	uintptr_t off = (uintptr_t)p - (uintptr_t)pool_ro.s.slab;
+	if (!pool_ro.s.slab || off >= POOL_MAX * sizeof(*p))
+		return PMALLOC_POOL_SEAL;
+	return pool_ro.s.flags[off / sizeof(*p)];
+}
+
+bool pool_seals(const struct pmalloc_pool *p)
+{
+	return flags_of(p) & PMALLOC_POOL_SEAL;
+}
+
+bool pool_interposed(const struct pmalloc_pool *p)
+{
+	return flags_of(p) & POOL_INTERPOSED;
+}
+
+/* Record p's flags in the read-only table (registry_lock held); 0 or
+ * -ENOMEM (out of memory mappings).  Two mprotects (3.7 us measured),
+ * none when the slot has those flags already (a plain pool in a fresh or
+ * recycled plain slot: pmalloc_create_pool() stays 0.1 us). */
+static int set_flags(const struct pmalloc_pool *p, unsigned int flags)
+{
+	uint8_t *f = &pool_ro.s.flags[(size_t)(p - pool_ro.s.slab)];
+	if (*f == flags)
+		return 0;
+	uintptr_t page = (uintptr_t)f & ~(uintptr_t)(RO_PAGE - 1);
+	int r = os_protect_rw((void *)page, RO_PAGE);
+	if (r < 0)
+		return -ENOMEM;
+	*f = (uint8_t)flags;
+	if (os_protect_ro((void *)page, RO_PAGE) < 0)
+		fatal("pmalloc_create_pool", "cannot make the pools' flags read-only again");
+	return 0;
+}
 
 static uint64_t new_stamp(void)
 {
@@ -213,7 +266,11 @@ static void global_init_once(void)
 		return;
 	if (pthread_key_create(&exit_key, thread_exit) != 0)
 		return;
-	slab = p;
+	pool_ro.s.slab = p;
+	if (os_protect_ro(&pool_ro, sizeof(pool_ro)) < 0) {
+		pool_ro.s.slab = NULL;
+		return;
+	}
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	global_ok = 1;
 }
@@ -225,8 +282,8 @@ void pool_global_init(void)
 
 void pool_check(const struct pmalloc_pool *p, const char *api)
 {
-	uintptr_t off = (uintptr_t)p - (uintptr_t)slab;
-	if (unlikely(!slab || off >= POOL_MAX * sizeof(*p) || off % sizeof(*p) != 0 ||
+	uintptr_t off = (uintptr_t)p - (uintptr_t)pool_ro.s.slab;
+	if (unlikely(!pool_ro.s.slab || off >= POOL_MAX * sizeof(*p) || off % sizeof(*p) != 0 ||
 		     p->magic != (POOL_MAGIC ^ (uintptr_t)p)))
 		fatal(api, "not a live pool (corrupt, or used after pmalloc_destroy_pool)");
 }
@@ -243,7 +300,12 @@ struct pmalloc_pool *pool_create(const char *name, unsigned int flags)
 	if (p)
 		slab_free = p->reg_next;
 	else if (slab_next < POOL_MAX)
-		p = &slab[slab_next++];
+		p = &pool_ro.s.slab[slab_next++];
+	if (p && set_flags(p, flags) < 0) {
+		p->reg_next = slab_free;          /* back where it came from */
+		slab_free = p;
+		p = NULL;
+	}
 	if (!p) {
 		pthread_mutex_unlock(&registry_lock);
 		errno = ENOMEM;
@@ -257,7 +319,6 @@ struct pmalloc_pool *pool_create(const char *name, unsigned int flags)
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
 	pthread_mutex_init(&p->lock, &attr);
 	pthread_mutexattr_destroy(&attr);
-	p->flags = flags;
 	p->index = -1;
 	if (name) {
 		size_t n = strnlen(name, POOL_NAME - 1);
@@ -292,7 +353,7 @@ static void list_add(struct pmalloc_pool *p, struct span *s)
 static void *alloc_single(struct pmalloc_pool *p, size_t need, size_t align, uint16_t site)
 {
 	struct span *s;
-	if (arena_span_alloc(need + align, true, p, &s) < 0)
+	if (arena_span_alloc(need + align, true, pool_interposed(p), p, &s) < 0)
 		return NULL;
 	size_t off = ALIGN_UP(s->base, align) - s->base;
 	s->cursor = off + need;
@@ -324,7 +385,7 @@ static bool region_new_span(struct pmalloc_pool *p, struct pool_region *r, size_
 	if (!s) {
 		while (r->next_span_bytes < need + align)
 			r->next_span_bytes *= 2;
-		if (arena_span_alloc(r->next_span_bytes, false, p, &s) < 0)
+		if (arena_span_alloc(r->next_span_bytes, false, pool_interposed(p), p, &s) < 0)
 			return false;
 		/* 64 KiB twice, then doubling: the spans before the first
 		 * huge-page one add up to 2 MiB, so it can follow without a gap. */
@@ -433,7 +494,7 @@ static int protect_range(struct pmalloc_pool *p, uintptr_t a, uintptr_t b, const
 		return r;
 	if (r < 0)
 		fatal(api, "mprotect of pool memory failed");
-	if ((p->flags & PMALLOC_POOL_SEAL) && os_have_mseal && os_seal((void *)a, b - a) < 0)
+	if (pool_seals(p) && os_have_mseal && os_seal((void *)a, b - a) < 0)
 		fatal(api, "mseal of pool memory failed");
 	return 0;
 }
@@ -598,7 +659,7 @@ void pool_destroy(struct pmalloc_pool *p)
 		r->next = r->prev = NULL;
 	}
 	p->regions = NULL;
-	bool sealed = (p->flags & PMALLOC_POOL_SEAL) && os_have_mseal;
+	bool sealed = pool_seals(p) && os_have_mseal;
 	for (struct span *s = p->first, *next; s; s = next) {
 		next = s->next;
 		if (sealed && atomic_load_explicit(&s->prot, memory_order_relaxed) > 0)
@@ -623,6 +684,7 @@ bool pool_lookup(const void *addr, struct pool_hit *ret)
 	memset(ret, 0, sizeof(*ret));
 	ret->pool = atomic_load_explicit(&s->pool, memory_order_acquire);
 	ret->span = s;
+	ret->addr = (uintptr_t)addr;
 	ret->is_protected = off < atomic_load_explicit(&s->prot, memory_order_acquire);
 	if (span_object_at(s, off, &o)) {
 		ret->in_object = true;

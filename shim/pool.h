@@ -16,8 +16,6 @@
 
 #define POOL_NAME 64
 
-enum pool_mode { POOL_ENFORCE, POOL_AUDIT };
-
 /* Objects of at most this many bytes are bump-allocated in a region; larger
  * ones get a span of their own. */
 #define POOL_SMALL_MAX ((size_t)256 << 10)
@@ -61,6 +59,9 @@ struct pool_totals {
 
 #define POOL_SHIFT 9
 
+/* A pool holds no security decision: whether a write into it is enforced,
+ * audited or learned is fault.c's read-only state's to say (fault_arm);
+ * nothing here is read to let a write through. */
 struct pmalloc_pool {
 	uint64_t magic;                  /* POOL_MAGIC ^ address while alive */
 	_Atomic uint64_t stamp;          /* changes on every protect and on destroy */
@@ -74,8 +75,6 @@ struct pmalloc_pool {
 	size_t protected_bytes, mapped, protect_calls, protect_failures;
 	size_t max_bytes;                /* cap on bytes handed out; 0: none */
 	_Atomic size_t capped_used;      /* bytes handed out, kept only under a cap */
-	unsigned int flags;              /* PMALLOC_POOL_* */
-	_Atomic int mode;                /* enum pool_mode, read by the fault handler */
 	_Atomic size_t frees;            /* free()/realloc() of its objects, accepted and ignored */
 	_Atomic int capped_said;         /* max_bytes reached, said once */
 	int index;                       /* interposition pool number, -1 for API pools */
@@ -90,8 +89,16 @@ static_assert(sizeof(struct pmalloc_pool) == 1u << POOL_SHIFT, "a pool is a powe
 /* Consistent totals of p (takes its lock). */
 void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret);
 
-/* A new pool; NULL with errno = ENOMEM. */
+/* A pool of the interposition (init.c): pool_create's flag, never the API's. */
+#define POOL_INTERPOSED 0x80u
+
+/* A new pool (flags: PMALLOC_POOL_SEAL, POOL_INTERPOSED); NULL with errno =
+ * ENOMEM. */
 struct pmalloc_pool *pool_create(const char *name, unsigned int flags);
+/* p's flags, from pool.c's read-only table (never the pool struct): a
+ * pointer that is no live pool's is sealed and not interposed. */
+bool pool_seals(const struct pmalloc_pool *p);
+bool pool_interposed(const struct pmalloc_pool *p);
 /* Validate a caller's pool pointer: fatal() on anything but a live pool. */
 void pool_check(const struct pmalloc_pool *p, const char *api);
 
@@ -146,6 +153,7 @@ size_t pool_protect(struct pmalloc_pool *p, const char *api);
 void pool_destroy(struct pmalloc_pool *p);
 
 struct pool_hit {
+	uintptr_t addr;                  /* the address looked up */
 	struct pmalloc_pool *pool;
 	struct span *span;
 	bool is_protected;

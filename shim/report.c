@@ -163,8 +163,15 @@ static bool limit_admits(uintptr_t ip)
 static void lock(int me)
 {
 	int expected = 0;
-	while (!atomic_compare_exchange_weak_explicit(&report_owner, &expected, me, memory_order_acquire,
-						      memory_order_relaxed)) {
+	for (unsigned spins = 1; !atomic_compare_exchange_weak_explicit(&report_owner, &expected, me,
+									memory_order_acquire, memory_order_relaxed);
+	     spins++) {
+		/* An owner that is no thread of ours (the word overwritten, or a
+		 * thread gone) holds nothing: a fault handler must not wait for
+		 * it for ever (it would hang instead of killing). */
+		if (spins % 1024 == 0 && !os_thread_alive(expected) &&
+		    atomic_compare_exchange_strong(&report_owner, &expected, me))
+			return;
 		expected = 0;
 		os_yield();
 	}
@@ -241,13 +248,19 @@ static void frame_resolve(struct pmw_report *r, struct pmw_frame *fr, bool build
 	fr->module = i;
 }
 
-/* The pool's and policy's names and the policy generation: what the
- * record takes from the shim's state. */
-static void record_names(struct pmw_report *r, const struct pool_hit *hit)
+/* The pool's and policy's names (the caller's: fault_names(), from the
+ * read-only page; NULL: the pool struct's own, read within its fields) and
+ * the policy generation: what the record takes from the shim's state. */
+static void record_names(struct pmw_report *r, const struct pool_hit *hit, const char *pool,
+			 const char *policy)
 {
 	const struct shim_state *st = shim;
-	copy_str(r->pool, sizeof(r->pool), hit->pool->name[0] ? hit->pool->name : "(unnamed)");
-	copy_str(r->policy, sizeof(r->policy), hit->pool->policy);
+	if (!pool) {
+		pool = hit->pool->name[0] ? hit->pool->name : "(unnamed)";
+		policy = hit->pool->policy;
+	}
+	copy_str(r->pool, sizeof(r->pool), pool);
+	copy_str(r->policy, sizeof(r->policy), policy);
 	r->generation = st ? st->generation : 0;
 }
 
@@ -267,11 +280,11 @@ static void record_site(struct pmw_report *r, uint16_t site)
 	}
 }
 
-static void record_fill(struct pmw_report *r, const struct pool_hit *hit, uintptr_t address, uintptr_t ip,
-			bool audit)
+static void record_fill(struct pmw_report *r, const struct pool_hit *hit, const char *pool, const char *policy,
+			uintptr_t address, uintptr_t ip, bool audit)
 {
 	memset(r, 0, sizeof(*r));
-	record_names(r, hit);
+	record_names(r, hit, pool, policy);
 	r->mode = audit ? PMW_MODE_AUDIT : PMW_MODE_ENFORCE;
 	r->address = address;
 	if (hit->in_object) {
@@ -298,7 +311,8 @@ static void write_line(const struct pmw_report *r)
 	fmt_flush_stderr(&f);
 }
 
-struct pmw_report *report_begin(const struct pool_hit *hit, uintptr_t address, uintptr_t ip, bool audit)
+struct pmw_report *report_begin(const struct pool_hit *hit, const char *pool, const char *policy,
+				uintptr_t address, uintptr_t ip, bool audit)
 {
 	int me = thread_id();
 	struct pmw_report *r;
@@ -317,7 +331,7 @@ struct pmw_report *report_begin(const struct pool_hit *hit, uintptr_t address, u
 		owner_mask = old;
 		r = &record;
 	}
-	record_fill(r, hit, address, ip, audit);
+	record_fill(r, hit, pool, policy, address, ip, audit);
 	return r;
 }
 

@@ -14,13 +14,15 @@
 struct pool_hit;
 
 /* Take the report lock (every signal blocked until report_end) and return
- * the record, cleared and filled from hit (pool, policy, object, site),
- * the data address written, the writing instruction (0 unknown) and the
- * mode.  The caller may add the cause (report_cause()) and must pass it to
- * report_end().  Reports are serialised, so concurrent ones wait
- * rather than being lost; one nested in another on the same thread gets a
- * record of its own that only reaches stderr (counted). */
-struct pmw_report *report_begin(const struct pool_hit *hit, uintptr_t address, uintptr_t ip, bool audit);
+ * the record, cleared and filled from hit (object, site), the pool's and
+ * policy's names (fault_names()'s; NULL: the pool struct's own), the data
+ * address written, the writing instruction (0 unknown) and the mode.  The
+ * caller may add the cause (report_cause()) and must pass it to
+ * report_end().  Reports are serialised, so concurrent ones wait rather
+ * than being lost; one nested in another on the same thread gets a record
+ * of its own that only reaches stderr (counted). */
+struct pmw_report *report_begin(const struct pool_hit *hit, const char *pool, const char *policy,
+				uintptr_t address, uintptr_t ip, bool audit);
 /* How the memory was written, when not by an instruction of the
  * program's: the kernel in kernel_call, or another thread (a write found
  * after another audited write's window). */

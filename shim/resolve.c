@@ -76,7 +76,7 @@ struct range_table {
 static const struct shim_state *state;   /* the state being armed, then shim */
 static struct rule *rules;
 static size_t n_rules;
-static bool any_specific;        /* a rule other than the match-all "*" */
+static bool any_specific;        /* a rule other than the match-all "*" (a wrapper is one) */
 /* Functions the rules name, and, apart, the call sites that offset rules
  * name (one byte each: a function range may hold several, and the
  * function table's search needs ranges that do not overlap). */
@@ -496,6 +496,32 @@ static int add_rule(struct rule ru)
 	return 0;
 }
 
+/* A wrapper given as a call, "OBJECT-GLOB[@BUILD-ID]:+0xOFFSET" (checked
+ * by the parser), made the offset rule it names: a call site looked
+ * through.  Its object and build-id live as long as the rules. */
+static int wrapper_call(struct rule *ru)
+{
+	const char *w = ru->function, *colon = strrchr(w, ':'), *at = NULL;
+	for (const char *p = w; p < colon; p++)
+		if (*p == '@')
+			at = p;        /* the last '@' of the object part */
+	char *object = strndup(w, (size_t)((at ? at : colon) - w));
+	char *build_id = at ? strndup(at + 1, (size_t)(colon - at - 1)) : NULL;
+	if (!object || (at && !build_id)) {
+		free(object);
+		free(build_id);
+		return -ENOMEM;
+	}
+	for (char *p = build_id; p && *p; p++)
+		*p = (char)(*p >= 'A' && *p <= 'F' ? *p - 'A' + 'a' : *p);
+	ru->object = object;
+	ru->build_id = build_id;
+	ru->function = colon + 1;
+	ru->offset = strtoull(colon + 4, NULL, 16);
+	ru->by_offset = true;
+	return 0;
+}
+
 static int visit_startup(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	(void)size;
@@ -618,11 +644,14 @@ int resolve_init(struct shim_state *st)
 	}
 	for (size_t i = 0; i < st->n_pools; i++) {
 		const struct pimg_pool *pp = pimg_pool(img, i);
-		for (size_t w = 0; w < pp->n_wrappers; w++)
-			if (add_rule((struct rule){ .route = SITE_ROUTE_WRAPPER, .pool = (int)i,
-						    .function = pimg_pool_wrapper(img, pp, w) }) < 0)
+		for (size_t w = 0; w < pp->n_wrappers; w++) {
+			struct rule ru = { .route = SITE_ROUTE_WRAPPER, .pool = (int)i,
+					   .function = pimg_pool_wrapper(img, pp, w) };
+			if ((strchr(ru.function, ':') && wrapper_call(&ru) < 0) || add_rule(ru) < 0)
 				return -ENOMEM;
+		}
 	}
+	any_specific = n_rules > 0;      /* wrappers need the symbols too */
 	for (size_t i = 0; i < st->n_pools; i++) {
 		const struct pimg_pool *pp = pimg_pool(img, i);
 		for (size_t s = 0; s < pp->n_sites; s++) {

@@ -42,6 +42,7 @@ size_t shim_protect_pool(size_t i, const char *trigger)
 	fill_protect_begin();      /* never half-way through the shim's own copy */
 	size_t n = pool_protect(st->pools[i].pool, trigger);
 	fill_protect_end();
+	learn_note_protect(i);     /* learn mode: what was there at the first protect */
 	if (n) {
 		debug_printf("pool \"%s\": %zu bytes made read-only (%s)", st->pools[i].pool->name, n,
 			     trigger);

@@ -1,7 +1,7 @@
 /*
  * daemon_clients - load for the pmallocd benchmark (tests/bench/daemon).
  *
- *   daemon_clients run SOCKET THREADS MS MODE
+ *   daemon_clients run SOCKET THREADS MS MODE [DAEMON_PID]
  *       THREADS clients start at once (a barrier) and, for MS milliseconds,
  *       each repeats one exchange with pmallocd on SOCKET, a new connection
  *       every time, as a starting process does:
@@ -14,8 +14,12 @@
  *       The process names itself "dc-MODE" first (comm), which the bench's
  *       policy matches on.  Prints one line:
  *         EXCHANGES_PER_S ERRORS P50_US P99_US MAX_US OVER_100MS EXCHANGES
+ *         [DAEMON_CPU_US]
  *       (latency of one whole exchange; OVER_100MS: exchanges slower than
- *       the shim's handshake timeout, whose process would have fallen back).
+ *       the shim's handshake timeout, whose process would have fallen back;
+ *       DAEMON_CPU_US, given DAEMON_PID: the CPU time, user and system, that
+ *       process spent per exchange over the run, from /proc/PID/stat - what
+ *       an exchange costs the daemon, however busy the machine is).
  *   daemon_clients sink PATH
  *       A journald stand-in: binds a SOCK_DGRAM socket at PATH and discards
  *       what arrives; prints "ready"; exits when standard input closes.
@@ -52,6 +56,27 @@ static struct sockaddr_un addr = { .sun_family = AF_UNIX };
 static enum mode mode;
 static uint64_t deadline_ns;
 static pthread_barrier_t start;
+
+/* utime + stime of pid, in clock ticks; -1 when unknown. */
+static long long cpu_ticks(long pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');       /* comm may hold spaces: fields resume after it */
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -1;
+	return (long long)(ut + st);
+}
 
 static uint64_t now_ns(void)
 {
@@ -135,8 +160,9 @@ static double quantile(const unsigned long *hist, unsigned long total, double q)
 
 static int run(int argc, char **argv)
 {
-	if (argc != 6 || strlen(argv[2]) >= sizeof(addr.sun_path))
+	if ((argc != 6 && argc != 7) || strlen(argv[2]) >= sizeof(addr.sun_path))
 		return 2;
+	long daemon_pid = argc == 7 ? atol(argv[6]) : 0;
 	strcpy(addr.sun_path, argv[2]);
 	int threads = atoi(argv[3]), ms = atoi(argv[4]);
 	if (threads < 1 || threads > 4096 || ms < 1)
@@ -165,6 +191,7 @@ static int run(int argc, char **argv)
 			return 1;
 		}
 	}
+	long long cpu0 = daemon_pid > 0 ? cpu_ticks(daemon_pid) : -1;
 	uint64_t t0 = now_ns();
 	deadline_ns = t0 + (uint64_t)ms * 1000000u;
 	pthread_barrier_wait(&start);
@@ -180,11 +207,15 @@ static int run(int argc, char **argv)
 			hist[b] += w[i].hist[b];
 	}
 	double secs = (double)(now_ns() - t0) / 1e9;
+	long long cpu1 = cpu0 >= 0 ? cpu_ticks(daemon_pid) : -1;
 	unsigned long over = 0;
 	for (size_t b = 100000 / BUCKET_US; b <= BUCKETS; b++)
 		over += hist[b];
-	printf("%.0f %lu %.0f %.0f %.0f %lu %lu\n", (double)done / secs, errors, quantile(hist, done, 0.5),
+	printf("%.0f %lu %.0f %.0f %.0f %lu %lu", (double)done / secs, errors, quantile(hist, done, 0.5),
 	       quantile(hist, done, 0.99), (double)max_ns / 1e3, over, done);
+	if (cpu0 >= 0 && cpu1 >= 0 && done > 0)
+		printf(" %.1f", (double)(cpu1 - cpu0) * 1e6 / (double)sysconf(_SC_CLK_TCK) / (double)done);
+	printf("\n");
 	return 0;
 }
 
@@ -225,7 +256,7 @@ int main(int argc, char **argv)
 		return run(argc, argv);
 	if (argc >= 2 && strcmp(argv[1], "sink") == 0)
 		return sink(argc, argv);
-	fprintf(stderr, "usage: daemon_clients run SOCKET THREADS MS policy|nopolicy|refused\n"
+	fprintf(stderr, "usage: daemon_clients run SOCKET THREADS MS policy|nopolicy|refused [DAEMON_PID]\n"
 			"       daemon_clients sink PATH\n");
 	return 2;
 }

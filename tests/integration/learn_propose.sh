@@ -91,6 +91,8 @@ fields = dict(MESSAGE_ID=mid, MESSAGE="forged", PMALLOC_POLICY="lp", PMALLOC_POO
               PMALLOC_EXE=exe)
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.sendto("".join("%s=%s\n" % kv for kv in fields.items()).encode(), "/run/systemd/journal/socket")
+fields.update(PMALLOC_POOL="big", PMALLOC_SITE="big_site", PMALLOC_BYTES="3000000000")
+s.sendto("".join("%s=%s\n" % kv for kv in fields.items()).encode(), "/run/systemd/journal/socket")
 EOF
 	PMALLOC_CONF=$T/learn.conf LD_PRELOAD=$SHIM "$T/full/learn_prog" >/dev/null 2>&1 || fail "second learn run"
 	journal_sync
@@ -100,6 +102,8 @@ EOF
 	"$B/pmallocctl" propose --exe "$T/full/learn_prog" --since "$since" --uid nobody >"$T/p2" 2>"$T/err" ||
 		fail "propose --uid nobody: $(cat "$T/err")"
 	grep -q forged_site "$T/p2" || fail "--uid nobody did not take nobody's entry: $(cat "$T/p2")"
+	# max_bytes: twice what was learned, in whole MiB; past 2^31-1 with L.
+	grep -q '^ *max_bytes = 6001000448L;$' "$T/p2" || fail "no max_bytes of twice 3e9 bytes: $(cat "$T/p2")"
 	pass "an entry forged by another user is left out; --uid names whose entries count"
 fi
 

@@ -4,8 +4,13 @@
  * at call number $LEARN_INJECT_AFTER writes one byte at the start of the
  * first read-only pool mapping it finds (an anonymous read-only mapping
  * that pmalloc_is_protected() calls protected): a write into whatever
- * object of a proposed site lies there.  Without the variable, or with no
- * protected memory, it does nothing.
+ * object of a proposed site lies there.  With $LEARN_INJECT_NEEDLE, it
+ * writes instead at the first place in protected pool memory that holds
+ * that text read backwards (so that the variable itself, which the server
+ * may copy, does not match): a value of the server's configuration, the
+ * proof that what the server keeps of its configuration is protected.
+ * Without the variable, or with no protected memory (or no needle in it),
+ * it says so on stderr and writes nothing.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -15,12 +20,25 @@
 #include <sys/epoll.h>
 
 static long calls, inject_after;
+static char needle[256];
 
 /* Read at load: servers clear their workers' environment (nginx). */
 __attribute__((constructor)) static void read_env(void)
 {
 	const char *after = getenv("LEARN_INJECT_AFTER");
 	inject_after = after ? atol(after) : 0;
+	const char *n = getenv("LEARN_INJECT_NEEDLE");
+	size_t len = n ? strnlen(n, sizeof(needle) - 1) : 0;
+	for (size_t i = 0; i < len; i++)
+		needle[i] = n[len - 1 - i];
+}
+
+/* Where to write in [lo, hi): its start, or the needle's first byte. */
+static char *target(unsigned long lo, unsigned long hi)
+{
+	if (!needle[0])
+		return (char *)lo;
+	return memmem((const void *)lo, hi - lo, needle, strlen(needle));
 }
 
 static void inject(void)
@@ -42,12 +60,17 @@ static void inject(void)
 			continue;
 		if (strcmp(perms, "r--p") != 0 || ino != 0 || !is_protected((const void *)lo))
 			continue;
+		char *at = target(lo, hi);
+		if (!at)
+			continue;
 		fclose(f);
-		fprintf(stderr, "learn_inject: writing at %#lx\n", lo);
-		*(volatile char *)lo = 'X';
+		fprintf(stderr, "learn_inject: writing at %p\n", (void *)at);
+		*(volatile char *)at = 'X';
 		return;
 	}
 	fclose(f);
+	fprintf(stderr, "learn_inject: %s%s%s not found in protected memory\n", needle[0] ? "\"" : "",
+		needle[0] ? needle : "a pool mapping", needle[0] ? "\"" : "");
 }
 
 int epoll_wait(int epfd, struct epoll_event *ev, int n, int timeout)

@@ -287,7 +287,13 @@ static const struct refusal refusals[] = {
 	{ "build-id without an object", POOL_HEAD "        sites = [ \"@abcdef01:+0x1\" ];\n" POOL_TAIL, 9,
 	  "site \"@abcdef01:+0x1\": empty OBJECT part" },
 	{ "wrapper with an object", POOL_KEY("wrappers = [ \"libc.so*:xmalloc\" ]"), 10,
-	  "wrapper \"libc.so*:xmalloc\": a function glob only, without OBJECT:" },
+	  "wrapper \"libc.so*:xmalloc\": a function glob, or OBJECT-GLOB:+0xOFFSET" },
+	{ "wrapper by a bad offset", POOL_KEY("wrappers = [ \"nginx:+0x27z\" ]"), 10,
+	  "wrapper \"nginx:+0x27z\": an offset is +0x and 1 to 16 hex digits" },
+	{ "wrapper by offset without an object", POOL_KEY("wrappers = [ \":+0x277b2\" ]"), 10,
+	  "wrapper \":+0x277b2\": an offset wrapper names its object (OBJECT-GLOB:+0xOFFSET)" },
+	{ "wrapper by offset, short build-id", POOL_KEY("wrappers = [ \"nginx@abcd:+0x1\" ]"), 10,
+	  "wrapper \"nginx@abcd:+0x1\": a build-id is 8 to 128 hex digits, an even count" },
 	{ "wrapper empty", POOL_KEY("wrappers = [ \"\" ]"), 10, "wrapper \"\": glob is empty" },
 	{ "protect a string", POOL_KEY("protect = \"manual\""), 10,
 	  "protect must be an array [ ... ], not a string" },
@@ -909,6 +915,27 @@ START_TEST(test_offset_sites)
 }
 END_TEST
 
+/* A wrapper may be a call by offset: kept as written, for resolve.c. */
+static const char offset_wrappers[] =
+	"version = 1;\n"
+	"policies = ( { name = \"o\"; match = { exe = [ \"*/nginx\" ]; };\n"
+	"  pools = ( { name = \"conf\"; sites = [ \"*\" ];\n"
+	"    wrappers = [ \"ngx_palloc\", \"nginx@0123456789ABCDEF:+0x277b2\", \"nginx:+0x278c5\" ]; } ); } );\n";
+
+START_TEST(test_offset_wrappers)
+{
+	struct policy_set *set = load_ok(offset_wrappers);
+	const struct policy_pool *pool = &set->policies[0].pools[0];
+
+	ck_assert_uint_eq(pool->n_wrappers, 3);
+	ck_assert_str_eq(pool->wrappers[0], "ngx_palloc");
+	ck_assert_str_eq(pool->wrappers[1], "nginx@0123456789ABCDEF:+0x277b2");
+	ck_assert_str_eq(pool->wrappers[2], "nginx:+0x278c5");
+	policy_set_free(set);
+	assert_round_trip(offset_wrappers);
+}
+END_TEST
+
 /* ---- malformed images: policy_image_validate refuses each ---- */
 
 /* A policy with every kind of record: two pools, sites of both kinds, a
@@ -1190,6 +1217,7 @@ int main(void)
 	tcase_add_test(tc, test_round_trip_all_options);
 	tcase_add_test(tc, test_round_trip_match_policies);
 	tcase_add_test(tc, test_offset_sites);
+	tcase_add_test(tc, test_offset_wrappers);
 	tcase_add_test(tc, test_image_round_trip_fixture);
 	tcase_add_test(tc, test_image_truncated);
 	tcase_add_test(tc, test_image_bad_header);

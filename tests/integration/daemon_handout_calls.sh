@@ -1,0 +1,103 @@
+# daemon_handout_calls.sh - what a hand-out costs pmallocd in system calls
+# (their count, not their time: `make bench` measures the rate).  Under
+# strace, for clients one at a time and then a burst at once:
+#   - every client gets its policy and its hand-out entry in the journal;
+#   - the ids come from the client's pidfd (PIDFD_GET_INFO, where the kernel
+#     has it), not from a read of /proc/PID/status, and with no poll();
+#   - a closed client leaves the epoll set with its descriptor (no
+#     EPOLL_CTL_DEL), and the loop re-arms no timer per client;
+#   - a served client costs at most HANDOUT_CALLS calls in all (accept to
+#     close, its journal entry included);
+#   - status still tells a served process that runs (its start time read
+#     when status asks).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/daemon_lib.sh"
+
+command -v strace >/dev/null || skip "strace not installed"
+strace -o /dev/null true 2>/dev/null || skip "strace cannot trace here"
+HANDOUT_CALLS=25
+SEQ=20 BURST=24
+
+journald_ensure
+std_conf "$CONF"
+start_daemon
+strace -qq -o "$T/trace" -p "$DPID" &
+SPID=$!
+strace_stop() { kill -INT "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; true; }
+at_exit strace_stop
+# Traced once it makes a call seen in the trace (a status request).
+wait_until 100 sh -c "\"$WIRE\" --socket \"$SOCK\" --status >/dev/null && grep -q . \"$T/trace\"" ||
+	fail "strace did not attach: $(cat "$T/trace")"
+start=$(wc -l <"$T/trace")
+
+pids=()
+for i in $(seq $SEQ); do
+	out=$(client) || fail "client $i: $out"
+	printf '%s\n' "$out" | grep -qx "POLICY generation=1" || fail "client $i: no policy: $out"
+	pids+=("$(printf '%s\n' "$out" | sed -n 's/^pid=//p')")
+done
+for i in $(seq $BURST); do client >"$T/burst.$i" 2>&1 & done
+wait_until 200 sh -c "[ \$(cat \"$T\"/burst.* | grep -c '^POLICY generation=1\$') = $BURST ]" ||
+	fail "a burst of $BURST clients: $(grep -L '^POLICY' "$T"/burst.* | head -n 3 | xargs cat)"
+for i in $(seq $BURST); do pids+=("$(sed -n 's/^pid=//p' "$T/burst.$i")"); done
+pass "$SEQ clients one at a time and $BURST at once all got their policy"
+
+e=$(jwait $((SEQ + BURST)) MESSAGE_ID="$MID_HANDED")
+for p in "${pids[@]}"; do
+	printf '%s\n' "$e" | grep -q "\"OBJECT_PID\":\"$p\"" || fail "no hand-out entry for PID $p"
+done
+pass "each has its hand-out entry in the journal"
+
+# The last client's close must be in the trace before it stops.
+wait_until 100 sh -c "grep -q '^close(' \"$T/trace\"" || true
+sleep 0.2
+strace_stop
+tail -n +"$((start + 1))" "$T/trace" >"$T/served"
+n=$((SEQ + BURST))
+
+# Does this kernel answer PIDFD_GET_INFO (Linux 6.13)?  Asked of our own
+# pidfd; without python3, the trace's own ioctl() says.
+pidfd_info=no
+if command -v python3 >/dev/null; then
+	python3 -c 'import os, fcntl; fcntl.ioctl(os.pidfd_open(os.getpid()), 0xC040FF0B, bytearray(64))' \
+		2>/dev/null && pidfd_info=yes
+elif grep -q '^ioctl(.*= 0$' "$T/served"; then
+	pidfd_info=yes
+fi
+if [ $pidfd_info = yes ]; then
+	status=$(grep -c '^openat(.*"/proc/[0-9]*/status"' "$T/served")
+	[ "$status" = 0 ] || fail "$status reads of /proc/PID/status with PIDFD_GET_INFO answering: $(grep -m 2 '/status"' "$T/served")"
+	polls=$(grep -c '^poll(' "$T/served")
+	[ "$polls" = 0 ] || fail "$polls poll() calls with PIDFD_GET_INFO answering"
+	pass "ids from PIDFD_GET_INFO: no /proc/PID/status read, no poll"
+else
+	echo "(no PIDFD_GET_INFO in this kernel: /proc/PID/status is read instead)"
+fi
+
+# Clients' descriptors are those accept4() returned (the journal's socket
+# has its own EPOLLOUT watch, added and removed as journald keeps up).
+del=$(awk '/^accept4\(.*= [0-9]+$/ { fd[$NF] = 1 }
+	/EPOLL_CTL_DEL/ { split($0, a, /[(,]/); if (fd[a[2] + 0]) n++ } END { print n + 0 }' "$T/served")
+[ "$del" = 0 ] || fail "$del EPOLL_CTL_DEL calls on clients' descriptors for $n clients"
+rearm=$(grep -c '^timerfd_settime(' "$T/served")
+[ $((rearm * 4)) -le $n ] || fail "$rearm timer re-arms for $n clients"
+pass "no EPOLL_CTL_DEL, $rearm timer re-arms for $n clients"
+
+calls=$(grep -c '^[a-z_0-9]*(' "$T/served")
+per=$(awk -v c="$calls" -v n="$n" 'BEGIN { printf "%.1f", c / n }')
+awk -v p="$per" -v m="$HANDOUT_CALLS" 'BEGIN { exit !(p <= m) }' ||
+	fail "$per system calls per hand-out ($calls for $n), want at most $HANDOUT_CALLS: $(sed 's/(.*//' "$T/served" | sort | uniq -c | sort -rn | head -n 20 | tr '\n' ' ')"
+pass "$per system calls per hand-out ($calls for $n clients, at most $HANDOUT_CALLS)"
+
+# A hand-out reads /proc/PID/comm, not /proc/PID/stat: the start time
+# status compares is read when status asks, and is that process's only if
+# it started before its HELLO.  A served process that still runs is alive.
+"$WIRE" --socket "$SOCK" --hold 5000 >"$T/held" 2>&1 &
+HPID=$!
+wait_until 100 sh -c "\"$WIRE\" --socket \"$SOCK\" --status | grep -q \"PID $HPID .*alive, served\"" ||
+	fail "a served, running process is not alive in status: $(client --status | grep "PID $HPID")"
+kill "$HPID" 2>/dev/null; wait "$HPID" 2>/dev/null
+pass "status: a process served without reading its start time is alive"
+
+stop_daemon || fail "pmallocd exit $?"
+pass "pmallocd stops cleanly"

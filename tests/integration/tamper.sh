@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# tamper.sh - nothing writable in the shim decides whether a write into
+# protected memory is let through.  tests/progs/api_tamper overwrites, one
+# forked run per target word and value, the shim's .data/.bss, its TLS,
+# the pool structs and the side tables (span owners, the object's record,
+# its call site's entry), then lets the kernel write into its protected
+# object (read(2)) and writes into it itself: every run must die by a
+# signal with the kernel's write refused (its header comment says which
+# words and values).  Once under an enforce policy file (no daemon; the
+# object comes from malloc() at a policy site), once with the public pool
+# API and no policy, and with the pool API beside an audit and a learn
+# policy's pool.
+#
+# Thousands of enforced writes: each report would be a journal entry, so
+# the journal is hidden in a private mount namespace (as e2e_nojournal.sh
+# does) and the reports go to a file.
+# Root and unshare -m are needed for that; the script runs itself again in
+# the new namespace.
+if [ -z "${E2E_PRIVATE_NS:-}" ]; then
+	[ "$(id -u)" = 0 ] && unshare -m --propagation private true 2>/dev/null ||
+		{ echo "skipped: needs root and unshare -m (to hide the journal)"; exit 77; }
+	E2E_PRIVATE_NS=1 exec unshare -m --propagation private bash "$0" "$@"
+fi
+. "$(dirname "$0")/e2e_lib.sh"
+
+private_journal_dir
+PROG=$B/progs/api_tamper
+[ -x "$PROG" ] || fail "$PROG is missing: run make check"
+
+cat >"$T/enforce.conf" <<'EOF'
+version = 1;
+policies = (
+  { name = "tamper"; match = { exe = [ "*/api_tamper" ]; }; mode = "enforce";
+    pools = ( { name = "secrets"; sites = [ "make_secret" ]; protect = [ "manual" ]; } ); }
+);
+EOF
+
+# tampered MODE CONF: every run of api_tamper MODE died.
+tampered() {
+	local rc
+	PMALLOC_CONF=$2 "$PROG" "$1" >"$T/out" 2>"$T/err"
+	rc=$?
+	[ $rc = 0 ] || fail "api_tamper $1 (exit $rc): $(cat "$T/out"; tail -n 5 "$T/err")"
+	grep -q '^api_tamper: [0-9]* runs (.*): all died$' "$T/out" || fail "api_tamper $1: $(cat "$T/out")"
+	# The runs were enforced by the shim, not killed some other way.
+	grep -q '; policy "tamper"; enforce: killed by SIGSEGV$\|; enforce: killed by SIGSEGV$' "$T/err" ||
+		fail "api_tamper $1: no enforce report: $(head -n 3 "$T/err")"
+	pass "$1: $(cat "$T/out")"
+}
+
+tampered policy "$T/enforce.conf"
+[ "$(grep -c 'write to protected pool "secrets" .*; policy "tamper"; enforce: killed by SIGSEGV$' "$T/err")" -gt 0 ] ||
+	fail "policy: the object was not in pool \"secrets\": $(head -n 3 "$T/err")"
+tampered api /nonexistent/pmalloc-test.conf
+grep -q 'policy "' "$T/err" && fail "api: a policy applied: $(grep -m1 'policy "' "$T/err")"
+
+# The pool API beside an audit, then a learn policy's pool: the API pool
+# is enforced, also when a span's owner is made to name the policy's pool.
+for mode in audit learn; do
+	sed "s/mode = \"enforce\";/mode = \"$mode\";/" "$T/enforce.conf" >"$T/$mode.conf"
+	tampered api-beside "$T/$mode.conf"
+	grep -q 'audit: write allowed$' "$T/err" && fail "api-beside $mode: a write was allowed: $(grep -m1 'audit: write allowed$' "$T/err")"
+done
+exit 0
