@@ -75,63 +75,72 @@ void dynsym_location(struct fmt *f, uintptr_t addr, bool escaped)
 
 /* A d_ptr of the dynamic section: glibc relocates most in place, but not
  * every object's (the vDSO's stay relative). */
-static uintptr_t dyn_ptr(const struct link_map *lm, addr_t p)
+static uintptr_t dyn_ptr(uintptr_t bias, addr_t p)
 {
-	return p < lm->l_addr ? lm->l_addr + p : p;
+	return p < bias ? bias + p : p;
 }
 
 /* The number of symbols, from DT_HASH (nchain) or DT_GNU_HASH (the
- * highest symbol index any bucket chain reaches, plus one). */
-static uint32_t symbol_count(const uint32_t *hash, const uint32_t *gnu)
+ * highest symbol index any bucket chain reaches, plus one), at most
+ * DYNSYM_MAX; 0 without either. */
+static uint32_t dynsym_count(const uint32_t *hash, const uint32_t *gnu)
 {
-	if (hash)
-		return hash[1];
-	if (!gnu)
-		return 0;
-	uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom = gnu[2];
-	const uint32_t *buckets = gnu + 4 + bloom * (sizeof(addr_t) / 4);
-	const uint32_t *chain = buckets + nbuckets;
-	uint32_t last = 0;
-	for (uint32_t i = 0; i < nbuckets; i++)
-		if (buckets[i] > last)
-			last = buckets[i];
-	if (last < symoffset)
-		return symoffset;
-	for (uint32_t n = 0; n < DYNSYM_MAX && !(chain[last - symoffset] & 1); n++)
-		last++;
-	return last + 1;
+	uint32_t n = 0;
+	if (hash) {
+		n = hash[1];
+	} else if (gnu) {
+		uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom = gnu[2];
+		const uint32_t *buckets = gnu + 4 + bloom * (sizeof(addr_t) / 4);
+		const uint32_t *chain = buckets + nbuckets;
+		uint32_t last = 0;
+		for (uint32_t i = 0; i < nbuckets; i++)
+			if (buckets[i] > last)
+				last = buckets[i];
+		if (last < symoffset)
+			return symoffset < DYNSYM_MAX ? symoffset : DYNSYM_MAX;
+		for (uint32_t k = 0; k < DYNSYM_MAX && !(chain[last - symoffset] & 1); k++)
+			last++;
+		n = last + 1;
+	}
+	return n < DYNSYM_MAX ? n : DYNSYM_MAX;
+}
+
+bool dynsym_tables(const void *dynamic, uintptr_t bias, struct dynsym_tables *ret)
+{
+	const void *symtab = NULL;
+	const char *strtab = NULL;
+	const uint32_t *hash = NULL, *gnu = NULL;
+	size_t strsz = 0;
+	for (const dyn_t *d = dynamic; d && d->d_tag != DT_NULL; d++) {
+		switch (d->d_tag) {
+		case DT_SYMTAB: symtab = (const void *)dyn_ptr(bias, d->d_un.d_ptr); break;
+		case DT_STRTAB: strtab = (const char *)dyn_ptr(bias, d->d_un.d_ptr); break;
+		case DT_STRSZ: strsz = d->d_un.d_val; break;
+		case DT_HASH: hash = (const uint32_t *)dyn_ptr(bias, d->d_un.d_ptr); break;
+		case DT_GNU_HASH: gnu = (const uint32_t *)dyn_ptr(bias, d->d_un.d_ptr); break;
+		default: break;
+		}
+	}
+	if (!symtab || !strtab || strsz == 0)
+		return false;
+	*ret = (struct dynsym_tables){ symtab, dynsym_count(hash, gnu), strtab, strsz };
+	return true;
 }
 
 bool dynsym_name(uintptr_t addr, char *buf, size_t size)
 {
 	struct dl_find_object dlfo;
-	if (size == 0 || _dl_find_object((void *)addr, &dlfo) != 0 || !dlfo.dlfo_link_map)
+	struct dynsym_tables t;
+	if (size == 0 || _dl_find_object((void *)addr, &dlfo) != 0 || !dlfo.dlfo_link_map ||
+	    !dynsym_tables(dlfo.dlfo_link_map->l_ld, dlfo.dlfo_link_map->l_addr, &t))
 		return false;
 	const struct link_map *lm = dlfo.dlfo_link_map;
-	const sym_t *symtab = NULL;
-	const char *strtab = NULL;
-	const uint32_t *hash = NULL, *gnu = NULL;
-	size_t strsz = 0;
-	for (const dyn_t *d = lm->l_ld; d && d->d_tag != DT_NULL; d++) {
-		switch (d->d_tag) {
-		case DT_SYMTAB: symtab = (const sym_t *)dyn_ptr(lm, d->d_un.d_ptr); break;
-		case DT_STRTAB: strtab = (const char *)dyn_ptr(lm, d->d_un.d_ptr); break;
-		case DT_STRSZ: strsz = d->d_un.d_val; break;
-		case DT_HASH: hash = (const uint32_t *)dyn_ptr(lm, d->d_un.d_ptr); break;
-		case DT_GNU_HASH: gnu = (const uint32_t *)dyn_ptr(lm, d->d_un.d_ptr); break;
-		default: break;
-		}
-	}
-	if (!symtab || !strtab)
-		return false;
-	uint32_t n = symbol_count(hash, gnu);
-	if (n > DYNSYM_MAX)
-		n = DYNSYM_MAX;
+	const sym_t *symtab = t.syms;
 	const sym_t *best = NULL;
-	for (uint32_t i = 1; i < n; i++) {
+	for (uint32_t i = 1; i < t.n_syms; i++) {
 		const sym_t *s = &symtab[i];
 		if ((s->st_info & 0xf) != STT_FUNC || s->st_shndx == SHN_UNDEF ||
-		    s->st_name >= strsz)
+		    s->st_name >= t.strs_len)
 			continue;
 		uintptr_t start = lm->l_addr + s->st_value;
 		if (addr >= start && addr - start < (s->st_size ? s->st_size : 1) &&
@@ -142,7 +151,7 @@ bool dynsym_name(uintptr_t addr, char *buf, size_t size)
 		return false;
 	struct fmt f;
 	fmt_init(&f, buf, size);
-	const char *name = strtab + best->st_name;
+	const char *name = t.strs + best->st_name;
 	fmt_str(&f, name);
 	fmt_str(&f, "+");
 	fmt_hex(&f, addr - (lm->l_addr + best->st_value));

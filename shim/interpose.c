@@ -8,8 +8,8 @@
  * indirect jump, as through a PLT), free 2 (one jump through the read-only
  * table: the heap's free until pool memory exists, then free_checked, 6
  * more: one range compare), realloc 8 (the range compare and a NULL test);
- * armed policy, malloc from a site that goes to the heap 18 (site_is_heap:
- * its return address hashed, compared in its slot).  No lock, no syscall,
+ * armed policy, malloc from a site that goes to the heap 14 (site_is_heap:
+ * its return address hashed, its slot's one word compared).  No lock, no syscall,
  * no symbol look-up on these paths: decisions are made once per call site
  * in resolve.c.
  *
@@ -83,8 +83,8 @@ static __attribute__((noinline)) void *malloc_routed(size_t size, uintptr_t ra)
 
 /* Fast paths (x86-64, callgrind): no policy, 5 instructions (endbr64, a
  * load and a test of site_armed, the jump to the heap's malloc); armed, a
- * site seen before that goes to the heap, 18 (site_is_heap: the return
- * address hashed, its slot's address and route compared).  Everything
+ * site seen before that goes to the heap, 14 (site_is_heap: the return
+ * address hashed, its slot's one word, address and route, compared).  Everything
  * else: malloc_routed. */
 PMALLOC_EXPORT void *malloc(size_t size)
 {

@@ -69,10 +69,10 @@ static int map(void *hint, size_t len, int prot, int flags, void **ret)
 	return r;
 }
 
-int os_map_file(int fd, size_t len, const void **ret)
+int os_map_file(int fd, uint64_t off, size_t len, const void **ret)
 {
 	int e = errno;
-	void *p = (void *)syscall(SYS_mmap, NULL, len, PROT_READ, MAP_PRIVATE, fd, 0L);
+	void *p = (void *)syscall(SYS_mmap, NULL, len, PROT_READ, MAP_PRIVATE, fd, (long)off);
 	int r = p == MAP_FAILED ? -errno : 0;
 	errno = e;
 	if (r == 0)

@@ -35,9 +35,10 @@ int os_seal(void *p, size_t len);
 /* Fresh read-write anonymous memory for the shim's own metadata. */
 int os_map(size_t len, void **ret);
 int os_unmap(void *p, size_t len);
-/* The first len bytes of the file open at fd, mapped read-only and private:
- * the mapping outlives the descriptor (and a later chroot). */
-int os_map_file(int fd, size_t len, const void **ret);
+/* len bytes of the file open at fd from offset off (a multiple of the page
+ * size), mapped read-only and private: the mapping outlives the descriptor
+ * (and a later chroot). */
+int os_map_file(int fd, uint64_t off, size_t len, const void **ret);
 /* Like os_map, but not charged to the commit limit: for metadata that is
  * sized for the worst case and touched as it is used. */
 int os_map_lazy(size_t len, void **ret);

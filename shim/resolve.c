@@ -4,12 +4,18 @@
  * the read-only state), turned into address ranges, and the decision for
  * each return address, made once and cached in site.c.
  *
- * The objects loaded at start-up are read from their files (.symtab where
- * present, so static functions count; .dynsym otherwise) before the
- * program's main runs.  Objects loaded later by dlopen are read from memory
- * (.dynsym, exported functions only) at the first allocation made from
- * them: by then the program may be chrooted or under a seccomp filter, and
- * an allocator must not open files behind its back.
+ * Files are opened only before the program's main runs: later it may be
+ * chrooted or under a seccomp filter, and an allocator must not open files
+ * behind its back.  But reading symbols is what costs (libc's debug file
+ * alone has 10,000 functions), so each object loaded at start-up that the
+ * rules can name has its table (.symtab where present, its debug file's, so
+ * static functions count; .dynsym otherwise) only located and mapped then
+ * (symtab.c), and read at the first allocation made from its code; the
+ * tables are read before main, in load order, only until every rule has
+ * matched something (for the word on a rule that names nothing; only the
+ * objects such a rule can name).  Objects
+ * loaded later by dlopen are read from memory (.dynsym, exported functions
+ * only) at the first allocation made from them.
  *
  * Range tables are built aside and published with one atomic store, then
  * never written again (they are mprotect'ed read-only) nor freed, so
@@ -48,6 +54,7 @@ struct rule {
 	bool by_offset;
 	size_t prefix_len;          /* function's leading characters that are not a glob's */
 	bool literal;               /* function has no glob characters */
+	bool prefix_star;           /* function is those characters then "*" */
 	bool matched;
 };
 
@@ -98,11 +105,66 @@ static bool object_matches(const struct rule *r, const char *path)
 	       fnmatch(r->object, base_name(path), 0) == 0;
 }
 
+/* The rules that can name something in the object at path: by function
+ * name, and by offset. */
+struct applicable {
+	struct rule *by_name[64], *by_offset[64];
+	size_t n_name, n_offset;
+};
+
+static void applicable_rules(const char *path, struct applicable *a)
+{
+	a->n_name = a->n_offset = 0;
+	for (size_t i = 0; i < n_rules; i++) {
+		if (!object_matches(&rules[i], path))
+			continue;
+		if (rules[i].by_offset) {
+			if (a->n_offset < ARRAY_SIZE(a->by_offset))
+				a->by_offset[a->n_offset++] = &rules[i];
+		} else if (a->n_name < ARRAY_SIZE(a->by_name)) {
+			a->by_name[a->n_name++] = &rules[i];
+		}
+	}
+}
+
+/* The first of rules[n] that names function name, or NULL: first rule
+ * wins (wrappers are listed before sites).  The first characters, then
+ * the literal prefix, reject nearly all before strcmp or fnmatch is asked. */
+static struct rule *first_rule(struct rule *const *list, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct rule *ru = list[i];
+		if (ru->prefix_len && (name[0] != ru->function[0] ||
+				       (ru->prefix_len > 1 && name[1] != ru->function[1])))
+			continue;
+		if (ru->literal ? strcmp(ru->function, name) == 0
+				: strncmp(ru->function, name, ru->prefix_len) == 0 &&
+				  (ru->prefix_star || fnmatch(ru->function, name, 0) == 0))
+			return ru;
+	}
+	return NULL;
+}
+
+/* The walk's filter for the names list[n] can match: on as many of their
+ * first characters as every rule spells (up to 4); NULL when a rule starts
+ * with a glob. */
+static const struct symtab_filter *filter_for(struct symtab_filter *f, struct rule *const *list, size_t n)
+{
+	size_t k = 4;
+	for (size_t i = 0; i < n; i++)
+		k = list[i]->prefix_len < k ? list[i]->prefix_len : k;
+	if (k == 0)
+		return NULL;
+	symtab_filter_clear(f, (unsigned)k);
+	for (size_t i = 0; i < n; i++)
+		symtab_filter_add(f, list[i]->function);
+	return f;
+}
+
 /* Collected ranges of one object, before merging. */
 struct collect {
-	const struct rule **rules;   /* the rules that apply to this object */
+	struct rule *const *rules;   /* the rules that apply to this object */
 	size_t n_rules;
-	bool first[256];             /* a name starting so may match one of them */
 	struct object_key obj;
 	struct range *r;
 	size_t n, cap;
@@ -131,29 +193,11 @@ static int collect_add(struct collect *c, uintptr_t start, uintptr_t end, int ro
 static int collect_symbol(void *ctx, const char *name, uintptr_t start, size_t size)
 {
 	struct collect *c = ctx;
-	/* Tens of thousands of symbols (libc's debug file has 10,000 functions),
-	 * a few rules: one load rejects nearly all. */
-	if (!c->first[(unsigned char)name[0]])
+	struct rule *ru = first_rule(c->rules, c->n_rules, name);
+	if (!ru)
 		return 0;
-	for (size_t i = 0; i < c->n_rules; i++) {
-		const struct rule *ru = c->rules[i];
-		/* Thousands of symbols an object, a few rules: the first
-		 * character, then the literal prefix, reject nearly all
-		 * before strcmp or fnmatch is asked. */
-		if (ru->prefix_len && (name[0] != ru->function[0] ||
-				       (ru->prefix_len > 1 && name[1] != ru->function[1])))
-			continue;
-		if (ru->literal ? strcmp(ru->function, name) != 0
-				: strncmp(ru->function, name, ru->prefix_len) != 0 ||
-				  fnmatch(ru->function, name, 0) != 0)
-			continue;
-		int r = collect_add(c, start, start + size, ru->route, name, start);
-		if (r < 0)
-			return r;
-		((struct rule *)(uintptr_t)ru)->matched = true;
-		break;      /* first rule wins: wrappers are listed before sites */
-	}
-	return 0;
+	ru->matched = true;
+	return collect_add(c, start, start + size, ru->route, name, start);
 }
 
 static int range_cmp(const void *a, const void *b)
@@ -219,63 +263,23 @@ static bool already_scanned(uintptr_t base, const char *name)
 	return false;
 }
 
-/* .dynsym of a loaded object, from memory: DT_SYMTAB/DT_STRTAB (relocated
- * by ld.so on this architecture), with the symbol count from DT_HASH or,
- * lacking it, the last chain of DT_GNU_HASH. */
-static int walk_loaded_dynsym(const ElfW(Dyn) *dyn, uintptr_t bias, symtab_fn fn, void *ctx)
+/* Remember obj as read (resolve_lock held, or start-up). */
+static void mark_scanned(struct object_key obj)
 {
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-	const uint32_t *hash = NULL, *gnu = NULL;
-	for (const ElfW(Dyn) *d = dyn; d && d->d_tag != DT_NULL; d++) {
-		switch (d->d_tag) {
-		case DT_SYMTAB: symtab = (const void *)d->d_un.d_ptr; break;
-		case DT_STRTAB: strtab = (const void *)d->d_un.d_ptr; break;
-		case DT_HASH: hash = (const void *)d->d_un.d_ptr; break;
-		case DT_GNU_HASH: gnu = (const void *)d->d_un.d_ptr; break;
-		}
-	}
-	if (!symtab || !strtab)
-		return 0;
-	size_t count = 0;
-	if (hash) {
-		count = hash[1];
-	} else if (gnu) {
-		uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom = gnu[2];
-		const uint32_t *buckets = gnu + 4 + bloom * (sizeof(ElfW(Addr)) / 4);
-		const uint32_t *chain = buckets + nbuckets;
-		uint32_t last = 0;
-		for (uint32_t i = 0; i < nbuckets; i++)
-			if (buckets[i] > last)
-				last = buckets[i];
-		if (last >= symoffset) {
-			while (!(chain[last - symoffset] & 1))
-				last++;
-			count = last + 1;
-		}
-	}
-	for (size_t i = 0; i < count; i++) {
-		const ElfW(Sym) *s = &symtab[i];
-		int type = ELF64_ST_TYPE(s->st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s->st_shndx == SHN_UNDEF || !s->st_size)
-			continue;
-		int r = fn(ctx, strtab + s->st_name, bias + s->st_value, s->st_size);
-		if (r)
-			return r;
-	}
-	return 0;
+	if (n_scanned < OBJECTS_MAX)
+		scanned[n_scanned++] = obj;
 }
 
 /* The call sites that offset rules name in one object, into p.  A rule
  * pinned to a build-id the object does not have routes nothing there, and
  * says so (once: each object is scanned once). */
-static void collect_points(struct collect *p, const struct rule *const *applicable, size_t n,
-			   const char *path, const ElfW(Phdr) *ph, size_t phnum)
+static void collect_points(struct collect *p, struct rule *const *applicable, size_t n, const char *path,
+			   const ElfW(Phdr) *ph, size_t phnum)
 {
 	char id[SYMTAB_BUILD_ID_MAX];
 	int have_id = -1;            /* read when a rule first asks */
 	for (size_t i = 0; i < n; i++) {
-		const struct rule *ru = applicable[i];
+		struct rule *ru = applicable[i];
 		if (ru->build_id) {
 			if (have_id < 0)
 				have_id = ph && symtab_build_id(ph, phnum, p->obj.base, id);
@@ -289,64 +293,69 @@ static void collect_points(struct collect *p, const struct rule *const *applicab
 		uintptr_t ra = p->obj.base + (uintptr_t)ru->offset;
 		if (ra == 0 || collect_add(p, ra - 1, ra, ru->route, base_name(path), p->obj.base) < 0)
 			continue;
-		((struct rule *)(uintptr_t)ru)->matched = true;
+		ru->matched = true;
 	}
 }
 
-/* Read the function symbols of one object (key: its load bias and l_name),
- * from its file or from memory, and publish the ranges the rules select. */
-static void scan_object(uintptr_t base, const char *key_name, const char *path, const ElfW(Dyn) *dyn,
-			const ElfW(Phdr) *ph, size_t phnum, bool from_file)
+/* The ranges of the functions the rules name in one object, from its
+ * symbol table t, into c. */
+static void collect_functions(struct collect *c, const struct applicable *a, const struct symtab *t,
+			      const char *path)
 {
-	const struct rule *applicable[64], *by_offset[64];
-	struct collect c = { .rules = applicable }, p = { 0 };
-	size_t n_offset = 0;
-	c.obj.base = base;
-	c.obj.name = strdup(key_name);
-	if (!c.obj.name)
+	struct symtab_filter filter;
+	c->rules = a->by_name;
+	c->n_rules = a->n_name;
+	if (!c->n_rules)
 		return;
-	p.obj = c.obj;
-	for (size_t i = 0; i < n_rules; i++) {
-		if (!object_matches(&rules[i], path))
-			continue;
-		if (rules[i].by_offset) {
-			if (n_offset < ARRAY_SIZE(by_offset))
-				by_offset[n_offset++] = &rules[i];
-		} else if (c.n_rules < ARRAY_SIZE(applicable)) {
-			c.rules[c.n_rules++] = &rules[i];
-			if (rules[i].prefix_len)
-				c.first[(unsigned char)rules[i].function[0]] = true;
-			else
-				memset(c.first, 1, sizeof(c.first));   /* a glob first: any name */
-		}
-	}
-	if (n_offset)
-		collect_points(&p, by_offset, n_offset, path, ph, phnum);
-	if (c.n_rules) {
-		int r = from_file ? symtab_for_each_function(path, base, collect_symbol, &c)
-				  : walk_loaded_dynsym(dyn, base, collect_symbol, &c);
-		if (r < 0)
-			debug_printf("cannot read symbols of %s: %s", path, strerror(-r));
-	}
-	pthread_mutex_lock(&resolve_lock);
-	bool fresh = !already_scanned(base, key_name);
-	if (fresh) {
-		if (n_scanned < OBJECTS_MAX)
-			scanned[n_scanned++] = c.obj;
-		if (p.n)
-			merge(&points, &p, true);
-		fresh = c.n && merge(&table, &c, true) == 0;
-	}
-	pthread_mutex_unlock(&resolve_lock);
-	/* Said outside the lock: nothing that may call out runs under it. */
-	if (fresh && pm_debug)
-		for (size_t i = 0; i < c.n; i++)
-			debug_printf("site %s [%#lx, %#lx) in %s -> %s", c.r[i].name,
-				     (unsigned long)c.r[i].start, (unsigned long)c.r[i].end, path,
-				     c.r[i].route == SITE_ROUTE_WRAPPER ? "wrapper"
-				     : state->pools[c.r[i].route].pool->name);
-	free(c.r);
-	free(p.r);
+	int r = symtab_walk(t, c->obj.base, filter_for(&filter, a->by_name, a->n_name), collect_symbol, c);
+	if (r < 0)
+		debug_printf("cannot read symbols of %s: %s", path, strerror(-r));
+}
+
+/* Publish what was collected of one object and remember it as read, unless
+ * another thread did first (resolve_lock held).  false when it did. */
+static bool publish(struct collect *c, struct collect *p)
+{
+	if (already_scanned(c->obj.base, c->obj.name))
+		return false;
+	mark_scanned(c->obj);
+	if (p && p->n)
+		merge(&points, p, true);
+	return c->n && merge(&table, c, true) == 0;
+}
+
+/* Said outside the lock: nothing that may call out runs under it. */
+static void say_ranges(const struct collect *c, const char *path)
+{
+	if (!pm_debug)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		debug_printf("site %s [%#lx, %#lx) in %s -> %s", c->r[i].name, (unsigned long)c->r[i].start,
+			     (unsigned long)c->r[i].end, path,
+			     c->r[i].route == SITE_ROUTE_WRAPPER ? "wrapper" : state->pools[c->r[i].route].pool->name);
+}
+
+/* Objects loaded at start-up that rules can name by function: their symbol
+ * tables located and mapped before main, read at the first allocation made
+ * from their code (most objects of a large program never allocate from a
+ * site, or never at all).  Written at start-up only; an entry's table is
+ * read and released under resolve_lock. */
+struct pending {
+	struct object_key obj;
+	const char *path;
+	struct symtab tab;
+	_Atomic bool read;
+};
+static struct pending *pending;
+static size_t n_pending;
+static _Atomic size_t n_unread;      /* of them */
+
+static struct pending *find_pending(uintptr_t base, const char *name)
+{
+	for (size_t i = 0; i < n_pending; i++)
+		if (key_equal(&pending[i].obj, base, name))
+			return &pending[i];
+	return NULL;
 }
 
 static const char *object_path(const struct link_map *lm, char *buf, size_t len)
@@ -404,7 +413,63 @@ static int find_phdrs(struct dl_phdr_info *info, size_t size, void *ctx)
 	return 1;
 }
 
-/* An object loaded after start-up: read it from memory, once. */
+/* An object loaded at start-up, at the first allocation from it: its
+ * functions read from the table located then, which is released after
+ * (resolve_lock held: a second thread allocating from it meanwhile waits
+ * for the ranges instead of deciding without them). */
+static void read_pending(struct pending *pe, struct collect *c)
+{
+	struct applicable a;
+	applicable_rules(pe->path, &a);
+	c->obj = pe->obj;
+	debug_printf("reading the %zu symbols of %s", pe->tab.n_syms, pe->path);
+	collect_functions(c, &a, &pe->tab, pe->path);
+	symtab_close(&pe->tab);
+	publish(c, NULL);
+	atomic_store_explicit(&pe->read, true, memory_order_release);
+	atomic_fetch_sub(&n_unread, 1);
+}
+
+/* An object loaded after start-up (dlopen), at the first allocation from
+ * it: read from memory (.dynsym: no file is opened after start-up). */
+static void read_loaded(const struct link_map *lm, const char *key_name)
+{
+	char buf[4096];
+	const char *path = object_path(lm, buf, sizeof(buf));
+	path = path ? path : "?";
+	/* Its program headers (for its build-id): they stay mapped while the
+	 * object is loaded, and dlclose cannot run under the shim's guard. */
+	struct phdr_query q = { lm->l_addr, key_name, NULL, 0 };
+	dl_iterate_phdr(find_phdrs, &q);
+	struct applicable a;
+	applicable_rules(path, &a);
+	struct collect c = { .obj = { lm->l_addr, strdup(key_name) } };
+	if (!c.obj.name)
+		return;
+	struct collect p = { .obj = c.obj };
+	if (a.n_offset)
+		collect_points(&p, a.by_offset, a.n_offset, path, q.ph, q.phnum);
+	struct symtab t;
+	size_t unmatched = resolve_unmatched();
+	pthread_mutex_lock(&resolve_lock);
+	bool fresh = !already_scanned(c.obj.base, c.obj.name);
+	if (fresh && a.n_name && symtab_open_loaded(lm->l_ld, lm->l_addr, &t) == 0)
+		collect_functions(&c, &a, &t, path);
+	fresh = fresh && publish(&c, &p);
+	pthread_mutex_unlock(&resolve_lock);
+	if (fresh)
+		say_ranges(&c, path);
+	free(c.r);
+	free(p.r);
+	/* pmallocd shows which rules matched: tell it when a dlopen'ed
+	 * object resolves one that nothing matched before.  (A start-up
+	 * object read late never does: every object a rule without a match
+	 * could name was read before main.) */
+	if (resolve_unmatched() < unmatched)
+		rules_msg_send(RULES_MSG_RULES);
+}
+
+/* The object holding code address a, read if it was not. */
 static void ensure_scanned(uintptr_t a)
 {
 	struct dl_find_object dlfo;
@@ -412,23 +477,34 @@ static void ensure_scanned(uintptr_t a)
 		return;
 	const struct link_map *lm = dlfo.dlfo_link_map;
 	const char *key_name = lm->l_name ? lm->l_name : "";
+	struct collect c = { 0 };
 	pthread_mutex_lock(&resolve_lock);
 	bool done = already_scanned(lm->l_addr, key_name);
+	struct pending *pe = done ? NULL : find_pending(lm->l_addr, key_name);
+	if (pe && atomic_load_explicit(&pe->read, memory_order_relaxed))
+		pe = NULL;          /* read, then forgotten: loaded again since */
+	if (pe)
+		read_pending(pe, &c);
 	pthread_mutex_unlock(&resolve_lock);
-	if (done)
+	if (pe)
+		say_ranges(&c, pe->path);
+	free(c.r);
+	if (!done && !pe)
+		read_loaded(lm, key_name);
+}
+
+/* ensure_scanned() for an object loaded at start-up and not read yet; for
+ * the others, one lock-free look (a wrapper's callers are looked up at
+ * every call through it). */
+static void read_if_pending(uintptr_t a)
+{
+	struct dl_find_object dlfo;
+	if (_dl_find_object((void *)a, &dlfo) != 0 || !dlfo.dlfo_link_map)
 		return;
-	char buf[4096];
-	const char *path = object_path(lm, buf, sizeof(buf));
-	/* Its program headers (for its build-id): they stay mapped while the
-	 * object is loaded, and dlclose cannot run under the shim's guard. */
-	struct phdr_query q = { lm->l_addr, key_name, NULL, 0 };
-	dl_iterate_phdr(find_phdrs, &q);
-	size_t unmatched = resolve_unmatched();
-	scan_object(lm->l_addr, key_name, path ? path : "?", lm->l_ld, q.ph, q.phnum, false);
-	/* pmallocd shows which rules matched: tell it when a dlopen'ed
-	 * object resolves one that nothing matched before. */
-	if (resolve_unmatched() < unmatched)
-		rules_msg_send(RULES_MSG_RULES);
+	const struct link_map *lm = dlfo.dlfo_link_map;
+	const struct pending *pe = find_pending(lm->l_addr, lm->l_name ? lm->l_name : "");
+	if (pe && !atomic_load_explicit(&pe->read, memory_order_acquire))
+		ensure_scanned(a);
 }
 
 int resolve_route(uintptr_t ra, uint16_t id)
@@ -463,6 +539,9 @@ static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
 		w->seen = ip == w->ra;
 		return _URC_NO_REASON;
 	}
+	/* A caller in an object not read yet may be a wrapper too. */
+	if (atomic_load_explicit(&n_unread, memory_order_acquire))
+		read_if_pending(ip - 1);
 	const struct range *r = lookup(ip - 1);
 	if (r && r->route == SITE_ROUTE_WRAPPER)
 		return _URC_NO_REASON;      /* a wrapper calling a wrapper: keep going */
@@ -492,6 +571,7 @@ static int add_rule(struct rule ru)
 	rules = nr;
 	ru.prefix_len = strcspn(ru.function, "*?[\\");
 	ru.literal = ru.function[ru.prefix_len] == '\0';
+	ru.prefix_star = ru.function[ru.prefix_len] == '*' && ru.function[ru.prefix_len + 1] == '\0';
 	rules[n_rules++] = ru;
 	return 0;
 }
@@ -522,50 +602,127 @@ static int wrapper_call(struct rule *ru)
 	return 0;
 }
 
-static int visit_startup(struct dl_phdr_info *info, size_t size, void *ctx)
+/* A loaded object, as dl_iterate_phdr lists it. */
+struct loaded_object {
+	uintptr_t base;
+	const char *name;            /* l_name: stays while it is loaded */
+	const ElfW(Phdr) *ph;
+	size_t phnum;
+};
+
+struct loaded_list {
+	struct loaded_object *o;
+	size_t n, cap;
+};
+
+static int visit_object(struct dl_phdr_info *info, size_t size, void *ctx)
 {
 	(void)size;
-	(void)ctx;
-	const char *key_name = info->dlpi_name ? info->dlpi_name : "", *path = key_name;
+	struct loaded_list *l = ctx;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 32;
+		struct loaded_object *o = realloc(l->o, cap * sizeof(*o));
+		if (!o)
+			return 1;
+		l->o = o;
+		l->cap = cap;
+	}
+	l->o[l->n++] = (struct loaded_object){ info->dlpi_addr, info->dlpi_name ? info->dlpi_name : "",
+						info->dlpi_phdr, info->dlpi_phnum };
+	return 0;
+}
+
+/* One object loaded at start-up: the call sites offset rules name in it
+ * (no symbols needed), and, when rules can name its functions, its symbol
+ * table located and mapped now, before main, to be read at the first
+ * allocation from it.  The shim's own code is never a site. */
+static void prepare_object(const struct loaded_object *so, uintptr_t self)
+{
+	const char *path = so->name;
 	char buf[4096];
 	if (!path[0]) {
 		ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
 		if (n <= 0)
-			return 0;
+			return;
 		buf[n] = '\0';
 		path = buf;
 	}
 	if (strncmp(base_name(path), "linux-vdso", 10) == 0 || strncmp(base_name(path), "linux-gate", 10) == 0)
-		return 0;
-	scan_object(info->dlpi_addr, key_name, path, NULL, info->dlpi_phdr, info->dlpi_phnum, true);
-	return 0;
-}
-
-struct loaded {
-	struct object_key *keys;
-	size_t n, cap;
-};
-
-static int visit_loaded(struct dl_phdr_info *info, size_t size, void *ctx)
-{
-	(void)size;
-	struct loaded *l = ctx;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 64;
-		struct object_key *k = realloc(l->keys, cap * sizeof(*k));
-		if (!k)
-			return 1;
-		l->keys = k;
-		l->cap = cap;
+		return;
+	struct object_key obj = { so->base, strdup(so->name) };
+	if (!obj.name)
+		return;
+	struct applicable a;
+	applicable_rules(path, &a);
+	if (so->base == self)
+		a.n_name = 0;
+	if (a.n_offset) {
+		struct collect p = { .obj = obj };
+		collect_points(&p, a.by_offset, a.n_offset, path, so->ph, so->phnum);
+		if (p.n)
+			merge(&points, &p, true);
+		free(p.r);
 	}
-	l->keys[l->n++] = (struct object_key){ info->dlpi_addr, info->dlpi_name ? info->dlpi_name : "" };
-	return 0;
+	struct symtab t;
+	if (a.n_name && symtab_open(path, so->base, so->ph, so->phnum, &t) == 0) {
+		struct pending *np = realloc(pending, (n_pending + 1) * sizeof(*np));
+		if (np) {
+			pending = np;
+			np[n_pending] = (struct pending){ obj, strdup(path), t, false };
+		}
+		if (np && np[n_pending].path) {
+			debug_printf("%zu symbols of %s located, to be read when needed", t.n_syms, path);
+			n_pending++;
+			atomic_fetch_add(&n_unread, 1);
+			return;
+		}
+		symtab_close(&t);
+	}
+	mark_scanned(obj);
 }
 
-static bool is_loaded(const struct loaded *l, const struct object_key *k)
+static bool all_matched(void)
+{
+	for (size_t i = 0; i < n_rules; i++)
+		if (!rules[i].matched)
+			return false;
+	return true;
+}
+
+/* Whether each rule names a function loaded at start-up, for the word on a
+ * rule that names nothing: objects are read now, in load order (the
+ * program first: it nearly always allocates, so reading it now costs
+ * nothing more), only until every rule has a match, and only those a rule
+ * without one can name.  A policy whose rules all name the program's
+ * functions reads nothing else before main; one with a rule that names
+ * nothing reads every table that rule could name (a rule for a dlopen'ed
+ * plugin, none loaded at start-up). */
+static void check_rules(void)
+{
+	for (size_t i = 0; i < n_pending && !all_matched(); i++) {
+		struct applicable a;
+		applicable_rules(pending[i].path, &a);
+		bool wanted = false;
+		for (size_t k = 0; k < a.n_name; k++)
+			wanted = wanted || !a.by_name[k]->matched;
+		if (!wanted)
+			continue;       /* no rule still looking for a match can name it */
+		struct collect c = { 0 };
+		pthread_mutex_lock(&resolve_lock);
+		bool unread = !already_scanned(pending[i].obj.base, pending[i].obj.name);
+		if (unread)
+			read_pending(&pending[i], &c);
+		pthread_mutex_unlock(&resolve_lock);
+		if (unread)
+			say_ranges(&c, pending[i].path);
+		free(c.r);
+	}
+}
+
+static bool is_loaded(const struct loaded_list *l, const struct object_key *k)
 {
 	for (size_t i = 0; i < l->n; i++)
-		if (key_equal(k, l->keys[i].base, l->keys[i].name))
+		if (key_equal(k, l->o[i].base, l->o[i].name))
 			return true;
 	return false;
 }
@@ -574,9 +731,9 @@ void resolve_forget_unloaded(void)
 {
 	if (!state || !any_specific)
 		return;
-	struct loaded l = { 0 };
-	if (dl_iterate_phdr(visit_loaded, &l) != 0) {
-		free(l.keys);
+	struct loaded_list l = { 0 };
+	if (dl_iterate_phdr(visit_object, &l) != 0) {
+		free(l.o);
 		return;
 	}
 	pthread_mutex_lock(&resolve_lock);
@@ -603,7 +760,7 @@ void resolve_forget_unloaded(void)
 		free(c.r);
 	}
 	pthread_mutex_unlock(&resolve_lock);
-	free(l.keys);
+	free(l.o);
 	/* Return addresses may now mean other code: decide every site again. */
 	if (changed)
 		site_reset_routes();
@@ -670,7 +827,15 @@ int resolve_init(struct shim_state *st)
 	}
 	if (!any_specific)
 		return 0;            /* "*" alone needs no symbols */
-	dl_iterate_phdr(visit_startup, NULL);
+	struct loaded_list l = { 0 };
+	dl_iterate_phdr(visit_object, &l);
+	struct dl_find_object self;
+	uintptr_t self_base = _dl_find_object((void *)(uintptr_t)resolve_init, &self) == 0 && self.dlfo_link_map
+				      ? self.dlfo_link_map->l_addr : UINTPTR_MAX;
+	for (size_t i = 0; i < l.n; i++)
+		prepare_object(&l.o[i], self_base);
+	free(l.o);
+	check_rules();
 	for (size_t i = 0; i < n_rules; i++)
 		if (!rules[i].matched) {
 			const char *kind = rules[i].route == SITE_ROUTE_WRAPPER ? "wrapper" : "site";

@@ -19,10 +19,12 @@
 struct site *_Atomic site_table;
 static pthread_once_t site_once = PTHREAD_ONCE_INIT;
 
-/* One mapping: the slots (256 KiB: a process's sites touch fewer pages
+/* One mapping: the slots (128 KiB: a process's sites touch fewer pages
  * than with the symbols inline), then their symbols
  * (site_sym_of).  Not made present at once: that would cost every process
- * 256 KiB resident. */
+ * 128 KiB resident.  Nor mapped to the zero page at once (madvise
+ * MADV_POPULATE_READ): 32 pages that way cost here what 32 first reads do
+ * (some 20 us), and a small program reads fewer. */
 static void site_init(void)
 {
 	void *p;
@@ -52,18 +54,22 @@ uint16_t site_id(uintptr_t ra)
 	if (unlikely(!t)) {
 		pthread_once(&site_once, site_init);
 		t = __atomic_load_n(&site_table, __ATOMIC_ACQUIRE);
-		if (!t || ra == 0)
+		if (!t)
 			return SITE_NONE;
 	}
+	/* An address the slot cannot hold is decided at every call. */
+	if (ra == 0 || site_word_ra(site_word(ra, SITE_ROUTE_UNKNOWN)) != ra)
+		return SITE_NONE;
 	uint32_t h = site_hash(ra);
 	for (uint32_t i = 0; i < SITE_PROBES; i++) {
 		struct site *s = &t[(h + i) & (SITE_SLOTS - 1)];
-		uintptr_t cur = atomic_load_explicit(&s->ra, memory_order_acquire);
-		if (likely(cur == ra))
+		uint64_t cur = atomic_load_explicit(&s->w, memory_order_acquire);
+		if (likely(site_word_ra(cur) == ra))
 			return (uint16_t)(((h + i) & (SITE_SLOTS - 1)) + 1);
 		if (cur == 0) {
-			uintptr_t expected = 0;
-			if (atomic_compare_exchange_strong(&s->ra, &expected, ra) || expected == ra)
+			uint64_t expected = 0;
+			if (atomic_compare_exchange_strong(&s->w, &expected, site_word(ra, SITE_ROUTE_UNKNOWN)) ||
+			    site_word_ra(expected) == ra)
 				return (uint16_t)(((h + i) & (SITE_SLOTS - 1)) + 1);
 		}
 	}
@@ -89,20 +95,22 @@ struct site_hit site_lookup_slow(uintptr_t ra)
 uintptr_t site_address(uint16_t id)
 {
 	struct site *s = site_get(id);
-	return s ? atomic_load_explicit(&s->ra, memory_order_acquire) : 0;
+	return s ? site_word_ra(atomic_load_explicit(&s->w, memory_order_acquire)) : 0;
 }
 
 int site_route(uint16_t id)
 {
 	struct site *s = site_get(id);
-	return s ? atomic_load_explicit(&s->route, memory_order_acquire) + SITE_ROUTE_UNKNOWN : SITE_ROUTE_HEAP;
+	return s ? site_word_route(atomic_load_explicit(&s->w, memory_order_acquire)) : SITE_ROUTE_HEAP;
 }
 
+/* The slot's address never changes once set: only its route is rewritten. */
 void site_set_route(uint16_t id, int route)
 {
 	struct site *s = site_get(id);
-	if (s)
-		atomic_store_explicit(&s->route, route - SITE_ROUTE_UNKNOWN, memory_order_release);
+	uint64_t w = s ? atomic_load_explicit(&s->w, memory_order_acquire) : 0;
+	if (w)
+		atomic_store_explicit(&s->w, site_word(site_word_ra(w), route), memory_order_release);
 }
 
 void site_reset_routes(void)
@@ -111,11 +119,14 @@ void site_reset_routes(void)
 	if (!t)
 		return;
 	struct site_sym *syms = (struct site_sym *)(void *)(t + SITE_SLOTS);
-	for (uint32_t i = 0; i < SITE_SLOTS; i++)
-		if (atomic_load_explicit(&t[i].ra, memory_order_relaxed)) {
-			atomic_store_explicit(&t[i].route, 0, memory_order_release);
+	for (uint32_t i = 0; i < SITE_SLOTS; i++) {
+		uint64_t w = atomic_load_explicit(&t[i].w, memory_order_relaxed);
+		if (w) {
+			atomic_store_explicit(&t[i].w, site_word(site_word_ra(w), SITE_ROUTE_UNKNOWN),
+					      memory_order_release);
 			atomic_store_explicit(&syms[i].sym_ready, 0, memory_order_release);
 		}
+	}
 }
 
 const char *site_symbol(uint16_t id)

@@ -19,13 +19,31 @@
 #define SITE_SLOTS (1u << SITE_BITS)
 #define SITE_SYM 48
 
-/* A slot: what malloc reads, 16 bytes, so that the slots a process uses
- * touch few pages (each page first touched costs a fault: the table is
- * sparse by design).  The symbols, read only by reports, live apart. */
+/* A slot: what malloc reads, one 8-byte word, so that the slots a process
+ * uses touch few pages (each page first written costs a fault: the table
+ * is sparse by design): the return address (user-space code addresses fit
+ * in 48 bits) above its cached route (16 bits, stored as route -
+ * SITE_ROUTE_UNKNOWN: zeroed means unknown).  The symbols, read only by
+ * reports, live apart. */
 struct site {
-	_Atomic uintptr_t ra;
-	_Atomic int route;       /* stored as route - SITE_ROUTE_UNKNOWN: zeroed means unknown */
+	_Atomic uint64_t w;
 };
+#define SITE_RA_BITS 48
+
+static inline uint64_t site_word(uintptr_t ra, int route)
+{
+	return (uint64_t)ra << (64 - SITE_RA_BITS) | (uint16_t)(route - SITE_ROUTE_UNKNOWN);
+}
+
+static inline uintptr_t site_word_ra(uint64_t w)
+{
+	return (uintptr_t)(w >> (64 - SITE_RA_BITS));
+}
+
+static inline int site_word_route(uint64_t w)
+{
+	return (int)(int16_t)(uint16_t)w + SITE_ROUTE_UNKNOWN;
+}
 
 struct site_sym {
 	char sym[SITE_SYM];      /* written before sym_ready */
@@ -59,10 +77,9 @@ static inline struct site_hit site_lookup(uintptr_t ra)
 	struct site *t = atomic_load_explicit(&site_table, memory_order_acquire);
 	if (likely(t)) {
 		uint32_t h = site_hash(ra);
-		if (likely(atomic_load_explicit(&t[h].ra, memory_order_acquire) == ra))
-			return (struct site_hit){
-				atomic_load_explicit(&t[h].route, memory_order_acquire) + SITE_ROUTE_UNKNOWN,
-				(uint16_t)(h + 1) };
+		uint64_t w = atomic_load_explicit(&t[h].w, memory_order_acquire);
+		if (likely(site_word_ra(w) == ra))
+			return (struct site_hit){ site_word_route(w), (uint16_t)(h + 1) };
 	}
 	return site_lookup_slow(ra);
 }
@@ -74,14 +91,12 @@ extern struct site *site_armed __attribute__((visibility("hidden")));
 void site_arm(void);
 
 /* The armed malloc's fast path: is ra a site seen before whose route is
- * the heap?  In its home slot (the common case): a multiply, a shift, two
- * loads and two compares, and no site id to build.  false sends the caller
+ * the heap?  In its home slot (the common case): a multiply, a shift, one
+ * load and one compare, and no site id to build.  false sends the caller
  * the long way (site_lookup). */
 static inline bool site_is_heap(struct site *t, uintptr_t ra)
 {
-	struct site *s = &t[site_hash(ra)];
-	return atomic_load_explicit(&s->ra, memory_order_acquire) == ra &&
-	       atomic_load_explicit(&s->route, memory_order_relaxed) == SITE_ROUTE_HEAP - SITE_ROUTE_UNKNOWN;
+	return atomic_load_explicit(&t[site_hash(ra)].w, memory_order_acquire) == site_word(ra, SITE_ROUTE_HEAP);
 }
 /* The return address of id, 0 for SITE_NONE or an unknown id. AS-safe. */
 uintptr_t site_address(uint16_t id);

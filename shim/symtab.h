@@ -1,11 +1,14 @@
 /*
- * symtab.h - function symbols of the objects loaded in this process, read
- * from their ELF files: .symtab where the file has one (static functions of
- * an unstripped program count), else .dynsym.
+ * symtab.h - function symbols of the objects loaded in this process: .symtab
+ * where the object's file or its separate debug file has one (static
+ * functions of an unstripped program count), else .dynsym.
  *
- * Start-up time only: it allocates (malloc) and opens
- * files, so callers run it with the shim's re-entrancy guard set and no shim
- * lock held that an allocation could need.
+ * In two steps, so that files are opened only before main (later the program
+ * may be chrooted or under seccomp) and symbols are read only when needed:
+ * symtab_open() finds the table and maps it, reading no symbol (a few
+ * system calls per object); symtab_walk() reads it, at any time after, from
+ * the mapping.  Both allocate (malloc) or open files: callers run them with
+ * the shim's re-entrancy guard set, never in a signal handler.
  */
 #ifndef PMALLOC_SYMTAB_H
 #define PMALLOC_SYMTAB_H
@@ -19,8 +22,49 @@
  * a non-zero return stops the walk and is returned. */
 typedef int (*symtab_fn)(void *ctx, const char *name, uintptr_t start, size_t size);
 
-/* Walk the function symbols of the ELF file at path, loaded with bias:
- * .symtab, else that of its separate debug file, else .dynsym. */
+/* A symbol table and its string table, located: in a read-only mapping of
+ * a file (the object's or its debug file's .symtab) or where the loader
+ * mapped the object (.dynsym).  Zeroed: no symbols. */
+struct symtab {
+	const ElfW(Sym) *syms;
+	size_t n_syms;
+	const char *strs;           /* strs[strs_len - 1] is NUL */
+	size_t strs_len;
+	const void *map;            /* the file mapping to release, or NULL */
+	size_t map_len;
+};
+
+/* Locate the function symbols of the object loaded from path with load
+ * bias bias and program headers ph[phnum]: the .symtab of its debug file
+ * found by build-id, else its own .symtab, else that of the debug file its
+ * .gnu_debuglink names, else its .dynsym in memory.  Opens and maps files;
+ * reads no symbol.  0, or -errno with *ret zeroed.  Start-up only, from one
+ * thread: it remembers the debug folders it found missing. */
+int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t phnum, struct symtab *ret);
+/* The .dynsym of a loaded object, from its dynamic section (no file). */
+int symtab_open_loaded(const ElfW(Dyn) *dyn, uintptr_t bias, struct symtab *ret);
+void symtab_close(struct symtab *t);
+
+/* A filter on the first k (1..4) characters of a name, hashed: it may let
+ * through names it was not told of, never the reverse.  The walk's one test
+ * for most symbols, before a call of fn. */
+struct symtab_filter {
+	unsigned k;
+	uint32_t mask;              /* of the k bytes, read as a little-endian word */
+	uint64_t bits[64];
+};
+/* Empty, for names that start with k or more characters the rules spell. */
+void symtab_filter_clear(struct symtab_filter *f, unsigned k);
+/* Let through names starting with prefix (at least f->k characters). */
+void symtab_filter_add(struct symtab_filter *f, const char *prefix);
+
+/* Call fn for each defined function of t (whose filter lets its name
+ * through, when filter is not NULL), at run-time addresses (bias added). */
+int symtab_walk(const struct symtab *t, uintptr_t bias, const struct symtab_filter *filter, symtab_fn fn,
+		void *ctx);
+
+/* Open, walk every function, close: for the rare reader (learn mode's
+ * flush) that has only the object's path and bias. */
 int symtab_for_each_function(const char *path, uintptr_t bias, symtab_fn fn, void *ctx);
 
 /* A build-id as lower-case hex, NUL-terminated, fits this. */

@@ -7,7 +7,7 @@
 #   - pinned to its build-id ("ip_static@ID:+0xOFF"): another build is never
 #     routed by the rule, and PMALLOC_DEBUG says why;
 #   - by name, from separate debug information: .gnu_debuglink beside the
-#     file, and /usr/lib/debug/.build-id/ (as root).
+#     file or in its .debug/ folder, and /usr/lib/debug/.build-id/ (as root).
 . "$(dirname "$0")/lib.sh"
 
 SHIM=$B/libpmalloc_shim.so
@@ -85,6 +85,15 @@ open(path, 'wb').write(b.replace(bid, bytes(x ^ 0xff for x in bid)))
 EOF
 [ "$(protected "$T/linked")" = 0 ] || fail "a debug file of another build-id was used"
 pass "static functions of a stripped program, from its .gnu_debuglink file (checked)"
+
+# The same link's file in the program's .debug/ folder (the shim looks at
+# each such folder once per process: this one exists).
+mkdir -p "$T/dotdebug/.debug"
+objcopy --only-keep-debug "$PROG" "$T/dotdebug/.debug/ip_static.debug"
+strip --strip-all -o "$T/dotdebug/ip_static" "$PROG"
+objcopy --add-gnu-debuglink="$T/dotdebug/.debug/ip_static.debug" "$T/dotdebug/ip_static"
+[ "$(protected "$T/dotdebug")" = 1 ] || fail "make_secret not found through .debug/ip_static.debug"
+pass "static functions of a stripped program, from its .gnu_debuglink file in .debug/"
 
 # By build-id under /usr/lib/debug (root only: it is the system's folder).
 if [ "$(id -u)" = 0 ]; then

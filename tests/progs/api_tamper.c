@@ -30,7 +30,7 @@
  *     each word that points into a pool struct (a span's owner, a region's
  *     pool), around the object's record (its granule in the top half), and
  *     around the object's call-site entry (a return address into
- *     make_secret);
+ *     make_secret, alone in its word or above 16 bits of route);
  * each written with three values: 1 and 1 << 32 (1 in either half of the
  * word: "audit", "true", index 1), and the address of a page of this
  * program filled with 0x0000000100000001 (garbage as a number, and as a
@@ -302,8 +302,9 @@ static void find_side_words(const uint64_t *pg, size_t words)
 			add_around(pg, words, w, K_SPAN, "pool pointer");
 		else if ((uint32_t)(pg[w] >> 32) == granule && (pg[w] & 0xffff0000u) != 0)
 			add_around(pg, words, w, K_RECORD, "record");
-		else if (site_lo && pg[w] > site_lo && pg[w] <= site_hi)
-			add_around(pg, words, w, K_SITE, "site entry");
+		else if (site_lo && ((pg[w] > site_lo && pg[w] <= site_hi) ||
+				     ((pg[w] >> 16) > site_lo && (pg[w] >> 16) <= site_hi)))
+			add_around(pg, words, w, K_SITE, "site entry");   /* the address alone, or above 16 bits */
 	}
 }
 
