@@ -77,16 +77,17 @@ SHIM_LIB := $(B)/libpmalloc_shim.so
 # still reported on stderr by the SIGSEGV handler), plus standalone.c for
 # what only the interposer has.  Preloading the shim into such a program
 # replaces all of it: the preload's definitions come first.
-POOL_SRCS := shim/api.c shim/pool.c shim/arena.c shim/os.c shim/fmt.c shim/fault.c \
-	shim/audit.c shim/site.c shim/report.c shim/standalone.c
+POOL_SRCS := shim/api.c shim/pool.c shim/arena.c shim/os.c shim/fmt.c shim/stderr.c shim/fault.c \
+	shim/audit.c shim/site.c shim/report.c shim/violation_fmt.c shim/dynsym.c shim/standalone.c
 POOL_OBJS := $(POOL_SRCS:%.c=$(B)/pic/%.o)
 POOL_LIB := $(B)/libpmalloc.so
 SHIM_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fno-plt -DPMALLOC_BUILDING_SHIM \
 	$(call pc_cflags,libconfig)
 SHIM_LIBS = $(call pc_libs,libconfig) -lgcc_s -ldl -lpthread
 
-# Code the daemon side shares with the shim (policy model, wire format).
-SHARED_SRCS := $(wildcard shim/policy*.c) shim/cgroup.c
+# Code the daemon side shares with the shim (policy model, wire format, the
+# violation record's formatter).
+SHARED_SRCS := $(wildcard shim/policy*.c) shim/cgroup.c shim/fmt.c shim/violation_fmt.c
 SHARED_OBJS := $(SHARED_SRCS:%.c=$(B)/pie/%.o)
 
 CTL_SRCS := $(wildcard daemon/ctl*.c)
@@ -317,7 +318,7 @@ FUZZ_CFLAGS = -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
 .PHONY: fuzz check-sanitize stress
 # What each harness is built from besides itself.
 $(B)/fuzz/policy: shim/policy.c shim/policy_image.c
-$(B)/fuzz/daemon_wire: daemon/wire_decode.c daemon/wire_decode.h
+$(B)/fuzz/daemon_wire: daemon/wire_decode.c daemon/wire_decode.h shim/fmt.c shim/violation_fmt.c
 $(B)/fuzz/shim_wire: shim/client_decode.c shim/client_decode.h shim/policy_image.c shim/policy.c
 $(B)/fuzz/policy_image: shim/policy_image.c shim/policy.c
 $(B)/fuzz/%: tests/fuzz/%.c shim/wire.h shim/policy.h shim/policy_image.h | $(B)/.deps $(B)/.test-deps

@@ -3,8 +3,9 @@
  * limit.
  *
  * Owns: the MESSAGE_IDs and field names of pmallocd(8) (except the violation
- * entry's content, which violation.c assembles with jentry), the per
- * process/site limiter and its summary entries.
+ * entry's content: violation_fmt.c's, the formatter the shim uses too, with
+ * what violation.c adds), the per process/site limiter and its summary
+ * entries.
  * Never: allocates per entry (fixed buffers; a process's limit state is
  * allocated once, at its first report), writes an entry a client can
  * repeat at will without the limiter and its user's budget (budget.h), or lets a client string break a
@@ -70,6 +71,17 @@ void jentry_add(struct jentry *j, const char *format, ...)
 	j->iov[j->n].iov_len = (size_t)n;
 	j->n++;
 	j->used += (size_t)n + 1;
+}
+
+void jentry_add_lines(struct jentry *j, const char *text)
+{
+	while (*text) {
+		const char *nl = strchr(text, '\n');
+		int len = (int)(nl ? (size_t)(nl - text) : strlen(text));
+
+		jentry_add(j, "%.*s", len, text);
+		text += len + (nl != NULL);
+	}
 }
 
 int jentry_send_at(struct jentry *j, const char *file, int line, const char *func)

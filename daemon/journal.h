@@ -38,6 +38,9 @@ void jentry_init(struct jentry *j, const char *message_id, int priority);
 /* The entry is about a process of uid: the reserve is root's only. */
 void jentry_about(struct jentry *j, uid_t uid);
 void jentry_add(struct jentry *j, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* One field per line of text ("KEY=value\n" each, as violation_fmt.c
+ * writes them). */
+void jentry_add_lines(struct jentry *j, const char *text);
 /* Sent through jwriter.c (never blocks), with the caller's CODE_FILE,
  * CODE_LINE, CODE_FUNC.  0 sent or queued, -errno dropped (counted). */
 int jentry_send_at(struct jentry *j, const char *file, int line, const char *func);

@@ -1,8 +1,12 @@
 /*
- * violation.c - from a violation report to the journal entry people read.
+ * violation.c - from a violation record (struct pmw_report, sent by the
+ * shim as it filled it) to the journal entry people read.
  *
- * Owns: resolving the report's frames through symbolize.c, the backtrace
- * line, the one-line MESSAGE and the entry's fields (pmallocd(8)).
+ * Owns: what only pmallocd knows about a violation: the frames, the fault
+ * symbol and the object site resolved through symbolize.c (with build-ids),
+ * and the process as the kernel and the registry tell it (pid, exe, comm,
+ * uid, unit).  The MESSAGE and the fields the shim writes too are
+ * violation_fmt.c's, the formatter the shim uses for its own entry.
  * Never: trusts report strings in a MESSAGE without sanitizing them, takes
  * the pid or the exe from the report (the registry entry has the kernel's;
  * server.c checked its policy and pool against the hand-out), or fails
@@ -13,15 +17,13 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <syslog.h>
 
 #include "journal.h"
-#include "strbuf.h"
+#include "violation_fmt.h"
 
 struct modinfo {
 	bool resolved;
@@ -39,6 +41,15 @@ struct report_ctx {
 	const struct pmw_report *rep;
 	struct modinfo mods[PMW_MODULES];
 };
+
+static void copy(char *dst, size_t size, const char *src)
+{
+	struct fmt f;
+
+	fmt_init(&f, dst, size);
+	fmt_str(&f, src);
+	fmt_cstr(&f);
+}
 
 static const char *base_name(const char *path)
 {
@@ -70,12 +81,12 @@ static struct modinfo *module_get(struct report_ctx *x, uint32_t idx)
 	mi->resolved = true;
 	pm = &x->rep->modules[idx];
 
-	str_copy(mi->path, sizeof(mi->path), pm->path);
+	copy(mi->path, sizeof(mi->path), pm->path);
 	text_escape(mi->shown_buf, sizeof(mi->shown_buf), mi->path);
 	mi->shown = mi->shown_buf;
 	/* The main program has no name in the link map: it is the exe. */
 	if (!mi->path[0] && x->e->exe) {
-		str_copy(mi->path, sizeof(mi->path), x->e->exe);
+		copy(mi->path, sizeof(mi->path), x->e->exe);
 		mi->shown = proc_entry_exe(x->e);
 	}
 	if (pm->build_id_len > 0)
@@ -117,22 +128,26 @@ static bool symbol_of(struct report_ctx *x, uint32_t idx, uint64_t offset, char 
 	return mi && mi->sym && sym_module_lookup(mi->sym, offset, buf, size) >= 0;
 }
 
-static void frame_text(struct report_ctx *x, const struct pmw_frame *f, struct strbuf *b)
+/* Text already escaped goes in with fmt_str, numbers with fmt_printf. */
+static void frame_text(struct report_ctx *x, const struct pmw_frame *f, struct fmt *b)
 {
 	struct modinfo *mi = f->module == PMW_NO_MODULE ? NULL : module_get(x, f->module);
 	char sym[ESCAPED_SIZE(PMW_SYM + 32)];
 
 	if (!mi) {
-		strbuf_printf(b, "0x%" PRIx64, f->ip);
+		fmt_printf(b, "0x%" PRIx64, f->ip);
 		return;
 	}
-	strbuf_printf(b, "%s+0x%" PRIx64, mi->shown[0] ? mi->shown : "?", f->offset);
-	if (mi->sym && sym_module_lookup(mi->sym, f->offset, sym, sizeof(sym)) >= 0)
-		strbuf_printf(b, " (%s)", sym);
-	else if (mi->error == -ESTALE)
-		strbuf_puts(b, " (file replaced since: build-id differs)");
+	fmt_str(b, mi->shown[0] ? mi->shown : "?");
+	fmt_printf(b, "+0x%" PRIx64, f->offset);
+	if (mi->sym && sym_module_lookup(mi->sym, f->offset, sym, sizeof(sym)) >= 0) {
+		fmt_str(b, " (");
+		fmt_str(b, sym);
+		fmt_str(b, ")");
+	} else if (mi->error == -ESTALE)
+		fmt_str(b, " (file replaced since: build-id differs)");
 	if (mi->build_id[0])
-		strbuf_printf(b, " [%s]", mi->build_id);
+		fmt_printf(b, " [%s]", mi->build_id);   /* hex */
 }
 
 /* An object site the shim wrote as "module+0xoff" gets its symbol; one it
@@ -147,8 +162,8 @@ static void object_site_text(struct report_ctx *x, const char *site, char *out, 
 	char *end;
 
 	text_escape(shown, sizeof(shown), site);
-	str_copy(out, size, shown);
-	str_copy(short_out, short_size, shown);
+	copy(out, size, shown);
+	copy(short_out, short_size, shown);
 	if (!plus || plus == site || (size_t)(plus - site) >= sizeof(name) ||
 	    strncmp(plus, "+0x", 3) != 0)
 		return;
@@ -166,11 +181,15 @@ static void object_site_text(struct report_ctx *x, const char *site, char *out, 
 		if (strcmp(mi->path, name) != 0 && strcmp(base_name(mi->path), name) != 0)
 			continue;
 		if (symbol_of(x, i, off, sym, sizeof(sym))) {
-			struct strbuf b;
+			struct fmt b;
 
-			strbuf_init_fixed(&b, out, size);
-			strbuf_printf(&b, "%s (%s)", sym, shown);
-			str_copy(short_out, short_size, sym);
+			fmt_init(&b, out, size);
+			fmt_str(&b, sym);
+			fmt_str(&b, " (");
+			fmt_str(&b, shown);
+			fmt_str(&b, ")");
+			fmt_cstr(&b);
+			copy(short_out, short_size, sym);
 		}
 		return;
 	}
@@ -179,39 +198,28 @@ static void object_site_text(struct report_ctx *x, const char *site, char *out, 
 void violation_log(struct symbolizer *sym, const struct proc_entry *e, const struct pmw_report *rep)
 {
 	struct report_ctx x = { .sym = sym, .e = e, .rep = rep };
-	char policy[ESCAPED_SIZE(PMW_NAME)], pool[ESCAPED_SIZE(PMW_NAME)];
 	char site[2 * ESCAPED_SIZE(PMW_SYM + 32)], site_short[ESCAPED_SIZE(PMW_SYM + 32)];
-	char fault_sym[ESCAPED_SIZE(PMW_SYM + 32)], btbuf[8192], msgbuf[4096];
-	char objbuf[512];
-	struct strbuf bt, msg;
-	const char *exe, *mode;
-	bool audit = rep->mode == PMW_MODE_AUDIT, have_object;
-	uint64_t offset = 0;
+	char fault_sym[ESCAPED_SIZE(PMW_SYM + 32)], btbuf[8192], fields[JENTRY_BUF];
+	struct violation_shown shown = {
+		.pid = (int)e->pid,
+		.generation = e->generation,
+		.exe = proc_entry_exe(e),   /* the kernel's word only, never the report's */
+	};
+	struct fmt bt, f;
 	struct jentry j;
 
-	/* Every string of the report is escaped once, here (escape.h). */
-	text_escape(policy, sizeof(policy), rep->policy);
-	text_escape(pool, sizeof(pool), rep->pool);
-	/* The kernel's word only: what the report claims is never the exe. */
-	exe = proc_entry_exe(e);
-	mode = audit ? "audit" : "enforce";
-
-	have_object = rep->object_start != 0 && rep->address >= rep->object_start;
-	if (have_object)
-		offset = rep->address - rep->object_start;
-
 	/* Backtrace, one line, innermost first. */
-	strbuf_init_fixed(&bt, btbuf, sizeof(btbuf));
+	fmt_init(&bt, btbuf, sizeof(btbuf));
 	for (uint32_t i = 0; i < rep->n_frames; i++) {
 		if (rep->frames[i].ip == 0)
 			break;                   /* the end of the stack */
 		if (i)
-			strbuf_puts(&bt, " < ");
+			fmt_str(&bt, " < ");
 		frame_text(&x, &rep->frames[i], &bt);
 	}
+	shown.backtrace = fmt_cstr(&bt);
 
 	/* Fault symbol: the daemon's resolution of the faulting ip, else the shim's. */
-	fault_sym[0] = '\0';
 	{
 		uint32_t idx = PMW_NO_MODULE;
 		uint64_t off = 0;
@@ -225,67 +233,31 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 			if (idx != PMW_NO_MODULE)
 				off = rep->fault_ip - rep->modules[idx].base;
 		}
-		if (idx == PMW_NO_MODULE || !symbol_of(&x, idx, off, fault_sym, sizeof(fault_sym)))
-			text_escape(fault_sym, sizeof(fault_sym), rep->fault_symbol);
+		if (idx != PMW_NO_MODULE && symbol_of(&x, idx, off, fault_sym, sizeof(fault_sym)))
+			shown.fault_symbol = fault_sym;
 	}
 
-	site[0] = site_short[0] = '\0';
-	if (rep->object_site[0])
+	if (rep->object_site[0]) {
 		object_site_text(&x, rep->object_site, site, sizeof(site), site_short, sizeof(site_short));
-
-	/* MESSAGE */
-	strbuf_init_fixed(&msg, msgbuf, sizeof(msgbuf));
-	strbuf_printf(&msg, "pmalloc: PID %d (%s) wrote to protected pool \"%s\"", (int)e->pid, exe,
-		      pool);
-	if (policy[0])
-		strbuf_printf(&msg, " of policy \"%s\"", policy);
-	strbuf_printf(&msg, " at 0x%" PRIx64, rep->address);
-	if (have_object) {
-		snprintf(objbuf, sizeof(objbuf), "offset %" PRIu64 " in %" PRIu64 "-byte object", offset,
-			 rep->object_size);
-		strbuf_printf(&msg, " (%s%s%s)", objbuf, site_short[0] ? " allocated at " : "", site_short);
-	} else
-		strbuf_puts(&msg, " (not inside a known object)");
-	strbuf_printf(&msg, ", ip 0x%" PRIx64, rep->fault_ip);
-	if (fault_sym[0])
-		strbuf_printf(&msg, " in %s", fault_sym);
-	strbuf_puts(&msg, audit ? "; write allowed (audit)" : "; process killed (enforce)");
-
-	jentry_init(&j, MID_VIOLATION, audit ? LOG_WARNING : LOG_CRIT);
-	jentry_about(&j, e->uid);
-	jentry_add(&j, "MESSAGE=%s", strbuf_str(&msg));
-	jentry_add(&j, "OBJECT_PID=%d", (int)e->pid);
-	jentry_add(&j, "PMALLOC_POLICY=%s", policy);
-	jentry_add(&j, "PMALLOC_POOL=%s", pool);
-	jentry_add(&j, "PMALLOC_MODE=%s", mode);
-	jentry_add(&j, "PMALLOC_ADDRESS=0x%" PRIx64, rep->address);
-	if (have_object) {
-		jentry_add(&j, "PMALLOC_OFFSET=%" PRIu64, offset);
-		jentry_add(&j, "PMALLOC_OBJECT_SIZE=%" PRIu64, rep->object_size);
-		jentry_add(&j, "PMALLOC_OBJECT_START=0x%" PRIx64, rep->object_start);
+		shown.object_site = site;
+		shown.object_site_short = site_short;
 	}
-	if (site[0])
-		jentry_add(&j, "PMALLOC_OBJECT_SITE=%s", site);
-	jentry_add(&j, "PMALLOC_FAULT_IP=0x%" PRIx64, rep->fault_ip);
-	if (fault_sym[0])
-		jentry_add(&j, "PMALLOC_FAULT_SYMBOL=%s", fault_sym);
-	if (bt.len)
-		jentry_add(&j, "PMALLOC_BACKTRACE=%s", strbuf_str(&bt));
-	jentry_add(&j, "PMALLOC_EXE=%s", exe);
+
+	/* What the shim would write, with what only the daemon knows. */
+	jentry_init(&j, MID_VIOLATION, violation_priority(rep));
+	jentry_about(&j, e->uid);
+	fmt_init(&f, fields, sizeof(fields));
+	violation_fmt_fields(&f, rep, &shown);
+	jentry_add_lines(&j, fmt_cstr(&f));
+	jentry_add(&j, "OBJECT_PID=%d", (int)e->pid);
 	jentry_add(&j, "PMALLOC_EXE_SOURCE=%s", e->exe ? "kernel" : "unknown");
 	if (e->exe && e->exe_pid)
 		jentry_add(&j, "PMALLOC_EXE_PID=%d", (int)e->exe_pid);
 	if (e->comm[0])
 		jentry_add(&j, "PMALLOC_COMM=%s", e->comm);
 	jentry_add(&j, "PMALLOC_UID=%u", (unsigned)e->uid);
-	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, e->generation);
 	if (e->via_pid)
 		jentry_add(&j, "PMALLOC_VIA_PID=%d", (int)e->via_pid);
-	/* The signal the process dies of, as coredump's COREDUMP_SIGNAL. */
-	if (!audit) {
-		jentry_add(&j, "PMALLOC_SIGNAL=%d", SIGSEGV);
-		jentry_add(&j, "PMALLOC_SIGNAL_NAME=SIGSEGV");
-	}
 	journal_add_object(&j, e);
 	(void)jentry_send(&j);
 }

@@ -73,6 +73,9 @@ int wire_check_report(struct pmw_report *m)
 {
 	if (m->mode != PMW_MODE_ENFORCE && m->mode != PMW_MODE_AUDIT)
 		return -EINVAL;
+	if (m->cause > PMW_CAUSE_OTHER_THREAD)
+		return -EINVAL;
+	FORCE_NUL(m->kernel_call);
 	if (m->n_frames > PMW_FRAMES || m->n_modules > PMW_MODULES)
 		return -EINVAL;
 	for (uint32_t i = 0; i < m->n_frames; i++)

@@ -160,11 +160,11 @@ static void report_other(uintptr_t addr)
 	struct pool_hit hit;
 	if (!pool_lookup((const void *)addr, &hit))
 		return;
-	struct violation v;
-	violation_from_hit(&v, &hit, addr);
-	v.audit = 1;
-	v.other_thread = 1;
-	report_violation(&v, NULL, NULL);
+	/* The pool's own names: fault.c, which imports this file, has the
+	 * read-only page's.  Names only: nothing is decided by them. */
+	struct pmw_report *r = report_begin(&hit, NULL, NULL, addr, 0, true);
+	report_cause(r, PMW_CAUSE_OTHER_THREAD, NULL);
+	report_end(r, NULL, NULL);
 }
 
 /* Report each run of bytes of window page i that changed outside the

@@ -13,27 +13,24 @@
  *
  * The handshake never waits longer than its timeout; sends never block:
  * a report the daemon cannot take now goes to the journal directly.
- * client_report() is async-signal-safe: a static message, no malloc.
+ * client_report() is async-signal-safe: it sends report.c's record as it
+ * is (report.c's lock serialises it), nothing is allocated or copied.
  */
 #define _GNU_SOURCE
 #include "shim.h"
 #include "os.h"
 #include "client.h"
 #include "client_decode.h"
+#include "dynsym.h"
 #include "journal.h"
 #include "fmt.h"
-#include "report.h"
 #include "rules_msg.h"
 #include "wire.h"
 
-#include <dlfcn.h>
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <link.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -217,63 +214,6 @@ void client_notify_protected(size_t i, const char *trigger, size_t new_bytes)
 		rules_msg_send(RULES_MSG_SITES);     /* what this protect covered, per site */
 }
 
-/* The build-id of the object mapped at [start, end), read from its program
- * headers in memory: no lock, no system call. */
-static uint32_t build_id_of(const struct link_map *lm, uintptr_t start, uintptr_t end, uint8_t *out)
-{
-	const ElfW(Ehdr) *eh = (const void *)start;
-	if (end - start < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
-		return 0;
-	uintptr_t ph = start + eh->e_phoff;
-	if (eh->e_phoff == 0 || ph + (uintptr_t)eh->e_phnum * sizeof(ElfW(Phdr)) > end)
-		return 0;
-	for (int i = 0; i < eh->e_phnum; i++) {
-		const ElfW(Phdr) *p = (const void *)(ph + (uintptr_t)i * sizeof(ElfW(Phdr)));
-		if (p->p_type != PT_NOTE)
-			continue;
-		uintptr_t n = lm->l_addr + p->p_vaddr, nend = n + p->p_memsz;
-		if (n < start || nend > end)
-			continue;
-		while (n + sizeof(ElfW(Nhdr)) <= nend) {
-			const ElfW(Nhdr) *nh = (const void *)n;
-			uintptr_t name = n + sizeof(*nh);
-			uintptr_t desc = name + ALIGN_UP(nh->n_namesz, 4);
-			uintptr_t next = desc + ALIGN_UP(nh->n_descsz, 4);
-			if (next > nend)
-				break;
-			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-			    memcmp((const void *)name, "GNU", 4) == 0) {
-				uint32_t len = nh->n_descsz < PMW_BUILD_ID ? nh->n_descsz : PMW_BUILD_ID;
-				memcpy(out, (const void *)desc, len);
-				return len;
-			}
-			n = next;
-		}
-	}
-	return 0;
-}
-
-static uint32_t module_index(struct pmw_report *m, uintptr_t ip, uint64_t *ret_offset)
-{
-	struct dl_find_object dlfo;
-	if (_dl_find_object((void *)ip, &dlfo) != 0 || !dlfo.dlfo_link_map)
-		return PMW_NO_MODULE;
-	const struct link_map *lm = dlfo.dlfo_link_map;
-	*ret_offset = ip - lm->l_addr;
-	for (uint32_t i = 0; i < m->n_modules; i++)
-		if (m->modules[i].base == lm->l_addr)
-			return i;
-	if (m->n_modules >= PMW_MODULES)
-		return PMW_NO_MODULE;
-	struct pmw_module *mod = &m->modules[m->n_modules];
-	const char *name = lm->l_name && lm->l_name[0] ? lm->l_name : m->exe;
-	copy_name(mod->path, sizeof(mod->path), name);
-	mod->base = lm->l_addr;
-	mod->build_id_len = build_id_of(lm, (uintptr_t)dlfo.dlfo_map_start, (uintptr_t)dlfo.dlfo_map_end,
-					mod->build_id);
-	return m->n_modules++;
-}
-
 /* Orders name the process that connected: a forked child shares the
  * descriptor but never reads them (they are its parent's). */
 static bool orders_ours(void)
@@ -320,61 +260,20 @@ void client_read_orders(void (*fn)(const char *pool))
 	}
 }
 
-static struct pmw_report report_msg;
-static atomic_flag report_busy = ATOMIC_FLAG_INIT;
 /* The program's path, read once at start-up into a page of its own that
  * is then read-only: setproctitle() and the like overwrite argv[0] (and
  * with it program_invocation_name), a heap bug cannot reach it either. */
-static const char *exe_path = "";
+static const char *exe_path;
 
-void client_report(const struct violation *v)
+void client_report(struct pmw_report *r)
 {
-	/* One report at a time; a second thread faulting meanwhile is
-	 * reported on stderr, and counted in the journal's summary of
-	 * reports dropped. */
-	if (atomic_flag_test_and_set(&report_busy)) {
-		journal_note_dropped();
-		return;
-	}
-	struct pmw_report *m = &report_msg;
-	memset(m, 0, sizeof(*m));
-	pmw_header_init(&m->h, PMW_REPORT, sizeof(*m));
-	copy_name(m->policy, sizeof(m->policy), v->policy);
-	copy_name(m->pool, sizeof(m->pool), v->pool);
-	m->mode = v->audit ? PMW_MODE_AUDIT : PMW_MODE_ENFORCE;
-	m->generation = shim ? shim->generation : 0;
-	m->address = v->address;
-	m->object_start = v->object;
-	m->object_size = v->object_size;
-	m->offset = v->object ? v->address - v->object : 0;
-	if (v->site_symbol)
-		copy_name(m->object_site, sizeof(m->object_site), v->site_symbol);
-	else if (v->site_ra) {
-		struct fmt f;
-		fmt_init(&f, m->object_site, sizeof(m->object_site));
-		report_fmt_location(&f, v->site_ra);
-		fmt_cstr(&f);
-	}
-	m->fault_ip = v->ip;
-	copy_name(m->exe, sizeof(m->exe), exe_path);
-	for (int i = 0; i < v->n_frames && i < PMW_FRAMES; i++) {
-		m->frames[i].ip = v->frames[i];
-		m->frames[i].module = module_index(m, v->frames[i], &m->frames[i].offset);
-		m->n_frames++;
-	}
-	if (!send_to_daemon(m, sizeof(*m)))
-		journal_violation(m, v);
-	atomic_flag_clear(&report_busy);
-}
-
-static void client_after_fork_child(void)
-{
-	atomic_flag_clear(&report_busy);   /* a report of another thread of the parent's */
+	pmw_header_init(&r->h, PMW_REPORT, sizeof(*r));
+	if (!send_to_daemon(r, sizeof(*r)))
+		journal_violation(r);
 }
 
 void client_init(const char *exe, const char *comm)
 {
-	pthread_atfork(NULL, NULL, client_after_fork_child);
 	void *page;
 	size_t len = ALIGN_UP(PMW_PATH, os_page_size);
 	if (os_map(len, &page) == 0) {
@@ -384,7 +283,6 @@ void client_init(const char *exe, const char *comm)
 		os_protect_ro(page, len);
 		exe_path = path;
 	}
-	report_program = exe_path;
-	journal_init(comm);
-	report_send_hook = client_report;
+	dynsym_set_program(exe_path);
+	journal_init(exe_path ? exe_path : "", comm);
 }

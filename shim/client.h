@@ -4,11 +4,13 @@
 #ifndef PMALLOC_CLIENT_H
 #define PMALLOC_CLIENT_H
 
-#include "report.h"
+#include "wire.h"
 
-/* Remember what reports need (exe path) and hook into report_violation(). */
+/* Remember what reports need (the exe path, in a read-only page) and what
+ * the journal entries say about this process. */
 void client_init(const char *exe, const char *comm);
-/* Send v to pmallocd, else to the journal.  Async-signal-safe. */
-void client_report(const struct violation *v);
+/* Send the violation record r to pmallocd as it is, else write it to the
+ * journal.  Async-signal-safe; called under report.c's lock. */
+void client_report(struct pmw_report *r);
 
 #endif

@@ -1,7 +1,8 @@
 /*
- * dynsym.c - "symbol+0xoff" for a code address, from the dynamic symbol
- * table (.dynsym) of the object that holds it, for the journal entries the
- * shim writes itself (no pmallocd to read symbol files).
+ * dynsym.c - where a code address is: the object that holds it and
+ * "module+0xoff" (dynsym_object, dynsym_location), and "symbol+0xoff"
+ * from the dynamic symbol table (.dynsym) of that object, for the
+ * violation record (pmallocd resolves the rest from symbol files).
  *
  * Async-signal-safe: runs in the fault handler.  No allocation, no lock,
  * no system call, no file: _dl_find_object() (AS-safe in glibc) names the
@@ -15,9 +16,8 @@
 #include "dynsym.h"
 #include "fmt.h"
 
-#include <dlfcn.h>
 #include <elf.h>
-#include <link.h>
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -34,6 +34,44 @@ typedef Elf32_Dyn dyn_t;
 typedef Elf32_Sym sym_t;
 typedef Elf32_Addr addr_t;
 #endif          /* bound on a walk a corrupt table could make endless */
+
+static const char *program;
+
+void dynsym_set_program(const char *path)
+{
+	program = path;
+}
+
+const char *dynsym_program(void)
+{
+	return program && *program ? program : program_invocation_name;
+}
+
+const char *dynsym_object(uintptr_t addr, const struct link_map **ret_lm, struct dl_find_object *dlfo)
+{
+	if (_dl_find_object((void *)addr, dlfo) != 0 || !dlfo->dlfo_link_map)
+		return NULL;
+	*ret_lm = dlfo->dlfo_link_map;
+	const char *name = (*ret_lm)->l_name;
+	return name && *name ? name : dynsym_program();
+}
+
+void dynsym_location(struct fmt *f, uintptr_t addr, bool escaped)
+{
+	struct dl_find_object dlfo;
+	const struct link_map *lm;
+	const char *name = dynsym_object(addr, &lm, &dlfo), *slash = name ? strrchr(name, '/') : NULL;
+	if (!name) {
+		fmt_hex(f, addr);
+		return;
+	}
+	if (escaped)
+		fmt_escaped(f, slash ? slash + 1 : name);
+	else
+		fmt_str(f, slash ? slash + 1 : name);
+	fmt_str(f, "+");
+	fmt_hex(f, addr - lm->l_addr);
+}
 
 /* A d_ptr of the dynamic section: glibc relocates most in place, but not
  * every object's (the vDSO's stay relative). */

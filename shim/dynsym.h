@@ -1,12 +1,29 @@
 /*
- * dynsym.h - a code address by exported symbol, async-signal-safe.
+ * dynsym.h - a code address by the object that holds it and by exported
+ * symbol, async-signal-safe.
  */
 #ifndef PMALLOC_DYNSYM_H
 #define PMALLOC_DYNSYM_H
 
+#include <dlfcn.h>             /* struct dl_find_object: includers define _GNU_SOURCE */
+#include <link.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+struct fmt;
+
+/* The program's path, read at start-up (read-only memory, client.c): the
+ * program has no name in the link map, and argv[0] may be retitled.  Until
+ * it is set (and in libpmalloc.so), program_invocation_name. */
+void dynsym_set_program(const char *path);
+const char *dynsym_program(void);
+/* The path (raw) of the object holding addr, its link map in *ret_lm and
+ * its _dl_find_object() result in *dlfo; NULL when no object holds it. */
+const char *dynsym_object(uintptr_t addr, const struct link_map **ret_lm, struct dl_find_object *dlfo);
+/* "module+0xoffset" of addr into f (the object's base name, escaped or as
+ * it is), "0x..." when no object holds it. */
+void dynsym_location(struct fmt *f, uintptr_t addr, bool escaped);
 
 /* "symbol+0xoff" of the exported function (.dynsym) holding addr into buf
  * (NUL-terminated, cut to size); false when none does. */

@@ -136,7 +136,7 @@ static uintptr_t context_ip(const void *uctx)
 }
 
 struct unwind_state {
-	struct violation *v;
+	struct pmw_report *r;
 	bool started;
 	int steps;
 };
@@ -149,14 +149,14 @@ static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
 		return _URC_END_OF_STACK;
 	/* Skip the handler's own frames: start at the faulting instruction. */
 	if (!st->started) {
-		if (ip != st->v->ip)
+		if (ip != st->r->fault_ip)
 			return _URC_NO_REASON;
 		st->started = true;
 		return _URC_NO_REASON;     /* frames[0] is already ip */
 	}
-	if (st->v->n_frames >= (int)ARRAY_SIZE(st->v->frames))
+	if (st->r->n_frames >= PMW_FRAMES)
 		return _URC_END_OF_STACK;
-	st->v->frames[st->v->n_frames++] = ip;
+	st->r->frames[st->r->n_frames++].ip = ip;
 	return _URC_NO_REASON;
 }
 
@@ -178,14 +178,12 @@ static bool room_to_walk(void)
  * frames found so far, never the report.  Such faults come from reading
  * the stack at a bad CFA, outside libgcc's FDE look-up (lock-free through
  * _dl_find_object here), so jumping out leaves no lock held. */
-static void collect_backtrace(struct violation *v, void *arg)
+static void collect_backtrace(struct pmw_report *r, void *arg)
 {
 	(void)arg;
-	v->frames[0] = v->ip;
-	v->n_frames = 1;
 	if (!room_to_walk())
 		return;
-	struct unwind_state st = { .v = v };
+	struct unwind_state st = { .r = r };
 	sigset_t segv, old;
 	sigemptyset(&segv);
 	sigaddset(&segv, SIGSEGV);
@@ -346,33 +344,25 @@ static cold void audit_failed(void)
 
 static void on_violation(int sig, siginfo_t *si, void *uctx, const struct pool_hit *hit, enum fault_mode mode)
 {
-	struct violation v;
-	memset(&v, 0, sizeof(v));
-	fault_names(hit, &v.pool, &v.policy);
-	v.address = (uintptr_t)si->si_addr;
-	v.ip = context_ip(uctx);
-	v.audit = audit_applies(hit, mode);
+	uintptr_t address = (uintptr_t)si->si_addr, ip = context_ip(uctx);
+	bool audit = audit_applies(hit, mode);
 	/* The second page of a store straddling two: the same write. */
-	if (v.audit && audit_window_continues(v.address, v.ip)) {
-		if (audit_let_through(v.address, v.ip, uctx))
+	if (audit && audit_window_continues(address, ip)) {
+		if (audit_let_through(address, ip, uctx))
 			return;
 		audit_failed();
 		die_by_default(sig, si);
 		return;
 	}
-	if (hit->in_object) {
-		v.object = hit->object;
-		v.object_size = hit->object_size;
-		v.site_ra = site_address(hit->site);
-		v.site_symbol = site_symbol(hit->site);
-	}
 	/* The line first; the walk, which may fault, after it; the page is
 	 * opened last, so the window other threads could write through
 	 * unseen is as short as it can be. */
-	report_violation(&v, collect_backtrace, NULL);
-	if (v.audit && audit_let_through(v.address, v.ip, uctx))
+	const char *pool, *policy;
+	fault_names(hit, &pool, &policy);
+	report_end(report_begin(hit, pool, policy, address, ip, audit), collect_backtrace, NULL);
+	if (audit && audit_let_through(address, ip, uctx))
 		return;
-	if (v.audit)
+	if (audit)
 		audit_failed();
 	die_by_default(sig, si);
 }

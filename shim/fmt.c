@@ -1,20 +1,14 @@
 /*
- * fmt.c - text building (see fmt.h), stderr lines and fatal().  Never
- * allocates and never touches a stdio stream: it runs inside the host
- * program's malloc, and struct fmt and fatal() run in signal handlers.
+ * fmt.c - text built into a caller's buffer (see fmt.h), for the shim and
+ * pmallocd alike (the violation record's formatter, violation_fmt.c, runs
+ * in both).
+ *
+ * Owns: struct fmt and its printf subset.
+ * Never: allocates, calls a library function or keeps state: it runs in
+ * signal handlers and inside the host program's malloc.
  */
-#define _GNU_SOURCE
 #include "fmt.h"
 #include "escape.h"
-#include "common.h"
-#include "os.h"
-
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <unistd.h>
-
-int pm_debug;
 
 void fmt_init(struct fmt *f, char *buf, size_t size)
 {
@@ -33,7 +27,7 @@ void fmt_str(struct fmt *f, const char *s)
 void fmt_escaped(struct fmt *f, const char *s)
 {
 	if (f->p < f->end)
-		f->p += text_escape(f->p, (size_t)(f->end - f->p), s);
+		f->p += text_escape(f->p, (size_t)(f->end - f->p) + 1, s);
 }
 
 static void fmt_num(struct fmt *f, uint64_t v, unsigned base)
@@ -59,11 +53,80 @@ void fmt_hex(struct fmt *f, uint64_t v)
 	fmt_num(f, v, 16);
 }
 
-void fmt_line_start(struct fmt *f)
+/* The next integer argument of the size given by the l/ll/z before it. */
+static uint64_t next_unsigned(va_list *ap, int longs, bool size_t_arg)
 {
-	fmt_str(f, "pmalloc[");
-	fmt_u64(f, (uint64_t)getpid());
-	fmt_str(f, "]: ");
+	if (size_t_arg)
+		return va_arg(*ap, size_t);
+	if (longs >= 2)
+		return va_arg(*ap, unsigned long long);
+	if (longs == 1)
+		return va_arg(*ap, unsigned long);
+	return va_arg(*ap, unsigned int);
+}
+
+static int64_t next_signed(va_list *ap, int longs, bool size_t_arg)
+{
+	if (size_t_arg)
+		return (int64_t)va_arg(*ap, size_t);
+	if (longs >= 2)
+		return va_arg(*ap, long long);
+	if (longs == 1)
+		return va_arg(*ap, long);
+	return va_arg(*ap, int);
+}
+
+static void fmt_vprintf(struct fmt *f, const char *format, va_list *ap)
+{
+	for (const char *p = format; *p; p++) {
+		if (*p != '%') {
+			if (f->p < f->end)
+				*f->p++ = *p;
+			continue;
+		}
+		int longs = 0;
+		bool z = false;
+		while (p[1] == 'l')
+			longs++, p++;
+		if (p[1] == 'z')
+			z = true, p++;
+		switch (*++p) {
+		case 's':
+			fmt_escaped(f, va_arg(*ap, const char *));
+			break;
+		case 'u':
+			fmt_num(f, next_unsigned(ap, longs, z), 10);
+			break;
+		case 'x':
+			fmt_num(f, next_unsigned(ap, longs, z), 16);
+			break;
+		case 'd': {
+			int64_t v = next_signed(ap, longs, z);
+			if (v < 0 && f->p < f->end)
+				*f->p++ = '-';
+			fmt_num(f, v < 0 ? -(uint64_t)v : (uint64_t)v, 10);
+			break;
+		}
+		case '%':
+			if (f->p < f->end)
+				*f->p++ = '%';
+			break;
+		case '\0':
+			return;
+		default:
+			if (f->p < f->end)
+				*f->p++ = '?';
+			break;
+		}
+	}
+}
+
+void fmt_printf(struct fmt *f, const char *format, ...)
+{
+	va_list ap;
+	va_start(ap, format);
+	fmt_vprintf(f, format, &ap);
+	va_end(ap);
 }
 
 size_t fmt_len(const struct fmt *f)
@@ -75,48 +138,4 @@ const char *fmt_cstr(struct fmt *f)
 {
 	*f->p = '\0';
 	return f->start;
-}
-
-void fmt_flush_stderr(struct fmt *f)
-{
-	os_write_all(STDERR_FILENO, f->start, fmt_len(f));
-}
-
-/* One line "pmalloc[PID]: ..." or "pmalloc: ..." on stderr, with write(2):
- * no stdio stream of the program's is touched.  printf formatting, so not
- * for signal handlers (they use struct fmt). */
-void fmt_vline(bool with_pid, const char *format, va_list ap)
-{
-	char buf[1024];
-	int n = with_pid ? snprintf(buf, sizeof(buf), "pmalloc[%d]: ", (int)getpid())
-			 : snprintf(buf, sizeof(buf), "pmalloc: ");
-	size_t room = sizeof(buf) - (size_t)n - 1;     /* one byte kept for the newline */
-	int m = vsnprintf(buf + n, room, format, ap);
-	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m >= room ? room - 1 : (size_t)m);
-	buf[len++] = '\n';
-	os_write_all(STDERR_FILENO, buf, len);
-}
-
-void debug_printf(const char *format, ...)
-{
-	if (!pm_debug)
-		return;
-	va_list ap;
-	va_start(ap, format);
-	fmt_vline(true, format, ap);
-	va_end(ap);
-}
-
-void fatal(const char *api, const char *msg)
-{
-	char buf[256];
-	struct fmt f;
-	fmt_init(&f, buf, sizeof(buf));
-	fmt_str(&f, "pmalloc: fatal error in ");
-	fmt_str(&f, api);
-	fmt_str(&f, ": ");
-	fmt_str(&f, msg);
-	fmt_str(&f, "\n");
-	fmt_flush_stderr(&f);
-	abort();
 }

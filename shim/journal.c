@@ -4,9 +4,12 @@
  * in the journal's native protocol: "FIELD=value\n" lines in one datagram.
  * Values are ours or escaped (escape.h, shared with pmallocd), so none
  * needs the binary form.  Async-signal-safe: a static buffer under a flag,
- * socket + sendto, nothing allocated.  Symbol files are not read here: the
- * fault symbol is the exported function's (dynsym.c) where there is one,
- * and PMALLOC_BACKTRACE gives module+offset, which a person can symbolise.
+ * socket + sendto, nothing allocated.  A violation entry is the record's
+ * (report.c fills it: the fault symbol is the exported function's, the
+ * backtrace module+offset, which a person can symbolise) formatted by
+ * violation_fmt.c, the formatter pmallocd uses: this file adds only the
+ * envelope (MESSAGE_ID, PRIORITY, what journald cannot read from a dead
+ * process) and the rate limit.
  *
  * Nothing is dropped without trace: a violation entry held back by the
  * rate limit, one that journald did not take, or one that another report
@@ -19,14 +22,15 @@
 #define _GNU_SOURCE
 #include "journal.h"
 #include "cgroup.h"
-#include "dynsym.h"
 #include "escape.h"
 #include "fmt.h"
 #include "msgid.h"
 #include "shim.h"
 #include "os.h"
+#include "violation_fmt.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -50,29 +54,10 @@ static char entry[8192];
 static atomic_flag entry_busy = ATOMIC_FLAG_INIT;
 
 /* This process as it was at start-up (journal_init); "" where unknown. */
+static const char *self_exe = "";   /* client.c's read-only page */
 static char self_comm[17];
 static char self_cgroup[512];
 static char self_unit[256];
-
-/* value escaped (escape.h): one entry, one line each field. */
-static void field(struct fmt *f, const char *key, const char *value)
-{
-	fmt_str(f, key);
-	fmt_str(f, "=");
-	fmt_escaped(f, value);
-	fmt_str(f, "\n");
-}
-
-static void field_u64(struct fmt *f, const char *key, uint64_t v, bool hex)
-{
-	fmt_str(f, key);
-	fmt_str(f, "=");
-	if (hex)
-		fmt_hex(f, v);
-	else
-		fmt_u64(f, v);
-	fmt_str(f, "\n");
-}
 
 /* true when journald took the entry.  Never blocks, unless wait_ms: then
  * up to that long for room in journald's queue (at exit only: a busy
@@ -94,10 +79,6 @@ static bool send_entry_wait(struct fmt *f, unsigned int wait_ms)
 	return n == (ssize_t)fmt_len(f);
 }
 
-static bool send_entry(struct fmt *f)
-{
-	return send_entry_wait(f, 0);
-}
 
 /* The whole of a small /proc/self file into buf (NUL-terminated); length. */
 static size_t read_self(const char *path, char *buf, size_t size)
@@ -114,9 +95,10 @@ static size_t read_self(const char *path, char *buf, size_t size)
 	return n;
 }
 
-void journal_init(const char *comm)
+void journal_init(const char *exe, const char *comm)
 {
 	char buf[2048];
+	self_exe = exe;
 	size_t n = strnlen(comm, sizeof(self_comm) - 1);
 	memcpy(self_comm, comm, n);
 	self_comm[n] = '\0';
@@ -128,18 +110,18 @@ void journal_init(const char *comm)
 	}
 }
 
+/* The fields every entry of the shim's has, one "KEY=value\n" each; the
+ * values of the process's are escaped (fmt_printf's %s). */
 static void common_fields(struct fmt *f, const char *mid, int priority)
 {
-	field(f, "MESSAGE_ID", mid);
-	field_u64(f, "PRIORITY", (uint64_t)priority, false);
-	field(f, "SYSLOG_IDENTIFIER", "pmalloc");
-	field_u64(f, "OBJECT_PID", (uint64_t)getpid(), false);
+	fmt_printf(f, "MESSAGE_ID=%s\nPRIORITY=%d\nSYSLOG_IDENTIFIER=pmalloc\nOBJECT_PID=%d\n", mid, priority,
+		   (int)getpid());
 	if (self_comm[0])
-		field(f, "PMALLOC_COMM", self_comm);
+		fmt_printf(f, "PMALLOC_COMM=%s\n", self_comm);
 	if (self_unit[0])
-		field(f, "OBJECT_SYSTEMD_UNIT", self_unit);
+		fmt_printf(f, "OBJECT_SYSTEMD_UNIT=%s\n", self_unit);
 	if (self_cgroup[0])
-		field(f, "OBJECT_SYSTEMD_CGROUP", self_cgroup);
+		fmt_printf(f, "OBJECT_SYSTEMD_CGROUP=%s\n", self_cgroup);
 }
 
 static void limits(unsigned int *burst, unsigned int *interval_s)
@@ -164,17 +146,10 @@ static void write_summary(unsigned int wait_ms)
 	struct fmt f;
 	fmt_init(&f, entry, sizeof(entry));
 	common_fields(&f, MID_DROPPED, 4);
-	field_u64(&f, "PMALLOC_DROPPED", dropped, false);
-	field(&f, "PMALLOC_DROPPED_KIND", "violation");
-	fmt_str(&f, "MESSAGE=pmalloc: PID ");
-	fmt_u64(&f, (uint64_t)getpid());
-	fmt_str(&f, ": ");
-	fmt_u64(&f, dropped);
-	fmt_str(&f, " violation reports were not logged (rate limit: ");
-	fmt_u64(&f, burst);
-	fmt_str(&f, " per ");
-	fmt_u64(&f, interval_s);
-	fmt_str(&f, " s, or pmallocd and journald could not take them)\n");
+	fmt_printf(&f, "PMALLOC_DROPPED=%u\nPMALLOC_DROPPED_KIND=violation\n"
+		   "MESSAGE=pmalloc: PID %d: %u violation reports were not logged (rate limit: %u per %u s,"
+		   " or pmallocd and journald could not take them)\n", dropped, (int)getpid(), dropped, burst,
+		   interval_s);
 	if (!send_entry_wait(&f, wait_ms))
 		atomic_fetch_add(&window_dropped, dropped);   /* kept for the next try */
 }
@@ -229,194 +204,93 @@ __attribute__((destructor)) static void journal_at_exit(void)
 	atomic_flag_clear(&entry_busy);
 }
 
-/* Take the one entry buffer into f, errno saved in *ret_errno; false when
- * another entry is being written (this one is then not). */
-static bool entry_take(struct fmt *f, int *ret_errno)
+static int entry_errno;   /* the writer's errno, under entry_busy */
+
+/* Take the one entry buffer into f and start an entry (MESSAGE_ID and the
+ * fields every entry has); false when another entry is being written, or
+ * when limited and the rate limit holds it back: it is not written then
+ * (counted, when limited). */
+static bool entry_begin(struct fmt *f, const char *mid, int priority, bool limited)
 {
-	if (atomic_flag_test_and_set(&entry_busy))
+	if (atomic_flag_test_and_set(&entry_busy)) {
+		if (limited)
+			journal_note_dropped();
 		return false;
-	*ret_errno = errno;
+	}
+	entry_errno = errno;
+	if (limited && !rate_allows()) {
+		errno = entry_errno;
+		atomic_flag_clear(&entry_busy);
+		return false;
+	}
 	fmt_init(f, entry, sizeof(entry));
+	common_fields(f, mid, priority);
 	return true;
 }
 
-static void entry_give(int saved_errno)
+/* Send the entry (wait_ms as for send_entry_wait) and give the buffer
+ * back; a limited entry journald did not take is counted. */
+static void entry_end(struct fmt *f, unsigned int wait_ms, bool limited)
 {
-	errno = saved_errno;
+	if (!send_entry_wait(f, wait_ms) && limited)
+		journal_note_dropped();
+	errno = entry_errno;
 	atomic_flag_clear(&entry_busy);
 }
 
-void journal_violation(const struct pmw_report *m, const struct violation *v)
+void journal_violation(const struct pmw_report *r)
 {
+	struct violation_shown shown = { .pid = (int)getpid(), .generation = r->generation };
 	struct fmt f;
-	int e;
-	if (!entry_take(&f, &e)) {
-		journal_note_dropped();   /* another report is being written */
+	if (!entry_begin(&f, MID_VIOLATION, violation_priority(r), true))
 		return;
-	}
-	if (!rate_allows()) {
-		entry_give(e);
-		return;
-	}
-	common_fields(&f, MID_VIOLATION, m->mode == PMW_MODE_AUDIT ? 4 : 2);
-	field(&f, "PMALLOC_POLICY", m->policy);
-	field(&f, "PMALLOC_POOL", m->pool);
-	field(&f, "PMALLOC_MODE", m->mode == PMW_MODE_AUDIT ? "audit" : "enforce");
-	field_u64(&f, "PMALLOC_ADDRESS", m->address, true);
-	field_u64(&f, "PMALLOC_OFFSET", m->offset, false);
-	field_u64(&f, "PMALLOC_OBJECT_SIZE", m->object_size, false);
-	if (m->object_site[0])
-		field(&f, "PMALLOC_OBJECT_SITE", m->object_site);
-	field_u64(&f, "PMALLOC_FAULT_IP", m->fault_ip, true);
-	/* Exported functions only: no symbol file is read in a faulting process. */
-	char sym[PMW_SYM];
-	if (dynsym_name(m->fault_ip, sym, sizeof(sym)))
-		field(&f, "PMALLOC_FAULT_SYMBOL", sym);
-	field_u64(&f, "PMALLOC_GENERATION", m->generation, false);
-	field(&f, "PMALLOC_EXE", m->exe);
-	if (!v->audit) {
-		field_u64(&f, "PMALLOC_SIGNAL", SIGSEGV, false);
-		field(&f, "PMALLOC_SIGNAL_NAME", "SIGSEGV");
-	}
-	fmt_str(&f, "PMALLOC_BACKTRACE=");
-	for (uint32_t i = 0; i < m->n_frames; i++) {
-		if (i)
-			fmt_str(&f, " < ");
-		uint32_t mod = m->frames[i].module;
-		if (mod < m->n_modules) {
-			const char *path = m->modules[mod].path, *slash = strrchr(path, '/');
-			fmt_escaped(&f, slash ? slash + 1 : path);
-			fmt_str(&f, "+");
-			fmt_hex(&f, m->frames[i].offset);
-		} else {
-			fmt_hex(&f, m->frames[i].ip);
-		}
-	}
-	fmt_str(&f, "\nMESSAGE=pmalloc: PID ");
-	fmt_u64(&f, (uint64_t)getpid());
-	fmt_str(&f, " (");
-	fmt_escaped(&f, m->exe);
-	fmt_str(&f, ") wrote to protected pool \"");
-	fmt_escaped(&f, m->pool);
-	fmt_str(&f, "\"");
-	if (m->policy[0]) {
-		fmt_str(&f, " of policy \"");
-		fmt_escaped(&f, m->policy);
-		fmt_str(&f, "\"");
-	}
-	fmt_str(&f, " at ");
-	fmt_hex(&f, m->address);
-	if (m->object_start) {
-		fmt_str(&f, " (offset ");
-		fmt_u64(&f, m->offset);
-		fmt_str(&f, " in ");
-		fmt_u64(&f, m->object_size);
-		fmt_str(&f, "-byte object");
-		if (m->object_site[0]) {
-			fmt_str(&f, " allocated at ");
-			fmt_escaped(&f, m->object_site);
-		}
-		fmt_str(&f, ")");
-	}
-	fmt_str(&f, ", ip ");
-	fmt_hex(&f, m->fault_ip);
-	fmt_str(&f, v->audit ? "; write allowed (audit)\n" : "; process killed (enforce)\n");
-	if (!send_entry(&f))
-		journal_note_dropped();
-	entry_give(e);
+	violation_fmt_fields(&f, r, &shown);
+	entry_end(&f, 0, true);
 }
 
 void journal_protected(const struct pmw_protected *m)
 {
 	struct fmt f;
-	int e;
-	if (!entry_take(&f, &e))
+	if (!entry_begin(&f, MID_PROTECTED, 7, false))
 		return;
-	common_fields(&f, MID_PROTECTED, 7);
-	field(&f, "PMALLOC_POLICY", m->policy);
-	field(&f, "PMALLOC_POOL", m->pool);
-	field(&f, "PMALLOC_TRIGGER", m->trigger);
-	field_u64(&f, "PMALLOC_PROTECTED_BYTES", m->protected_bytes, false);
-	field_u64(&f, "PMALLOC_NEW_BYTES", m->new_bytes, false);
-	field_u64(&f, "PMALLOC_OBJECTS", m->objects, false);
-	fmt_str(&f, "MESSAGE=pmalloc: pool \"");
-	fmt_escaped(&f, m->pool);
-	fmt_str(&f, "\" of policy \"");
-	fmt_escaped(&f, m->policy);
-	fmt_str(&f, "\": ");
-	fmt_u64(&f, m->new_bytes);
-	fmt_str(&f, " bytes made read-only (");
-	fmt_escaped(&f, m->trigger);
-	fmt_str(&f, ")\n");
-	send_entry(&f);
-	entry_give(e);
+	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_TRIGGER=%s\nPMALLOC_PROTECTED_BYTES=%" PRIu64
+		   "\nPMALLOC_NEW_BYTES=%" PRIu64 "\nPMALLOC_OBJECTS=%" PRIu64 "\n"
+		   "MESSAGE=pmalloc: pool \"%s\" of policy \"%s\": %" PRIu64 " bytes made read-only (%s)\n",
+		   m->policy, m->pool, m->trigger, m->protected_bytes, m->new_bytes, m->objects, m->pool, m->policy,
+		   m->new_bytes, m->trigger);
+	entry_end(&f, 0, false);
 }
 
 void journal_learned(const struct journal_learned *m)
 {
 	struct fmt f;
-	int e;
-	if (!entry_take(&f, &e))
+	if (!entry_begin(&f, MID_LEARNED, 6, false))
 		return;
-	common_fields(&f, MID_LEARNED, 6);
-	field(&f, "PMALLOC_POLICY", m->policy);
-	field(&f, "PMALLOC_POOL", m->pool);
-	field(&f, "PMALLOC_SITE", m->site);
-	field(&f, "PMALLOC_SITE_NAMED", m->named ? "1" : "0");
-	field(&f, "PMALLOC_SITE_OBJECT", m->object);
-	field_u64(&f, "PMALLOC_SITE_OFFSET", m->offset, true);
+	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_SITE=%s\nPMALLOC_SITE_NAMED=%d\n"
+		   "PMALLOC_SITE_OBJECT=%s\nPMALLOC_SITE_OFFSET=0x%" PRIx64 "\n", m->policy, m->pool, m->site,
+		   m->named ? 1 : 0, m->object, m->offset);
 	if (m->build_id[0])
-		field(&f, "PMALLOC_BUILD_ID", m->build_id);
-	field_u64(&f, "PMALLOC_OBJECTS", m->objects, false);
-	field_u64(&f, "PMALLOC_BYTES", m->bytes, false);
-	field_u64(&f, "PMALLOC_WRITTEN", m->written, false);
-	field_u64(&f, "PMALLOC_OBJECTS_LATE", m->late, false);
-	field(&f, "PMALLOC_TRIGGERS", m->triggers);
+		fmt_printf(&f, "PMALLOC_BUILD_ID=%s\n", m->build_id);
+	fmt_printf(&f, "PMALLOC_OBJECTS=%" PRIu64 "\nPMALLOC_BYTES=%" PRIu64 "\nPMALLOC_WRITTEN=%d\n"
+		   "PMALLOC_OBJECTS_LATE=%" PRIu64 "\nPMALLOC_TRIGGERS=%s\n", m->objects, m->bytes,
+		   m->written ? 1 : 0, m->late, m->triggers);
 	for (size_t i = 0; i < m->n_wrappers; i++)
-		field(&f, "PMALLOC_WRAPPER", m->wrappers[i]);
-	field(&f, "PMALLOC_LEARN_REASON", m->reason);
-	field(&f, "PMALLOC_EXE", m->exe);
-	fmt_str(&f, "MESSAGE=pmalloc: learned: pool \"");
-	fmt_escaped(&f, m->pool);
-	fmt_str(&f, "\" of policy \"");
-	fmt_escaped(&f, m->policy);
-	fmt_str(&f, "\": site ");
-	fmt_escaped(&f, m->site);
-	fmt_str(&f, ": ");
-	fmt_u64(&f, m->objects);
-	fmt_str(&f, " objects, ");
-	fmt_u64(&f, m->bytes);
-	fmt_str(&f, m->written ? " bytes, written after protection\n" : " bytes, never written after protection\n");
-	send_entry_wait(&f, 250);
-	entry_give(e);
+		fmt_printf(&f, "PMALLOC_WRAPPER=%s\n", m->wrappers[i]);
+	fmt_printf(&f, "PMALLOC_LEARN_REASON=%s\nPMALLOC_EXE=%s\n"
+		   "MESSAGE=pmalloc: learned: pool \"%s\" of policy \"%s\": site %s: %" PRIu64 " objects, %" PRIu64
+		   " bytes, %swritten after protection\n", m->reason, m->exe, m->pool, m->policy, m->site,
+		   m->objects, m->bytes, m->written ? "" : "never ");
+	entry_end(&f, 250, false);
 }
 
 void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule)
 {
-	const char *exe = report_program;    /* read at start-up */
 	struct fmt f;
-	int e;
-	if (!entry_take(&f, &e))
+	if (!entry_begin(&f, MID_UNMATCHED, 4, false))
 		return;
-	common_fields(&f, MID_UNMATCHED, 4);
-	field(&f, "PMALLOC_POLICY", policy);
-	field(&f, "PMALLOC_POOL", pool);
-	field(&f, "PMALLOC_RULE_KIND", kind);
-	field(&f, "PMALLOC_RULE", rule);
-	field(&f, "PMALLOC_EXE", exe);
-	fmt_str(&f, "MESSAGE=pmalloc: PID ");
-	fmt_u64(&f, (uint64_t)getpid());
-	fmt_str(&f, " (");
-	fmt_escaped(&f, exe);
-	fmt_str(&f, "): ");
-	fmt_escaped(&f, kind);
-	fmt_str(&f, " rule \"");
-	fmt_escaped(&f, rule);
-	fmt_str(&f, "\" of pool \"");
-	fmt_escaped(&f, pool);
-	fmt_str(&f, "\" (policy \"");
-	fmt_escaped(&f, policy);
-	fmt_str(&f, "\") matches no function loaded at start-up: it protects nothing\n");
-	send_entry(&f);
-	entry_give(e);
+	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_RULE_KIND=%s\nPMALLOC_RULE=%s\nPMALLOC_EXE=%s\n"
+		   "MESSAGE=pmalloc: PID %d (%s): %s rule \"%s\" of pool \"%s\" (policy \"%s\") matches no"
+		   " function loaded at start-up: it protects nothing\n", policy, pool, kind, rule, self_exe,
+		   (int)getpid(), self_exe, kind, rule, pool, policy);
+	entry_end(&f, 0, false);
 }

@@ -6,14 +6,19 @@
 #ifndef PMALLOC_JOURNAL_H
 #define PMALLOC_JOURNAL_H
 
-#include "report.h"
 #include "wire.h"
 
-/* Capture what the entries say about this process (comm, systemd unit and
- * cgroup) at start-up: by the time a violation is written the process may
- * be dying, and journald only reads them from /proc while it lives. */
-void journal_init(const char *comm);
-void journal_violation(const struct pmw_report *m, const struct violation *v);
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Capture what the entries say about this process (exe, comm, systemd
+ * unit and cgroup) at start-up: by the time a violation is written the
+ * process may be dying, and journald only reads them from /proc while it
+ * lives.  exe must stay valid (client.c's read-only page). */
+void journal_init(const char *exe, const char *comm);
+/* The violation record r as an entry (violation_fmt.c), rate-limited. */
+void journal_violation(const struct pmw_report *r);
 void journal_protected(const struct pmw_protected *m);
 /* Count one violation report that reached neither pmallocd nor the
  * journal; the count is summarised in a "reports dropped" entry (at the

@@ -174,17 +174,11 @@ static void kw_done(struct kw_call *c, const void *sub, size_t written)
 	struct pool_hit hit;
 	if (!at || !pool_lookup((const void *)at, &hit))
 		return;
-	struct violation v;
-	violation_from_hit(&v, &hit, at);
-	fault_names(&hit, &v.pool, &v.policy);      /* the read-only page's */
-	v.audit = 1;
-	v.ip = c->ra;
-	v.kernel_call = c->name;
-	if (hit.in_object) {
-		v.site_ra = site_address(hit.site);
-		v.site_symbol = site_symbol(hit.site);
-	}
-	report_violation(&v, NULL, NULL);
+	const char *pool, *policy;
+	fault_names(&hit, &pool, &policy);      /* the read-only page's */
+	struct pmw_report *r = report_begin(&hit, pool, policy, at, c->ra, true);
+	report_cause(r, PMW_CAUSE_KERNEL, c->name);
+	report_end(r, NULL, NULL);
 }
 
 #define KW_BEGIN(call_name) \

@@ -1,51 +1,38 @@
 /*
- * report.h - what a violation report holds, and where it goes: one line on
- * stderr (rate-limited per faulting instruction, the rest counted and
- * summarised); pmallocd or the journal when the process has them.
- * Everything here is async-signal-safe: it runs in the fault handler.
+ * report.h - a violation reported: its record (struct pmw_report, wire.h)
+ * filled once, its line on stderr (rate-limited per faulting instruction,
+ * the rest counted and summarised), then pmallocd or the journal
+ * (client_report(), a direct call).  Everything here is async-signal-safe:
+ * it runs in the fault handler.
  */
 #ifndef PMALLOC_REPORT_H
 #define PMALLOC_REPORT_H
 
 #include "common.h"
+#include "wire.h"
 
-struct violation {
-	const char *pool;             /* never NULL */
-	const char *policy;           /* "" outside a policy */
-	int audit;                    /* 1: the write is let through */
-	uintptr_t address;
-	uintptr_t object;             /* 0 when no object contains address */
-	size_t object_size;
-	uintptr_t site_ra;            /* return address that allocated the object, 0 unknown */
-	const char *site_symbol;      /* its symbol+offset when the shim knows it, else NULL */
-	uintptr_t ip;                 /* faulting instruction; the caller of kernel_call; 0 unknown */
-	const char *kernel_call;      /* "read", ...: the kernel wrote, in that call; else NULL */
-	int other_thread;             /* 1: found changed after another audited write's window */
-	int n_frames;                 /* frames[0] == ip */
-	uintptr_t frames[16];
-};
-
-/* v cleared, then the pool, policy, address and (when hit is in an
- * object) the object's start and size, from a pool_lookup() hit. */
 struct pool_hit;
-void violation_from_hit(struct violation *v, const struct pool_hit *hit, uintptr_t address);
 
-/* Report v: the stderr line first, then enrich(v, arg) (a stack walk that
- * may fault: it must guard itself), then the daemon or journal.  Reports
- * are serialised, so concurrent ones wait rather than being lost; a report
- * nested in another on the same thread is written to stderr and counted.
- * enrich may be NULL. */
-void report_violation(struct violation *v, void (*enrich)(struct violation *v, void *arg), void *arg);
-/* Where the report may also go (set by the client at start-up; AS-safe). */
-extern void (*report_send_hook)(const struct violation *v);
-/* The program's path, read at start-up (read-only memory): reports name
- * the program by it, never by argv[0], which setproctitle() rewrites. */
-extern const char *report_program;
+/* Take the report lock (every signal blocked until report_end) and return
+ * the record, cleared and filled from hit (object, site), the pool's and
+ * policy's names (fault_names()'s; NULL: the pool struct's own), the data
+ * address written, the writing instruction (0 unknown) and the mode.  The
+ * caller may add the cause (report_cause()) and must pass it to
+ * report_end().  Reports are serialised, so concurrent ones wait rather
+ * than being lost; one nested in another on the same thread gets a record
+ * of its own that only reaches stderr (counted). */
+struct pmw_report *report_begin(const struct pool_hit *hit, const char *pool, const char *policy,
+				uintptr_t address, uintptr_t ip, bool audit);
+/* How the memory was written, when not by an instruction of the
+ * program's: the kernel in kernel_call, or another thread (a write found
+ * after another audited write's window). */
+void report_cause(struct pmw_report *r, enum pmw_cause cause, const char *kernel_call);
+/* The stderr line, then walk(r, arg) (a stack walk that appends
+ * frames[1..]; it may fault and must guard itself; may be NULL), then the
+ * modules of the frames and the fault symbol, then client_report(); the
+ * lock is given back. */
+void report_end(struct pmw_report *r, void (*walk)(struct pmw_report *r, void *arg), void *arg);
 /* Install the fork handler and exit summary (once; normal context). */
 void report_init(void);
-
-/* "module+0xoffset" of address a into f (AS-safe, via _dl_find_object). */
-struct fmt;
-void report_fmt_location(struct fmt *f, uintptr_t a);
 
 #endif

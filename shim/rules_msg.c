@@ -25,7 +25,7 @@
 #include "fmt.h"
 #include "pool_sites.h"
 #include "os.h"
-#include "report.h"
+#include "dynsym.h"
 #include "shim.h"
 
 #include <pthread.h>
@@ -172,7 +172,7 @@ static void add_sites(struct pmw_rules *m, const struct shim_state *st)
 		if (sym)
 			fmt_str(&f, sym);
 		else
-			report_fmt_location(&f, site_address(id));
+			dynsym_location(&f, site_address(id), true);
 		fmt_cstr(&f);
 	}
 	free(c);

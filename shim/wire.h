@@ -16,7 +16,7 @@
  *   shim -> daemon  PMW_HELLO            (first message; version checked)
  *   daemon -> shim  PMW_POLICY | PMW_NO_POLICY | PMW_REFUSED
  *   shim -> daemon  PMW_PROTECTED        (each protect; from normal context)
- *   shim -> daemon  PMW_REPORT           (a write fault; from the signal handler)
+ *   shim -> daemon  PMW_REPORT           (a violation record; from the signal handler)
  *   ctl -> daemon   PMW_STATUS_REQ
  *   daemon -> ctl   PMW_STATUS           (text for people, then the socket closes)
  *   ctl -> daemon   PMW_PROTECT_REQ      (the manual trigger from pmallocctl)
@@ -124,6 +124,20 @@ struct pmw_frame {
 
 enum pmw_mode { PMW_MODE_ENFORCE = 0, PMW_MODE_AUDIT = 1 };
 
+/* How the protected memory was written. */
+enum pmw_cause {
+	PMW_CAUSE_STORE = 0,             /* an instruction of the program's (fault_ip) */
+	PMW_CAUSE_KERNEL = 1,            /* the kernel, in kernel_call, called from fault_ip */
+	PMW_CAUSE_OTHER_THREAD = 2,      /* found changed while another audited write's page was open */
+};
+#define PMW_KCALL 32
+
+/* The violation record: the one type a violation has from the fault to the
+ * journal.  The shim fills it in the fault path (report.c), writes its
+ * stderr line and journal entry from it (violation_fmt.c), and sends it as
+ * it is; pmallocd checks every field (wire_check_report), takes nothing
+ * from it that the kernel or its own registry can tell, and formats it with
+ * the same violation_fmt.c.  Strings are raw (escaped when formatted). */
 struct pmw_report {
 	struct pmw_header h;
 	char policy[PMW_NAME];           /* "" for API pools outside any policy */
@@ -136,13 +150,15 @@ struct pmw_report {
 	uint64_t object_size;
 	uint64_t offset;                 /* address - object_start */
 	char object_site[PMW_SYM];       /* "symbol+0xoff" or "module+0xoff" that allocated it; "" unknown */
-	uint64_t fault_ip;
-	char fault_symbol[PMW_SYM];      /* "" where the shim could not tell; the daemon resolves frames[0] */
-	char exe[PMW_PATH];
+	uint64_t fault_ip;               /* 0 unknown */
+	char fault_symbol[PMW_SYM];      /* the exported function's "symbol+0xoff" (the shim reads no
+					  * symbol file); "" unknown; the daemon resolves frames[0] */
+	char exe[PMW_PATH];              /* the shim's word: for module names, never the daemon's exe */
 	struct pmw_frame frames[PMW_FRAMES];  /* frames[0] is the faulting instruction */
 	uint32_t n_modules;
-	uint32_t reserved;
+	uint32_t cause;                  /* enum pmw_cause */
 	struct pmw_module modules[PMW_MODULES];
+	char kernel_call[PMW_KCALL];     /* PMW_CAUSE_KERNEL: "read", ...; else "" */
 };
 
 struct pmw_status_req {

@@ -4,14 +4,17 @@
  *
  * Input: one packet, as recvmsg() would leave it in the daemon's buffer.
  * Besides memory errors, it checks the decoder's contract: a passed message
- * has the exact size of its type, a passed report has its counts and module
- * indices in range and every string NUL-terminated, a passed rules message
- * its counts in bounds, its rows' kinds fitting their table and their
- * strings NUL-terminated and not empty; a refusal says why.
+ * has the exact size of its type, a passed report has its counts, cause and
+ * module indices in range and every string NUL-terminated, a passed rules
+ * message its counts in bounds, its rows' kinds fitting their table and
+ * their strings NUL-terminated and not empty; a refusal says why.  A passed
+ * report is then formatted (shim/violation_fmt.c, as pmallocd does): the
+ * stderr line is one line, the fields one a line, with no control byte.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "violation_fmt.h"
 #include "wire_decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -32,8 +35,38 @@ static void check_report(struct pmw_report *m)
 		if (!TERMINATED(m->modules[i].path) || m->modules[i].build_id_len > PMW_BUILD_ID)
 			abort();
 	if (!TERMINATED(m->policy) || !TERMINATED(m->pool) || !TERMINATED(m->object_site) ||
-	    !TERMINATED(m->fault_symbol) || !TERMINATED(m->exe))
+	    !TERMINATED(m->fault_symbol) || !TERMINATED(m->exe) || !TERMINATED(m->kernel_call) ||
+	    m->cause > PMW_CAUSE_OTHER_THREAD)
 		abort();
+}
+
+/* No control byte but the newlines that end lines; at most max_lines. */
+static void check_text(const char *t, int max_lines)
+{
+	int lines = 0;
+
+	for (const unsigned char *p = (const unsigned char *)t; *p; p++) {
+		if (*p == '\n')
+			lines++;
+		else if (*p < 0x20 || *p == 0x7f)
+			abort();
+	}
+	if (lines > max_lines)
+		abort();
+}
+
+static void format_report(const struct pmw_report *m)
+{
+	static char out[32768];
+	struct violation_shown shown = { .pid = 1, .exe = "/bin/x" };
+	struct fmt f;
+
+	fmt_init(&f, out, sizeof(out));
+	violation_fmt_line(&f, m);
+	check_text(fmt_cstr(&f), 1);
+	fmt_init(&f, out, sizeof(out));
+	violation_fmt_fields(&f, m, &shown);
+	check_text(fmt_cstr(&f), 20);
 }
 
 static void check_rules(struct pmw_rules *m)
@@ -83,6 +116,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (size != sizeof(struct pmw_report))
 				abort();
 			check_report(buf);
+			if (wire_check_report(buf) == 0)
+				format_report(buf);
 		}
 		if (h->type == PMW_RULES) {
 			if (size != sizeof(struct pmw_rules))

@@ -42,6 +42,25 @@ for call in read readv accept4 epoll_wait poll recv recvmsg; do
 done
 pass "audit: read, readv, accept4, epoll_wait, poll, recv, recvmsg into protected memory succeed and are reported"
 
+# The same record reaches pmallocd and its journal entry names the call, in
+# a field and in MESSAGE as on stderr.  (Through the daemon: the shim's own
+# entries never wait for a busy journald, which may drop a burst.)
+journald_ensure
+write_conf "$CONF" <"$T/audit.conf"
+start_daemon
+hardened "$T/out" "$T/err" "$KW" || fail "audit under pmallocd: exit $?: $(cat "$T/out" "$T/err")"
+pid=$HPID
+e=$(jsel 1 MESSAGE_ID=$MID_VIOLATION OBJECT_PID=$pid PMALLOC_KERNEL_CALL=read) ||
+	fail "audit: no journal entry naming read: $(jnow MESSAGE_ID=$MID_VIOLATION OBJECT_PID=$pid)"
+e=$(printf '%s\n' "$e" | head -n 1)
+expect_field "$e" PMALLOC_MODE audit
+expect_field "$e" _PID "$DPID"
+printf '%s\n' "$e" | jfield MESSAGE |
+	grep -Eq "^pmalloc: PID $pid \(.*/kwrite_audit\) wrote to protected pool "'\\"config\\" of policy \\"kw\\"'" at 0x[0-9a-f]+ \(offset [0-9]+ in [0-9]+-byte object allocated at make_config\+0x[0-9a-f]+\), ip 0x[0-9a-f]+( in [^ ]+)? by the kernel in read\(2\); write allowed \(audit\)$" ||
+	fail "audit: MESSAGE of the read entry: $(printf '%s\n' "$e" | jfield MESSAGE)"
+stop_daemon || fail "pmallocd: exit status $?"
+pass "audit: pmallocd's entry of a kernel write names the call (PMALLOC_KERNEL_CALL, MESSAGE)"
+
 E2E_CONF=$T/enforce.conf hardened "$T/out" "$T/err" "$KW"
 rc=$?
 [ $rc = 4 ] || fail "enforce: exit $rc, want 4: $(cat "$T/out" "$T/err")"

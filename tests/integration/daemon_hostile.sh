@@ -35,6 +35,15 @@ for path in "$T/fifo" /dev/zero lib/relative.so "$T/text"; do
 done
 pass "reports naming a FIFO, a device, a relative path, a text file: logged raw, nothing opened or hung"
 
+# A report whose cause is out of range: dropped as malformed, not logged.
+out=$(client --report 1 --cause 7)
+cpid=$(printf '%s\n' "$out" | sed -n 's/^pid=//p')
+alive "a report with cause 7"
+good=$(client --report 1 | sed -n 's/^pid=//p')     # a good one after it, to wait for
+jwait 1 MESSAGE_ID=$MID_VIOLATION OBJECT_PID=$good >/dev/null || fail "the report after it was not logged"
+[ -z "$(jentries MESSAGE_ID=$MID_VIOLATION OBJECT_PID=$cpid)" ] || fail "a report with cause 7 was logged"
+pass "a report with an out-of-range cause: refused"
+
 for i in 1 2 3 4 5; do client --vanish >/dev/null || fail "--vanish"; done
 alive "clients vanishing after HELLO"
 pass "clients vanishing mid-exchange"
@@ -77,7 +86,7 @@ pass "4200 concurrent clients: 4096 answered, 104 refused"
 
 status=$(client --status)
 line=$(printf '%s\n' "$status" | grep '^dropped:')
-for want in "3 malformed" "1 oversized" "1 out of order" "1 passing fds" "1 silent" "104 over the client limit"; do
+for want in "4 malformed" "1 oversized" "1 out of order" "1 passing fds" "1 silent" "104 over the client limit"; do
 	case $line in *"$want"*) ;; *) fail "status lacks '$want': $line" ;; esac
 done
 pass "status counts every drop: $line"

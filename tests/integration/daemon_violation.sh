@@ -64,6 +64,19 @@ case $(printf '%s\n' "$e" | jfield MESSAGE) in
 esac
 pass "audit mode: priority 4, PMALLOC_MODE=audit"
 
+# A kernel write (the shim's kwrite.c): the call named, escaped like every
+# string of a report.
+out=$(client --report 1 --mode audit --kernel-call $'recv\nPMALLOC_MODE=enforce')
+cpid=$(printf '%s\n' "$out" | sed -n 's/^pid=//p')
+e=$(jwait 1 MESSAGE_ID=$MID_VIOLATION OBJECT_PID=$cpid)
+expect_field "$e" PMALLOC_KERNEL_CALL 'recv\\x0aPMALLOC_MODE=enforce'
+expect_field "$e" PMALLOC_MODE audit
+case $(printf '%s\n' "$e" | jfield MESSAGE) in
+*"in wire_fault_site+0x4 by the kernel in recv\\\\x0aPMALLOC_MODE=enforce(2); write allowed (audit)") ;;
+*) fail "kernel-write MESSAGE: $(printf '%s\n' "$e" | jfield MESSAGE)" ;;
+esac
+pass "a kernel write: PMALLOC_KERNEL_CALL and MESSAGE name the call, escaped"
+
 # A forked child reports on its parent's connection: logged as the child.
 out=$(client --fork-report) || fail "fork: $out"
 ppid_=$(printf '%s\n' "$out" | sed -n 's/^pid=//p')

@@ -46,7 +46,8 @@
  * Options: --policy NAME (default "demo"), --pool NAME (default "config"),
  *   --mode enforce|audit, --delay-ms MS between reports, --module-path PATH
  *   (reports name PATH as the program's module: a file the daemon must not
- *   trust).
+ *   trust), --kernel-call NAME (reports say the kernel wrote, in NAME),
+ *   --cause N (the report's cause field, any value).
  * Prints "pid=PID" first.  Exit 0 on success, 1 on error, 2 on usage.
  */
 #define _GNU_SOURCE
@@ -77,6 +78,8 @@ static const char *opt_pool = "config";
 static int opt_audit;
 static int opt_delay_ms;
 static const char *opt_module_path;
+static const char *opt_kernel_call;
+static long opt_cause = -1;
 
 static uint64_t ms_now(void)
 {
@@ -334,6 +337,12 @@ static void build_report(struct pmw_report *m)
 		m->frames[i].module = module_index(m, frames[i], &m->frames[i].offset);
 		m->n_frames++;
 	}
+	if (opt_kernel_call) {
+		m->cause = PMW_CAUSE_KERNEL;
+		copy_name(m->kernel_call, sizeof(m->kernel_call), opt_kernel_call);
+	}
+	if (opt_cause >= 0)
+		m->cause = (uint32_t)opt_cause;
 	if (opt_module_path && m->n_modules > 0) {
 		copy_name(m->modules[0].path, sizeof(m->modules[0].path), opt_module_path);
 		m->modules[0].build_id_len = 0;
@@ -578,7 +587,8 @@ int main(int argc, char **argv)
 {
 	enum { O_SOCKET = 1, O_VERSION, O_BAD, O_SILENT, O_STATUS, O_MANY, O_PROTECT, O_REPORT,
 	       O_FORK, O_HOLD, O_POLICY, O_POOL, O_MODE, O_DELAY, O_VANISH, O_FLOOD, O_MODPATH,
-	       O_WAITPROT, O_CHILDREN, O_EXEC, O_EXECARG, O_HELLOCHILD, O_HELLOEXEC, O_RULES, O_RULESN };
+	       O_WAITPROT, O_CHILDREN, O_EXEC, O_EXECARG, O_HELLOCHILD, O_HELLOEXEC, O_RULES, O_RULESN,
+	       O_KCALL, O_CAUSE };
 	static const struct option opts[] = {
 		{ "socket", 1, NULL, O_SOCKET }, { "version", 1, NULL, O_VERSION },
 		{ "garbage", 0, NULL, O_BAD }, { "truncated", 0, NULL, O_BAD },
@@ -595,6 +605,7 @@ int main(int argc, char **argv)
 		{ "children", 1, NULL, O_CHILDREN }, { "exec", 1, NULL, O_EXEC }, { "exec-arg", 1, NULL, O_EXECARG },
 		{ "hello-from-child", 0, NULL, O_HELLOCHILD }, { "hello-then-exec", 0, NULL, O_HELLOEXEC },
 		{ "rules", 1, NULL, O_RULES }, { "rules-n", 1, NULL, O_RULESN },
+		{ "kernel-call", 1, NULL, O_KCALL }, { "cause", 1, NULL, O_CAUSE },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *bad = NULL, *protect = NULL, *exec_prog = NULL, *exec_arg = NULL, *rules = NULL;
@@ -630,6 +641,8 @@ int main(int argc, char **argv)
 		case O_EXECARG: exec_arg = optarg; break;
 		case O_HELLOCHILD: hello_child = 1; break;
 		case O_HELLOEXEC: hello_exec = 1; break;
+		case O_KCALL: opt_kernel_call = optarg; break;
+		case O_CAUSE: opt_cause = atol(optarg); break;
 		default: usage();
 		}
 	}
