@@ -41,20 +41,14 @@
 #define PMW_VERSION 2                /* 2: PMW_POLICY carries a policy image, not text */
 #define PMW_MAX_MSG (64 * 1024)      /* no message is larger; larger ones are refused */
 
+/* One line per conversation (the header comment above says who sends
+ * what); the numbers are the protocol and never change. */
 enum pmw_type {
-	PMW_HELLO = 1,
-	PMW_POLICY = 2,
-	PMW_NO_POLICY = 3,
-	PMW_REFUSED = 4,
-	PMW_PROTECTED = 5,
-	PMW_REPORT = 6,
-	PMW_STATUS_REQ = 7,
-	PMW_STATUS = 8,
-	PMW_PROTECT_REQ = 9,
-	PMW_PROTECT = 10,
-	PMW_RULES = 11,
-	PMW_STATUS_PID_REQ = 12,
-	PMW_SITES_REQ = 13,
+	PMW_HELLO = 1, PMW_POLICY = 2, PMW_NO_POLICY = 3, PMW_REFUSED = 4,   /* the handshake */
+	PMW_PROTECTED = 5, PMW_REPORT = 6, PMW_RULES = 11,                   /* a served process tells */
+	PMW_STATUS_REQ = 7, PMW_PROTECT_REQ = 9, PMW_STATUS_PID_REQ = 12,    /* pmallocctl asks, */
+	PMW_STATUS = 8,                                                      /* pmallocd answers */
+	PMW_PROTECT = 10, PMW_SITES_REQ = 13,                                /* pmallocd orders a process */
 };
 
 struct pmw_header {
