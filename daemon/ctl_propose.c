@@ -472,14 +472,6 @@ static void count_warning(void *ctx, int line, const char *msg)
 
 int ctl_cmd_propose(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "exe", required_argument, NULL, 'e' },
-		{ "since", required_argument, NULL, 'S' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "uid", required_argument, NULL, 'u' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *exe_arg = NULL, *output = NULL;
 	uid_t uids[TRUSTED_UIDS_MAX] = { 0, getuid() };
 	size_t n_uids = getuid() == 0 ? 1 : 2;
@@ -487,7 +479,7 @@ int ctl_cmd_propose(int argc, char **argv)
 	int c, ret;
 	opterr = 0;
 	optind = 1;
-	while ((c = ctl_getopt(argc, argv, "propose", "+e:S:o:u:h", options, &ret)) != -1) {
+	while ((c = ctl_getopt(argc, argv, "propose", &ret)) != -1) {
 		switch (c) {
 		case 'u': {
 			const struct passwd *pw = getpwnam(optarg);
