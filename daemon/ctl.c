@@ -245,7 +245,9 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	const struct ctl_command *cmd;
+	char **sub_argv;
+	int c, sub_argc;
 
 	opterr = 0;
 	/* "+": stop at the command; its options are its own. */
@@ -264,14 +266,11 @@ int main(int argc, char **argv)
 	if (optind >= argc)
 		return command_error("no command given", NULL);
 
-	for (size_t i = 0; i < CTL_N_COMMANDS; i++) {
-		if (strcmp(argv[optind], ctl_commands[i].name) == 0) {
-			int sub_argc = argc - optind;
-			char **sub_argv = argv + optind;
-
-			optind = 0;          /* glibc: start the next getopt_long afresh */
-			return ctl_commands[i].run(sub_argc, sub_argv);
-		}
-	}
-	return command_error("unknown command", argv[optind]);
+	cmd = command(argv[optind]);
+	if (!cmd)
+		return command_error("unknown command", argv[optind]);
+	sub_argc = argc - optind;
+	sub_argv = argv + optind;
+	optind = 0;                  /* glibc: start the next getopt_long afresh */
+	return cmd->run(sub_argc, sub_argv);
 }
