@@ -56,8 +56,9 @@ static void release_if_unused(struct uid_budget *u)
 {
 	struct budgets *b = u->owner;
 
-	if (u->n_clients > 0 || u->n_entries > 0)
-		return;
+	for (int k = 0; k < BUDGET_HOLDS; k++)
+		if (u->held[k] > 0)
+			return;
 	summary(u);
 	u->timer = sd_event_source_disable_unref(u->timer);
 	LIST_UNLINK(b->list, u);
@@ -70,7 +71,7 @@ void budgets_done(struct budgets *b)
 	while (b->list) {
 		struct uid_budget *u = b->list;
 
-		u->n_clients = u->n_entries = 0;
+		memset(u->held, 0, sizeof(u->held));
 		release_if_unused(u);
 	}
 }
@@ -92,66 +93,72 @@ static struct uid_budget *budget_get(struct budgets *b, uid_t uid)
 	return u;
 }
 
-static size_t uid_client_cap(const struct budgets *b)
+size_t budget_cap(const struct budgets *b, enum budget_hold kind)
 {
 	size_t n = b->max_clients / BUDGET_CLIENTS_DIV;
-	return n ? n : 1;
+
+	if (n == 0)
+		n = 1;
+	return kind == BUDGET_ENTRY ? BUDGET_ENTRIES_PER_CLIENT * n : n;
+}
+
+/* One more hold of kind on u: false, counted as refused, when u is not
+ * root's and is at its cap. */
+static bool hold(struct uid_budget *u, enum budget_hold kind)
+{
+	struct budgets *b = u->owner;
+
+	if (u->uid != 0) {
+		if (u->held[kind] >= budget_cap(b, kind)) {
+			b->refused[kind]++;
+			return false;
+		}
+		b->held_nonroot[kind]++;
+	}
+	u->held[kind]++;
+	return true;
+}
+
+static void release(struct uid_budget *u, enum budget_hold kind)
+{
+	u->held[kind]--;
+	if (u->uid != 0)
+		u->owner->held_nonroot[kind]--;
+	release_if_unused(u);
 }
 
 struct uid_budget *budget_client_add(struct budgets *b, uid_t uid)
 {
+	size_t users_cap = b->max_clients - b->max_clients / BUDGET_ROOT_RESERVE_DIV;
 	struct uid_budget *u;
 
-	if (uid != 0) {
-		size_t users_cap = b->max_clients - b->max_clients / BUDGET_ROOT_RESERVE_DIV;
-
-		if (b->clients_nonroot >= users_cap) {
-			b->refused_clients++;
-			return NULL;
-		}
+	if (uid != 0 && b->held_nonroot[BUDGET_CLIENT] >= users_cap) {
+		b->refused[BUDGET_CLIENT]++;
+		return NULL;
 	}
 	u = budget_get(b, uid);
-	if (!u)
-		return NULL;
-	if (uid != 0 && u->n_clients >= uid_client_cap(b)) {
-		b->refused_clients++;
+	if (u && !hold(u, BUDGET_CLIENT)) {
 		release_if_unused(u);
 		return NULL;
 	}
-	u->n_clients++;
-	if (uid != 0)
-		b->clients_nonroot++;
 	return u;
 }
 
 void budget_client_remove(struct uid_budget *u)
 {
-	if (!u)
-		return;
-	u->n_clients--;
-	if (u->uid != 0)
-		u->owner->clients_nonroot--;
-	release_if_unused(u);
+	if (u)
+		release(u, BUDGET_CLIENT);
 }
 
 bool budget_entry_add(struct uid_budget *u)
 {
-	if (!u)
-		return true;
-	if (u->uid != 0 && u->n_entries >= BUDGET_ENTRIES_PER_CLIENT * uid_client_cap(u->owner)) {
-		u->owner->refused_entries++;
-		return false;
-	}
-	u->n_entries++;
-	return true;
+	return !u || hold(u, BUDGET_ENTRY);
 }
 
 void budget_entry_remove(struct uid_budget *u)
 {
-	if (!u)
-		return;
-	u->n_entries--;
-	release_if_unused(u);
+	if (u)
+		release(u, BUDGET_ENTRY);
 }
 
 static int on_window_end(sd_event_source *src, uint64_t usec, void *userdata)

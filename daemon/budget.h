@@ -24,12 +24,19 @@
 #define BUDGET_JOURNAL_FACTOR 8          /* a uid's journal entries per report_interval_s:
 					  * 8 x report_burst */
 
+/* What a uid's budget counts, each kind with its cap per non-root uid. */
+enum budget_hold {
+	BUDGET_CLIENT,                   /* its connections: max_clients / BUDGET_CLIENTS_DIV */
+	BUDGET_ENTRY,                    /* its forked children's live registry entries:
+					  * BUDGET_ENTRIES_PER_CLIENT times that */
+	BUDGET_HOLDS
+};
+
 struct uid_budget {
 	struct uid_budget *prev, *next;
 	struct budgets *owner;
 	uid_t uid;
-	size_t n_clients;                /* its connections now */
-	size_t n_entries;                /* its forked children's live registry entries now */
+	size_t held[BUDGET_HOLDS];       /* now, per kind */
 	/* Journal entries in the current window, and those refused. */
 	uint64_t window_end;             /* CLOCK_MONOTONIC usec */
 	unsigned int count;
@@ -47,12 +54,13 @@ struct budgets {
 	budget_summary_fn *summarise;
 	struct uid_budget *list;
 	size_t n_users;                  /* uids with a budget now */
-	size_t clients_nonroot;          /* connections of all non-root uids */
+	size_t held_nonroot[BUDGET_HOLDS];  /* all non-root uids' holds: connections are
+					     * capped at max_clients less the root reserve */
 	size_t max_clients;              /* the server's cap */
 	unsigned int report_burst, report_interval_s;  /* the policy file's, in force */
 	/* Totals, for status. */
-	uint64_t refused_clients;        /* a uid over its share, or users over theirs */
-	uint64_t refused_entries;        /* reports of a uid over its entry cap */
+	uint64_t refused[BUDGET_HOLDS];  /* holds refused: a uid over its cap (connections:
+					  * or all users over theirs) */
 	uint64_t dropped_entries;        /* journal entries over a uid's budget */
 	uint64_t summaries;              /* budget summary entries written */
 };
@@ -64,6 +72,8 @@ void budgets_done(struct budgets *b);
  * report_interval_s (BUDGET_JOURNAL_FACTOR times the burst). */
 void budgets_set_rate(struct budgets *b, unsigned int report_burst, unsigned int report_interval_s);
 
+/* The cap of one non-root uid's holds of kind. */
+size_t budget_cap(const struct budgets *b, enum budget_hold kind);
 /* A new connection of uid: its budget (held until budget_client_remove),
  * or NULL when refused (uid over max_clients / BUDGET_CLIENTS_DIV, all
  * users over max_clients less the root reserve; or ENOMEM).  Root is

@@ -5,8 +5,8 @@
  * Owns nothing else: every command lives in its own ctl_*.c.  Must never
  * read the journal, the policy file or the socket itself, and must keep the
  * exit statuses of pmallocctl(8): 0 ok, 1 failure, 2 usage, 3 not running.
- * Each command's help text lives here, beside the global usage, so that
- * the two cannot drift apart.
+ * Each command's help text and options live here, in its one entry of the
+ * command table, beside the global usage, so that they cannot drift apart.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,18 +23,33 @@ struct ctl_command {
 	int (*run)(int argc, char **argv);
 	const char *synopsis;        /* the command's line(s) in the global usage */
 	const char *help;            /* what "pmallocctl NAME --help" adds */
+	/* Its options, as getopt_long takes them (ctl_getopt()): each command
+	 * has a table of its own, so that an abbreviation ("--so") resolves
+	 * against that command's options only. */
+	const char *opts;
+	const struct option *options;
 };
+
+/* A command's option table: options with a value (ARG) and without (FLAG). */
+#define ARG(name, c) { name, required_argument, NULL, c }
+#define FLAG(name, c) { name, no_argument, NULL, c }
+#define OPTIONS(...) (const struct option[]){ __VA_ARGS__, { NULL, 0, NULL, 0 } }
+#define HELP FLAG("help", 'h')
 
 #define CTL_TIME_HELP \
 	"TIME, as journalctl takes it: \"2026-03-01 09:40[:00]\", \"09:40\", \"today\",\n" \
 	"\"yesterday\", \"now\", \"-1h30min\", \"5 min ago\", \"+10min\", \"@SECONDS\";\n" \
 	"a trailing \" UTC\" reads the date and time in UTC instead of the local zone.\n"
 
+/* protect, learn-flush and sites: [--socket PATH] (ctl_process_args()). */
+#define CTL_SOCKET_OPTIONS ":s:h", OPTIONS(ARG("socket", 's'), HELP)
+
 static const struct ctl_command ctl_commands[] = {
 	{ "check", ctl_cmd_check,
 	  "  check [FILE]                validate a policy file (default " CTL_DEFAULT_CONF ")\n",
 	  "Validates FILE as pmallocd would load it and lists its policies and pools.\n"
-	  "Exit status: 0 valid, 1 refused (FILE:LINE: message on stderr), 2 usage.\n" },
+	  "Exit status: 0 valid, 1 refused (FILE:LINE: message on stderr), 2 usage.\n",
+	  ":h", OPTIONS(HELP) },
 	{ "status", ctl_cmd_status,
 	  "  status [--socket PATH] [--json] [[--pid] PID]\n"
 	  "                              processes pmallocd serves, their pools and rules,\n"
@@ -44,7 +59,8 @@ static const struct ctl_command ctl_commands[] = {
 	  "  --socket PATH   pmallocd's socket (default $PMALLOC_SOCKET, else " CTL_DEFAULT_SOCKET ")\n"
 	  "  --json          one JSON object: {\"pmallocd\", \"policy_file\", \"served\", ...}\n"
 	  "  -p, --pid PID   the detail view of process PID\n"
-	  "Exit status: 0 ok, 1 failure (PID not served), 2 usage, 3 pmallocd not running.\n" },
+	  "Exit status: 0 ok, 1 failure (PID not served), 2 usage, 3 pmallocd not running.\n",
+	  ":s:jp:h", OPTIONS(ARG("socket", 's'), FLAG("json", 'j'), ARG("pid", 'p'), HELP) },
 	{ "violations", ctl_cmd_violations,
 	  "  violations [--pid PID] [--policy NAME] [--since TIME] [--until TIME] [-n N]\n"
 	  "             [--follow] [--json] [--directory DIR | --file FILE]\n"
@@ -61,7 +77,10 @@ static const struct ctl_command ctl_commands[] = {
 	  "                       output, a copy of /var/log/journal): adds a HOST column\n"
 	  "  --file FILE          read the journal file FILE (may be given more than once)\n"
 	  CTL_TIME_HELP
-	  "Exit status: 0 ok (violations found or not), 1 the journal cannot be read, 2 usage.\n" },
+	  "Exit status: 0 ok (violations found or not), 1 the journal cannot be read, 2 usage.\n",
+	  ":p:P:S:U:n:fjD:h",
+	  OPTIONS(ARG("pid", 'p'), ARG("policy", 'P'), ARG("since", 'S'), ARG("until", 'U'), ARG("lines", 'n'),
+		  FLAG("follow", 'f'), FLAG("json", 'j'), ARG("directory", 'D'), ARG("file", CTL_OPT_FILE), HELP) },
 	{ "propose", ctl_cmd_propose,
 	  "  propose --exe PATH [--since TIME] [--uid USER]... [--output FILE]\n"
 	  "                              a policy file from what learn mode recorded\n",
@@ -76,22 +95,26 @@ static const struct ctl_command ctl_commands[] = {
 	  "                       number; root's and the caller's are always read)\n"
 	  "  -o, --output FILE    write the file there instead of stdout\n"
 	  CTL_TIME_HELP
-	  "Exit status: 0 proposed, 1 nothing to propose or the journal cannot be read, 2 usage.\n" },
+	  "Exit status: 0 proposed, 1 nothing to propose or the journal cannot be read, 2 usage.\n",
+	  "+e:S:o:u:h", OPTIONS(ARG("exe", 'e'), ARG("since", 'S'), ARG("output", 'o'), ARG("uid", 'u'), HELP) },
 	{ "learn-flush", ctl_cmd_learn_flush,
 	  "  learn-flush PID [--socket PATH]\n"
 	  "                              have PID (under a learn policy) write what it\n"
 	  "                              learned to the journal now\n",
-	  "Exit status: 0 sent, 1 refused, 2 usage, 3 pmallocd not running.\n" },
+	  "Exit status: 0 sent, 1 refused, 2 usage, 3 pmallocd not running.\n",
+	  CTL_SOCKET_OPTIONS },
 	{ "sites", ctl_cmd_sites,
 	  "  sites PID [--socket PATH]   live per-site objects and bytes of PID (learn mode)\n",
 	  "Asks PID (under a learn policy) to write its sites to the journal, as\n"
 	  "learn-flush does, and prints them: pool, site, objects, bytes, written.\n"
-	  "Exit status: 0 ok, 1 refused or nothing came, 2 usage, 3 pmallocd not running.\n" },
+	  "Exit status: 0 ok, 1 refused or nothing came, 2 usage, 3 pmallocd not running.\n",
+	  CTL_SOCKET_OPTIONS },
 	{ "protect", ctl_cmd_protect,
 	  "  protect PID POOL [--socket PATH]\n"
 	  "                              ask process PID to protect its pool POOL now\n"
 	  "                              (a pool with the \"manual\" trigger)\n",
-	  "Exit status: 0 protected, 1 refused, 2 usage, 3 pmallocd not running.\n" },
+	  "Exit status: 0 protected, 1 refused, 2 usage, 3 pmallocd not running.\n",
+	  CTL_SOCKET_OPTIONS },
 	{ "preload", ctl_cmd_preload,
 	  "  preload enable|disable|status UNIT [--root DIR]\n"
 	  "                              preload the shim into a systemd service (drop-in)\n",
@@ -102,7 +125,8 @@ static const struct ctl_command ctl_commands[] = {
 	  "Options:\n"
 	  "  --root DIR       the system's root (default /): an image, a container\n"
 	  "  --library PATH   preload PATH instead of the installed shim\n"
-	  "Exit status: 0 ok (status: preloaded), 1 failure (status: not preloaded), 2 usage.\n" },
+	  "Exit status: 0 ok (status: preloaded), 1 failure (status: not preloaded), 2 usage.\n",
+	  ":r:l:h", OPTIONS(ARG("root", 'r'), ARG("library", 'l'), HELP) },
 };
 
 #define CTL_N_COMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
@@ -121,21 +145,26 @@ void ctl_usage(FILE *f)
 	      "See pmallocctl(8).\n", f);
 }
 
+static const struct ctl_command *command(const char *name)
+{
+	for (size_t i = 0; i < CTL_N_COMMANDS; i++)
+		if (strcmp(ctl_commands[i].name, name) == 0)
+			return &ctl_commands[i];
+	return NULL;
+}
+
 int ctl_help(const char *name)
 {
-	for (size_t i = 0; i < CTL_N_COMMANDS; i++) {
-		const char *syn = ctl_commands[i].synopsis;
+	const struct ctl_command *cmd = command(name);
 
-		if (strcmp(ctl_commands[i].name, name) != 0)
-			continue;
-		/* The synopsis without its leading indentation. */
-		fputs("Usage: " CTL_NAME " ", stdout);
-		fputs(syn + strspn(syn, " "), stdout);
-		fputc('\n', stdout);
-		fputs(ctl_commands[i].help, stdout);
-		fputs("See pmallocctl(8).\n", stdout);
-		break;
-	}
+	if (!cmd)
+		return CTL_EXIT_FAILURE;
+	/* The synopsis without its leading indentation. */
+	fputs("Usage: " CTL_NAME " ", stdout);
+	fputs(cmd->synopsis + strspn(cmd->synopsis, " "), stdout);
+	fputc('\n', stdout);
+	fputs(cmd->help, stdout);
+	fputs("See pmallocctl(8).\n", stdout);
 	return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }
 
@@ -194,10 +223,10 @@ int ctl_option_error(int c, char **argv)
 	return ctl_usage_error("unknown option", word);
 }
 
-int ctl_getopt(int argc, char **argv, const char *name, const char *opts, const struct option *options,
-	       int *ret_exit)
+int ctl_getopt(int argc, char **argv, const char *name, int *ret_exit)
 {
-	int c = getopt_long(argc, argv, opts, options, NULL);
+	const struct ctl_command *cmd = command(name);
+	int c = cmd ? getopt_long(argc, argv, cmd->opts, cmd->options, NULL) : '?';
 
 	*ret_exit = -1;
 	if (c == 'h')
@@ -216,7 +245,9 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	const struct ctl_command *cmd;
+	char **sub_argv;
+	int c, sub_argc;
 
 	opterr = 0;
 	/* "+": stop at the command; its options are its own. */
@@ -235,14 +266,11 @@ int main(int argc, char **argv)
 	if (optind >= argc)
 		return command_error("no command given", NULL);
 
-	for (size_t i = 0; i < CTL_N_COMMANDS; i++) {
-		if (strcmp(argv[optind], ctl_commands[i].name) == 0) {
-			int sub_argc = argc - optind;
-			char **sub_argv = argv + optind;
-
-			optind = 0;          /* glibc: start the next getopt_long afresh */
-			return ctl_commands[i].run(sub_argc, sub_argv);
-		}
-	}
-	return command_error("unknown command", argv[optind]);
+	cmd = command(argv[optind]);
+	if (!cmd)
+		return command_error("unknown command", argv[optind]);
+	sub_argc = argc - optind;
+	sub_argv = argv + optind;
+	optind = 0;                  /* glibc: start the next getopt_long afresh */
+	return cmd->run(sub_argc, sub_argv);
 }

@@ -57,12 +57,12 @@ int ctl_help(const char *name);
 int ctl_usage_error(const char *what, const char *word);
 /* ctl.c: report getopt_long's '?' or ':' for argv (opterr must be 0). */
 int ctl_option_error(int c, char **argv);
-/* ctl.c: getopt_long() for command NAME (opterr 0) that answers --help and
- * a bad option itself: the next option's value, else -1 with *ret_exit: -1
- * after the last option, or the exit status to return. */
-struct option;
-int ctl_getopt(int argc, char **argv, const char *name, const char *opts, const struct option *options,
-	       int *ret_exit);
+/* ctl.c: getopt_long() over command NAME's options (its entry in the
+ * command table; opterr 0) that answers --help and a bad option itself: the
+ * next option's value, else -1 with *ret_exit: -1 after the last option, or
+ * the exit status to return. */
+int ctl_getopt(int argc, char **argv, const char *name, int *ret_exit);
+#define CTL_OPT_FILE 0x100                   /* violations --file: no short option */
 /* A PID argument: decimal digits only, in [1, INT_MAX]; 0 or -EINVAL. */
 int ctl_parse_pid(const char *s, int32_t *ret);
 

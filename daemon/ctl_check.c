@@ -159,17 +159,13 @@ static void put_warning(void *ctx, int line, const char *msg)
 
 int ctl_cmd_check(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct policy_set *set = NULL;
 	char err[POLICY_ERR_MAX] = "";
 	const char *path = CTL_DEFAULT_CONF;
 	size_t n_pools = 0;
 	int r;
 
-	(void)ctl_getopt(argc, argv, "check", ":h", options, &r);      /* --help, its only option */
+	(void)ctl_getopt(argc, argv, "check", &r);      /* --help, its only option */
 	if (r >= 0)
 		return r;
 	if (optind < argc)

@@ -179,19 +179,13 @@ static void preload_error(const char *what, const char *path, int r)
 
 int ctl_cmd_preload(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "root", required_argument, NULL, 'r' },
-		{ "library", required_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *root = "", *lib = PMALLOC_SHIM_PATH, *action;
 	char *unit = NULL, *dir = NULL, *file = NULL, *value = NULL, *libpath = NULL;
 	char *rootbuf = NULL;
 	size_t rootlen;
 	int c, r, ret = CTL_EXIT_FAILURE;
 
-	while ((c = ctl_getopt(argc, argv, "preload", ":r:l:h", options, &r)) != -1) {
+	while ((c = ctl_getopt(argc, argv, "preload", &r)) != -1) {
 		if (c == 'r')
 			root = optarg;
 		else

@@ -38,9 +38,13 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A site owns its name; the texts it shares with the other sites of its
+ * pool or object (and with the entries of the same site from other
+ * processes) are the list's, kept once (intern()). */
 struct psite {
-	char *pool, *site, *object, *build_id, *triggers;
-	char *wrappers;             /* the pool's wrapper rules, each ending in '\n' */
+	char *site;
+	const char *pool, *object, *build_id, *triggers;
+	const char *wrappers;       /* the pool's wrapper rules, each ending in '\n' */
 	uint64_t offset, objects, bytes;
 	uint64_t late;              /* objects protected after the pool's first trigger */
 	bool named, written;
@@ -49,6 +53,8 @@ struct psite {
 struct plist {
 	struct psite *s;
 	size_t n, cap;
+	char **texts;               /* interned, each once */
+	size_t n_texts, cap_texts;
 	char *policy;
 	size_t entries;
 };
@@ -70,14 +76,30 @@ uint64_t ctl_learned_u64(sd_journal *j, const char *name)
 	return n;
 }
 
-static void psite_free(struct psite *p)
+/* The list's copy of s (taken, or freed when the list has it already);
+ * NULL when s is NULL or without memory.  Few texts differ: a program's
+ * pools, objects and their triggers and wrappers. */
+static const char *intern(struct plist *l, char *s)
 {
-	free(p->pool);
-	free(p->site);
-	free(p->object);
-	free(p->build_id);
-	free(p->triggers);
-	free(p->wrappers);
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < l->n_texts; i++)
+		if (strcmp(l->texts[i], s) == 0) {
+			free(s);
+			return l->texts[i];
+		}
+	if (l->n_texts == l->cap_texts) {
+		size_t cap = l->cap_texts ? l->cap_texts * 2 : 16;
+		char **nt = realloc(l->texts, cap * sizeof(*nt));
+		if (!nt) {
+			free(s);
+			return NULL;
+		}
+		l->texts = nt;
+		l->cap_texts = cap;
+	}
+	l->texts[l->n_texts++] = s;
+	return s;
 }
 
 /* Every PMALLOC_WRAPPER of the entry (the field repeats), each ending in
@@ -108,12 +130,12 @@ static char *learned_wrappers(sd_journal *j)
 static int add_entry(struct plist *l, sd_journal *j)
 {
 	struct psite p = {
-		.pool = ctl_learned_field(j, "PMALLOC_POOL"),
 		.site = ctl_learned_field(j, "PMALLOC_SITE"),
-		.object = ctl_learned_field(j, "PMALLOC_SITE_OBJECT"),
-		.build_id = ctl_learned_field(j, "PMALLOC_BUILD_ID"),
-		.triggers = ctl_learned_field(j, "PMALLOC_TRIGGERS"),
-		.wrappers = learned_wrappers(j),
+		.pool = intern(l, ctl_learned_field(j, "PMALLOC_POOL")),
+		.object = intern(l, ctl_learned_field(j, "PMALLOC_SITE_OBJECT")),
+		.build_id = intern(l, ctl_learned_field(j, "PMALLOC_BUILD_ID")),
+		.triggers = intern(l, ctl_learned_field(j, "PMALLOC_TRIGGERS")),
+		.wrappers = intern(l, learned_wrappers(j)),
 		.offset = ctl_learned_u64(j, "PMALLOC_SITE_OFFSET"),
 		.objects = ctl_learned_u64(j, "PMALLOC_OBJECTS"),
 		.bytes = ctl_learned_u64(j, "PMALLOC_BYTES"),
@@ -123,7 +145,7 @@ static int add_entry(struct plist *l, sd_journal *j)
 	};
 	char *policy = ctl_learned_field(j, "PMALLOC_POLICY");
 	if (!p.pool || !p.site || !p.object || !p.build_id || !p.triggers || !p.wrappers || !policy) {
-		psite_free(&p);
+		free(p.site);
 		free(policy);
 		return -ENOMEM;
 	}
@@ -143,7 +165,7 @@ static int add_entry(struct plist *l, sd_journal *j)
 				p.site = NULL;
 				q->named = true;
 			}
-			psite_free(&p);
+			free(p.site);
 			return 0;
 		}
 	}
@@ -151,7 +173,7 @@ static int add_entry(struct plist *l, sd_journal *j)
 		size_t cap = l->cap ? l->cap * 2 : 64;
 		struct psite *ns = realloc(l->s, cap * sizeof(*ns));
 		if (!ns) {
-			psite_free(&p);
+			free(p.site);
 			return -ENOMEM;
 		}
 		l->s = ns;
@@ -472,14 +494,6 @@ static void count_warning(void *ctx, int line, const char *msg)
 
 int ctl_cmd_propose(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "exe", required_argument, NULL, 'e' },
-		{ "since", required_argument, NULL, 'S' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "uid", required_argument, NULL, 'u' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *exe_arg = NULL, *output = NULL;
 	uid_t uids[TRUSTED_UIDS_MAX] = { 0, getuid() };
 	size_t n_uids = getuid() == 0 ? 1 : 2;
@@ -487,7 +501,7 @@ int ctl_cmd_propose(int argc, char **argv)
 	int c, ret;
 	opterr = 0;
 	optind = 1;
-	while ((c = ctl_getopt(argc, argv, "propose", "+e:S:o:u:h", options, &ret)) != -1) {
+	while ((c = ctl_getopt(argc, argv, "propose", &ret)) != -1) {
 		switch (c) {
 		case 'u': {
 			const struct passwd *pw = getpwnam(optarg);
@@ -581,8 +595,11 @@ int ctl_cmd_propose(int argc, char **argv)
 out:
 	free(text);
 	for (size_t i = 0; i < l.n; i++)
-		psite_free(&l.s[i]);
+		free(l.s[i].site);
 	free(l.s);
+	for (size_t i = 0; i < l.n_texts; i++)
+		free(l.texts[i]);
+	free(l.texts);
 	free(l.policy);
 	return status;
 }

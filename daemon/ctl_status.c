@@ -208,16 +208,11 @@ int ctl_request_error(const char *path, int r)
 int ctl_process_args(int argc, char **argv, const char *name, const char *args, int n_args,
 		     const char **ret_socket, int32_t *ret_pid)
 {
-	static const struct option options[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *arg = NULL;
 	char what[64];
 	int ret;
 
-	while (ctl_getopt(argc, argv, name, ":s:h", options, &ret) == 's')
+	while (ctl_getopt(argc, argv, name, &ret) == 's')
 		arg = optarg;
 	if (ret >= 0)
 		return ret;
@@ -248,13 +243,6 @@ int ctl_put_answer(char *text)
 
 int ctl_cmd_status(int argc, char **argv)
 {
-	static const struct option options[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *arg = NULL, *path, *pid_arg = NULL;
 	char *text = NULL;
 	bool json = false;
@@ -262,7 +250,7 @@ int ctl_cmd_status(int argc, char **argv)
 	size_t len;
 	int c, r, ret = CTL_EXIT_OK;
 
-	while ((c = ctl_getopt(argc, argv, "status", ":s:jp:h", options, &r)) != -1) {
+	while ((c = ctl_getopt(argc, argv, "status", &r)) != -1) {
 		if (c == 's')
 			arg = optarg;
 		else if (c == 'j')

@@ -586,20 +586,6 @@ static int vio_run(struct vio_opts *o)
 
 int ctl_cmd_violations(int argc, char **argv)
 {
-	enum { OPT_FILE = 0x100 };
-	static const struct option options[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "policy", required_argument, NULL, 'P' },
-		{ "since", required_argument, NULL, 'S' },
-		{ "until", required_argument, NULL, 'U' },
-		{ "lines", required_argument, NULL, 'n' },
-		{ "follow", no_argument, NULL, 'f' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "directory", required_argument, NULL, 'D' },
-		{ "file", required_argument, NULL, OPT_FILE },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct vio_opts o = { .until_usec = UINT64_MAX };
 	uint64_t now = ctl_now_usec();
 	int32_t pid;
@@ -608,7 +594,7 @@ int ctl_cmd_violations(int argc, char **argv)
 	unsigned long long n;
 	int c, ret;
 
-	while ((c = ctl_getopt(argc, argv, "violations", ":p:P:S:U:n:fjD:h", options, &ret)) != -1) {
+	while ((c = ctl_getopt(argc, argv, "violations", &ret)) != -1) {
 		switch (c) {
 		case 'p':
 			if (ctl_parse_pid(optarg, &pid) < 0)
@@ -645,7 +631,7 @@ int ctl_cmd_violations(int argc, char **argv)
 		case 'D':
 			o.directory = optarg;
 			break;
-		case OPT_FILE:
+		case CTL_OPT_FILE:
 			files = realloc(o.files, (o.n_files + 2) * sizeof(*files));
 			if (!files) {
 				free(o.files);

@@ -245,6 +245,25 @@ static int setup_signals(struct manager *m)
 	return 0;
 }
 
+/* The event loop and what it watches before the policy is read: the
+ * journal socket, the signals, systemd's watchdog; and the start time. */
+static int setup_event(struct manager *m)
+{
+	int r = sd_event_default(&m->event);
+
+	if (r < 0)
+		return log_error_errno(r, "sd_event_default: %m");
+	r = jwriter_attach(m->event);
+	if (r < 0)
+		log_warning_errno(r, "cannot watch the journal socket: %m");
+	r = setup_signals(m);
+	if (r < 0)
+		return r;
+	(void)sd_event_set_watchdog(m->event, true);
+	(void)sd_event_now(m->event, CLOCK_MONOTONIC, &m->start_usec);
+	return 0;
+}
+
 /* --socket, else the socket systemd passed, else daemon.socket. */
 static int open_socket(struct manager *m, const struct args *a)
 {
@@ -285,19 +304,9 @@ static int run(const struct args *a)
 	raise_nofile();
 	registry_init(&m.registry);
 
-	r = sd_event_default(&m.event);
-	if (r < 0) {
-		log_error_errno(r, "sd_event_default: %m");
-		goto out;
-	}
-	r = jwriter_attach(m.event);
-	if (r < 0)
-		log_warning_errno(r, "cannot watch the journal socket: %m");
-	r = setup_signals(&m);
+	r = setup_event(&m);
 	if (r < 0)
 		goto out;
-	(void)sd_event_set_watchdog(m.event, true);
-	(void)sd_event_now(m.event, CLOCK_MONOTONIC, &m.start_usec);
 
 	r = config_read(a->config, check_owner(), &m.config, err, sizeof(err));
 	if (r < 0) {

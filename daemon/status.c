@@ -206,15 +206,13 @@ static void render_unserved(struct manager *m, struct strbuf *out, uint64_t now)
 
 static void render_budgets(struct strbuf *out, const struct budgets *b)
 {
-	size_t share = b->max_clients / BUDGET_CLIENTS_DIV;
-
 	strbuf_printf(out, "per-user budgets: %zu users, root exempt; at most %zu connections a user, "
 		      "%zu for all users; %u journal entries a user per %u s\n",
-		      b->n_users, share ? share : 1, b->max_clients - b->max_clients / BUDGET_ROOT_RESERVE_DIV,
+		      b->n_users, budget_cap(b, BUDGET_CLIENT), b->max_clients - b->max_clients / BUDGET_ROOT_RESERVE_DIV,
 		      BUDGET_JOURNAL_FACTOR * b->report_burst, b->report_interval_s);
 	strbuf_printf(out, "over budget: %" PRIu64 " connections refused, %" PRIu64
 		      " messages of untracked forked children, %" PRIu64 " journal entries not written (%"
-		      PRIu64 " summaries)\n", b->refused_clients, b->refused_entries, b->dropped_entries,
+		      PRIu64 " summaries)\n", b->refused[BUDGET_CLIENT], b->refused[BUDGET_ENTRY], b->dropped_entries,
 		      b->summaries);
 }
 
