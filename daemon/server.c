@@ -577,9 +577,6 @@ static struct proc_entry *pool_message_sender(struct client *c, const char *what
 	return sender_entry(c, cred);
 }
 
-/* Force NUL termination of a fixed string field; fields are in rx_buf. */
-#define FORCE_NUL(field) ((field)[sizeof(field) - 1] = '\0')
-
 /* Rate-limit site of a protect entry: its pool (FNV-1a of policy and name). */
 static uint64_t pool_key(const char *policy, const char *pool)
 {
@@ -601,16 +598,9 @@ static int handle_protected(struct client *c, struct pmw_protected *m, const str
 	struct proc_entry *e;
 	struct reg_pool *rp;
 
-	FORCE_NUL(m->policy);
-	FORCE_NUL(m->pool);
-	FORCE_NUL(m->trigger);
 	text_escape(policy, sizeof(policy), m->policy);
 	text_escape(pool, sizeof(pool), m->pool);
 	text_escape(trigger, sizeof(trigger), m->trigger);
-	if (!pool[0]) {
-		client_drop(c, malformed, "PROTECTED without a pool name, dropped", client_drop_args(c));
-		return -EINVAL;
-	}
 	/* Only policy pools are protected on their triggers and announced. */
 	e = pool_message_sender(c, "PROTECTED", false, m->policy, m->pool, cred, &s->counters.protects);
 	if (!e)
@@ -640,10 +630,6 @@ static int handle_report(struct client *c, struct pmw_report *m, const struct uc
 	char policy[ESCAPED_SIZE(PMW_NAME)], pool[ESCAPED_SIZE(PMW_NAME)];
 	struct proc_entry *e;
 
-	if (wire_check_report(m) < 0) {
-		client_drop(c, malformed, "REPORT with out-of-range fields, dropped", client_drop_args(c));
-		return -EINVAL;
-	}
 	e = pool_message_sender(c, "REPORT", true, m->policy, m->pool, cred, &s->counters.reports);
 	if (!e)
 		return 0;
@@ -666,10 +652,6 @@ static int handle_rules(struct client *c, struct pmw_rules *m, const struct ucre
 	struct proc_entry *e;
 	int r;
 
-	if (wire_check_rules(m) < 0) {
-		client_drop(c, malformed, "RULES with out-of-range fields, dropped", client_drop_args(c));
-		return -EINVAL;
-	}
 	e = sender_entry(c, cred);
 	if (!e)
 		return 0;                /* counted by budget.c */
@@ -725,6 +707,10 @@ static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 			return handle_status_pid_req(c, (struct pmw_status_pid_req *)rx_buf);
 		break;
 	case CLIENT_SERVED:
+		if (wire_check_fields(rx_buf, why, sizeof(why)) < 0) {
+			client_drop(c, malformed, "%s, dropped", client_drop_args(c), why);
+			return -EINVAL;
+		}
 		if (h->type == PMW_PROTECTED)
 			return handle_protected(c, (struct pmw_protected *)rx_buf, cred);
 		if (h->type == PMW_REPORT)

@@ -125,3 +125,28 @@ int wire_check_rules(struct pmw_rules *m)
 	}
 	return unresolved > m->unresolved ? -EINVAL : 0;
 }
+
+static int check_protected(struct pmw_protected *m)
+{
+	FORCE_NUL(m->policy);
+	FORCE_NUL(m->pool);
+	FORCE_NUL(m->trigger);
+	return m->pool[0] ? 0 : -EINVAL;
+}
+
+int wire_check_fields(void *buf, char *why, size_t whylen)
+{
+	const struct pmw_header *h = buf;
+	const char *bad = NULL;
+
+	if (h->type == PMW_PROTECTED && check_protected(buf) < 0)
+		bad = "PROTECTED without a pool name";
+	else if (h->type == PMW_REPORT && wire_check_report(buf) < 0)
+		bad = "REPORT with out-of-range fields";
+	else if (h->type == PMW_RULES && wire_check_rules(buf) < 0)
+		bad = "RULES with out-of-range fields";
+	if (!bad)
+		return 0;
+	snprintf(why, whylen, "%s", bad);
+	return -EINVAL;
+}

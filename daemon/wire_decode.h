@@ -33,4 +33,10 @@ int wire_check_report(struct pmw_report *m);
  * fit its table, or an empty pool or text. */
 int wire_check_rules(struct pmw_rules *m);
 
+/* The fields of any message wire_check_client() passed, by its type
+ * (PMW_PROTECTED: strings NUL-terminated in place and a pool named;
+ * PMW_REPORT and PMW_RULES as above; other types have none to check): 0,
+ * or -EINVAL with why saying what is wrong, without a trailing "dropped". */
+int wire_check_fields(void *buf, char *why, size_t whylen);
+
 #endif

@@ -124,6 +124,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 			check_rules(buf);
 		}
+		/* What the served state's dispatch runs first: PMW_PROTECTED's
+		 * strings end inside their fields and name a pool when it passes. */
+		why[0] = '\0';
+		if (wire_check_fields(buf, why, sizeof(why)) < 0) {
+			if (!why[0] || !memchr(why, '\0', sizeof(why)))
+				abort();
+		} else if (h->type == PMW_PROTECTED) {
+			const struct pmw_protected *p = buf;
+
+			if (!p->pool[0] || !memchr(p->pool, '\0', sizeof(p->pool)) ||
+			    !memchr(p->policy, '\0', sizeof(p->policy)) ||
+			    !memchr(p->trigger, '\0', sizeof(p->trigger)))
+				abort();
+		}
 		break;
 	default:
 		if (!why[0] || !memchr(why, '\0', sizeof(why)))
