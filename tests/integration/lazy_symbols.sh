@@ -40,6 +40,12 @@ first_site=$(grep -n 'allocation site ' "$T/err" | head -n 1 | cut -d: -f1)
 	fail "the program's table was not read before its first site was decided: $(cat "$T/err")"
 unread=$(comm -23 "$T/located" "$T/read")
 [ -n "$unread" ] || fail "every located table was read, even of objects that never allocate: $(cat "$T/read")"
+# An object none of whose names holds a rule's first characters is not
+# walked at all (one search of its names): libc's names hold no
+# "make_secret", the program's do.
+grep -q 'no name in .*/libc[.-].* can match a rule: its [0-9]* symbols not walked$' "$T/err" ||
+	fail "libc's table was walked for a name it does not hold: $(cat "$T/err")"
+! grep -q 'no name in .*/ip_static can match' "$T/err" || fail "the program's table was skipped: $(cat "$T/err")"
 pass "only the tables needed are read, once each (located: $(grep -c . "$T/located"), read: $(grep -c . "$T/read"))"
 
 policy '"make_secret", "no_such_function_xyz"'
