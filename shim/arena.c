@@ -72,8 +72,13 @@ static void arena_do_init(void)
 		if ((uintptr_t)p + HUGE > a)
 			os_unmap((void *)(a + size), (uintptr_t)p + HUGE - a);
 		p = (void *)a;
-		if (os_reserve(heads_len, &heads) < 0 || os_commit(heads, heads_len) < 0 ||
-		    os_reserve(spans_len, &sp) < 0 || os_commit(sp, spans_len) < 0) {
+		/* Writable at once, present only where touched: one call each. */
+		if (os_map_lazy(heads_len, &heads) < 0) {
+			os_unmap(p, size);
+			continue;
+		}
+		if (os_map_lazy(spans_len, &sp) < 0) {
+			os_unmap(heads, heads_len);
 			os_unmap(p, size);
 			continue;
 		}

@@ -254,7 +254,7 @@ static void global_init_once(void)
 	if (arena_init() < 0)
 		return;
 	size_t len = ALIGN_UP(POOL_MAX * sizeof(struct pmalloc_pool), os_page_size);
-	if (os_reserve(len, &p) < 0 || os_commit(p, len) < 0)
+	if (os_map_lazy(len, &p) < 0)
 		return;
 	if (pthread_key_create(&exit_key, thread_exit) != 0)
 		return;
