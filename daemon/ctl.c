@@ -96,7 +96,7 @@ static const struct ctl_command ctl_commands[] = {
 	  "  -o, --output FILE    write the file there instead of stdout\n"
 	  CTL_TIME_HELP
 	  "Exit status: 0 proposed, 1 nothing to propose or the journal cannot be read, 2 usage.\n",
-	  "+e:S:o:u:h", OPTIONS(ARG("exe", 'e'), ARG("since", 'S'), ARG("output", 'o'), ARG("uid", 'u'), HELP) },
+	  "+:e:S:o:u:h", OPTIONS(ARG("exe", 'e'), ARG("since", 'S'), ARG("output", 'o'), ARG("uid", 'u'), HELP) },
 	{ "learn-flush", ctl_cmd_learn_flush,
 	  "  learn-flush PID [--socket PATH]\n"
 	  "                              have PID (under a learn policy) write what it\n"

@@ -64,6 +64,18 @@ run violations -x
 run status --socket
 [ "$(rc)" = 2 ] && [ "$(head -n 1 "$T/err")" = "pmallocctl: missing argument to option '--socket'" ] ||
 	fail "missing argument: exit $(rc): $(cat "$T/err")"
+# Every command says a missing value as such (propose once said "unknown option").
+for cmd in "check --frob" "status --socket" "violations --since" "propose --exe" "preload enable x --root" "protect 1 p --socket"; do
+	set -- $cmd
+	opt=${!#}
+	run "$@"
+	case $opt in
+	--frob) want="pmallocctl: unknown option '--frob'" ;;
+	*) want="pmallocctl: missing argument to option '$opt'" ;;
+	esac
+	[ "$(rc)" = 2 ] && [ "$(head -n 1 "$T/err")" = "$want" ] ||
+		fail "$cmd: exit $(rc): $(cat "$T/err")"
+done
 run $'\e]0;title\a'
 [ "$(rc)" = 2 ] && [ "$(head -n 1 "$T/err")" = "pmallocctl: unknown command '\\x1b]0;title\\x07'" ] ||
 	fail "escaped command: $(head -n 1 "$T/err" | od -c)"
