@@ -224,6 +224,9 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		return r;
 	site_arm();
 	shim = st;
+	os_protect_ro(&shim_ro, sizeof(shim_ro));
+	if (img->protection == POLICY_PROT_SEAL && os_have_mseal)
+		(void)os_seal(&shim_ro, sizeof(shim_ro));
 	trigger_init(st);
 	return 0;
 }

@@ -33,7 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
-const struct shim_state *shim;
+union shim_ro_page shim_ro __attribute__((aligned(RO_PAGE)));
 __thread int shim_busy __attribute__((tls_model("initial-exec")));
 
 #define CALLER() ((uintptr_t)__builtin_return_address(0))

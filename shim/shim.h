@@ -10,6 +10,7 @@
 #ifndef PMALLOC_SHIM_H
 #define PMALLOC_SHIM_H
 
+#include "arena.h"
 #include "common.h"
 #include "fmt.h"
 #include "policy.h"
@@ -39,8 +40,17 @@ struct shim_state {
 	struct shim_pool pools[SHIM_POOLS_MAX];
 };
 
-/* NULL until a policy with pools is armed; then read-only. */
-extern const struct shim_state *shim;
+/* The armed state: NULL until a policy with pools is armed.  The pointer
+ * itself sits alone in a page that init.c makes read-only (and seals under
+ * protection = "seal") right after setting it, like the state it points
+ * to: a write into the shim's .bss cannot point it at a forged state.
+ * Reading it is one load, as from any global. */
+union shim_ro_page {
+	const struct shim_state *state;
+	unsigned char page[RO_PAGE];
+};
+extern union shim_ro_page shim_ro;
+#define shim (shim_ro.state)
 
 /* Per-thread re-entrancy guard: set while the shim itself allocates or
  * resolves, so those allocations go straight to libc.  Owned here: other

@@ -13,7 +13,7 @@
 #include <errno.h>
 
 /* No policy is ever armed here: reports take the default limits. */
-const struct shim_state *shim;
+union shim_ro_page shim_ro __attribute__((aligned(RO_PAGE)));
 
 /* No policy, hence no interposition pools: none by that name is active. */
 PMALLOC_EXPORT int pmalloc_protect_named(const char *pool)

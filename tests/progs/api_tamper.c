@@ -170,6 +170,10 @@ static bool writable(uintptr_t a)
 	return false;
 }
 
+/* Where the shim keeps its pointer to the armed state (symbol shim_ro):
+ * read-only once a policy is armed, so no target then. */
+static uintptr_t shim_ro_at;
+
 /* Objects of the shim's symbol table in [seg.lo, seg.hi): their first
  * words; then the words no symbol covers.  Without a symbol table, every
  * word. */
@@ -202,6 +206,8 @@ static void add_shim_data(void)
 				if (sh[sym[k].st_shndx].sh_flags & SHF_TLS)
 					continue;
 				uintptr_t a = seg.base + sym[k].st_value;
+				if (strcmp(str + sym[k].st_name, "shim_ro") == 0)
+					shim_ro_at = a;
 				if (a < seg.lo || a >= seg.hi)
 					continue;
 				size_t w0 = (a - seg.lo) / 8, nw = (sym[k].st_size + (a & 7) + 7) / 8;
@@ -456,6 +462,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	add_shim_data();
+	if ((policy || beside) && (!shim_ro_at || writable(shim_ro_at))) {
+		fprintf(stderr, "api_tamper: the shim's state pointer (shim_ro) is %s under a policy\n",
+			shim_ro_at ? "writable" : "not found");
+		return 1;
+	}
 	add_tls();
 	for_each_anon_page(find_pools);
 	if (n_pools == 0) {
