@@ -42,11 +42,6 @@ static void fmt_num(struct fmt *f, uint64_t v, unsigned base)
 		*f->p++ = tmp[--i];
 }
 
-void fmt_u64(struct fmt *f, uint64_t v)
-{
-	fmt_num(f, v, 10);
-}
-
 void fmt_hex(struct fmt *f, uint64_t v)
 {
 	fmt_str(f, "0x");

@@ -26,7 +26,6 @@ void fmt_str(struct fmt *f, const char *s);
  * invisible characters): names from files or policies users wrote, so a
  * line stays one line and shows what was there. */
 void fmt_escaped(struct fmt *f, const char *s);
-void fmt_u64(struct fmt *f, uint64_t v);
 void fmt_hex(struct fmt *f, uint64_t v);   /* "0x..." */
 /* A printf subset, async-signal-safe: %s (ESCAPED, as fmt_escaped: every
  * string argument is), %d, %u, %x with the l, ll and z sizes (PRIu64 and
