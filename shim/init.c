@@ -139,6 +139,15 @@ static int load_policy(const char *exe, const char *comm, struct policy_image_bu
  * copied there and validated again in place (what is armed is what was
  * checked), then the whole is made read-only, and sealed under
  * protection = "seal" where mseal(2) exists. */
+/* The state, and the pointer to it, read-only from now on; sealed too
+ * under protection = "seal" where the kernel has mseal. */
+static void make_ro(void *p, size_t len, bool seal)
+{
+	os_protect_ro(p, len);
+	if (seal && os_have_mseal)
+		(void)os_seal(p, len);
+}
+
 static int arm(const struct policy_image_buf *in, const char *exe)
 {
 	void *mem;
@@ -208,9 +217,8 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 	r = resolve_init(st);
 	if (r < 0)
 		return r;
-	os_protect_ro(mem, len);
-	if (img->protection == POLICY_PROT_SEAL && os_have_mseal)
-		(void)os_seal(mem, len);
+	bool seal = img->protection == POLICY_PROT_SEAL;
+	make_ro(mem, len, seal);
 	/* What a write into these pools gets, kept read-only by fault.c: the
 	 * one place the mode is decided; learn needs its tables first. */
 	struct pmalloc_pool *pools[SHIM_POOLS_MAX];
@@ -218,15 +226,12 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		pools[i] = st->pools[i].pool;
 	enum fault_mode fm = img->mode == POLICY_MODE_AUDIT ? FAULT_AUDIT
 			     : img->mode == POLICY_MODE_LEARN && learn_init(st) ? FAULT_LEARN : FAULT_ENFORCE;
-	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL,
-		      img->protection == POLICY_PROT_SEAL);
+	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL, seal);
 	if (r < 0)
 		return r;
 	site_arm();
 	shim = st;
-	os_protect_ro(&shim_ro, sizeof(shim_ro));
-	if (img->protection == POLICY_PROT_SEAL && os_have_mseal)
-		(void)os_seal(&shim_ro, sizeof(shim_ro));
+	make_ro(&shim_ro, sizeof(shim_ro), seal);
 	trigger_init(st);
 	return 0;
 }
