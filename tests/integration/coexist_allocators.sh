@@ -27,7 +27,7 @@ CONF
 
 # build NAME DEFINE LIB: the test program linked against LIB.
 build() {
-	"$CC" -std=gnu11 -O1 -g -Wall -Werror "-D$2" -o "$T/coexist-$1" "$SRC/tests/integration/coexist_prog.c" \
+	"$CC" -std=gnu11 -O1 -g -Wall -Wextra -Werror "-D$2" -o "$T/coexist-$1" "$SRC/tests/integration/coexist_prog.c" \
 		"$3" -ldl -lpthread 2>"$T/cc-$1.err" || fail "cannot build against $1: $(cat "$T/cc-$1.err")"
 }
 

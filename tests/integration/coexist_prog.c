@@ -120,7 +120,10 @@ static void *churn(void *arg)
 		r = r * 1103515245u + 12345u;
 		void **s = &slot[(r >> 8) % 64];
 		if (*s && (r & 1)) {
-			*s = realloc(*s, 16 + (r >> 16) % 2000);
+			void *t = realloc(*s, 16 + (r >> 16) % 2000);
+			if (!t)
+				return (void *)1;
+			*s = t;
 		} else {
 			free(*s);
 			*s = malloc(16 + (r >> 16) % 2000);
@@ -144,9 +147,9 @@ int main(int argc, char **argv)
 	if (before || allocated())
 		CHECK(allocated() - before >= 1000, "thread.allocated grew by %llu after malloc(1000)",
 		      (unsigned long long)(allocated() - before));
-	p = realloc(p, 100000);
-	heap_ok("realloc", p, 100000);
-	free(p);
+	void *q = realloc(p, 100000);
+	heap_ok("realloc", q, 100000);
+	free(q ? q : p);
 	heap_ok("calloc", calloc(10, 100), 1000);
 	void *a = NULL;
 	CHECK(posix_memalign(&a, 256, 300) == 0 && ((uintptr_t)a & 255) == 0, "posix_memalign %p", a);

@@ -75,7 +75,7 @@ if command -v journalctl >/dev/null; then
 	if [ "$(id -u)" = 0 ] && [ -d /var/lib/systemd/catalog ] && command -v unshare >/dev/null &&
 		command -v gcc >/dev/null && unshare -m true 2>/dev/null; then
 		journald_ensure
-		gcc -std=gnu11 -O1 -Wall -Werror -o "$T/inject" "$SRC/tests/progs/journal_inject.c" -ldl ||
+		gcc -std=gnu11 -O1 -Wall -Wextra -Werror -o "$T/inject" "$SRC/tests/progs/journal_inject.c" -ldl ||
 			fail "cannot build journal_inject"
 		pid=$((5000000 + RANDOM * 100))
 		"$T/inject" MESSAGE_ID=7df8f2fd7e8542c19da1343c00501acc PRIORITY=2 OBJECT_PID=$pid \

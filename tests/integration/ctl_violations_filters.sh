@@ -8,7 +8,7 @@ ctl=$B/pmallocctl
 [ -x "$ctl" ] || skip "pmallocctl not built"
 command -v gcc >/dev/null || skip "gcc not installed (builds journal_inject)"
 journald_ensure
-gcc -std=gnu11 -O1 -Wall -o "$T/inject" "$SRC/tests/progs/journal_inject.c" -ldl ||
+gcc -std=gnu11 -O1 -Wall -Wextra -Werror -o "$T/inject" "$SRC/tests/progs/journal_inject.c" -ldl ||
 	fail "cannot build journal_inject"
 
 ID=7df8f2fd7e8542c19da1343c00501acc

@@ -24,8 +24,12 @@ struct plugin_conf *plugin_init(const char *name)
 	c->name = strdup(name);
 	c->n = 8;
 	c->table = calloc(c->n, sizeof(int));
-	if (!c->name || !c->table)
+	if (!c->name || !c->table) {
+		free(c->name);
+		free(c->table);
+		free(c);
 		return NULL;
+	}
 	for (size_t i = 0; i < c->n; i++)
 		c->table[i] = (int)(i * i);
 	return c;

@@ -72,7 +72,7 @@ __attribute__((noinline)) static void *storm_alloc(size_t n)
 	return p;
 }
 
-static void fail(const char *what)
+__attribute__((noreturn)) static void fail(const char *what)
 {
 	char line[256];
 	int n = snprintf(line, sizeof(line), "stress_api_fork[%d]: %s\n", (int)getpid(), what);

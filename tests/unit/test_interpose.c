@@ -162,11 +162,11 @@ static long ms_since(const struct timespec *t0)
 }
 
 /*
- * Run build/progs/PROG with args (NULL-terminated) under the shim and the
- * scratch policy file; env_extra ("NAME=VALUE", or "NAME" to drop it) may
+ * Run build/progs/PROG with args (ended by a typed NULL, which run() and
+ * run_env() add) under the shim and the scratch policy file; env_extra ("NAME=VALUE", or "NAME" to drop it) may
  * change the environment.  Fills R.
  */
-static void run_env(const char *const *env_extra, const char *prog, ...)
+static void run_args(const char *const *env_extra, const char *prog, ...)
 {
 	char *argv[16];
 	size_t argc = 0;
@@ -183,7 +183,7 @@ static void run_env(const char *const *env_extra, const char *prog, ...)
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", built("libpmalloc_shim.so"));
 	snprintf(conf, sizeof(conf), "PMALLOC_CONF=%s", conf_path);
 	snprintf(sock, sizeof(sock), "PMALLOC_SOCKET=%s", no_socket);
-	const char *env[32];
+	const char *env[32] = { 0 };
 	char *envp[32];
 	size_t n = 0;
 	env_set(env, &n, "PATH=/usr/local/bin:/usr/bin:/bin");
@@ -252,7 +252,9 @@ static void run_env(const char *const *env_extra, const char *prog, ...)
 		      RUN_DEADLINE_MS, R.out, R.err);
 }
 
-#define run(...) run_env(NULL, __VA_ARGS__)
+/* The argument lists end with a typed NULL, added here. */
+#define run_env(...) run_args(__VA_ARGS__, (const char *)NULL)
+#define run(...) run_args(NULL, __VA_ARGS__, (const char *)NULL)
 
 /* ---- assertions ---- */
 
@@ -395,14 +397,14 @@ static void expect_only_report(const struct report *rep)
 START_TEST(test_static_function_is_a_site)
 {
 	write_policy("ip_static", NULL, "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
-	run("ip_static", NULL);
+	run("ip_static");
 	expect_exit(0);
 	expect_stdout("before listen: secret protected 0\n"
 		      "after listen: secret protected 1, scratch protected 0\n"
 		      "secret is secret-0123456789\n");
 	expect_stderr("");
 
-	run("ip_static", "write", NULL);
+	run("ip_static", "write");
 	expect_signal(SIGSEGV);
 	expect_stdout("before listen: secret protected 0\n"
 		      "after listen: secret protected 1, scratch protected 0\n");
@@ -414,7 +416,7 @@ START_TEST(test_site_in_dlopened_library)
 {
 	const char *plugin = built("progs/libip_plugin.so");
 	write_policy("ip_dlopen", NULL, "plugin", "sites = [ \"libip_plugin.so*:plugin_init\" ]; " LISTEN);
-	run("ip_dlopen", plugin, NULL);
+	run("ip_dlopen", plugin);
 	expect_exit(0);
 	expect_stdout("plugin_init: struct 1, name 1, table 1\n"
 		      "plugin_scratch 0, main 0\n"
@@ -422,7 +424,7 @@ START_TEST(test_site_in_dlopened_library)
 		      "name is now alpha\n");
 	expect_stderr("");
 
-	run("ip_dlopen", plugin, "write", NULL);
+	run("ip_dlopen", plugin, "write");
 	expect_signal(SIGSEGV);
 	expect_only_report(&(struct report){ R.pid, "plugin", 1, 16, "plugin_init", "ip_dlopen", ENFORCE });
 }
@@ -436,19 +438,19 @@ START_TEST(test_library_loaded_where_a_site_library_was)
 	const char *plugin = built("progs/libip_plugin.so"), *twin = built("progs/libip_twin.so");
 	write_policy("ip_reload", NULL, "plugin",
 		     "sites = [ \"libip_plugin.so*:plugin_init\" ]; protect = [ \"manual\" ]; max_bytes = 16777216;");
-	run("ip_reload", plugin, plugin, NULL);
+	run("ip_reload", plugin, plugin);
 	expect_exit(0);
 	expect_stdout("libip_plugin.so: objects protected 1 1 1\n"
 		      "libip_plugin.so (same address): objects protected 1 1 1\n");
 
 	/* An unnamed library where the site library was: its objects are heap. */
-	run("ip_reload", plugin, twin, NULL);
+	run("ip_reload", plugin, twin);
 	expect_exit(0);
 	expect_stdout("libip_plugin.so: objects protected 1 1 1\n"
 		      "libip_twin.so (same address): objects protected 0 0 0\n");
 
 	/* The site library where an unnamed one was: its objects are pool. */
-	run("ip_reload", twin, plugin, NULL);
+	run("ip_reload", twin, plugin);
 	expect_exit(0);
 	expect_stdout("libip_twin.so: objects protected 0 0 0\n"
 		      "libip_plugin.so (same address): objects protected 1 1 1\n");
@@ -459,18 +461,18 @@ END_TEST
 START_TEST(test_wrapper_charges_its_caller)
 {
 	write_policy("ip_wrapper", NULL, "cfg", "sites = [ \"load_config\" ]; wrappers = [ \"xmalloc\" ]; " LISTEN);
-	run("ip_wrapper", NULL);
+	run("ip_wrapper");
 	expect_exit(0);
 	expect_stdout("config 1, request 0, late request 0\nconfig: port=8080 | GET /\n");
 	expect_stderr("");
 
 	/* Another caller's xmalloc() object is ordinary heap. */
-	run("ip_wrapper", "write-request", NULL);
+	run("ip_wrapper", "write-request");
 	expect_exit(0);
 	expect_stdout("config 1, request 0, late request 0\nconfig: port=8080 | GPT /\n");
 	expect_stderr("");
 
-	run("ip_wrapper", "write-config", NULL);
+	run("ip_wrapper", "write-config");
 	expect_signal(SIGSEGV);
 	expect_only_report(&(struct report){ R.pid, "cfg", 8, 48, "load_config", "ip_wrapper", ENFORCE });
 }
@@ -481,19 +483,19 @@ START_TEST(test_strdup_and_strndup_charge_their_caller)
 	static const char *out = "strdup 1, strndup 1, main strdup 0, main strndup 0\n"
 				 "\"administrator\" \"localhost\" (9) \"administrator\" \"loca\"\n";
 	write_policy("ip_strdup", NULL, "names", "sites = [ \"load_names\" ]; " LISTEN);
-	run("ip_strdup", NULL);
+	run("ip_strdup");
 	expect_exit(0);
 	char want[512];
 	snprintf(want, sizeof(want), "%sdone\n", out);
 	expect_stdout(want);
 	expect_stderr("");
 
-	run("ip_strdup", "write-strdup", NULL);
+	run("ip_strdup", "write-strdup");
 	expect_signal(SIGSEGV);
 	expect_stdout(out);
 	expect_only_report(&(struct report){ R.pid, "names", 2, 16, "load_names", "ip_strdup", ENFORCE });
 
-	run("ip_strdup", "write-strndup", NULL);
+	run("ip_strdup", "write-strndup");
 	expect_signal(SIGSEGV);
 	expect_only_report(&(struct report){ R.pid, "names", 9, 16, "load_names", "ip_strdup", ENFORCE });
 }
@@ -503,7 +505,7 @@ START_TEST(test_rule_matching_nothing_is_reported)
 {
 	write_policy("ip_static", NULL, "secrets",
 		     "sites = [ \"make_secret\", \"no_such_function_xyz\" ]; wrappers = [ \"no_such_wrapper\" ]; " LISTEN);
-	run_env((const char *[]){ "PMALLOC_DEBUG=1", NULL }, "ip_static", NULL);
+	run_env((const char *[]){ "PMALLOC_DEBUG=1", NULL }, "ip_static");
 	expect_exit(0);
 	expect_stdout("before listen: secret protected 0\n"
 		      "after listen: secret protected 1, scratch protected 0\n"
@@ -517,7 +519,7 @@ START_TEST(test_rule_matching_nothing_is_reported)
 		      "a rule that matched is reported as matching nothing" SHOW, OUTPUT);
 
 	/* Without PMALLOC_DEBUG, not a word. */
-	run("ip_static", NULL);
+	run("ip_static");
 	expect_exit(0);
 	expect_stderr("");
 }
@@ -528,7 +530,7 @@ END_TEST
 START_TEST(test_realloc_and_free_of_pool_objects)
 {
 	write_policy("ip_realloc", NULL, "cfg", "sites = [ \"cfg_alloc\", \"cfg_resize\", \"cfg_resize_array\" ]; " LISTEN);
-	run("ip_realloc", NULL);
+	run("ip_realloc");
 	expect_exit(0);
 	expect_stdout("usable size of a 10-byte pool object: 16\n"
 		      "after realloc to 100: usable 112\n"
@@ -550,7 +552,7 @@ END_TEST
 START_TEST(test_calloc_is_zeroed)
 {
 	write_policy("ip_calloc", NULL, "cfg", "sites = [ \"cfg_dirty\", \"cfg_calloc\" ]; " LISTEN);
-	run("ip_calloc", NULL);
+	run("ip_calloc");
 	expect_exit(0);
 	expect_stdout("calloc(1, 1): zeroed\n"
 		      "calloc(3, 7): zeroed\n"
@@ -566,7 +568,7 @@ END_TEST
 START_TEST(test_aligned_allocators_from_a_site)
 {
 	write_policy("ip_align", NULL, "cfg", "sites = [ \"make_aligned\" ]; " LISTEN);
-	run("ip_align", NULL);
+	run("ip_align");
 	expect_exit(0);
 	expect_stdout("posix_memalign(24): EINVAL\n"
 		      "posix_memalign(64, 100): aligned yes, usable enough, protected 1\n"
@@ -586,7 +588,7 @@ END_TEST
 START_TEST(test_object_larger_than_first_span)
 {
 	write_policy("ip_large", NULL, "tables", "sites = [ \"make_table\", \"make_aligned_table\" ]; " LISTEN);
-	run("ip_large", NULL);
+	run("ip_large");
 	expect_exit(0);
 	expect_stdout("table of 100000 bytes\n"
 		      "table of 70000 bytes aligned to 65536: aligned\n"
@@ -601,7 +603,7 @@ START_TEST(test_max_bytes_overflows_to_heap)
 {
 	write_policy("ip_maxbytes", NULL, "cache",
 		     "sites = [ \"cache_entry\" ]; protect = [ \"on-call:listen\" ]; max_bytes = 10000;");
-	run_env((const char *[]){ "PMALLOC_DEBUG=1", NULL }, "ip_maxbytes", NULL);
+	run_env((const char *[]){ "PMALLOC_DEBUG=1", NULL }, "ip_maxbytes");
 	expect_exit(0);
 	char line[512];
 	regmatch_t m[3];
@@ -618,7 +620,7 @@ START_TEST(test_max_bytes_overflows_to_heap)
 	ck_assert_msg(count_matching(R.err, re) == 1, "the cap is not said exactly once" SHOW, OUTPUT);
 	ck_assert_msg(count_matching(R.err, "max_bytes:") == 1, "the cap is said more than once" SHOW, OUTPUT);
 
-	run("ip_maxbytes", NULL);
+	run("ip_maxbytes");
 	expect_exit(0);
 	expect_stderr("");
 }
@@ -630,14 +632,14 @@ START_TEST(test_after_duration_trigger)
 {
 	write_policy("ip_after", NULL, "tokens",
 		     "sites = [ \"make_token\" ]; protect = [ \"after:200ms\" ]; max_bytes = 16777216;");
-	run("ip_after", NULL);
+	run("ip_after");
 	expect_exit(0);
 	expect_stdout("at start: protected 0, write ok\n"
 		      "protected after the delay (not early)\n"
 		      "token Token-abcdef\n");
 	expect_stderr("");
 
-	run("ip_after", "write", NULL);
+	run("ip_after", "write");
 	expect_signal(SIGSEGV);
 	expect_stdout("at start: protected 0, write ok\nprotected after the delay (not early)\n");
 	expect_only_report(&(struct report){ R.pid, "tokens", 3, 32, "make_token", "ip_after", ENFORCE });
@@ -652,14 +654,14 @@ START_TEST(test_manual_trigger)
 				 "again, nothing new: 0\n"
 				 "new key protected 0\n";
 	write_policy("ip_manual", NULL, "keys", "sites = [ \"make_key\" ]; protect = [ \"manual\" ]; max_bytes = 16777216;");
-	run("ip_manual", NULL);
+	run("ip_manual");
 	expect_exit(0);
 	char want[512];
 	snprintf(want, sizeof(want), "%sdone\n", out);
 	expect_stdout(want);
 	expect_stderr("");
 
-	run("ip_manual", "write", NULL);
+	run("ip_manual", "write");
 	expect_signal(SIGSEGV);
 	expect_stdout(out);
 	expect_only_report(&(struct report){ R.pid, "keys", 40, 64, "make_key", "ip_manual", ENFORCE });
@@ -669,7 +671,7 @@ END_TEST
 START_TEST(test_fork_trigger_protects_both_processes)
 {
 	write_policy("ip_fork", NULL, "state", "sites = [ \"make_state\" ]; protect = [ \"on-call:fork\" ]; max_bytes = 16777216;");
-	run("ip_fork", NULL);
+	run("ip_fork");
 	expect_exit(0);
 	char re[256], line[256];
 	regmatch_t m[2];
@@ -683,7 +685,7 @@ START_TEST(test_fork_trigger_protects_both_processes)
 	ck_assert_str_eq(line, "parent: protected 1");
 	expect_stderr("");
 
-	run("ip_fork", "write", NULL);
+	run("ip_fork", "write");
 	expect_signal(SIGSEGV);
 	ck_assert_msg(line_at(R.out, 1, line, sizeof(line)) &&
 		      line_matches(line, "^child ([0-9]+): protected 1$", m, 2), "the child is not protected" SHOW, OUTPUT);
@@ -704,7 +706,7 @@ START_TEST(test_threads_allocate_while_trigger_fires)
 	write_policy("ip_threads", NULL, "shared",
 		     "sites = [ \"thread_alloc\" ]; protect = [ \"on-call:listen\" ]; max_bytes = 67108864;");
 	for (int i = 0; i < 3; i++) {
-		run("ip_threads", NULL);
+		run("ip_threads");
 		expect_exit(0);
 		expect_stdout("threads 4; objects before enough, after enough\n"
 			      "overlapping 0, not zero 0, before listen but writable 0, after listen but read-only 0\n"
@@ -722,7 +724,7 @@ START_TEST(test_shim_copies_race_protect)
 	write_policy("ip_fillrace", NULL, "names",
 		     "sites = [ \"load_names\" ]; protect = [ \"manual\" ]; max_bytes = 268435456;");
 	for (int i = 0; i < 3; i++) {
-		run("ip_fillrace", NULL);
+		run("ip_fillrace");
 		expect_exit(0);
 		expect_stdout("ok: 2700 copies\n");
 		expect_stderr("");
@@ -739,7 +741,7 @@ static const struct report secret_report = { 0, "secrets", 7, 48, "make_secret",
 START_TEST(test_report_names_retitled_program)
 {
 	write_policy("ip_title", NULL, "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
-	run("ip_title", NULL);
+	run("ip_title");
 	expect_signal(SIGSEGV);
 	ck_assert_msg(strncmp(R.out, "retitled: ", 10) == 0 && !strstr(R.out, "ip_title"),
 		      "the program did not retitle itself" SHOW, OUTPUT);
@@ -750,7 +752,7 @@ END_TEST
 START_TEST(test_own_handler_sigaction_after_startup)
 {
 	write_policy("ip_sigsegv", NULL, "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
-	run("ip_sigsegv", "sigaction", NULL);
+	run("ip_sigsegv", "sigaction");
 	expect_signal(SIGSEGV);
 	expect_stdout("sigaction() query: ours\nhandled (1)\nsecret protected 1\n");
 	struct report rep = secret_report;
@@ -765,7 +767,7 @@ START_TEST(test_own_handler_sigaction_before_startup)
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s ", built("libpmalloc_shim.so"));
 	strcat(preload, built("progs/libip_sigfirst.so"));
 	write_policy("ip_sigsegv", NULL, "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
-	run_env((const char *[]){ preload, NULL }, "ip_sigsegv", "early", NULL);
+	run_env((const char *[]){ preload, NULL }, "ip_sigsegv", "early");
 	expect_signal(SIGSEGV);
 	expect_stdout("early handler installed before the shim: yes\n"
 		      "sigaction() query: not checked\n"
@@ -780,7 +782,7 @@ END_TEST
 START_TEST(test_own_handler_signal)
 {
 	write_policy("ip_sigsegv", NULL, "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
-	run("ip_sigsegv", "signal", NULL);
+	run("ip_sigsegv", "signal");
 	expect_signal(SIGSEGV);
 	expect_stdout("sigaction() query: ours\nhandled (1)\nsecret protected 1\n");
 	struct report rep = secret_report;
@@ -793,11 +795,11 @@ END_TEST
 START_TEST(test_own_handler_resethand)
 {
 	write_policy("ip_sigsegv", NULL, "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
-	run_env((const char *[]){ "LD_PRELOAD", NULL }, "ip_sigsegv", "resethand", NULL);
+	run_env((const char *[]){ "LD_PRELOAD", NULL }, "ip_sigsegv", "resethand");
 	expect_signal(SIGSEGV);            /* the program's expectation holds without the shim */
 	expect_stdout("sigaction() query: not checked\nresethand handler\n");
 
-	run("ip_sigsegv", "resethand", NULL);
+	run("ip_sigsegv", "resethand");
 	expect_signal(SIGSEGV);
 	expect_stdout("sigaction() query: not checked\nresethand handler\n");
 	expect_stderr("");
@@ -809,11 +811,11 @@ END_TEST
 START_TEST(test_own_handler_nodefer)
 {
 	write_policy("ip_sigsegv", NULL, "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
-	run_env((const char *[]){ "LD_PRELOAD", NULL }, "ip_sigsegv", "nodefer", NULL);
+	run_env((const char *[]){ "LD_PRELOAD", NULL }, "ip_sigsegv", "nodefer");
 	expect_exit(0);
 	expect_stdout("sigaction() query: not checked\nhandled 2\n");
 
-	run("ip_sigsegv", "nodefer", NULL);
+	run("ip_sigsegv", "nodefer");
 	expect_exit(0);
 	expect_stdout("sigaction() query: not checked\nhandled 2\n");
 	expect_stderr("");
@@ -825,7 +827,7 @@ END_TEST
 START_TEST(test_audit_mode_reports_and_allows)
 {
 	write_policy("ip_audit", " mode = \"audit\";", "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
-	run("ip_audit", NULL);
+	run("ip_audit");
 	expect_exit(0);
 	expect_stdout("protected 1\nafter the writes: SEcret; still protected 1\n");
 	ck_assert_msg(count_lines(R.err) == 2, "expected two reports" SHOW, OUTPUT);
@@ -842,7 +844,7 @@ START_TEST(test_audit_mode_with_programs_sigtrap_disposition)
 	write_policy("ip_audit", " mode = \"audit\";", "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
 	static const char *const modes[] = { "sigtrap", "sigtrap-ign" };
 	for (size_t i = 0; i < 2; i++) {
-		run("ip_audit", modes[i], NULL);
+		run("ip_audit", modes[i]);
 		expect_exit(0);
 		expect_stdout(i == 0 ? "protected 1\nafter the writes: SEcret; still protected 1\n"
 				       "the program's SIGTRAP handler ran 0 times\n"
@@ -859,7 +861,7 @@ END_TEST
 START_TEST(test_audit_mode_write_across_two_pages)
 {
 	write_policy("ip_audit", " mode = \"audit\";", "tables", "sites = [ \"make_table\" ]; " LISTEN);
-	run("ip_audit", "straddle", NULL);
+	run("ip_audit", "straddle");
 	expect_exit(0);
 	expect_stdout("protected 1 1; write at offset 4092\n"
 		      "after the write: 1122334455667788; still protected 1 1\n");
@@ -895,7 +897,7 @@ START_TEST(test_broken_policy_syntax_error)
 	write_conf("version = 1;\n"
 		   "policies = ( { name = \"ip\"; match = { exe = [ \"*/ip_static\" ]; };\n"
 		   "  pools = ( { name = \"secrets\"; sites = [ \"make_secret\" ; protect = [ \"on-call:listen\" ]; } ); } );\n");
-	run("ip_static", "write", NULL);
+	run("ip_static", "write");
 	expect_unprotected_run();
 	expect_one_policy_error(3, "[^ ].*");
 }
@@ -907,7 +909,7 @@ START_TEST(test_broken_policy_unknown_key)
 		   "policies = ( { name = \"ip\"; match = { exe = [ \"*/ip_static\" ]; };\n"
 		   "  pools = ( { name = \"secrets\"; sites = [ \"make_secret\" ];\n"
 		   "    colour = \"red\"; protect = [ \"on-call:listen\" ]; } ); } );\n");
-	run("ip_static", "write", NULL);
+	run("ip_static", "write");
 	expect_unprotected_run();
 	expect_one_policy_error(4, "unknown key .*colour.*");
 }
@@ -916,7 +918,7 @@ END_TEST
 START_TEST(test_no_matching_policy_is_silent)
 {
 	write_policy("not-this-program", NULL, "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
-	run("ip_static", "write", NULL);
+	run("ip_static", "write");
 	expect_unprotected_run();
 	expect_stderr("");
 }
@@ -927,7 +929,7 @@ END_TEST
 START_TEST(test_allocator_in_the_executable)
 {
 	write_policy("not-this-program", NULL, "secrets", "sites = [ \"make_secret\" ]; " LISTEN);
-	run("ip_ownmalloc", NULL);
+	run("ip_ownmalloc");
 	expect_exit(0);
 	expect_stdout("ok\n");
 	expect_stderr("");
@@ -937,12 +939,12 @@ END_TEST
 START_TEST(test_errno_preserved)
 {
 	write_policy("ip_errno", NULL, "cfg", "sites = [ \"cfg_load\" ]; " LISTEN);
-	run("ip_errno", NULL);
+	run("ip_errno");
 	expect_exit(0);
 	expect_stdout("errno preserved\n");
 	expect_stderr("");
 	/* The debug lines must not cost errno either. */
-	run_env((const char *[]){ "PMALLOC_DEBUG=1", NULL }, "ip_errno", NULL);
+	run_env((const char *[]){ "PMALLOC_DEBUG=1", NULL }, "ip_errno");
 	expect_exit(0);
 	expect_stdout("errno preserved\n");
 }
