@@ -24,16 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static void listen_once(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
-		perror("audit_threads: listen");
-		exit(2);
-	}
-	close(fd);
-}
+#include "prog.h"
 
 static __attribute__((noinline)) char *make_config(size_t n)
 {

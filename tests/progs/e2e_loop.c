@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "prog.h"
+
 struct config {
 	char *name;
 	int port;
@@ -34,12 +36,6 @@ static struct config *setup(void)
 static void corrupt(volatile char *where, char what)
 {
 	*where = what;
-}
-
-static int is_protected(const void *p)
-{
-	int (*fn)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "pmalloc_is_protected");
-	return fn ? fn(p) : -1;
 }
 
 int main(void)

@@ -20,6 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "prog.h"
+
 struct config {
 	char *name;
 	int port;
@@ -38,12 +40,6 @@ static struct config *setup(void)
 static void corrupt(volatile char *where, char what)
 {
 	*where = what;
-}
-
-static int is_protected(const void *p)
-{
-	int (*fn)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "pmalloc_is_protected");
-	return fn ? fn(p) : -1;
 }
 
 static void worker(const struct config *c, pid_t master)

@@ -12,11 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-static int is_protected(const void *p)
-{
-	int (*fn)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "pmalloc_is_protected");
-	return fn ? fn(p) : -1;
-}
+#include "prog.h"
 
 static void corrupt(volatile char *where, char what)
 {

@@ -16,28 +16,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "prog.h"
+
 struct plugin_conf {
 	char *name;
 	int *table;
 	size_t n;
 };
-
-static int is_protected(const void *p)
-{
-	int (*fn)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "pmalloc_is_protected");
-	return fn ? fn(p) : -1;
-}
-
-static int listen_once(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
-		perror("ip_dlopen: listen");
-		exit(2);
-	}
-	return fd;
-}
 
 static void corrupt(volatile char *where, char what)
 {
@@ -66,7 +51,7 @@ int main(int argc, char **argv)
 	char *mine = malloc(32);
 	if (!c || !s || !mine)
 		return 3;
-	int fd = listen_once();
+	listen_once();
 	printf("plugin_init: struct %d, name %d, table %d\n", is_protected(c), is_protected(c->name),
 	       is_protected(c->table));
 	printf("plugin_scratch %d, main %d\n", is_protected(s), is_protected(mine));
@@ -76,6 +61,5 @@ int main(int argc, char **argv)
 	if (strcmp(mode, "write") == 0)
 		corrupt(c->name + 1, 'X');
 	printf("name is now %s\n", c->name);
-	close(fd);
 	return 0;
 }

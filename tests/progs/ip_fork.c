@@ -13,11 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int is_protected(const void *p)
-{
-	int (*fn)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "pmalloc_is_protected");
-	return fn ? fn(p) : -1;
-}
+#include "prog.h"
 
 static void corrupt(volatile char *where, char what)
 {

@@ -17,22 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static int is_protected(const void *p)
-{
-	int (*fn)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "pmalloc_is_protected");
-	return fn ? fn(p) : -1;
-}
-
-static void listen_once(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
-		perror("ip_realloc: listen");
-		exit(2);
-	}
-	close(fd);
-}
+#include "prog.h"
 
 static int bad;
 #define CHECK(cond, ...) do { if (!(cond)) { bad++; printf("BAD: " __VA_ARGS__); printf("\n"); } } while (0)

@@ -13,17 +13,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "prog.h"
+
 struct plugin_conf {
 	char *name;
 	int *table;
 	size_t n;
 };
-
-static int is_protected(const void *p)
-{
-	int (*fn)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "pmalloc_is_protected");
-	return fn ? fn(p) : -1;
-}
 
 int main(int argc, char **argv)
 {

@@ -18,23 +18,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* -1 when no shim is loaded. */
-static int is_protected(const void *p)
-{
-	int (*fn)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "pmalloc_is_protected");
-	return fn ? fn(p) : -1;
-}
+#include "prog.h"
 
-static int listen_once(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
-		perror("ip_static: listen");
-		exit(2);
-	}
-	return fd;
-}
+/* -1 when no shim is loaded. */
 
 /* Through a volatile pointer so the compiler keeps the deliberate bug. */
 static void corrupt(volatile char *where, char what)
@@ -66,7 +52,7 @@ int main(int argc, char **argv)
 	char *secret = make_secret();
 	char *scratch = make_scratch();
 	printf("before listen: secret protected %d\n", is_protected(secret));
-	int fd = listen_once();
+	listen_once();
 	printf("after listen: secret protected %d, scratch protected %d\n", is_protected(secret),
 	       is_protected(scratch));
 	scratch[0] = 'S';                       /* the heap stays writable */
@@ -76,6 +62,5 @@ int main(int argc, char **argv)
 	printf("secret is %s\n", secret);
 	free(scratch);
 	free(secret);
-	close(fd);
 	return 0;
 }

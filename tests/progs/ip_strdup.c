@@ -15,22 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static int is_protected(const void *p)
-{
-	int (*fn)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "pmalloc_is_protected");
-	return fn ? fn(p) : -1;
-}
-
-static int listen_once(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
-		perror("ip_strdup: listen");
-		exit(2);
-	}
-	return fd;
-}
+#include "prog.h"
 
 static void corrupt(volatile char *where, char what)
 {
@@ -56,7 +41,7 @@ int main(int argc, char **argv)
 	char *mine_n = strndup(endpoint, 4);
 	if (!name || !host || !mine || !mine_n)
 		return 3;
-	int fd = listen_once();
+	listen_once();
 	printf("strdup %d, strndup %d, main strdup %d, main strndup %d\n", is_protected(name),
 	       is_protected(host), is_protected(mine), is_protected(mine_n));
 	printf("\"%s\" \"%s\" (%zu) \"%s\" \"%s\"\n", name, host, strlen(host), mine, mine_n);
@@ -68,6 +53,5 @@ int main(int argc, char **argv)
 	else if (strcmp(mode, "write-strndup") == 0)
 		corrupt(host + 9, 'X');
 	printf("done\n");
-	close(fd);
 	return 0;
 }

@@ -18,22 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static int is_protected(const void *p)
-{
-	int (*fn)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "pmalloc_is_protected");
-	return fn ? fn(p) : -1;
-}
-
-static int listen_once(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 1) < 0) {
-		perror("ip_wrapper: listen");
-		exit(2);
-	}
-	return fd;
-}
+#include "prog.h"
 
 static void corrupt(volatile char *where, char what)
 {
@@ -71,7 +56,7 @@ int main(int argc, char **argv)
 	const char *mode = argc > 1 ? argv[1] : "";
 	char *config = load_config();
 	char *request = handle_request();
-	int fd = listen_once();
+	listen_once();
 	char *late = handle_request();
 	printf("config %d, request %d, late request %d\n", is_protected(config), is_protected(request),
 	       is_protected(late));
@@ -84,6 +69,5 @@ int main(int argc, char **argv)
 	free(late);
 	free(request);
 	free(config);
-	close(fd);
 	return 0;
 }
