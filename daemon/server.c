@@ -856,11 +856,14 @@ static int on_clients(sd_event_source *src, int fd, uint32_t revents, void *user
 	for (int i = 0; i < n; i++) {
 		struct client *c = ev[i].data.ptr;
 
-		/* A HELLO after the client was watched (it did not come with
-		 * the connection): not read while the worker has it.  Rare: a
-		 * shim sends its HELLO right after connect(). */
-		if (client_read(c) == 0 && c->state == CLIENT_IDENTIFYING)
+		/* It spoke again, or left, while the worker has its HELLO: read
+		 * in order once it is answered (watched again then).  A shim
+		 * waits for its answer: only a hostile or vanishing client
+		 * costs this. */
+		if (c->state == CLIENT_IDENTIFYING)
 			client_unwatch(c);
+		else
+			(void)client_read(c);
 	}
 	jwriter_batch_end();
 	return 0;
