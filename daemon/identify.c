@@ -34,6 +34,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#define IDENTIFY_STACK (256 * 1024)
+
 struct identify {
 	pthread_t thread;
 	int efd;                         /* readable: jobs done */
@@ -135,6 +137,7 @@ static void *worker(void *arg)
 int identify_start(struct identify **ret)
 {
 	struct identify *q = calloc(1, sizeof(*q));
+	pthread_attr_t attr;
 	sigset_t all, old;
 	int r;
 
@@ -154,11 +157,15 @@ int identify_start(struct identify **ret)
 	pthread_cond_init(&q->wake, NULL);
 	(void)proc_boottime_ticks();     /* its cached clock rate, set before the worker reads it */
 
-	/* Signals are the loop's (signalfd): the worker takes none. */
+	/* Signals are the loop's (signalfd): the worker takes none.  Its
+	 * stack: a few pages are used (the jobs hold the buffers). */
 	sigfillset(&all);
+	pthread_attr_init(&attr);
+	(void)pthread_attr_setstacksize(&attr, IDENTIFY_STACK);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = -pthread_create(&q->thread, NULL, worker, q);
+	r = -pthread_create(&q->thread, &attr, worker, q);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
 	if (r < 0) {
 		pthread_cond_destroy(&q->wake);
 		pthread_mutex_destroy(&q->lock);
