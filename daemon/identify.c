@@ -245,17 +245,24 @@ void identify_submit(struct identify *q, struct identify_job *j)
 		pthread_cond_signal(&q->wake);
 }
 
-struct identify_job *identify_take(struct identify *q)
+struct identify_job *identify_take(struct identify *q, bool woken)
 {
 	struct identify_job *list;
 	uint64_t n;
+	bool told;
 
-	/* First: a result queued after it still writes the eventfd again. */
-	(void)!read(q->efd, &n, sizeof(n));
+	if (!q)
+		return NULL;
 	pthread_mutex_lock(&q->lock);
 	list = q->done;
 	q->done = q->done_tail = NULL;
+	told = q->told;
 	q->told = false;
 	pthread_mutex_unlock(&q->lock);
+	/* Reset when written since (or about to be: then the loop wakes once
+	 * more, for nothing), or readable (woken: else it stays readable and
+	 * the loop spins); a result queued after the unlock writes it again. */
+	if (told || woken)
+		(void)!read(q->efd, &n, sizeof(n));
 	return list;
 }

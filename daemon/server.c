@@ -361,7 +361,7 @@ static int handle_hello(struct client *c, const struct pmw_hello *m, const struc
 		return -EPERM;
 	}
 
-	/* Who it is, by the worker (the answer follows in on_identified()),
+	/* Who it is, by the worker (the answer follows in answer_identified()),
 	 * or here when IDENTIFY_QUEUE jobs are out already. */
 	c->deadline = 0;
 	j = identify_job_get(c->server->identify);
@@ -851,17 +851,37 @@ static int client_read(struct client *c)
 	return 0;
 }
 
+/* Jobs back from identify.c's worker: answer each, then watch it.  Called
+ * by the eventfd's source, and at the end of the others' (no system call
+ * when none is back): an answer waits for no turn of the loop. */
+static void answer_identified(struct server *s, bool woken)
+{
+	struct identify_job *j, *next;
+
+	for (j = identify_take(s->identify, woken); j; j = next) {
+		struct client *c = j->owner;
+		int r;
+
+		next = j->next;
+		c->job = NULL;
+		r = hello_finish(c, j);
+		identify_job_put(s->identify, j);
+		if (r < 0 || client_watch(c) < 0)
+			client_free(c);
+	}
+}
+
 /* Ready clients, at most SERVER_IO_BATCH per call: the set stays readable
  * while more are, and the loop comes back after its other sources.
  * Handling one client frees no other (only the silent timer drops others). */
 static int on_clients(sd_event_source *src, int fd, uint32_t revents, void *userdata)
 {
+	struct server *s = userdata;
 	struct epoll_event ev[SERVER_IO_BATCH];
 	int n;
 
 	(void)src;
 	(void)revents;
-	(void)userdata;
 	n = epoll_wait(fd, ev, SERVER_IO_BATCH, 0);
 	jwriter_batch_begin();           /* the answers first, then the journal */
 	for (int i = 0; i < n; i++) {
@@ -876,31 +896,20 @@ static int on_clients(sd_event_source *src, int fd, uint32_t revents, void *user
 		else
 			(void)client_read(c);
 	}
+	answer_identified(s, false);
 	jwriter_batch_end();
 	return 0;
 }
 
-/* Jobs back from identify.c's worker: answer each, then watch it. */
 static int on_identified(sd_event_source *src, int fd, uint32_t revents, void *userdata)
 {
 	struct server *s = userdata;
-	struct identify_job *j, *next;
 
 	(void)src;
 	(void)fd;
 	(void)revents;
 	jwriter_batch_begin();           /* the answers first, then the journal */
-	for (j = identify_take(s->identify); j; j = next) {
-		struct client *c = j->owner;
-		int r;
-
-		next = j->next;
-		c->job = NULL;
-		r = hello_finish(c, j);
-		identify_job_put(s->identify, j);
-		if (r < 0 || client_watch(c) < 0)
-			client_free(c);
-	}
+	answer_identified(s, true);
 	jwriter_batch_end();
 	return 0;
 }
@@ -1019,6 +1028,7 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
 		}
 		client_accept(s, cfd);
 	}
+	answer_identified(s, false);
 	jwriter_batch_end();
 	return 0;
 }
