@@ -1102,9 +1102,13 @@ int server_start(struct server *s)
 	if (r < 0)
 		return log_error_errno(r, "cannot arm the silent-client timer: %m");
 	(void)sd_event_source_set_enabled(s->silent_timer, SD_EVENT_OFF);
+	/* Without the worker, the loop identifies every client itself. */
 	r = identify_start(&s->identify);
-	if (r < 0)
-		return log_error_errno(r, "cannot start the identification thread: %m");
+	if (r < 0) {
+		log_warning_errno(r, "cannot start the identification thread, clients are identified "
+				  "by the event loop: %m");
+		return 0;
+	}
 	r = sd_event_add_io(s->manager->event, &s->identified_src, identify_fd(s->identify), EPOLLIN,
 			    on_identified, s);
 	if (r < 0)
