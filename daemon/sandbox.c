@@ -52,6 +52,7 @@ static const char *const allowed[] = {
 	"futex", "rt_sigprocmask", "exit",
 	"clock_gettime",                           /* (rare) when the vDSO cannot serve the clock */
 	"getrandom",                               /* (rare) ASan's allocator (make check-sanitize); no I/O */
+	"sigaltstack",                             /* (rare) ASan's thread exit (the worker's, joined) */
 	/* exit: the socket is unlinked */
 	"unlink", "exit_group",
 };
