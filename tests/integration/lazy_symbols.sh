@@ -98,6 +98,36 @@ grep -q 'reading the [0-9]* symbols of .*/libc[.-]' "$T/err" || fail "libc's tab
 never_opened < <(comm -23 "$T/candidates" "$T/read")
 pass "a rule naming an exported function opens no file before main"
 
+# Opened at the first allocation, a file may no longer be the object loaded
+# (an upgrade renamed another over it): one whose build-id differs is not
+# read, the object keeps its exported functions.  A library preloaded from
+# $T, replaced before it first allocates: by a copy of itself, its .symtab
+# is read; by another build (libip_twin: the same code, another build-id),
+# only its .dynsym in memory is.
+LATE=$B/progs/late_open
+[ -x "$LATE" ] && [ -e "$B/progs/libip_plugin.so" ] || fail "late_open or libip_plugin.so is missing: run make check"
+cat >"$PMALLOC_CONF" <<EOF
+version = 1;
+policies = ( { name = "late"; match = { exe = [ "*/late_open" ]; };
+  pools = ( { name = "plug"; sites = [ "libswap.so:plugin_*" ]; } ); } );
+EOF
+late() {
+	cp "$B/progs/libip_plugin.so" "$T/libswap.so"
+	cp "$1" "$T/new.so"
+	PMALLOC_DEBUG=1 LD_PRELOAD="$SHIM $T/libswap.so" "$LATE" "$T/new.so" "$T/libswap.so" >"$T/out" 2>"$T/err" ||
+		fail "late_open failed: $(cat "$T/out" "$T/err")"
+	grep -qx 'plugin_init ok' "$T/out" || fail "late_open: $(cat "$T/out" "$T/err")"
+	grep -q 'allocation site plugin_init+0x[0-9a-f]* .* -> pool "plug"' "$T/err" ||
+		fail "plugin_init was not routed to its pool: $(cat "$T/err")"
+}
+late "$B/progs/libip_plugin.so"
+grep -q "reading the [0-9]* symbols of $T/libswap.so\$" "$T/err" || fail "the same file's .symtab was not read: $(cat "$T/err")"
+late "$B/progs/libip_twin.so"
+grep -q "$T/libswap.so has only the [0-9]* exported symbols read for the rules\$" "$T/err" &&
+	! grep -q "reading the [0-9]* symbols of $T/libswap.so" "$T/err" ||
+	fail "a file with another build-id was read as the object's: $(cat "$T/err")"
+pass "a file replaced before its object first allocates is read only when its build-id is the object's"
+
 policy '"make_secret", "no_such_function_xyz"'
 run
 grep -q 'site rule "no_such_function_xyz" matches no function' "$T/err" || fail "the unmatched rule was not reported: $(cat "$T/err")"
