@@ -386,10 +386,16 @@ static struct pending *find_pending(uintptr_t base, const char *name)
 	return NULL;
 }
 
-static const char *object_path(const struct link_map *lm, char *buf, size_t len)
+/* The program's path, as read at start-up; NULL when unknown. */
+static const char *program_path;
+
+/* The path of the object the link map names l_name ("" for the program). */
+static const char *object_path(const char *l_name, char *buf, size_t len)
 {
-	if (lm->l_name && lm->l_name[0])
-		return lm->l_name;
+	if (l_name && l_name[0])
+		return l_name;
+	if (program_path)
+		return program_path;
 	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
 	if (n <= 0)
 		return NULL;
@@ -477,7 +483,7 @@ static void read_pending(struct pending *pe, struct collect *c)
 static void read_loaded(const struct link_map *lm, const char *key_name)
 {
 	char buf[4096];
-	const char *path = object_path(lm, buf, sizeof(buf));
+	const char *path = object_path(lm->l_name, buf, sizeof(buf));
 	path = path ? path : "?";
 	/* Its program headers (for its build-id): they stay mapped while the
 	 * object is loaded, and dlclose cannot run under the shim's guard. */
@@ -680,15 +686,10 @@ static int visit_object(struct dl_phdr_info *info, size_t size, void *ctx)
  * file is opened here.  The shim's own code is never a site. */
 static void prepare_object(const struct loaded_object *so, uintptr_t self)
 {
-	const char *path = so->name;
 	char buf[4096];
-	if (!path[0]) {
-		ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-		if (n <= 0)
-			return;
-		buf[n] = '\0';
-		path = buf;
-	}
+	const char *path = object_path(so->name, buf, sizeof(buf));
+	if (!path)
+		return;
 	if (strncmp(base_name(path), "linux-vdso", 10) == 0 || strncmp(base_name(path), "linux-gate", 10) == 0)
 		return;
 	struct object_key obj = { so->base, strdup(so->name) };
@@ -849,9 +850,10 @@ static void resolve_lock_drop(void)
 	pthread_mutex_unlock(&resolve_lock);
 }
 
-int resolve_init(struct shim_state *st)
+int resolve_init(struct shim_state *st, const char *exe)
 {
 	state = st;
+	program_path = exe[0] ? strdup(exe) : NULL;
 	pthread_atfork(resolve_lock_take, resolve_lock_drop, resolve_lock_drop);
 	void *space;
 	if (os_reserve(TABLE_SPACE, &space) == 0)

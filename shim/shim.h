@@ -91,8 +91,9 @@ struct site_hit resolve_through_wrapper(uintptr_t ra);
  * every call site again (another object may now sit at the same place). */
 void resolve_forget_unloaded(void);
 /* Read the rules of the policy being armed from its image (and set
- * st->match_all); scans the objects loaded now.  Before st is read-only. */
-int resolve_init(struct shim_state *st);
+ * st->match_all); scans the objects loaded now.  Before st is read-only.
+ * exe: the program's path as read at start-up ("" when unknown). */
+int resolve_init(struct shim_state *st, const char *exe);
 /* The rules read (every site and wrapper but the match-all "*"), for
  * pmallocd's status: rule i as written and whether it matched; false past
  * the last.  Read while other threads may resolve: a rule seen unmatched
