@@ -72,22 +72,17 @@ static void arena_do_init(void)
 		if ((uintptr_t)p + HUGE > a)
 			os_unmap((void *)(a + size), (uintptr_t)p + HUGE - a);
 		p = (void *)a;
-		/* Writable at once, present only where touched: one call each. */
-		if (os_map_lazy(heads_len, &heads) < 0) {
+		/* Writable at once, present only where touched: one call for both. */
+		if (os_map_lazy(heads_len + spans_len, &heads) < 0) {
 			os_unmap(p, size);
 			continue;
 		}
-		if (os_map_lazy(spans_len, &sp) < 0) {
-			os_unmap(heads, heads_len);
-			os_unmap(p, size);
-			continue;
-		}
+		sp = (char *)heads + heads_len;
 		units_ro.m.base = (uintptr_t)p;
 		units_ro.m.size = size;
 		if (os_protect_ro(&units_ro, sizeof(units_ro)) < 0) {
 			units_ro.m.size = 0;
-			os_unmap(heads, heads_len);
-			os_unmap(sp, spans_len);
+			os_unmap(heads, heads_len + spans_len);
 			os_unmap(p, size);
 			break;
 		}

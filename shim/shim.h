@@ -129,6 +129,9 @@ void client_notify_protected(size_t pool_index, const char *trigger, size_t new_
 /* Hand msg to pmallocd without blocking: false without a daemon of this
  * process's (or a full socket).  Async-signal-safe. */
 bool client_send_msg(const void *msg, size_t len);
+/* Whether pmallocd served this process (a connection was kept): without
+ * it, messages only for the daemon are not even built. */
+bool client_has_daemon(void);
 
 /* libc's definition of name (dlsym RTLD_NEXT), NULL if none. */
 void *shim_real_symbol(const char *name);
