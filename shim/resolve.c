@@ -207,9 +207,11 @@ static int range_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Tables come from one reservation made at start-up: no mmap while the
+/* Tables come from one mapping made at start-up: no mmap while the
  * program runs (after a dlclose, a fresh mapping would also take the place
- * of the object just unloaded), and nothing is ever unmapped. */
+ * of the object just unloaded), and nothing is ever unmapped.  Writable
+ * and present only where touched (no commit call per table); each table
+ * is made read-only once written. */
 #define TABLE_SPACE ((size_t)16 << 20)
 static char *table_base;
 static size_t table_used;
@@ -217,9 +219,6 @@ static size_t table_used;
 static int table_space(size_t len, void **ret)
 {
 	if (table_base && table_used + len <= TABLE_SPACE) {
-		int r = os_commit(table_base + table_used, len);
-		if (r < 0)
-			return r;
 		*ret = table_base + table_used;
 		table_used += len;
 		return 0;
@@ -856,7 +855,7 @@ int resolve_init(struct shim_state *st, const char *exe)
 	program_path = exe[0] ? strdup(exe) : NULL;
 	pthread_atfork(resolve_lock_take, resolve_lock_drop, resolve_lock_drop);
 	void *space;
-	if (os_reserve(TABLE_SPACE, &space) == 0)
+	if (os_map_lazy(TABLE_SPACE, &space) == 0)
 		table_base = space;
 	/* The rules, read from the policy's image (read-only, like the state):
 	 * wrappers first, so a function named both ways is looked through. */
