@@ -18,7 +18,7 @@
  * never waits for an answer.  Costs (callgrind, learn_prog with one pool
  * of three rules): the rules, about 2,300 instructions and one send(2) of
  * 7 KiB, once at start-up; the sites, one pass over the pools' object
- * records (pool_sites.c) into a 384 KiB zeroed table of libc's (mmap'ed,
+ * records (pool_sites.c) into a 192 KiB zeroed table of libc's (mmap'ed,
  * touched where used), about 3,400 instructions for one object.
  */
 #define _GNU_SOURCE

@@ -19,12 +19,12 @@
 struct site *_Atomic site_table;
 static pthread_once_t site_once = PTHREAD_ONCE_INIT;
 
-/* One mapping: the slots (128 KiB: a process's sites touch fewer pages
+/* One mapping: the slots (64 KiB: a process's sites touch fewer pages
  * than with the symbols inline), then their symbols
  * (site_sym_of).  Not made present at once: that would cost every process
- * 128 KiB resident.  Nor mapped to the zero page at once (madvise
- * MADV_POPULATE_READ): 32 pages that way cost here what 32 first reads do
- * (some 20 us), and a small program reads fewer. */
+ * 64 KiB resident, and a small program touches fewer pages.  Nor mapped to
+ * the zero page at once (madvise MADV_POPULATE_READ): the copy at a
+ * page's first write costs the same after it. */
 static void site_init(void)
 {
 	void *p;
