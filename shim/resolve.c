@@ -15,8 +15,11 @@
  * .dynsym in memory (symtab.c).  Before main, the rules are only checked
  * against the exported functions (for the word on a rule that names
  * nothing); a rule that names none has the tables it could name read then.
- * Objects loaded later by dlopen are read from memory (.dynsym, exported
- * functions only) at the first allocation made from them.
+ * A program about to restrict itself (no_new_privs, a seccomp filter:
+ * restrict.c) has every table still unread read first: a filter may kill
+ * the process at an open(2).  Objects loaded later by dlopen are read from
+ * memory (.dynsym, exported functions only) at the first allocation made
+ * from them.
  *
  * Range tables are built aside and published with one atomic store, then
  * never written again (they are mprotect'ed read-only) nor freed, so
@@ -798,6 +801,24 @@ static bool is_loaded(const struct loaded_list *l, const struct object_key *k)
 		if (key_equal(k, l->o[i].base, l->o[i].name))
 			return true;
 	return false;
+}
+
+void resolve_read_all(void)
+{
+	if (!state || !atomic_load(&n_unread))
+		return;
+	for (size_t i = 0; i < n_pending; i++) {
+		struct collect c = { 0 };
+		pthread_mutex_lock(&resolve_lock);
+		bool unread = !already_scanned(pending[i].obj.base, pending[i].obj.name) &&
+			      !atomic_load_explicit(&pending[i].read, memory_order_relaxed);
+		if (unread)
+			read_pending(&pending[i], &c);
+		pthread_mutex_unlock(&resolve_lock);
+		if (unread)
+			say_ranges(&c, pending[i].path);
+		free(c.r);
+	}
 }
 
 void resolve_forget_unloaded(void)

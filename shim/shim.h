@@ -90,6 +90,9 @@ struct site_hit resolve_through_wrapper(uintptr_t ra);
 /* After dlclose: forget the ranges of objects no longer loaded and decide
  * every call site again (another object may now sit at the same place). */
 void resolve_forget_unloaded(void);
+/* Read now every symbol table still waiting for its object's first
+ * allocation: the program is about to restrict itself (restrict.c). */
+void resolve_read_all(void);
 /* Read the rules of the policy being armed from its image (and set
  * st->match_all); scans the objects loaded now.  Before st is read-only.
  * exe: the program's path as read at start-up ("" when unknown). */

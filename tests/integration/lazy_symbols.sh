@@ -6,9 +6,10 @@
 # name read then, the program's first, until it has a match.  Any other
 # object's table is located (its files opened) and read at the first
 # allocation made from its code, once; an object that never allocates is
-# never opened (strace).  A rule that names nothing has every table read
-# before main, and is still reported; one for an object not loaded yet,
-# none.
+# never opened (strace); a program that restricts itself (no_new_privs,
+# seccomp) has them read first.  A rule that names nothing has every table
+# read before main, and is still reported; one for an object not loaded
+# yet, none.
 . "$(dirname "$0")/lib.sh"
 
 SHIM=$B/libpmalloc_shim.so
@@ -127,6 +128,30 @@ grep -q "$T/libswap.so has only the [0-9]* exported symbols read for the rules\$
 	! grep -q "reading the [0-9]* symbols of $T/libswap.so" "$T/err" ||
 	fail "a file with another build-id was read as the object's: $(cat "$T/err")"
 pass "a file replaced before its object first allocates is read only when its build-id is the object's"
+
+# A program that restricts itself (no_new_privs, then a seccomp filter
+# that kills it at any open) before an object first allocates: the shim
+# reads the tables still unread when the program asks for no_new_privs
+# (prctl), not at that allocation, which the filter would kill.
+SANDBOX=$B/progs/sandbox_late
+[ -x "$SANDBOX" ] || fail "$SANDBOX is missing: run make check"
+cat >"$PMALLOC_CONF" <<EOF
+version = 1;
+policies = ( { name = "late"; match = { exe = [ "*/sandbox_late" ]; };
+  pools = ( { name = "plug"; sites = [ "libip_plugin.so:plugin_*" ]; } ); } );
+EOF
+PMALLOC_DEBUG=1 LD_PRELOAD="$SHIM $B/progs/libip_plugin.so" "$SANDBOX" >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc = 77 ] && skip "no seccomp filter for this architecture in sandbox_late"
+[ $rc = 0 ] || fail "sandbox_late exited $rc (159: killed at an open after its filter): $(cat "$T/out" "$T/err")"
+grep -qx 'plugin_init ok' "$T/out" || fail "sandbox_late: $(cat "$T/out" "$T/err")"
+grep -q 'allocation site plugin_init+0x[0-9a-f]* .* -> pool "plug"' "$T/err" ||
+	fail "plugin_init was not routed to its pool: $(cat "$T/err")"
+read_at=$(grep -n 'reading the [0-9]* symbols of .*/libip_plugin.so$' "$T/err" | head -n 1 | cut -d: -f1)
+sandboxed_at=$(grep -nx 'sandboxed' "$T/err" | cut -d: -f1)
+[ -n "$read_at" ] && [ -n "$sandboxed_at" ] && [ "$read_at" -lt "$sandboxed_at" ] ||
+	fail "the plugin's table was not read before the filter: $(cat "$T/err")"
+pass "a program that restricts itself has the tables still unread read first, not at its next allocation"
 
 policy '"make_secret", "no_such_function_xyz"'
 run
