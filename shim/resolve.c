@@ -364,8 +364,9 @@ static void say_ranges(const struct collect *c, const char *path)
 struct pending {
 	struct object_key obj;
 	const char *path;
-	/* Its program headers: they stay mapped, as objects loaded at start-up
-	 * are never unloaded. */
+	/* Its program headers, mapped while it is loaded; an entry whose
+	 * object is unloaded (one an earlier constructor dlopen'ed) is marked
+	 * read then, and never used again (resolve_forget_unloaded). */
 	const ElfW(Phdr) *ph;
 	size_t phnum;
 	/* The ranges the rule check found in its .dynsym before main (when it
@@ -461,18 +462,18 @@ static void read_pending(struct pending *pe, struct collect *c)
 	applicable_rules(pe->path, &a);
 	c->obj = pe->obj;
 	struct symtab t;
-	if (symtab_open(pe->path, pe->obj.base, pe->ph, pe->phnum, &t) == 0) {
-		if (!t.map && pe->dyn_walked) {
-			debug_printf("%s has only the %zu exported symbols read for the rules", pe->path, t.n_syms);
-			c->r = pe->dyn_r;
-			c->n = c->cap = pe->dyn_n;
-			pe->dyn_r = NULL;
-		} else {
-			debug_printf("reading the %zu symbols of %s", t.n_syms, pe->path);
-			collect_functions(c, &a, &t, pe->path);
-		}
-		symtab_close(&t);
+	bool found = symtab_open(pe->path, pe->obj.base, pe->ph, pe->phnum, &t) == 0;
+	if (found && (t.map || !pe->dyn_walked)) {
+		debug_printf("reading the %zu symbols of %s", t.n_syms, pe->path);
+		collect_functions(c, &a, &t, pe->path);
+	} else if (pe->dyn_walked) {
+		debug_printf("%s has only the %zu exported symbols read for the rules", pe->path, t.n_syms);
+		c->r = pe->dyn_r;
+		c->n = c->cap = pe->dyn_n;
+		pe->dyn_r = NULL;
 	}
+	if (found)
+		symtab_close(&t);
 	free(pe->dyn_r);
 	pe->dyn_r = NULL;
 	publish(c, NULL);
@@ -839,6 +840,16 @@ void resolve_forget_unloaded(void)
 			scanned[kept++] = scanned[i];
 	bool changed = kept != n_scanned;
 	n_scanned = kept;
+	/* An object loaded at start-up and never read, now gone: its entry is
+	 * done with (its program headers went with it); loaded again, it is
+	 * read as any dlopen'ed object is. */
+	for (size_t i = 0; i < n_pending; i++)
+		if (!atomic_load_explicit(&pending[i].read, memory_order_relaxed) && !is_loaded(&l, &pending[i].obj)) {
+			free(pending[i].dyn_r);
+			pending[i].dyn_r = NULL;
+			atomic_store_explicit(&pending[i].read, true, memory_order_release);
+			atomic_fetch_sub(&n_unread, 1);
+		}
 	struct range_table *_Atomic *tabs[] = { &table, &points };
 	for (size_t k = 0; changed && k < ARRAY_SIZE(tabs); k++) {
 		struct range_table *old = atomic_load(tabs[k]);
