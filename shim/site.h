@@ -78,16 +78,24 @@ struct site_hit {
  * probe when ra sits in its home slot (the common case): a multiply, two
  * loads, a compare.  Anything else goes the long way, through site_id(). */
 struct site_hit site_lookup_slow(uintptr_t ra);
-static inline struct site_hit site_lookup(uintptr_t ra)
+/* The probe alone: true with *ret when ra sits in its home slot. */
+static inline bool site_lookup_home(uintptr_t ra, struct site_hit *ret)
 {
 	struct site *t = atomic_load_explicit(&site_table, memory_order_acquire);
 	if (likely(t)) {
 		uint32_t h = site_hash(ra);
 		uint64_t w = atomic_load_explicit(&t[h].w, memory_order_acquire);
-		if (likely(site_word_ra(w) == ra))
-			return (struct site_hit){ site_word_route(w), (uint16_t)(h + 1) };
+		if (likely(site_word_ra(w) == ra)) {
+			*ret = (struct site_hit){ site_word_route(w), (uint16_t)(h + 1) };
+			return true;
+		}
 	}
-	return site_lookup_slow(ra);
+	return false;
+}
+static inline struct site_hit site_lookup(uintptr_t ra)
+{
+	struct site_hit h;
+	return site_lookup_home(ra, &h) ? h : site_lookup_slow(ra);
 }
 /* The site table once a policy is armed (site_arm), NULL before: malloc's
  * one test for "armed?" and its table at once. */
