@@ -26,8 +26,6 @@ uintptr_t arena_base;
 size_t arena_size;
 
 static pthread_mutex_t arena_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
-static int arena_init_result;
 static _Atomic uint32_t *unit_head;     /* per unit: index of its span's first unit + 1; 0: none */
 static struct span *spans;               /* per unit; only the first unit of a span is used */
 static uint32_t n_units, next_unit;      /* units [next_unit, n_units) were never used */
@@ -54,41 +52,33 @@ static union {
 static_assert(PM_ALIGN == 1u << ARENA_GRANULE_SHIFT, "one record granule per alignment granule");
 static_assert(REC_START_SHIFT == 32 && REC_SIZE_SHIFT == 16 && SITE_BITS <= 16, "record layout");
 
-static void arena_do_init(void)
+int arena_init(void)
 {
 	/* 32 GiB of address space, less where the system refuses (ulimit -v). */
 	for (size_t size = (size_t)32 << 30; size >= (size_t)256 << 20; size /= 2) {
-		void *p;
+		void *res;
 		uint32_t units = (uint32_t)(size >> ARENA_UNIT_SHIFT);
 		void *heads, *sp;
 		size_t heads_len = ALIGN_UP(units * sizeof(*unit_head), os_page_size);
 		size_t spans_len = ALIGN_UP(units * sizeof(struct span), os_page_size);
-		if (os_reserve(size + HUGE, &p) < 0)
+		if (os_reserve(size + HUGE, &res) < 0)
 			continue;
-		/* 2 MiB-aligned, so that a span of whole huge pages can be. */
-		uintptr_t a = ALIGN_UP((uintptr_t)p, HUGE);
-		if (a > (uintptr_t)p)
-			os_unmap(p, a - (uintptr_t)p);
-		if ((uintptr_t)p + HUGE > a)
-			os_unmap((void *)(a + size), (uintptr_t)p + HUGE - a);
-		p = (void *)a;
-		/* Writable at once, present only where touched: one call each. */
-		if (os_map_lazy(heads_len, &heads) < 0) {
-			os_unmap(p, size);
+		/* 2 MiB-aligned, so that a span of whole huge pages can be.  The
+		 * slack around stays reserved, address space and no memory:
+		 * trimming it would cost every process a system call or two. */
+		void *p = (void *)ALIGN_UP((uintptr_t)res, HUGE);
+		/* Writable at once, present only where touched: one call for both. */
+		if (os_map_lazy(heads_len + spans_len, &heads) < 0) {
+			os_unmap(res, size + HUGE);
 			continue;
 		}
-		if (os_map_lazy(spans_len, &sp) < 0) {
-			os_unmap(heads, heads_len);
-			os_unmap(p, size);
-			continue;
-		}
+		sp = (char *)heads + heads_len;
 		units_ro.m.base = (uintptr_t)p;
 		units_ro.m.size = size;
 		if (os_protect_ro(&units_ro, sizeof(units_ro)) < 0) {
 			units_ro.m.size = 0;
-			os_unmap(heads, heads_len);
-			os_unmap(sp, spans_len);
-			os_unmap(p, size);
+			os_unmap(heads, heads_len + spans_len);
+			os_unmap(res, size + HUGE);
 			break;
 		}
 		unit_head = heads;
@@ -97,15 +87,9 @@ static void arena_do_init(void)
 		heap_arena_reserved();   /* free() checks for pool pointers from now on */
 		arena_base = (uintptr_t)p;
 		__atomic_store_n(&arena_size, size, __ATOMIC_RELEASE);
-		return;
+		return 0;
 	}
-	arena_init_result = -ENOMEM;
-}
-
-int arena_init(void)
-{
-	pthread_once(&arena_once, arena_do_init);
-	return arena_init_result;
+	return -ENOMEM;
 }
 
 void arena_lock(void)

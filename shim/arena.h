@@ -68,7 +68,8 @@ struct span {
 extern uintptr_t arena_base __attribute__((visibility("hidden")));
 extern size_t arena_size __attribute__((visibility("hidden")));
 
-/* Reserve the arena (once; later calls return the first result). 0 or -errno. */
+/* Reserve the arena.  0 or -errno.  Called once, from pool.c's global
+ * initialisation (which its pthread_once serialises). */
 int arena_init(void);
 
 /* Is p inside the arena?  One compare; false before arena_init(). */

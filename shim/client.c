@@ -67,6 +67,11 @@ static bool send_to_daemon(const void *msg, size_t len)
 	return send(client_fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)len;
 }
 
+bool client_has_daemon(void)
+{
+	return client_fd >= 0;
+}
+
 bool client_send_msg(const void *msg, size_t len)
 {
 	return send_to_daemon(msg, len);

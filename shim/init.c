@@ -214,7 +214,7 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 	st->n_pools = img->n_pools;
 	if (img->mode == POLICY_MODE_AUDIT)
 		fault_enable_audit();
-	r = resolve_init(st);
+	r = resolve_init(st, exe);
 	if (r < 0)
 		return r;
 	bool seal = img->protection == POLICY_PROT_SEAL;

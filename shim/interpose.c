@@ -67,7 +67,14 @@ static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct sit
  * seen before and goes to the heap, is one table probe. */
 static inline void *route(size_t size, size_t align, uintptr_t ra)
 {
-	struct site_hit h = site_lookup(ra);
+	struct site_hit h;
+	if (unlikely(!site_lookup_home(ra, &h))) {
+		/* The shim's own allocations (reading symbols, say) go to the heap
+		 * and take no slot: their pages of the table stay untouched. */
+		if (shim_is_busy())
+			return NULL;
+		h = site_lookup_slow(ra);
+	}
 	if (likely(h.route == SITE_ROUTE_HEAP))
 		return NULL;
 	return route_slow(size, align, ra, h);

@@ -49,6 +49,11 @@ extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *o
 
 void os_init(void)
 {
+	/* Probed once: the shim's start-up and the pool API's both call it.
+	 * Two threads probing at once store the same answers. */
+	static _Atomic bool probed;
+	if (atomic_load_explicit(&probed, memory_order_acquire))
+		return;
 	long ps = sysconf(_SC_PAGESIZE);
 	if (ps > 0)
 		os_page_size = (size_t)ps;
@@ -56,6 +61,7 @@ void os_init(void)
 	int e = errno;
 	os_have_mseal = syscall(__NR_mseal, (unsigned long)0, 0UL, 0UL) == 0;
 	errno = e;
+	atomic_store_explicit(&probed, true, memory_order_release);
 }
 
 static int map(void *hint, size_t len, int prot, int flags, void **ret)

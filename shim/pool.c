@@ -43,8 +43,10 @@ static pthread_key_t exit_key;
 static _Atomic uint64_t stamp_seq = 1;      /* 0 is never a live pool's stamp */
 
 /* Where the pool structs are, and each one's flags (PMALLOC_POOL_SEAL,
- * POOL_INTERPOSED) by slab index: read-only, but for the page pool_create()
- * changes (registry_lock held), for the length of the change.  Whether a
+ * POOL_INTERPOSED) by slab index: read-only from the first pool's creation
+ * on (made so once its flags are written: one mprotect, not three), but
+ * for the page pool_create() changes (registry_lock held), for the length
+ * of the change.  Whether a
  * pool seals, and whether it is the interposition's, is read here, never
  * from the pool struct's words. */
 struct pool_ro {
@@ -56,6 +58,7 @@ static union {
 	unsigned char pages[ALIGN_UP(sizeof(struct pool_ro), RO_PAGE)];
 } pool_ro __attribute__((aligned(RO_PAGE)));
 static_assert(PMALLOC_POOL_SEAL <= 0xff && POOL_INTERPOSED <= 0xff, "flags fit a byte");
+static bool pool_ro_locked;                 /* registry_lock */
 
 /* What a free slot of pool_tls points to: never a live pool, so the fast
  * path's first compare fails for every pool, NULL included. */
@@ -107,6 +110,10 @@ static int set_flags(const struct pmalloc_pool *p, unsigned int flags)
 	uint8_t *f = &pool_ro.s.flags[(size_t)(p - pool_ro.s.slab)];
 	if (*f == flags)
 		return 0;
+	if (!pool_ro_locked) {          /* the first pool: pool_create() locks the table */
+		*f = (uint8_t)flags;
+		return 0;
+	}
 	uintptr_t page = (uintptr_t)f & ~(uintptr_t)(RO_PAGE - 1);
 	int r = os_protect_rw((void *)page, RO_PAGE);
 	if (r < 0)
@@ -259,10 +266,6 @@ static void global_init_once(void)
 	if (pthread_key_create(&exit_key, thread_exit) != 0)
 		return;
 	pool_ro.s.slab = p;
-	if (os_protect_ro(&pool_ro, sizeof(pool_ro)) < 0) {
-		pool_ro.s.slab = NULL;
-		return;
-	}
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	global_ok = 1;
 }
@@ -297,6 +300,16 @@ struct pmalloc_pool *pool_create(const char *name, unsigned int flags)
 		p->reg_next = slab_free;          /* back where it came from */
 		slab_free = p;
 		p = NULL;
+	}
+	if (p && !pool_ro_locked) {
+		if (os_protect_ro(&pool_ro, sizeof(pool_ro)) < 0) {
+			pool_ro.s.flags[(size_t)(p - pool_ro.s.slab)] = 0;
+			p->reg_next = slab_free;
+			slab_free = p;
+			p = NULL;
+		} else {
+			pool_ro_locked = true;
+		}
 	}
 	if (!p) {
 		pthread_mutex_unlock(&registry_lock);

@@ -4,18 +4,22 @@
  * the read-only state), turned into address ranges, and the decision for
  * each return address, made once and cached in site.c.
  *
- * Files are opened only before the program's main runs: later it may be
- * chrooted or under a seccomp filter, and an allocator must not open files
- * behind its back.  But reading symbols is what costs (libc's debug file
- * alone has 10,000 functions), so each object loaded at start-up that the
- * rules can name has its table (.symtab where present, its debug file's, so
- * static functions count; .dynsym otherwise) only located and mapped then
- * (symtab.c), and read at the first allocation made from its code; the
- * tables are read before main, in load order, only until every rule has
- * matched something (for the word on a rule that names nothing; only the
- * objects such a rule can name).  Objects
- * loaded later by dlopen are read from memory (.dynsym, exported functions
- * only) at the first allocation made from them.
+ * Reading symbols is what costs (libc's debug file alone has 10,000
+ * functions), so an object loaded at start-up that the rules can name has
+ * its table (.symtab where present, its debug file's, so static functions
+ * count; .dynsym otherwise) located and read only at the first allocation
+ * made from its code: an object that never allocates is never opened.  A
+ * file opened then that is not the object loaded (replaced since, or
+ * another under a chroot: its build-id differs), or that cannot be opened
+ * (a sandbox refusing it), leaves the object its exported functions,
+ * .dynsym in memory (symtab.c).  Before main, the rules are only checked
+ * against the exported functions (for the word on a rule that names
+ * nothing); a rule that names none has the tables it could name read then.
+ * A program about to restrict itself (no_new_privs, a seccomp filter:
+ * restrict.c) has every table still unread read first: a filter may kill
+ * the process at an open(2).  Objects loaded later by dlopen are read from
+ * memory (.dynsym, exported functions only) at the first allocation made
+ * from them.
  *
  * Range tables are built aside and published with one atomic store, then
  * never written again (they are mprotect'ed read-only) nor freed, so
@@ -206,9 +210,11 @@ static int range_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Tables come from one reservation made at start-up: no mmap while the
+/* Tables come from one mapping made at start-up: no mmap while the
  * program runs (after a dlclose, a fresh mapping would also take the place
- * of the object just unloaded), and nothing is ever unmapped. */
+ * of the object just unloaded), and nothing is ever unmapped.  Writable
+ * and present only where touched (no commit call per table); each table
+ * is made read-only once written. */
 #define TABLE_SPACE ((size_t)16 << 20)
 static char *table_base;
 static size_t table_used;
@@ -216,9 +222,6 @@ static size_t table_used;
 static int table_space(size_t len, void **ret)
 {
 	if (table_base && table_used + len <= TABLE_SPACE) {
-		int r = os_commit(table_base + table_used, len);
-		if (r < 0)
-			return r;
 		*ret = table_base + table_used;
 		table_used += len;
 		return 0;
@@ -299,14 +302,14 @@ static void collect_points(struct collect *p, struct rule *const *applicable, si
 
 /* Whether a name in t may match one of list[n]: false only when every
  * rule spells its first characters and none of those texts occurs in the
- * string table.  One memmem per rule over the names (libc's debug file:
+ * string table.  One search per rule over the names (libc's debug file:
  * 130 KB) instead of the walk over every symbol (240 KB more touched, and
  * the loop): objects the rules cannot name, the common case, cost that
  * only. */
 static bool may_name(const struct symtab *t, struct rule *const *list, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (list[i]->prefix_len == 0 || memmem(t->strs, t->strs_len, list[i]->function, list[i]->prefix_len))
+		if (symtab_has_text(t, list[i]->function, list[i]->prefix_len))
 			return true;
 	return false;
 }
@@ -354,14 +357,24 @@ static void say_ranges(const struct collect *c, const char *path)
 }
 
 /* Objects loaded at start-up that rules can name by function: their symbol
- * tables located and mapped before main, read at the first allocation made
- * from their code (most objects of a large program never allocate from a
- * site, or never at all).  Written at start-up only; an entry's table is
- * read and released under resolve_lock. */
+ * tables located (files opened) and read at the first allocation made from
+ * their code, most objects of a large program never allocating from a
+ * site, or never at all.  Written at start-up only, but for an entry's
+ * .dynsym ranges and its read flag, under resolve_lock. */
 struct pending {
 	struct object_key obj;
 	const char *path;
-	struct symtab tab;
+	/* Its program headers, mapped while it is loaded; an entry whose
+	 * object is unloaded (one an earlier constructor dlopen'ed) is marked
+	 * read then, and never used again (resolve_forget_unloaded). */
+	const ElfW(Phdr) *ph;
+	size_t phnum;
+	/* The ranges the rule check found in its .dynsym before main (when it
+	 * walked it): what the object's table gives when .dynsym is all it has,
+	 * so that table is not walked twice. */
+	struct range *dyn_r;
+	size_t dyn_n;
+	bool dyn_walked;
 	_Atomic bool read;
 };
 static struct pending *pending;
@@ -376,10 +389,16 @@ static struct pending *find_pending(uintptr_t base, const char *name)
 	return NULL;
 }
 
-static const char *object_path(const struct link_map *lm, char *buf, size_t len)
+/* The program's path, as read at start-up; NULL when unknown. */
+static const char *program_path;
+
+/* The path of the object the link map names l_name ("" for the program). */
+static const char *object_path(const char *l_name, char *buf, size_t len)
 {
-	if (lm->l_name && lm->l_name[0])
-		return lm->l_name;
+	if (l_name && l_name[0])
+		return l_name;
+	if (program_path)
+		return program_path;
 	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
 	if (n <= 0)
 		return NULL;
@@ -431,18 +450,32 @@ static int find_phdrs(struct dl_phdr_info *info, size_t size, void *ctx)
 	return 1;
 }
 
-/* An object loaded at start-up, at the first allocation from it: its
- * functions read from the table located then, which is released after
- * (resolve_lock held: a second thread allocating from it meanwhile waits
- * for the ranges instead of deciding without them). */
+/* An object loaded at start-up, at the first allocation from it (or before
+ * main, for the rule check): its table located now, its functions read,
+ * the table released (resolve_lock held: a second thread allocating from
+ * it meanwhile waits for the ranges instead of deciding without them).
+ * When the table found is the .dynsym the rule check walked already, its
+ * ranges then are the object's. */
 static void read_pending(struct pending *pe, struct collect *c)
 {
 	struct applicable a;
 	applicable_rules(pe->path, &a);
 	c->obj = pe->obj;
-	debug_printf("reading the %zu symbols of %s", pe->tab.n_syms, pe->path);
-	collect_functions(c, &a, &pe->tab, pe->path);
-	symtab_close(&pe->tab);
+	struct symtab t;
+	bool found = symtab_open(pe->path, pe->obj.base, pe->ph, pe->phnum, &t) == 0;
+	if (found && (t.map || !pe->dyn_walked)) {
+		debug_printf("reading the %zu symbols of %s", t.n_syms, pe->path);
+		collect_functions(c, &a, &t, pe->path);
+	} else if (pe->dyn_walked) {
+		debug_printf("%s has only the %zu exported symbols read for the rules", pe->path, t.n_syms);
+		c->r = pe->dyn_r;
+		c->n = c->cap = pe->dyn_n;
+		pe->dyn_r = NULL;
+	}
+	if (found)
+		symtab_close(&t);
+	free(pe->dyn_r);
+	pe->dyn_r = NULL;
 	publish(c, NULL);
 	atomic_store_explicit(&pe->read, true, memory_order_release);
 	atomic_fetch_sub(&n_unread, 1);
@@ -453,7 +486,7 @@ static void read_pending(struct pending *pe, struct collect *c)
 static void read_loaded(const struct link_map *lm, const char *key_name)
 {
 	char buf[4096];
-	const char *path = object_path(lm, buf, sizeof(buf));
+	const char *path = object_path(lm->l_name, buf, sizeof(buf));
 	path = path ? path : "?";
 	/* Its program headers (for its build-id): they stay mapped while the
 	 * object is loaded, and dlclose cannot run under the shim's guard. */
@@ -651,20 +684,15 @@ static int visit_object(struct dl_phdr_info *info, size_t size, void *ctx)
 }
 
 /* One object loaded at start-up: the call sites offset rules name in it
- * (no symbols needed), and, when rules can name its functions, its symbol
- * table located and mapped now, before main, to be read at the first
- * allocation from it.  The shim's own code is never a site. */
+ * (no symbols needed), and, when rules can name its functions, an entry
+ * for its symbols, located and read at the first allocation from it: no
+ * file is opened here.  The shim's own code is never a site. */
 static void prepare_object(const struct loaded_object *so, uintptr_t self)
 {
-	const char *path = so->name;
 	char buf[4096];
-	if (!path[0]) {
-		ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-		if (n <= 0)
-			return;
-		buf[n] = '\0';
-		path = buf;
-	}
+	const char *path = object_path(so->name, buf, sizeof(buf));
+	if (!path)
+		return;
 	if (strncmp(base_name(path), "linux-vdso", 10) == 0 || strncmp(base_name(path), "linux-gate", 10) == 0)
 		return;
 	struct object_key obj = { so->base, strdup(so->name) };
@@ -681,20 +709,19 @@ static void prepare_object(const struct loaded_object *so, uintptr_t self)
 			merge(&points, &p, true);
 		free(p.r);
 	}
-	struct symtab t;
-	if (a.n_name && symtab_open(path, so->base, so->ph, so->phnum, &t) == 0) {
+	if (a.n_name) {
 		struct pending *np = realloc(pending, (n_pending + 1) * sizeof(*np));
 		if (np) {
 			pending = np;
-			np[n_pending] = (struct pending){ obj, strdup(path), t, false };
+			np[n_pending] = (struct pending){ .obj = obj, .path = strdup(path), .ph = so->ph,
+							  .phnum = so->phnum };
 		}
 		if (np && np[n_pending].path) {
-			debug_printf("%zu symbols of %s located, to be read when needed", t.n_syms, path);
+			debug_printf("%s: its symbols to be read at its first allocation", path);
 			n_pending++;
 			atomic_fetch_add(&n_unread, 1);
 			return;
 		}
-		symtab_close(&t);
 	}
 	mark_scanned(obj);
 }
@@ -707,23 +734,55 @@ static bool all_matched(void)
 	return true;
 }
 
+/* Whether a rule that has no match yet can name a function of pe. */
+static bool wanted(const struct pending *pe)
+{
+	struct applicable a;
+	applicable_rules(pe->path, &a);
+	for (size_t k = 0; k < a.n_name; k++)
+		if (!a.by_name[k]->matched)
+			return true;
+	return false;
+}
+
+/* The rule check's first look at pe: its exported functions, from its
+ * .dynsym where the loader mapped it (no file, no system call).  The
+ * ranges are kept for read_pending(). */
+static void check_dynsym(struct pending *pe)
+{
+	const ElfW(Dyn) *dyn = NULL;
+	for (size_t i = 0; i < pe->phnum; i++)
+		if (pe->ph[i].p_type == PT_DYNAMIC)
+			dyn = (const void *)(pe->obj.base + pe->ph[i].p_vaddr);
+	struct symtab t;
+	if (!dyn || symtab_open_loaded(dyn, pe->obj.base, &t) < 0)
+		return;
+	struct applicable a;
+	applicable_rules(pe->path, &a);
+	struct collect c = { .obj = pe->obj };
+	debug_printf("checking the rules against the %zu exported symbols of %s", t.n_syms, pe->path);
+	collect_functions(&c, &a, &t, pe->path);
+	pe->dyn_r = c.r;
+	pe->dyn_n = c.n;
+	pe->dyn_walked = true;
+}
+
 /* Whether each rule names a function loaded at start-up, for the word on a
- * rule that names nothing: objects are read now, in load order (the
- * program first: it nearly always allocates, so reading it now costs
- * nothing more), only until every rule has a match, and only those a rule
- * without one can name.  A policy whose rules all name the program's
- * functions reads nothing else before main; one with a rule that names
- * nothing reads every table that rule could name (a rule for a dlopen'ed
- * plugin, none loaded at start-up). */
+ * rule that names nothing, checked before main at the least cost: first
+ * against the exported functions (.dynsym, in memory) of the objects a
+ * rule still without a match can name, in load order, until every rule
+ * has one; nearly every policy stops there, having opened no file.  Only
+ * a rule that names no exported function has the tables it could name
+ * (.symtab: static functions count) located and read now, until it has a
+ * match: a rule for a dlopen'ed plugin, none loaded yet, has every table
+ * its object glob allows read. */
 static void check_rules(void)
 {
+	for (size_t i = 0; i < n_pending && !all_matched(); i++)
+		if (wanted(&pending[i]))
+			check_dynsym(&pending[i]);
 	for (size_t i = 0; i < n_pending && !all_matched(); i++) {
-		struct applicable a;
-		applicable_rules(pending[i].path, &a);
-		bool wanted = false;
-		for (size_t k = 0; k < a.n_name; k++)
-			wanted = wanted || !a.by_name[k]->matched;
-		if (!wanted)
+		if (!wanted(&pending[i]))
 			continue;       /* no rule still looking for a match can name it */
 		struct collect c = { 0 };
 		pthread_mutex_lock(&resolve_lock);
@@ -745,6 +804,24 @@ static bool is_loaded(const struct loaded_list *l, const struct object_key *k)
 	return false;
 }
 
+void resolve_read_all(void)
+{
+	if (!state || !atomic_load(&n_unread))
+		return;
+	for (size_t i = 0; i < n_pending; i++) {
+		struct collect c = { 0 };
+		pthread_mutex_lock(&resolve_lock);
+		bool unread = !already_scanned(pending[i].obj.base, pending[i].obj.name) &&
+			      !atomic_load_explicit(&pending[i].read, memory_order_relaxed);
+		if (unread)
+			read_pending(&pending[i], &c);
+		pthread_mutex_unlock(&resolve_lock);
+		if (unread)
+			say_ranges(&c, pending[i].path);
+		free(c.r);
+	}
+}
+
 void resolve_forget_unloaded(void)
 {
 	if (!state || !any_specific)
@@ -763,6 +840,16 @@ void resolve_forget_unloaded(void)
 			scanned[kept++] = scanned[i];
 	bool changed = kept != n_scanned;
 	n_scanned = kept;
+	/* An object loaded at start-up and never read, now gone: its entry is
+	 * done with (its program headers went with it); loaded again, it is
+	 * read as any dlopen'ed object is. */
+	for (size_t i = 0; i < n_pending; i++)
+		if (!atomic_load_explicit(&pending[i].read, memory_order_relaxed) && !is_loaded(&l, &pending[i].obj)) {
+			free(pending[i].dyn_r);
+			pending[i].dyn_r = NULL;
+			atomic_store_explicit(&pending[i].read, true, memory_order_release);
+			atomic_fetch_sub(&n_unread, 1);
+		}
 	struct range_table *_Atomic *tabs[] = { &table, &points };
 	for (size_t k = 0; changed && k < ARRAY_SIZE(tabs); k++) {
 		struct range_table *old = atomic_load(tabs[k]);
@@ -794,12 +881,13 @@ static void resolve_lock_drop(void)
 	pthread_mutex_unlock(&resolve_lock);
 }
 
-int resolve_init(struct shim_state *st)
+int resolve_init(struct shim_state *st, const char *exe)
 {
 	state = st;
+	program_path = exe[0] ? strdup(exe) : NULL;
 	pthread_atfork(resolve_lock_take, resolve_lock_drop, resolve_lock_drop);
 	void *space;
-	if (os_reserve(TABLE_SPACE, &space) == 0)
+	if (os_map_lazy(TABLE_SPACE, &space) == 0)
 		table_base = space;
 	/* The rules, read from the policy's image (read-only, like the state):
 	 * wrappers first, so a function named both ways is looked through. */
@@ -854,6 +942,8 @@ int resolve_init(struct shim_state *st)
 		prepare_object(&l.o[i], self_base);
 	free(l.o);
 	check_rules();
+	debug_printf("rules checked: %zu of %zu name a function loaded at start-up", n_rules - resolve_unmatched(),
+		     n_rules);
 	for (size_t i = 0; i < n_rules; i++)
 		if (!rules[i].matched) {
 			const char *kind = rules[i].route == SITE_ROUTE_WRAPPER ? "wrapper" : "site";

@@ -10,14 +10,15 @@
  * when pmallocd asks (pmallocctl status PID), where orders are read.
  *
  * Owns the rows' contents; client.c sends.  Without pmallocd nothing is
- * sent (resolve.c has said each unmatched rule in the journal already).
+ * built or sent (resolve.c has said each unmatched rule in the journal
+ * already).
  * Normal context only, never under a lock of the shim's: one static
  * message under a flag; a sender finding it busy marks its table pending
  * and the holder sends that too before letting go.  Never blocks, and
  * never waits for an answer.  Costs (callgrind, learn_prog with one pool
  * of three rules): the rules, about 2,300 instructions and one send(2) of
  * 7 KiB, once at start-up; the sites, one pass over the pools' object
- * records (pool_sites.c) into a 384 KiB zeroed table of libc's (mmap'ed,
+ * records (pool_sites.c) into a 192 KiB zeroed table of libc's (mmap'ed,
  * touched where used), about 3,400 instructions for one object.
  */
 #define _GNU_SOURCE
@@ -220,7 +221,7 @@ void rules_msg_answer(void)
 void rules_msg_send(enum rules_msg_what what)
 {
 	const struct shim_state *st = shim;
-	if (!st)
+	if (!st || !client_has_daemon())
 		return;
 	if (what == RULES_MSG_SITES) {
 		uint64_t now = os_monotonic_ns(true), last = atomic_load(&sites_sent_ns);

@@ -90,9 +90,13 @@ struct site_hit resolve_through_wrapper(uintptr_t ra);
 /* After dlclose: forget the ranges of objects no longer loaded and decide
  * every call site again (another object may now sit at the same place). */
 void resolve_forget_unloaded(void);
+/* Read now every symbol table still waiting for its object's first
+ * allocation: the program is about to restrict itself (restrict.c). */
+void resolve_read_all(void);
 /* Read the rules of the policy being armed from its image (and set
- * st->match_all); scans the objects loaded now.  Before st is read-only. */
-int resolve_init(struct shim_state *st);
+ * st->match_all); scans the objects loaded now.  Before st is read-only.
+ * exe: the program's path as read at start-up ("" when unknown). */
+int resolve_init(struct shim_state *st, const char *exe);
 /* The rules read (every site and wrapper but the match-all "*"), for
  * pmallocd's status: rule i as written and whether it matched; false past
  * the last.  Read while other threads may resolve: a rule seen unmatched
@@ -128,6 +132,9 @@ void client_notify_protected(size_t pool_index, const char *trigger, size_t new_
 /* Hand msg to pmallocd without blocking: false without a daemon of this
  * process's (or a full socket).  Async-signal-safe. */
 bool client_send_msg(const void *msg, size_t len);
+/* Whether pmallocd served this process (a connection was kept): without
+ * it, messages only for the daemon are not even built. */
+bool client_has_daemon(void);
 
 /* libc's definition of name (dlsym RTLD_NEXT), NULL if none. */
 void *shim_real_symbol(const char *name);

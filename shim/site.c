@@ -11,25 +11,35 @@
 #include "site.h"
 #include "os.h"
 
-#include <pthread.h>
 #include <string.h>
 
 #define SITE_PROBES 32
 
 struct site *_Atomic site_table;
-static pthread_once_t site_once = PTHREAD_ONCE_INIT;
 
-/* One mapping: the slots (128 KiB: a process's sites touch fewer pages
+/* One mapping: the slots (64 KiB: a process's sites touch fewer pages
  * than with the symbols inline), then their symbols
  * (site_sym_of).  Not made present at once: that would cost every process
- * 128 KiB resident.  Nor mapped to the zero page at once (madvise
- * MADV_POPULATE_READ): 32 pages that way cost here what 32 first reads do
- * (some 20 us), and a small program reads fewer. */
-static void site_init(void)
+ * 64 KiB resident, and a small program touches fewer pages.  Nor mapped to
+ * the zero page at once (madvise MADV_POPULATE_READ): the copy at a
+ * page's first write costs the same after it. */
+#define SITE_MAP_LEN (SITE_SLOTS * (sizeof(struct site) + sizeof(struct site_sym)))
+
+/* The table, mapped by the first caller: threads that race each map one
+ * and publish with a compare-and-swap, the losers unmapping theirs.  No
+ * once-control, so nothing to wait on (nor a futex wake at start-up), and
+ * a fork can never leave one half done.  NULL when there is no memory. */
+static struct site *site_init(void)
 {
+	struct site *t = __atomic_load_n(&site_table, __ATOMIC_ACQUIRE);
 	void *p;
-	if (os_map(SITE_SLOTS * (sizeof(struct site) + sizeof(struct site_sym)), &p) == 0)
-		__atomic_store_n(&site_table, (struct site *)p, __ATOMIC_RELEASE);
+	if (t || os_map(SITE_MAP_LEN, &p) < 0)
+		return t;
+	if (__atomic_compare_exchange_n(&site_table, &t, (struct site *)p, false, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return (struct site *)p;
+	os_unmap(p, SITE_MAP_LEN);
+	return t;
 }
 
 static struct site_sym *site_sym_of(uint16_t id)
@@ -44,16 +54,14 @@ struct site *site_armed;
 
 void site_arm(void)
 {
-	pthread_once(&site_once, site_init);
-	__atomic_store_n(&site_armed, __atomic_load_n(&site_table, __ATOMIC_ACQUIRE), __ATOMIC_RELEASE);
+	__atomic_store_n(&site_armed, site_init(), __ATOMIC_RELEASE);
 }
 
 uint16_t site_id(uintptr_t ra)
 {
 	struct site *t = __atomic_load_n(&site_table, __ATOMIC_ACQUIRE);
 	if (unlikely(!t)) {
-		pthread_once(&site_once, site_init);
-		t = __atomic_load_n(&site_table, __ATOMIC_ACQUIRE);
+		t = site_init();
 		if (!t)
 			return SITE_NONE;
 	}

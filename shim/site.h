@@ -15,7 +15,13 @@
 #define SITE_ROUTE_HEAP (-1)         /* ordinary heap */
 #define SITE_ROUTE_WRAPPER (-3)      /* an allocation wrapper: decided per call by its caller */
 
-#define SITE_BITS 14
+/* 8,192 slots in 64 KiB, 16 pages: each page a process's sites reach costs
+ * it two faults (malloc's read maps the zero page, the first site's
+ * insertion copies it: 3.6 us a page here), so python3's first 50 sites
+ * cost 15 pages where twice the slots cost 25.  Past some 5,000 sites a
+ * new one may find no free slot within its probes: it is then decided at
+ * every call (slower, never wrong). */
+#define SITE_BITS 13
 #define SITE_SLOTS (1u << SITE_BITS)
 #define SITE_SYM 48
 
@@ -72,16 +78,24 @@ struct site_hit {
  * probe when ra sits in its home slot (the common case): a multiply, two
  * loads, a compare.  Anything else goes the long way, through site_id(). */
 struct site_hit site_lookup_slow(uintptr_t ra);
-static inline struct site_hit site_lookup(uintptr_t ra)
+/* The probe alone: true with *ret when ra sits in its home slot. */
+static inline bool site_lookup_home(uintptr_t ra, struct site_hit *ret)
 {
 	struct site *t = atomic_load_explicit(&site_table, memory_order_acquire);
 	if (likely(t)) {
 		uint32_t h = site_hash(ra);
 		uint64_t w = atomic_load_explicit(&t[h].w, memory_order_acquire);
-		if (likely(site_word_ra(w) == ra))
-			return (struct site_hit){ site_word_route(w), (uint16_t)(h + 1) };
+		if (likely(site_word_ra(w) == ra)) {
+			*ret = (struct site_hit){ site_word_route(w), (uint16_t)(h + 1) };
+			return true;
+		}
 	}
-	return site_lookup_slow(ra);
+	return false;
+}
+static inline struct site_hit site_lookup(uintptr_t ra)
+{
+	struct site_hit h;
+	return site_lookup_home(ra, &h) ? h : site_lookup_slow(ra);
 }
 /* The site table once a policy is armed (site_arm), NULL before: malloc's
  * one test for "armed?" and its table at once. */

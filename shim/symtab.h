@@ -3,11 +3,9 @@
  * where the object's file or its separate debug file has one (static
  * functions of an unstripped program count), else .dynsym.
  *
- * In two steps, so that files are opened only before main (later the program
- * may be chrooted or under seccomp) and symbols are read only when needed:
- * symtab_open() finds the table and maps it, reading no symbol (a few
- * system calls per object); symtab_walk() reads it, at any time after, from
- * the mapping.  Both allocate (malloc) or open files: callers run them with
+ * In two steps: symtab_open() finds the table and maps it, reading no
+ * symbol (a few system calls per object); symtab_walk() reads it from the
+ * mapping.  Both allocate (malloc) or open files: callers run them with
  * the shim's re-entrancy guard set, never in a signal handler.
  */
 #ifndef PMALLOC_SYMTAB_H
@@ -37,9 +35,11 @@ struct symtab {
 /* Locate the function symbols of the object loaded from path with load
  * bias bias and program headers ph[phnum]: the .symtab of its debug file
  * found by build-id, else its own .symtab, else that of the debug file its
- * .gnu_debuglink names, else its .dynsym in memory.  Opens and maps files;
- * reads no symbol.  0, or -errno with *ret zeroed.  Start-up only, from one
- * thread: it remembers the debug folders it found missing. */
+ * .gnu_debuglink names, else its .dynsym in memory; a file whose build-id
+ * is not the loaded object's is not used (the object's path may name
+ * another file by now).  Opens and maps files; reads no symbol.  0, or
+ * -errno with *ret zeroed.  Callers serialise it: it remembers the debug
+ * folders it found missing. */
 int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t phnum, struct symtab *ret);
 /* The .dynsym of a loaded object, from its dynamic section (no file). */
 int symtab_open_loaded(const ElfW(Dyn) *dyn, uintptr_t bias, struct symtab *ret);
@@ -57,6 +57,10 @@ struct symtab_filter {
 void symtab_filter_clear(struct symtab_filter *f, unsigned k);
 /* Let through names starting with prefix (at least f->k characters). */
 void symtab_filter_add(struct symtab_filter *f, const char *prefix);
+
+/* Whether text[len] occurs anywhere in t's names (a name holding it, or
+ * two names' bytes across their NUL: a hint, never a false "no"). */
+bool symtab_has_text(const struct symtab *t, const char *text, size_t len);
 
 /* Call fn for each defined function of t (whose filter lets its name
  * through, when filter is not NULL), at run-time addresses (bias added). */
