@@ -233,8 +233,9 @@ $(B)/bench/%: tests/bench/%.c $(SHIM_LIB)
 	$(CC) -std=gnu11 -O2 -g -Wall -Wextra $(WERROR_FLAG) -Iinclude -o $@ $< -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
 		$(if $(findstring bench_,$*),-lpmalloc_shim) -lpthread
 
+# make check TESTS="tests/integration/NAME.sh ...": the unit tests and those scripts only.
 check: all test-deps $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
-	@tests/run-tests $(B) $(UNIT_BINS)
+	@tests/run-tests $(B) $(UNIT_BINS) $(TESTS)
 
 $(B)/bench/alloc_pool: tests/bench/alloc_cmp.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)

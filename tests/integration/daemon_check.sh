@@ -22,9 +22,10 @@ fi
 # A policy whose compiled image would not fit in one message (300 sites of
 # 240 bytes: ~85 KiB of image from a 75 KiB file) is refused at load, naming
 # the policy's line, not at hand-out.
+f235=$(printf 'f%.0s' $(seq 235))
 {
 	printf 'version = 1;\npolicies = (\n  { name = "huge"; match = { exe = [ "*/x" ]; };\n    pools = ( { name = "p"; sites = [ '
-	for i in $(seq 300); do printf '"%s_%03d", ' "$(printf 'f%.0s' $(seq 235))" "$i"; done
+	for i in $(seq 300); do printf '"%s_%03d", ' "$f235" "$i"; done
 	printf '"last" ]; } ); }\n);\n'
 } | write_conf "$T/huge.conf"
 check "$T/huge.conf"

@@ -9,7 +9,7 @@
 
 command -v pkg-config >/dev/null || skip "pkg-config not installed"
 root=$T/root
-make -s -C "$SRC" install DESTDIR="$root" PREFIX=/usr >"$T/install.log" 2>&1 ||
+make -s -C "$SRC" B="$B_USR" install DESTDIR="$root" PREFIX=/usr >"$T/install.log" 2>&1 ||
 	fail "make install failed: $(tail -n 20 "$T/install.log")"
 
 ma=$(${CC:-cc} -print-multiarch 2>/dev/null)
@@ -81,7 +81,7 @@ pass "the installed pmallocctl preloads the installed shim"
 
 # A step that fails fails the install (here: the unit directory is a file).
 bad=$T/bad; mkdir -p "$bad$(dirname "$unitdir")"; : >"$bad$unitdir"
-make -s -C "$SRC" install DESTDIR="$bad" PREFIX=/usr >"$T/bad.log" 2>&1 &&
+make -s -C "$SRC" B="$B_USR" install DESTDIR="$bad" PREFIX=/usr >"$T/bad.log" 2>&1 &&
 	fail "make install succeeded with its unit directory a file"
 pass "a failing install step fails make install"
 
@@ -95,7 +95,7 @@ grep -q -- '-D_FORTIFY_SOURCE=2' <<<"$cmd" && fail "-D_FORTIFY_SOURCE=2 still gi
 grep -q -- '-Werror' <<<"$cmd" && fail "-Werror given without WERROR=1: $cmd"
 pass "CPPFLAGS=-D_FORTIFY_SOURCE=3 replaces the default; -Werror only with WERROR=1"
 
-make -s -C "$SRC" uninstall DESTDIR="$root" PREFIX=/usr >"$T/un.log" 2>&1 ||
+make -s -C "$SRC" B="$B_USR" uninstall DESTDIR="$root" PREFIX=/usr >"$T/un.log" 2>&1 ||
 	fail "make uninstall failed: $(cat "$T/un.log")"
 left=$(find "$root" ! -type d)
 [ -z "$left" ] || fail "make uninstall left: $left"

@@ -1,12 +1,19 @@
 # lib.sh - shared by the integration tests (sourced, not run).
 #
-# Gives: $B (build dir), $SRC (source dir), $T (a private scratch dir removed
-# on exit), fail/skip, journald_ensure (a real systemd-journald: the machine's,
-# or one started here as root when none runs), journal_sync, wait_until.
+# Gives: $B (build dir), $B_USR (the build for make install PREFIX=/usr),
+# $SRC (source dir), $T (a private scratch dir removed on exit), fail/skip,
+# journald_ensure (a real systemd-journald: the machine's, or one started
+# here as root when none runs), journal_sync, wait_until.
 set -u
 B=${PMALLOC_BUILD:?run through make check}
 SRC=${PMALLOC_SRC:?run through make check}
 T=$(mktemp -d "${TMPDIR:-/tmp}/pmalloc-test.XXXXXX")
+# The build that the tests' "make install PREFIX=/usr" use: one of its own,
+# kept between runs.  The install paths are compiled into pmallocd and
+# pmallocctl: an install from $B rebuilt them there for /usr, under the
+# tests that came after, and the next make rebuilt them back (31 objects,
+# 5 s each way, in every make check; this build costs 15 s once).
+B_USR=$B/prefix-usr
 # This script's start: journal queries look no further back (pids are
 # reused, and the journal holds every earlier run's entries).
 TEST_SINCE=@$(date +%s)
