@@ -6,30 +6,22 @@
  * Says "sandboxed" on stderr between the two, with write(2), so that it
  * falls in order among the shim's words there.
  *
- *   sandbox_late [syscall]
- *       the filter through prctl(PR_SET_SECCOMP) after
- *       prctl(PR_SET_NO_NEW_PRIVS), or with "syscall" through
- *       syscall(SYS_seccomp) alone, as libseccomp loads it for a privileged
- *       process that keeps its privileges (needs CAP_SYS_ADMIN).
- *       Prints "plugin_init ok" and exits 0; killed by SIGSYS if anything
- *       opens a file after the filter.
- *   exits 77 where the filter cannot be built (not x86-64), or with
- *   "syscall" without CAP_SYS_ADMIN
+ *   sandbox_late     prints "plugin_init ok" and exits 0; killed by
+ *                    SIGSYS if anything opens a file after the filter
+ *   exits 77 where the filter cannot be built (not x86-64)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
-#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int main(int argc, char **argv)
+int main(void)
 {
 #if defined(__x86_64__)
 	struct sock_filter code[] = {
@@ -48,15 +40,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "sandbox_late: no plugin_init (preload libip_plugin.so)\n");
 		return 2;
 	}
-	if (argc > 1 && strcmp(argv[1], "syscall") == 0) {
-		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0) {
-			if (errno == EACCES)
-				return 77;
-			perror("sandbox_late: seccomp");
-			return 2;
-		}
-	} else if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-		   prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0) {
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0) {
 		perror("sandbox_late: seccomp");
 		return 2;
 	}
@@ -66,8 +50,6 @@ int main(int argc, char **argv)
 	printf("plugin_init %s\n", init("sandboxed") ? "ok" : "failed");
 	return 0;
 #else
-	(void)argc;
-	(void)argv;
 	return 77;
 #endif
 }
