@@ -69,7 +69,8 @@ int main(int argc, char **argv)
 	if (argc < (pair ? 6 : 3))
 		return 2;
 	int n = atoi(argv[pair ? 2 : 1]);
-	if (n < 1 || n > 100000)
+	char *env_a = pair ? argv[3] : NULL, *env_b = pair ? argv[4] : NULL;
+	if (n < 1 || n > 100000 || (pair && (!strchr(env_a, '=') || !strchr(env_b, '='))))
 		return 2;
 	double *a = calloc((size_t)n, sizeof(*a)), *b = calloc((size_t)n, sizeof(*b));
 	double *d = calloc((size_t)n, sizeof(*d));
@@ -82,9 +83,6 @@ int main(int argc, char **argv)
 		printf("%.1f\n", median(a, n));
 		return 0;
 	}
-	char *env_a = argv[3], *env_b = argv[4];
-	if (!strchr(env_a, '=') || !strchr(env_b, '='))
-		return 2;
 	for (int i = 0; i < n; i++) {
 		if (i & 1) {
 			b[i] = run(argv + 5, env_b);
