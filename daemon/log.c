@@ -37,11 +37,6 @@ bool log_to_stderr(void)
 	return to_stderr;
 }
 
-int log_get_max_level(void)
-{
-	return max_level;
-}
-
 /* JOURNAL_STREAM=DEV:INO names the stream systemd connected stderr to. */
 static bool stderr_is_journal(void)
 {

@@ -18,7 +18,6 @@ void log_setup(void);
 void log_set_max_level(int level);
 /* True when lines also go to stderr (a console, not the journal). */
 bool log_to_stderr(void);
-int log_get_max_level(void);
 
 int log_internal(int level, int error, const char *file, int line, const char *func,
 		 const char *format, ...) __attribute__((format(printf, 6, 7)));
