@@ -767,6 +767,23 @@ static void check_dynsym(struct pending *pe)
 	pe->dyn_walked = true;
 }
 
+/* pe's tables read, unless its object was read already (or, with
+ * once_only, pe itself was read before); its ranges are said after the
+ * lock is given back. */
+static void read_one(struct pending *pe, bool once_only)
+{
+	struct collect c = { 0 };
+	pthread_mutex_lock(&resolve_lock);
+	bool unread = !already_scanned(pe->obj.base, pe->obj.name) &&
+		      !(once_only && atomic_load_explicit(&pe->read, memory_order_relaxed));
+	if (unread)
+		read_pending(pe, &c);
+	pthread_mutex_unlock(&resolve_lock);
+	if (unread)
+		say_ranges(&c, pe->path);
+	free(c.r);
+}
+
 /* Whether each rule names a function loaded at start-up, for the word on a
  * rule that names nothing, checked before main at the least cost: first
  * against the exported functions (.dynsym, in memory) of the objects a
@@ -784,15 +801,7 @@ static void check_rules(void)
 	for (size_t i = 0; i < n_pending && !all_matched(); i++) {
 		if (!wanted(&pending[i]))
 			continue;       /* no rule still looking for a match can name it */
-		struct collect c = { 0 };
-		pthread_mutex_lock(&resolve_lock);
-		bool unread = !already_scanned(pending[i].obj.base, pending[i].obj.name);
-		if (unread)
-			read_pending(&pending[i], &c);
-		pthread_mutex_unlock(&resolve_lock);
-		if (unread)
-			say_ranges(&c, pending[i].path);
-		free(c.r);
+		read_one(&pending[i], false);
 	}
 }
 
@@ -808,18 +817,8 @@ void resolve_read_all(void)
 {
 	if (!state || !atomic_load(&n_unread))
 		return;
-	for (size_t i = 0; i < n_pending; i++) {
-		struct collect c = { 0 };
-		pthread_mutex_lock(&resolve_lock);
-		bool unread = !already_scanned(pending[i].obj.base, pending[i].obj.name) &&
-			      !atomic_load_explicit(&pending[i].read, memory_order_relaxed);
-		if (unread)
-			read_pending(&pending[i], &c);
-		pthread_mutex_unlock(&resolve_lock);
-		if (unread)
-			say_ranges(&c, pending[i].path);
-		free(c.r);
-	}
+	for (size_t i = 0; i < n_pending; i++)
+		read_one(&pending[i], true);
 }
 
 void resolve_forget_unloaded(void)
