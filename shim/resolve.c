@@ -734,13 +734,13 @@ static bool all_matched(void)
 	return true;
 }
 
-/* Whether a rule that has no match yet can name a function of pe. */
-static bool wanted(const struct pending *pe)
+/* Whether a rule that has no match yet can name a function of pe; the
+ * rules that can name its functions in *a. */
+static bool wanted(const struct pending *pe, struct applicable *a)
 {
-	struct applicable a;
-	applicable_rules(pe->path, &a);
-	for (size_t k = 0; k < a.n_name; k++)
-		if (!a.by_name[k]->matched)
+	applicable_rules(pe->path, a);
+	for (size_t k = 0; k < a->n_name; k++)
+		if (!a->by_name[k]->matched)
 			return true;
 	return false;
 }
@@ -748,20 +748,15 @@ static bool wanted(const struct pending *pe)
 /* The rule check's first look at pe: its exported functions, from its
  * .dynsym where the loader mapped it (no file, no system call).  The
  * ranges are kept for read_pending(). */
-static void check_dynsym(struct pending *pe)
+static void check_dynsym(struct pending *pe, const struct applicable *a)
 {
-	const ElfW(Dyn) *dyn = NULL;
-	for (size_t i = 0; i < pe->phnum; i++)
-		if (pe->ph[i].p_type == PT_DYNAMIC)
-			dyn = (const void *)(pe->obj.base + pe->ph[i].p_vaddr);
+	const ElfW(Dyn) *dyn = symtab_dynamic(pe->ph, pe->phnum, pe->obj.base);
 	struct symtab t;
 	if (!dyn || symtab_open_loaded(dyn, pe->obj.base, &t) < 0)
 		return;
-	struct applicable a;
-	applicable_rules(pe->path, &a);
 	struct collect c = { .obj = pe->obj };
 	debug_printf("checking the rules against the %zu exported symbols of %s", t.n_syms, pe->path);
-	collect_functions(&c, &a, &t, pe->path);
+	collect_functions(&c, a, &t, pe->path);
 	pe->dyn_r = c.r;
 	pe->dyn_n = c.n;
 	pe->dyn_walked = true;
@@ -795,11 +790,14 @@ static void read_one(struct pending *pe, bool once_only)
  * its object glob allows read. */
 static void check_rules(void)
 {
-	for (size_t i = 0; i < n_pending && !all_matched(); i++)
-		if (wanted(&pending[i]))
-			check_dynsym(&pending[i]);
 	for (size_t i = 0; i < n_pending && !all_matched(); i++) {
-		if (!wanted(&pending[i]))
+		struct applicable a;
+		if (wanted(&pending[i], &a))
+			check_dynsym(&pending[i], &a);
+	}
+	for (size_t i = 0; i < n_pending && !all_matched(); i++) {
+		struct applicable a;
+		if (!wanted(&pending[i], &a))
 			continue;       /* no rule still looking for a match can name it */
 		read_one(&pending[i], false);
 	}

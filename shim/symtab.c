@@ -418,14 +418,20 @@ static int locate(const char *path, const char *id, bool with_dynsym, bool start
 	return r;
 }
 
-int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t phnum, struct symtab *ret)
+const ElfW(Dyn) *symtab_dynamic(const ElfW(Phdr) *ph, size_t phnum, uintptr_t bias)
 {
-	*ret = (struct symtab){ 0 };
-	char id[SYMTAB_BUILD_ID_MAX];
 	const ElfW(Dyn) *dyn = NULL;
 	for (size_t i = 0; i < phnum; i++)
 		if (ph[i].p_type == PT_DYNAMIC)
 			dyn = (const void *)(bias + ph[i].p_vaddr);
+	return dyn;
+}
+
+int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t phnum, struct symtab *ret)
+{
+	*ret = (struct symtab){ 0 };
+	char id[SYMTAB_BUILD_ID_MAX];
+	const ElfW(Dyn) *dyn = symtab_dynamic(ph, phnum, bias);
 	int r = locate(path, symtab_build_id(ph, phnum, bias, id) ? id : NULL, !dyn, true, ret);
 	if (r < 0 && dyn)
 		r = symtab_open_loaded(dyn, bias, ret);

@@ -43,6 +43,9 @@ struct symtab {
 int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t phnum, struct symtab *ret);
 /* The .dynsym of a loaded object, from its dynamic section (no file). */
 int symtab_open_loaded(const ElfW(Dyn) *dyn, uintptr_t bias, struct symtab *ret);
+/* A loaded object's dynamic section, from its program headers; NULL when
+ * it has none. */
+const ElfW(Dyn) *symtab_dynamic(const ElfW(Phdr) *ph, size_t phnum, uintptr_t bias);
 void symtab_close(struct symtab *t);
 
 /* A filter on the first k (1..4) characters of a name, hashed: it may let
