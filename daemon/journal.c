@@ -20,12 +20,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "budget.h"
 #include "cgroup.h"
 #include "jwriter.h"
 #include "log.h"
-#include "proc.h"
 #include "registry.h"
 #include "strbuf.h"
 
@@ -123,10 +125,23 @@ static char *escaped_dup(const char *s)
 	return strdup(buf);
 }
 
-void journal_set_object(struct proc_entry *e, const char *cg)
+void journal_capture_object(struct proc_entry *e)
 {
-	char name[256];
+	char path[64], text[4096], name[256];
+	const char *cg;
+	ssize_t n;
+	int fd;
 
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)e->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	text[n] = '\0';
+	cg = cgroup_systemd_path(text);
 	if (!cg || !*cg)
 		return;
 	e->cgroup = escaped_dup(cg);
@@ -136,14 +151,6 @@ void journal_set_object(struct proc_entry *e, const char *cg)
 	cgroup_slice(cg, name, sizeof(name));
 	if (name[0])
 		e->slice = escaped_dup(name);
-}
-
-void journal_capture_object(struct proc_entry *e)
-{
-	char cg[PROC_CGROUP_MAX];
-
-	if (proc_read_cgroup(e->pid, cg, sizeof(cg)) == 0)
-		journal_set_object(e, cg);
 }
 
 void journal_add_object(struct jentry *j, const struct proc_entry *e)
