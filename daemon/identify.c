@@ -254,20 +254,30 @@ struct identify_job *identify_take(struct identify *q, bool woken)
 {
 	struct identify_job *list;
 	uint64_t n;
-	bool told;
+	bool reset = woken;
 
 	if (!q)
 		return NULL;
+	if (!reset) {
+		pthread_mutex_lock(&q->lock);
+		reset = q->told;
+		pthread_mutex_unlock(&q->lock);
+	}
+	/* The eventfd is reset first, then the list taken: a result queued
+	 * before the lock below is in the list, one queued after it finds
+	 * told false and writes the eventfd again (a write of one taken
+	 * already just wakes the loop once for nothing).  Reset after the
+	 * take, the read could swallow the write of a result queued between
+	 * the unlock and the read: told stayed true, no later result wrote
+	 * again, and the loop slept on answers it had - clients at the end of
+	 * a burst went unanswered. */
+	if (reset)
+		(void)!read(q->efd, &n, sizeof(n));
 	pthread_mutex_lock(&q->lock);
 	list = q->done;
 	q->done = q->done_tail = NULL;
-	told = q->told;
-	q->told = false;
+	if (reset)
+		q->told = false;
 	pthread_mutex_unlock(&q->lock);
-	/* Reset when written since (or about to be: then the loop wakes once
-	 * more, for nothing), or readable (woken: else it stays readable and
-	 * the loop spins); a result queued after the unlock writes it again. */
-	if (told || woken)
-		(void)!read(q->efd, &n, sizeof(n));
 	return list;
 }

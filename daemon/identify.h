@@ -54,9 +54,9 @@ struct identify_job *identify_job_get(struct identify *q);
 /* Hand j (owner, fd, pid filled) to the worker. */
 void identify_submit(struct identify *q, struct identify_job *j);
 /* The jobs done since the last call, oldest first (a list through next;
- * NULL: none, or q is NULL); the eventfd is read (reset) when the worker
- * wrote it since, or when woken (the caller was woken by it).  Each goes
- * back with identify_job_put(). */
+ * NULL: none, or q is NULL); the eventfd is read (reset) before, when the
+ * worker wrote it since, or when woken (the caller was woken by it).  Each
+ * goes back with identify_job_put(). */
 struct identify_job *identify_take(struct identify *q, bool woken);
 void identify_job_put(struct identify *q, struct identify_job *j);
 
