@@ -211,7 +211,11 @@ $(B)/pmalloc.pc: Makefile
 $(B)/tests/%: tests/unit/%.c $(SHIM_LIB) $(SHIM_LIB).$(SOVERSION) $(SHARED_OBJS) tests/unit/testutil.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PIE_CFLAGS) -fPIE -pie $(LDFLAGS) $(call pc_cflags,check) -o $@ $< $(SHARED_OBJS) \
-		-L$(B) -Wl,-rpath,'$$ORIGIN/..' -lpmalloc_shim $(call pc_libs,check libconfig) -lpthread
+		$(filter $(B)/pie/daemon/%.o,$^) -L$(B) -Wl,-rpath,'$$ORIGIN/..' -lpmalloc_shim \
+		$(call pc_libs,check libconfig) -lpthread
+# White-box tests of pmallocd's parts link the objects they test.
+$(B)/tests/test_identify: $(B)/pie/daemon/identify.o $(B)/pie/daemon/proc.o $(B)/pie/daemon/strbuf.o
+$(B)/tests/test_identify: PIE_CFLAGS += -Idaemon
 
 # Small programs the tests run, built as someone else would build them:
 # no pmalloc headers unless they use the API, symbols kept (not stripped).

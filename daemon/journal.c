@@ -20,14 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include "budget.h"
 #include "cgroup.h"
 #include "jwriter.h"
 #include "log.h"
+#include "proc.h"
 #include "registry.h"
 #include "strbuf.h"
 
@@ -125,23 +123,10 @@ static char *escaped_dup(const char *s)
 	return strdup(buf);
 }
 
-void journal_capture_object(struct proc_entry *e)
+void journal_set_object(struct proc_entry *e, const char *cg)
 {
-	char path[64], text[4096], name[256];
-	const char *cg;
-	ssize_t n;
-	int fd;
+	char name[256];
 
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)e->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, text, sizeof(text) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	text[n] = '\0';
-	cg = cgroup_systemd_path(text);
 	if (!cg || !*cg)
 		return;
 	e->cgroup = escaped_dup(cg);
@@ -151,6 +136,14 @@ void journal_capture_object(struct proc_entry *e)
 	cgroup_slice(cg, name, sizeof(name));
 	if (name[0])
 		e->slice = escaped_dup(name);
+}
+
+void journal_capture_object(struct proc_entry *e)
+{
+	char cg[PROC_CGROUP_MAX];
+
+	if (proc_read_cgroup(e->pid, cg, sizeof(cg)) == 0)
+		journal_set_object(e, cg);
 }
 
 void journal_add_object(struct jentry *j, const struct proc_entry *e)

@@ -52,6 +52,8 @@ struct proc_entry;
  * (from /proc/PID/cgroup, as sd_pid_get_unit() & co. read it); what cannot
  * be read stays NULL. */
 void journal_capture_object(struct proc_entry *e);
+/* The same from a path read already (proc_read_cgroup()); "" or NULL: none. */
+void journal_set_object(struct proc_entry *e, const char *cgroup_path);
 /* OBJECT_SYSTEMD_UNIT, _SLICE, _CGROUP of e, where known: the
  * fields journald gives the processes it can still see, as coredump does. */
 void journal_add_object(struct jentry *j, const struct proc_entry *e);

@@ -15,7 +15,8 @@
  * except to queue, or logs through log.c (log.c writes through here).
  *
  * Why not sd_journal_sendv(): it sends with a blocking sendmsg() that no
- * flag changes, and pmallocd is one thread, so a journald that stops
+ * flag changes, and pmallocd answers clients from one thread (its event
+ * loop; identify.c's worker never writes entries), so a journald that stops
  * reading (stopped, or busy with its queue full) used to stop hand-outs,
  * status answers and SIGTERM with it.  A connect()ed datagram socket gives
  * what it lacks: EAGAIN instead of a wait, and EPOLLOUT once the peer's
@@ -70,7 +71,8 @@ static struct {
 	struct episode ep;
 } w = { .fd = -1 };
 
-/* One datagram at a time: the daemon is single-threaded. */
+/* One datagram at a time: only the event loop's thread writes entries
+ * (identify.c's worker never logs). */
 static char dgram[JWRITER_DGRAM_MAX];
 
 static uint64_t now_usec(void)

@@ -5,7 +5,8 @@
  * Never: allocates (lines are formatted on the stack), exits, or writes
  * structured entries about clients (journal.c does those), or blocks on
  * the journal (lines go through jwriter.c, which never waits).  Safe to
- * use inside the seccomp sandbox: write to stderr, jwriter_send().
+ * use inside the seccomp sandbox: write to stderr, jwriter_send().  The
+ * event loop's thread only: identify.c's worker never logs.
  */
 #define _GNU_SOURCE
 #include "log.h"

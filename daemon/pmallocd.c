@@ -3,8 +3,9 @@
  * sd-event loop, signals, sd_notify, reloads.
  *
  * Owns: struct manager and the order of start-up: journal socket, policy
- * file, listening socket, the "policy loaded" entry, then the sandbox,
- * then READY=1.  SIGHUP swaps in a new policy set only when the file is
+ * file, listening socket, the "policy loaded" entry, the server's worker
+ * thread (server_start()), then the sandbox (over both threads), then
+ * READY=1.  SIGHUP swaps in a new policy set only when the file is
  * good (the old one stays otherwise); SIGTERM/SIGINT stop cleanly with
  * exit 0, whatever journald does.
  * Never: handles a signal in a handler (sd-event's signalfd does it), or

@@ -2,12 +2,16 @@
  * proc.c - the kernel's view of a process, from /proc and socket options.
  *
  * Owns: every /proc read pmallocd makes and the SO_PEERPIDFD probe.
- * Never: trusts message contents, follows a client-given path, or keeps a
- * file open past the call.  Reads are bounded and tolerate a process that
- * vanishes mid-read (-ESRCH).
+ * Never: trusts message contents, follows a client-given path, keeps a
+ * file open past the call, or touches state of its own (no logging, no
+ * shared buffers: identify.c's worker thread calls these beside the loop;
+ * only proc_boottime_ticks() caches a constant, set before that thread
+ * starts).  Reads are bounded and tolerate a process that vanishes
+ * mid-read (-ESRCH).
  */
 #define _GNU_SOURCE
 #include "proc.h"
+#include "cgroup.h"
 #include "strbuf.h"
 
 #include <ctype.h>
@@ -72,17 +76,16 @@ static int read_small(pid_t pid, const char *what, char *buf, size_t size, size_
 	return r;
 }
 
-int proc_read_exe(pid_t pid, char **ret, bool *ret_deleted)
+int proc_read_exe_into(pid_t pid, char *buf, size_t size, bool *ret_deleted)
 {
 	static const char deleted[] = " (deleted)";
-	char path[64], buf[PATH_MAX];
+	char path[64];
 	bool del = false;
 	ssize_t n;
 	size_t len;
-	char *s;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	n = readlink(path, buf, sizeof(buf) - 1);
+	n = readlink(path, buf, size - 1);
 	if (n < 0)
 		return proc_errno(errno);
 	buf[n] = '\0';
@@ -91,12 +94,23 @@ int proc_read_exe(pid_t pid, char **ret, bool *ret_deleted)
 		buf[len - (sizeof(deleted) - 1)] = '\0';
 		del = true;
 	}
+	if (ret_deleted)
+		*ret_deleted = del;
+	return 0;
+}
+
+int proc_read_exe(pid_t pid, char **ret, bool *ret_deleted)
+{
+	char buf[PATH_MAX];
+	char *s;
+	int r = proc_read_exe_into(pid, buf, sizeof(buf), ret_deleted);
+
+	if (r < 0)
+		return r;
 	s = strdup(buf);
 	if (!s)
 		return -ENOMEM;
 	*ret = s;
-	if (ret_deleted)
-		*ret_deleted = del;
 	return 0;
 }
 
@@ -112,6 +126,21 @@ int proc_read_comm(pid_t pid, char ret[PROC_COMM_MAX])
 	if (len > 0 && buf[len - 1] == '\n')
 		buf[--len] = '\0';
 	str_copy(ret, PROC_COMM_MAX, buf);
+	return 0;
+}
+
+int proc_read_cgroup(pid_t pid, char *ret, size_t size)
+{
+	char text[4096];
+	const char *cg;
+	int r = read_small(pid, "cgroup", text, sizeof(text), NULL);
+
+	if (r < 0)
+		return r;
+	cg = cgroup_systemd_path(text);
+	if (!cg || !*cg)
+		return -ENODATA;
+	str_copy(ret, size, cg);
 	return 0;
 }
 

@@ -6,18 +6,26 @@
 #define PMALLOCD_PROC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/types.h>
 
 #define PROC_COMM_MAX 16                 /* TASK_COMM_LEN, NUL included */
+#define PROC_CGROUP_MAX 4096             /* a cgroup path read, NUL included */
 
 /* readlink /proc/PID/exe; a " (deleted)" suffix (binary replaced since the
  * process started) is cut off and reported in *ret_deleted.  0 and a
  * malloc'ed *ret, or -errno (-ESRCH for a process that is gone). */
 int proc_read_exe(pid_t pid, char **ret, bool *ret_deleted);
+/* The same into buf (size bytes; PATH_MAX holds any): 0 or -errno. */
+int proc_read_exe_into(pid_t pid, char *buf, size_t size, bool *ret_deleted);
 /* /proc/PID/comm without its newline. */
 int proc_read_comm(pid_t pid, char ret[PROC_COMM_MAX]);
+/* The path of systemd's hierarchy in /proc/PID/cgroup (cgroup.h's
+ * cgroup_systemd_path()), cut to size: 0, -ENODATA (none there) or
+ * -errno. */
+int proc_read_cgroup(pid_t pid, char *ret, size_t size);
 /* ppid and start time (clock ticks since boot) from /proc/PID/stat. */
 int proc_read_stat(pid_t pid, pid_t *ret_ppid, uint64_t *ret_starttime);
 /* Effective uid from /proc/PID/status (the uid SO_PEERCRED reports). */

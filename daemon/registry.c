@@ -2,8 +2,7 @@
  * registry.c - the table of processes pmallocd has served.
  *
  * Owns: proc_entry lifetime, the live list and the bounded history.
- * Never: reads /proc (but through journal_capture_object(), which takes
- * the systemd unit and cgroup of a process as it connects) or sockets, logs, or grows past its bounds (live
+ * Never: reads /proc or sockets, logs, or grows past its bounds (live
  * entries are bounded by the server's client and child caps, the history
  * by REGISTRY_HISTORY, pools by REGISTRY_POOLS).
  */
@@ -65,7 +64,6 @@ struct proc_entry *registry_add(struct registry *r, pid_t pid, uid_t uid, uint64
 	e->pid = pid;
 	e->uid = uid;
 	e->since_usec = now;
-	journal_capture_object(e);
 	LIST_PUSH(r->live, e);
 	r->n_live++;
 	return e;

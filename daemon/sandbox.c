@@ -7,8 +7,10 @@
  * sd_notify traffic, journald stalled, absent and restarted, clean exit).
  * Anything else kills the process (SCMP_ACT_KILL_PROCESS), so a new code
  * path needing a new call must add it here.
+ * The filter covers every thread of the process (SCMP_FLTATR_CTL_TSYNC):
+ * identify.c's worker starts before it, and is under it from then on.
  * Never: runs before init is complete (binding the socket, reading the
- * policy, opening the journal all happen first), or allows a call that
+ * policy, opening the journal, starting the worker all happen first), or allows a call that
  * creates processes, maps executable memory, opens sockets other than unix
  * datagram ones, or connects any socket but the journal's.
  */
@@ -45,8 +47,12 @@ static const char *const allowed[] = {
 	/* the event loop */
 	"epoll_wait", "epoll_ctl", "timerfd_create", "timerfd_settime", "signalfd4", "poll",
 	"gettid", "getpid", "getuid", "geteuid", "getgid", "getegid",
+	/* identify.c's worker: its lock and condition variable; glibc's
+	 * thread exit (blocks signals, frees its stack) when it is joined */
+	"futex", "rt_sigprocmask", "exit",
 	"clock_gettime",                           /* (rare) when the vDSO cannot serve the clock */
 	"getrandom",                               /* (rare) ASan's allocator (make check-sanitize); no I/O */
+	"sigaltstack",                             /* (rare) ASan's thread exit (the worker's, joined) */
 	/* exit: the socket is unlinked */
 	"unlink", "exit_group",
 };
@@ -76,6 +82,12 @@ int sandbox_apply(int journal_fd)
 	ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
 	if (!ctx)
 		return log_error_errno(ENOMEM, "sandbox: seccomp_init failed");
+	/* Every thread under the filter: identify.c's worker runs already. */
+	r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+	if (r < 0) {
+		log_error_errno(r, "sandbox: cannot apply the filter to every thread: %m");
+		goto out;
+	}
 
 	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
 		r = add_rule(ctx, allowed[i], 0, NULL);

@@ -54,7 +54,10 @@ struct server;
  * activated_fd (socket activation: checked to be a listening
  * SOCK_SEQPACKET unix socket) when it is >= 0. */
 int server_open(struct manager *m, const char *path, int activated_fd, struct server **ret);
-/* Start accepting (after the sandbox is up, or before: either works). */
+/* Start accepting, and the worker thread that identifies clients
+ * (identify.h): before the sandbox, whose filter must reach that thread
+ * too (the sandbox allows no thread creation).  Without the thread, the
+ * loop identifies clients itself. */
 int server_start(struct server *s);
 /* Drop every client, close the socket, unlink it if server_open made it. */
 void server_free(struct server *s);

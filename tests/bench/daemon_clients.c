@@ -14,12 +14,14 @@
  *       The process names itself "dc-MODE" first (comm), which the bench's
  *       policy matches on.  Prints one line:
  *         EXCHANGES_PER_S ERRORS P50_US P99_US MAX_US OVER_100MS EXCHANGES
- *         [DAEMON_CPU_US]
+ *         [DAEMON_CPU_US LOOP_CPU_US OTHER_CPU_US]
  *       (latency of one whole exchange; OVER_100MS: exchanges slower than
  *       the shim's handshake timeout, whose process would have fallen back;
  *       DAEMON_CPU_US, given DAEMON_PID: the CPU time, user and system, that
  *       process spent per exchange over the run, from /proc/PID/stat - what
- *       an exchange costs the daemon, however busy the machine is).
+ *       an exchange costs the daemon, however busy the machine is; then
+ *       that of its main thread, the event loop, and of its other threads
+ *       together, from /proc/PID/task/PID/stat).
  *   daemon_clients sink PATH
  *       A journald stand-in: binds a SOCK_DGRAM socket at PATH and discards
  *       what arrives; prints "ready"; exits when standard input closes.
@@ -57,15 +59,19 @@ static enum mode mode;
 static uint64_t deadline_ns;
 static pthread_barrier_t start;
 
-/* utime + stime of pid, in clock ticks; -1 when unknown. */
-static long long cpu_ticks(long pid)
+/* utime + stime of pid (all its threads), or of its thread tid when tid
+ * > 0, in clock ticks; -1 when unknown. */
+static long long cpu_ticks(long pid, long tid)
 {
-	char path[64], buf[1024], *p;
+	char path[96], buf[1024], *p;
 	unsigned long long ut, st;
 	FILE *f;
 	size_t n;
 
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if (tid > 0)
+		snprintf(path, sizeof(path), "/proc/%ld/task/%ld/stat", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
@@ -191,7 +197,8 @@ static int run(int argc, char **argv)
 			return 1;
 		}
 	}
-	long long cpu0 = daemon_pid > 0 ? cpu_ticks(daemon_pid) : -1;
+	long long cpu0 = daemon_pid > 0 ? cpu_ticks(daemon_pid, 0) : -1;
+	long long loop0 = daemon_pid > 0 ? cpu_ticks(daemon_pid, daemon_pid) : -1;
 	uint64_t t0 = now_ns();
 	deadline_ns = t0 + (uint64_t)ms * 1000000u;
 	pthread_barrier_wait(&start);
@@ -207,14 +214,19 @@ static int run(int argc, char **argv)
 			hist[b] += w[i].hist[b];
 	}
 	double secs = (double)(now_ns() - t0) / 1e9;
-	long long cpu1 = cpu0 >= 0 ? cpu_ticks(daemon_pid) : -1;
+	long long cpu1 = cpu0 >= 0 ? cpu_ticks(daemon_pid, 0) : -1;
+	long long loop1 = loop0 >= 0 ? cpu_ticks(daemon_pid, daemon_pid) : -1;
 	unsigned long over = 0;
 	for (size_t b = 100000 / BUCKET_US; b <= BUCKETS; b++)
 		over += hist[b];
 	printf("%.0f %lu %.0f %.0f %.0f %lu %lu", (double)done / secs, errors, quantile(hist, done, 0.5),
 	       quantile(hist, done, 0.99), (double)max_ns / 1e3, over, done);
-	if (cpu0 >= 0 && cpu1 >= 0 && done > 0)
-		printf(" %.1f", (double)(cpu1 - cpu0) * 1e6 / (double)sysconf(_SC_CLK_TCK) / (double)done);
+	if (cpu0 >= 0 && cpu1 >= 0 && loop0 >= 0 && loop1 >= 0 && done > 0) {
+		double per = 1e6 / (double)sysconf(_SC_CLK_TCK) / (double)done;
+
+		printf(" %.1f %.1f %.1f", (double)(cpu1 - cpu0) * per, (double)(loop1 - loop0) * per,
+		       (double)((cpu1 - cpu0) - (loop1 - loop0)) * per);
+	}
 	printf("\n");
 	return 0;
 }

@@ -1,7 +1,8 @@
 # daemon_sandbox.sh - after init pmallocd runs under a seccomp allow-list:
 # --test-sandbox starts it up, enters the sandbox and makes a forbidden
 # call, and the kernel must kill it with SIGSYS.  (Every other daemon test
-# runs the real daemon inside the same sandbox.)
+# runs the real daemon inside the same sandbox.)  Every thread of the
+# running daemon is under the filter.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/daemon_lib.sh"
 
@@ -26,6 +27,16 @@ start_daemon
 grep -q "^NoNewPrivs:[[:space:]]*1" /proc/$DPID/status || fail "no_new_privs not set"
 grep -q "^Seccomp:[[:space:]]*2" /proc/$DPID/status || fail "no seccomp filter"
 client | grep -qx "POLICY generation=1" || fail "sandboxed daemon does not answer"
+# Every thread: the loop and the worker that identifies clients (started
+# before the filter, which must reach it too).
+tasks=0
+for st in /proc/$DPID/task/*/status; do
+	tasks=$((tasks + 1))
+	grep -q "^Seccomp:[[:space:]]*2" "$st" || fail "thread $(basename "$(dirname "$st")") ($(sed -n 's/^Name:[[:space:]]*//p' "$st")) has no seccomp filter"
+	grep -q "^NoNewPrivs:[[:space:]]*1" "$st" || fail "thread $(basename "$(dirname "$st")"): no_new_privs not set"
+done
+[ $tasks -ge 2 ] || fail "pmallocd runs $tasks thread(s), want the loop and the identification worker"
+pass "all $tasks threads of pmallocd: NoNewPrivs 1, Seccomp 2"
 kill -HUP "$DPID"
 wait_until 100 sh -c "'$WIRE' --socket '$SOCK' | grep -qx 'POLICY generation=2'" || fail "reload inside the sandbox failed"
 stop_daemon || fail "exit status $?"

@@ -41,7 +41,9 @@
  *                           with --report K each answered one then sends K reports,
  *                           with --children C each forks C children that send one
  *                           report each on it (then "reports=N" is printed);
- *                           with --hold, they stay open that long
+ *                           with --hold, they stay open that long; with --vanish,
+ *                           each is closed right after its HELLO and "vanished=N"
+ *                           is printed (the process lives on for --hold MS)
  *   --vanish                send HELLO and exit without reading the answer
  * Options: --policy NAME (default "demo"), --pool NAME (default "config"),
  *   --mode enforce|audit, --delay-ms MS between reports, --module-path PATH
@@ -435,7 +437,7 @@ static void bad_message(int fd, const char *what)
 
 static void send_report(int fd);
 
-static int many(int n, int hold_ms, int reports, int children)
+static int many(int n, int hold_ms, int reports, int children, int vanish)
 {
 	struct rlimit rl;
 	int *fds = calloc((size_t)n, sizeof(int)), answered = 0, refused = 0;
@@ -458,6 +460,15 @@ static int many(int n, int hold_ms, int reports, int children)
 			fprintf(stderr, "send: %s\n", strerror(errno));
 			exit(1);
 		}
+		if (vanish)
+			close(fds[i]);
+	}
+	if (vanish) {
+		printf("vanished=%d\n", n);
+		free(fds);
+		if (hold_ms)
+			usleep((useconds_t)hold_ms * 1000);
+		return 0;
 	}
 	for (int i = 0; i < n; i++) {
 		ssize_t r = recv_timeout(fds[i], buf, sizeof(buf), 10000);
@@ -652,7 +663,7 @@ int main(int argc, char **argv)
 	printf("pid=%d\n", (int)getpid());
 
 	if (n_many)
-		return many(n_many, hold, n_reports, n_children);
+		return many(n_many, hold, n_reports, n_children, vanish);
 	fd = connect_daemon();
 	if (silent) {
 		uint64_t t0 = ms_now();
