@@ -134,6 +134,21 @@ int os_advise_huge(void *p, size_t len)
 	return OS_CALL(syscall(SYS_madvise, p, len, MADV_HUGEPAGE));
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+int os_populate(void *p, size_t len)
+{
+	static _Atomic bool unknown;         /* EINVAL once: the kernel has no such advice */
+	if (atomic_load_explicit(&unknown, memory_order_relaxed))
+		return -EINVAL;
+	int r = OS_CALL(syscall(SYS_madvise, p, len, MADV_POPULATE_WRITE));
+	if (r == -EINVAL)
+		atomic_store_explicit(&unknown, true, memory_order_relaxed);
+	return r;
+}
+
 /* Every other thread of the process passes a full memory barrier before
  * this returns.  membarrier(2) where the kernel (and any seccomp filter)
  * allows it; otherwise a TLB shoot-down, which interrupts every CPU running

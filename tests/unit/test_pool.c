@@ -1487,6 +1487,19 @@ START_TEST(test_large_spans_use_huge_pages)
 }
 END_TEST
 
+/* Pages of [p, p+len) present in memory (mincore). */
+static size_t present_pages(const void *p, size_t len)
+{
+	static unsigned char vec[1024];
+	size_t pages = len / page_size();
+	ck_assert_uint_le(pages, sizeof(vec));
+	ck_assert_int_eq(mincore((void *)page_of(p), len, vec), 0);
+	size_t n = 0;
+	for (size_t i = 0; i < pages; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
 /* A pool of one small object costs one page of memory: its 64 KiB span is
  * present only where it was touched (huge pages are for spans of 2 MiB and
  * more).  Counted exactly, page by page (mincore). */
@@ -1498,12 +1511,32 @@ START_TEST(test_one_object_pool_is_one_page)
 	memset(p, 1, 16);
 	/* A fresh pool's first object starts its first span, of 64 KiB. */
 	ck_assert_uint_eq((uintptr_t)p % (64 * KiB), 0);
-	unsigned char vec[64 * KiB / 4096];
-	size_t pages = 64 * KiB / page_size(), resident = 0;
-	ck_assert_int_eq(mincore(p, 64 * KiB, vec), 0);
-	for (size_t i = 0; i < pages; i++)
-		resident += vec[i] & 1;
+	size_t resident = present_pages(p, 64 * KiB);
 	ck_assert_msg(resident == 1, "a one-object pool has %zu pages of its span resident", resident);
+	pmalloc_destroy_pool(pool);
+}
+END_TEST
+
+/* Past its first MiB, a thread's pool memory is made present ahead of the
+ * objects in one system call per 256 KiB, not a page fault per 4 KiB, and
+ * never more than 256 KiB ahead.  A fresh pool's spans grow 64 KiB, 64,
+ * 128, 256, 512, then 1 MiB (its first 64 KiB filled here): that one's
+ * pages past the last object are present up to 256 KiB past where the span
+ * was entered, and none beyond. */
+START_TEST(test_memory_is_populated_ahead_within_bound)
+{
+	struct pmalloc_pool *pool = pmalloc_create_pool();
+	char *p = NULL;
+	for (size_t total = 0; total < 1 * MiB + 64 * KiB; total += 128) {
+		p = pmalloc(pool, 128);
+		require(p, "pmalloc failed");
+		memset(p, 1, 128);
+	}
+	char *next = (char *)page_of(p) + page_size();
+	size_t ahead = present_pages(next, 512 * KiB);
+	ck_assert_msg(ahead > 0, "no page past the last object is present: not populated ahead");
+	ck_assert_msg(ahead * page_size() <= 256 * KiB,
+		      "%zu KiB past the last object are present (bound: 256 KiB)", ahead * page_size() / KiB);
 	pmalloc_destroy_pool(pool);
 }
 END_TEST
@@ -1602,6 +1635,7 @@ static Suite *pool_suite(void)
 	tcase_add_test_raise_signal(mem, test_destroyed_memory_is_inaccessible, SIGSEGV);
 	tcase_add_test(mem, test_many_pools_memory_does_not_grow);
 	tcase_add_test(mem, test_one_object_pool_is_one_page);
+	tcase_add_test(mem, test_memory_is_populated_ahead_within_bound);
 	tcase_add_test(mem, test_large_pool_first_touches_take_huge_pages);
 	tcase_set_timeout(mem, 60);
 	suite_add_tcase(s, mem);
