@@ -149,6 +149,16 @@ int os_populate(void *p, size_t len)
 	return r;
 }
 
+int os_present(const void *p, bool *ret)
+{
+	unsigned char vec = 0;
+	void *page = (void *)((uintptr_t)p & ~(uintptr_t)(os_page_size - 1));
+	int r = OS_CALL(syscall(SYS_mincore, page, os_page_size, &vec));
+	if (r == 0)
+		*ret = vec & 1;
+	return r;
+}
+
 /* Every other thread of the process passes a full memory barrier before
  * this returns.  membarrier(2) where the kernel (and any seccomp filter)
  * allows it; otherwise a TLB shoot-down, which interrupts every CPU running

@@ -50,6 +50,8 @@ int os_advise_huge(void *p, size_t len);
  * of a fault per page.  A hint: where it is refused nothing changes but
  * speed, and a kernel without it is not asked again. */
 int os_populate(void *p, size_t len);
+/* Is the page holding p present in memory (mincore(2))? */
+int os_present(const void *p, bool *ret);
 /* A full memory barrier on every thread of the process (membarrier(2), or a
  * TLB shoot-down where that is refused).  Not async-signal-safe. */
 int os_process_barrier(void);

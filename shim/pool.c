@@ -404,6 +404,11 @@ static bool region_new_span(struct pmalloc_pool *p, struct pool_region *r, size_
 	return true;
 }
 
+/* Huge pages were found mapped ahead of a region's cursor: spans advised
+ * for them are not populated ahead any more (the kernel's first touch of
+ * each 2 MiB maps it all already). */
+static _Atomic bool huge_mapped;
+
 /* Where the fast path of region r stops (p's lock held): the end of its
  * span, or, once the region has handed out POPULATE_AFTER, the end of the
  * memory made present ahead of its cursor, POPULATE_AHEAD at a time in one
@@ -411,21 +416,34 @@ static bool region_new_span(struct pmalloc_pool *p, struct pool_region *r, size_
  * alloc+write bench without huge pages took 67..87 ns per object instead of
  * 92..125).  So the memory present but not yet handed out is, per thread
  * and pool, at most 256 KiB and at most a quarter of what it already uses:
- * none in a small pool.  Where the kernel maps huge pages, the first call
- * in a 2 MiB maps it as a first touch would, the next ones find it present.
- * [*lo, *hi): what to populate once the lock is released; empty: nothing. */
-static uintptr_t region_ahead(struct pool_region *r, uintptr_t *lo, uintptr_t *hi)
+ * none in a small pool.  Only when the object that reached the end is at
+ * most a page: one larger may be written sparsely, its pages only where it
+ * is.  Where the memory ahead is present already, a huge page mapped it:
+ * the span is left to the kernel's first touches.  [*lo, *hi): what to
+ * populate once the lock is released; empty: nothing. */
+static uintptr_t region_ahead(struct pool_region *r, size_t need, uintptr_t *lo, uintptr_t *hi)
 {
-	uintptr_t span_end = r->span->base + r->span->bytes, from = ALIGN_UP(r->cur, os_page_size);
+	struct span *s = r->span;
+	uintptr_t span_end = s->base + s->bytes, from = ALIGN_UP(r->cur, os_page_size);
+	bool huge = s->bytes >= ARENA_HUGE, present;
 	*lo = *hi = 0;
-	if (r->used < POPULATE_AFTER)
+	if (r->used < POPULATE_AFTER || (huge && atomic_load_explicit(&huge_mapped, memory_order_relaxed)))
 		return span_end;
 	uintptr_t end = span_end - from > POPULATE_AHEAD ? from + POPULATE_AHEAD : span_end;
 	if (end <= r->touched)
 		return r->touched;
-	*lo = r->touched > from ? r->touched : from;
-	*hi = end;
+	uintptr_t start = r->touched > from ? r->touched : from;
+	if (start < end && os_present((void *)start, &present) == 0 && present) {
+		if (huge)
+			atomic_store_explicit(&huge_mapped, true, memory_order_relaxed);
+		r->touched = span_end;
+		return span_end;
+	}
 	r->touched = end;
+	if (need <= os_page_size) {
+		*lo = start;
+		*hi = end;
+	}
 	return end;
 }
 
@@ -498,7 +516,7 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 			r->requested += size;
 			r->used += need;
 			/* A capped pool counts every byte here, so its fast path never has room. */
-			uintptr_t end = region_ahead(r, &pop_lo, &pop_hi);
+			uintptr_t end = region_ahead(r, need, &pop_lo, &pop_hi);
 			r->end = p->max_bytes ? r->cur : end;
 			ret = (void *)at;
 		}
