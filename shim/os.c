@@ -2,7 +2,7 @@
  * os.c - the shim's door to the kernel.
  *
  * The rule: every call the shim makes for memory (mmap, mprotect, mseal,
- * munmap, madvise, membarrier), for signals (sigaction, rt_sigprocmask,
+ * munmap, madvise, mincore, membarrier), for signals (sigaction, rt_sigprocmask,
  * sigaltstack, tgkill), for the thread and the clock (gettid, sched_yield,
  * clock_gettime, clock_nanosleep), and every raw system call made to get
  * past one of the shim's own interposers (ppoll), is made here and nowhere
