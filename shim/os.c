@@ -2,15 +2,15 @@
  * os.c - the shim's door to the kernel.
  *
  * The rule: every call the shim makes for memory (mmap, mprotect, mseal,
- * munmap, madvise, mincore, membarrier), for signals (sigaction, rt_sigprocmask,
- * sigaltstack, tgkill), for the thread and the clock (gettid, sched_yield,
- * clock_gettime, clock_nanosleep), and every raw system call made to get
- * past one of the shim's own interposers (ppoll), is made here and nowhere
- * else.  What stays in the file that owns the concern is plain descriptor
- * I/O through libc: opening and reading the policy file, /proc/self/exe,
- * comm and cgroup, symbol files, and the daemon's and journald's sockets;
- * and an interposer's hand-over to the libc function it replaces
- * (sigmask.c, kwrite.c, trigger.c).
+ * munmap, madvise, mincore, membarrier), for signals (sigaction,
+ * rt_sigprocmask, sigaltstack, tgkill), for the thread and the clock
+ * (gettid, sched_yield, clock_gettime, clock_nanosleep), and every raw
+ * system call made to get past one of the shim's own interposers (ppoll),
+ * is made here and nowhere else.  What stays in the file that owns the
+ * concern is plain descriptor I/O through libc: opening and reading the
+ * policy file, /proc/self/exe, comm and cgroup, symbol files, and the
+ * daemon's and journald's sockets; and an interposer's hand-over to the
+ * libc function it replaces (sigmask.c, kwrite.c, trigger.c).
  *
  * Every function returns 0 or -errno (the contract in os.h), never
  * allocates, never logs, and keeps errno as it found it, so callers inside
