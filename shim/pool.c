@@ -8,11 +8,11 @@
  * new span (one per 64 KiB .. 4 MiB of a thread's objects), past a
  * region's first MiB its memory made present 256 KiB ahead (one system
  * call, after the lock), catching up after a protect, caps, alignment,
- * large objects.  pool_protect() changes
- * the pool's stamp, runs one process-wide barrier (see pool.h for why), then
- * reads every region's cursor and makes one mprotect per contiguous range of
- * new spans, none when nothing is new.  Statistics are kept per region and
- * summed when read.
+ * large objects.  pool_protect() changes the pool's stamp, runs one
+ * process-wide barrier (see pool.h for why), then reads every region's
+ * cursor and makes one mprotect per contiguous range of new spans, none
+ * when nothing is new.  Statistics are kept per region and summed when
+ * read.
  *
  * Lock order (pool.h): registry_lock, a pool's lock, the arena's.  No lock
  * is held while calling anything outside the shim.  Never calls malloc.
