@@ -413,14 +413,15 @@ static _Atomic bool huge_mapped;
  * span, or, once the region has handed out POPULATE_AFTER, the end of the
  * memory made present ahead of its cursor, POPULATE_AHEAD at a time in one
  * system call instead of a page fault per 4 KiB (~2 us each on a VM; the
- * alloc+write bench without huge pages took 67..87 ns per object instead of
- * 92..125).  So the memory present but not yet handed out is, per thread
- * and pool, at most 256 KiB and at most a quarter of what it already uses:
- * none in a small pool.  Only when the object that reached the end is at
- * most a page: one larger may be written sparsely, its pages only where it
- * is.  Where the memory ahead is present already, a huge page mapped it:
- * the span is left to the kernel's first touches.  [*lo, *hi): what to
- * populate once the lock is released; empty: nothing. */
+ * alloc+write bench without huge pages: 75..99 ns per object instead of
+ * 101..121, medians of six runs).  So the memory present but not yet
+ * handed out is, per thread and pool, at most 256 KiB and at most a
+ * quarter of what it already uses: none in a small pool.  Only when the
+ * object that reached the end is at most a page: one larger may be written
+ * sparsely, its pages only where it is.  Where the memory ahead is present
+ * already, a huge page mapped it: the span is left to the kernel's first
+ * touches.  [*lo, *hi): what to populate once the lock is released;
+ * empty: nothing. */
 static uintptr_t region_ahead(struct pool_region *r, size_t need, uintptr_t *lo, uintptr_t *hi)
 {
 	struct span *s = r->span;
