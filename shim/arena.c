@@ -46,7 +46,7 @@ static union {
 	unsigned char pages[ALIGN_UP(sizeof(struct unit_map), RO_PAGE)];
 } units_ro __attribute__((aligned(RO_PAGE)));
 
-#define HUGE ((size_t)2 << 20)                      /* a transparent huge page */
+#define HUGE ARENA_HUGE                             /* a transparent huge page */
 #define HUGE_UNITS ((uint32_t)(HUGE >> ARENA_UNIT_SHIFT))
 
 static_assert(PM_ALIGN == 1u << ARENA_GRANULE_SHIFT, "one record granule per alignment granule");

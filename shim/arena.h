@@ -31,6 +31,8 @@
 #define ARENA_UNIT_SHIFT 16
 #define ARENA_UNIT ((size_t)1 << ARENA_UNIT_SHIFT)
 #define ARENA_GRANULE_SHIFT 4                      /* bitmap granule == PM_ALIGN */
+/* Spans of this many bytes and more are advised for transparent huge pages. */
+#define ARENA_HUGE ((size_t)2 << 20)
 
 struct pmalloc_pool;
 

@@ -2,15 +2,15 @@
  * os.c - the shim's door to the kernel.
  *
  * The rule: every call the shim makes for memory (mmap, mprotect, mseal,
- * munmap, madvise, membarrier), for signals (sigaction, rt_sigprocmask,
- * sigaltstack, tgkill), for the thread and the clock (gettid, sched_yield,
- * clock_gettime, clock_nanosleep), and every raw system call made to get
- * past one of the shim's own interposers (ppoll), is made here and nowhere
- * else.  What stays in the file that owns the concern is plain descriptor
- * I/O through libc: opening and reading the policy file, /proc/self/exe,
- * comm and cgroup, symbol files, and the daemon's and journald's sockets;
- * and an interposer's hand-over to the libc function it replaces
- * (sigmask.c, kwrite.c, trigger.c).
+ * munmap, madvise, mincore, membarrier), for signals (sigaction,
+ * rt_sigprocmask, sigaltstack, tgkill), for the thread and the clock
+ * (gettid, sched_yield, clock_gettime, clock_nanosleep), and every raw
+ * system call made to get past one of the shim's own interposers (ppoll),
+ * is made here and nowhere else.  What stays in the file that owns the
+ * concern is plain descriptor I/O through libc: opening and reading the
+ * policy file, /proc/self/exe, comm and cgroup, symbol files, and the
+ * daemon's and journald's sockets; and an interposer's hand-over to the
+ * libc function it replaces (sigmask.c, kwrite.c, trigger.c).
  *
  * Every function returns 0 or -errno (the contract in os.h), never
  * allocates, never logs, and keeps errno as it found it, so callers inside
@@ -132,6 +132,31 @@ int os_map_lazy(size_t len, void **ret)
 int os_advise_huge(void *p, size_t len)
 {
 	return OS_CALL(syscall(SYS_madvise, p, len, MADV_HUGEPAGE));
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+int os_populate(void *p, size_t len)
+{
+	static _Atomic bool unknown;         /* EINVAL once: the kernel has no such advice */
+	if (atomic_load_explicit(&unknown, memory_order_relaxed))
+		return -EINVAL;
+	int r = OS_CALL(syscall(SYS_madvise, p, len, MADV_POPULATE_WRITE));
+	if (r == -EINVAL)
+		atomic_store_explicit(&unknown, true, memory_order_relaxed);
+	return r;
+}
+
+int os_present(const void *p, bool *ret)
+{
+	unsigned char vec = 0;
+	void *page = (void *)((uintptr_t)p & ~(uintptr_t)(os_page_size - 1));
+	int r = OS_CALL(syscall(SYS_mincore, page, os_page_size, &vec));
+	if (r == 0)
+		*ret = vec & 1;
+	return r;
 }
 
 /* Every other thread of the process passes a full memory barrier before

@@ -45,6 +45,13 @@ int os_map_lazy(size_t len, void **ret);
 /* madvise(MADV_HUGEPAGE) [p, p+len): transparent huge pages where the
  * kernel offers them (a hint; failure changes nothing but speed). */
 int os_advise_huge(void *p, size_t len);
+/* Make [p, p+len) present and writable now, in one call
+ * (MADV_POPULATE_WRITE, Linux 5.14): one kernel entry for its pages instead
+ * of a fault per page.  A hint: where it is refused nothing changes but
+ * speed, and a kernel without it is not asked again. */
+int os_populate(void *p, size_t len);
+/* Is the page holding p present in memory (mincore(2))? */
+int os_present(const void *p, bool *ret);
 /* A full memory barrier on every thread of the process (membarrier(2), or a
  * TLB shoot-down where that is refused).  Not async-signal-safe. */
 int os_process_barrier(void);

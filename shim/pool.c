@@ -5,12 +5,14 @@
  * Costs: an allocation normally takes the inline fast path of pool.h (no
  * lock, no atomic instruction, one record and three counters written); this
  * file does the rest under the pool's lock: binding a thread's region, a
- * new span (one per 64 KiB .. 4 MiB of a thread's objects), catching up
- * after a protect, caps, alignment, large objects.  pool_protect() changes
- * the pool's stamp, runs one process-wide barrier (see pool.h for why), then
- * reads every region's cursor and makes one mprotect per contiguous range of
- * new spans, none when nothing is new.  Statistics are kept per region and
- * summed when read.
+ * new span (one per 64 KiB .. 4 MiB of a thread's objects), past a
+ * region's first MiB its memory made present 256 KiB ahead (one system
+ * call, after the lock), catching up after a protect, caps, alignment,
+ * large objects.  pool_protect() changes the pool's stamp, runs one
+ * process-wide barrier (see pool.h for why), then reads every region's
+ * cursor and makes one mprotect per contiguous range of new spans, none
+ * when nothing is new.  Statistics are kept per region and summed when
+ * read.
  *
  * Lock order (pool.h): registry_lock, a pool's lock, the arena's.  No lock
  * is held while calling anything outside the shim.  Never calls malloc.
@@ -32,6 +34,8 @@
 #define SPAN_FIRST ((size_t)64 << 10)
 #define SPAN_MAX ((size_t)4 << 20)
 #define PARTIAL_MIN ((size_t)4 << 10)        /* a span left with less room is not reused */
+#define POPULATE_AFTER ((size_t)1 << 20)     /* see region_ahead() */
+#define POPULATE_AHEAD ((size_t)256 << 10)
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pmalloc_pool *registry;       /* live pools */
@@ -395,8 +399,53 @@ static bool region_new_span(struct pmalloc_pool *p, struct pool_region *r, size_
 	s->is_cur = true;
 	r->span = s;
 	r->cur = s->base + s->cursor;
+	r->touched = 0;
 	r->rec = s->rec_next;
 	return true;
+}
+
+/* Huge pages were found mapped ahead of a region's cursor: spans advised
+ * for them are not populated ahead any more (the kernel's first touch of
+ * each 2 MiB maps it all already). */
+static _Atomic bool huge_mapped;
+
+/* Where the fast path of region r stops (p's lock held): the end of its
+ * span, or, once the region has handed out POPULATE_AFTER, the end of the
+ * memory made present ahead of its cursor, POPULATE_AHEAD at a time in one
+ * system call instead of a page fault per 4 KiB (~2 us each on a VM; the
+ * alloc+write bench without huge pages: 75..99 ns per object instead of
+ * 101..121, medians of six runs).  So the memory present but not yet
+ * handed out is, per thread and pool, at most 256 KiB and at most a
+ * quarter of what it already uses: none in a small pool.  Only when the
+ * object that reached the end is at most a page: one larger may be written
+ * sparsely, its pages only where it is.  Where the memory ahead is present
+ * already, a huge page mapped it: the span is left to the kernel's first
+ * touches.  [*lo, *hi): what to populate once the lock is released;
+ * empty: nothing. */
+static uintptr_t region_ahead(struct pool_region *r, size_t need, uintptr_t *lo, uintptr_t *hi)
+{
+	struct span *s = r->span;
+	uintptr_t span_end = s->base + s->bytes, from = ALIGN_UP(r->cur, os_page_size);
+	bool huge = s->bytes >= ARENA_HUGE, present;
+	*lo = *hi = 0;
+	if (r->used < POPULATE_AFTER || (huge && atomic_load_explicit(&huge_mapped, memory_order_relaxed)))
+		return span_end;
+	uintptr_t end = span_end - from > POPULATE_AHEAD ? from + POPULATE_AHEAD : span_end;
+	if (end <= r->touched)
+		return r->touched;
+	uintptr_t start = r->touched > from ? r->touched : from;
+	if (start < end && os_present((void *)start, &present) == 0 && present) {
+		if (huge)
+			atomic_store_explicit(&huge_mapped, true, memory_order_relaxed);
+		r->touched = span_end;
+		return span_end;
+	}
+	r->touched = end;
+	if (need <= os_page_size) {
+		*lo = start;
+		*hi = end;
+	}
+	return end;
 }
 
 static cold void *cap_reached(struct pmalloc_pool *p)
@@ -433,6 +482,7 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 	if (!single)
 		pool_tls.active = r;
 	void *ret = NULL;
+	uintptr_t pop_lo = 0, pop_hi = 0;
 	pthread_mutex_lock(&p->lock);
 	/* The cap is counted under the lock: never passed, not even by racing
 	 * threads. */
@@ -467,13 +517,17 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 			r->requested += size;
 			r->used += need;
 			/* A capped pool counts every byte here, so its fast path never has room. */
-			r->end = p->max_bytes ? r->cur : r->span->base + r->span->bytes;
+			uintptr_t end = region_ahead(r, need, &pop_lo, &pop_hi);
+			r->end = p->max_bytes ? r->cur : end;
 			ret = (void *)at;
 		}
 	}
 	if (ret && p->max_bytes)
 		atomic_store_explicit(&p->capped_used, capped + need, memory_order_relaxed);
 	pthread_mutex_unlock(&p->lock);
+	/* The region's own memory, which no other thread bumps in: no lock. */
+	if (pop_hi > pop_lo)
+		os_populate((void *)pop_lo, pop_hi - pop_lo);
 	if (!ret)
 		errno = ENOMEM;
 	return ret;

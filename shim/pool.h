@@ -30,15 +30,16 @@ static_assert(POOL_SMALL_MAX >> ARENA_GRANULE_SHIFT <= REC_MAX_GRANULES, "sizes 
 struct pool_region {
 	struct pmalloc_pool *pool;       /* &pool_unbound when the slot is free */
 	uint64_t stamp;                  /* pool->stamp when last seen (pool's lock) */
-	uintptr_t cur, end;              /* free room [cur, end) of span; end == cur: always slow */
+	uintptr_t cur, end;              /* free room [cur, end) of span, up to touched; end == cur: always slow */
 	uint64_t *rec;                   /* where the next record goes */
 	size_t requested;                /* since the region was bound ... */
 	struct span *span;               /* pool's lock */
 	size_t used;                     /* ... (apart: no vector code for two adds) */
 	size_t next_span_bytes;
 	bool first_span_done;
+	uintptr_t touched;               /* span's pages below: populated, or the fast path's to fault */
 	struct pool_region *next, *prev; /* the pool's regions; pool's lock */
-	uint64_t pad[4];
+	uint64_t pad[3];
 };
 #define POOL_SLOTS 4
 #define POOL_REGION_SHIFT 7

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1486,6 +1487,110 @@ START_TEST(test_large_spans_use_huge_pages)
 }
 END_TEST
 
+/* Pages of [p, p+len) present in memory (mincore). */
+static size_t present_pages(const void *p, size_t len)
+{
+	static unsigned char vec[1024];
+	size_t pages = len / page_size();
+	ck_assert_uint_le(pages, sizeof(vec));
+	ck_assert_int_eq(mincore((void *)page_of(p), len, vec), 0);
+	size_t n = 0;
+	for (size_t i = 0; i < pages; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+/* A pool of one small object costs one page of memory: its 64 KiB span is
+ * present only where it was touched (huge pages are for spans of 2 MiB and
+ * more).  Counted exactly, page by page (mincore). */
+START_TEST(test_one_object_pool_is_one_page)
+{
+	struct pmalloc_pool *pool = pmalloc_create_pool();
+	char *p = pmalloc(pool, 16);
+	ck_assert_ptr_nonnull(p);
+	memset(p, 1, 16);
+	/* A fresh pool's first object starts its first span, of 64 KiB. */
+	ck_assert_uint_eq((uintptr_t)p % (64 * KiB), 0);
+	size_t resident = present_pages(p, 64 * KiB);
+	ck_assert_msg(resident == 1, "a one-object pool has %zu pages of its span resident", resident);
+	pmalloc_destroy_pool(pool);
+}
+END_TEST
+
+/* Past its first MiB, a thread's pool memory is made present ahead of the
+ * objects in one system call per 256 KiB, not a page fault per 4 KiB, and
+ * never more than 256 KiB ahead.  A fresh pool's spans grow 64 KiB, 64,
+ * 128, 256, 512, then 1 MiB (its first 64 KiB filled here): that one's
+ * pages past the last object are present up to 256 KiB past where the span
+ * was entered, and none beyond. */
+START_TEST(test_memory_is_populated_ahead_within_bound)
+{
+	/* MADV_POPULATE_WRITE is Linux 5.14's: without it, pages fault. */
+	void *probe = mmap(NULL, page_size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(probe, MAP_FAILED);
+	if (madvise(probe, page_size(), MADV_POPULATE_WRITE) != 0 && errno == EINVAL) {
+		fprintf(stderr, "test_memory_is_populated_ahead_within_bound: no MADV_POPULATE_WRITE in "
+				"this kernel: not checked\n");
+		return;
+	}
+	munmap(probe, page_size());
+	struct pmalloc_pool *pool = pmalloc_create_pool();
+	char *p = NULL;
+	for (size_t total = 0; total < 1 * MiB + 64 * KiB; total += 128) {
+		p = pmalloc(pool, 128);
+		require(p, "pmalloc failed");
+		memset(p, 1, 128);
+	}
+	char *next = (char *)page_of(p) + page_size();
+	size_t ahead = present_pages(next, 512 * KiB);
+	ck_assert_msg(ahead > 0, "no page past the last object is present: not populated ahead");
+	ck_assert_msg(ahead * page_size() <= 256 * KiB,
+		      "%zu KiB past the last object are present (bound: 256 KiB)", ahead * page_size() / KiB);
+	pmalloc_destroy_pool(pool);
+}
+END_TEST
+
+/* Whether this process can get transparent huge pages: the system's mode
+ * is not [never] and the process has not opted out (prctl). */
+static bool thp_offered(void)
+{
+	char buf[128] = "";
+	int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n > 0 && !strstr(buf, "[never]") && prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 0;
+}
+
+/* A pool that grows large takes its fresh memory 2 MiB at a time where the
+ * kernel offers huge pages, not one fault per 4 KiB page: filling 32 MiB
+ * (8192 pages) with small objects takes fewer than 2048 page faults, the
+ * count exact (getrusage).  Expected: 512 for the first 2 MiB of small
+ * spans, 512 for the objects' records, one per huge page. */
+START_TEST(test_large_pool_first_touches_take_huge_pages)
+{
+	if (!thp_offered()) {
+		fprintf(stderr, "test_large_pool_first_touches_take_huge_pages: no transparent huge pages "
+				"on this system (or for this process): not checked\n");
+		return;
+	}
+	struct pmalloc_pool *pool = pmalloc_create_pool();
+	struct rusage before, after;
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &before), 0);
+	for (size_t total = 0; total < 32 * MiB; total += 128) {
+		char *p = pmalloc(pool, 128);
+		require(p, "pmalloc failed");
+		memset(p, 1, 128);
+	}
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &after), 0);
+	long faults = after.ru_minflt - before.ru_minflt;
+	ck_assert_msg(faults < 2048, "32 MiB of a pool took %ld page faults (4 KiB pages: 8192)", faults);
+	pmalloc_destroy_pool(pool);
+}
+END_TEST
+
 static Suite *pool_suite(void)
 {
 	Suite *s = suite_create("pool");
@@ -1538,6 +1643,9 @@ static Suite *pool_suite(void)
 	tcase_add_test(mem, test_destroy_returns_memory);
 	tcase_add_test_raise_signal(mem, test_destroyed_memory_is_inaccessible, SIGSEGV);
 	tcase_add_test(mem, test_many_pools_memory_does_not_grow);
+	tcase_add_test(mem, test_one_object_pool_is_one_page);
+	tcase_add_test(mem, test_memory_is_populated_ahead_within_bound);
+	tcase_add_test(mem, test_large_pool_first_touches_take_huge_pages);
 	tcase_set_timeout(mem, 60);
 	suite_add_tcase(s, mem);
 
