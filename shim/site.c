@@ -13,12 +13,15 @@
 
 #include <string.h>
 
+/* Probes: SITE_NEAR from the home slot on, then the rest from a second
+ * hash's slot anywhere in the table (site.h: why homes are few). */
 #define SITE_PROBES 32
+#define SITE_NEAR 16
 
 struct site *_Atomic site_table;
 
-/* One mapping: the slots (64 KiB: a process's sites touch fewer pages
- * than with the symbols inline), then their symbols
+/* One mapping: the slots (64 KiB, homes in the first 8: a process's
+ * sites touch fewer pages than with the symbols inline), then their symbols
  * (site_sym_of).  Not made present at once: that would cost every process
  * 64 KiB resident, and a small program touches fewer pages.  Nor mapped to
  * the zero page at once (madvise MADV_POPULATE_READ): the copy at a
@@ -69,16 +72,18 @@ uint16_t site_id(uintptr_t ra)
 	if (ra == 0 || site_word_ra(site_word(ra, SITE_ROUTE_UNKNOWN)) != ra)
 		return SITE_NONE;
 	uint32_t h = site_hash(ra);
+	uint32_t far = (uint32_t)(((uint64_t)ra * UINT64_C(0xC2B2AE3D27D4EB4F)) >> (64 - SITE_BITS));
 	for (uint32_t i = 0; i < SITE_PROBES; i++) {
-		struct site *s = &t[(h + i) & (SITE_SLOTS - 1)];
+		uint32_t k = (i < SITE_NEAR ? h + i : far + (i - SITE_NEAR)) & (SITE_SLOTS - 1);
+		struct site *s = &t[k];
 		uint64_t cur = atomic_load_explicit(&s->w, memory_order_acquire);
 		if (likely(site_word_ra(cur) == ra))
-			return (uint16_t)(((h + i) & (SITE_SLOTS - 1)) + 1);
+			return (uint16_t)(k + 1);
 		if (cur == 0) {
 			uint64_t expected = 0;
 			if (atomic_compare_exchange_strong(&s->w, &expected, site_word(ra, SITE_ROUTE_UNKNOWN)) ||
 			    site_word_ra(expected) == ra)
-				return (uint16_t)(((h + i) & (SITE_SLOTS - 1)) + 1);
+				return (uint16_t)(k + 1);
 		}
 	}
 	return SITE_NONE;
