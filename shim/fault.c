@@ -490,8 +490,10 @@ int fault_arm(enum fault_mode mode, struct pmalloc_pool *const *pools, size_t n,
 	if (n > FAULT_POOLS_MAX)
 		return -E2BIG;
 	pthread_mutex_lock(&install_lock);
-	/* Still writable when an API pool did not lock it first. */
-	int r = ro.s.armed ? -EBUSY : atomic_load(&ro_locked) ? os_protect_rw(&ro, sizeof(ro)) : 0;
+	/* Still writable (and never armed: arming locks it) when no API pool
+	 * locked it first; then written before it is read, one fault not two. */
+	bool locked = atomic_load(&ro_locked);
+	int r = !locked ? 0 : ro.s.armed ? -EBUSY : os_protect_rw(&ro, sizeof(ro));
 	if (r == 0) {
 		ro.s.mode = mode;
 		ro.s.n_pools = n;

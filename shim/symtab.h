@@ -61,9 +61,11 @@ void symtab_filter_clear(struct symtab_filter *f, unsigned k);
 /* Let through names starting with prefix (at least f->k characters). */
 void symtab_filter_add(struct symtab_filter *f, const char *prefix);
 
-/* Whether text[len] occurs anywhere in t's names (a name holding it, or
- * two names' bytes across their NUL: a hint, never a false "no"). */
-bool symtab_has_text(const struct symtab *t, const char *text, size_t len);
+/* Whether one of texts[n] (lens[n] bytes each) occurs anywhere in t's
+ * names (a name holding it, or two names' bytes across their NUL: a hint,
+ * never a false "no").  n up to SYMTAB_TEXTS_MAX (more: true). */
+#define SYMTAB_TEXTS_MAX 64
+bool symtab_has_any(const struct symtab *t, const char *const *texts, const size_t *lens, size_t n);
 
 /* Call fn for each defined function of t (whose filter lets its name
  * through, when filter is not NULL), at run-time addresses (bias added). */
