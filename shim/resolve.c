@@ -403,6 +403,7 @@ struct pending {
 	 * so that table is not walked twice. */
 	struct range *dyn_r;
 	size_t dyn_n;
+	size_t dyn_syms;            /* the symbols it walked */
 	bool dyn_walked;
 	_Atomic bool read;
 };
@@ -491,12 +492,15 @@ static void read_pending(struct pending *pe, struct collect *c)
 	applicable_rules(pe->path, &a);
 	c->obj = pe->obj;
 	struct symtab t;
-	bool found = symtab_open(pe->path, pe->obj.base, pe->ph, pe->phnum, &t) == 0;
+	/* .dynsym in memory only when the rule check did not walk it already
+	 * (counting its symbols walks the hash table: 6,400 instructions for
+	 * python3's). */
+	bool found = symtab_open(pe->path, pe->obj.base, pe->ph, pe->phnum, !pe->dyn_walked, &t) == 0;
 	if (found && (t.map || !pe->dyn_walked)) {
 		debug_printf("reading the %zu symbols of %s", t.n_syms, pe->path);
 		collect_functions(c, &a, &t, pe->path);
 	} else if (pe->dyn_walked) {
-		debug_printf("%s has only the %zu exported symbols read for the rules", pe->path, t.n_syms);
+		debug_printf("%s has only the %zu exported symbols read for the rules", pe->path, pe->dyn_syms);
 		c->r = pe->dyn_r;
 		c->n = c->cap = pe->dyn_n;
 		pe->dyn_r = NULL;
@@ -788,6 +792,7 @@ static void check_dynsym(struct pending *pe, const struct applicable *a)
 	collect_functions(&c, a, &t, pe->path);
 	pe->dyn_r = c.r;
 	pe->dyn_n = c.n;
+	pe->dyn_syms = t.n_syms;
 	pe->dyn_walked = true;
 }
 

@@ -427,13 +427,14 @@ const ElfW(Dyn) *symtab_dynamic(const ElfW(Phdr) *ph, size_t phnum, uintptr_t bi
 	return dyn;
 }
 
-int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t phnum, struct symtab *ret)
+int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t phnum, bool with_loaded,
+		struct symtab *ret)
 {
 	*ret = (struct symtab){ 0 };
 	char id[SYMTAB_BUILD_ID_MAX];
 	const ElfW(Dyn) *dyn = symtab_dynamic(ph, phnum, bias);
 	int r = locate(path, symtab_build_id(ph, phnum, bias, id) ? id : NULL, !dyn, true, ret);
-	if (r < 0 && dyn)
+	if (r < 0 && dyn && with_loaded)
 		r = symtab_open_loaded(dyn, bias, ret);
 	return r;
 }

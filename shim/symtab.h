@@ -35,12 +35,13 @@ struct symtab {
 /* Locate the function symbols of the object loaded from path with load
  * bias bias and program headers ph[phnum]: the .symtab of its debug file
  * found by build-id, else its own .symtab, else that of the debug file its
- * .gnu_debuglink names, else its .dynsym in memory; a file whose build-id
- * is not the loaded object's is not used (the object's path may name
- * another file by now).  Opens and maps files; reads no symbol.  0, or
- * -errno with *ret zeroed.  Callers serialise it: it remembers the debug
- * folders it found missing. */
-int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t phnum, struct symtab *ret);
+ * .gnu_debuglink names, else (with_loaded) its .dynsym in memory; a file
+ * whose build-id is not the loaded object's is not used (the object's path
+ * may name another file by now).  Opens and maps files; reads no symbol.
+ * 0, or -errno with *ret zeroed.  Callers serialise it: it remembers the
+ * debug folders it found missing. */
+int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t phnum, bool with_loaded,
+		struct symtab *ret);
 /* The .dynsym of a loaded object, from its dynamic section (no file). */
 int symtab_open_loaded(const ElfW(Dyn) *dyn, uintptr_t bias, struct symtab *ret);
 /* A loaded object's dynamic section, from its program headers; NULL when
