@@ -64,7 +64,8 @@
 /* The decisions, in a page of their own (hardened_malloc's ro, OpenBSD's
  * malloc_readonly): all zeros, i.e. enforce for every pool, until init.c
  * arms the interposition's pools; read-only from the first
- * fault_install() on, written once more only by fault_arm() at start-up
+ * fault_install() on (or from fault_arm(), when the policy's pools come
+ * first), written once more only by fault_arm() at start-up
  * (and sealed under protection = "seal").  The handler reaches it at a
  * link-time address: no writable pointer leads to it. */
 struct fault_ro {
@@ -452,16 +453,28 @@ static void ro_lock(void)
 	atomic_store(&ro_locked, 1);
 }
 
-void fault_install(void)
+static void install_segv(bool lock)
 {
 	unsigned long minsig = getauxval(AT_MINSIGSTKSZ);
 	if (minsig > sigframe_bytes)
 		sigframe_bytes = minsig;
 	report_init();
-	pthread_mutex_lock(&install_lock);
-	ro_lock();
-	pthread_mutex_unlock(&install_lock);
+	if (lock) {
+		pthread_mutex_lock(&install_lock);
+		ro_lock();
+		pthread_mutex_unlock(&install_lock);
+	}
 	take_over(SIGSEGV, on_segv, &prog_segv);
+}
+
+void fault_install(void)
+{
+	install_segv(true);
+}
+
+void fault_install_for_arm(void)
+{
+	install_segv(false);
 }
 
 static void copy_name(char dst[POOL_NAME], const char *src)
@@ -477,7 +490,10 @@ int fault_arm(enum fault_mode mode, struct pmalloc_pool *const *pools, size_t n,
 	if (n > FAULT_POOLS_MAX)
 		return -E2BIG;
 	pthread_mutex_lock(&install_lock);
-	int r = ro.s.armed ? -EBUSY : os_protect_rw(&ro, sizeof(ro));
+	/* Still writable (and never armed: arming locks it) when no API pool
+	 * locked it first; then written before it is read, one fault not two. */
+	bool locked = atomic_load(&ro_locked);
+	int r = !locked ? 0 : ro.s.armed ? -EBUSY : os_protect_rw(&ro, sizeof(ro));
 	if (r == 0) {
 		ro.s.mode = mode;
 		ro.s.n_pools = n;

@@ -15,8 +15,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Install the handler (once; idempotent), remembering the previous one. */
+/* Install the handler (once; idempotent), remembering the previous one,
+ * and make the decisions' page read-only. */
 void fault_install(void);
+/* The same, but the page is left as it is for fault_arm(), which init.c
+ * calls next and which makes it read-only then: one mprotect at start-up
+ * instead of three.  A start-up that stops short of fault_arm() calls
+ * fault_install() instead. */
+void fault_install_for_arm(void);
 /* Interposed sigaction(), every signal: for SIGSEGV (and SIGTRAP while
  * audit pools exist) record the program's handler as the one to chain to,
  * keeping the shim's first; other signals go to libc.  No handler's mask

@@ -135,10 +135,6 @@ static int load_policy(const char *exe, const char *comm, struct policy_image_bu
 	return r < 0 ? 0 : 1;
 }
 
-/* The state and the image, in one mapping of their own: the image is
- * copied there and validated again in place (what is armed is what was
- * checked), then the whole is made read-only, and sealed under
- * protection = "seal" where mseal(2) exists. */
 /* The state, and the pointer to it, read-only from now on; sealed too
  * under protection = "seal" where the kernel has mseal. */
 static void make_ro(void *p, size_t len, bool seal)
@@ -148,18 +144,34 @@ static void make_ro(void *p, size_t len, bool seal)
 		(void)os_seal(p, len);
 }
 
+/* A start-up that stops before fault_arm(): the pools it made keep the
+ * handler's decisions (enforce) read-only all the same. */
+static int unarmed(bool installed, int r)
+{
+	if (installed)
+		fault_install();
+	return r;
+}
+
+/* The state and the image, in the page of the pointer to them (shim.h)
+ * when they fit, else in a mapping of their own: the image is copied there
+ * and validated again in place (what is armed is what was checked), then
+ * the whole is made read-only, and sealed under protection = "seal" where
+ * mseal(2) exists. */
 static int arm(const struct policy_image_buf *in, const char *exe)
 {
-	void *mem;
+	void *mem = shim_ro.room;
 	size_t state_len = ALIGN_UP(sizeof(struct shim_state), 64);
+	bool own_map = state_len + in->len > sizeof(shim_ro.room);
 	size_t len = ALIGN_UP(state_len + in->len, os_page_size);
-	int r = os_map(len, &mem);
+	int r = own_map ? os_map(len, &mem) : 0;
 	if (r < 0)
 		return r;
 	struct shim_state *st = mem;
 	memcpy((char *)mem + state_len, in->image, in->len);
 	if (policy_image_validate((char *)mem + state_len, in->len) < 0) {
-		os_unmap(mem, len);
+		if (own_map)
+			os_unmap(mem, len);
 		return -EPROTO;
 	}
 	const struct pimg_header *img = (const void *)((char *)mem + state_len);
@@ -173,9 +185,11 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 	if (img->n_pools > SHIM_POOLS_MAX) {
 		say("policy \"%s\" has %u pools, more than the %d supported; running unprotected",
 		    policy_name, img->n_pools, SHIM_POOLS_MAX);
-		os_unmap(mem, len);
+		if (own_map)
+			os_unmap(mem, len);
 		return -E2BIG;
 	}
+	bool installed = false;
 	for (size_t i = 0; i < img->n_pools; i++) {
 		const struct pimg_pool *pp = pimg_pool(img, i);
 		struct shim_pool *sp = &st->pools[i];
@@ -184,8 +198,9 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 					  ? PMALLOC_POOL_SEAL : 0) | POOL_INTERPOSED;
 		sp->pool = pool_create(pimg_str(img, pp->name), flags);
 		if (!sp->pool)
-			return -ENOMEM;
-		fault_install();                 /* before any pool can be protected */
+			return unarmed(installed, -ENOMEM);
+		fault_install_for_arm();         /* before any pool can be protected */
+		installed = true;
 		snprintf(sp->pool->policy, sizeof(sp->pool->policy), "%s", policy_name);
 		sp->pool->max_bytes = pp->max_bytes;
 		sp->pool->index = (int)i;
@@ -216,9 +231,10 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		fault_enable_audit();
 	r = resolve_init(st, exe);
 	if (r < 0)
-		return r;
+		return unarmed(installed, r);
 	bool seal = img->protection == POLICY_PROT_SEAL;
-	make_ro(mem, len, seal);
+	if (own_map)
+		make_ro(mem, len, seal);
 	/* What a write into these pools gets, kept read-only by fault.c: the
 	 * one place the mode is decided; learn needs its tables first. */
 	struct pmalloc_pool *pools[SHIM_POOLS_MAX];
@@ -228,7 +244,7 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 			     : img->mode == POLICY_MODE_LEARN && learn_init(st) ? FAULT_LEARN : FAULT_ENFORCE;
 	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL, seal);
 	if (r < 0)
-		return r;
+		return unarmed(installed, r);
 	site_arm();
 	shim = st;
 	make_ro(&shim_ro, sizeof(shim_ro), seal);

@@ -1294,6 +1294,9 @@ int policy_set_load_file(const char *path, struct policy_set **ret, char *err, s
 		if (n == 0)
 			break;
 		len += (size_t)n;
+		/* Short: the end of a regular file (one read, not two). */
+		if (len < cap)
+			break;
 	}
 	if (len == cap) {
 		close(fd);

@@ -165,14 +165,39 @@ static const struct symtab_filter *filter_for(struct symtab_filter *f, struct ru
 	return f;
 }
 
-/* Collected ranges of one object, before merging. */
+/* Collected ranges of one object, before merging.  Their names are copied
+ * into blocks of the collect's own, never freed (nor are the tables that
+ * point at them): python3's 42 ranges took 42 strdup calls, some 20,000
+ * instructions of its start-up, where this takes one malloc. */
 struct collect {
 	struct rule *const *rules;   /* the rules that apply to this object */
 	size_t n_rules;
 	struct object_key obj;
 	struct range *r;
 	size_t n, cap;
+	char *names;                 /* room left for names, names_left bytes */
+	size_t names_left;
 };
+
+#define NAMES_BLOCK 2048
+
+static const char *collect_name(struct collect *c, const char *name)
+{
+	size_t len = strlen(name) + 1;
+	if (len > c->names_left) {
+		size_t size = len > NAMES_BLOCK ? len : NAMES_BLOCK;
+		char *b = malloc(size);
+		if (!b)
+			return NULL;
+		c->names = b;
+		c->names_left = size;
+	}
+	char *copy = c->names;
+	memcpy(copy, name, len);
+	c->names += len;
+	c->names_left -= len;
+	return copy;
+}
 
 static int collect_add(struct collect *c, uintptr_t start, uintptr_t end, int route, const char *name,
 		       uintptr_t name_base)
@@ -187,7 +212,7 @@ static int collect_add(struct collect *c, uintptr_t start, uintptr_t end, int ro
 	}
 	struct range *r = &c->r[c->n];
 	*r = (struct range){ start, end, route, NULL, name_base, c->obj };
-	r->name = strdup(name);
+	r->name = collect_name(c, name);
 	if (!r->name)
 		return -ENOMEM;
 	c->n++;
@@ -302,16 +327,20 @@ static void collect_points(struct collect *p, struct rule *const *applicable, si
 
 /* Whether a name in t may match one of list[n]: false only when every
  * rule spells its first characters and none of those texts occurs in the
- * string table.  One search per rule over the names (libc's debug file:
- * 130 KB) instead of the walk over every symbol (240 KB more touched, and
- * the loop): objects the rules cannot name, the common case, cost that
- * only. */
+ * string table.  One search over the names (libc's debug file: 130 KB,
+ * one pass per distinct rarest byte of the rules' texts) instead of the
+ * walk over every symbol (240 KB more touched, and the loop): objects the
+ * rules cannot name, the common case, cost that only. */
 static bool may_name(const struct symtab *t, struct rule *const *list, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (symtab_has_text(t, list[i]->function, list[i]->prefix_len))
-			return true;
-	return false;
+	const char *texts[SYMTAB_TEXTS_MAX];
+	size_t lens[SYMTAB_TEXTS_MAX];
+	static_assert(ARRAY_SIZE(((struct applicable *)0)->by_name) <= SYMTAB_TEXTS_MAX, "a text per rule");
+	for (size_t i = 0; i < n; i++) {
+		texts[i] = list[i]->function;
+		lens[i] = list[i]->prefix_len;
+	}
+	return symtab_has_any(t, texts, lens, n);
 }
 
 /* The ranges of the functions the rules name in one object, from its
@@ -374,6 +403,7 @@ struct pending {
 	 * so that table is not walked twice. */
 	struct range *dyn_r;
 	size_t dyn_n;
+	size_t dyn_syms;            /* the symbols it walked */
 	bool dyn_walked;
 	_Atomic bool read;
 };
@@ -462,12 +492,15 @@ static void read_pending(struct pending *pe, struct collect *c)
 	applicable_rules(pe->path, &a);
 	c->obj = pe->obj;
 	struct symtab t;
-	bool found = symtab_open(pe->path, pe->obj.base, pe->ph, pe->phnum, &t) == 0;
+	/* .dynsym in memory only when the rule check did not walk it already
+	 * (counting its symbols walks the hash table: 6,400 instructions for
+	 * python3's). */
+	bool found = symtab_open(pe->path, pe->obj.base, pe->ph, pe->phnum, !pe->dyn_walked, &t) == 0;
 	if (found && (t.map || !pe->dyn_walked)) {
 		debug_printf("reading the %zu symbols of %s", t.n_syms, pe->path);
 		collect_functions(c, &a, &t, pe->path);
 	} else if (pe->dyn_walked) {
-		debug_printf("%s has only the %zu exported symbols read for the rules", pe->path, t.n_syms);
+		debug_printf("%s has only the %zu exported symbols read for the rules", pe->path, pe->dyn_syms);
 		c->r = pe->dyn_r;
 		c->n = c->cap = pe->dyn_n;
 		pe->dyn_r = NULL;
@@ -759,6 +792,7 @@ static void check_dynsym(struct pending *pe, const struct applicable *a)
 	collect_functions(&c, a, &t, pe->path);
 	pe->dyn_r = c.r;
 	pe->dyn_n = c.n;
+	pe->dyn_syms = t.n_syms;
 	pe->dyn_walked = true;
 }
 

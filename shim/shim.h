@@ -1,8 +1,8 @@
 /*
  * shim.h - the interposition's state: the policy that applies to this
  * process (its image, policy_image.h) and its pools.  Built once by init.c
- * in a mapping of its own, the image copied right after the state, then
- * read-only (mprotect'ed, as OpenBSD's malloc_readonly is; sealed too under
+ * in a page or mapping of its own, the image copied right after the state,
+ * then read-only (mprotect'ed, as OpenBSD's malloc_readonly is; sealed too under
  * protection = "seal"): an attacker who can write the heap cannot rewrite
  * where allocations go or which pools protect.  Nothing here points into
  * writable memory but the pool structs (pool.h).
@@ -41,14 +41,21 @@ struct shim_state {
 };
 
 /* The armed state: NULL until a policy with pools is armed.  The pointer
- * itself sits alone in a page that init.c makes read-only (and seals under
- * protection = "seal") right after setting it, like the state it points
- * to: a write into the shim's .bss cannot point it at a forged state.
- * Reading it is one load, as from any global. */
+ * itself sits in a page of its own that init.c makes read-only (and seals
+ * under protection = "seal") right after setting it, like the state it
+ * points to: a write into the shim's .bss cannot point it at a forged
+ * state.  Reading it is one load, as from any global.  The state and its
+ * image live in the rest of that page when they fit (most policies: one
+ * mprotect for all, and no mapping of their own), else in a mapping made
+ * read-only apart. */
 union shim_ro_page {
-	const struct shim_state *state;
+	struct {
+		const struct shim_state *state;
+		_Alignas(64) unsigned char room[RO_PAGE - 64];
+	};
 	unsigned char page[RO_PAGE];
 };
+static_assert(sizeof(union shim_ro_page) == RO_PAGE, "the state's pointer has its page to itself");
 extern union shim_ro_page shim_ro;
 #define shim (shim_ro.state)
 

@@ -427,13 +427,14 @@ const ElfW(Dyn) *symtab_dynamic(const ElfW(Phdr) *ph, size_t phnum, uintptr_t bi
 	return dyn;
 }
 
-int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t phnum, struct symtab *ret)
+int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t phnum, bool with_loaded,
+		struct symtab *ret)
 {
 	*ret = (struct symtab){ 0 };
 	char id[SYMTAB_BUILD_ID_MAX];
 	const ElfW(Dyn) *dyn = symtab_dynamic(ph, phnum, bias);
 	int r = locate(path, symtab_build_id(ph, phnum, bias, id) ? id : NULL, !dyn, true, ret);
-	if (r < 0 && dyn)
+	if (r < 0 && dyn && with_loaded)
 		r = symtab_open_loaded(dyn, bias, ret);
 	return r;
 }
@@ -460,16 +461,9 @@ void symtab_close(struct symtab *t)
  * rarer still. */
 static const char byte_rank[] = "JQZ97VK-5XWYH3q0jBz86UD4M1FNALO2RETGvwCSkPb.Ixhyugfmpdloicasnrte_";
 
-bool symtab_has_text(const struct symtab *t, const char *text, size_t len)
+/* The place in text[len] of its rarest byte (byte_rank). */
+static size_t rarest(const char *text, size_t len)
 {
-	if (len == 0)
-		return true;
-	if (len > t->strs_len)
-		return false;
-	/* memchr (vectorised, 32 bytes a step) for the text's rarest byte,
-	 * and a compare at each of its few occurrences: over libc's debug
-	 * names, with no match for two rules, 55,000 instructions where
-	 * memmem took 306,000. */
 	size_t pick = 0, best = sizeof(byte_rank);
 	for (size_t i = 0; i < len; i++) {
 		const char *r = strchr(byte_rank, text[i]);
@@ -479,11 +473,45 @@ bool symtab_has_text(const struct symtab *t, const char *text, size_t len)
 			pick = i;
 		}
 	}
-	const char *p = t->strs + pick, *end = t->strs + (t->strs_len - len) + pick + 1;
-	while (p < end && (p = memchr(p, text[pick], (size_t)(end - p))) != NULL) {
-		if (memcmp(p - pick, text, len) == 0)
+	return pick;
+}
+
+bool symtab_has_any(const struct symtab *t, const char *const *texts, const size_t *lens, size_t n)
+{
+	/* memchr (vectorised, 32 bytes a step) for a text's rarest byte, and
+	 * a compare at each of its few occurrences: over libc's debug names,
+	 * with no match for two rules, 55,000 instructions where memmem took
+	 * 306,000.  Texts whose rarest byte is the same share one pass over
+	 * the names (python3's two rules over libc's: half the instructions). */
+	size_t pick[SYMTAB_TEXTS_MAX];
+	bool done[SYMTAB_TEXTS_MAX] = { false };
+	if (n > SYMTAB_TEXTS_MAX)
+		return true;            /* never a false "no" */
+	for (size_t i = 0; i < n; i++) {
+		if (lens[i] == 0)
 			return true;
-		p++;
+		pick[i] = rarest(texts[i], lens[i]);
+		done[i] = lens[i] > t->strs_len;
+	}
+	const char *strs = t->strs, *strs_end = t->strs + t->strs_len;
+	for (size_t i = 0; i < n; i++) {
+		if (done[i])
+			continue;
+		char b = texts[i][pick[i]];
+		const char *p = strs, *end = strs_end;
+		while (p < end && (p = memchr(p, b, (size_t)(end - p))) != NULL) {
+			for (size_t j = i; j < n; j++) {
+				if (done[j] || texts[j][pick[j]] != b || (size_t)(p - strs) < pick[j] ||
+				    (size_t)(strs_end - (p - pick[j])) < lens[j])
+					continue;
+				if (memcmp(p - pick[j], texts[j], lens[j]) == 0)
+					return true;
+			}
+			p++;
+		}
+		for (size_t j = i; j < n; j++)
+			if (texts[j][pick[j]] == b)
+				done[j] = true;
 	}
 	return false;
 }
@@ -539,11 +567,10 @@ int symtab_walk(const struct symtab *t, uintptr_t bias, const struct symtab_filt
 	const unsigned char *strs = (const unsigned char *)t->strs;
 	for (const ElfW(Sym) *s = t->syms, *end = s + t->n_syms; s < end; s++) {
 		if (!((1u << ELF64_ST_TYPE(s->st_info)) & (1u << STT_FUNC | 1u << STT_GNU_IFUNC)) ||
-		    (size_t)s->st_name - 1 >= name_end - 1)   /* 0 (no name), or at or past the end */
+		    (size_t)s->st_name - 1 >= name_end - 1 ||  /* 0 (no name), or at or past the end */
+		    s->st_shndx == SHN_UNDEF || s->st_size == 0)     /* an import: its name not read */
 			continue;
 		if (filter && !filter_passes(filter, strs, s->st_name, strs_len))
-			continue;
-		if (s->st_shndx == SHN_UNDEF || s->st_size == 0)
 			continue;
 		int r = fn(ctx, (const char *)strs + s->st_name, bias + (uintptr_t)s->st_value, (size_t)s->st_size);
 		if (r)

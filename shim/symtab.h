@@ -35,12 +35,13 @@ struct symtab {
 /* Locate the function symbols of the object loaded from path with load
  * bias bias and program headers ph[phnum]: the .symtab of its debug file
  * found by build-id, else its own .symtab, else that of the debug file its
- * .gnu_debuglink names, else its .dynsym in memory; a file whose build-id
- * is not the loaded object's is not used (the object's path may name
- * another file by now).  Opens and maps files; reads no symbol.  0, or
- * -errno with *ret zeroed.  Callers serialise it: it remembers the debug
- * folders it found missing. */
-int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t phnum, struct symtab *ret);
+ * .gnu_debuglink names, else (with_loaded) its .dynsym in memory; a file
+ * whose build-id is not the loaded object's is not used (the object's path
+ * may name another file by now).  Opens and maps files; reads no symbol.
+ * 0, or -errno with *ret zeroed.  Callers serialise it: it remembers the
+ * debug folders it found missing. */
+int symtab_open(const char *path, uintptr_t bias, const ElfW(Phdr) *ph, size_t phnum, bool with_loaded,
+		struct symtab *ret);
 /* The .dynsym of a loaded object, from its dynamic section (no file). */
 int symtab_open_loaded(const ElfW(Dyn) *dyn, uintptr_t bias, struct symtab *ret);
 /* A loaded object's dynamic section, from its program headers; NULL when
@@ -61,9 +62,11 @@ void symtab_filter_clear(struct symtab_filter *f, unsigned k);
 /* Let through names starting with prefix (at least f->k characters). */
 void symtab_filter_add(struct symtab_filter *f, const char *prefix);
 
-/* Whether text[len] occurs anywhere in t's names (a name holding it, or
- * two names' bytes across their NUL: a hint, never a false "no"). */
-bool symtab_has_text(const struct symtab *t, const char *text, size_t len);
+/* Whether one of texts[n] (lens[n] bytes each) occurs anywhere in t's
+ * names (a name holding it, or two names' bytes across their NUL: a hint,
+ * never a false "no").  n up to SYMTAB_TEXTS_MAX (more: true). */
+#define SYMTAB_TEXTS_MAX 64
+bool symtab_has_any(const struct symtab *t, const char *const *texts, const size_t *lens, size_t n);
 
 /* Call fn for each defined function of t (whose filter lets its name
  * through, when filter is not NULL), at run-time addresses (bias added). */

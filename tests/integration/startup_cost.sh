@@ -1,0 +1,55 @@
+# startup_cost.sh - what arming a policy costs a process, in the work that
+# makes its start-up slower (make bench times python3; here the counts that
+# time is made of, exact, with no timing asserted):
+# - the call-site table: a site's home slot is among the table's first 4
+#   pages, written when the table is mapped, so a program's first 64 sites
+#   take no page fault (with homes over all 16 pages they took 20 or so,
+#   two a page: the zero page mapped by malloc's read, then copied);
+# - the policy file is read in one read(2);
+# - the state and its image get no mapping of their own (they fit the page
+#   of the pointer to them);
+# - no read-only page is made writable again before main but the heap's
+#   table (the fault handler's decisions are written before they are
+#   locked, not locked, opened and locked again).
+. "$(dirname "$0")/lib.sh"
+
+SHIM=$B/libpmalloc_shim.so
+PROG=$B/progs/site_pages
+[ -x "$PROG" ] || fail "$PROG is missing: run make check"
+export PMALLOC_SOCKET=$T/no-daemon.sock PMALLOC_CONF=$T/pmalloc.conf
+cat >"$PMALLOC_CONF" <<'CONF'
+version = 1;
+policies = ( { name = "sites"; match = { exe = [ "*/site_pages" ]; };
+  pools = ( { name = "p"; sites = [ "main" ]; } ); } );
+CONF
+
+out=$(LD_PRELOAD=$SHIM "$PROG") || fail "site_pages failed: $out"
+faults=$(printf '%s\n' "$out" | sed -n 's/^64 sites: \([0-9]*\) page faults$/\1/p')
+[ -n "$faults" ] || fail "no fault count: $out"
+[ "$faults" -le 4 ] || fail "64 new call sites took $faults page faults under an armed policy (at most 4)"
+pass "64 new call sites: $faults page faults"
+
+command -v strace >/dev/null || skip "strace not installed"
+strace -o /dev/null true 2>/dev/null || skip "strace cannot trace here"
+strace -qq -E LD_PRELOAD="$SHIM" -e trace=openat,read,close,mmap,mprotect,write -o "$T/strace" \
+	"$PROG" >"$T/out" 2>"$T/err" || fail "site_pages under strace failed: $(cat "$T/err")"
+# From the policy file's open to main's first line: the shim's start-up.
+sed -n "\\|openat(.*\"$PMALLOC_CONF\"|,/^write(1, \"main/p" "$T/strace" >"$T/startup"
+grep -q '^write(1, "main' "$T/startup" || fail "no start-up in the trace: $(cat "$T/strace")"
+fd=$(sed -n '1s/.*) = \([0-9]*\)$/\1/p' "$T/startup")
+[ -n "$fd" ] || fail "the policy file was not opened: $(head -n 1 "$T/startup")"
+reads=$(sed -n "/^close($fd)/q;/^read($fd, /p" "$T/startup" | wc -l)
+[ "$reads" -eq 1 ] || fail "the policy file was read in $reads read(2) calls: $(grep "^read($fd, " "$T/startup")"
+pass "the policy file read in one read(2)"
+if grep -q '^mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0)' "$T/startup"; then
+	fail "a page mapped for the state: $(grep '^mmap(NULL, 4096,' "$T/startup")"
+fi
+pass "no mapping of its own for the state"
+# Each "mprotect(A, L, PROT_READ|PROT_WRITE)" later followed by
+# "mprotect(A, L, PROT_READ)": a read-only page opened and locked again.
+reopened=$(awk '
+	/^mprotect\(.*, PROT_READ\|PROT_WRITE\)/ { split($0, a, /[(,]/); rw[a[2] "," a[3]] = 1; next }
+	/^mprotect\(.*, PROT_READ\)/ { split($0, a, /[(,]/); k = a[2] "," a[3]; if (k in rw) { n++; delete rw[k] } }
+	END { print n + 0 }' "$T/startup")
+[ "$reopened" -le 1 ] || fail "$reopened read-only pages made writable again at start-up (at most 1): $(grep '^mprotect' "$T/startup")"
+pass "$reopened read-only pages made writable again at start-up"
