@@ -214,7 +214,8 @@ $(B)/tests/%: tests/unit/%.c $(SHIM_LIB) $(SHIM_LIB).$(SOVERSION) $(SHARED_OBJS)
 		$(filter $(B)/pie/daemon/%.o,$^) -L$(B) -Wl,-rpath,'$$ORIGIN/..' -lpmalloc_shim \
 		$(call pc_libs,check libconfig) -lpthread
 # White-box tests of pmallocd's parts link the objects they test.
-$(B)/tests/test_identify: $(B)/pie/daemon/identify.o $(B)/pie/daemon/proc.o $(B)/pie/daemon/strbuf.o
+$(B)/tests/test_identify: $(B)/pie/daemon/identify.o $(B)/pie/daemon/proc.o $(B)/pie/daemon/strbuf.o \
+	$(B)/pie/daemon/cgroup_cache.o
 $(B)/tests/test_identify: PIE_CFLAGS += -Idaemon
 
 # Small programs the tests run, built as someone else would build them:

@@ -16,9 +16,10 @@
  * futex calls of the lock and the condition variable themselves).
  *
  * Why a thread: a hand-out costs pmallocd ~50 us of CPU, nearly all in the
- * kernel, of which the identification below is about half (SO_PEERPIDFD
- * and its close 4.9 us, readlink exe 3.1, comm 5.3, the cgroup 8.9 with
- * ten v1 hierarchies, PIDFD_GET_INFO 1.2); one thread doing all of it
+ * kernel, of which the identification below was about half (SO_PEERPIDFD
+ * and its close 4.9 us, readlink exe 3.1, PIDFD_GET_INFO 1.2; comm 5.3
+ * unless the HELLO says it; once per cgroup (cgroup_cache.c) the cgroup,
+ * 8.9 with ten v1 hierarchies); one thread doing all of it
  * tops out near 19,000 hand-outs/s while the second core idles.
  * Costs of the hand-over: a lock and an unlock per job each way (a futex
  * call only when contended), one futex wake-up per job that finds the
@@ -30,6 +31,7 @@
  */
 #define _GNU_SOURCE
 #include "identify.h"
+#include "cgroup_cache.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -59,29 +61,44 @@ struct identify {
 
 void identify_run(struct identify_job *j)
 {
+	uint64_t cgid = 0, again = 0;
 	int pidfd, ids, r;
+	bool unified;
 
 	j->exe_deleted = false;
-	j->comm[0] = j->exe[0] = j->cgroup[0] = '\0';
+	j->exe[0] = j->cgroup[0] = '\0';
+	if (!j->comm_given)
+		j->comm[0] = '\0';
 	/* The pidfd (where the kernel has SO_PEERPIDFD) pins the process that
 	 * connected: if it still runs after the /proc reads, they were its,
 	 * not those of a process that reused its pid. */
 	pidfd = proc_peer_pidfd(j->fd);
 	r = proc_read_exe_into(j->pid, j->exe, sizeof(j->exe), &j->exe_deleted);
-	if (r >= 0)
+	if (r >= 0 && !j->comm_given)
 		r = proc_read_comm(j->pid, j->comm);
-	/* systemd's view as it connects (journal fields); optional. */
-	if (r >= 0 && proc_read_cgroup(j->pid, j->cgroup, sizeof(j->cgroup)) < 0)
-		j->cgroup[0] = '\0';
 	/* The ids from the pidfd where the kernel tells them (PIDFD_GET_INFO):
 	 * it answers only while the process is not reaped, that is while its
 	 * pid is not free for reuse, so the reads above were its.  Else from
 	 * /proc/PID/status, and the pidfd's poll() proves the same. */
-	ids = r >= 0 && pidfd >= 0 ? proc_pidfd_ids(pidfd, j->uids, j->gids) : -EOPNOTSUPP;
+	ids = r >= 0 && pidfd >= 0 ? proc_pidfd_ids(pidfd, j->uids, j->gids, &cgid) : -EOPNOTSUPP;
 	if (r >= 0 && ids == -EOPNOTSUPP) {
+		/* systemd's view as it connects (journal fields); optional. */
+		if (proc_read_cgroup(j->pid, j->cgroup, sizeof(j->cgroup), NULL) < 0)
+			j->cgroup[0] = '\0';
 		r = proc_read_ids(j->pid, j->uids, j->gids);
 		if (r >= 0 && pidfd >= 0 && proc_pidfd_exited(pidfd) != 0)
 			r = -ESRCH;
+	} else if (r >= 0 && ids >= 0 && !cgroup_cache_get(cgid, j->cgroup, sizeof(j->cgroup))) {
+		/* The cgroup's path once per cgroup (cgroup_cache.c): read,
+		 * then GET_INFO again, which proves the read was the peer's and
+		 * of the cgroup the id names. */
+		if (proc_read_cgroup(j->pid, j->cgroup, sizeof(j->cgroup), &unified) < 0) {
+			j->cgroup[0] = '\0';
+			unified = false;
+		}
+		r = proc_pidfd_ids(pidfd, j->uids, j->gids, &again);
+		if (r >= 0 && unified && again == cgid)
+			cgroup_cache_put(cgid, j->cgroup);
 	} else if (r >= 0)
 		r = ids;
 	j->seen = proc_boottime_ticks();  /* pid was the peer's until now */
@@ -146,6 +163,7 @@ int identify_start(struct identify **ret)
 	sigset_t all, old;
 	int r;
 
+	cgroup_cache_init();             /* statfs: before the sandbox */
 	if (!q)
 		return -ENOMEM;
 	q->jobs = calloc(IDENTIFY_QUEUE, sizeof(*q->jobs));
@@ -228,6 +246,7 @@ void identify_job_put(struct identify *q, struct identify_job *j)
 {
 	j->owner = NULL;
 	j->fd = -1;
+	j->comm_given = false;
 	j->next = q->free;
 	q->free = j;
 }

@@ -23,13 +23,14 @@ struct identify_job {
 	void *owner;                     /* the loop's (its client); the worker never looks */
 	int fd;                          /* the client's socket: open until the job is back */
 	pid_t pid;                       /* SO_PEERCRED at accept */
+	bool comm_given;                 /* comm below is the HELLO's: not read */
 
 	int r;                           /* 0, or -errno: the process cannot be identified */
 	bool exe_deleted;
 	uid_t uids[4];                   /* real, effective, saved, filesystem: now */
 	gid_t gids[4];
 	uint64_t seen;                   /* proc_boottime_ticks() when pid was proven the peer's */
-	char comm[PROC_COMM_MAX];        /* raw, as /proc says */
+	char comm[PROC_COMM_MAX];        /* raw, as /proc says (or the HELLO) */
 	char exe[PATH_MAX];              /* raw, " (deleted)" cut off */
 	char cgroup[PROC_CGROUP_MAX];    /* systemd's cgroup path; "" when unknown */
 

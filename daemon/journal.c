@@ -142,7 +142,7 @@ void journal_capture_object(struct proc_entry *e)
 {
 	char cg[PROC_CGROUP_MAX];
 
-	if (proc_read_cgroup(e->pid, cg, sizeof(cg)) == 0)
+	if (proc_read_cgroup(e->pid, cg, sizeof(cg), NULL) == 0)
 		journal_set_object(e, cg);
 }
 

@@ -6,12 +6,14 @@
  * file open past the call, or touches state of its own (no logging, no
  * shared buffers: identify.c's worker thread calls these beside the loop;
  * only proc_boottime_ticks() caches a constant, set before that thread
- * starts).  Reads are bounded and tolerate a process that vanishes
+ * starts, and proc_read_cgroup() asks cgroup_cache.c which hierarchy is
+ * systemd's, another).  Reads are bounded and tolerate a process that vanishes
  * mid-read (-ESRCH).
  */
 #define _GNU_SOURCE
 #include "proc.h"
 #include "cgroup.h"
+#include "cgroup_cache.h"
 #include "strbuf.h"
 
 #include <ctype.h>
@@ -43,6 +45,7 @@ struct proc_pidfd_info {
 	uint32_t spare0;
 };
 #define PROC_PIDFD_INFO_CREDS (1ULL << 1)
+#define PROC_PIDFD_INFO_CGROUPID (1ULL << 2)
 _Static_assert(sizeof(struct proc_pidfd_info) == 64, "PIDFD_INFO_SIZE_VER0");
 
 /* ENOENT from /proc/PID/... means the process is gone. */
@@ -129,18 +132,26 @@ int proc_read_comm(pid_t pid, char ret[PROC_COMM_MAX])
 	return 0;
 }
 
-int proc_read_cgroup(pid_t pid, char *ret, size_t size)
+int proc_read_cgroup(pid_t pid, char *ret, size_t size, bool *ret_unified)
 {
 	char text[4096];
-	const char *cg;
+	const char *cg, *unified;
 	int r = read_small(pid, "cgroup", text, sizeof(text), NULL);
 
+	if (ret_unified)
+		*ret_unified = false;
 	if (r < 0)
 		return r;
-	cg = cgroup_systemd_path(text);
+	cg = cgroup_systemd_path(text, &unified);
+	/* Where the unified hierarchy is systemd's, its line is the one
+	 * systemd reads too (sd_pid_get_unit() on a hybrid layout). */
+	if (unified && cgroup_cache_by_id())
+		cg = unified;
 	if (!cg || !*cg)
 		return -ENODATA;
 	str_copy(ret, size, cg);
+	if (ret_unified)
+		*ret_unified = cg == unified && strlen(cg) < size;
 	return 0;
 }
 
@@ -254,9 +265,9 @@ int proc_peer_pidfd(int sockfd)
 	return pidfd;
 }
 
-int proc_pidfd_ids(int pidfd, uid_t ret_uids[4], gid_t ret_gids[4])
+int proc_pidfd_ids(int pidfd, uid_t ret_uids[4], gid_t ret_gids[4], uint64_t *ret_cgroupid)
 {
-	struct proc_pidfd_info info = { .mask = PROC_PIDFD_INFO_CREDS };
+	struct proc_pidfd_info info = { .mask = PROC_PIDFD_INFO_CREDS | PROC_PIDFD_INFO_CGROUPID };
 
 	if (ioctl(pidfd, PROC_PIDFD_GET_INFO, &info) < 0)
 		return errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP ? -EOPNOTSUPP : -errno;
@@ -270,6 +281,8 @@ int proc_pidfd_ids(int pidfd, uid_t ret_uids[4], gid_t ret_gids[4])
 	ret_gids[1] = (gid_t)info.egid;
 	ret_gids[2] = (gid_t)info.sgid;
 	ret_gids[3] = (gid_t)info.fsgid;
+	if (ret_cgroupid)
+		*ret_cgroupid = info.mask & PROC_PIDFD_INFO_CGROUPID ? info.cgroupid : 0;
 	return 0;
 }
 

@@ -22,10 +22,13 @@ int proc_read_exe(pid_t pid, char **ret, bool *ret_deleted);
 int proc_read_exe_into(pid_t pid, char *buf, size_t size, bool *ret_deleted);
 /* /proc/PID/comm without its newline. */
 int proc_read_comm(pid_t pid, char ret[PROC_COMM_MAX]);
-/* The path of systemd's hierarchy in /proc/PID/cgroup (cgroup.h's
- * cgroup_systemd_path()), cut to size: 0, -ENODATA (none there) or
- * -errno. */
-int proc_read_cgroup(pid_t pid, char *ret, size_t size);
+/* The path of systemd's hierarchy in /proc/PID/cgroup, cut to size: the
+ * unified ("0::") line's where that hierarchy is systemd's
+ * (cgroup_cache_by_id(): pure cgroup v2 and hybrid layouts), else
+ * cgroup.h's cgroup_systemd_path() (name=systemd first).  0, -ENODATA
+ * (none there) or -errno.  *ret_unified (unless NULL): the path is whole
+ * and the unified line's, so PIDFD_GET_INFO's cgroup id names it. */
+int proc_read_cgroup(pid_t pid, char *ret, size_t size, bool *ret_unified);
 /* ppid and start time (clock ticks since boot) from /proc/PID/stat. */
 int proc_read_stat(pid_t pid, pid_t *ret_ppid, uint64_t *ret_starttime);
 /* Effective uid from /proc/PID/status (the uid SO_PEERCRED reports). */
@@ -53,8 +56,10 @@ int proc_peer_pidfd(int sockfd);
 /* The ids proc_read_ids() reads, from the kernel's record of the process
  * behind pidfd (PIDFD_GET_INFO: one ioctl, about 1.5 us here, against
  * 25 us for /proc/PID/status): 0, -ESRCH (it was reaped), -EOPNOTSUPP
- * (a kernel before 6.13: read /proc/PID/status instead) or -errno. */
-int proc_pidfd_ids(int pidfd, uid_t ret_uids[4], gid_t ret_gids[4]);
+ * (a kernel before 6.13: read /proc/PID/status instead) or -errno.
+ * *ret_cgroupid (unless NULL): the id of its cgroup in the unified
+ * hierarchy, 0 when the kernel does not say. */
+int proc_pidfd_ids(int pidfd, uid_t ret_uids[4], gid_t ret_gids[4], uint64_t *ret_cgroupid);
 /* The request number, for the sandbox's allow-list. */
 #define PROC_PIDFD_GET_INFO _IOWR(0xFF, 11, char[64])
 /* 1 when the process behind pidfd has exited, 0 when it runs, -errno. */

@@ -59,6 +59,10 @@ enum wire_verdict wire_check_client(const void *buf, size_t n, char *why, size_t
 			 (unsigned)h->type);
 		return WIRE_NOT_FROM_CLIENT;
 	}
+	/* A HELLO without PMW_HELLO_COMM may end before its comm. */
+	if (h->type == PMW_HELLO && n == PMW_HELLO_SHORT &&
+	    !(((const struct pmw_hello *)buf)->flags & PMW_HELLO_COMM))
+		return WIRE_OK;
 	if (n != want) {
 		snprintf(why, whylen, "type %u message of %zu bytes, expected %zu", (unsigned)h->type, n,
 			 want);

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-const char *cgroup_systemd_path(char *text)
+const char *cgroup_systemd_path(char *text, const char **ret_unified)
 {
 	const char *named = NULL, *unified = NULL;
 
@@ -33,6 +33,8 @@ const char *cgroup_systemd_path(char *text)
 			break;
 		line = nl + 1;
 	}
+	if (ret_unified)
+		*ret_unified = unified;
 	return named ? named : unified;
 }
 

@@ -12,8 +12,9 @@
 /* The path of systemd's hierarchy in text (the contents of a
  * /proc/PID/cgroup, NUL-terminated; its newlines become NULs): the
  * "name=systemd" line's (legacy and hybrid layouts), else the unified
- * "0::" line's; NULL when neither is there. */
-const char *cgroup_systemd_path(char *text);
+ * "0::" line's; NULL when neither is there.  *ret_unified (unless NULL):
+ * the "0::" line's path, NULL when there is none. */
+const char *cgroup_systemd_path(char *text, const char **ret_unified);
 /* The unit of a path: its first component past the slices
  * ("/system.slice/nginx.service/x" -> "nginx.service"); "" for none or
  * when it does not fit in size. */

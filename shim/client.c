@@ -93,7 +93,7 @@ static void keep_connection(int fd)
 static int pending_fd = -1;      /* asked, not answered yet */
 
 /* Connect to pmallocd and say hello; the answer is client_wait()'s. */
-int client_start(const char *path)
+int client_start(const char *path, const char *comm)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -109,6 +109,12 @@ int client_start(const char *path)
 	}
 	struct pmw_hello hello = { 0 };
 	pmw_header_init(&hello.h, PMW_HELLO, sizeof(hello));
+	/* Read at start already: pmallocd need not read it again. */
+	size_t comm_len = strnlen(comm, sizeof(hello.comm));
+	if (comm_len > 0 && comm_len < sizeof(hello.comm)) {
+		memcpy(hello.comm, comm, comm_len);
+		hello.flags = PMW_HELLO_COMM;
+	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello)) {
 		int r = -errno;

@@ -85,7 +85,7 @@ static int load_policy(const char *exe, const char *comm, struct policy_image_bu
 	if (!sock || !*sock)
 		sock = DEFAULT_SOCKET;
 	char err[POLICY_ERR_MAX];
-	int r = client_start(sock);
+	int r = client_start(sock, comm);
 	if (r == 0)
 		r = client_wait(HANDSHAKE_TIMEOUT_MS, &ret->image, &ret->len, &ret->generation);
 	if (r >= 0) {

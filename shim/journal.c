@@ -103,7 +103,7 @@ void journal_init(const char *exe, const char *comm)
 	memcpy(self_comm, comm, n);
 	self_comm[n] = '\0';
 	read_self("/proc/self/cgroup", buf, sizeof(buf));
-	const char *path = cgroup_systemd_path(buf);
+	const char *path = cgroup_systemd_path(buf, NULL);
 	if (path && strlen(path) < sizeof(self_cgroup)) {
 		memcpy(self_cgroup, path, strlen(path) + 1);
 		cgroup_unit(self_cgroup, self_unit, sizeof(self_unit));

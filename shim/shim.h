@@ -126,7 +126,8 @@ size_t shim_protect_pool(size_t i, const char *trigger);
 
 /* client.c: the daemon handshake (start, wait as long as wanted, or
  * abandon), and reports */
-int client_start(const char *socket_path);
+/* comm: /proc/self/comm as read at start, told in the HELLO ("": not). */
+int client_start(const char *socket_path, const char *comm);
 int client_wait(unsigned int timeout_ms, void **ret_image, size_t *ret_len, uint64_t *ret_generation);
 void client_abandon(void);
 /* Orders pmallocd sent since (pmallocctl protect): fn(pool) for each;

@@ -4,7 +4,8 @@
  * Transport: a SOCK_SEQPACKET unix socket (one message per packet, so a
  * message is never split or merged).  The daemon sets SO_PASSCRED and takes
  * the sender's pid/uid from SCM_CREDENTIALS/SO_PEERCRED, never from the
- * message: nothing here identifies the sender.
+ * message: nothing here identifies the sender (HELLO's comm is a name the
+ * process gives itself at will, not an identity).
  *
  * Every message starts with struct pmw_header; the receiver checks magic,
  * version, type and that length equals the packet size (and the fixed size
@@ -34,6 +35,7 @@
 #ifndef PMALLOC_WIRE_H
 #define PMALLOC_WIRE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <assert.h>
 
@@ -66,11 +68,20 @@ struct pmw_header {
 #define PMW_MODULES 8
 #define PMW_BUILD_ID 20
 
+/* PMW_HELLO: with PMW_HELLO_COMM, comm is the process's /proc/self/comm
+ * as the shim read it at start (NUL-terminated), and pmallocd need not
+ * read it again: a process sets its own comm at will (prctl(PR_SET_NAME)),
+ * so its word is what the kernel would say.  Without the flag the packet
+ * may end before comm (PMW_HELLO_SHORT bytes, as older shims send it). */
+#define PMW_HELLO_COMM 0x1u
+#define PMW_COMM 16                      /* TASK_COMM_LEN */
 struct pmw_hello {
 	struct pmw_header h;
-	uint32_t flags;                  /* 0 */
+	uint32_t flags;                  /* PMW_HELLO_COMM or 0 */
 	uint32_t reserved;
+	char comm[PMW_COMM];
 };
+#define PMW_HELLO_SHORT offsetof(struct pmw_hello, comm)
 
 /* PMW_POLICY: h, then image_len bytes of the policy's image
  * (policy_image.h, compiled by pmallocd when it loaded the file; 8-byte

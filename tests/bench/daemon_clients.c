@@ -12,7 +12,8 @@
  *                   identification, matching, policy text or journal
  *                   entry), the floor of a round trip through its loop
  *       The process names itself "dc-MODE" first (comm), which the bench's
- *       policy matches on.  Prints one line:
+ *       policy matches on, and says so in its HELLO as the shim does.
+ *       Prints one line:
  *         EXCHANGES_PER_S ERRORS P50_US P99_US MAX_US OVER_100MS EXCHANGES
  *         [DAEMON_CPU_US LOOP_CPU_US OTHER_CPU_US]
  *       (latency of one whole exchange; OVER_100MS: exchanges slower than
@@ -92,6 +93,8 @@ static uint64_t now_ns(void)
 }
 
 /* One exchange; 0 when the answer is the one this mode expects. */
+static char hello_comm[PMW_COMM];
+
 static int exchange(void)
 {
 	static _Thread_local char buf[PMW_MAX_MSG + 1];
@@ -105,6 +108,8 @@ static int exchange(void)
 		goto out;
 	struct pmw_hello hello = { 0 };
 	pmw_header_init(&hello.h, PMW_HELLO, sizeof(hello));
+	hello.flags = PMW_HELLO_COMM;    /* as the shim: its comm, read once at start */
+	memcpy(hello.comm, hello_comm, sizeof(hello.comm));
 	if (mode == MODE_REFUSED)
 		hello.h.version = 0;
 	if (send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello))
@@ -184,6 +189,7 @@ static int run(int argc, char **argv)
 	char comm[16];
 	snprintf(comm, sizeof(comm), "dc-%s", argv[5]);
 	prctl(PR_SET_NAME, comm);
+	prctl(PR_GET_NAME, hello_comm);  /* what the shim reads from /proc/self/comm */
 
 	struct worker *w = calloc((size_t)threads, sizeof(*w));
 	unsigned long *hist = calloc(BUCKETS + 1, sizeof(*hist));

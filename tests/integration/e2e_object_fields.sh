@@ -8,7 +8,8 @@
 # function that wrote.  The program runs
 # in a service's cgroup: a transient scope where systemd is PID 1, else a
 # cgroup of ours, system.slice/pmalloc-e2e-PID.service, in systemd's
-# hierarchy (removed afterwards).
+# hierarchy, and in the unified one too on a hybrid layout, as systemd
+# does (removed afterwards).
 . "$(dirname "$0")/e2e_lib.sh"
 
 journald_ensure
@@ -29,9 +30,22 @@ else
 	made_slice=
 	[ -d "$cgroot/system.slice" ] || made_slice=1
 	mkdir -p "$cg" || skip "cannot make a cgroup in $cgroot"
-	rm_cgroup() { rmdir "$cg" 2>/dev/null; [ -n "$made_slice" ] && rmdir "$cgroot/system.slice" 2>/dev/null; true; }
+	# A hybrid layout (cgroup2 at unified/ too): systemd puts a service in
+	# both hierarchies, and reads its unit from the unified one.
+	ucg= made_uslice=
+	if [ "$cgroot" != /sys/fs/cgroup ] && [ -f /sys/fs/cgroup/unified/cgroup.procs ]; then
+		ucg=/sys/fs/cgroup/unified/system.slice/$unit
+		[ -d "${ucg%/*}" ] || made_uslice=1
+		mkdir -p "$ucg" || skip "cannot make a cgroup in /sys/fs/cgroup/unified"
+	fi
+	rm_cgroup() {
+		rmdir "$cg" 2>/dev/null; [ -n "$made_slice" ] && rmdir "$cgroot/system.slice" 2>/dev/null
+		[ -n "$ucg" ] && rmdir "$ucg" 2>/dev/null && [ -n "$made_uslice" ] && rmdir "${ucg%/*}" 2>/dev/null
+		true
+	}
 	at_exit rm_cgroup
-	runin=(bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg")
+	runin=(bash -c 'echo $$ >"$0/cgroup.procs" && { [ -z "$1" ] || echo $$ >"$1/cgroup.procs"; } &&
+		shift && exec "$@"' "$cg" "$ucg")
 fi
 
 # field NAME: its value in the JSON entry $e (python: values may be arrays).

@@ -30,10 +30,16 @@
  *                           prints the answer, then reports
  *   --hello-then-exec       with --exec: this process sends the HELLO and execs at
  *                           once, without reading the answer (the child reads it)
+ * The HELLO says no comm (pmallocd reads /proc/PID/comm) unless:
+ *   --comm NAME             HELLO with PMW_HELLO_COMM and NAME, as the shim sends it
+ *   --hello-short           the HELLO without its comm field (as older shims sent it)
  * Instead of a HELLO:
  *   --version V             HELLO with protocol version V
  *   --garbage | --truncated | --oversized | --bad-length | --report-first | --fds
+ *   | --comm-unterminated | --comm-short
  *                           send that, then print "closed" once the daemon hangs up
+ *                           (the last two: PMW_HELLO_COMM with a comm of 16 bytes
+ *                           and no NUL, or in a HELLO too short to hold one)
  *   --silent                connect, say nothing, print "closed after MS ms" when dropped
  *   --status                send PMW_STATUS_REQ and print the text
  *   --many N                N connections at once, each says HELLO; prints
@@ -82,6 +88,8 @@ static int opt_delay_ms;
 static const char *opt_module_path;
 static const char *opt_kernel_call;
 static long opt_cause = -1;
+static const char *opt_comm;
+static int opt_hello_short;
 
 static uint64_t ms_now(void)
 {
@@ -138,11 +146,16 @@ static ssize_t recv_timeout(int fd, void *buf, size_t size, int ms)
 static void hello(int fd, uint16_t version)
 {
 	struct pmw_hello h;
+	size_t len = opt_hello_short ? PMW_HELLO_SHORT : sizeof(h);
 
 	memset(&h, 0, sizeof(h));
-	pmw_header_init(&h.h, PMW_HELLO, sizeof(h));
+	pmw_header_init(&h.h, PMW_HELLO, (uint32_t)len);
 	h.h.version = version;
-	send_all(fd, &h, sizeof(h));
+	if (opt_comm) {
+		h.flags = PMW_HELLO_COMM;
+		strncpy(h.comm, opt_comm, sizeof(h.comm) - 1);
+	}
+	send_all(fd, &h, len);
 }
 
 /* Print the daemon's answer to HELLO; 0 when a policy or no-policy came. */
@@ -414,6 +427,14 @@ static void bad_message(int fd, const char *what)
 	} else if (!strcmp(what, "bad-length")) {
 		h.h.length = sizeof(h) + 8;
 		send_all(fd, &h, sizeof(h));
+	} else if (!strcmp(what, "comm-unterminated")) {
+		h.flags = PMW_HELLO_COMM;
+		memset(h.comm, 'x', sizeof(h.comm));
+		send_all(fd, &h, sizeof(h));
+	} else if (!strcmp(what, "comm-short")) {
+		h.flags = PMW_HELLO_COMM;
+		h.h.length = PMW_HELLO_SHORT;
+		send_all(fd, &h, PMW_HELLO_SHORT);
 	} else if (!strcmp(what, "report-first")) {
 		send_report(fd);
 	} else if (!strcmp(what, "fds")) {
@@ -599,12 +620,14 @@ int main(int argc, char **argv)
 	enum { O_SOCKET = 1, O_VERSION, O_BAD, O_SILENT, O_STATUS, O_MANY, O_PROTECT, O_REPORT,
 	       O_FORK, O_HOLD, O_POLICY, O_POOL, O_MODE, O_DELAY, O_VANISH, O_FLOOD, O_MODPATH,
 	       O_WAITPROT, O_CHILDREN, O_EXEC, O_EXECARG, O_HELLOCHILD, O_HELLOEXEC, O_RULES, O_RULESN,
-	       O_KCALL, O_CAUSE };
+	       O_KCALL, O_CAUSE, O_COMM, O_HELLOSHORT };
 	static const struct option opts[] = {
 		{ "socket", 1, NULL, O_SOCKET }, { "version", 1, NULL, O_VERSION },
 		{ "garbage", 0, NULL, O_BAD }, { "truncated", 0, NULL, O_BAD },
 		{ "oversized", 0, NULL, O_BAD }, { "bad-length", 0, NULL, O_BAD },
 		{ "report-first", 0, NULL, O_BAD }, { "fds", 0, NULL, O_BAD },
+		{ "comm-unterminated", 0, NULL, O_BAD }, { "comm-short", 0, NULL, O_BAD },
+		{ "comm", 1, NULL, O_COMM }, { "hello-short", 0, NULL, O_HELLOSHORT },
 		{ "silent", 0, NULL, O_SILENT }, { "status", 0, NULL, O_STATUS },
 		{ "many", 1, NULL, O_MANY }, { "protect", 1, NULL, O_PROTECT },
 		{ "report", 1, NULL, O_REPORT }, { "fork-report", 0, NULL, O_FORK },
@@ -654,6 +677,8 @@ int main(int argc, char **argv)
 		case O_HELLOEXEC: hello_exec = 1; break;
 		case O_KCALL: opt_kernel_call = optarg; break;
 		case O_CAUSE: opt_cause = atol(optarg); break;
+		case O_COMM: opt_comm = optarg; break;
+		case O_HELLOSHORT: opt_hello_short = 1; break;
 		default: usage();
 		}
 	}

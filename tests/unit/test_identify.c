@@ -3,17 +3,21 @@
  * what it reads about a client, and that every job it finishes comes back
  * to a loop that sleeps on its eventfd - the loop's two ways of taking
  * results (woken by the eventfd, or after another source's work) never
- * leave a finished job without a wake-up.
+ * leave a finished job without a wake-up; a comm the HELLO told is kept,
+ * not read; the cgroup's path is the same read or known by its id, and
+ * the cache of those paths keeps only what fits.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "cgroup_cache.h"
 #include "identify.h"
 #include "testutil.h"
 
@@ -90,6 +94,117 @@ START_TEST(test_identifies_its_peer)
 }
 END_TEST
 
+/* One identification of this process, the comm told if given. */
+static struct identify_job *identify_self(const char *comm, int sv[2])
+{
+	struct identify_job *j = identify_job_get(q), *back = NULL;
+
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	j->owner = sv;
+	j->fd = sv[0];
+	j->pid = getpid();
+	j->comm_given = comm != NULL;
+	if (comm)
+		snprintf(j->comm, sizeof(j->comm), "%s", comm);
+	identify_submit(q, j);
+	while (!back)
+		back = wait_woken();
+	ck_assert_ptr_eq(back, j);
+	ck_assert_int_eq(back->r, 0);
+	return back;
+}
+
+START_TEST(test_comm_told)
+{
+	int sv[2];
+	struct identify_job *j = identify_self("told-name", sv);
+
+	ck_assert_str_eq(j->comm, "told-name");
+	identify_job_put(q, j);
+	close(sv[0]);
+	close(sv[1]);
+	/* The next job, told nothing, reads it. */
+	j = identify_self(NULL, sv);
+	ck_assert_str_eq(j->comm, "test_identify");
+	identify_job_put(q, j);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+/* The path /proc/self/cgroup gives for systemd's hierarchy: the unified
+ * line's where cgroup_cache_by_id(), else name=systemd's first. */
+static void expected_cgroup(char *ret, size_t size)
+{
+	char text[4096], *named = NULL, *unified = NULL, *save = NULL;
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "0::", 3) == 0)
+			unified = line + 3;
+		else if (strstr(line, ":name=systemd:"))
+			named = strstr(line, ":name=systemd:") + 14;
+	}
+	snprintf(ret, size, "%s", cgroup_cache_by_id() && unified ? unified : named ? named : unified ? unified : "");
+}
+
+START_TEST(test_cgroup_read_then_known)
+{
+	char want[PROC_CGROUP_MAX];
+	int sv[2];
+
+	cgroup_cache_clear();
+	expected_cgroup(want, sizeof(want));
+	for (int round = 0; round < 2; round++) {
+		struct identify_job *j = identify_self(NULL, sv);
+
+		ck_assert_str_eq(j->cgroup, want);
+		identify_job_put(q, j);
+		close(sv[0]);
+		close(sv[1]);
+	}
+}
+END_TEST
+
+START_TEST(test_cache_bounds)
+{
+	char path[CGROUP_CACHE_PATH + 8], out[CGROUP_CACHE_PATH];
+
+	cgroup_cache_clear();
+	if (!cgroup_cache_by_id()) {
+		/* Legacy layout: nothing is kept. */
+		cgroup_cache_put(7, "/a.service");
+		ck_assert(!cgroup_cache_get(7, out, sizeof(out)));
+		return;
+	}
+	cgroup_cache_put(0, "/zero.service");
+	ck_assert(!cgroup_cache_get(0, out, sizeof(out)));
+	memset(path, 'p', sizeof(path) - 1);
+	path[0] = '/';
+	path[CGROUP_CACHE_PATH] = '\0';         /* one byte too long to keep */
+	cgroup_cache_put(7, path);
+	ck_assert(!cgroup_cache_get(7, out, sizeof(out)));
+	path[CGROUP_CACHE_PATH - 1] = '\0';     /* the longest kept */
+	cgroup_cache_put(7, path);
+	ck_assert(cgroup_cache_get(7, out, sizeof(out)));
+	ck_assert_str_eq(out, path);
+	ck_assert(!cgroup_cache_get(7, out, 3));  /* the caller's buffer too small */
+	ck_assert(!cgroup_cache_get(8, out, sizeof(out)));
+	/* Its slot's next id replaces it. */
+	cgroup_cache_put(7 + CGROUP_CACHE, "/b.service");
+	ck_assert(!cgroup_cache_get(7, out, sizeof(out)));
+	ck_assert(cgroup_cache_get(7 + CGROUP_CACHE, out, sizeof(out)));
+	ck_assert_str_eq(out, "/b.service");
+	cgroup_cache_clear();
+}
+END_TEST
+
 /* A process gone before it is identified: the job comes back failed. */
 START_TEST(test_gone)
 {
@@ -145,6 +260,9 @@ static Suite *identify_suite(void)
 	tcase_add_test(tc, test_identifies_its_peer);
 	tcase_add_test(tc, test_gone);
 	tcase_add_test(tc, test_no_result_left_asleep);
+	tcase_add_test(tc, test_comm_told);
+	tcase_add_test(tc, test_cgroup_read_then_known);
+	tcase_add_test(tc, test_cache_bounds);
 	suite_add_tcase(s, tc);
 	return s;
 }
