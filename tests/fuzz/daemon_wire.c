@@ -4,7 +4,8 @@
  *
  * Input: one packet, as recvmsg() would leave it in the daemon's buffer.
  * Besides memory errors, it checks the decoder's contract: a passed message
- * has the exact size of its type, a passed report has its counts, cause and
+ * has the exact size of its type (a HELLO: or the short one, without a
+ * comm), a passed report has its counts, cause and
  * module indices in range and every string NUL-terminated, a passed rules
  * message its counts in bounds, its rows' kinds fitting their table and
  * their strings NUL-terminated and not empty; a refusal says why.  A passed
@@ -124,6 +125,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 			check_rules(buf);
 		}
+		/* A HELLO is whole, or short without the flag that says its
+		 * comm is there (pmallocd reads comm only under the flag). */
+		if (h->type == PMW_HELLO && size != sizeof(struct pmw_hello) &&
+		    (size != PMW_HELLO_SHORT || (((const struct pmw_hello *)buf)->flags & PMW_HELLO_COMM)))
+			abort();
 		/* What the served state's dispatch runs first: PMW_PROTECTED's
 		 * strings end inside their fields and name a pool when it passes. */
 		why[0] = '\0';
