@@ -136,7 +136,8 @@ int proc_read_cgroup(pid_t pid, char *ret, size_t size, bool *ret_unified)
 {
 	char text[4096];
 	const char *cg, *unified;
-	int r = read_small(pid, "cgroup", text, sizeof(text), NULL);
+	size_t len = 0;
+	int r = read_small(pid, "cgroup", text, sizeof(text), &len);
 
 	if (ret_unified)
 		*ret_unified = false;
@@ -150,8 +151,10 @@ int proc_read_cgroup(pid_t pid, char *ret, size_t size, bool *ret_unified)
 	if (!cg || !*cg)
 		return -ENODATA;
 	str_copy(ret, size, cg);
+	/* Whole: not cut by ret's size, nor by text's (the unified line
+	 * comes last in the file). */
 	if (ret_unified)
-		*ret_unified = cg == unified && strlen(cg) < size;
+		*ret_unified = cg == unified && strlen(cg) < size && len < sizeof(text) - 1;
 	return 0;
 }
 
