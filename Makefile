@@ -142,8 +142,9 @@ $(B)/.deps:
 	fi
 	@touch $@
 
+# After deps: two apt-get runs at once (make -j) would fight over apt's lock.
 test-deps: $(B)/.test-deps
-$(B)/.test-deps:
+$(B)/.test-deps: | $(B)/.deps
 	@mkdir -p $(B)
 	@missing=""; for f in $(TEST_DEB_FILES); do [ -e $$f ] || missing=yes; done; \
 	if [ -n "$$missing" ]; then \
