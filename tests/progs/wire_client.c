@@ -77,8 +77,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../shim/policy_image.h"
-#include "../../shim/wire.h"
+#include "../../shim/policy/policy_image.h"
+#include "../../shim/shared/wire.h"
 
 static const char *opt_socket;
 static const char *opt_policy = "demo";
