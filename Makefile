@@ -63,14 +63,29 @@ HARDEN := -fstack-protector-strong -fstack-clash-protection -fcf-protection $(FO
 CFLAGS ?= -O2 -g
 BASE_CFLAGS = -std=gnu11 $(WARN) $(HARDEN) -Iinclude $(LAYER_INC) -I$(B) -MMD -MP $(CPPFLAGS) $(CFLAGS)
 
-# The layers (README "Source map"): each folder sees its own headers (a
-# quoted #include finds those first) and the folders below it, never one
-# above.  The daemon sees only what it shares with the shim.
-SHIM_DIRS := shim/shared shim/policy shim/sys shim/core shim/preload/route shim/preload/out \
+# The layers, low to high (README "Source map"; make check-layers checks
+# the calls): each folder sees its own headers (a quoted #include finds
+# those first) and the folders below it, never one above, so an upward
+# #include does not compile.  The daemon sees only what it shares with the
+# shim.  The policy model is written against plain libc for the daemon; in
+# the shim, sys/glue.h sends its malloc and read to the shim's own doors.
+SHIM_DIRS := shim/shared shim/sys shim/core shim/policy shim/preload/route shim/preload/out \
 	shim/preload/modes shim/preload/wrap shim/preload
 SHIM_INC := $(SHIM_DIRS:%=-I%)
 DAEMON_INC := -Ishim/shared -Ishim/policy -Idaemon/common
 LAYER_INC = $(SHIM_INC)
+layer_inc = $(patsubst %,-Ishim/%,$(1))
+$(B)/pic/shim/shared/%.o: LAYER_INC = $(call layer_inc,shared)
+$(B)/pic/shim/sys/%.o: LAYER_INC = $(call layer_inc,shared sys)
+$(B)/pic/shim/core/%.o: LAYER_INC = $(call layer_inc,shared sys core)
+$(B)/pic/shim/policy/%.o: LAYER_INC = $(call layer_inc,shared sys policy) -include shim/sys/glue.h
+$(B)/pic/shim/preload/route/%.o: LAYER_INC = $(call layer_inc,shared sys core policy preload/route)
+$(B)/pic/shim/preload/out/%.o: LAYER_INC = $(call layer_inc,shared sys core policy preload/route preload/out)
+$(B)/pic/shim/preload/modes/%.o: LAYER_INC = $(call layer_inc,shared sys core policy preload/route \
+	preload/out preload/modes)
+$(B)/pic/shim/preload/wrap/%.o: LAYER_INC = $(call layer_inc,shared sys core policy preload/route \
+	preload/out preload/modes preload/wrap)
+$(B)/pic/shim/preload/%.o: LAYER_INC = $(SHIM_INC)
 $(B)/pie/daemon/%.o $(B)/pie/shim/%.o: LAYER_INC = $(DAEMON_INC)
 LDHARDEN := -Wl,-z,defs,-z,relro,-z,now
 
@@ -83,13 +98,13 @@ SHIM_SRCS := $(foreach d,$(SHIM_DIRS),$(wildcard $(d)/*.c))
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/pic/%.o)
 SHIM_LIB := $(B)/libpmalloc_shim.so
 # libpmalloc.so: the pool API alone, for programs that link it and want no
-# interposition (no malloc, fork, execve, listen, sigaction... exported).
-# The same objects as the shim's pool side (a write to a protected pool is
-# still reported on stderr by the SIGSEGV handler), plus standalone.c for
-# what only the interposer has.  Preloading the shim into such a program
-# replaces all of it: the preload's definitions come first.
+# interposition (no malloc, fork, execve, listen, sigaction... exported):
+# the pool core's folder, and the doors and formatters below it that it
+# uses (a write to a protected pool is still reported on stderr by the
+# SIGSEGV handler; no hook is set, hooks.h).  Preloading the shim into
+# such a program replaces all of it: the preload's definitions come first.
 POOL_SRCS := $(wildcard shim/core/*.c) shim/sys/os.c shim/sys/stderr.c shim/shared/fmt.c \
-	shim/shared/violation_fmt.c shim/standalone.c
+	shim/shared/violation_fmt.c
 POOL_OBJS := $(POOL_SRCS:%.c=$(B)/pic/%.o)
 POOL_LIB := $(B)/libpmalloc.so
 SHIM_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fno-plt -DPMALLOC_BUILDING_SHIM \

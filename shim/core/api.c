@@ -11,6 +11,7 @@
 #include "pmalloc.h"
 #include "pool.h"
 #include "fault.h"
+#include "hooks.h"
 #include "site.h"
 #include "os.h"
 
@@ -170,4 +171,14 @@ PMALLOC_EXPORT int pmalloc_pool_stats(const struct pmalloc_pool *pool, struct pm
 PMALLOC_EXPORT int pmalloc_is_protected(const void *addr)
 {
 	return pool_is_protected(addr);
+}
+
+/* Interposition pools exist only in the preloaded shim, whose hook this
+ * is; without one, no pool has a name a policy gave it. */
+PMALLOC_EXPORT int pmalloc_protect_named(const char *pool)
+{
+	if (core_hook.protect_named)
+		return core_hook.protect_named(pool);
+	errno = ENOENT;
+	return -1;
 }

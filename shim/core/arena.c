@@ -14,7 +14,7 @@
 #define _GNU_SOURCE
 #include "arena.h"
 #include "dlist.h"
-#include "heap.h"
+#include "hooks.h"
 #include "os.h"
 #include "site.h"
 
@@ -84,9 +84,15 @@ int arena_init(void)
 		unit_head = heads;
 		spans = sp;
 		n_units = units;
-		heap_arena_reserved();   /* free() checks for pool pointers from now on */
 		arena_base = (uintptr_t)p;
-		__atomic_store_n(&arena_size, size, __ATOMIC_RELEASE);
+		__atomic_store_n(&arena_size, size, __ATOMIC_SEQ_CST);
+		/* Told after arena_size is published (init.c reads them the other
+		 * way round, so one of the two sees the other), before any pool
+		 * memory exists: in the shim, free() checks for pool pointers from
+		 * now on. */
+		void (*reserved)(void) = __atomic_load_n(&core_hook.arena_on_reserve, __ATOMIC_SEQ_CST);
+		if (reserved)
+			reserved();
 		return 0;
 	}
 	return -ENOMEM;

@@ -1,8 +1,8 @@
 /*
  * report.c - a violation reported: its record (struct pmw_report, the one
  * type it has up to the journal) filled once, its line on stderr, the
- * caller's stack walk, then the hand-off to client_report() (pmallocd or
- * the journal), a direct call.
+ * caller's stack walk, then the hand-off to the report sink (hooks.h: the
+ * preloaded shim's pmallocd or journal; none in libpmalloc.so).
  *
  * Owns: filling the record (names, object, site, modules and build-ids of
  * the frames, the exported symbol of the faulting instruction), the report
@@ -32,11 +32,10 @@
  */
 #define _GNU_SOURCE
 #include "report.h"
-#include "client.h"
 #include "dynsym.h"
+#include "hooks.h"
 #include "os.h"
 #include "pool.h"
-#include "shim.h"
 #include "site.h"
 #include "violation_fmt.h"
 
@@ -84,14 +83,13 @@ static void copy_str(char *dst, size_t size, const char *src)
 	dst[n] = '\0';
 }
 
+/* The armed policy's limits (hooks.h), else the defaults. */
 static void limits(unsigned int *burst, unsigned int *interval_s)
 {
-	const struct shim_state *st = shim;
-	*burst = DEFAULT_BURST;
-	*interval_s = DEFAULT_INTERVAL_S;
-	if (st) {
-		*burst = st->image->report_burst;
-		*interval_s = st->image->report_interval_s;
+	uint64_t generation;
+	if (!core_hook.report_limits || !core_hook.report_limits(burst, interval_s, &generation)) {
+		*burst = DEFAULT_BURST;
+		*interval_s = DEFAULT_INTERVAL_S;
 	}
 }
 
@@ -254,14 +252,17 @@ static void frame_resolve(struct pmw_report *r, struct pmw_frame *fr, bool build
 static void record_names(struct pmw_report *r, const struct pool_hit *hit, const char *pool,
 			 const char *policy)
 {
-	const struct shim_state *st = shim;
+	unsigned int burst, interval_s;
+	uint64_t generation = 0;
+	if (core_hook.report_limits && !core_hook.report_limits(&burst, &interval_s, &generation))
+		generation = 0;
 	if (!pool) {
 		pool = hit->pool->name[0] ? hit->pool->name : "(unnamed)";
 		policy = hit->pool->policy;
 	}
 	copy_str(r->pool, sizeof(r->pool), pool);
 	copy_str(r->policy, sizeof(r->policy), policy);
-	r->generation = st ? st->generation : 0;
+	r->generation = generation;
 }
 
 /* The object's allocation site: its symbol where the shim knows it, else
@@ -360,7 +361,8 @@ void report_end(struct pmw_report *r, void (*walk)(struct pmw_report *r, void *a
 	/* Exported functions only: no symbol file is read in a faulting process. */
 	if (r->fault_ip)
 		dynsym_name(r->fault_ip, r->fault_symbol, sizeof(r->fault_symbol));
-	client_report(r);
+	if (core_hook.report_sink)
+		core_hook.report_sink(r);   /* pmallocd or the journal, in the preloaded shim */
 	sigset_t old = owner_mask;
 	unlock();
 	os_sigmask(SIG_SETMASK, &old, NULL);

@@ -1,8 +1,8 @@
 /*
  * report.h - a violation reported: its record (struct pmw_report, wire.h)
  * filled once, its line on stderr (rate-limited per faulting instruction,
- * the rest counted and summarised), then pmallocd or the journal
- * (client_report(), a direct call).  Everything here is async-signal-safe:
+ * the rest counted and summarised), then the report sink (hooks.h: pmallocd
+ * or the journal in the preloaded shim).  Everything here is async-signal-safe:
  * it runs in the fault handler.
  */
 #ifndef PMALLOC_REPORT_H
@@ -29,7 +29,7 @@ struct pmw_report *report_begin(const struct pool_hit *hit, const char *pool, co
 void report_cause(struct pmw_report *r, enum pmw_cause cause, const char *kernel_call);
 /* The stderr line, then walk(r, arg) (a stack walk that appends
  * frames[1..]; it may fault and must guard itself; may be NULL), then the
- * modules of the frames and the fault symbol, then client_report(); the
+ * modules of the frames and the fault symbol, then the report sink; the
  * lock is given back. */
 void report_end(struct pmw_report *r, void (*walk)(struct pmw_report *r, void *arg), void *arg);
 /* Install the fork handler and exit summary (once; normal context). */

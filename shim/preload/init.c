@@ -15,13 +15,20 @@
 #define _GNU_SOURCE
 #include "shim.h"
 #include "site.h"
+#include "arena.h"
 #include "client.h"
 #include "fault.h"
 #include "fmt.h"
 #include "heap.h"
+#include "hooks.h"
+#include "interpose.h"
+#include "journal.h"
 #include "learn.h"
 #include "os.h"
+#include "resolve.h"
 #include "rules_msg.h"
+#include "state.h"
+#include "trigger.h"
 #include "pmalloc.h"
 
 #include <errno.h>
@@ -59,7 +66,7 @@ static void read_identity(char *exe, size_t exe_len, char *comm, size_t comm_len
 	comm[0] = '\0';
 	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		n = read(fd, comm, comm_len - 1);
+		n = os_read(fd, comm, comm_len - 1);
 		comm[n > 0 ? n : 0] = '\0';
 		comm[strcspn(comm, "\n")] = '\0';
 		close(fd);
@@ -133,6 +140,48 @@ static int load_policy(const char *exe, const char *comm, struct policy_image_bu
 	policy_set_free(file);
 	ret->generation = 0;
 	return r < 0 ? 0 : 1;
+}
+
+/* The composition root: what the lower layers call back, set here and
+ * read-only from here on (hooks.h, the state's rules_changed). */
+static void on_arena_reserved(void)
+{
+	heap_set_free(free_checked);   /* free() checks for pool pointers from now on */
+}
+
+static void rules_changed(void)
+{
+	rules_msg_send(RULES_MSG_RULES);
+}
+
+static void set_hooks(void)
+{
+	core_hooks_set(&(struct core_hooks){
+		.report_sink = client_report,
+		.report_limits = state_report_limits,
+		.arena_on_reserve = on_arena_reserved,
+		.protect_named = trigger_protect_named,
+	});
+	/* A pool made before this constructor ran (another library's): the
+	 * arena read the hook unset (arena.c publishes its size first). */
+	if (__atomic_load_n(&arena_size, __ATOMIC_SEQ_CST))
+		on_arena_reserved();
+}
+
+/* Not only under PMALLOC_DEBUG: a typo must not protect nothing silently. */
+static void log_unmatched(const struct pimg_header *img)
+{
+	struct resolve_rule_view v;
+	for (size_t i = 0; resolve_rule(i, &v); i++) {
+		if (v.matched || !v.looked_up)
+			continue;
+		const char *kind = v.wrapper ? "wrapper" : "site";
+		char text[600];
+		snprintf(text, sizeof(text), "%s%s%s", v.object ? v.object : "", v.object ? ":" : "", v.function);
+		debug_printf("%s rule \"%s\" matches no function loaded at start-up", kind, text);
+		journal_unmatched(pimg_policy_name(img), v.wrapper ? "" : pimg_pool_name(img, (size_t)v.pool),
+				  kind, text);
+	}
 }
 
 /* The state, and the pointer to it, read-only from now on; sealed too
@@ -229,9 +278,11 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 	st->n_pools = img->n_pools;
 	if (img->mode == POLICY_MODE_AUDIT)
 		fault_enable_audit();
+	st->rules_changed = rules_changed;
 	r = resolve_init(st, exe);
 	if (r < 0)
 		return unarmed(installed, r);
+	log_unmatched(img);
 	bool seal = img->protection == POLICY_PROT_SEAL;
 	if (own_map)
 		make_ro(mem, len, seal);
@@ -252,13 +303,14 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 	return 0;
 }
 
-void shim_init(void)
+static void shim_init(void)
 {
 	int saved = errno;
 	int busy = shim_busy_enter();
 	const char *d = secure_getenv("PMALLOC_DEBUG");
 	pm_debug = d && strcmp(d, "1") == 0;
 	os_init();
+	set_hooks();
 	heap_init();
 	debug_printf("heap allocator: %s (%u allocations from glibc while finding it)", heap_name(),
 		     heap_bootstrap_count());
@@ -277,7 +329,7 @@ void shim_init(void)
 			rules_msg_send(RULES_MSG_RULES);   /* after the handshake: for status */
 		/* The armed copy is the state's, read-only: none stays writable. */
 		explicit_bzero(in.image, in.len);
-		free(in.image);
+		heap_free(in.image);
 	}
 	shim_busy_leave(busy);
 	errno = saved;

@@ -28,7 +28,7 @@
 #define _GNU_SOURCE
 #include "heap.h"
 #include "os.h"
-#include "shim.h"
+#include "guard.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -57,7 +57,10 @@ static_assert(sizeof(union heap_page) == HEAP_PAGE, "the table has its page to i
 enum { HEAP_UNKNOWN, HEAP_FINDING, HEAP_FOUND };
 static _Atomic int heap_state;
 static _Atomic bool arena_reserved;      /* free() must check for pool pointers */
-static _Atomic bool free_entry_checked;  /* free_entry is free_checked (written once) */
+static _Atomic bool free_entry_checked;  /* free_entry is the checked free (written once) */
+/* The checked free (heap_set_free), read only to write it into the
+ * read-only table, in the same call or the search that ends just after. */
+static void (*_Atomic checked_free_fn)(void *p);
 static void free_entry_check(void);
 
 /* The allocator's own functions, behind the checked entry points; written
@@ -269,16 +272,17 @@ static void find(void)
 	atomic_store_explicit((void *_Atomic *)&t->calloc, (void *)ops.calloc, memory_order_release);
 	atomic_store_explicit((void *_Atomic *)&t->malloc, (void *)ops.malloc, memory_order_release);
 	atomic_store_explicit((void *_Atomic *)&heap_page.free_entry,
-			      (void *)(atomic_load(&arena_reserved) ? free_checked : ops.free), memory_order_release);
+			      (void *)(atomic_load(&arena_reserved) ? atomic_load(&checked_free_fn) : ops.free),
+			      memory_order_release);
 	if (os_page_size == HEAP_PAGE)
 		os_protect_ro(&heap_page, HEAP_PAGE);
 	atomic_store(&heap_state, HEAP_FOUND);
-	/* The arena reserved meanwhile (by another thread): see heap_arena_reserved. */
+	/* The arena reserved meanwhile (by another thread): see heap_set_free. */
 	if (atomic_load(&arena_reserved))
 		free_entry_check();
 }
 
-/* Point free_entry at free_checked, once (the page is writable only
+/* Point free_entry at the checked free, once (the page is writable only
  * meanwhile, and only by the one thread that does it). */
 static void free_entry_check(void)
 {
@@ -287,7 +291,8 @@ static void free_entry_check(void)
 	bool page = os_page_size == HEAP_PAGE;
 	if (page)
 		os_protect_rw(&heap_page, HEAP_PAGE);
-	atomic_store_explicit((void *_Atomic *)&heap_page.free_entry, (void *)free_checked, memory_order_release);
+	atomic_store_explicit((void *_Atomic *)&heap_page.free_entry, (void *)atomic_load(&checked_free_fn),
+			      memory_order_release);
 	if (page)
 		os_protect_ro(&heap_page, HEAP_PAGE);
 }
@@ -295,8 +300,9 @@ static void free_entry_check(void)
 /* The flag first, then the state: either find() sees the flag when it
  * writes the table or re-checks it after HEAP_FOUND, or this sees
  * HEAP_FOUND and rewrites the entry itself (both sequentially consistent). */
-void heap_arena_reserved(void)
+void heap_set_free(void (*fn)(void *p))
 {
+	atomic_store(&checked_free_fn, fn);
 	atomic_store(&arena_reserved, true);
 	if (atomic_load(&heap_state) == HEAP_FOUND)
 		free_entry_check();
@@ -391,4 +397,20 @@ static size_t boot_usable_size(void *p)
 		return heap_next.usable_size(p);
 	int i = boot_find(p);
 	return i >= 0 ? boot_size[i] : 0;
+}
+
+char *heap_strdup(const char *s)
+{
+	return heap_strndup(s, SIZE_MAX);
+}
+
+char *heap_strndup(const char *s, size_t n)
+{
+	size_t len = strnlen(s, n);
+	char *d = heap_malloc(len + 1);
+	if (d) {
+		memcpy(d, s, len);
+		d[len] = '\0';
+	}
+	return d;
 }

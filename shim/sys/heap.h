@@ -27,7 +27,7 @@ union heap_page {
 		struct heap_ops ops;
 		/* What the exported free() jumps to: the heap's free while no
 		 * pool memory can exist (no arena: 2 instructions a free), the
-		 * shim's free_checked once the arena is reserved. */
+		 * checked free (heap_set_free) once the arena is reserved. */
 		void (*free_entry)(void *p);
 	};
 	char page[HEAP_PAGE];
@@ -38,13 +38,39 @@ extern union heap_page heap_page __attribute__((visibility("hidden")));
  * through a PLT does: one indirect jump. */
 #define heap_next (heap_page.ops)
 
-/* free() with the arena check: a pool pointer is counted, never freed. */
-void free_checked(void *p) __attribute__((visibility("hidden")));
+/* The shim's own allocations, by name: straight to the heap, never through
+ * the malloc family the shim exports to the program (interpose.c), whose
+ * routing would otherwise have to be told to keep out.  What they return
+ * is freed with heap_free. */
+static inline void *heap_malloc(size_t size)
+{
+	return heap_next.malloc(size);
+}
+
+static inline void *heap_calloc(size_t n, size_t size)
+{
+	return heap_next.calloc(n, size);
+}
+
+static inline void *heap_realloc(void *p, size_t size)
+{
+	return heap_next.realloc(p, size);
+}
+
+static inline void heap_free(void *p)
+{
+	heap_next.free(p);
+}
+
+char *heap_strdup(const char *s);
+char *heap_strndup(const char *s, size_t n);
 
 /* The arena is being reserved: from now on free() must check for pool
- * pointers (free_entry becomes free_checked).  Called by arena_init before
- * any pool memory exists. */
-void heap_arena_reserved(void);
+ * pointers (free_entry becomes fn, the interposer's free with the arena
+ * check, which this layer cannot know by name).  Called from the
+ * arena's reserve hook (init.c), before any pool memory is handed out;
+ * idempotent. */
+void heap_set_free(void (*fn)(void *p));
 
 /* Find the next allocator now (idempotent; shim_init calls it so that the
  * table is read-only before main).  Safe before constructors have run. */

@@ -5,14 +5,15 @@
  * munmap, madvise, mincore, membarrier), for signals (sigaction,
  * rt_sigprocmask, sigaltstack, tgkill), for the thread and the clock
  * (gettid, sched_yield, clock_gettime, clock_nanosleep), and every raw
- * system call made to get past one of the shim's own interposers (ppoll),
- * is made here and nowhere else.  What stays in the file that owns the
- * concern is plain descriptor I/O through libc: opening and reading the
- * policy file, /proc/self/exe, comm and cgroup, symbol files, and the
- * daemon's and journald's sockets; and an interposer's hand-over to the
- * libc function it replaces (sigmask.c, kwrite.c, trigger.c).
+ * system call made to get past one of the shim's own interposers (ppoll;
+ * read, pread and recv: os_read, os_pread, os_recv), is made here and
+ * nowhere else.  What stays in the file that owns the concern is the rest
+ * of plain descriptor I/O through libc (open, close, send, connect ...:
+ * names the shim does not interpose) and an interposer's hand-over to the
+ * libc function it replaces (libc.h).
  *
- * Every function returns 0 or -errno (the contract in os.h), never
+ * Every function returns 0 or -errno (the contract in os.h; the reads, the
+ * bytes read or -errno), never
  * allocates, never logs, and keeps errno as it found it, so callers inside
  * the host program's malloc and signal handler can use it.  Memory calls
  * are raw system calls: another preloaded library that wraps mmap or
@@ -286,4 +287,21 @@ int os_sigmask(int how, const sigset_t *set, sigset_t *old)
 int os_altstack(stack_t *ret)
 {
 	return OS_CALL(syscall(SYS_sigaltstack, NULL, ret));
+}
+
+#define OS_IO(expr) ({ int _e = errno; long _n = (expr); ssize_t _r = _n < 0 ? -errno : _n; errno = _e; _r; })
+
+ssize_t os_read(int fd, void *buf, size_t len)
+{
+	return OS_IO(syscall(SYS_read, fd, buf, len));
+}
+
+ssize_t os_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+	return OS_IO(syscall(SYS_pread64, fd, buf, len, (long)off));
+}
+
+ssize_t os_recv(int fd, void *buf, size_t len, int flags)
+{
+	return OS_IO(syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL));
 }

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 extern size_t os_page_size;     /* set by os_init() */
 extern int os_have_mseal;       /* 1 when mseal(2) works here; probed by os_init() */
@@ -83,5 +84,12 @@ bool os_thread_alive(int tid);
 int os_wait_fd(int fd, short events, int timeout_ms, short *ret_revents);
 /* Sleep until CLOCK_MONOTONIC reaches ns, through signals. */
 void os_sleep_until_ns(uint64_t ns);
+/* The shim's own reads (read(2), pread(2), recv(2) made raw): the bytes
+ * read, or -errno (-EINTR not retried).  Raw because the shim interposes
+ * read, pread and recv for the program (kwrite.c): its own reads, into its
+ * own buffers, never go through them. */
+ssize_t os_read(int fd, void *buf, size_t len);
+ssize_t os_pread(int fd, void *buf, size_t len, uint64_t off);
+ssize_t os_recv(int fd, void *buf, size_t len, int flags);
 
 #endif

@@ -22,6 +22,7 @@
 #include "learn.h"
 #include "arena.h"
 #include "fault.h"
+#include "heap.h"
 #include "journal.h"
 #include "os.h"
 #include "pool_sites.h"
@@ -165,7 +166,7 @@ static int visit_object(struct dl_phdr_info *info, size_t size, void *arg)
 			if (!obj) {
 				if (c->n_objs == c->cap_objs) {
 					size_t cap = c->cap_objs ? c->cap_objs * 2 : 8;
-					struct lobj *no = realloc(c->objs, cap * sizeof(*no));
+					struct lobj *no = heap_realloc(c->objs, cap * sizeof(*no));
 					if (!no)
 						return 1;
 					c->objs = no;
@@ -227,13 +228,13 @@ static void triggers_text(const struct pimg_header *img, const struct pimg_pool 
 static void flush_locked(const char *reason)
 {
 	const struct shim_state *st = learn_st;
-	struct lsite *acc = calloc(SITE_SLOTS, sizeof(*acc));
-	struct pool_site_count *counts = calloc(SITE_SLOTS, sizeof(*counts));
+	struct lsite *acc = heap_calloc(SITE_SLOTS, sizeof(*acc));
+	struct pool_site_count *counts = heap_calloc(SITE_SLOTS, sizeof(*counts));
 	struct flush_ctx c;
 	memset(&c, 0, sizeof(c));
 	if (!acc || !counts) {
-		free(acc);
-		free(counts);
+		heap_free(acc);
+		heap_free(counts);
 		return;
 	}
 	/* Per site: objects below each span's protected mark. */
@@ -253,7 +254,7 @@ static void flush_locked(const char *reason)
 			l->object = NULL;
 			l->func[0] = l->build_id[0] = '\0';
 		}
-	free(counts);
+	heap_free(counts);
 	c.s = acc;
 	ssize_t n = readlink("/proc/self/exe", c.exe, sizeof(c.exe) - 1);
 	c.exe[n > 0 ? n : 0] = '\0';
@@ -305,8 +306,8 @@ static void flush_locked(const char *reason)
 		journal_learned(&j);
 	}
 	debug_printf("learn: %zu sites written to the journal (%s)", c.n, reason);
-	free(c.objs);
-	free(acc);
+	heap_free(c.objs);
+	heap_free(acc);
 }
 
 static void count_early(void *ctx, uint16_t site, size_t bytes)

@@ -24,9 +24,12 @@
 #define _GNU_SOURCE
 #include "rules_msg.h"
 #include "fmt.h"
+#include "heap.h"
 #include "pool_sites.h"
 #include "os.h"
 #include "dynsym.h"
+#include "client.h"
+#include "resolve.h"
 #include "shim.h"
 
 #include <pthread.h>
@@ -134,13 +137,13 @@ static void add_triggers(struct pmw_rules *m, const struct shim_state *st)
 /* The PMW_ROWS sites with the most bytes, largest first. */
 static void add_sites(struct pmw_rules *m, const struct shim_state *st)
 {
-	struct pool_site_count *c = calloc(SITE_SLOTS, sizeof(*c));
-	uint16_t *seen = malloc(SITE_SLOTS * sizeof(*seen));
+	struct pool_site_count *c = heap_calloc(SITE_SLOTS, sizeof(*c));
+	uint16_t *seen = heap_malloc(SITE_SLOTS * sizeof(*seen));
 	uint16_t top[PMW_ROWS];
 	size_t n_top = 0, n_seen = 0;
 	if (!c || !seen) {
-		free(c);
-		free(seen);
+		heap_free(c);
+		heap_free(seen);
 		return;
 	}
 	for (size_t i = 0; i < st->n_pools; i++)
@@ -176,8 +179,8 @@ static void add_sites(struct pmw_rules *m, const struct shim_state *st)
 			dynsym_location(&f, site_address(id), true);
 		fmt_cstr(&f);
 	}
-	free(c);
-	free(seen);
+	heap_free(c);
+	heap_free(seen);
 }
 
 static void build(struct pmw_rules *m, const struct shim_state *st, enum rules_msg_what what)

@@ -24,7 +24,7 @@
 #include "dynsym.h"
 #include "journal.h"
 #include "fmt.h"
-#include "rules_msg.h"
+#include "heap.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -143,7 +143,7 @@ static int read_answer(const char *buf, ssize_t n, void **ret_image, size_t *ret
 		debug_printf("pmallocd refused this process: %s", a.reason);
 	if (r <= 0)
 		return r;
-	void *image = malloc(a.image_len);
+	void *image = heap_malloc(a.image_len);
 	if (!image)
 		return -ENOMEM;
 	memcpy(image, a.image, a.image_len);
@@ -160,31 +160,31 @@ int client_wait(unsigned int timeout_ms, void **ret_image, size_t *ret_len, uint
 {
 	if (pending_fd < 0)
 		return -ENOTCONN;
-	char *buf = malloc(PMW_MAX_MSG + 1);
+	char *buf = heap_malloc(PMW_MAX_MSG + 1);
 	if (!buf)
 		return -ENOMEM;
 	uint64_t deadline = os_monotonic_ns(false) / 1000000u + timeout_ms;
 	ssize_t n;
 	int r;
 	for (;;) {
-		n = recv(pending_fd, buf, PMW_MAX_MSG + 1, MSG_TRUNC);
-		if (n >= 0 || errno != EAGAIN)
+		n = os_recv(pending_fd, buf, PMW_MAX_MSG + 1, MSG_TRUNC);
+		if (n != -EAGAIN)
 			break;
 		uint64_t now = os_monotonic_ns(false) / 1000000u;
 		if (now >= deadline) {
-			free(buf);
+			heap_free(buf);
 			return -ETIMEDOUT;
 		}
 		short revents;
 		uint64_t left_ms = deadline - now;
 		(void)os_wait_fd(pending_fd, POLLIN, left_ms > INT_MAX ? INT_MAX : (int)left_ms, &revents);
 	}
-	r = n < 0 ? -errno : read_answer(buf, n, ret_image, ret_len, ret_generation);
+	r = n < 0 ? (int)n : read_answer(buf, n, ret_image, ret_len, ret_generation);
 	/* No stale copy of the policy is left in writable memory: the one the
 	 * shim reads is the read-only copy init.c makes. */
 	if (n > 0)
 		explicit_bzero(buf, (size_t)n < PMW_MAX_MSG + 1 ? (size_t)n : PMW_MAX_MSG + 1);
-	free(buf);
+	heap_free(buf);
 	if (r < 0) {
 		client_abandon();
 		return r;
@@ -203,7 +203,7 @@ static void copy_name(char *dst, size_t len, const char *src)
 	memset(dst + n, 0, len - n);
 }
 
-void client_notify_protected(size_t i, const char *trigger, size_t new_bytes)
+bool client_notify_protected(size_t i, const char *trigger, size_t new_bytes)
 {
 	const struct shim_state *st = shim;
 	struct pmalloc_pool *p = st->pools[i].pool;
@@ -219,10 +219,10 @@ void client_notify_protected(size_t i, const char *trigger, size_t new_bytes)
 	pool_totals(p, &t);
 	m.protected_bytes = t.protected_bytes;
 	m.objects = t.objects;
-	if (!send_to_daemon(&m, sizeof(m)))
-		journal_protected(&m);
-	else
-		rules_msg_send(RULES_MSG_SITES);     /* what this protect covered, per site */
+	if (send_to_daemon(&m, sizeof(m)))
+		return true;
+	journal_protected(&m);
+	return false;
 }
 
 /* Orders name the process that connected: a forked child shares the
@@ -245,7 +245,7 @@ int client_wait_orders(int timeout_ms)
 	return revents != 0;
 }
 
-void client_read_orders(void (*fn)(const char *pool))
+void client_read_orders(void (*fn)(const char *pool), void (*status_ask)(void))
 {
 	union {
 		struct pmw_protect order;
@@ -255,14 +255,14 @@ void client_read_orders(void (*fn)(const char *pool))
 	if (!orders_ours())
 		return;
 	for (int i = 0; i < 16; i++) {          /* bounded: never a loop a daemon can hold */
-		ssize_t n = recv(client_fd, &u, sizeof(u), MSG_DONTWAIT | MSG_TRUNC);
+		ssize_t n = os_recv(client_fd, &u, sizeof(u), MSG_DONTWAIT | MSG_TRUNC);
 		if (n < 0)
 			return;                       /* EAGAIN: nothing (more) */
 		if (n == 0) {
 			return;                       /* the daemon went away */
 		}
 		if (client_decode_sites_req(&u, (size_t)n)) {
-			rules_msg_answer();           /* pmallocctl status PID */
+			status_ask();                 /* pmallocctl status PID: the sites table */
 			continue;
 		}
 		const char *pool = client_decode_order(m, (size_t)n);

@@ -87,7 +87,7 @@ static size_t read_self(const char *path, char *buf, size_t size)
 	size_t n = 0;
 	if (fd >= 0) {
 		ssize_t r;
-		while (n + 1 < size && (r = read(fd, buf + n, size - 1 - n)) > 0)
+		while (n + 1 < size && (r = os_read(fd, buf + n, size - 1 - n)) > 0)
 			n += (size_t)r;
 		close(fd);
 	}

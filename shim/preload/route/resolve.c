@@ -27,12 +27,11 @@
  * libc.  Never called from a signal handler.
  */
 #define _GNU_SOURCE
-#include "shim.h"
+#include "resolve.h"
 #include "os.h"
 #include "site.h"
 #include "symtab.h"
-#include "journal.h"
-#include "rules_msg.h"
+#include "heap.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -186,7 +185,7 @@ static const char *collect_name(struct collect *c, const char *name)
 	size_t len = strlen(name) + 1;
 	if (len > c->names_left) {
 		size_t size = len > NAMES_BLOCK ? len : NAMES_BLOCK;
-		char *b = malloc(size);
+		char *b = heap_malloc(size);
 		if (!b)
 			return NULL;
 		c->names = b;
@@ -204,7 +203,7 @@ static int collect_add(struct collect *c, uintptr_t start, uintptr_t end, int ro
 {
 	if (c->n == c->cap) {
 		size_t cap = c->cap ? c->cap * 2 : 64;
-		struct range *nr = realloc(c->r, cap * sizeof(*nr));
+		struct range *nr = heap_realloc(c->r, cap * sizeof(*nr));
 		if (!nr)
 			return -ENOMEM;
 		c->r = nr;
@@ -507,7 +506,7 @@ static void read_pending(struct pending *pe, struct collect *c)
 	}
 	if (found)
 		symtab_close(&t);
-	free(pe->dyn_r);
+	heap_free(pe->dyn_r);
 	pe->dyn_r = NULL;
 	publish(c, NULL);
 	atomic_store_explicit(&pe->read, true, memory_order_release);
@@ -527,7 +526,7 @@ static void read_loaded(const struct link_map *lm, const char *key_name)
 	dl_iterate_phdr(find_phdrs, &q);
 	struct applicable a;
 	applicable_rules(path, &a);
-	struct collect c = { .obj = { lm->l_addr, strdup(key_name) } };
+	struct collect c = { .obj = { lm->l_addr, heap_strdup(key_name) } };
 	if (!c.obj.name)
 		return;
 	struct collect p = { .obj = c.obj };
@@ -543,14 +542,15 @@ static void read_loaded(const struct link_map *lm, const char *key_name)
 	pthread_mutex_unlock(&resolve_lock);
 	if (fresh)
 		say_ranges(&c, path);
-	free(c.r);
-	free(p.r);
+	heap_free(c.r);
+	heap_free(p.r);
 	/* pmallocd shows which rules matched: tell it when a dlopen'ed
 	 * object resolves one that nothing matched before.  (A start-up
 	 * object read late never does: every object a rule without a match
 	 * could name was read before main.) */
-	if (resolve_unmatched() < unmatched)
-		rules_msg_send(RULES_MSG_RULES);
+	const struct shim_state *st = shim;
+	if (resolve_unmatched() < unmatched && st && st->rules_changed)
+		st->rules_changed();
 }
 
 /* The object holding code address a, read if it was not. */
@@ -572,7 +572,7 @@ static void ensure_scanned(uintptr_t a)
 	pthread_mutex_unlock(&resolve_lock);
 	if (pe)
 		say_ranges(&c, pe->path);
-	free(c.r);
+	heap_free(c.r);
 	if (!done && !pe)
 		read_loaded(lm, key_name);
 }
@@ -649,7 +649,7 @@ struct site_hit resolve_through_wrapper(uintptr_t ra)
 
 static int add_rule(struct rule ru)
 {
-	struct rule *nr = realloc(rules, (n_rules + 1) * sizeof(*nr));
+	struct rule *nr = heap_realloc(rules, (n_rules + 1) * sizeof(*nr));
 	if (!nr)
 		return -ENOMEM;
 	rules = nr;
@@ -669,11 +669,11 @@ static int wrapper_call(struct rule *ru)
 	for (const char *p = w; p < colon; p++)
 		if (*p == '@')
 			at = p;        /* the last '@' of the object part */
-	char *object = strndup(w, (size_t)((at ? at : colon) - w));
-	char *build_id = at ? strndup(at + 1, (size_t)(colon - at - 1)) : NULL;
+	char *object = heap_strndup(w, (size_t)((at ? at : colon) - w));
+	char *build_id = at ? heap_strndup(at + 1, (size_t)(colon - at - 1)) : NULL;
 	if (!object || (at && !build_id)) {
-		free(object);
-		free(build_id);
+		heap_free(object);
+		heap_free(build_id);
 		return -ENOMEM;
 	}
 	for (char *p = build_id; p && *p; p++)
@@ -705,7 +705,7 @@ static int visit_object(struct dl_phdr_info *info, size_t size, void *ctx)
 	struct loaded_list *l = ctx;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 32;
-		struct loaded_object *o = realloc(l->o, cap * sizeof(*o));
+		struct loaded_object *o = heap_realloc(l->o, cap * sizeof(*o));
 		if (!o)
 			return 1;
 		l->o = o;
@@ -728,7 +728,7 @@ static void prepare_object(const struct loaded_object *so, uintptr_t self)
 		return;
 	if (strncmp(base_name(path), "linux-vdso", 10) == 0 || strncmp(base_name(path), "linux-gate", 10) == 0)
 		return;
-	struct object_key obj = { so->base, strdup(so->name) };
+	struct object_key obj = { so->base, heap_strdup(so->name) };
 	if (!obj.name)
 		return;
 	struct applicable a;
@@ -740,13 +740,13 @@ static void prepare_object(const struct loaded_object *so, uintptr_t self)
 		collect_points(&p, a.by_offset, a.n_offset, path, so->ph, so->phnum);
 		if (p.n)
 			merge(&points, &p, true);
-		free(p.r);
+		heap_free(p.r);
 	}
 	if (a.n_name) {
-		struct pending *np = realloc(pending, (n_pending + 1) * sizeof(*np));
+		struct pending *np = heap_realloc(pending, (n_pending + 1) * sizeof(*np));
 		if (np) {
 			pending = np;
-			np[n_pending] = (struct pending){ .obj = obj, .path = strdup(path), .ph = so->ph,
+			np[n_pending] = (struct pending){ .obj = obj, .path = heap_strdup(path), .ph = so->ph,
 							  .phnum = so->phnum };
 		}
 		if (np && np[n_pending].path) {
@@ -810,7 +810,7 @@ static void read_one(struct pending *pe, bool once_only)
 	pthread_mutex_unlock(&resolve_lock);
 	if (unread)
 		say_ranges(&c, pe->path);
-	free(c.r);
+	heap_free(c.r);
 }
 
 /* Whether each rule names a function loaded at start-up, for the word on a
@@ -859,7 +859,7 @@ void resolve_forget_unloaded(void)
 		return;
 	struct loaded_list l = { 0 };
 	if (dl_iterate_phdr(visit_object, &l) != 0) {
-		free(l.o);
+		heap_free(l.o);
 		return;
 	}
 	pthread_mutex_lock(&resolve_lock);
@@ -876,7 +876,7 @@ void resolve_forget_unloaded(void)
 	 * read as any dlopen'ed object is. */
 	for (size_t i = 0; i < n_pending; i++)
 		if (!atomic_load_explicit(&pending[i].read, memory_order_relaxed) && !is_loaded(&l, &pending[i].obj)) {
-			free(pending[i].dyn_r);
+			heap_free(pending[i].dyn_r);
 			pending[i].dyn_r = NULL;
 			atomic_store_explicit(&pending[i].read, true, memory_order_release);
 			atomic_fetch_sub(&n_unread, 1);
@@ -887,16 +887,16 @@ void resolve_forget_unloaded(void)
 		if (!old)
 			continue;
 		struct collect c = { 0 };
-		c.r = malloc(old->n * sizeof(struct range) + 1);
+		c.r = heap_malloc(old->n * sizeof(struct range) + 1);
 		for (size_t i = 0; c.r && i < old->n; i++)
 			if (is_loaded(&l, &old->r[i].obj))
 				c.r[c.n++] = old->r[i];
 		if (c.r)
 			merge(tabs[k], &c, false);
-		free(c.r);
+		heap_free(c.r);
 	}
 	pthread_mutex_unlock(&resolve_lock);
-	free(l.o);
+	heap_free(l.o);
 	/* Return addresses may now mean other code: decide every site again. */
 	if (changed)
 		site_reset_routes();
@@ -915,7 +915,7 @@ static void resolve_lock_drop(void)
 int resolve_init(struct shim_state *st, const char *exe)
 {
 	state = st;
-	program_path = exe[0] ? strdup(exe) : NULL;
+	program_path = exe[0] ? heap_strdup(exe) : NULL;
 	pthread_atfork(resolve_lock_take, resolve_lock_drop, resolve_lock_drop);
 	void *space;
 	if (os_map_lazy(TABLE_SPACE, &space) == 0)
@@ -971,22 +971,10 @@ int resolve_init(struct shim_state *st, const char *exe)
 				      ? self.dlfo_link_map->l_addr : UINTPTR_MAX;
 	for (size_t i = 0; i < l.n; i++)
 		prepare_object(&l.o[i], self_base);
-	free(l.o);
+	heap_free(l.o);
 	check_rules();
 	debug_printf("rules checked: %zu of %zu name a function loaded at start-up", n_rules - resolve_unmatched(),
 		     n_rules);
-	for (size_t i = 0; i < n_rules; i++)
-		if (!rules[i].matched) {
-			const char *kind = rules[i].route == SITE_ROUTE_WRAPPER ? "wrapper" : "site";
-			char text[600];
-			snprintf(text, sizeof(text), "%s%s%s", rules[i].object ? rules[i].object : "",
-				 rules[i].object ? ":" : "", rules[i].function);
-			debug_printf("%s rule \"%s\" matches no function loaded at start-up", kind, text);
-			/* Not only under PMALLOC_DEBUG: a typo must not protect nothing silently. */
-			journal_unmatched(pimg_policy_name(img),
-					  rules[i].route >= 0 ? pimg_pool_name(img, (size_t)rules[i].route) : "",
-					  kind, text);
-		}
 	return 0;
 }
 

@@ -40,6 +40,7 @@
 #include "symtab.h"
 #include "common.h"
 #include "dynsym.h"
+#include "heap.h"
 #include "os.h"
 
 #include <elf.h>
@@ -93,9 +94,9 @@ static void elf_close(struct elf_file *f)
 {
 	if (f->fd >= 0)
 		close(f->fd);
-	free(f->sh);
-	free(f->head);
-	free(f->tail);
+	heap_free(f->sh);
+	heap_free(f->head);
+	heap_free(f->tail);
 	*f = (struct elf_file){ .fd = -1 };
 }
 
@@ -113,8 +114,8 @@ static int elf_open(const char *path, struct elf_file *ret)
 	if (r == 0) {
 		f.size = (size_t)st.st_size;
 		f.head_len = f.size < AHEAD ? f.size : AHEAD;
-		f.head = malloc(f.head_len);
-		r = !f.head ? -ENOMEM : pread(f.fd, f.head, f.head_len, 0) != (ssize_t)f.head_len ? -EIO : 0;
+		f.head = heap_malloc(f.head_len);
+		r = !f.head ? -ENOMEM : os_pread(f.fd, f.head, f.head_len, 0) != (ssize_t)f.head_len ? -EIO : 0;
 	}
 	if (r == 0) {
 		memcpy(&eh, f.head, sizeof(eh));
@@ -129,11 +130,11 @@ static int elf_open(const char *path, struct elf_file *ret)
 		f.shstrndx = eh.e_shstrndx;
 		f.tail_off = eh.e_shoff > AHEAD ? eh.e_shoff - AHEAD : 0;
 		f.tail_len = (size_t)(eh.e_shoff - f.tail_off) + len;
-		f.tail = malloc(f.tail_len);
-		f.sh = malloc(len);
+		f.tail = heap_malloc(f.tail_len);
+		f.sh = heap_malloc(len);
 		if (!f.tail || !f.sh)
 			r = -ENOMEM;
-		else if (pread(f.fd, f.tail, f.tail_len, (off_t)f.tail_off) != (ssize_t)f.tail_len)
+		else if (os_pread(f.fd, f.tail, f.tail_len, f.tail_off) != (ssize_t)f.tail_len)
 			r = -EIO;
 		else
 			memcpy(f.sh, f.tail + (eh.e_shoff - f.tail_off), len);
@@ -154,15 +155,15 @@ static char *section_read(const struct elf_file *f, size_t i, size_t max)
 	const ElfW(Shdr) *s = &f->sh[i];
 	if (s->sh_type == SHT_NOBITS || s->sh_size > max || !within(s->sh_offset, s->sh_size, f->size))
 		return NULL;
-	char *p = malloc(s->sh_size + 1);
+	char *p = heap_malloc(s->sh_size + 1);
 	if (!p)
 		return NULL;
 	if (within(s->sh_offset, s->sh_size, f->head_len)) {
 		memcpy(p, f->head + s->sh_offset, s->sh_size);
 	} else if (s->sh_offset >= f->tail_off && within(s->sh_offset - f->tail_off, s->sh_size, f->tail_len)) {
 		memcpy(p, f->tail + (s->sh_offset - f->tail_off), s->sh_size);
-	} else if (pread(f->fd, p, s->sh_size, (off_t)s->sh_offset) != (ssize_t)s->sh_size) {
-		free(p);
+	} else if (os_pread(f->fd, p, s->sh_size, s->sh_offset) != (ssize_t)s->sh_size) {
+		heap_free(p);
 		return NULL;
 	}
 	p[s->sh_size] = '\0';
@@ -189,7 +190,7 @@ static ssize_t find_named_section(const struct elf_file *f, const char *name)
 	for (size_t i = 0; names && found < 0 && i < f->n_sh; i++)
 		if (f->sh[i].sh_name < len && strcmp(names + f->sh[i].sh_name, name) == 0)
 			found = (ssize_t)i;
-	free(names);
+	heap_free(names);
 	return found;
 }
 
@@ -229,7 +230,7 @@ static bool file_build_id(const struct elf_file *f, char *hex)
 			continue;
 		char *d = section_read(f, i, 1 << 16);
 		found = d && note_build_id(d, f->sh[i].sh_size, hex);
-		free(d);
+		heap_free(d);
 	}
 	return found;
 }
@@ -381,7 +382,7 @@ static bool by_debug_link(const struct elf_file *obj, const char *obj_path, cons
 				found = debug_file_table(path, id, true, crc, ret);
 		}
 	}
-	free(link);
+	heap_free(link);
 	return found;
 }
 

@@ -18,6 +18,8 @@
  * heap or the pool leaves it.
  */
 #define _GNU_SOURCE
+#include "interpose.h"
+#include "resolve.h"
 #include "shim.h"
 #include "arena.h"
 #include "fault.h"
@@ -33,8 +35,6 @@
 #include <string.h>
 #include <unistd.h>
 
-union shim_ro_page shim_ro __attribute__((aligned(RO_PAGE)));
-__thread int shim_busy __attribute__((tls_model("initial-exec")));
 
 #define CALLER() ((uintptr_t)__builtin_return_address(0))
 

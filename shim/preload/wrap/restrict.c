@@ -12,6 +12,7 @@
  * as they are.  Never holds a lock across the real call.
  */
 #define _GNU_SOURCE
+#include "resolve.h"
 #include "shim.h"
 
 #include <errno.h>

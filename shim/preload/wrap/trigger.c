@@ -16,12 +16,15 @@
  * block every signal the program may handle).
  */
 #define _GNU_SOURCE
-#include "shim.h"
+#include "trigger.h"
+#include "client.h"
+#include "fault.h"
 #include "fill.h"
 #include "os.h"
 #include "pmalloc.h"
 #include "kwrite.h"
 #include "learn.h"
+#include "rules_msg.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -46,7 +49,8 @@ size_t shim_protect_pool(size_t i, const char *trigger)
 	if (n) {
 		debug_printf("pool \"%s\": %zu bytes made read-only (%s)", st->pools[i].pool->name, n,
 			     trigger);
-		client_notify_protected(i, trigger, n);
+		if (client_notify_protected(i, trigger, n))
+			rules_msg_send(RULES_MSG_SITES);   /* what this protect covered, per site */
 	}
 	return n;
 }
@@ -88,7 +92,7 @@ static void check_orders(void)
 	if (now - last < ORDERS_EVERY_NS ||
 	    !atomic_compare_exchange_strong(&orders_checked, &last, now))
 		return;                     /* checked lately, or another thread is at it */
-	client_read_orders(obey);
+	client_read_orders(obey, rules_msg_answer);
 }
 
 void trigger_call(enum policy_call c)
@@ -117,7 +121,9 @@ void trigger_call(enum policy_call c)
 	errno = e;
 }
 
-PMALLOC_EXPORT int pmalloc_protect_named(const char *name)
+/* pmalloc_protect_named (api.c) in the preloaded shim: init.c hands it to
+ * the pool API as its protect_named hook. */
+int trigger_protect_named(const char *name)
 {
 	const struct shim_state *st = shim;
 	for (size_t i = 0; st && name && i < st->n_pools; i++)
@@ -127,16 +133,6 @@ PMALLOC_EXPORT int pmalloc_protect_named(const char *name)
 		}
 	errno = ENOENT;
 	return -1;
-}
-
-/* The next definition of name after the shim's: libc's.  dlsym may
- * allocate; with shim_busy set that goes straight to libc. */
-void *shim_real_symbol(const char *name)
-{
-	int busy = shim_busy_enter();
-	void *fn = dlsym(RTLD_NEXT, name);
-	shim_busy_leave(busy);
-	return fn;
 }
 
 /* An interposed call: the trigger, then the real function (ENOSYS if libc
@@ -231,9 +227,14 @@ static bool shim_thread(void *(*fn)(void *), const char *name)
 {
 	typedef int (*create_t)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 	create_t create = REAL(pthread_create, create_t);
+	typedef int (*mask_t)(int, const sigset_t *, sigset_t *);
+	mask_t mask = REAL(pthread_sigmask, mask_t);   /* libc's: this is not the program's call */
+	if (!mask)
+		return false;
 	sigset_t all, old;
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	fault_filter_mask(&all);   /* as the program's own calls get it (sigmask.c) */
+	mask(SIG_SETMASK, &all, &old);
 	pthread_t t;
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -243,7 +244,7 @@ static bool shim_thread(void *(*fn)(void *), const char *name)
 	if (ok)
 		pthread_setname_np(t, name);
 	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	mask(SIG_SETMASK, &old, NULL);
 	return ok;
 }
 
@@ -271,7 +272,7 @@ static void *orders_main(void *arg)
 	int r;
 	while ((r = client_wait_orders(ORDERS_WAIT_MS)) >= 0)
 		if (r > 0)
-			client_read_orders(obey);
+			client_read_orders(obey, rules_msg_answer);
 	atomic_store(&orders_thread, 0);
 	return NULL;
 }
