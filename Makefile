@@ -148,7 +148,7 @@ ifneq ($(CTL_SRCS),)
 ALL += $(B)/pmallocctl
 endif
 
-.PHONY: all deps test-deps check unit integration bench demo install uninstall lint clean FORCE
+.PHONY: all deps test-deps check check-layers unit integration bench demo install uninstall lint clean FORCE
 all: $(ALL)
 
 deps: $(B)/.deps
@@ -265,8 +265,15 @@ $(B)/bench/%: tests/bench/%.c $(SHIM_LIB)
 		$(if $(findstring bench_,$*),-lpmalloc_shim) -lpthread
 
 # make check TESTS="tests/integration/NAME.sh ...": the unit tests and those scripts only.
-check: all test-deps $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
+# The layers are checked first: a call up a layer or a circle of files fails.
+check: all check-layers test-deps $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
 	@tests/run-tests $(B) $(UNIT_BINS) $(TESTS)
+
+# No call from a file to a layer above it, no circle of files, no call of
+# the shim's own interposers (tests/check-layers, over nm of the objects
+# the libraries and programs are linked from).
+check-layers: all
+	@tests/check-layers $(B) $(SHIM_OBJS) $(SHARED_OBJS) $(DAEMON_OBJS) $(CTL_OBJS)
 
 $(B)/bench/alloc_pool: tests/bench/alloc_cmp.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)

@@ -32,6 +32,19 @@ enum ctl_exit {
 	CTL_EXIT_NOT_RUNNING = 3,            /* status, protect: no daemon answers */
 };
 
+/* An entry of the command table (pmallocctl.c). */
+struct ctl_command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *synopsis;        /* the command's line(s) in the global usage */
+	const char *help;            /* what "pmallocctl NAME --help" adds */
+	/* Its options, as getopt_long takes them (ctl_getopt()): each command
+	 * has a table of its own, so that an abbreviation ("--so") resolves
+	 * against that command's options only. */
+	const char *opts;
+	const struct option *options;
+};
+
 /* Commands: argv[0] is the command name; the return value is the exit status. */
 int ctl_cmd_check(int argc, char **argv);
 int ctl_cmd_status(int argc, char **argv);
@@ -47,17 +60,25 @@ int ctl_cmd_sites(int argc, char **argv);
  * exit status to return (help given, or the error said on stderr). */
 int ctl_learn_flush_ask(int argc, char **argv, const char *name, int32_t *ret_pid, char **ret_text);
 
-/* ctl.c: the usage text, on f. */
+/* ctl_util.c: the command table main() dispatches from, for the usage,
+ * the help and each command's options; set once, first. */
+void ctl_commands_set(const struct ctl_command *commands, size_t n);
+/* ctl_util.c: the table's entry for name, NULL if none. */
+const struct ctl_command *ctl_command(const char *name);
+/* ctl_util.c: a missing or unknown command: what (and WORD) and the whole
+ * usage on stderr; returns CTL_EXIT_USAGE. */
+int ctl_command_error(const char *what, const char *word);
+/* ctl_util.c: the usage text, on f. */
 void ctl_usage(FILE *f);
-/* ctl.c: "pmallocctl NAME --help": the command's usage and options on
+/* ctl_util.c: "pmallocctl NAME --help": the command's usage and options on
  * stdout; returns the exit status. */
 int ctl_help(const char *name);
-/* ctl.c: "pmallocctl: WHAT 'WORD'" (WORD escaped; left out when NULL) and a
+/* ctl_util.c: "pmallocctl: WHAT 'WORD'" (WORD escaped; left out when NULL) and a
  * pointer to --help on stderr; returns CTL_EXIT_USAGE. */
 int ctl_usage_error(const char *what, const char *word);
-/* ctl.c: report getopt_long's '?' or ':' for argv (opterr must be 0). */
+/* ctl_util.c: report getopt_long's '?' or ':' for argv (opterr must be 0). */
 int ctl_option_error(int c, char **argv);
-/* ctl.c: getopt_long() over command NAME's options (its entry in the
+/* ctl_util.c: getopt_long() over command NAME's options (its entry in the
  * command table; opterr 0) that answers --help and a bad option itself: the
  * next option's value, else -1 with *ret_exit: -1 after the last option, or
  * the exit status to return. */
@@ -94,35 +115,35 @@ int ctl_format_iso_utc(uint64_t usec, char *buf, size_t len);
 /* CLOCK_REALTIME in µs. */
 uint64_t ctl_now_usec(void);
 
-/* ctl_status.c: send req (req_len bytes, header filled) to pmallocd at path
+/* ctl_client.c: send req (req_len bytes, header filled) to pmallocd at path
  * and read its one PMW_STATUS answer.  0 and *ret_text (malloc'ed,
  * NUL-terminated, not yet escaped), or -errno: -ENOENT/-ECONNREFUSED
  * (nobody listens), -ETIMEDOUT/-ECONNRESET (nobody answers), -EBADMSG
  * (malformed reply), -EPROTONOSUPPORT (another protocol version),
  * -EMSGSIZE (reply too large), -ENAMETOOLONG (path). */
 int ctl_request(const char *path, int timeout_ms, const void *req, size_t req_len, char **ret_text);
-/* ctl_status.c: ctl_request() with PMW_STATUS_REQ. */
+/* ctl_client.c: ctl_request() with PMW_STATUS_REQ. */
 int ctl_status_fetch(const char *path, int timeout_ms, char **ret_text);
 /* ctl_status_json.c: pmallocd's status text (modified: lines are cut at
  * their newlines) as one JSON object on f; 0 or -EIO. */
 int ctl_status_json(FILE *f, char *text);
-/* ctl_status.c: the socket: arg (--socket) when given, else PMALLOC_SOCKET,
+/* ctl_client.c: the socket: arg (--socket) when given, else PMALLOC_SOCKET,
  * else CTL_DEFAULT_SOCKET. */
 const char *ctl_socket_path(const char *arg);
-/* ctl_status.c: say on stderr why ctl_request() failed with r; returns the
+/* ctl_client.c: say on stderr why ctl_request() failed with r; returns the
  * exit status (CTL_EXIT_NOT_RUNNING when no daemon answers). */
 int ctl_request_error(const char *path, int r);
-/* ctl_status.c: the command line of a command about one process (protect,
+/* ctl_client.c: the command line of a command about one process (protect,
  * learn-flush, sites): [--socket PATH] [--help], then exactly n_args
  * words (what args says, e.g. "PID and POOL"), the first a PID.  -1 with
  * *ret_socket (the path to use) and *ret_pid set, else the exit status to
  * return (help given, or a usage error said). */
 int ctl_process_args(int argc, char **argv, const char *name, const char *args, int n_args,
 		     const char **ret_socket, int32_t *ret_pid);
-/* ctl_status.c: pmallocd's answer to such a command ("ok: ..." on stdout,
+/* ctl_client.c: pmallocd's answer to such a command ("ok: ..." on stdout,
  * anything else on stderr), freed; the exit status. */
 int ctl_put_answer(char *text);
-/* ctl_propose.c: field name of the learned-site entry j is at, as a
+/* ctl_learned.c: field name of the learned-site entry j is at, as a
  * malloc'ed string ("" when absent; NULL without memory), or as a number. */
 struct sd_journal;
 char *ctl_learned_field(struct sd_journal *j, const char *name);

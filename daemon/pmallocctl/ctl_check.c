@@ -1,6 +1,6 @@
 /*
  * ctl_check.c - "pmallocctl check [FILE]": validate a policy file with the
- * parser the shim and pmallocd use (shim/policy.c), and summarise it.
+ * parser the shim and pmallocd use (shim/policy/policy.c), and summarise it.
  *
  * Owns only the summary's wording.  Must never judge the content itself:
  * what is valid is policy_set_load_file()'s word alone, so that check,
@@ -19,7 +19,7 @@
 #include "policy.h"
 
 /* pmallocd running as root refuses a policy file that others could have
- * written (daemon/config.c, read_file()); pmallocd --check as root does too.
+ * written (daemon/pmallocd/config.c, read_file()); pmallocd --check as root does too.
  * The same rule and words here, so that check run as root gives the verdict
  * the daemon will: 0, or -EPERM and err.  ctl_check.sh compares the two. */
 static int check_owner(const char *path, char *err, size_t errlen)

@@ -59,23 +59,6 @@ struct plist {
 	size_t entries;
 };
 
-char *ctl_learned_field(sd_journal *j, const char *name)
-{
-	const void *d;
-	size_t len, nl = strlen(name);
-	if (sd_journal_get_data(j, name, &d, &len) < 0 || len <= nl)
-		return strdup("");
-	return strndup((const char *)d + nl + 1, len - nl - 1);
-}
-
-uint64_t ctl_learned_u64(sd_journal *j, const char *name)
-{
-	char *v = ctl_learned_field(j, name);
-	uint64_t n = v ? strtoull(v, NULL, 0) : 0;
-	free(v);
-	return n;
-}
-
 /* The list's copy of s (taken, or freed when the list has it already);
  * NULL when s is NULL or without memory.  Few texts differ: a program's
  * pools, objects and their triggers and wrappers. */

@@ -1,6 +1,6 @@
 /*
  * ctl_status_json.c - "pmallocctl status --json": pmallocd's status text
- * (daemon/status.c owns its layout; keep both in step) as one JSON object
+ * (daemon/pmallocd/status.c owns its layout; keep both in step) as one JSON object
  * for scripts and monitoring:
  *
  *   {"pmallocd":{"pid":N,"running":"AGE"},

@@ -1,12 +1,13 @@
 /*
- * ctl.c - pmallocctl's entry point: global options, the command table, the
- * usage and help texts and the exit statuses for usage errors.
+ * pmallocctl.c - pmallocctl's entry point: global options, the command
+ * table and the dispatch to a command (systemd's verbs table).
  *
- * Owns nothing else: every command lives in its own ctl_*.c.  Must never
- * read the journal, the policy file or the socket itself, and must keep the
- * exit statuses of pmallocctl(8): 0 ok, 1 failure, 2 usage, 3 not running.
- * Each command's help text and options live here, in its one entry of the
- * command table, beside the global usage, so that they cannot drift apart.
+ * Owns nothing else: every command lives in its own ctl_*.c, the usage,
+ * help and option handling in ctl_util.c (handed the table here, so that
+ * no command calls back into this file).  Must never read the journal, the
+ * policy file or the socket itself.  Each command's help text and options
+ * live here, in its one entry of the command table, beside its synopsis,
+ * so that they cannot drift apart.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -17,18 +18,6 @@
 
 #include "ctl.h"
 #include "paths.h"
-
-struct ctl_command {
-	const char *name;
-	int (*run)(int argc, char **argv);
-	const char *synopsis;        /* the command's line(s) in the global usage */
-	const char *help;            /* what "pmallocctl NAME --help" adds */
-	/* Its options, as getopt_long takes them (ctl_getopt()): each command
-	 * has a table of its own, so that an abbreviation ("--so") resolves
-	 * against that command's options only. */
-	const char *opts;
-	const struct option *options;
-};
 
 /* A command's option table: options with a value (ARG) and without (FLAG). */
 #define ARG(name, c) { name, required_argument, NULL, c }
@@ -129,115 +118,6 @@ static const struct ctl_command ctl_commands[] = {
 	  ":r:l:h", OPTIONS(ARG("root", 'r'), ARG("library", 'l'), HELP) },
 };
 
-#define CTL_N_COMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
-
-void ctl_usage(FILE *f)
-{
-	fputs("Usage: " CTL_NAME " [--help] [--version] COMMAND [OPTIONS]\n"
-	      "\n"
-	      "Commands:\n", f);
-	for (size_t i = 0; i < CTL_N_COMMANDS; i++)
-		fputs(ctl_commands[i].synopsis, f);
-	fputs("\n"
-	      "\"" CTL_NAME " COMMAND --help\" tells more about COMMAND.\n"
-	      "Exit status: 0 ok, 1 failure (or a refused policy file), 2 usage error,\n"
-	      "3 pmallocd not running (status, protect).\n"
-	      "See pmallocctl(8).\n", f);
-}
-
-static const struct ctl_command *command(const char *name)
-{
-	for (size_t i = 0; i < CTL_N_COMMANDS; i++)
-		if (strcmp(ctl_commands[i].name, name) == 0)
-			return &ctl_commands[i];
-	return NULL;
-}
-
-int ctl_help(const char *name)
-{
-	const struct ctl_command *cmd = command(name);
-
-	if (!cmd)
-		return CTL_EXIT_FAILURE;
-	/* The synopsis without its leading indentation. */
-	fputs("Usage: " CTL_NAME " ", stdout);
-	fputs(cmd->synopsis + strspn(cmd->synopsis, " "), stdout);
-	fputc('\n', stdout);
-	fputs(cmd->help, stdout);
-	fputs("See pmallocctl(8).\n", stdout);
-	return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
-}
-
-static void put_error(const char *what, const char *word)
-{
-	fprintf(stderr, CTL_NAME ": %s", what);
-	if (word) {
-		fputs(" '", stderr);
-		ctl_put_str(stderr, word, 0);
-		fputc('\'', stderr);
-	}
-	fputc('\n', stderr);
-}
-
-int ctl_usage_error(const char *what, const char *word)
-{
-	put_error(what, word);
-	fputs("Try '" CTL_NAME " --help' for more information.\n", stderr);
-	return CTL_EXIT_USAGE;
-}
-
-/* A missing or unknown command: the whole usage, on stderr. */
-static int command_error(const char *what, const char *word)
-{
-	put_error(what, word);
-	fputc('\n', stderr);
-	ctl_usage(stderr);
-	return CTL_EXIT_USAGE;
-}
-
-int ctl_parse_pid(const char *s, int32_t *ret)
-{
-	char *end;
-	long v;
-
-	if (*s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v <= 0 || v > INT_MAX)
-		return -EINVAL;
-	*ret = (int32_t)v;
-	return 0;
-}
-
-int ctl_option_error(int c, char **argv)
-{
-	/* getopt leaves optind past the offending word. */
-	const char *word = optind > 0 ? argv[optind - 1] : "?";
-	char shortopt[3] = { '-', (char)optopt, '\0' };
-
-	if (optopt != 0 && !(word[0] == '-' && word[1] == '-'))
-		word = shortopt;
-	if (c == ':')
-		return ctl_usage_error("missing argument to option", word);
-	return ctl_usage_error("unknown option", word);
-}
-
-int ctl_getopt(int argc, char **argv, const char *name, int *ret_exit)
-{
-	const struct ctl_command *cmd = command(name);
-	int c = cmd ? getopt_long(argc, argv, cmd->opts, cmd->options, NULL) : '?';
-
-	*ret_exit = -1;
-	if (c == 'h')
-		*ret_exit = ctl_help(name);
-	else if (c == '?' || c == ':')
-		*ret_exit = ctl_option_error(c, argv);
-	else
-		return c;
-	return -1;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -249,6 +129,7 @@ int main(int argc, char **argv)
 	char **sub_argv;
 	int c, sub_argc;
 
+	ctl_commands_set(ctl_commands, sizeof(ctl_commands) / sizeof(ctl_commands[0]));
 	opterr = 0;
 	/* "+": stop at the command; its options are its own. */
 	while ((c = getopt_long(argc, argv, "+:hV", options, NULL)) != -1) {
@@ -264,11 +145,11 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc)
-		return command_error("no command given", NULL);
+		return ctl_command_error("no command given", NULL);
 
-	cmd = command(argv[optind]);
+	cmd = ctl_command(argv[optind]);
 	if (!cmd)
-		return command_error("unknown command", argv[optind]);
+		return ctl_command_error("unknown command", argv[optind]);
 	sub_argc = argc - optind;
 	sub_argv = argv + optind;
 	optind = 0;                  /* glibc: start the next getopt_long afresh */

@@ -26,7 +26,7 @@
 #include "jwriter.h"
 #include "log.h"
 #include "proc.h"
-#include "registry.h"
+#include "proc_entry.h"
 #include "strbuf.h"
 
 #define USEC_PER_SEC 1000000ULL
@@ -113,47 +113,14 @@ int jentry_send_at(struct jentry *j, const char *file, int line, const char *fun
 /* Strings from clients and /proc arrive here escaped (escape.h): the exe
  * and comm by the registry, names by server.c, symbols by violation.c. */
 
-/* A cgroup name is anyone's who may create one (a delegated subtree):
- * escaped like every other string that reaches the journal. */
-static char *escaped_dup(const char *s)
+void journal_add_object(struct jentry *j, const struct proc_object *o)
 {
-	char buf[ESCAPED_SIZE(256)];
-
-	text_escape(buf, sizeof(buf), s);
-	return strdup(buf);
-}
-
-void journal_set_object(struct proc_entry *e, const char *cg)
-{
-	char name[256];
-
-	if (!cg || !*cg)
-		return;
-	e->cgroup = escaped_dup(cg);
-	cgroup_unit(cg, name, sizeof(name));
-	if (name[0])
-		e->unit = escaped_dup(name);
-	cgroup_slice(cg, name, sizeof(name));
-	if (name[0])
-		e->slice = escaped_dup(name);
-}
-
-void journal_capture_object(struct proc_entry *e)
-{
-	char cg[PROC_CGROUP_MAX];
-
-	if (proc_read_cgroup(e->pid, cg, sizeof(cg), NULL) == 0)
-		journal_set_object(e, cg);
-}
-
-void journal_add_object(struct jentry *j, const struct proc_entry *e)
-{
-	if (e->unit)
-		jentry_add(j, "OBJECT_SYSTEMD_UNIT=%s", e->unit);
-	if (e->slice)
-		jentry_add(j, "OBJECT_SYSTEMD_SLICE=%s", e->slice);
-	if (e->cgroup)
-		jentry_add(j, "OBJECT_SYSTEMD_CGROUP=%s", e->cgroup);
+	if (o->unit)
+		jentry_add(j, "OBJECT_SYSTEMD_UNIT=%s", o->unit);
+	if (o->slice)
+		jentry_add(j, "OBJECT_SYSTEMD_SLICE=%s", o->slice);
+	if (o->cgroup)
+		jentry_add(j, "OBJECT_SYSTEMD_CGROUP=%s", o->cgroup);
 }
 
 static const char *exe_of(const struct proc_entry *e)
@@ -179,7 +146,7 @@ void journal_handed(const struct proc_entry *e, const char *policy)
 	jentry_add(&j, "PMALLOC_COMM=%s", e->comm);
 	jentry_add(&j, "PMALLOC_UID=%u", (unsigned)e->uid);
 	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, e->generation);
-	journal_add_object(&j, e);
+	journal_add_object(&j, &e->object);
 	(void)jentry_send(&j);
 }
 

@@ -47,16 +47,12 @@ int jentry_send_at(struct jentry *j, const char *file, int line, const char *fun
 #define jentry_send(j) jentry_send_at((j), __FILE__, __LINE__, __func__)
 
 struct proc_entry;
+struct proc_object;
 
-/* Take the systemd unit, slice and cgroup of e->pid now, while it runs
- * (from /proc/PID/cgroup, as sd_pid_get_unit() & co. read it); what cannot
- * be read stays NULL. */
-void journal_capture_object(struct proc_entry *e);
-/* The same from a path read already (proc_read_cgroup()); "" or NULL: none. */
-void journal_set_object(struct proc_entry *e, const char *cgroup_path);
-/* OBJECT_SYSTEMD_UNIT, _SLICE, _CGROUP of e, where known: the
- * fields journald gives the processes it can still see, as coredump does. */
-void journal_add_object(struct jentry *j, const struct proc_entry *e);
+/* OBJECT_SYSTEMD_UNIT, _SLICE, _CGROUP of a process, where known (proc.c
+ * fills o): the fields journald gives the processes it can still see, as
+ * coredump does. */
+void journal_add_object(struct jentry *j, const struct proc_object *o);
 
 void journal_handed(const struct proc_entry *e, const char *policy);
 void journal_protected(const struct proc_entry *e, const struct pmw_protected *msg,

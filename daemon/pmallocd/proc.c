@@ -14,6 +14,7 @@
 #include "proc.h"
 #include "cgroup.h"
 #include "cgroup_cache.h"
+#include "escape.h"
 #include "strbuf.h"
 
 #include <ctype.h>
@@ -327,4 +328,35 @@ int proc_for_each(int (*cb)(pid_t pid, void *userdata), void *userdata, unsigned
 	}
 	closedir(d);
 	return r < 0 ? r : 0;
+}
+
+static char *escaped_dup(const char *s)
+{
+	char buf[ESCAPED_SIZE(256)];
+
+	text_escape(buf, sizeof(buf), s);
+	return strdup(buf);
+}
+
+void proc_object_set(struct proc_object *o, const char *cg)
+{
+	char name[256];
+
+	if (!cg || !*cg)
+		return;
+	o->cgroup = escaped_dup(cg);
+	cgroup_unit(cg, name, sizeof(name));
+	if (name[0])
+		o->unit = escaped_dup(name);
+	cgroup_slice(cg, name, sizeof(name));
+	if (name[0])
+		o->slice = escaped_dup(name);
+}
+
+void proc_object_free(struct proc_object *o)
+{
+	free(o->unit);
+	free(o->slice);
+	free(o->cgroup);
+	*o = (struct proc_object){ 0 };
 }

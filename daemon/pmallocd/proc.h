@@ -69,4 +69,17 @@ int proc_pidfd_exited(int pidfd);
  * negative return and passes it on.  max bounds the number visited. */
 int proc_for_each(int (*cb)(pid_t pid, void *userdata), void *userdata, unsigned int max);
 
+/* systemd's view of a process (its unit, slice and cgroup), taken when it
+ * connected: by report time it may be gone.  Each malloc'ed and escaped
+ * (a cgroup name is anyone's who may create one: a delegated subtree);
+ * NULL where unknown.  proc.c alone writes it; the journal reads it. */
+struct proc_object {
+	char *unit, *slice, *cgroup;
+};
+
+/* Fill o from a cgroup path read already (proc_read_cgroup()); "" or NULL:
+ * none.  What cannot be kept (no memory) stays NULL. */
+void proc_object_set(struct proc_object *o, const char *cgroup_path);
+void proc_object_free(struct proc_object *o);
+
 #endif

@@ -8,7 +8,9 @@
  */
 #define _GNU_SOURCE
 #include "registry.h"
+#include "journal.h"
 #include "list.h"
+#include "proc_rules.h"
 #include "strbuf.h"
 
 #include <errno.h>
@@ -21,16 +23,10 @@ static void entry_free(struct proc_entry *e)
 {
 	free(e->exe);
 	free(e->exe_shown);
-	free(e->unit);
-	free(e->slice);
-	free(e->cgroup);
+	proc_object_free(&e->object);
 	free(e->pools);
 	free(e->handed_pools);
-	if (e->rules) {
-		free(e->rules->rules.rows);
-		free(e->rules->sites.rows);
-		free(e->rules);
-	}
+	proc_rules_free(e->rules);
 	free(e);
 }
 

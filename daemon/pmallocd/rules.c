@@ -23,6 +23,7 @@
 
 #include "escape.h"
 #include "registry.h"
+#include "proc_rules.h"
 
 int rules_take(struct proc_entry *e, const struct proc_entry *handed, const struct pmw_rules *m,
 	       uint64_t now)

@@ -438,7 +438,7 @@ static int hello_finish(struct client *c, const struct identify_job *j)
 	e->budget = c->budget;
 	c->entry = e;                    /* retired with the connection, whatever follows */
 	proc_entry_set_comm(e, j->comm);
-	journal_set_object(e, j->cgroup);
+	proc_object_set(&e->object, j->cgroup);
 	if (proc_entry_set_exe(e, strdup(j->exe), j->exe_deleted) < 0 || !e->exe)
 		return log_error_errno(ENOMEM, "out of memory");
 	exe = e->exe;

@@ -258,6 +258,6 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 	jentry_add(&j, "PMALLOC_UID=%u", (unsigned)e->uid);
 	if (e->via_pid)
 		jentry_add(&j, "PMALLOC_VIA_PID=%d", (int)e->via_pid);
-	journal_add_object(&j, e);
+	journal_add_object(&j, &e->object);
 	(void)jentry_send(&j);
 }

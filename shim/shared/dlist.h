@@ -1,7 +1,7 @@
 /*
  * dlist.h - intrusive doubly linked lists whose head is a plain pointer and
  * whose ends are NULL: the shim's (the arena's free runs, the pool
- * registry, a pool's regions and spans) and pmallocd's (daemon/list.h).  Macros, so
+ * registry, a pool's regions and spans) and pmallocd's (daemon/pmallocd/list.h).  Macros, so
  * that each struct names its own link fields.
  *
  * Never locks and never allocates: the caller holds the list's lock.  Each

@@ -1,6 +1,6 @@
 /*
  * msgid.h - the MESSAGE_IDs of pmalloc's journal entries, one table for
- * the shim (shim/journal.c), pmallocd (daemon/journal.c, violation.c) and
+ * the shim (shim/preload/out/journal.c), pmallocd (daemon/pmallocd/journal.c, violation.c) and
  * pmallocctl (ctl_violations.c).
  *
  * Owns: the seven identifiers; pmallocd(8) documents them, and

@@ -1,7 +1,7 @@
 /*
  * violation_fmt.h - the one formatter of a violation record (struct
  * pmw_report, wire.h): the shim's stderr line, and the journal fields of
- * pmallocd(8) that the shim (journal.c) and pmallocd (daemon/violation.c)
+ * pmallocd(8) that the shim (journal.c) and pmallocd (daemon/pmallocd/violation.c)
  * write alike.  Compiled into both; async-signal-safe, no allocation.
  */
 #ifndef PMALLOC_VIOLATION_FMT_H

@@ -1,5 +1,5 @@
 /*
- * test_heap.c - white-box tests of shim/heap.c's bootstrap: allocations
+ * test_heap.c - white-box tests of shim/sys/heap.c's bootstrap: allocations
  * made by glibc while the next allocator is being found go back to glibc,
  * never to that allocator.  heap.c is compiled into this program, with the
  * shim's own malloc (libpmalloc_shim.so, which this program links) as the
