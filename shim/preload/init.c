@@ -8,7 +8,9 @@
  * program's own constructors and main.  Fails open: any problem leaves the
  * program running unprotected, said once on stderr when it is the policy
  * file's fault, otherwise only under PMALLOC_DEBUG=1.  Its allocations go
- * to libc (shim_busy).  Never exits, aborts or fails the program, and never
+ * to the heap (by name, and shim_busy for libconfig's and the loader's).
+ * It sets the lower layers' hooks first (the composition root: nothing
+ * below calls up by name).  Never exits, aborts or fails the program, and never
  * leaves a state half armed: the shim's state is published (shim) only
  * once it is complete and read-only.
  */

@@ -23,8 +23,9 @@
  *
  * Range tables are built aside and published with one atomic store, then
  * never written again (they are mprotect'ed read-only) nor freed, so
- * lookups take no lock.  Runs with shim_busy set: its own allocations go to
- * libc.  Never called from a signal handler.
+ * lookups take no lock.  Its own allocations go to the heap by name
+ * (heap.h); it runs with shim_busy set for what the loader and libc
+ * allocate on its behalf.  Never called from a signal handler.
  */
 #define _GNU_SOURCE
 #include "resolve.h"
