@@ -61,24 +61,50 @@ WARN = -Wall -Wextra -Wmissing-prototypes -Wstrict-prototypes -Wshadow -Wcast-qu
 FORTIFY := $(if $(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),,-D_FORTIFY_SOURCE=2)
 HARDEN := -fstack-protector-strong -fstack-clash-protection -fcf-protection $(FORTIFY)
 CFLAGS ?= -O2 -g
-BASE_CFLAGS = -std=gnu11 $(WARN) $(HARDEN) -Iinclude -Ishim -I$(B) -MMD -MP $(CPPFLAGS) $(CFLAGS)
+BASE_CFLAGS = -std=gnu11 $(WARN) $(HARDEN) -Iinclude $(LAYER_INC) -I$(B) -MMD -MP $(CPPFLAGS) $(CFLAGS)
+
+# The layers, low to high (README "Source map"; make check-layers checks
+# the calls): each folder sees its own headers (a quoted #include finds
+# those first) and the folders below it, never one above, so an upward
+# #include does not compile.  The daemon sees only what it shares with the
+# shim.  The policy model is written against plain libc for the daemon; in
+# the shim, sys/glue.h sends its malloc and read to the shim's own doors.
+SHIM_DIRS := shim/shared shim/sys shim/core shim/policy shim/preload/route shim/preload/out \
+	shim/preload/modes shim/preload/wrap shim/preload
+SHIM_INC := $(SHIM_DIRS:%=-I%)
+DAEMON_INC := -Ishim/shared -Ishim/policy -Idaemon/common
+LAYER_INC = $(SHIM_INC)
+layer_inc = $(patsubst %,-Ishim/%,$(1))
+$(B)/pic/shim/shared/%.o: LAYER_INC = $(call layer_inc,shared)
+$(B)/pic/shim/sys/%.o: LAYER_INC = $(call layer_inc,shared sys)
+$(B)/pic/shim/core/%.o: LAYER_INC = $(call layer_inc,shared sys core)
+$(B)/pic/shim/policy/%.o: LAYER_INC = $(call layer_inc,shared sys policy) -include shim/sys/glue.h
+$(B)/pic/shim/preload/route/%.o: LAYER_INC = $(call layer_inc,shared sys core policy preload/route)
+$(B)/pic/shim/preload/out/%.o: LAYER_INC = $(call layer_inc,shared sys core policy preload/route preload/out)
+$(B)/pic/shim/preload/modes/%.o: LAYER_INC = $(call layer_inc,shared sys core policy preload/route \
+	preload/out preload/modes)
+$(B)/pic/shim/preload/wrap/%.o: LAYER_INC = $(call layer_inc,shared sys core policy preload/route \
+	preload/out preload/modes preload/wrap)
+$(B)/pic/shim/preload/%.o: LAYER_INC = $(SHIM_INC)
+$(B)/pie/daemon/%.o $(B)/pie/shim/%.o: LAYER_INC = $(DAEMON_INC)
 LDHARDEN := -Wl,-z,defs,-z,relro,-z,now
 
 pc_cflags = $(shell pkg-config --cflags $(1))
 pc_libs = $(shell pkg-config --libs $(1))
 
-# The shim: every shim/*.c, position-independent, only PMALLOC_EXPORT visible.
-SHIM_SRCS := $(filter-out shim/standalone.c shim/policy_lint.c,$(wildcard shim/*.c))
+# The shim: every .c of its folders, position-independent, only
+# PMALLOC_EXPORT visible.
+SHIM_SRCS := $(foreach d,$(SHIM_DIRS),$(wildcard $(d)/*.c))
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/pic/%.o)
 SHIM_LIB := $(B)/libpmalloc_shim.so
 # libpmalloc.so: the pool API alone, for programs that link it and want no
-# interposition (no malloc, fork, execve, listen, sigaction... exported).
-# The same objects as the shim's pool side (a write to a protected pool is
-# still reported on stderr by the SIGSEGV handler), plus standalone.c for
-# what only the interposer has.  Preloading the shim into such a program
-# replaces all of it: the preload's definitions come first.
-POOL_SRCS := shim/api.c shim/pool.c shim/arena.c shim/os.c shim/fmt.c shim/stderr.c shim/fault.c \
-	shim/audit.c shim/site.c shim/report.c shim/violation_fmt.c shim/dynsym.c shim/standalone.c
+# interposition (no malloc, fork, execve, listen, sigaction... exported):
+# the pool core's folder, and the doors and formatters below it that it
+# uses (a write to a protected pool is still reported on stderr by the
+# SIGSEGV handler; no hook is set, hooks.h).  Preloading the shim into
+# such a program replaces all of it: the preload's definitions come first.
+POOL_SRCS := $(wildcard shim/core/*.c) shim/sys/os.c shim/sys/stderr.c shim/shared/fmt.c \
+	shim/shared/violation_fmt.c
 POOL_OBJS := $(POOL_SRCS:%.c=$(B)/pic/%.o)
 POOL_LIB := $(B)/libpmalloc.so
 SHIM_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fno-plt -DPMALLOC_BUILDING_SHIM \
@@ -86,12 +112,12 @@ SHIM_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fno-plt -DPMALLOC_BUILDI
 SHIM_LIBS = $(call pc_libs,libconfig) -lgcc_s -ldl -lpthread
 
 # Code the daemon side shares with the shim (policy model, wire format, the
-# violation record's formatter).
-SHARED_SRCS := $(wildcard shim/policy*.c) shim/cgroup.c shim/fmt.c shim/violation_fmt.c
+# violation record's formatter), and the code pmallocd and pmallocctl share.
+SHARED_SRCS := $(wildcard shim/shared/*.c shim/policy/*.c daemon/common/*.c)
 SHARED_OBJS := $(SHARED_SRCS:%.c=$(B)/pie/%.o)
 
-CTL_SRCS := $(wildcard daemon/ctl*.c)
-DAEMON_SRCS := $(filter-out $(CTL_SRCS),$(wildcard daemon/*.c))
+CTL_SRCS := $(wildcard daemon/pmallocctl/*.c)
+DAEMON_SRCS := $(wildcard daemon/pmallocd/*.c)
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(B)/pie/%.o)
 CTL_OBJS := $(CTL_SRCS:%.c=$(B)/pie/%.o)
 PIE_CFLAGS = $(BASE_CFLAGS) -fPIE $(call pc_cflags,libconfig libsystemd libseccomp libdw)
@@ -122,7 +148,7 @@ ifneq ($(CTL_SRCS),)
 ALL += $(B)/pmallocctl
 endif
 
-.PHONY: all deps test-deps check unit integration bench demo install uninstall lint clean FORCE
+.PHONY: all deps test-deps check check-layers unit integration bench demo install uninstall lint clean FORCE
 all: $(ALL)
 
 deps: $(B)/.deps
@@ -172,12 +198,12 @@ $(B)/pie/%.o: %.c | $(B)/.deps
 
 # Each library carries a versioned SONAME (libNAME.so.$(SOVERSION)); the
 # build tree has that name as a link too, for the programs linked here.
-$(SHIM_LIB): $(SHIM_OBJS) shim/exports.map
-	$(CC) -shared $(LDHARDEN) $(LDFLAGS) -Wl,--version-script=shim/exports.map \
+$(SHIM_LIB): $(SHIM_OBJS) shim/preload/exports.map
+	$(CC) -shared $(LDHARDEN) $(LDFLAGS) -Wl,--version-script=shim/preload/exports.map \
 		-Wl,-soname,libpmalloc_shim.so.$(SOVERSION) -o $@ $(SHIM_OBJS) $(SHIM_LIBS)
 
-$(POOL_LIB): $(POOL_OBJS) shim/exports_pool.map
-	$(CC) -shared $(LDHARDEN) $(LDFLAGS) -Wl,--version-script=shim/exports_pool.map \
+$(POOL_LIB): $(POOL_OBJS) shim/core/exports.map
+	$(CC) -shared $(LDHARDEN) $(LDFLAGS) -Wl,--version-script=shim/core/exports.map \
 		-Wl,-soname,libpmalloc.so.$(SOVERSION) -o $@ $(POOL_OBJS) -ldl -lpthread
 
 $(B)/%.so.$(SOVERSION): $(B)/%.so
@@ -212,17 +238,17 @@ $(B)/pmalloc.pc: Makefile
 $(B)/tests/%: tests/unit/%.c $(SHIM_LIB) $(SHIM_LIB).$(SOVERSION) $(SHARED_OBJS) tests/unit/testutil.h
 	@mkdir -p $(dir $@)
 	$(CC) $(PIE_CFLAGS) -fPIE -pie $(LDFLAGS) $(call pc_cflags,check) -o $@ $< $(SHARED_OBJS) \
-		$(filter $(B)/pie/daemon/%.o,$^) -L$(B) -Wl,-rpath,'$$ORIGIN/..' -lpmalloc_shim \
+		$(filter-out $(SHARED_OBJS),$(filter $(B)/pie/daemon/%.o,$^)) -L$(B) -Wl,-rpath,'$$ORIGIN/..' -lpmalloc_shim \
 		$(call pc_libs,check libconfig) -lpthread
 # White-box tests of pmallocd's parts link the objects they test.
-$(B)/tests/test_identify: $(B)/pie/daemon/identify.o $(B)/pie/daemon/proc.o $(B)/pie/daemon/strbuf.o \
-	$(B)/pie/daemon/cgroup_cache.o
-$(B)/tests/test_identify: PIE_CFLAGS += -Idaemon
+$(B)/tests/test_identify: $(B)/pie/daemon/pmallocd/identify.o $(B)/pie/daemon/pmallocd/proc.o \
+	$(B)/pie/daemon/pmallocd/strbuf.o $(B)/pie/daemon/pmallocd/cgroup_cache.o
+$(B)/tests/test_identify: PIE_CFLAGS += -Idaemon/pmallocd
 
 # Small programs the tests run, built as someone else would build them:
 # no pmalloc headers unless they use the API, symbols kept (not stripped).
 # wire_client and image_probe read policy images as the shim does.
-$(B)/progs/wire_client $(B)/progs/image_probe: shim/policy_image.c shim/policy_image.h
+$(B)/progs/wire_client $(B)/progs/image_probe: shim/policy/policy_image.c shim/policy/policy_image.h
 $(B)/progs/%: tests/progs/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O0 -g -Wall -Wextra $(WERROR_FLAG) -Iinclude -o $@ $(filter %.c,$^) -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
@@ -240,8 +266,15 @@ $(B)/bench/%: tests/bench/%.c $(SHIM_LIB)
 		$(if $(findstring bench_,$*),-lpmalloc_shim) -lpthread
 
 # make check TESTS="tests/integration/NAME.sh ...": the unit tests and those scripts only.
-check: all test-deps $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
+# The layers are checked first: a call up a layer or a circle of files fails.
+check: all check-layers test-deps $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
 	@tests/run-tests $(B) $(UNIT_BINS) $(TESTS)
+
+# No call from a file to a layer above it, no circle of files, no call of
+# the shim's own interposers (tests/check-layers, over nm of the objects
+# the libraries and programs are linked from).
+check-layers: all
+	@tests/check-layers $(B) $(SHIM_OBJS) $(SHARED_OBJS) $(DAEMON_OBJS) $(CTL_OBJS)
 
 $(B)/bench/alloc_pool: tests/bench/alloc_cmp.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
@@ -321,16 +354,18 @@ FUZZ_CC := clang
 FUZZ_S ?= 60
 # FUZZ_NAMES and FUZZ_BINS are set near the top: check names them.
 FUZZ_CFLAGS = -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
-	-fno-sanitize-recover=all -Iinclude -Ishim $(call pc_cflags,libconfig)
+	-fno-sanitize-recover=all -Iinclude $(DAEMON_INC) -Ishim/preload/out $(call pc_cflags,libconfig)
 .PHONY: fuzz check-sanitize stress
 # What each harness is built from besides itself.
-$(B)/fuzz/policy: shim/policy.c shim/policy_image.c
-$(B)/fuzz/daemon_wire: daemon/wire_decode.c daemon/wire_decode.h shim/fmt.c shim/violation_fmt.c
-$(B)/fuzz/shim_wire: shim/client_decode.c shim/client_decode.h shim/policy_image.c shim/policy.c
-$(B)/fuzz/policy_image: shim/policy_image.c shim/policy.c
-$(B)/fuzz/%: tests/fuzz/%.c shim/wire.h shim/policy.h shim/policy_image.h | $(B)/.deps $(B)/.test-deps
+$(B)/fuzz/policy: shim/policy/policy.c shim/policy/policy_image.c
+$(B)/fuzz/daemon_wire: daemon/pmallocd/wire_decode.c daemon/pmallocd/wire_decode.h shim/shared/fmt.c \
+	shim/shared/violation_fmt.c
+$(B)/fuzz/shim_wire: shim/preload/out/client_decode.c shim/preload/out/client_decode.h \
+	shim/policy/policy_image.c shim/policy/policy.c
+$(B)/fuzz/policy_image: shim/policy/policy_image.c shim/policy/policy.c
+$(B)/fuzz/%: tests/fuzz/%.c shim/shared/wire.h shim/policy/policy.h shim/policy/policy_image.h | $(B)/.deps $(B)/.test-deps
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -Idaemon -o $@ $(filter %.c,$^) $(call pc_libs,libconfig)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Idaemon/pmallocd -o $@ $(filter %.c,$^) $(call pc_libs,libconfig)
 
 fuzz: $(FUZZ_BINS)
 	@for n in $(FUZZ_NAMES); do \
@@ -348,7 +383,7 @@ fuzz: $(FUZZ_BINS)
 # programs do, and a leak or a bad variadic call there is a wrong result.
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--std=c11 -Iinclude -Ishim --suppress=missingIncludeSystem shim daemon tests
+		--std=c11 -Iinclude $(SHIM_INC) -Idaemon/common --suppress=missingIncludeSystem shim daemon tests
 
 # Every step fails the install when it fails.  The policy file is never
 # overwritten: an edited /etc/pmalloc.conf stays, and uninstall removes it

@@ -28,7 +28,7 @@
  *       what arrives; prints "ready"; exits when standard input closes.
  */
 #define _GNU_SOURCE
-#include "../../shim/wire.h"
+#include "../../shim/shared/wire.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -1,6 +1,6 @@
 /*
  * daemon_wire.c - libFuzzer harness for pmallocd's checks on what a client
- * sends (daemon/wire_decode.c).
+ * sends (daemon/pmallocd/wire_decode.c).
  *
  * Input: one packet, as recvmsg() would leave it in the daemon's buffer.
  * Besides memory errors, it checks the decoder's contract: a passed message
@@ -9,7 +9,7 @@
  * module indices in range and every string NUL-terminated, a passed rules
  * message its counts in bounds, its rows' kinds fitting their table and
  * their strings NUL-terminated and not empty; a refusal says why.  A passed
- * report is then formatted (shim/violation_fmt.c, as pmallocd does): the
+ * report is then formatted (shim/shared/violation_fmt.c, as pmallocd does): the
  * stderr line is one line, the fields one a line, with no control byte.
  */
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /*
  * policy_image.c - libFuzzer harness for the validation of policy images
- * (shim/policy_image.c), the gate every image passes before the shim reads
+ * (shim/policy/policy_image.c), the gate every image passes before the shim reads
  * it, whether pmallocd sent it or the shim compiled it.
  *
  * Input: the bytes of an image, copied to 8-byte aligned memory of exactly

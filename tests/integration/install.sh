@@ -88,9 +88,9 @@ pass "a failing install step fails make install"
 # A distribution's flags: -D_FORTIFY_SOURCE=3 with warnings as errors.  (A
 # make of its own: not the variables of the make that runs the tests.)
 unset MAKEFLAGS MFLAGS MAKELEVEL WERROR
-make -s -C "$SRC" B="$T/b" CPPFLAGS=-D_FORTIFY_SOURCE=3 WERROR=1 "$T/b/pic/shim/os.o" >"$T/f.log" 2>&1 ||
+make -s -C "$SRC" B="$T/b" CPPFLAGS=-D_FORTIFY_SOURCE=3 WERROR=1 "$T/b/pic/shim/sys/os.o" >"$T/f.log" 2>&1 ||
 	fail "CPPFLAGS=-D_FORTIFY_SOURCE=3 WERROR=1 does not build: $(cat "$T/f.log")"
-cmd=$(make -s -n -B -C "$SRC" B="$T/b" CPPFLAGS=-D_FORTIFY_SOURCE=3 "$T/b/pic/shim/os.o" | grep -- ' -c ')
+cmd=$(make -s -n -B -C "$SRC" B="$T/b" CPPFLAGS=-D_FORTIFY_SOURCE=3 "$T/b/pic/shim/sys/os.o" | grep -- ' -c ')
 grep -q -- '-D_FORTIFY_SOURCE=2' <<<"$cmd" && fail "-D_FORTIFY_SOURCE=2 still given: $cmd"
 grep -q -- '-Werror' <<<"$cmd" && fail "-Werror given without WERROR=1: $cmd"
 pass "CPPFLAGS=-D_FORTIFY_SOURCE=3 replaces the default; -Werror only with WERROR=1"

@@ -4,9 +4,9 @@
 # name is built below, so that this file does not hold it either: the
 # README and the man pages are the documentation); the MESSAGE_IDs are
 # defined once
-# (shim/msgid.h); the shim's kernel calls for memory, signals, threads and
-# clocks, and its raw system calls, are made in shim/os.c only (the rule is
-# stated in os.c's opening comment).
+# (shim/shared/msgid.h); the shim's kernel calls for memory, signals,
+# threads and clocks, and its raw system calls, are made in shim/sys/os.c
+# only (the rule is stated in os.c's opening comment).
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 
 cd "$SRC" || fail "cannot enter $SRC"
@@ -17,44 +17,47 @@ hits=$(grep -rIlF "$contract" $dirs 2>/dev/null)
 [ -z "$hits" ] || fail "files naming $contract: $hits"
 pass "nothing names $contract"
 
-ids=$(sed -n 's/^#define MID_[A-Z]* *"\([0-9a-f]\{32\}\)".*/\1/p' shim/msgid.h)
-[ "$(wc -w <<<"$ids")" = 7 ] || fail "shim/msgid.h: expected 7 MESSAGE_IDs: $ids"
+ids=$(sed -n 's/^#define MID_[A-Z]* *"\([0-9a-f]\{32\}\)".*/\1/p' shim/shared/msgid.h)
+[ "$(wc -w <<<"$ids")" = 7 ] || fail "shim/shared/msgid.h: expected 7 MESSAGE_IDs: $ids"
 for id in $ids; do
-	other=$(grep -l "\"$id\"" shim/*.[ch] daemon/*.[ch] include/*.h | grep -v '^shim/msgid\.h$')
-	[ -z "$other" ] || fail "MESSAGE_ID $id defined outside shim/msgid.h: $other"
+	other=$(grep -rl --include='*.[ch]' "\"$id\"" shim daemon include | grep -v '^shim/shared/msgid\.h$')
+	[ -z "$other" ] || fail "MESSAGE_ID $id defined outside shim/shared/msgid.h: $other"
 done
-pass "the seven MESSAGE_IDs are defined in shim/msgid.h only"
+pass "the seven MESSAGE_IDs are defined in shim/shared/msgid.h only"
 
 # Calls, not mentions: comments are dropped first (gcc's preprocessor,
 # without expanding includes or macros), once for the checks below.
+shim_c=$(find shim -name '*.c' | sort)
 mkdir -p "$T/code"
-for f in shim/*.c; do
-	gcc -fpreprocessed -dD -E -P "$f" >"$T/code/${f##*/}" 2>/dev/null || fail "cannot read $f"
+for f in $shim_c; do
+	mkdir -p "$T/code/$(dirname "$f")"
+	gcc -fpreprocessed -dD -E -P "$f" >"$T/code/$f" 2>/dev/null || fail "cannot read $f"
 done
 # (An interposer's definition, PMALLOC_EXPORT, is named for the call it
 # stands in for; it is not a call.)
-for f in shim/*.c; do
-	[ "$f" = shim/os.c ] && continue
-	bad=$(grep -nE '\b(syscall|mmap|munmap|mprotect|mremap|madvise|mseal|membarrier|sigaltstack|__sigaction|rt_sigprocmask|tgkill|tkill|gettid|sched_yield|clock_gettime|clock_nanosleep|nanosleep|usleep)[[:space:]]*\(' "$T/code/${f##*/}" |
+for f in $shim_c; do
+	[ "$f" = shim/sys/os.c ] && continue
+	bad=$(grep -nE '\b(syscall|mmap|munmap|mprotect|mremap|madvise|mseal|membarrier|sigaltstack|__sigaction|rt_sigprocmask|tgkill|tkill|gettid|sched_yield|clock_gettime|clock_nanosleep|nanosleep|usleep)[[:space:]]*\(' "$T/code/$f" |
 		grep -v PMALLOC_EXPORT)
-	[ -z "$bad" ] || fail "$f makes a kernel call that belongs in shim/os.c: $bad"
+	[ -z "$bad" ] || fail "$f makes a kernel call that belongs in shim/sys/os.c: $bad"
 done
-pass "the shim's memory, signal, thread and clock calls are in shim/os.c only"
+pass "the shim's memory, signal, thread and clock calls are in shim/sys/os.c only"
 
-# The re-entrancy guard is set in shim.h only (shim_busy_enter/leave).
-for f in shim/*.c; do
-	bad=$(grep -nE 'shim_busy[[:space:]]*(=[^=]|\+\+|--)' "$T/code/${f##*/}")
+# The re-entrancy guard is set in guard.h only (shim_busy_enter/leave).
+for f in $shim_c; do
+	bad=$(grep -nE 'shim_busy[[:space:]]*(=[^=]|\+\+|--)' "$T/code/$f")
 	[ -z "$bad" ] || fail "$f sets shim_busy itself: $bad"
 done
-pass "shim_busy is set through shim.h only"
+pass "shim_busy is set through shim/sys/guard.h only"
 
 # No two files of shim/ or daemon/ import each other, nor in a longer
-# circle: a.c including b.h where b.c exists is an edge a -> b.
+# circle: a.c including b.h where b.c exists (in any folder of the same
+# tree) is an edge a -> b.  (The calls are make check-layers' to check.)
 for d in shim daemon; do
-	edges=$(for f in $d/*.c; do
+	edges=$(for f in $(find $d -name '*.c'); do
 		b=$(basename "$f" .c)
 		sed -n 's/^#include "\([a-z_]*\)\.h".*/\1/p' "$f" | while read -r h; do
-			[ "$h" != "$b" ] && [ -f "$d/$h.c" ] && echo "$b $h"
+			[ "$h" != "$b" ] && [ -n "$(find $d -name "$h.c")" ] && echo "$b $h"
 		done
 	done)
 	loops=$(tsort <<<"$edges" 2>&1 >/dev/null)
@@ -62,16 +65,17 @@ for d in shim daemon; do
 done
 pass "no import circles in shim/ or daemon/"
 
-# The README's Layout names every source file of shim/ and daemon/, and
+# The README's Layout names every source file of shim/ and daemon/ (by its
+# path below shim/ or daemon/, or by its name in its folder's row), and
 # every .c file opens with a comment.
 layout=$(sed -n '/^## Layout$/,/^## /p' README.md)
-for f in shim/*.c shim/*.h daemon/*.c daemon/*.h; do
+for f in $(find shim daemon -name '*.[ch]' | sort); do
 	n=$(basename "$f")
 	case $n in *.h) [ -f "${f%.h}.c" ] && continue ;; esac   # named with its .c
 	grep -qF "\`$n\`" <<<"$layout" || grep -qF "\`${n%.*}.c\`/\`$n\`" <<<"$layout" ||
 		fail "README Layout does not name $f"
 done
-for f in shim/*.c daemon/*.c; do
+for f in $(find shim daemon -name '*.c'); do
 	head -n 1 "$f" | grep -q '^/\*' || fail "$f does not open with a comment"
 done
 pass "README Layout names every source file; every .c file opens with a comment"

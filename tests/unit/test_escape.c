@@ -1,5 +1,5 @@
 /*
- * test_escape.c - shim/escape.h, the one escaping of untrusted text for
+ * test_escape.c - shim/shared/escape.h, the one escaping of untrusted text for
  * journal fields, log lines and terminals: what is kept, what is escaped
  * and how, and that a cut output never ends inside an escape or a UTF-8
  * character.

@@ -1,5 +1,5 @@
 /*
- * test_heap.c - white-box tests of shim/heap.c's bootstrap: allocations
+ * test_heap.c - white-box tests of shim/sys/heap.c's bootstrap: allocations
  * made by glibc while the next allocator is being found go back to glibc,
  * never to that allocator.  heap.c is compiled into this program, with the
  * shim's own malloc (libpmalloc_shim.so, which this program links) as the
@@ -27,7 +27,8 @@ int os_protect_rw(void *p, size_t len)
 	return 0;
 }
 static int checked_frees;
-void free_checked(void *p)
+/* The interposer's checked free, as init.c hands it over (heap_set_free). */
+static void free_checked(void *p)
 {
 	checked_frees++;
 	heap_next.free(p);
@@ -129,7 +130,7 @@ START_TEST(test_free_entry_checks_once_the_arena_exists)
 	ck_assert_ptr_eq(heap_page.free_entry, checked_free);
 	heap_page.free_entry(malloc(10));
 	ck_assert_int_eq(checked_frees, 0);
-	heap_arena_reserved();
+	heap_set_free(free_checked);
 	ck_assert_ptr_eq(heap_page.free_entry, free_checked);
 	heap_page.free_entry(malloc(10));
 	ck_assert_int_eq(checked_frees, 1);

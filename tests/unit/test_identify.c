@@ -1,5 +1,5 @@
 /*
- * test_identify.c - daemon/identify.c, pmallocd's identification worker:
+ * test_identify.c - daemon/pmallocd/identify.c, pmallocd's identification worker:
  * what it reads about a client, and that every job it finishes comes back
  * to a loop that sleeps on its eventfd - the loop's two ways of taking
  * results (woken by the eventfd, or after another source's work) never

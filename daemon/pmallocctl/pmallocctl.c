@@ -1,0 +1,157 @@
+/*
+ * pmallocctl.c - pmallocctl's entry point: global options, the command
+ * table and the dispatch to a command (systemd's verbs table).
+ *
+ * Owns nothing else: every command lives in its own ctl_*.c, the usage,
+ * help and option handling in ctl_util.c (handed the table here, so that
+ * no command calls back into this file).  Must never read the journal, the
+ * policy file or the socket itself.  Each command's help text and options
+ * live here, in its one entry of the command table, beside its synopsis,
+ * so that they cannot drift apart.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "paths.h"
+
+/* A command's option table: options with a value (ARG) and without (FLAG). */
+#define ARG(name, c) { name, required_argument, NULL, c }
+#define FLAG(name, c) { name, no_argument, NULL, c }
+#define OPTIONS(...) (const struct option[]){ __VA_ARGS__, { NULL, 0, NULL, 0 } }
+#define HELP FLAG("help", 'h')
+
+#define CTL_TIME_HELP \
+	"TIME, as journalctl takes it: \"2026-03-01 09:40[:00]\", \"09:40\", \"today\",\n" \
+	"\"yesterday\", \"now\", \"-1h30min\", \"5 min ago\", \"+10min\", \"@SECONDS\";\n" \
+	"a trailing \" UTC\" reads the date and time in UTC instead of the local zone.\n"
+
+/* protect, learn-flush and sites: [--socket PATH] (ctl_process_args()). */
+#define CTL_SOCKET_OPTIONS ":s:h", OPTIONS(ARG("socket", 's'), HELP)
+
+static const struct ctl_command ctl_commands[] = {
+	{ "check", ctl_cmd_check,
+	  "  check [FILE]                validate a policy file (default " CTL_DEFAULT_CONF ")\n",
+	  "Validates FILE as pmallocd would load it and lists its policies and pools.\n"
+	  "Exit status: 0 valid, 1 refused (FILE:LINE: message on stderr), 2 usage.\n",
+	  ":h", OPTIONS(HELP) },
+	{ "status", ctl_cmd_status,
+	  "  status [--socket PATH] [--json] [[--pid] PID]\n"
+	  "                              processes pmallocd serves, their pools and rules,\n"
+	  "                              policy file warnings, violations\n",
+	  "With PID: that process alone, with every rule and its objects and bytes per site.\n"
+	  "Options:\n"
+	  "  --socket PATH   pmallocd's socket (default $PMALLOC_SOCKET, else " CTL_DEFAULT_SOCKET ")\n"
+	  "  --json          one JSON object: {\"pmallocd\", \"policy_file\", \"served\", ...}\n"
+	  "  -p, --pid PID   the detail view of process PID\n"
+	  "Exit status: 0 ok, 1 failure (PID not served), 2 usage, 3 pmallocd not running.\n",
+	  ":s:jp:h", OPTIONS(ARG("socket", 's'), FLAG("json", 'j'), ARG("pid", 'p'), HELP) },
+	{ "violations", ctl_cmd_violations,
+	  "  violations [--pid PID] [--policy NAME] [--since TIME] [--until TIME] [-n N]\n"
+	  "             [--follow] [--json] [--directory DIR | --file FILE]\n"
+	  "                              list the violations recorded in the journal\n",
+	  "Options:\n"
+	  "  -p, --pid PID        only those of process PID\n"
+	  "  -P, --policy NAME    only those under policy NAME\n"
+	  "  -S, --since TIME     from TIME on\n"
+	  "  -U, --until TIME     up to TIME\n"
+	  "  -n, --lines N        only the last N\n"
+	  "  -f, --follow         then wait for new ones and show them as they come\n"
+	  "  -j, --json           one JSON object per line instead of a table\n"
+	  "  -D, --directory DIR  read the journal files in DIR (systemd-journal-remote's\n"
+	  "                       output, a copy of /var/log/journal): adds a HOST column\n"
+	  "  --file FILE          read the journal file FILE (may be given more than once)\n"
+	  CTL_TIME_HELP
+	  "Exit status: 0 ok (violations found or not), 1 the journal cannot be read, 2 usage.\n",
+	  ":p:P:S:U:n:fjD:h",
+	  OPTIONS(ARG("pid", 'p'), ARG("policy", 'P'), ARG("since", 'S'), ARG("until", 'U'), ARG("lines", 'n'),
+		  FLAG("follow", 'f'), FLAG("json", 'j'), ARG("directory", 'D'), ARG("file", CTL_OPT_FILE), HELP) },
+	{ "propose", ctl_cmd_propose,
+	  "  propose --exe PATH [--since TIME] [--uid USER]... [--output FILE]\n"
+	  "                              a policy file from what learn mode recorded\n",
+	  "Reads the learn-mode entries of PATH (its real path) from the journal and\n"
+	  "prints a complete policy file in enforce mode: one pool per learned pool,\n"
+	  "the same triggers, and as sites those that allocated before the trigger and\n"
+	  "were never written after it (by function where named, else pinned offsets).\n"
+	  "Options:\n"
+	  "  -e, --exe PATH       the program (required)\n"
+	  "  -S, --since TIME     only entries from TIME on\n"
+	  "  -u, --uid USER       also read entries written by USER's processes (name or\n"
+	  "                       number; root's and the caller's are always read)\n"
+	  "  -o, --output FILE    write the file there instead of stdout\n"
+	  CTL_TIME_HELP
+	  "Exit status: 0 proposed, 1 nothing to propose or the journal cannot be read, 2 usage.\n",
+	  "+:e:S:o:u:h", OPTIONS(ARG("exe", 'e'), ARG("since", 'S'), ARG("output", 'o'), ARG("uid", 'u'), HELP) },
+	{ "learn-flush", ctl_cmd_learn_flush,
+	  "  learn-flush PID [--socket PATH]\n"
+	  "                              have PID (under a learn policy) write what it\n"
+	  "                              learned to the journal now\n",
+	  "Exit status: 0 sent, 1 refused, 2 usage, 3 pmallocd not running.\n",
+	  CTL_SOCKET_OPTIONS },
+	{ "sites", ctl_cmd_sites,
+	  "  sites PID [--socket PATH]   live per-site objects and bytes of PID (learn mode)\n",
+	  "Asks PID (under a learn policy) to write its sites to the journal, as\n"
+	  "learn-flush does, and prints them: pool, site, objects, bytes, written.\n"
+	  "Exit status: 0 ok, 1 refused or nothing came, 2 usage, 3 pmallocd not running.\n",
+	  CTL_SOCKET_OPTIONS },
+	{ "protect", ctl_cmd_protect,
+	  "  protect PID POOL [--socket PATH]\n"
+	  "                              ask process PID to protect its pool POOL now\n"
+	  "                              (a pool with the \"manual\" trigger)\n",
+	  "Exit status: 0 protected, 1 refused, 2 usage, 3 pmallocd not running.\n",
+	  CTL_SOCKET_OPTIONS },
+	{ "preload", ctl_cmd_preload,
+	  "  preload enable|disable|status UNIT [--root DIR]\n"
+	  "                              preload the shim into a systemd service (drop-in)\n",
+	  "enable writes DIR/etc/systemd/system/UNIT.d/pmalloc.conf with\n"
+	  "  Environment=LD_PRELOAD=" PMALLOC_SHIM_PATH "\n"
+	  "disable removes it; status says whether UNIT has it.  UNIT without a suffix\n"
+	  "is UNIT.service.  Then: systemctl daemon-reload && systemctl restart UNIT.\n"
+	  "Options:\n"
+	  "  --root DIR       the system's root (default /): an image, a container\n"
+	  "  --library PATH   preload PATH instead of the installed shim\n"
+	  "Exit status: 0 ok (status: preloaded), 1 failure (status: not preloaded), 2 usage.\n",
+	  ":r:l:h", OPTIONS(ARG("root", 'r'), ARG("library", 'l'), HELP) },
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct ctl_command *cmd;
+	char **sub_argv;
+	int c, sub_argc;
+
+	ctl_commands_set(ctl_commands, sizeof(ctl_commands) / sizeof(ctl_commands[0]));
+	opterr = 0;
+	/* "+": stop at the command; its options are its own. */
+	while ((c = getopt_long(argc, argv, "+:hV", options, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			ctl_usage(stdout);
+			return CTL_EXIT_OK;
+		case 'V':
+			printf(CTL_NAME " " CTL_VERSION "\n");
+			return CTL_EXIT_OK;
+		default:
+			return ctl_option_error(c, argv);
+		}
+	}
+	if (optind >= argc)
+		return ctl_command_error("no command given", NULL);
+
+	cmd = ctl_command(argv[optind]);
+	if (!cmd)
+		return ctl_command_error("unknown command", argv[optind]);
+	sub_argc = argc - optind;
+	sub_argv = argv + optind;
+	optind = 0;                  /* glibc: start the next getopt_long afresh */
+	return cmd->run(sub_argc, sub_argv);
+}

@@ -1,0 +1,351 @@
+/*
+ * arena.c - the reservation all pool memory comes from, its spans, and the
+ * side metadata that says where objects are (see arena.h for the layout).
+ *
+ * Why one reservation: it makes "is this pool memory?" a range check, the
+ * question free() asks on every call of the host program.  The reservation
+ * is PROT_NONE and MAP_NORESERVE: it costs address space, not memory.
+ *
+ * Never calls malloc (it runs inside the host's malloc) and takes only
+ * arena_mutex, which is never held while calling out of this file except
+ * into os.c.  Lookups (arena_span_of, span_object_at) take no lock and are
+ * async-signal-safe: they read words written before the span was published.
+ */
+#define _GNU_SOURCE
+#include "arena.h"
+#include "dlist.h"
+#include "hooks.h"
+#include "os.h"
+#include "site.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+uintptr_t arena_base;
+size_t arena_size;
+
+static pthread_mutex_t arena_mutex = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint32_t *unit_head;     /* per unit: index of its span's first unit + 1; 0: none */
+static struct span *spans;               /* per unit; only the first unit of a span is used */
+static uint32_t n_units, next_unit;      /* units [next_unit, n_units) were never used */
+static struct span *free_runs;           /* released spans, coalesced */
+
+/* The units of interposition pools' spans, a bit each, and the arena's
+ * range: read-only, but for the page a span allocation or release changes
+ * (arena_mutex held), for the length of the change.  fault.c asks it
+ * which memory may ever be audited or learned. */
+#define UNITS_MAX (((size_t)32 << 30) >> ARENA_UNIT_SHIFT)
+struct unit_map {
+	uintptr_t base;
+	size_t size;
+	uint64_t bits[UNITS_MAX / 64];
+};
+static union {
+	struct unit_map m;
+	unsigned char pages[ALIGN_UP(sizeof(struct unit_map), RO_PAGE)];
+} units_ro __attribute__((aligned(RO_PAGE)));
+
+#define HUGE ARENA_HUGE                             /* a transparent huge page */
+#define HUGE_UNITS ((uint32_t)(HUGE >> ARENA_UNIT_SHIFT))
+
+static_assert(PM_ALIGN == 1u << ARENA_GRANULE_SHIFT, "one record granule per alignment granule");
+static_assert(REC_START_SHIFT == 32 && REC_SIZE_SHIFT == 16 && SITE_BITS <= 16, "record layout");
+
+int arena_init(void)
+{
+	/* 32 GiB of address space, less where the system refuses (ulimit -v). */
+	for (size_t size = (size_t)32 << 30; size >= (size_t)256 << 20; size /= 2) {
+		void *res;
+		uint32_t units = (uint32_t)(size >> ARENA_UNIT_SHIFT);
+		void *heads, *sp;
+		size_t heads_len = ALIGN_UP(units * sizeof(*unit_head), os_page_size);
+		size_t spans_len = ALIGN_UP(units * sizeof(struct span), os_page_size);
+		if (os_reserve(size + HUGE, &res) < 0)
+			continue;
+		/* 2 MiB-aligned, so that a span of whole huge pages can be.  The
+		 * slack around stays reserved, address space and no memory:
+		 * trimming it would cost every process a system call or two. */
+		void *p = (void *)ALIGN_UP((uintptr_t)res, HUGE);
+		/* Writable at once, present only where touched: one call for both. */
+		if (os_map_lazy(heads_len + spans_len, &heads) < 0) {
+			os_unmap(res, size + HUGE);
+			continue;
+		}
+		sp = (char *)heads + heads_len;
+		units_ro.m.base = (uintptr_t)p;
+		units_ro.m.size = size;
+		if (os_protect_ro(&units_ro, sizeof(units_ro)) < 0) {
+			units_ro.m.size = 0;
+			os_unmap(heads, heads_len + spans_len);
+			os_unmap(res, size + HUGE);
+			break;
+		}
+		unit_head = heads;
+		spans = sp;
+		n_units = units;
+		arena_base = (uintptr_t)p;
+		__atomic_store_n(&arena_size, size, __ATOMIC_SEQ_CST);
+		/* Told after arena_size is published (init.c reads them the other
+		 * way round, so one of the two sees the other), before any pool
+		 * memory exists: in the shim, free() checks for pool pointers from
+		 * now on. */
+		void (*reserved)(void) = __atomic_load_n(&core_hook.arena_on_reserve, __ATOMIC_SEQ_CST);
+		if (reserved)
+			reserved();
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+void arena_lock(void)
+{
+	pthread_mutex_lock(&arena_mutex);
+}
+
+void arena_unlock(void)
+{
+	pthread_mutex_unlock(&arena_mutex);
+}
+
+static void set_heads(uint32_t first, uint32_t units, uint32_t value)
+{
+	for (uint32_t u = first; u < first + units; u++)
+		atomic_store_explicit(&unit_head[u], value, memory_order_release);
+}
+
+static void free_list_remove(struct span *r)
+{
+	DLIST_UNLINK(free_runs, r, prev, next);
+	r->free_run = false;
+}
+
+static void free_list_push(uint32_t first, uint32_t units)
+{
+	struct span *r = &spans[first];
+	memset(r, 0, sizeof(*r));
+	r->first_unit = first;
+	r->bytes = (size_t)units << ARENA_UNIT_SHIFT;
+	r->free_run = true;
+	DLIST_PUSH(free_runs, r, prev, next);
+	/* The last unit names the run's first, so a left neighbour can find it. */
+	spans[first + units - 1].first_unit = first;
+}
+
+/* Units for a new span, aligned to align units: first fit in the free
+ * runs, else fresh ones; what alignment skips stays free. */
+static int take_units(uint32_t units, uint32_t align, uint32_t *ret)
+{
+	for (struct span *r = free_runs; r; r = r->next) {
+		uint32_t have = (uint32_t)(r->bytes >> ARENA_UNIT_SHIFT);
+		uint32_t first = r->first_unit, at = (uint32_t)ALIGN_UP(first, align);
+		if (at - first >= have || have - (at - first) < units)
+			continue;
+		free_list_remove(r);
+		if (at > first)
+			free_list_push(first, at - first);
+		if (have - (at - first) > units)
+			free_list_push(at + units, have - (at - first) - units);
+		*ret = at;
+		return 0;
+	}
+	uint32_t at = (uint32_t)ALIGN_UP(next_unit, align);
+	if (at < next_unit || n_units - at < units)
+		return -ENOMEM;
+	if (at > next_unit)
+		free_list_push(next_unit, at - next_unit);
+	*ret = at;
+	next_unit = at + units;
+	return 0;
+}
+
+static void give_units(uint32_t first, uint32_t units)
+{
+	/* Coalesce with free neighbours so the free list stays short. */
+	if (first + units < next_unit && spans[first + units].free_run) {
+		struct span *r = &spans[first + units];
+		units += (uint32_t)(r->bytes >> ARENA_UNIT_SHIFT);
+		free_list_remove(r);
+	}
+	if (first > 0) {
+		struct span *l = &spans[spans[first - 1].first_unit];
+		if (l->free_run && l->first_unit + (l->bytes >> ARENA_UNIT_SHIFT) == first) {
+			first = l->first_unit;
+			units += (uint32_t)(l->bytes >> ARENA_UNIT_SHIFT);
+			free_list_remove(l);
+		}
+	}
+	if (first + units == next_unit)
+		next_unit = first;
+	else
+		free_list_push(first, units);
+}
+
+/* Mark units [first, first + units) as an interposition pool's (on) or
+ * not, opening the map's pages for the change only; 0 or -ENOMEM (out of
+ * memory mappings), nothing changed then.  arena_mutex held.  Two
+ * mprotects of one page per span of an interposition pool (64 KiB to 4 MiB
+ * of objects): a 512 KiB malloc from a policy site took 5.6 us instead of
+ * 5.3 (median of 6 runs); API pools' spans never pay it. */
+static int mark_units(uint32_t first, uint32_t units, bool on)
+{
+	uintptr_t lo = (uintptr_t)&units_ro.m.bits[first / 64] & ~(uintptr_t)(RO_PAGE - 1);
+	uintptr_t hi = ALIGN_UP((uintptr_t)&units_ro.m.bits[(first + units - 1) / 64] + 8, RO_PAGE);
+	int r = os_protect_rw((void *)lo, hi - lo);
+	if (r < 0)
+		return r == -ENOMEM ? r : -ENOMEM;
+	for (uint32_t u = first; u < first + units; u++) {
+		if (on)
+			units_ro.m.bits[u / 64] |= UINT64_C(1) << (u % 64);
+		else
+			units_ro.m.bits[u / 64] &= ~(UINT64_C(1) << (u % 64));
+	}
+	if (os_protect_ro((void *)lo, hi - lo) < 0)
+		fatal("malloc", "cannot make the arena's unit map read-only again");
+	return 0;
+}
+
+bool arena_interposed(const void *p)
+{
+	uintptr_t off = (uintptr_t)p - units_ro.m.base;
+	if (off >= units_ro.m.size)
+		return false;
+	size_t u = off >> ARENA_UNIT_SHIFT;
+	return units_ro.m.bits[u / 64] >> (u % 64) & 1;
+}
+
+static size_t meta_len(size_t bytes)
+{
+	return ALIGN_UP((bytes >> ARENA_GRANULE_SHIFT) * sizeof(uint64_t), os_page_size);
+}
+
+int arena_span_alloc(size_t bytes, bool single, bool interposed, struct pmalloc_pool *pool, struct span **ret)
+{
+	if (arena_size == 0 || bytes == 0 || bytes > arena_size)
+		return -ENOMEM;
+	bytes = ALIGN_UP(bytes, ARENA_UNIT);
+	uint32_t units = (uint32_t)(bytes >> ARENA_UNIT_SHIFT), first;
+	void *meta = NULL;
+	size_t mlen = single ? 0 : meta_len(bytes);
+	int r = mlen ? os_map_lazy(mlen, &meta) : 0;
+	if (r < 0)
+		return r;
+
+	/* Huge pages only for spans of 2 MiB and more: a pool grows its spans
+	 * from 64 KiB, so a small pool never pays 2 MiB of resident memory. */
+	bool huge = bytes >= HUGE;
+	pthread_mutex_lock(&arena_mutex);
+	r = take_units(units, huge ? HUGE_UNITS : 1, &first);
+	if (r == 0) {
+		uintptr_t base = arena_base + ((uintptr_t)first << ARENA_UNIT_SHIFT);
+		r = os_commit((void *)base, bytes);
+		if (r == 0 && interposed) {
+			r = mark_units(first, units, true);
+			if (r < 0)
+				os_decommit((void *)base, bytes);
+		}
+		if (r < 0) {
+			give_units(first, units);
+		} else {
+			if (huge)
+				os_advise_huge((void *)base, bytes & ~(HUGE - 1));
+			struct span *s = &spans[first];
+			memset(s, 0, sizeof(*s));
+			s->base = base;
+			s->bytes = bytes;
+			s->first_unit = first;
+			s->recs = meta;
+			s->rec_next = meta;
+			s->meta_bytes = mlen;
+			atomic_store_explicit(&s->pool, pool, memory_order_release);
+			set_heads(first, units, first + 1);
+			*ret = s;
+		}
+	}
+	pthread_mutex_unlock(&arena_mutex);
+	if (r < 0) {
+		if (meta)
+			os_unmap(meta, mlen);
+		return r == -ENOMEM ? r : -ENOMEM;
+	}
+	return 0;
+}
+
+void arena_span_release(struct span *s)
+{
+	uint32_t first = s->first_unit, units = (uint32_t)(s->bytes >> ARENA_UNIT_SHIFT);
+	void *meta = s->recs;
+	size_t mlen = s->meta_bytes;
+
+	pthread_mutex_lock(&arena_mutex);
+	atomic_store_explicit(&s->pool, NULL, memory_order_release);
+	set_heads(first, units, 0);
+	if (arena_interposed((const void *)s->base) && mark_units(first, units, false) < 0)
+		fatal("pmalloc_destroy_pool", "cannot release pool memory (out of memory mappings)");
+	if (os_decommit((void *)s->base, s->bytes) < 0)
+		fatal("pmalloc_destroy_pool", "cannot release pool memory");
+	give_units(first, units);
+	pthread_mutex_unlock(&arena_mutex);
+	if (meta)
+		os_unmap(meta, mlen);
+}
+
+void arena_span_set_owner(struct span *s, struct pmalloc_pool *pool)
+{
+	atomic_store_explicit(&s->pool, pool, memory_order_release);
+}
+
+struct span *arena_span_of(const void *p)
+{
+	if (!arena_contains(p))
+		return NULL;
+	uint32_t u = (uint32_t)(((uintptr_t)p - arena_base) >> ARENA_UNIT_SHIFT);
+	uint32_t h = atomic_load_explicit(&unit_head[u], memory_order_acquire);
+	if (h == 0)
+		return NULL;
+	struct span *s = &spans[h - 1];
+	if (!atomic_load_explicit(&s->pool, memory_order_acquire))
+		return NULL;
+	return s;
+}
+
+bool span_object_at(const struct span *s, size_t off, struct span_object *ret)
+{
+	if (off >= s->bytes)
+		return false;
+	/* A span of its own for one large object: O(1). */
+	if (atomic_load_explicit(&s->single, memory_order_acquire)) {
+		if (off < s->single_off || off - s->single_off >= s->single_size)
+			return false;
+		ret->start = s->single_off;
+		ret->size = s->single_size;
+		ret->site = s->single_site;
+		return true;
+	}
+	if (!s->recs)
+		return false;
+	/* The last record starting at or before g: the records are sorted by
+	 * start and end in zeros (read as "after everything"); one written
+	 * while we search is an object we may or may not see, either is right. */
+	uint32_t g0 = (uint32_t)(s->base >> ARENA_GRANULE_SHIFT);
+	size_t g = off >> ARENA_GRANULE_SHIFT, lo = 0, hi = s->bytes >> ARENA_GRANULE_SHIFT;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t r = __atomic_load_n(&s->recs[mid], __ATOMIC_ACQUIRE);
+		if (r != 0 && (uint32_t)((uint32_t)(r >> REC_START_SHIFT) - g0) <= g)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return false;
+	uint64_t r = __atomic_load_n(&s->recs[lo - 1], __ATOMIC_ACQUIRE);
+	size_t gs = (uint32_t)((uint32_t)(r >> REC_START_SHIFT) - g0);
+	size_t n = (size_t)(r >> REC_SIZE_SHIFT) & REC_MAX_GRANULES;
+	if (g >= gs + n)
+		return false;       /* padding, or a page tail given up */
+	ret->start = gs << ARENA_GRANULE_SHIFT;
+	ret->size = n << ARENA_GRANULE_SHIFT;
+	ret->site = (uint16_t)r;
+	return true;
+}

@@ -1,0 +1,48 @@
+/*
+ * hooks.h - what the layers above the pool core tell it, once, at
+ * start-up (hooks.c): where a violation's record goes after its stderr
+ * line, the armed policy's report limits, what runs when the arena is
+ * reserved, and what pmalloc_protect_named does.  The core never calls a
+ * layer above it by name: libpmalloc.so (the pool API alone) never sets
+ * them, and each has its default there.
+ *
+ * They live in a page of their own at a link-time address, read-only from
+ * the one call that sets them: a write into the shim's memory cannot point
+ * the fault handler's report or the manual protect at another function.
+ */
+#ifndef PMALLOC_HOOKS_H
+#define PMALLOC_HOOKS_H
+
+#include "arena.h"
+#include "common.h"
+
+struct pmw_report;
+
+struct core_hooks {
+	/* report.c, after the stderr line, under the report lock, in the fault
+	 * handler (async-signal-safe).  NULL: the line is the whole report. */
+	void (*report_sink)(struct pmw_report *r);
+	/* report.c: the armed policy's rate limit of stderr lines and its
+	 * generation, read from read-only state (async-signal-safe); false:
+	 * none armed, the defaults and generation 0.  NULL: the same. */
+	bool (*report_limits)(unsigned int *burst, unsigned int *interval_s, uint64_t *generation);
+	/* arena.c: the arena was reserved (once, before any pool memory is
+	 * handed out).  NULL: nothing to do. */
+	void (*arena_on_reserve)(void);
+	/* api.c: pmalloc_protect_named(pool).  NULL: no pool has a name a
+	 * policy gave it (ENOENT). */
+	int (*protect_named)(const char *pool);
+};
+
+union core_hooks_page {
+	struct core_hooks h;
+	unsigned char page[RO_PAGE];
+};
+extern union core_hooks_page core_hooks_ro __attribute__((visibility("hidden")));
+#define core_hook (core_hooks_ro.h)
+
+/* Set the hooks and make their page read-only; once per process (a second
+ * call is a broken invariant: fatal, as a failed protect is). */
+void core_hooks_set(const struct core_hooks *h);
+
+#endif

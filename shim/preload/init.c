@@ -1,0 +1,343 @@
+/*
+ * init.c - start-up of the interposition: which policy applies to this
+ * process (its image from pmallocd, else the policy file compiled here by
+ * the same code), its pools, its symbols and its triggers; then the state,
+ * with its copy of the image, is made read-only and armed.
+ *
+ * Runs once, as a constructor of the preloaded library, before the
+ * program's own constructors and main.  Fails open: any problem leaves the
+ * program running unprotected, said once on stderr when it is the policy
+ * file's fault, otherwise only under PMALLOC_DEBUG=1.  Its allocations go
+ * to the heap (by name, and shim_busy for libconfig's and the loader's).
+ * It sets the lower layers' hooks first (the composition root: nothing
+ * below calls up by name).  Never exits, aborts or fails the program, and never
+ * leaves a state half armed: the shim's state is published (shim) only
+ * once it is complete and read-only.
+ */
+#define _GNU_SOURCE
+#include "shim.h"
+#include "site.h"
+#include "arena.h"
+#include "client.h"
+#include "fault.h"
+#include "fmt.h"
+#include "heap.h"
+#include "hooks.h"
+#include "interpose.h"
+#include "journal.h"
+#include "learn.h"
+#include "os.h"
+#include "resolve.h"
+#include "rules_msg.h"
+#include "state.h"
+#include "trigger.h"
+#include "pmalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_CONF POLICY_DEFAULT_FILE
+#define DEFAULT_SOCKET POLICY_DEFAULT_SOCKET
+#define HANDSHAKE_TIMEOUT_MS 100
+
+/* A policy image as received or compiled, before it is armed. */
+struct policy_image_buf {
+	void *image;                     /* malloc'ed */
+	size_t len;
+	uint64_t generation;             /* the daemon's; 0 from the file */
+};
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fmt_vline(false, fmt, ap);
+	va_end(ap);
+}
+
+static void read_identity(char *exe, size_t exe_len, char *comm, size_t comm_len)
+{
+	ssize_t n = readlink("/proc/self/exe", exe, exe_len - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	comm[0] = '\0';
+	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = os_read(fd, comm, comm_len - 1);
+		comm[n > 0 ? n : 0] = '\0';
+		comm[strcspn(comm, "\n")] = '\0';
+		close(fd);
+	}
+}
+
+/* The policy image for this process: 1 with *ret (malloc'ed, validated),
+ * 0 for none, never fails.
+ *
+ * pmallocd is asked first: it matched this process by what the kernel
+ * says and hands out the image it compiled when it loaded the file, so no
+ * policy text is parsed here.  A healthy daemon answers within a
+ * millisecond; after HANDSHAKE_TIMEOUT_MS the policy file is read (the
+ * fallback needs it anyway), and when it sets a longer
+ * daemon.handshake_timeout_ms the wait for the daemon goes on until then.
+ * So the setting costs nothing when the daemon is well, and no process
+ * reads the file only to learn a timeout.  Without a daemon, the file's
+ * policy for this process is compiled by the code pmallocd uses, and the
+ * parsed file freed. */
+static int load_policy(const char *exe, const char *comm, struct policy_image_buf *ret)
+{
+	const char *sock = secure_getenv("PMALLOC_SOCKET");
+	if (!sock || !*sock)
+		sock = DEFAULT_SOCKET;
+	char err[POLICY_ERR_MAX];
+	int r = client_start(sock, comm);
+	if (r == 0)
+		r = client_wait(HANDSHAKE_TIMEOUT_MS, &ret->image, &ret->len, &ret->generation);
+	if (r >= 0) {
+		if (r == 0)
+			debug_printf("pmallocd has no policy for this process");
+		return r;
+	}
+	debug_printf("no answer from pmallocd at %s: %s; reading the policy file", sock, strerror(-r));
+
+	const char *conf = secure_getenv("PMALLOC_CONF");
+	if (!conf || !*conf)
+		conf = DEFAULT_CONF;
+	struct policy_set *file = NULL;
+	int f = policy_set_load_file(conf, &file, err, sizeof(err));
+	if (r == -ETIMEDOUT && f == 0 && file->daemon.handshake_timeout_ms > HANDSHAKE_TIMEOUT_MS) {
+		r = client_wait(file->daemon.handshake_timeout_ms - HANDSHAKE_TIMEOUT_MS, &ret->image,
+				&ret->len, &ret->generation);
+		if (r >= 0) {
+			policy_set_free(file);
+			if (r == 0)
+				debug_printf("pmallocd has no policy for this process");
+			return r;
+		}
+		debug_printf("still no answer from pmallocd after %u ms", file->daemon.handshake_timeout_ms);
+	}
+	client_abandon();
+	if (f == -ENOENT && access(conf, F_OK) < 0) {
+		debug_printf("no policy file %s", conf);
+		return 0;
+	}
+	if (f < 0) {
+		say("%s (running unprotected)", err);
+		return 0;
+	}
+	const struct policy *pol = policy_set_match(file, exe, comm, getuid());
+	if (!pol) {
+		debug_printf("no policy matches %s (comm %s, uid %u)", exe, comm, (unsigned)getuid());
+		policy_set_free(file);
+		return 0;
+	}
+	r = policy_image_compile(file, pol, &ret->image, &ret->len);
+	if (r < 0)
+		say("policy \"%s\" of %s cannot be compiled: %s (running unprotected)", pol->name, conf,
+		    strerror(-r));
+	policy_set_free(file);
+	ret->generation = 0;
+	return r < 0 ? 0 : 1;
+}
+
+/* The composition root: what the lower layers call back, set here and
+ * read-only from here on (hooks.h, the state's rules_changed). */
+static void on_arena_reserved(void)
+{
+	heap_set_free(free_checked);   /* free() checks for pool pointers from now on */
+}
+
+static void rules_changed(void)
+{
+	rules_msg_send(RULES_MSG_RULES);
+}
+
+static void set_hooks(void)
+{
+	core_hooks_set(&(struct core_hooks){
+		.report_sink = client_report,
+		.report_limits = state_report_limits,
+		.arena_on_reserve = on_arena_reserved,
+		.protect_named = trigger_protect_named,
+	});
+	/* A pool made before this constructor ran (another library's): the
+	 * arena read the hook unset (arena.c publishes its size first). */
+	if (__atomic_load_n(&arena_size, __ATOMIC_SEQ_CST))
+		on_arena_reserved();
+}
+
+/* Not only under PMALLOC_DEBUG: a typo must not protect nothing silently. */
+static void log_unmatched(const struct pimg_header *img)
+{
+	struct resolve_rule_view v;
+	for (size_t i = 0; resolve_rule(i, &v); i++) {
+		if (v.matched || !v.looked_up)
+			continue;
+		const char *kind = v.wrapper ? "wrapper" : "site";
+		char text[600];
+		snprintf(text, sizeof(text), "%s%s%s", v.object ? v.object : "", v.object ? ":" : "", v.function);
+		debug_printf("%s rule \"%s\" matches no function loaded at start-up", kind, text);
+		journal_unmatched(pimg_policy_name(img), v.wrapper ? "" : pimg_pool_name(img, (size_t)v.pool),
+				  kind, text);
+	}
+}
+
+/* The state, and the pointer to it, read-only from now on; sealed too
+ * under protection = "seal" where the kernel has mseal. */
+static void make_ro(void *p, size_t len, bool seal)
+{
+	os_protect_ro(p, len);
+	if (seal && os_have_mseal)
+		(void)os_seal(p, len);
+}
+
+/* A start-up that stops before fault_arm(): the pools it made keep the
+ * handler's decisions (enforce) read-only all the same. */
+static int unarmed(bool installed, int r)
+{
+	if (installed)
+		fault_install();
+	return r;
+}
+
+/* The state and the image, in the page of the pointer to them (shim.h)
+ * when they fit, else in a mapping of their own: the image is copied there
+ * and validated again in place (what is armed is what was checked), then
+ * the whole is made read-only, and sealed under protection = "seal" where
+ * mseal(2) exists. */
+static int arm(const struct policy_image_buf *in, const char *exe)
+{
+	void *mem = shim_ro.room;
+	size_t state_len = ALIGN_UP(sizeof(struct shim_state), 64);
+	bool own_map = state_len + in->len > sizeof(shim_ro.room);
+	size_t len = ALIGN_UP(state_len + in->len, os_page_size);
+	int r = own_map ? os_map(len, &mem) : 0;
+	if (r < 0)
+		return r;
+	struct shim_state *st = mem;
+	memcpy((char *)mem + state_len, in->image, in->len);
+	if (policy_image_validate((char *)mem + state_len, in->len) < 0) {
+		if (own_map)
+			os_unmap(mem, len);
+		return -EPROTO;
+	}
+	const struct pimg_header *img = (const void *)((char *)mem + state_len);
+	st->image = img;
+	st->generation = in->generation;
+	st->start_ns = os_monotonic_ns(false);
+	const char *policy_name = pimg_policy_name(img);
+	debug_printf("policy \"%s\" (%s, %s) applies to %s%s", policy_name, policy_mode_name(img->mode),
+		     img->protection == POLICY_PROT_SEAL ? "seal" : "mprotect", exe,
+		     in->generation ? ", from pmallocd" : "");
+	if (img->n_pools > SHIM_POOLS_MAX) {
+		say("policy \"%s\" has %u pools, more than the %d supported; running unprotected",
+		    policy_name, img->n_pools, SHIM_POOLS_MAX);
+		if (own_map)
+			os_unmap(mem, len);
+		return -E2BIG;
+	}
+	bool installed = false;
+	for (size_t i = 0; i < img->n_pools; i++) {
+		const struct pimg_pool *pp = pimg_pool(img, i);
+		struct shim_pool *sp = &st->pools[i];
+		/* Learning unprotects what is written: never sealed. */
+		unsigned flags = (img->protection == POLICY_PROT_SEAL && img->mode != POLICY_MODE_LEARN
+					  ? PMALLOC_POOL_SEAL : 0) | POOL_INTERPOSED;
+		sp->pool = pool_create(pimg_str(img, pp->name), flags);
+		if (!sp->pool)
+			return unarmed(installed, -ENOMEM);
+		fault_install_for_arm();         /* before any pool can be protected */
+		installed = true;
+		snprintf(sp->pool->policy, sizeof(sp->pool->policy), "%s", policy_name);
+		sp->pool->max_bytes = pp->max_bytes;
+		sp->pool->index = (int)i;
+		for (size_t t = 0; t < pp->n_triggers; t++) {
+			const struct pimg_trigger *tr = pimg_pool_trigger(img, pp, t);
+			if (tr->kind == POLICY_TRIGGER_ON_CALL) {
+				sp->call_mask |= 1u << tr->call;
+			} else if (tr->kind == POLICY_TRIGGER_AFTER) {
+				if (!sp->after_ns || tr->after_ns < sp->after_ns)
+					sp->after_ns = tr->after_ns;
+			} else if (tr->kind == POLICY_TRIGGER_MANUAL) {
+				sp->manual = true;
+				st->has_manual = true;
+			}
+		}
+		if (sp->after_ns)
+			snprintf(sp->after_text, sizeof(sp->after_text), "after:%llums",
+				 (unsigned long long)(sp->after_ns / 1000000u));
+		st->call_mask |= sp->call_mask;
+		if (img->mode == POLICY_MODE_LEARN)
+			st->has_manual = true;   /* read pmallocd's orders: pmallocctl learn-flush */
+		debug_printf("pool \"%s\": %u sites, %u wrappers, %u triggers, max_bytes %llu",
+			     pimg_str(img, pp->name), pp->n_sites, pp->n_wrappers, pp->n_triggers,
+			     (unsigned long long)pp->max_bytes);
+	}
+	st->n_pools = img->n_pools;
+	if (img->mode == POLICY_MODE_AUDIT)
+		fault_enable_audit();
+	st->rules_changed = rules_changed;
+	r = resolve_init(st, exe);
+	if (r < 0)
+		return unarmed(installed, r);
+	log_unmatched(img);
+	bool seal = img->protection == POLICY_PROT_SEAL;
+	if (own_map)
+		make_ro(mem, len, seal);
+	/* What a write into these pools gets, kept read-only by fault.c: the
+	 * one place the mode is decided; learn needs its tables first. */
+	struct pmalloc_pool *pools[SHIM_POOLS_MAX];
+	for (size_t i = 0; i < st->n_pools; i++)
+		pools[i] = st->pools[i].pool;
+	enum fault_mode fm = img->mode == POLICY_MODE_AUDIT ? FAULT_AUDIT
+			     : img->mode == POLICY_MODE_LEARN && learn_init(st) ? FAULT_LEARN : FAULT_ENFORCE;
+	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL, seal);
+	if (r < 0)
+		return unarmed(installed, r);
+	site_arm();
+	shim = st;
+	make_ro(&shim_ro, sizeof(shim_ro), seal);
+	trigger_init(st);
+	return 0;
+}
+
+static void shim_init(void)
+{
+	int saved = errno;
+	int busy = shim_busy_enter();
+	const char *d = secure_getenv("PMALLOC_DEBUG");
+	pm_debug = d && strcmp(d, "1") == 0;
+	os_init();
+	set_hooks();
+	heap_init();
+	debug_printf("heap allocator: %s (%u allocations from glibc while finding it)", heap_name(),
+		     heap_bootstrap_count());
+	/* Who this process is, read once: the client's and the journal's
+	 * start-up record, and what a policy file's rules are matched with. */
+	char exe[4096], comm[64];
+	read_identity(exe, sizeof(exe), comm, sizeof(comm));
+	client_init(exe, comm);
+
+	struct policy_image_buf in = { 0 };
+	if (load_policy(exe, comm, &in) > 0) {
+		int r = arm(&in, exe);
+		if (r < 0)
+			debug_printf("cannot arm the policy for %s: %s; running unprotected", exe, strerror(-r));
+		else
+			rules_msg_send(RULES_MSG_RULES);   /* after the handshake: for status */
+		/* The armed copy is the state's, read-only: none stays writable. */
+		explicit_bzero(in.image, in.len);
+		heap_free(in.image);
+	}
+	shim_busy_leave(busy);
+	errno = saved;
+}
+
+__attribute__((constructor)) static void shim_constructor(void)
+{
+	shim_init();
+}

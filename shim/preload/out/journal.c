@@ -1,0 +1,296 @@
+/*
+ * journal.c - journal entries written by the shim itself when pmallocd is
+ * not there or cannot take them (the MESSAGE_IDs and fields of pmallocd(8)),
+ * in the journal's native protocol: "FIELD=value\n" lines in one datagram.
+ * Values are ours or escaped (escape.h, shared with pmallocd), so none
+ * needs the binary form.  Async-signal-safe: a static buffer under a flag,
+ * socket + sendto, nothing allocated.  A violation entry is the record's
+ * (report.c fills it: the fault symbol is the exported function's, the
+ * backtrace module+offset, which a person can symbolise) formatted by
+ * violation_fmt.c, the formatter pmallocd uses: this file adds only the
+ * envelope (MESSAGE_ID, PRIORITY, what journald cannot read from a dead
+ * process) and the rate limit.
+ *
+ * Nothing is dropped without trace: a violation entry held back by the
+ * rate limit, one that journald did not take, or one that another report
+ * under way kept out, is counted, and the count goes out in one "reports
+ * dropped" entry when the next window opens or the process exits.
+ * Never waits for journald beyond a bounded send timeout (a violation
+ * entry not at all: a full socket queue loses it, counted), never
+ * allocates, and never writes a field it did not escape.
+ */
+#define _GNU_SOURCE
+#include "journal.h"
+#include "cgroup.h"
+#include "escape.h"
+#include "fmt.h"
+#include "msgid.h"
+#include "shim.h"
+#include "os.h"
+#include "violation_fmt.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define JOURNAL_SOCKET "/run/systemd/journal/socket"
+
+/* The rate limit pmallocd would apply (daemon.report_burst per
+ * report_interval_s), kept by the shim when it writes the journal itself:
+ * an audit-mode program writing in a loop must not flood the journal.  Per
+ * process rather than per site; lock-free, as it runs in the handler. */
+static _Atomic uint64_t window_start_ns;
+static _Atomic unsigned int window_count, window_dropped;
+
+static char entry[8192];
+static atomic_flag entry_busy = ATOMIC_FLAG_INIT;
+
+/* This process as it was at start-up (journal_init); "" where unknown. */
+static const char *self_exe = "";   /* client.c's read-only page */
+static char self_comm[17];
+static char self_cgroup[512];
+static char self_unit[256];
+
+/* true when journald took the entry.  Never blocks, unless wait_ms: then
+ * up to that long for room in journald's queue (at exit only: a busy
+ * journald must not cost the summary, a stalled one not the exit). */
+static bool send_entry_wait(struct fmt *f, unsigned int wait_ms)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = JOURNAL_SOCKET };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	int flags = MSG_NOSIGNAL | MSG_DONTWAIT;
+	if (wait_ms) {
+		struct timeval tv = { (time_t)(wait_ms / 1000u), (suseconds_t)(wait_ms % 1000u) * 1000 };
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == 0)
+			flags &= ~MSG_DONTWAIT;
+	}
+	ssize_t n = sendto(fd, f->start, fmt_len(f), flags, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	return n == (ssize_t)fmt_len(f);
+}
+
+
+/* The whole of a small /proc/self file into buf (NUL-terminated); length. */
+static size_t read_self(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+	if (fd >= 0) {
+		ssize_t r;
+		while (n + 1 < size && (r = os_read(fd, buf + n, size - 1 - n)) > 0)
+			n += (size_t)r;
+		close(fd);
+	}
+	buf[n] = '\0';
+	return n;
+}
+
+void journal_init(const char *exe, const char *comm)
+{
+	char buf[2048];
+	self_exe = exe;
+	size_t n = strnlen(comm, sizeof(self_comm) - 1);
+	memcpy(self_comm, comm, n);
+	self_comm[n] = '\0';
+	read_self("/proc/self/cgroup", buf, sizeof(buf));
+	const char *path = cgroup_systemd_path(buf, NULL);
+	if (path && strlen(path) < sizeof(self_cgroup)) {
+		memcpy(self_cgroup, path, strlen(path) + 1);
+		cgroup_unit(self_cgroup, self_unit, sizeof(self_unit));
+	}
+}
+
+/* The fields every entry of the shim's has, one "KEY=value\n" each; the
+ * values of the process's are escaped (fmt_printf's %s). */
+static void common_fields(struct fmt *f, const char *mid, int priority)
+{
+	fmt_printf(f, "MESSAGE_ID=%s\nPRIORITY=%d\nSYSLOG_IDENTIFIER=pmalloc\nOBJECT_PID=%d\n", mid, priority,
+		   (int)getpid());
+	if (self_comm[0])
+		fmt_printf(f, "PMALLOC_COMM=%s\n", self_comm);
+	if (self_unit[0])
+		fmt_printf(f, "OBJECT_SYSTEMD_UNIT=%s\n", self_unit);
+	if (self_cgroup[0])
+		fmt_printf(f, "OBJECT_SYSTEMD_CGROUP=%s\n", self_cgroup);
+}
+
+static void limits(unsigned int *burst, unsigned int *interval_s)
+{
+	const struct shim_state *st = shim;
+	*burst = 20;
+	*interval_s = 10;
+	if (st) {
+		*burst = st->image->report_burst;
+		*interval_s = st->image->report_interval_s;
+	}
+}
+
+/* The summary of what was dropped so far, if anything (entry_busy held);
+ * wait_ms as for send_entry_wait. */
+static void write_summary(unsigned int wait_ms)
+{
+	unsigned int dropped = atomic_exchange(&window_dropped, 0), burst, interval_s;
+	if (!dropped)
+		return;
+	limits(&burst, &interval_s);
+	struct fmt f;
+	fmt_init(&f, entry, sizeof(entry));
+	common_fields(&f, MID_DROPPED, 4);
+	fmt_printf(&f, "PMALLOC_DROPPED=%u\nPMALLOC_DROPPED_KIND=violation\n"
+		   "MESSAGE=pmalloc: PID %d: %u violation reports were not logged (rate limit: %u per %u s,"
+		   " or pmallocd and journald could not take them)\n", dropped, (int)getpid(), dropped, burst,
+		   interval_s);
+	if (!send_entry_wait(&f, wait_ms))
+		atomic_fetch_add(&window_dropped, dropped);   /* kept for the next try */
+}
+
+/* May one more violation entry be written now?  Also writes the summary of
+ * what the previous window dropped (entry_busy held). */
+static bool rate_allows(void)
+{
+	unsigned int burst, interval_s;
+	limits(&burst, &interval_s);
+	uint64_t now = os_monotonic_ns(false), start = atomic_load(&window_start_ns);
+	if (start == 0 || now - start >= (uint64_t)interval_s * 1000000000u) {
+		atomic_store(&window_start_ns, now);
+		atomic_store(&window_count, 0);
+		write_summary(0);
+	}
+	if (atomic_fetch_add(&window_count, 1) < burst)
+		return true;
+	atomic_fetch_add(&window_dropped, 1);
+	return false;
+}
+
+void journal_note_dropped(void)
+{
+	atomic_fetch_add(&window_dropped, 1);
+}
+
+/* A forked child starts its own count: the parent's drops are the
+ * parent's to summarise, and a report under way in another thread of the
+ * parent holds no flag of the child's. */
+static void journal_after_fork_child(void)
+{
+	atomic_store(&window_start_ns, 0);
+	atomic_store(&window_count, 0);
+	atomic_store(&window_dropped, 0);
+	atomic_flag_clear(&entry_busy);
+}
+
+__attribute__((constructor)) static void journal_register_fork(void)
+{
+	pthread_atfork(NULL, NULL, journal_after_fork_child);
+}
+
+/* At exit, what the last window dropped. */
+__attribute__((destructor)) static void journal_at_exit(void)
+{
+	if (!atomic_load(&window_dropped) || atomic_flag_test_and_set(&entry_busy))
+		return;
+	int e = errno;
+	write_summary(250);
+	errno = e;
+	atomic_flag_clear(&entry_busy);
+}
+
+static int entry_errno;   /* the writer's errno, under entry_busy */
+
+/* Take the one entry buffer into f and start an entry (MESSAGE_ID and the
+ * fields every entry has); false when another entry is being written, or
+ * when limited and the rate limit holds it back: it is not written then
+ * (counted, when limited). */
+static bool entry_begin(struct fmt *f, const char *mid, int priority, bool limited)
+{
+	if (atomic_flag_test_and_set(&entry_busy)) {
+		if (limited)
+			journal_note_dropped();
+		return false;
+	}
+	entry_errno = errno;
+	if (limited && !rate_allows()) {
+		errno = entry_errno;
+		atomic_flag_clear(&entry_busy);
+		return false;
+	}
+	fmt_init(f, entry, sizeof(entry));
+	common_fields(f, mid, priority);
+	return true;
+}
+
+/* Send the entry (wait_ms as for send_entry_wait) and give the buffer
+ * back; a limited entry journald did not take is counted. */
+static void entry_end(struct fmt *f, unsigned int wait_ms, bool limited)
+{
+	if (!send_entry_wait(f, wait_ms) && limited)
+		journal_note_dropped();
+	errno = entry_errno;
+	atomic_flag_clear(&entry_busy);
+}
+
+void journal_violation(const struct pmw_report *r)
+{
+	struct violation_shown shown = { .pid = (int)getpid(), .generation = r->generation };
+	struct fmt f;
+	if (!entry_begin(&f, MID_VIOLATION, violation_priority(r), true))
+		return;
+	violation_fmt_fields(&f, r, &shown);
+	entry_end(&f, 0, true);
+}
+
+void journal_protected(const struct pmw_protected *m)
+{
+	struct fmt f;
+	if (!entry_begin(&f, MID_PROTECTED, 7, false))
+		return;
+	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_TRIGGER=%s\nPMALLOC_PROTECTED_BYTES=%" PRIu64
+		   "\nPMALLOC_NEW_BYTES=%" PRIu64 "\nPMALLOC_OBJECTS=%" PRIu64 "\n"
+		   "MESSAGE=pmalloc: pool \"%s\" of policy \"%s\": %" PRIu64 " bytes made read-only (%s)\n",
+		   m->policy, m->pool, m->trigger, m->protected_bytes, m->new_bytes, m->objects, m->pool, m->policy,
+		   m->new_bytes, m->trigger);
+	entry_end(&f, 0, false);
+}
+
+void journal_learned(const struct journal_learned *m)
+{
+	struct fmt f;
+	if (!entry_begin(&f, MID_LEARNED, 6, false))
+		return;
+	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_SITE=%s\nPMALLOC_SITE_NAMED=%d\n"
+		   "PMALLOC_SITE_OBJECT=%s\nPMALLOC_SITE_OFFSET=0x%" PRIx64 "\n", m->policy, m->pool, m->site,
+		   m->named ? 1 : 0, m->object, m->offset);
+	if (m->build_id[0])
+		fmt_printf(&f, "PMALLOC_BUILD_ID=%s\n", m->build_id);
+	fmt_printf(&f, "PMALLOC_OBJECTS=%" PRIu64 "\nPMALLOC_BYTES=%" PRIu64 "\nPMALLOC_WRITTEN=%d\n"
+		   "PMALLOC_OBJECTS_LATE=%" PRIu64 "\nPMALLOC_TRIGGERS=%s\n", m->objects, m->bytes,
+		   m->written ? 1 : 0, m->late, m->triggers);
+	for (size_t i = 0; i < m->n_wrappers; i++)
+		fmt_printf(&f, "PMALLOC_WRAPPER=%s\n", m->wrappers[i]);
+	fmt_printf(&f, "PMALLOC_LEARN_REASON=%s\nPMALLOC_EXE=%s\n"
+		   "MESSAGE=pmalloc: learned: pool \"%s\" of policy \"%s\": site %s: %" PRIu64 " objects, %" PRIu64
+		   " bytes, %swritten after protection\n", m->reason, m->exe, m->pool, m->policy, m->site,
+		   m->objects, m->bytes, m->written ? "" : "never ");
+	entry_end(&f, 250, false);
+}
+
+void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule)
+{
+	struct fmt f;
+	if (!entry_begin(&f, MID_UNMATCHED, 4, false))
+		return;
+	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_RULE_KIND=%s\nPMALLOC_RULE=%s\nPMALLOC_EXE=%s\n"
+		   "MESSAGE=pmalloc: PID %d (%s): %s rule \"%s\" of pool \"%s\" (policy \"%s\") matches no"
+		   " function loaded at start-up: it protects nothing\n", policy, pool, kind, rule, self_exe,
+		   (int)getpid(), self_exe, kind, rule, pool, policy);
+	entry_end(&f, 0, false);
+}

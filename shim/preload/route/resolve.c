@@ -1,0 +1,1011 @@
+/*
+ * resolve.c - from "the function whose code called malloc" to a pool: the
+ * policy's site and wrapper rules, read from its image (policy_image.h, in
+ * the read-only state), turned into address ranges, and the decision for
+ * each return address, made once and cached in site.c.
+ *
+ * Reading symbols is what costs (libc's debug file alone has 10,000
+ * functions), so an object loaded at start-up that the rules can name has
+ * its table (.symtab where present, its debug file's, so static functions
+ * count; .dynsym otherwise) located and read only at the first allocation
+ * made from its code: an object that never allocates is never opened.  A
+ * file opened then that is not the object loaded (replaced since, or
+ * another under a chroot: its build-id differs), or that cannot be opened
+ * (a sandbox refusing it), leaves the object its exported functions,
+ * .dynsym in memory (symtab.c).  Before main, the rules are only checked
+ * against the exported functions (for the word on a rule that names
+ * nothing); a rule that names none has the tables it could name read then.
+ * A program about to restrict itself (no_new_privs, a seccomp filter:
+ * restrict.c) has every table still unread read first: a filter may kill
+ * the process at an open(2).  Objects loaded later by dlopen are read from
+ * memory (.dynsym, exported functions only) at the first allocation made
+ * from them.
+ *
+ * Range tables are built aside and published with one atomic store, then
+ * never written again (they are mprotect'ed read-only) nor freed, so
+ * lookups take no lock.  Its own allocations go to the heap by name
+ * (heap.h); it runs with shim_busy set for what the loader and libc
+ * allocate on its behalf.  Never called from a signal handler.
+ */
+#define _GNU_SOURCE
+#include "resolve.h"
+#include "os.h"
+#include "site.h"
+#include "symtab.h"
+#include "heap.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#define OBJECTS_MAX 4096
+
+struct rule {
+	int route;                  /* pool index, or SITE_ROUTE_WRAPPER */
+	int pool;                   /* the pool whose rule it is (a wrapper's too) */
+	const char *object;         /* glob or NULL */
+	const char *function;       /* glob; the text "+0xOFFSET" of an offset site */
+	const char *build_id;       /* offset sites: the build-id the object must have, or NULL */
+	uint64_t offset;            /* offset sites */
+	bool by_offset;
+	size_t prefix_len;          /* function's leading characters that are not a glob's */
+	bool literal;               /* function has no glob characters */
+	bool prefix_star;           /* function is those characters then "*" */
+	bool matched;
+};
+
+/* A loaded object, as both dl_iterate_phdr and a link map name it: load
+ * bias and l_name ("" for the program).  Two objects loaded at once never
+ * share both; an object loaded where an unloaded one was is a new key only
+ * once the old one is forgotten (resolve_forget_unloaded). */
+struct object_key {
+	uintptr_t base;
+	const char *name;         /* interned copy */
+};
+
+struct range {
+	uintptr_t start, end;
+	int route;
+	const char *name;
+	uintptr_t name_base;        /* what the site's "name+0xOFF" counts from */
+	struct object_key obj;
+};
+
+struct range_table {
+	size_t n, map_len;
+	struct range r[];
+};
+
+static const struct shim_state *state;   /* the state being armed, then shim */
+static struct rule *rules;
+static size_t n_rules;
+static bool any_specific;        /* a rule other than the match-all "*" (a wrapper is one) */
+/* Functions the rules name, and, apart, the call sites that offset rules
+ * name (one byte each: a function range may hold several, and the
+ * function table's search needs ranges that do not overlap). */
+static struct range_table *_Atomic table;
+static struct range_table *_Atomic points;
+static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct object_key scanned[OBJECTS_MAX];   /* objects already read */
+static size_t n_scanned;
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s ? s + 1 : path;
+}
+
+static bool object_matches(const struct rule *r, const char *path)
+{
+	return !r->object || fnmatch(r->object, path, 0) == 0 ||
+	       fnmatch(r->object, base_name(path), 0) == 0;
+}
+
+/* The rules that can name something in the object at path: by function
+ * name, and by offset. */
+struct applicable {
+	struct rule *by_name[64], *by_offset[64];
+	size_t n_name, n_offset;
+};
+
+static void applicable_rules(const char *path, struct applicable *a)
+{
+	a->n_name = a->n_offset = 0;
+	for (size_t i = 0; i < n_rules; i++) {
+		if (!object_matches(&rules[i], path))
+			continue;
+		if (rules[i].by_offset) {
+			if (a->n_offset < ARRAY_SIZE(a->by_offset))
+				a->by_offset[a->n_offset++] = &rules[i];
+		} else if (a->n_name < ARRAY_SIZE(a->by_name)) {
+			a->by_name[a->n_name++] = &rules[i];
+		}
+	}
+}
+
+/* The first of rules[n] that names function name, or NULL: first rule
+ * wins (wrappers are listed before sites).  The first characters, then
+ * the literal prefix, reject nearly all before strcmp or fnmatch is asked. */
+static struct rule *first_rule(struct rule *const *list, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct rule *ru = list[i];
+		if (ru->prefix_len && (name[0] != ru->function[0] ||
+				       (ru->prefix_len > 1 && name[1] != ru->function[1])))
+			continue;
+		if (ru->literal ? strcmp(ru->function, name) == 0
+				: strncmp(ru->function, name, ru->prefix_len) == 0 &&
+				  (ru->prefix_star || fnmatch(ru->function, name, 0) == 0))
+			return ru;
+	}
+	return NULL;
+}
+
+/* The walk's filter for the names list[n] can match: on as many of their
+ * first characters as every rule spells (up to 4); NULL when a rule starts
+ * with a glob. */
+static const struct symtab_filter *filter_for(struct symtab_filter *f, struct rule *const *list, size_t n)
+{
+	size_t k = 4;
+	for (size_t i = 0; i < n; i++)
+		k = list[i]->prefix_len < k ? list[i]->prefix_len : k;
+	if (k == 0)
+		return NULL;
+	symtab_filter_clear(f, (unsigned)k);
+	for (size_t i = 0; i < n; i++)
+		symtab_filter_add(f, list[i]->function);
+	return f;
+}
+
+/* Collected ranges of one object, before merging.  Their names are copied
+ * into blocks of the collect's own, never freed (nor are the tables that
+ * point at them): python3's 42 ranges took 42 strdup calls, some 20,000
+ * instructions of its start-up, where this takes one malloc. */
+struct collect {
+	struct rule *const *rules;   /* the rules that apply to this object */
+	size_t n_rules;
+	struct object_key obj;
+	struct range *r;
+	size_t n, cap;
+	char *names;                 /* room left for names, names_left bytes */
+	size_t names_left;
+};
+
+#define NAMES_BLOCK 2048
+
+static const char *collect_name(struct collect *c, const char *name)
+{
+	size_t len = strlen(name) + 1;
+	if (len > c->names_left) {
+		size_t size = len > NAMES_BLOCK ? len : NAMES_BLOCK;
+		char *b = heap_malloc(size);
+		if (!b)
+			return NULL;
+		c->names = b;
+		c->names_left = size;
+	}
+	char *copy = c->names;
+	memcpy(copy, name, len);
+	c->names += len;
+	c->names_left -= len;
+	return copy;
+}
+
+static int collect_add(struct collect *c, uintptr_t start, uintptr_t end, int route, const char *name,
+		       uintptr_t name_base)
+{
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 64;
+		struct range *nr = heap_realloc(c->r, cap * sizeof(*nr));
+		if (!nr)
+			return -ENOMEM;
+		c->r = nr;
+		c->cap = cap;
+	}
+	struct range *r = &c->r[c->n];
+	*r = (struct range){ start, end, route, NULL, name_base, c->obj };
+	r->name = collect_name(c, name);
+	if (!r->name)
+		return -ENOMEM;
+	c->n++;
+	return 0;
+}
+
+static int collect_symbol(void *ctx, const char *name, uintptr_t start, size_t size)
+{
+	struct collect *c = ctx;
+	struct rule *ru = first_rule(c->rules, c->n_rules, name);
+	if (!ru)
+		return 0;
+	ru->matched = true;
+	return collect_add(c, start, start + size, ru->route, name, start);
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Tables come from one mapping made at start-up: no mmap while the
+ * program runs (after a dlclose, a fresh mapping would also take the place
+ * of the object just unloaded), and nothing is ever unmapped.  Writable
+ * and present only where touched (no commit call per table); each table
+ * is made read-only once written. */
+#define TABLE_SPACE ((size_t)16 << 20)
+static char *table_base;
+static size_t table_used;
+
+static int table_space(size_t len, void **ret)
+{
+	if (table_base && table_used + len <= TABLE_SPACE) {
+		*ret = table_base + table_used;
+		table_used += len;
+		return 0;
+	}
+	return os_map(len, ret);
+}
+
+/* Publish c's ranges, with the current table's when keep_old, as a new
+ * read-only table in *tab. */
+static int merge(struct range_table *_Atomic *tab, struct collect *c, bool keep_old)
+{
+	struct range_table *old = keep_old ? atomic_load(tab) : NULL;
+	size_t n = (old ? old->n : 0) + c->n;
+	size_t len = ALIGN_UP(sizeof(struct range_table) + n * sizeof(struct range), os_page_size);
+	void *mem;
+	int r = table_space(len, &mem);
+	if (r < 0)
+		return r;
+	struct range_table *t = mem;
+	t->map_len = len;
+	t->n = n;
+	if (old)
+		memcpy(t->r, old->r, old->n * sizeof(struct range));
+	memcpy(t->r + (old ? old->n : 0), c->r, c->n * sizeof(struct range));
+	qsort(t->r, n, sizeof(struct range), range_cmp);
+	os_protect_ro(mem, len);
+	atomic_store(tab, t);
+	/* The old table stays mapped: a lookup may still be reading it. */
+	return 0;
+}
+
+static bool key_equal(const struct object_key *a, uintptr_t base, const char *name)
+{
+	return a->base == base && strcmp(a->name, name) == 0;
+}
+
+static bool already_scanned(uintptr_t base, const char *name)
+{
+	for (size_t i = 0; i < n_scanned; i++)
+		if (key_equal(&scanned[i], base, name))
+			return true;
+	return false;
+}
+
+/* Remember obj as read (resolve_lock held, or start-up). */
+static void mark_scanned(struct object_key obj)
+{
+	if (n_scanned < OBJECTS_MAX)
+		scanned[n_scanned++] = obj;
+}
+
+/* The call sites that offset rules name in one object, into p.  A rule
+ * pinned to a build-id the object does not have routes nothing there, and
+ * says so (once: each object is scanned once). */
+static void collect_points(struct collect *p, struct rule *const *applicable, size_t n, const char *path,
+			   const ElfW(Phdr) *ph, size_t phnum)
+{
+	char id[SYMTAB_BUILD_ID_MAX];
+	int have_id = -1;            /* read when a rule first asks */
+	for (size_t i = 0; i < n; i++) {
+		struct rule *ru = applicable[i];
+		if (ru->build_id) {
+			if (have_id < 0)
+				have_id = ph && symtab_build_id(ph, phnum, p->obj.base, id);
+			if (!have_id || strcmp(id, ru->build_id) != 0) {
+				debug_printf("site rule \"%s@%s:%s\": %s has build-id %s: not routed",
+					     ru->object, ru->build_id, ru->function, path,
+					     have_id ? id : "(none)");
+				continue;
+			}
+		}
+		uintptr_t ra = p->obj.base + (uintptr_t)ru->offset;
+		if (ra == 0 || collect_add(p, ra - 1, ra, ru->route, base_name(path), p->obj.base) < 0)
+			continue;
+		ru->matched = true;
+	}
+}
+
+/* Whether a name in t may match one of list[n]: false only when every
+ * rule spells its first characters and none of those texts occurs in the
+ * string table.  One search over the names (libc's debug file: 130 KB,
+ * one pass per distinct rarest byte of the rules' texts) instead of the
+ * walk over every symbol (240 KB more touched, and the loop): objects the
+ * rules cannot name, the common case, cost that only. */
+static bool may_name(const struct symtab *t, struct rule *const *list, size_t n)
+{
+	const char *texts[SYMTAB_TEXTS_MAX];
+	size_t lens[SYMTAB_TEXTS_MAX];
+	static_assert(ARRAY_SIZE(((struct applicable *)0)->by_name) <= SYMTAB_TEXTS_MAX, "a text per rule");
+	for (size_t i = 0; i < n; i++) {
+		texts[i] = list[i]->function;
+		lens[i] = list[i]->prefix_len;
+	}
+	return symtab_has_any(t, texts, lens, n);
+}
+
+/* The ranges of the functions the rules name in one object, from its
+ * symbol table t, into c. */
+static void collect_functions(struct collect *c, const struct applicable *a, const struct symtab *t,
+			      const char *path)
+{
+	struct symtab_filter filter;
+	c->rules = a->by_name;
+	c->n_rules = a->n_name;
+	if (!c->n_rules)
+		return;
+	if (!may_name(t, a->by_name, a->n_name)) {
+		debug_printf("no name in %s can match a rule: its %zu symbols not walked", path, t->n_syms);
+		return;
+	}
+	int r = symtab_walk(t, c->obj.base, filter_for(&filter, a->by_name, a->n_name), collect_symbol, c);
+	if (r < 0)
+		debug_printf("cannot read symbols of %s: %s", path, strerror(-r));
+}
+
+/* Publish what was collected of one object and remember it as read, unless
+ * another thread did first (resolve_lock held).  false when it did. */
+static bool publish(struct collect *c, struct collect *p)
+{
+	if (already_scanned(c->obj.base, c->obj.name))
+		return false;
+	mark_scanned(c->obj);
+	if (p && p->n)
+		merge(&points, p, true);
+	return c->n && merge(&table, c, true) == 0;
+}
+
+/* Said outside the lock: nothing that may call out runs under it. */
+static void say_ranges(const struct collect *c, const char *path)
+{
+	if (!pm_debug)
+		return;
+	for (size_t i = 0; i < c->n; i++)
+		debug_printf("site %s [%#lx, %#lx) in %s -> %s", c->r[i].name, (unsigned long)c->r[i].start,
+			     (unsigned long)c->r[i].end, path,
+			     c->r[i].route == SITE_ROUTE_WRAPPER ? "wrapper" : state->pools[c->r[i].route].pool->name);
+}
+
+/* Objects loaded at start-up that rules can name by function: their symbol
+ * tables located (files opened) and read at the first allocation made from
+ * their code, most objects of a large program never allocating from a
+ * site, or never at all.  Written at start-up only, but for an entry's
+ * .dynsym ranges and its read flag, under resolve_lock. */
+struct pending {
+	struct object_key obj;
+	const char *path;
+	/* Its program headers, mapped while it is loaded; an entry whose
+	 * object is unloaded (one an earlier constructor dlopen'ed) is marked
+	 * read then, and never used again (resolve_forget_unloaded). */
+	const ElfW(Phdr) *ph;
+	size_t phnum;
+	/* The ranges the rule check found in its .dynsym before main (when it
+	 * walked it): what the object's table gives when .dynsym is all it has,
+	 * so that table is not walked twice. */
+	struct range *dyn_r;
+	size_t dyn_n;
+	size_t dyn_syms;            /* the symbols it walked */
+	bool dyn_walked;
+	_Atomic bool read;
+};
+static struct pending *pending;
+static size_t n_pending;
+static _Atomic size_t n_unread;      /* of them */
+
+static struct pending *find_pending(uintptr_t base, const char *name)
+{
+	for (size_t i = 0; i < n_pending; i++)
+		if (key_equal(&pending[i].obj, base, name))
+			return &pending[i];
+	return NULL;
+}
+
+/* The program's path, as read at start-up; NULL when unknown. */
+static const char *program_path;
+
+/* The path of the object the link map names l_name ("" for the program). */
+static const char *object_path(const char *l_name, char *buf, size_t len)
+{
+	if (l_name && l_name[0])
+		return l_name;
+	if (program_path)
+		return program_path;
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	return buf;
+}
+
+static const struct range *lookup_in(const struct range_table *t, uintptr_t a)
+{
+	if (!t || t->n == 0)
+		return NULL;
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {               /* the last range starting at or before a */
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->r[mid].start <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	const struct range *r = &t->r[lo - 1];
+	return a < r->end ? r : NULL;
+}
+
+/* The rule's range for code address a: a call site an offset rule names,
+ * else the function a name rule names. */
+static const struct range *lookup(uintptr_t a)
+{
+	const struct range *r = lookup_in(atomic_load_explicit(&points, memory_order_acquire), a);
+	return r ? r : lookup_in(atomic_load_explicit(&table, memory_order_acquire), a);
+}
+
+struct phdr_query {
+	uintptr_t base;
+	const char *name;
+	const ElfW(Phdr) *ph;
+	size_t phnum;
+};
+
+static int find_phdrs(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	struct phdr_query *q = ctx;
+	if (info->dlpi_addr != q->base || strcmp(info->dlpi_name ? info->dlpi_name : "", q->name) != 0)
+		return 0;
+	q->ph = info->dlpi_phdr;
+	q->phnum = info->dlpi_phnum;
+	return 1;
+}
+
+/* An object loaded at start-up, at the first allocation from it (or before
+ * main, for the rule check): its table located now, its functions read,
+ * the table released (resolve_lock held: a second thread allocating from
+ * it meanwhile waits for the ranges instead of deciding without them).
+ * When the table found is the .dynsym the rule check walked already, its
+ * ranges then are the object's. */
+static void read_pending(struct pending *pe, struct collect *c)
+{
+	struct applicable a;
+	applicable_rules(pe->path, &a);
+	c->obj = pe->obj;
+	struct symtab t;
+	/* .dynsym in memory only when the rule check did not walk it already
+	 * (counting its symbols walks the hash table: 6,400 instructions for
+	 * python3's). */
+	bool found = symtab_open(pe->path, pe->obj.base, pe->ph, pe->phnum, !pe->dyn_walked, &t) == 0;
+	if (found && (t.map || !pe->dyn_walked)) {
+		debug_printf("reading the %zu symbols of %s", t.n_syms, pe->path);
+		collect_functions(c, &a, &t, pe->path);
+	} else if (pe->dyn_walked) {
+		debug_printf("%s has only the %zu exported symbols read for the rules", pe->path, pe->dyn_syms);
+		c->r = pe->dyn_r;
+		c->n = c->cap = pe->dyn_n;
+		pe->dyn_r = NULL;
+	}
+	if (found)
+		symtab_close(&t);
+	heap_free(pe->dyn_r);
+	pe->dyn_r = NULL;
+	publish(c, NULL);
+	atomic_store_explicit(&pe->read, true, memory_order_release);
+	atomic_fetch_sub(&n_unread, 1);
+}
+
+/* An object loaded after start-up (dlopen), at the first allocation from
+ * it: read from memory (.dynsym: no file is opened after start-up). */
+static void read_loaded(const struct link_map *lm, const char *key_name)
+{
+	char buf[4096];
+	const char *path = object_path(lm->l_name, buf, sizeof(buf));
+	path = path ? path : "?";
+	/* Its program headers (for its build-id): they stay mapped while the
+	 * object is loaded, and dlclose cannot run under the shim's guard. */
+	struct phdr_query q = { lm->l_addr, key_name, NULL, 0 };
+	dl_iterate_phdr(find_phdrs, &q);
+	struct applicable a;
+	applicable_rules(path, &a);
+	struct collect c = { .obj = { lm->l_addr, heap_strdup(key_name) } };
+	if (!c.obj.name)
+		return;
+	struct collect p = { .obj = c.obj };
+	if (a.n_offset)
+		collect_points(&p, a.by_offset, a.n_offset, path, q.ph, q.phnum);
+	struct symtab t;
+	size_t unmatched = resolve_unmatched();
+	pthread_mutex_lock(&resolve_lock);
+	bool fresh = !already_scanned(c.obj.base, c.obj.name);
+	if (fresh && a.n_name && symtab_open_loaded(lm->l_ld, lm->l_addr, &t) == 0)
+		collect_functions(&c, &a, &t, path);
+	fresh = fresh && publish(&c, &p);
+	pthread_mutex_unlock(&resolve_lock);
+	if (fresh)
+		say_ranges(&c, path);
+	heap_free(c.r);
+	heap_free(p.r);
+	/* pmallocd shows which rules matched: tell it when a dlopen'ed
+	 * object resolves one that nothing matched before.  (A start-up
+	 * object read late never does: every object a rule without a match
+	 * could name was read before main.) */
+	const struct shim_state *st = shim;
+	if (resolve_unmatched() < unmatched && st && st->rules_changed)
+		st->rules_changed();
+}
+
+/* The object holding code address a, read if it was not. */
+static void ensure_scanned(uintptr_t a)
+{
+	struct dl_find_object dlfo;
+	if (_dl_find_object((void *)a, &dlfo) != 0 || !dlfo.dlfo_link_map)
+		return;
+	const struct link_map *lm = dlfo.dlfo_link_map;
+	const char *key_name = lm->l_name ? lm->l_name : "";
+	struct collect c = { 0 };
+	pthread_mutex_lock(&resolve_lock);
+	bool done = already_scanned(lm->l_addr, key_name);
+	struct pending *pe = done ? NULL : find_pending(lm->l_addr, key_name);
+	if (pe && atomic_load_explicit(&pe->read, memory_order_relaxed))
+		pe = NULL;          /* read, then forgotten: loaded again since */
+	if (pe)
+		read_pending(pe, &c);
+	pthread_mutex_unlock(&resolve_lock);
+	if (pe)
+		say_ranges(&c, pe->path);
+	heap_free(c.r);
+	if (!done && !pe)
+		read_loaded(lm, key_name);
+}
+
+/* ensure_scanned() for an object loaded at start-up and not read yet; for
+ * the others, one lock-free look (a wrapper's callers are looked up at
+ * every call through it). */
+static void read_if_pending(uintptr_t a)
+{
+	struct dl_find_object dlfo;
+	if (_dl_find_object((void *)a, &dlfo) != 0 || !dlfo.dlfo_link_map)
+		return;
+	const struct link_map *lm = dlfo.dlfo_link_map;
+	const struct pending *pe = find_pending(lm->l_addr, lm->l_name ? lm->l_name : "");
+	if (pe && !atomic_load_explicit(&pe->read, memory_order_acquire))
+		ensure_scanned(a);
+}
+
+int resolve_route(uintptr_t ra, uint16_t id)
+{
+	uintptr_t a = ra - 1;        /* inside the call instruction's function */
+	if (any_specific)
+		ensure_scanned(a);
+	const struct range *r = lookup(a);
+	int route = r ? r->route : state->match_all >= 0 ? state->match_all : SITE_ROUTE_HEAP;
+	if (r && route >= 0 && id != SITE_NONE && !site_symbol(id)) {
+		char sym[64];
+		snprintf(sym, sizeof(sym), "%s+%#lx", r->name, (unsigned long)(ra - r->name_base));
+		site_set_symbol(id, sym);
+		debug_printf("allocation site %s (%#lx) -> pool \"%s\"", sym, (unsigned long)ra,
+			     state->pools[route].pool->name);
+	}
+	site_set_route(id, route);
+	return route;
+}
+
+struct unwind_walk {
+	uintptr_t ra;
+	uintptr_t caller;
+	bool seen;
+};
+
+static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
+{
+	struct unwind_walk *w = arg;
+	uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
+	if (!w->seen) {
+		w->seen = ip == w->ra;
+		return _URC_NO_REASON;
+	}
+	/* A caller in an object not read yet may be a wrapper too. */
+	if (atomic_load_explicit(&n_unread, memory_order_acquire))
+		read_if_pending(ip - 1);
+	const struct range *r = lookup(ip - 1);
+	if (r && r->route == SITE_ROUTE_WRAPPER)
+		return _URC_NO_REASON;      /* a wrapper calling a wrapper: keep going */
+	w->caller = ip;
+	return _URC_END_OF_STACK;
+}
+
+struct site_hit resolve_through_wrapper(uintptr_t ra)
+{
+	struct unwind_walk w = { .ra = ra };
+	_Unwind_Backtrace(unwind_step, &w);
+	if (!w.caller)          /* no caller found: charge the wrapper, to the heap */
+		return (struct site_hit){ SITE_ROUTE_HEAP, site_id(ra) };
+	struct site_hit h = site_lookup(w.caller);
+	if (h.route == SITE_ROUTE_UNKNOWN)
+		h.route = resolve_route(w.caller, h.id);
+	if (h.route == SITE_ROUTE_WRAPPER)  /* cannot be (wrappers are skipped), but never loop */
+		h.route = SITE_ROUTE_HEAP;
+	return h;
+}
+
+static int add_rule(struct rule ru)
+{
+	struct rule *nr = heap_realloc(rules, (n_rules + 1) * sizeof(*nr));
+	if (!nr)
+		return -ENOMEM;
+	rules = nr;
+	ru.prefix_len = strcspn(ru.function, "*?[\\");
+	ru.literal = ru.function[ru.prefix_len] == '\0';
+	ru.prefix_star = ru.function[ru.prefix_len] == '*' && ru.function[ru.prefix_len + 1] == '\0';
+	rules[n_rules++] = ru;
+	return 0;
+}
+
+/* A wrapper given as a call, "OBJECT-GLOB[@BUILD-ID]:+0xOFFSET" (checked
+ * by the parser), made the offset rule it names: a call site looked
+ * through.  Its object and build-id live as long as the rules. */
+static int wrapper_call(struct rule *ru)
+{
+	const char *w = ru->function, *colon = strrchr(w, ':'), *at = NULL;
+	for (const char *p = w; p < colon; p++)
+		if (*p == '@')
+			at = p;        /* the last '@' of the object part */
+	char *object = heap_strndup(w, (size_t)((at ? at : colon) - w));
+	char *build_id = at ? heap_strndup(at + 1, (size_t)(colon - at - 1)) : NULL;
+	if (!object || (at && !build_id)) {
+		heap_free(object);
+		heap_free(build_id);
+		return -ENOMEM;
+	}
+	for (char *p = build_id; p && *p; p++)
+		*p = (char)(*p >= 'A' && *p <= 'F' ? *p - 'A' + 'a' : *p);
+	ru->object = object;
+	ru->build_id = build_id;
+	ru->function = colon + 1;
+	ru->offset = strtoull(colon + 4, NULL, 16);
+	ru->by_offset = true;
+	return 0;
+}
+
+/* A loaded object, as dl_iterate_phdr lists it. */
+struct loaded_object {
+	uintptr_t base;
+	const char *name;            /* l_name: stays while it is loaded */
+	const ElfW(Phdr) *ph;
+	size_t phnum;
+};
+
+struct loaded_list {
+	struct loaded_object *o;
+	size_t n, cap;
+};
+
+static int visit_object(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	(void)size;
+	struct loaded_list *l = ctx;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 32;
+		struct loaded_object *o = heap_realloc(l->o, cap * sizeof(*o));
+		if (!o)
+			return 1;
+		l->o = o;
+		l->cap = cap;
+	}
+	l->o[l->n++] = (struct loaded_object){ info->dlpi_addr, info->dlpi_name ? info->dlpi_name : "",
+						info->dlpi_phdr, info->dlpi_phnum };
+	return 0;
+}
+
+/* One object loaded at start-up: the call sites offset rules name in it
+ * (no symbols needed), and, when rules can name its functions, an entry
+ * for its symbols, located and read at the first allocation from it: no
+ * file is opened here.  The shim's own code is never a site. */
+static void prepare_object(const struct loaded_object *so, uintptr_t self)
+{
+	char buf[4096];
+	const char *path = object_path(so->name, buf, sizeof(buf));
+	if (!path)
+		return;
+	if (strncmp(base_name(path), "linux-vdso", 10) == 0 || strncmp(base_name(path), "linux-gate", 10) == 0)
+		return;
+	struct object_key obj = { so->base, heap_strdup(so->name) };
+	if (!obj.name)
+		return;
+	struct applicable a;
+	applicable_rules(path, &a);
+	if (so->base == self)
+		a.n_name = 0;
+	if (a.n_offset) {
+		struct collect p = { .obj = obj };
+		collect_points(&p, a.by_offset, a.n_offset, path, so->ph, so->phnum);
+		if (p.n)
+			merge(&points, &p, true);
+		heap_free(p.r);
+	}
+	if (a.n_name) {
+		struct pending *np = heap_realloc(pending, (n_pending + 1) * sizeof(*np));
+		if (np) {
+			pending = np;
+			np[n_pending] = (struct pending){ .obj = obj, .path = heap_strdup(path), .ph = so->ph,
+							  .phnum = so->phnum };
+		}
+		if (np && np[n_pending].path) {
+			debug_printf("%s: its symbols to be read at its first allocation", path);
+			n_pending++;
+			atomic_fetch_add(&n_unread, 1);
+			return;
+		}
+	}
+	mark_scanned(obj);
+}
+
+static bool all_matched(void)
+{
+	for (size_t i = 0; i < n_rules; i++)
+		if (!rules[i].matched)
+			return false;
+	return true;
+}
+
+/* Whether a rule that has no match yet can name a function of pe; the
+ * rules that can name its functions in *a. */
+static bool wanted(const struct pending *pe, struct applicable *a)
+{
+	applicable_rules(pe->path, a);
+	for (size_t k = 0; k < a->n_name; k++)
+		if (!a->by_name[k]->matched)
+			return true;
+	return false;
+}
+
+/* The rule check's first look at pe: its exported functions, from its
+ * .dynsym where the loader mapped it (no file, no system call).  The
+ * ranges are kept for read_pending(). */
+static void check_dynsym(struct pending *pe, const struct applicable *a)
+{
+	const ElfW(Dyn) *dyn = symtab_dynamic(pe->ph, pe->phnum, pe->obj.base);
+	struct symtab t;
+	if (!dyn || symtab_open_loaded(dyn, pe->obj.base, &t) < 0)
+		return;
+	struct collect c = { .obj = pe->obj };
+	debug_printf("checking the rules against the %zu exported symbols of %s", t.n_syms, pe->path);
+	collect_functions(&c, a, &t, pe->path);
+	pe->dyn_r = c.r;
+	pe->dyn_n = c.n;
+	pe->dyn_syms = t.n_syms;
+	pe->dyn_walked = true;
+}
+
+/* pe's tables read, unless its object was read already (or, with
+ * once_only, pe itself was read before); its ranges are said after the
+ * lock is given back. */
+static void read_one(struct pending *pe, bool once_only)
+{
+	struct collect c = { 0 };
+	pthread_mutex_lock(&resolve_lock);
+	bool unread = !already_scanned(pe->obj.base, pe->obj.name) &&
+		      !(once_only && atomic_load_explicit(&pe->read, memory_order_relaxed));
+	if (unread)
+		read_pending(pe, &c);
+	pthread_mutex_unlock(&resolve_lock);
+	if (unread)
+		say_ranges(&c, pe->path);
+	heap_free(c.r);
+}
+
+/* Whether each rule names a function loaded at start-up, for the word on a
+ * rule that names nothing, checked before main at the least cost: first
+ * against the exported functions (.dynsym, in memory) of the objects a
+ * rule still without a match can name, in load order, until every rule
+ * has one; nearly every policy stops there, having opened no file.  Only
+ * a rule that names no exported function has the tables it could name
+ * (.symtab: static functions count) located and read now, until it has a
+ * match: a rule for a dlopen'ed plugin, none loaded yet, has every table
+ * its object glob allows read. */
+static void check_rules(void)
+{
+	for (size_t i = 0; i < n_pending && !all_matched(); i++) {
+		struct applicable a;
+		if (wanted(&pending[i], &a))
+			check_dynsym(&pending[i], &a);
+	}
+	for (size_t i = 0; i < n_pending && !all_matched(); i++) {
+		struct applicable a;
+		if (!wanted(&pending[i], &a))
+			continue;       /* no rule still looking for a match can name it */
+		read_one(&pending[i], false);
+	}
+}
+
+static bool is_loaded(const struct loaded_list *l, const struct object_key *k)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (key_equal(k, l->o[i].base, l->o[i].name))
+			return true;
+	return false;
+}
+
+void resolve_read_all(void)
+{
+	if (!state || !atomic_load(&n_unread))
+		return;
+	for (size_t i = 0; i < n_pending; i++)
+		read_one(&pending[i], true);
+}
+
+void resolve_forget_unloaded(void)
+{
+	if (!state || !any_specific)
+		return;
+	struct loaded_list l = { 0 };
+	if (dl_iterate_phdr(visit_object, &l) != 0) {
+		heap_free(l.o);
+		return;
+	}
+	pthread_mutex_lock(&resolve_lock);
+	/* Forget what was unloaded: its ranges, and that it was read, so an
+	 * object loaded at the same place is read afresh. */
+	size_t kept = 0;
+	for (size_t i = 0; i < n_scanned; i++)
+		if (is_loaded(&l, &scanned[i]))
+			scanned[kept++] = scanned[i];
+	bool changed = kept != n_scanned;
+	n_scanned = kept;
+	/* An object loaded at start-up and never read, now gone: its entry is
+	 * done with (its program headers went with it); loaded again, it is
+	 * read as any dlopen'ed object is. */
+	for (size_t i = 0; i < n_pending; i++)
+		if (!atomic_load_explicit(&pending[i].read, memory_order_relaxed) && !is_loaded(&l, &pending[i].obj)) {
+			heap_free(pending[i].dyn_r);
+			pending[i].dyn_r = NULL;
+			atomic_store_explicit(&pending[i].read, true, memory_order_release);
+			atomic_fetch_sub(&n_unread, 1);
+		}
+	struct range_table *_Atomic *tabs[] = { &table, &points };
+	for (size_t k = 0; changed && k < ARRAY_SIZE(tabs); k++) {
+		struct range_table *old = atomic_load(tabs[k]);
+		if (!old)
+			continue;
+		struct collect c = { 0 };
+		c.r = heap_malloc(old->n * sizeof(struct range) + 1);
+		for (size_t i = 0; c.r && i < old->n; i++)
+			if (is_loaded(&l, &old->r[i].obj))
+				c.r[c.n++] = old->r[i];
+		if (c.r)
+			merge(tabs[k], &c, false);
+		heap_free(c.r);
+	}
+	pthread_mutex_unlock(&resolve_lock);
+	heap_free(l.o);
+	/* Return addresses may now mean other code: decide every site again. */
+	if (changed)
+		site_reset_routes();
+}
+
+static void resolve_lock_take(void)
+{
+	pthread_mutex_lock(&resolve_lock);
+}
+
+static void resolve_lock_drop(void)
+{
+	pthread_mutex_unlock(&resolve_lock);
+}
+
+int resolve_init(struct shim_state *st, const char *exe)
+{
+	state = st;
+	program_path = exe[0] ? heap_strdup(exe) : NULL;
+	pthread_atfork(resolve_lock_take, resolve_lock_drop, resolve_lock_drop);
+	void *space;
+	if (os_map_lazy(TABLE_SPACE, &space) == 0)
+		table_base = space;
+	/* The rules, read from the policy's image (read-only, like the state):
+	 * wrappers first, so a function named both ways is looked through. */
+	const struct pimg_header *img = st->image;
+	/* The first pool with the site "*" (any function of any object) takes
+	 * whatever no other rule names, without symbols. */
+	st->match_all = -1;
+	for (size_t i = 0; i < st->n_pools && st->match_all < 0; i++) {
+		const struct pimg_pool *pp = pimg_pool(img, i);
+		for (size_t s = 0; s < pp->n_sites; s++) {
+			const struct pimg_site *site = pimg_pool_site(img, pp, s);
+			if (site->object.off == PIMG_NONE && strcmp(pimg_str(img, site->function), "*") == 0) {
+				st->match_all = (int)i;
+				break;
+			}
+		}
+	}
+	for (size_t i = 0; i < st->n_pools; i++) {
+		const struct pimg_pool *pp = pimg_pool(img, i);
+		for (size_t w = 0; w < pp->n_wrappers; w++) {
+			struct rule ru = { .route = SITE_ROUTE_WRAPPER, .pool = (int)i,
+					   .function = pimg_pool_wrapper(img, pp, w) };
+			if ((strchr(ru.function, ':') && wrapper_call(&ru) < 0) || add_rule(ru) < 0)
+				return -ENOMEM;
+		}
+	}
+	any_specific = n_rules > 0;      /* wrappers need the symbols too */
+	for (size_t i = 0; i < st->n_pools; i++) {
+		const struct pimg_pool *pp = pimg_pool(img, i);
+		for (size_t s = 0; s < pp->n_sites; s++) {
+			const struct pimg_site *site = pimg_pool_site(img, pp, s);
+			struct rule ru = {
+				.route = (int)i, .pool = (int)i, .object = pimg_str(img, site->object),
+				.function = pimg_str(img, site->function), .build_id = pimg_str(img, site->build_id),
+				.offset = site->offset, .by_offset = (site->flags & PIMG_SITE_BY_OFFSET) != 0,
+			};
+			if (!ru.object && strcmp(ru.function, "*") == 0 && st->match_all == (int)i)
+				continue;
+			if (add_rule(ru) < 0)
+				return -ENOMEM;
+			any_specific = true;
+		}
+	}
+	if (!any_specific)
+		return 0;            /* "*" alone needs no symbols */
+	struct loaded_list l = { 0 };
+	dl_iterate_phdr(visit_object, &l);
+	struct dl_find_object self;
+	uintptr_t self_base = _dl_find_object((void *)(uintptr_t)resolve_init, &self) == 0 && self.dlfo_link_map
+				      ? self.dlfo_link_map->l_addr : UINTPTR_MAX;
+	for (size_t i = 0; i < l.n; i++)
+		prepare_object(&l.o[i], self_base);
+	heap_free(l.o);
+	check_rules();
+	debug_printf("rules checked: %zu of %zu name a function loaded at start-up", n_rules - resolve_unmatched(),
+		     n_rules);
+	return 0;
+}
+
+size_t resolve_n_rules(void)
+{
+	return n_rules;
+}
+
+size_t resolve_unmatched(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < n_rules; i++)
+		n += !rules[i].matched;
+	return n;
+}
+
+bool resolve_rule(size_t i, struct resolve_rule_view *ret)
+{
+	if (i >= n_rules)
+		return false;
+	const struct rule *r = &rules[i];
+	*ret = (struct resolve_rule_view){
+		.pool = r->pool,
+		.wrapper = r->route == SITE_ROUTE_WRAPPER,
+		.by_offset = r->by_offset,
+		.looked_up = any_specific,
+		.matched = r->matched,
+		.object = r->object,
+		.function = r->function,
+		.build_id = r->build_id,
+	};
+	return true;
+}

@@ -1,0 +1,42 @@
+/*
+ * resolve.h - from a call site to a pool (resolve.c): the policy's site
+ * and wrapper rules turned into address ranges of the objects loaded.
+ */
+#ifndef PMALLOC_RESOLVE_H
+#define PMALLOC_RESOLVE_H
+
+#include "shim.h"
+
+/* The routing decision for return address ra (cold path). */
+int resolve_route(uintptr_t ra, uint16_t id);
+/* The site to charge an allocation to, and its route, looking through
+ * wrappers from the call at ra: the first caller outside a wrapper. */
+struct site_hit resolve_through_wrapper(uintptr_t ra);
+/* After dlclose: forget the ranges of objects no longer loaded and decide
+ * every call site again (another object may now sit at the same place). */
+void resolve_forget_unloaded(void);
+/* Read now every symbol table still waiting for its object's first
+ * allocation: the program is about to restrict itself (restrict.c). */
+void resolve_read_all(void);
+/* Read the rules of the policy being armed from its image (and set
+ * st->match_all); scans the objects loaded now.  Before st is read-only.
+ * exe: the program's path as read at start-up ("" when unknown).  The
+ * rules that matched nothing are resolve_rule()'s to tell (init.c logs
+ * them); a later match, after a dlopen, is told to st->rules_changed. */
+int resolve_init(struct shim_state *st, const char *exe);
+/* The rules read (every site and wrapper but the match-all "*"), for
+ * pmallocd's status: rule i as written and whether it matched; false past
+ * the last.  Read while other threads may resolve: a rule seen unmatched
+ * may match a moment later (rules_msg.c says so again then). */
+struct resolve_rule_view {
+	int pool;                        /* index in shim->pools */
+	bool wrapper, by_offset;
+	bool looked_up;                  /* false: a pool takes everything, nothing was scanned */
+	bool matched;
+	const char *object, *function, *build_id;   /* object, build_id may be NULL */
+};
+size_t resolve_n_rules(void);
+size_t resolve_unmatched(void);
+bool resolve_rule(size_t i, struct resolve_rule_view *ret);
+
+#endif

@@ -1,0 +1,66 @@
+/*
+ * shim.h - the interposition's state: the policy that applies to this
+ * process (its image, policy_image.h) and its pools.  Built once by init.c
+ * in a page or mapping of its own, the image copied right after the state,
+ * then read-only (mprotect'ed, as OpenBSD's malloc_readonly is; sealed too under
+ * protection = "seal"): an attacker who can write the heap cannot rewrite
+ * where allocations go or which pools protect.  Nothing here points into
+ * writable memory but the pool structs (pool.h).
+ */
+#ifndef PMALLOC_SHIM_H
+#define PMALLOC_SHIM_H
+
+#include "arena.h"
+#include "common.h"
+#include "guard.h"                  /* shim_busy_enter/leave, for the files above */
+#include "libc.h"                   /* REAL/LIBC, for the interposers */
+#include "fmt.h"
+#include "policy.h"
+#include "policy_image.h"
+#include "pool.h"
+#include "site.h"
+
+#define SHIM_POOLS_MAX 32
+
+/* Pool i of the state is pool i of the image. */
+struct shim_pool {
+	struct pmalloc_pool *pool;
+	uint32_t call_mask;              /* bit c: on-call trigger for call c */
+	uint64_t after_ns;               /* after: trigger, 0 when none */
+	bool manual;                     /* manual trigger: pmalloc_protect_named, pmallocctl protect */
+	char after_text[24];             /* "after:2s", for reports */
+};
+
+struct shim_state {
+	const struct pimg_header *image; /* the policy, validated, in this state's mapping */
+	uint64_t generation;             /* the daemon's policy generation; 0 from a file */
+	size_t n_pools;
+	uint32_t call_mask;              /* union of the pools' on-call triggers */
+	int match_all;                   /* pool taking every allocation ("*"), or -1 */
+	bool has_manual;                 /* a pool has the manual trigger: read pmallocctl's orders */
+	uint64_t start_ns;               /* CLOCK_MONOTONIC at start-up */
+	void (*rules_changed)(void);     /* resolve.c: a rule that matched nothing matches now (a
+					  * dlopen); init.c's, read-only here like the rest */
+	struct shim_pool pools[SHIM_POOLS_MAX];
+};
+
+/* The armed state: NULL until a policy with pools is armed.  The pointer
+ * itself sits in a page of its own that init.c makes read-only (and seals
+ * under protection = "seal") right after setting it, like the state it
+ * points to: a write into the shim's .bss cannot point it at a forged
+ * state.  Reading it is one load, as from any global.  The state and its
+ * image live in the rest of that page when they fit (most policies: one
+ * mprotect for all, and no mapping of their own), else in a mapping made
+ * read-only apart. */
+union shim_ro_page {
+	struct {
+		const struct shim_state *state;
+		_Alignas(64) unsigned char room[RO_PAGE - 64];
+	};
+	unsigned char page[RO_PAGE];
+};
+static_assert(sizeof(union shim_ro_page) == RO_PAGE, "the state's pointer has its page to itself");
+extern union shim_ro_page shim_ro;
+#define shim (shim_ro.state)
+
+#endif

@@ -1,0 +1,343 @@
+/*
+ * interpose.c - the exported malloc family, thin: pass to the heap (the
+ * program's own allocator, heap.c) unless a policy is armed and the caller
+ * is a named site, and keep the heap's hands off pool pointers.
+ *
+ * Costs (x86-64 instructions, callgrind; make bench measures the churn):
+ * no policy, malloc 5 (a test of site_armed, then the heap's malloc by one
+ * indirect jump, as through a PLT), free 2 (one jump through the read-only
+ * table: the heap's free until pool memory exists, then free_checked, 6
+ * more: one range compare), realloc 8 (the range compare and a NULL test);
+ * armed policy, malloc from a site that goes to the heap 14 (site_is_heap:
+ * its return address hashed, its slot's one word compared).  No lock, no syscall,
+ * no symbol look-up on these paths: decisions are made once per call site
+ * in resolve.c.
+ *
+ * The heap's table works from the first instruction of the process (it
+ * finds the allocator on its first call, heap.c).  errno is left as the
+ * heap or the pool leaves it.
+ */
+#define _GNU_SOURCE
+#include "interpose.h"
+#include "resolve.h"
+#include "shim.h"
+#include "arena.h"
+#include "fault.h"
+#include "fill.h"
+#include "heap.h"
+#include "site.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+
+#define CALLER() ((uintptr_t)__builtin_return_address(0))
+
+/* The rare part of routing: a site seen for the first time, an allocation
+ * wrapper (whose caller decides), a site that goes to a pool, or the shim
+ * allocating for itself.  NULL means "the heap". */
+static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct site_hit h)
+{
+	const struct shim_state *st = shim;
+	if (shim_is_busy())
+		return NULL;
+	if (h.route == SITE_ROUTE_UNKNOWN || h.route == SITE_ROUTE_WRAPPER) {
+		int e = errno;       /* a successful malloc leaves errno alone */
+		int busy = shim_busy_enter();
+		if (h.route == SITE_ROUTE_UNKNOWN)
+			h.route = resolve_route(ra, h.id);
+		if (h.route == SITE_ROUTE_WRAPPER)
+			h = resolve_through_wrapper(ra);
+		shim_busy_leave(busy);
+		errno = e;
+	}
+	if (h.route < 0)
+		return NULL;
+	/* NULL from the pool: it reached max_bytes (said once); heap it is. */
+	return pool_alloc(st->pools[h.route].pool, size, align < PM_ALIGN ? PM_ALIGN : align, h.id);
+}
+
+/* Where an allocation from return address ra goes, when a policy is armed:
+ * a pool object, or NULL for "the heap".  The common case, a site that was
+ * seen before and goes to the heap, is one table probe. */
+static inline void *route(size_t size, size_t align, uintptr_t ra)
+{
+	struct site_hit h;
+	if (unlikely(!site_lookup_home(ra, &h))) {
+		/* The shim's own allocations (reading symbols, say) go to the heap
+		 * and take no slot: their pages of the table stay untouched. */
+		if (shim_is_busy())
+			return NULL;
+		h = site_lookup_slow(ra);
+	}
+	if (likely(h.route == SITE_ROUTE_HEAP))
+		return NULL;
+	return route_slow(size, align, ra, h);
+}
+
+/* malloc from a site that is not known to go to the heap (first seen, a
+ * wrapper, or a pool's); apart, so that malloc's fast paths stay short. */
+static __attribute__((noinline)) void *malloc_routed(size_t size, uintptr_t ra)
+{
+	void *p = route(size, PM_ALIGN, ra);
+	return p ? p : heap_next.malloc(size);
+}
+
+/* Fast paths (x86-64, callgrind): no policy, 5 instructions (endbr64, a
+ * load and a test of site_armed, the jump to the heap's malloc); armed, a
+ * site seen before that goes to the heap, 14 (site_is_heap: the return
+ * address hashed, its slot's one word, address and route, compared).  Everything
+ * else: malloc_routed. */
+PMALLOC_EXPORT void *malloc(size_t size)
+{
+	struct site *t = site_armed;
+	if (likely(!t) || likely(site_is_heap(t, CALLER())))
+		return heap_next.malloc(size);
+	return malloc_routed(size, CALLER());
+}
+
+void free_checked(void *p)
+{
+	if (unlikely(arena_contains(p))) {
+		/* Pool memory is permanent by design: counted, never reused. */
+		pool_note_free(p, "free");
+		return;
+	}
+	heap_next.free(p);
+}
+
+/* Fast path: one indirect jump through the read-only table (heap.h) to the
+ * heap's free while no arena exists (2 instructions with endbr64), else to
+ * free_checked (8: the range compare of arena_contains). */
+PMALLOC_EXPORT void free(void *p)
+{
+	heap_page.free_entry(p);
+}
+
+PMALLOC_EXPORT void *calloc(size_t n, size_t size)
+{
+	size_t total;
+	if (unlikely(__builtin_mul_overflow(n, size, &total))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* Pool memory is never reused inside a span and spans are committed
+	 * fresh, so it is already zero (checked by the unit tests). */
+	void *p = shim ? route(total, PM_ALIGN, CALLER()) : NULL;
+	return p ? p : heap_next.calloc(n, size);
+}
+
+/* p, a pool object of size bytes just routed from ra, made safe for the
+ * shim to copy into: the caller holds a fill (fill.c) until its copy is
+ * done, so no protect can come in between.  One may have come before the
+ * fill: then p is read-only already, and is given back for another object
+ * (from the pool, or the heap), taken now that none can.  NULL when the
+ * heap has nothing. */
+static cold void *pool_fillable(void *p, size_t size, uintptr_t ra, const char *api)
+{
+	fill_begin();
+	if (likely(!pool_is_protected(p)))
+		return p;
+	pool_note_free(p, api);
+	p = route(size, PM_ALIGN, ra);
+	return p ? p : heap_next.malloc(size);
+}
+
+static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
+{
+	if (!old) {
+		void *p = shim ? route(size, PM_ALIGN, ra) : NULL;
+		return p ? p : heap_next.malloc(size);
+	}
+	if (likely(!arena_contains(old)))
+		return heap_next.realloc(old, size);   /* heap objects stay on the heap */
+	if (size == 0) {
+		pool_note_free(old, "realloc");
+		return NULL;
+	}
+	size_t have = pool_usable_size(old, "realloc");
+	if (size <= have && !pool_is_protected(old))
+		return old;
+	void *p = shim ? route(size, PM_ALIGN, ra) : NULL;
+	bool fill = p != NULL;
+	p = fill ? pool_fillable(p, size, ra, "realloc") : heap_next.malloc(size);
+	if (p) {
+		memcpy(p, old, have < size ? have : size);
+		pool_note_free(old, "realloc");
+	}
+	if (fill)
+		fill_end();
+	return p;
+}
+
+PMALLOC_EXPORT void *realloc(void *old, size_t size)
+{
+	/* Heap objects stay on the heap; realloc(NULL) is a malloc to route. */
+	if (likely(!arena_contains(old)) && (likely(old != NULL) || !shim))
+		return heap_next.realloc(old, size);
+	return realloc_from(old, size, CALLER());
+}
+
+PMALLOC_EXPORT void *reallocarray(void *old, size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc_from(old, total, CALLER());
+}
+
+static void *aligned_from(size_t align, size_t size, uintptr_t ra)
+{
+	void *p = shim ? route(size, align, ra) : NULL;
+	return p ? p : heap_next.memalign(align, size);
+}
+
+static bool power_of_two(size_t a)
+{
+	return a && !(a & (a - 1));
+}
+
+PMALLOC_EXPORT int posix_memalign(void **ret, size_t align, size_t size)
+{
+	if (!power_of_two(align) || align % sizeof(void *))
+		return EINVAL;
+	int e = errno;
+	void *p = aligned_from(align, size, CALLER());
+	if (!p) {
+		int r = errno;
+		errno = e;
+		return r ? r : ENOMEM;
+	}
+	errno = e;
+	*ret = p;
+	return 0;
+}
+
+PMALLOC_EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	if (!power_of_two(align)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return aligned_from(align, size, CALLER());
+}
+
+PMALLOC_EXPORT void *memalign(size_t align, size_t size)
+{
+	if (!power_of_two(align)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return aligned_from(align, size, CALLER());
+}
+
+PMALLOC_EXPORT void *valloc(size_t size)
+{
+	return aligned_from((size_t)getpagesize(), size, CALLER());
+}
+
+PMALLOC_EXPORT void *pvalloc(size_t size)
+{
+	size_t ps = (size_t)getpagesize();
+	size_t total = ALIGN_UP(size ? size : 1, ps);
+	if (total < size) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return aligned_from(ps, total, CALLER());
+}
+
+PMALLOC_EXPORT size_t malloc_usable_size(void *p)
+{
+	if (!p)
+		return 0;
+	if (arena_contains(p))
+		return pool_usable_size(p, "malloc_usable_size");
+	return heap_next.usable_size(p);
+}
+
+/* strdup and strndup copy into what they route: into a pool object, under
+ * a fill (pool_fillable), so that a protect from another thread cannot
+ * make the shim's own copy fault. */
+PMALLOC_EXPORT char *strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	void *p = shim ? route(n, PM_ALIGN, CALLER()) : NULL;
+	if (likely(!p)) {
+		p = heap_next.malloc(n);
+		return p ? memcpy(p, s, n) : NULL;
+	}
+	p = pool_fillable(p, n, CALLER(), "strdup");
+	if (p)
+		memcpy(p, s, n);
+	fill_end();
+	return p;
+}
+
+PMALLOC_EXPORT char *strndup(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max);
+	char *p = shim ? route(n + 1, PM_ALIGN, CALLER()) : NULL;
+	bool fill = p != NULL;
+	p = fill ? pool_fillable(p, n + 1, CALLER(), "strndup") : heap_next.malloc(n + 1);
+	if (p) {
+		memcpy(p, s, n);
+		p[n] = '\0';
+	}
+	if (fill)
+		fill_end();
+	return p;
+}
+
+/* SIGSEGV stays the shim's: the program's handler is recorded as the one
+ * to chain to for every fault that is not a write to pool memory. */
+extern sighandler_t bsd_signal(int, sighandler_t);
+
+PMALLOC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return fault_set_program_action(sig, act, old);
+}
+
+PMALLOC_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = handler;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, sig);     /* BSD semantics, as glibc's signal() */
+	if (sig != SIGSEGV && sig != SIGTRAP)
+		return bsd_signal(sig, handler);
+	if (sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+/* dlclose: an object may go, and another come to its addresses; what was
+ * decided for return addresses there must be decided again.  (dlopen is not
+ * interposed: glibc resolves a relative name against its *caller's*
+ * RUNPATH, which a wrapper would change; new objects are found at their
+ * first allocation instead.) */
+PMALLOC_EXPORT int dlclose(void *handle)
+{
+	typedef int (*fn_t)(void *);
+	fn_t fn = REAL(dlclose, fn_t);
+	if (!fn)
+		fatal("dlclose", "glibc's dlclose not found");
+	int r = fn(handle);
+	if (shim && !shim_is_busy()) {
+		int e = errno;
+		int busy = shim_busy_enter();
+		resolve_forget_unloaded();
+		shim_busy_leave(busy);
+		errno = e;
+	}
+	return r;
+}

@@ -1,0 +1,306 @@
+/*
+ * trigger.c - when interposition pools are protected: on calls that mark
+ * the end of initialisation (on-call:listen, ...), once after a delay from
+ * start-up (after:2s, by a timer thread), or when the program asks
+ * (pmalloc_protect_named, or pmallocctl protect through pmallocd: the
+ * manual trigger).
+ *
+ * Which pool has which trigger was read from the policy's image at start-up
+ * (init.c); pools are named by the image too, read-only like the masks.
+ * The interposed calls are thin: one test of a read-only mask, then the
+ * real function, found once with dlsym.  A protect with nothing new costs a
+ * lock and no system call.  The protect happens before the real call runs,
+ * so what initialisation built is read-only before the program listens.
+ * Never holds a lock across the real call, never changes its arguments or
+ * result, and never runs the program's code on its own threads (which
+ * block every signal the program may handle).
+ */
+#define _GNU_SOURCE
+#include "trigger.h"
+#include "client.h"
+#include "fault.h"
+#include "fill.h"
+#include "os.h"
+#include "pmalloc.h"
+#include "kwrite.h"
+#include "learn.h"
+#include "rules_msg.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+size_t shim_protect_pool(size_t i, const char *trigger)
+{
+	const struct shim_state *st = shim;
+	fill_protect_begin();      /* never half-way through the shim's own copy */
+	size_t n = pool_protect(st->pools[i].pool, trigger);
+	fill_protect_end();
+	learn_note_protect(i);     /* learn mode: what was there at the first protect */
+	if (n) {
+		debug_printf("pool \"%s\": %zu bytes made read-only (%s)", st->pools[i].pool->name, n,
+			     trigger);
+		if (client_notify_protected(i, trigger, n))
+			rules_msg_send(RULES_MSG_SITES);   /* what this protect covered, per site */
+	}
+	return n;
+}
+
+/* pmallocctl protect: pmallocd's orders come on the shim's connection.
+ * When the policy has a manual pool and pmallocd served the process, a
+ * thread of the shim's ("pmalloc-orders", every signal blocked, 64 KiB of
+ * stack) waits on the connection and obeys as soon as an order arrives:
+ * a process that never makes an interposed call gets it too, with no
+ * delay but the thread's wake-up.  Only the process that connected reads
+ * orders (client.c): pmallocd names it, and a forked worker sharing the
+ * descriptor must not take its parent's order.  Where the thread cannot
+ * start, orders are read at interposed event-loop calls instead, at most
+ * every 100 ms (a coarse clock read, a few ns, on the calls in between). */
+#define ORDERS_EVERY_NS UINT64_C(100000000)
+#define ORDERS_WAIT_MS 1000     /* the thread re-checks its connection this often */
+static _Atomic uint64_t orders_checked;
+static _Atomic int orders_thread;      /* 1 while the thread serves orders */
+
+static void obey(const char *pool)
+{
+	const struct shim_state *st = shim;
+	if (pool[0] == '\0') {
+		learn_flush("learn-flush");   /* pmallocctl learn-flush */
+		return;
+	}
+	for (size_t i = 0; i < st->n_pools; i++)
+		if (st->pools[i].manual && strcmp(pimg_pool_name(st->image, i), pool) == 0) {
+			shim_protect_pool(i, "manual:pmallocctl");
+			return;
+		}
+	debug_printf("pmallocd asked to protect \"%s\", which has no manual trigger here", pool);
+}
+
+static void check_orders(void)
+{
+	uint64_t now = os_monotonic_ns(true);
+	uint64_t last = atomic_load_explicit(&orders_checked, memory_order_relaxed);
+	if (now - last < ORDERS_EVERY_NS ||
+	    !atomic_compare_exchange_strong(&orders_checked, &last, now))
+		return;                     /* checked lately, or another thread is at it */
+	client_read_orders(obey, rules_msg_answer);
+}
+
+void trigger_call(enum policy_call c)
+{
+	const struct shim_state *st = shim;
+	if (likely(!st) || shim_is_busy())
+		return;
+	if (unlikely(st->has_manual) && !atomic_load_explicit(&orders_thread, memory_order_relaxed)) {
+		int e = errno;
+		check_orders();
+		errno = e;
+	}
+	if (unlikely(c == POLICY_CALL_EXECVE) && learn_active()) {
+		int e = errno;
+		learn_flush("exec");    /* what this image learned, before it is gone */
+		errno = e;
+	}
+	if (likely(!(st->call_mask & (1u << c))))
+		return;
+	int e = errno;              /* the program sees only the real call's errno */
+	char trigger[48];
+	snprintf(trigger, sizeof(trigger), "on-call:%s", policy_call_name(c));
+	for (size_t i = 0; i < st->n_pools; i++)
+		if (st->pools[i].call_mask & (1u << c))
+			shim_protect_pool(i, trigger);
+	errno = e;
+}
+
+/* pmalloc_protect_named (api.c) in the preloaded shim: init.c hands it to
+ * the pool API as its protect_named hook. */
+int trigger_protect_named(const char *name)
+{
+	const struct shim_state *st = shim;
+	for (size_t i = 0; st && name && i < st->n_pools; i++)
+		if (strcmp(pimg_pool_name(st->image, i), name) == 0) {
+			shim_protect_pool(i, "manual");
+			return 0;
+		}
+	errno = ENOENT;
+	return -1;
+}
+
+/* An interposed call: the trigger, then the real function (ENOSYS if libc
+ * has none, which cannot happen with glibc). */
+#define WRAP_WITH(ret, name, call, params, invoke) \
+	PMALLOC_EXPORT ret name params \
+	{ \
+		typedef ret (*fn_t) params; \
+		trigger_call(call); \
+		fn_t fn = REAL(name, fn_t); \
+		if (unlikely(!fn)) { \
+			errno = ENOSYS; \
+			return (ret)-1; \
+		} \
+		return invoke; \
+	}
+#define WRAP(ret, name, call, params, args) WRAP_WITH(ret, name, call, params, fn args)
+
+/* The same, for a call the kernel writes user memory in: kwrite.c makes
+ * the real call (and lets a write into audited pool memory through). */
+#define KW_ARGS(...) __VA_ARGS__
+#define WRAP_KW(ret, name, call, params, args) \
+	WRAP_WITH(ret, name, call, params, \
+		  kwrite_##name(fn, (uintptr_t)__builtin_return_address(0), KW_ARGS args))
+
+WRAP(int, listen, POLICY_CALL_LISTEN, (int fd, int backlog), (fd, backlog))
+WRAP_KW(int, accept, POLICY_CALL_ACCEPT, (int fd, struct sockaddr *a, socklen_t *l), (fd, a, l))
+WRAP_KW(int, accept4, POLICY_CALL_ACCEPT4, (int fd, struct sockaddr *a, socklen_t *l, int f), (fd, a, l, f))
+WRAP_KW(int, epoll_wait, POLICY_CALL_EPOLL_WAIT, (int fd, struct epoll_event *e, int n, int t), (fd, e, n, t))
+WRAP_KW(int, epoll_pwait, POLICY_CALL_EPOLL_PWAIT,
+     (int fd, struct epoll_event *e, int n, int t, const sigset_t *s), (fd, e, n, t, s))
+WRAP_KW(int, poll, POLICY_CALL_POLL, (struct pollfd *f, nfds_t n, int t), (f, n, t))
+WRAP_KW(int, ppoll, POLICY_CALL_PPOLL,
+     (struct pollfd *f, nfds_t n, const struct timespec *t, const sigset_t *s), (f, n, t, s))
+WRAP_KW(int, select, POLICY_CALL_SELECT, (int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t),
+     (n, r, w, e, t))
+WRAP_KW(int, pselect, POLICY_CALL_PSELECT,
+     (int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t, const sigset_t *s),
+     (n, r, w, e, t, s))
+WRAP(int, setuid, POLICY_CALL_SETUID, (uid_t u), (u))
+WRAP(int, setgid, POLICY_CALL_SETGID, (gid_t g), (g))
+WRAP(int, setresuid, POLICY_CALL_SETRESUID, (uid_t r, uid_t e, uid_t s), (r, e, s))
+WRAP(int, setresgid, POLICY_CALL_SETRESGID, (gid_t r, gid_t e, gid_t s), (r, e, s))
+WRAP(int, seteuid, POLICY_CALL_SETEUID, (uid_t u), (u))
+WRAP(int, setegid, POLICY_CALL_SETEGID, (gid_t g), (g))
+WRAP(int, chroot, POLICY_CALL_CHROOT, (const char *p), (p))
+WRAP(int, pthread_create, POLICY_CALL_PTHREAD_CREATE,
+     (pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), void *arg), (t, a, f, arg))
+WRAP(pid_t, fork, POLICY_CALL_FORK, (void), ())
+WRAP(int, daemon, POLICY_CALL_DAEMON, (int nochdir, int noclose), (nochdir, noclose))
+WRAP(int, execve, POLICY_CALL_EXECVE, (const char *p, char *const argv[], char *const envp[]),
+     (p, argv, envp))
+
+/* after:DURATION - a thread that sleeps until each deadline and protects.
+ * It blocks every signal (the program's handlers never run on it) and is
+ * started again in a forked child whose deadlines are still ahead. */
+static _Atomic int timer_running;
+
+static void *timer_main(void *arg)
+{
+	(void)arg;
+	const struct shim_state *st = shim;
+	bool fired[SHIM_POOLS_MAX] = { false };
+	uint64_t started = os_monotonic_ns(false);
+	for (;;) {
+		uint64_t next = UINT64_MAX, now = os_monotonic_ns(false);
+		for (size_t i = 0; i < st->n_pools; i++) {
+			uint64_t d = st->pools[i].after_ns ? st->start_ns + st->pools[i].after_ns : 0;
+			if (!d || fired[i])
+				continue;
+			if (d <= now) {
+				fired[i] = true;
+				/* Once; a forked child's thread leaves alone what
+				 * fired in the parent before the fork. */
+				if (d > started)
+					shim_protect_pool(i, st->pools[i].after_text);
+			} else if (d < next) {
+				next = d;
+			}
+		}
+		if (next == UINT64_MAX)
+			break;
+		os_sleep_until_ns(next);
+	}
+	atomic_store(&timer_running, 0);
+	return NULL;
+}
+
+/* A detached thread of the shim's, with every signal blocked (the
+ * program's handlers never run on it); false when it could not start. */
+static bool shim_thread(void *(*fn)(void *), const char *name)
+{
+	typedef int (*create_t)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	create_t create = REAL(pthread_create, create_t);
+	typedef int (*mask_t)(int, const sigset_t *, sigset_t *);
+	mask_t mask = REAL(pthread_sigmask, mask_t);   /* libc's: this is not the program's call */
+	if (!mask)
+		return false;
+	sigset_t all, old;
+	sigfillset(&all);
+	fault_filter_mask(&all);   /* as the program's own calls get it (sigmask.c) */
+	mask(SIG_SETMASK, &all, &old);
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	bool ok = create && create(&t, &attr, fn, NULL) == 0;
+	if (ok)
+		pthread_setname_np(t, name);
+	pthread_attr_destroy(&attr);
+	mask(SIG_SETMASK, &old, NULL);
+	return ok;
+}
+
+static void timer_start(void)
+{
+	const struct shim_state *st = shim;
+	uint64_t now = os_monotonic_ns(false);
+	bool ahead = false;
+	for (size_t i = 0; st && i < st->n_pools; i++)
+		if (st->pools[i].after_ns && st->start_ns + st->pools[i].after_ns > now)
+			ahead = true;
+	if (!ahead || atomic_exchange(&timer_running, 1))
+		return;
+	if (!shim_thread(timer_main, "pmalloc-timer")) {
+		atomic_store(&timer_running, 0);
+		debug_printf("cannot start the after: timer thread; after: triggers will not fire");
+	}
+}
+
+/* Until pmallocd goes away (or the connection is no longer this
+ * process's): wait for orders, obey each. */
+static void *orders_main(void *arg)
+{
+	(void)arg;
+	int r;
+	while ((r = client_wait_orders(ORDERS_WAIT_MS)) >= 0)
+		if (r > 0)
+			client_read_orders(obey, rules_msg_answer);
+	atomic_store(&orders_thread, 0);
+	return NULL;
+}
+
+static void orders_start(void)
+{
+	const struct shim_state *st = shim;
+	if (!st || !st->has_manual || client_wait_orders(0) == -ENOTCONN ||
+	    atomic_exchange(&orders_thread, 1))
+		return;
+	if (!shim_thread(orders_main, "pmalloc-orders")) {
+		atomic_store(&orders_thread, 0);
+		debug_printf("cannot start the orders thread; pmallocctl protect is read at event-loop calls");
+	}
+}
+
+static void timer_after_fork_child(void)
+{
+	atomic_store(&timer_running, 0);
+	/* No orders thread here: the orders are the parent's. */
+	atomic_store(&orders_thread, 0);
+	timer_start();
+}
+
+void trigger_init(const struct shim_state *st)
+{
+	(void)st;
+	pthread_atfork(NULL, NULL, timer_after_fork_child);
+	timer_start();
+	orders_start();
+}

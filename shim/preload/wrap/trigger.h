@@ -1,0 +1,19 @@
+/*
+ * trigger.h - when interposition pools are protected (trigger.c): the
+ * interposed calls that mark the end of initialisation, the after: timer,
+ * the manual trigger.
+ */
+#ifndef PMALLOC_TRIGGER_H
+#define PMALLOC_TRIGGER_H
+
+#include "shim.h"
+
+void trigger_call(enum policy_call c);
+void trigger_init(const struct shim_state *st);
+size_t shim_protect_pool(size_t i, const char *trigger);
+/* Protect the pool of the policy named name (the manual trigger): 0, or -1
+ * with errno ENOENT when no pool of the armed policy has that name.  The
+ * pool API's protect_named hook (hooks.h), set by init.c. */
+int trigger_protect_named(const char *name);
+
+#endif

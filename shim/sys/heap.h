@@ -1,0 +1,86 @@
+/*
+ * heap.h - the heap the program would have without the shim: the next
+ * malloc after ours (glibc's, or an allocator the program links: jemalloc,
+ * tcmalloc, mimalloc ...), as one table of entry points found once.  See
+ * heap.c.
+ */
+#ifndef PMALLOC_HEAP_H
+#define PMALLOC_HEAP_H
+
+#include "common.h"
+
+struct heap_ops {
+	void *(*malloc)(size_t size);
+	void (*free)(void *p);
+	void *(*calloc)(size_t n, size_t size);
+	void *(*realloc)(void *p, size_t size);
+	void *(*memalign)(size_t align, size_t size);
+	size_t (*usable_size)(void *p);
+};
+
+/* The table lives alone in one page, made read-only once the next
+ * allocator is known: a stray write cannot point free() elsewhere.  Until
+ * then its entries find the allocator on their first call. */
+#define HEAP_PAGE 4096
+union heap_page {
+	struct {
+		struct heap_ops ops;
+		/* What the exported free() jumps to: the heap's free while no
+		 * pool memory can exist (no arena: 2 instructions a free), the
+		 * checked free (heap_set_free) once the arena is reserved. */
+		void (*free_entry)(void *p);
+	};
+	char page[HEAP_PAGE];
+};
+extern union heap_page heap_page __attribute__((visibility("hidden")));
+
+/* The heap's entry points.  Calling one costs what calling the allocator
+ * through a PLT does: one indirect jump. */
+#define heap_next (heap_page.ops)
+
+/* The shim's own allocations, by name: straight to the heap, never through
+ * the malloc family the shim exports to the program (interpose.c), whose
+ * routing would otherwise have to be told to keep out.  What they return
+ * is freed with heap_free. */
+static inline void *heap_malloc(size_t size)
+{
+	return heap_next.malloc(size);
+}
+
+static inline void *heap_calloc(size_t n, size_t size)
+{
+	return heap_next.calloc(n, size);
+}
+
+static inline void *heap_realloc(void *p, size_t size)
+{
+	return heap_next.realloc(p, size);
+}
+
+static inline void heap_free(void *p)
+{
+	heap_next.free(p);
+}
+
+char *heap_strdup(const char *s);
+char *heap_strndup(const char *s, size_t n);
+
+/* The arena is being reserved: from now on free() must check for pool
+ * pointers (free_entry becomes fn, the interposer's free with the arena
+ * check, which this layer cannot know by name).  Called from the
+ * arena's reserve hook (init.c), before any pool memory is handed out;
+ * idempotent. */
+void heap_set_free(void (*fn)(void *p));
+
+/* Find the next allocator now (idempotent; shim_init calls it so that the
+ * table is read-only before main).  Safe before constructors have run. */
+void heap_init(void);
+
+/* Which allocator serves the heap: the file name of the object defining
+ * the next malloc (libc.so.6, libjemalloc.so.2 ...); for PMALLOC_DEBUG. */
+const char *heap_name(void);
+/* How many allocations glibc served while the next allocator was being
+ * found (dlsym allocating, or another thread meanwhile). */
+unsigned int heap_bootstrap_count(void);
+
+#endif

@@ -1,0 +1,307 @@
+/*
+ * os.c - the shim's door to the kernel.
+ *
+ * The rule: every call the shim makes for memory (mmap, mprotect, mseal,
+ * munmap, madvise, mincore, membarrier), for signals (sigaction,
+ * rt_sigprocmask, sigaltstack, tgkill), for the thread and the clock
+ * (gettid, sched_yield, clock_gettime, clock_nanosleep), and every raw
+ * system call made to get past one of the shim's own interposers (ppoll;
+ * read, pread and recv: os_read, os_pread, os_recv), is made here and
+ * nowhere else.  What stays in the file that owns the concern is the rest
+ * of plain descriptor I/O through libc (open, close, send, connect ...:
+ * names the shim does not interpose) and an interposer's hand-over to the
+ * libc function it replaces (libc.h).
+ *
+ * Every function returns 0 or -errno (the contract in os.h; the reads, the
+ * bytes read or -errno), never
+ * allocates, never logs, and keeps errno as it found it, so callers inside
+ * the host program's malloc and signal handler can use it.  Memory calls
+ * are raw system calls: another preloaded library that wraps mmap or
+ * mprotect must not run (or allocate) inside our allocator.
+ * os_process_barrier() is the heavy half of an asymmetric fence: the pool's
+ * fast path orders its own store and load with a compiler barrier only.
+ */
+#define _GNU_SOURCE
+#include "os.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <linux/membarrier.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef __NR_mseal
+#define __NR_mseal 462
+#endif
+
+size_t os_page_size = 4096;
+int os_have_mseal;
+static _Atomic int have_membarrier = 1;   /* until the kernel says otherwise */
+static char *_Atomic barrier_page;   /* the fallback's page, when membarrier is refused */
+
+/* glibc's own entry point: the shim interposes sigaction() itself. */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+#define OS_CALL(expr) ({ int _e = errno; int _r = (expr) == 0 ? 0 : -errno; errno = _e; _r; })
+
+void os_init(void)
+{
+	/* Probed once: the shim's start-up and the pool API's both call it.
+	 * Two threads probing at once store the same answers. */
+	static _Atomic bool probed;
+	if (atomic_load_explicit(&probed, memory_order_acquire))
+		return;
+	long ps = sysconf(_SC_PAGESIZE);
+	if (ps > 0)
+		os_page_size = (size_t)ps;
+	/* mseal(addr, 0, 0) succeeds where the call exists and does nothing. */
+	int e = errno;
+	os_have_mseal = syscall(__NR_mseal, (unsigned long)0, 0UL, 0UL) == 0;
+	errno = e;
+	atomic_store_explicit(&probed, true, memory_order_release);
+}
+
+static int map(void *hint, size_t len, int prot, int flags, void **ret)
+{
+	int e = errno;
+	void *p = (void *)syscall(SYS_mmap, hint, len, prot, flags | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L);
+	int r = p == MAP_FAILED ? -errno : 0;
+	errno = e;
+	if (r == 0)
+		*ret = p;
+	return r;
+}
+
+int os_map_file(int fd, uint64_t off, size_t len, const void **ret)
+{
+	int e = errno;
+	void *p = (void *)syscall(SYS_mmap, NULL, len, PROT_READ, MAP_PRIVATE, fd, (long)off);
+	int r = p == MAP_FAILED ? -errno : 0;
+	errno = e;
+	if (r == 0)
+		*ret = p;
+	return r;
+}
+
+int os_reserve(size_t len, void **ret)
+{
+	return map(NULL, len, PROT_NONE, MAP_NORESERVE, ret);
+}
+
+int os_commit(void *p, size_t len)
+{
+	return OS_CALL(syscall(SYS_mprotect, p, len, PROT_READ | PROT_WRITE));
+}
+
+int os_decommit(void *p, size_t len)
+{
+	/* A fresh mapping on top drops the pages and any protection at once. */
+	void *q;
+	int r = map(p, len, PROT_NONE, MAP_FIXED | MAP_NORESERVE, &q);
+	return r;
+}
+
+int os_protect_ro(void *p, size_t len)
+{
+	return OS_CALL(syscall(SYS_mprotect, p, len, PROT_READ));
+}
+
+int os_protect_rw(void *p, size_t len)
+{
+	return OS_CALL(syscall(SYS_mprotect, p, len, PROT_READ | PROT_WRITE));
+}
+
+int os_seal(void *p, size_t len)
+{
+	return OS_CALL(syscall(__NR_mseal, (unsigned long)p, (unsigned long)len, 0UL));
+}
+
+int os_map(size_t len, void **ret)
+{
+	return map(NULL, len, PROT_READ | PROT_WRITE, 0, ret);
+}
+
+int os_map_lazy(size_t len, void **ret)
+{
+	return map(NULL, len, PROT_READ | PROT_WRITE, MAP_NORESERVE, ret);
+}
+
+int os_advise_huge(void *p, size_t len)
+{
+	return OS_CALL(syscall(SYS_madvise, p, len, MADV_HUGEPAGE));
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+int os_populate(void *p, size_t len)
+{
+	static _Atomic bool unknown;         /* EINVAL once: the kernel has no such advice */
+	if (atomic_load_explicit(&unknown, memory_order_relaxed))
+		return -EINVAL;
+	int r = OS_CALL(syscall(SYS_madvise, p, len, MADV_POPULATE_WRITE));
+	if (r == -EINVAL)
+		atomic_store_explicit(&unknown, true, memory_order_relaxed);
+	return r;
+}
+
+int os_present(const void *p, bool *ret)
+{
+	unsigned char vec = 0;
+	void *page = (void *)((uintptr_t)p & ~(uintptr_t)(os_page_size - 1));
+	int r = OS_CALL(syscall(SYS_mincore, page, os_page_size, &vec));
+	if (r == 0)
+		*ret = vec & 1;
+	return r;
+}
+
+/* Every other thread of the process passes a full memory barrier before
+ * this returns.  membarrier(2) where the kernel (and any seccomp filter)
+ * allows it; otherwise a TLB shoot-down, which interrupts every CPU running
+ * one of our threads: revoking write access to a page those CPUs may cache
+ * forces an IPI to each, and taking an interrupt orders their stores. */
+int os_process_barrier(void)
+{
+	int e = errno;
+	if (have_membarrier) {
+		long r = syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+		if (r != 0 && errno == EPERM)     /* registered once per process, at first use */
+			r = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ?
+				    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) : -1;
+		if (r == 0) {
+			errno = e;
+			return 0;
+		}
+		have_membarrier = 0;
+	}
+	char *page = atomic_load(&barrier_page);
+	if (!page) {
+		void *p = NULL;
+		char *none = NULL;
+		if (map(NULL, os_page_size, PROT_READ | PROT_WRITE, 0, &p) < 0) {
+			errno = e;
+			return -ENOMEM;
+		}
+		page = p;
+		*(volatile char *)page = 1;      /* present, so that revoking write access flushes */
+		if (!atomic_compare_exchange_strong(&barrier_page, &none, page)) {
+			syscall(SYS_munmap, p, os_page_size);
+			page = none;
+		}
+	}
+	int r = os_protect_ro(page, os_page_size);
+	if (r == 0)
+		r = os_protect_rw(page, os_page_size);
+	errno = e;
+	return r;
+}
+
+int os_unmap(void *p, size_t len)
+{
+	return OS_CALL(syscall(SYS_munmap, p, len));
+}
+
+int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return OS_CALL(__sigaction(sig, act, old));
+}
+
+uint64_t os_monotonic_ns(bool coarse)
+{
+	struct timespec ts;
+	clock_gettime(coarse ? CLOCK_MONOTONIC_COARSE : CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void os_write_all(int fd, const char *buf, size_t len)
+{
+	int e = errno;
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		buf += n;
+		len -= (size_t)n;
+	}
+	errno = e;
+}
+
+int os_gettid(void)
+{
+	return (int)syscall(SYS_gettid);
+}
+
+int os_signal_self(int sig)
+{
+	return OS_CALL(syscall(SYS_tgkill, (long)getpid(), (long)os_gettid(), (long)sig));
+}
+
+bool os_thread_alive(int tid)
+{
+	return tid > 0 && OS_CALL(syscall(SYS_tgkill, (long)getpid(), (long)tid, 0L)) == 0;
+}
+
+int os_wait_fd(int fd, short events, int timeout_ms, short *ret_revents)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
+	int e = errno;
+	long n = syscall(SYS_ppoll, &pfd, 1, &ts, NULL, (size_t)8);
+	int r = n < 0 ? -errno : 0;
+	errno = e;
+	if (r == 0)
+		*ret_revents = n > 0 ? pfd.revents : 0;
+	return r;
+}
+
+void os_sleep_until_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+	int e = errno;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+	errno = e;
+}
+
+void os_yield(void)
+{
+	int e = errno;
+	sched_yield();
+	errno = e;
+}
+
+int os_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	/* The raw call: the shim's own pthread_sigmask filters, and glibc's
+	 * refuses nothing we ask of it here. */
+	return OS_CALL(syscall(SYS_rt_sigprocmask, how, set, old, (size_t)8));
+}
+
+int os_altstack(stack_t *ret)
+{
+	return OS_CALL(syscall(SYS_sigaltstack, NULL, ret));
+}
+
+#define OS_IO(expr) ({ int _e = errno; long _n = (expr); ssize_t _r = _n < 0 ? -errno : _n; errno = _e; _r; })
+
+ssize_t os_read(int fd, void *buf, size_t len)
+{
+	return OS_IO(syscall(SYS_read, fd, buf, len));
+}
+
+ssize_t os_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+	return OS_IO(syscall(SYS_pread64, fd, buf, len, (long)off));
+}
+
+ssize_t os_recv(int fd, void *buf, size_t len, int flags)
+{
+	return OS_IO(syscall(SYS_recvfrom, fd, buf, len, flags, NULL, NULL));
+}

@@ -1,0 +1,95 @@
+/*
+ * os.h - the shim's only door to the kernel's memory and signal calls.
+ *
+ * The rule of what goes through here is in os.c's opening comment.
+ *
+ * Contract, once for all: every function that can fail returns 0 or -errno
+ * and writes its result parameters only on success; none allocates; all are
+ * async-signal-safe except os_init(), os_process_barrier() and
+ * os_sleep_until_ns() (which is only for the shim's own threads).
+ */
+#ifndef PMALLOC_OS_H
+#define PMALLOC_OS_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+extern size_t os_page_size;     /* set by os_init() */
+extern int os_have_mseal;       /* 1 when mseal(2) works here; probed by os_init() */
+
+void os_init(void);
+/* Reserve len bytes of address space, inaccessible, not charged to commit. */
+int os_reserve(size_t len, void **ret);
+/* Make [p, p+len) of a reservation read-write (fresh pages read as zero). */
+int os_commit(void *p, size_t len);
+/* Give [p, p+len) back to the system, leaving it reserved and inaccessible. */
+int os_decommit(void *p, size_t len);
+/* Make [p, p+len) read-only. */
+int os_protect_ro(void *p, size_t len);
+/* Make [p, p+len) read-write again (audit mode's single-step only). */
+int os_protect_rw(void *p, size_t len);
+/* mseal(2) [p, p+len): no later mprotect/munmap/mremap of it can succeed. */
+int os_seal(void *p, size_t len);
+/* Fresh read-write anonymous memory for the shim's own metadata. */
+int os_map(size_t len, void **ret);
+int os_unmap(void *p, size_t len);
+/* len bytes of the file open at fd from offset off (a multiple of the page
+ * size), mapped read-only and private: the mapping outlives the descriptor
+ * (and a later chroot). */
+int os_map_file(int fd, uint64_t off, size_t len, const void **ret);
+/* Like os_map, but not charged to the commit limit: for metadata that is
+ * sized for the worst case and touched as it is used. */
+int os_map_lazy(size_t len, void **ret);
+/* madvise(MADV_HUGEPAGE) [p, p+len): transparent huge pages where the
+ * kernel offers them (a hint; failure changes nothing but speed). */
+int os_advise_huge(void *p, size_t len);
+/* Make [p, p+len) present and writable now, in one call
+ * (MADV_POPULATE_WRITE, Linux 5.14): one kernel entry for its pages instead
+ * of a fault per page.  A hint: where it is refused nothing changes but
+ * speed, and a kernel without it is not asked again. */
+int os_populate(void *p, size_t len);
+/* Is the page holding p present in memory (mincore(2))? */
+int os_present(const void *p, bool *ret);
+/* A full memory barrier on every thread of the process (membarrier(2), or a
+ * TLB shoot-down where that is refused).  Not async-signal-safe. */
+int os_process_barrier(void);
+/* The libc sigaction, bypassing the shim's interposed one. */
+int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* This thread's signal mask, as rt_sigprocmask(2): not filtered by the
+ * shim's own pthread_sigmask (sigmask.c). */
+int os_sigmask(int how, const sigset_t *set, sigset_t *old);
+/* This thread's alternate signal stack (sigaltstack(NULL, ret)). */
+int os_altstack(stack_t *ret);
+/* CLOCK_MONOTONIC (or, coarse, CLOCK_MONOTONIC_COARSE: a few ns cheaper,
+ * a tick coarser) in nanoseconds.  vDSO; async-signal-safe. */
+uint64_t os_monotonic_ns(bool coarse);
+/* Let another thread run (sched_yield), errno kept. */
+void os_yield(void);
+/* write(2) all of buf to fd, retrying on EINTR and short writes. */
+void os_write_all(int fd, const char *buf, size_t len);
+/* This thread's kernel id (gettid(2)); cannot fail. */
+int os_gettid(void);
+/* Send sig to this thread (tgkill(2)), as the kernel sends a fault. */
+int os_signal_self(int sig);
+/* Is tid a live thread of this process (tgkill(2) with signal 0)?  For a
+ * spin lock's owner word: one no thread holds (overwritten, or its thread
+ * gone) is free, so a garbled word never hangs a fault handler. */
+bool os_thread_alive(int tid);
+/* Wait up to timeout_ms for events on fd (the raw ppoll(2): the shim
+ * interposes poll() and ppoll() as triggers); *ret_revents is 0 when the
+ * time ran out.  -EINTR when a signal came first. */
+int os_wait_fd(int fd, short events, int timeout_ms, short *ret_revents);
+/* Sleep until CLOCK_MONOTONIC reaches ns, through signals. */
+void os_sleep_until_ns(uint64_t ns);
+/* The shim's own reads (read(2), pread(2), recv(2) made raw): the bytes
+ * read, or -errno (-EINTR not retried).  Raw because the shim interposes
+ * read, pread and recv for the program (kwrite.c): its own reads, into its
+ * own buffers, never go through them. */
+ssize_t os_read(int fd, void *buf, size_t len);
+ssize_t os_pread(int fd, void *buf, size_t len, uint64_t off);
+ssize_t os_recv(int fd, void *buf, size_t len, int flags);
+
+#endif
