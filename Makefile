@@ -193,14 +193,14 @@ $(B)/pmallocctl: $(CTL_OBJS) $(SHARED_OBJS)
 $(B)/paths.h: FORCE
 	@mkdir -p $(B)
 	@printf '#define PMALLOC_VERSION "%s"\n#define PMALLOC_SHIM_PATH "%s"\n' \
-		'$(VERSION)' '$(LIBDIR)/libpmalloc_shim.so' > $@.tmp
+		'$(VERSION)' '$(LIBDIR)/libpmalloc_shim.so.$(SOVERSION)' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
 $(CTL_OBJS) $(DAEMON_OBJS): $(B)/paths.h
 
 # pkg-config file for the build tree's prefix; install writes its own from
 # the install-time variables.  Libs: the pool API alone (libpmalloc);
 # "pkg-config --variable=shim pmalloc" names the library to preload.
-write_pc = printf 'prefix=%s\nlibdir=%s\nincludedir=%s\nshim=$${libdir}/libpmalloc_shim.so\n\nName: pmalloc\nDescription: protectable memory pools\nVersion: %s\nLibs: -L$${libdir} -lpmalloc\nCflags: -I$${includedir}\n' \
+write_pc = printf 'prefix=%s\nlibdir=%s\nincludedir=%s\nshim=$${libdir}/libpmalloc_shim.so.$(SOVERSION)\n\nName: pmalloc\nDescription: protectable memory pools\nVersion: %s\nLibs: -L$${libdir} -lpmalloc\nCflags: -I$${includedir}\n' \
 	'$(PREFIX)' '$(LIBDIR)' '$(INCLUDEDIR)' '$(VERSION)'
 $(B)/pmalloc.pc: Makefile
 	@mkdir -p $(B)
