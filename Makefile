@@ -391,6 +391,28 @@ install: all
 	install -m 0644 completion/pmallocctl.bash $(DESTDIR)$(BASHCOMPDIR)/pmallocctl; \
 	install -m 0644 completion/pmallocd.bash $(DESTDIR)$(BASHCOMPDIR)/pmallocd
 
+# ---- Debian packages: make deb builds them from a copy of the tracked tree
+# in $(B)/deb (dpkg-buildpackage -us -uc -b, about a minute on 2 cores) and
+# runs lintian, which must report no error; make deb-install-check (root)
+# installs the runtime and daemon packages, preloads a test unit, shows its
+# program protected and purges them (tests/deb/install.sh).  Neither is part
+# of make check: they take minutes and change the machine's packages.
+DEB_DIR := $(B)/deb
+.PHONY: deb deb-install-check
+deb:
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/pmalloc-$(VERSION)
+	if git rev-parse --git-dir >/dev/null 2>&1; then git ls-files -co --exclude-standard; \
+	else find . -path ./$(B) -prune -o -path ./.git -prune -o -type f -print; fi | \
+		tar -cf - -T - | tar -xf - -C $(DEB_DIR)/pmalloc-$(VERSION)
+	cd $(DEB_DIR)/pmalloc-$(VERSION) && dpkg-buildpackage -us -uc -b >../build.log 2>&1 || \
+		{ tail -n 40 ../build.log; exit 1; }
+	lintian --fail-on error $(DEB_DIR)/pmalloc_$(VERSION)-*_*.changes
+	@ls $(DEB_DIR)/*.deb
+
+deb-install-check: $(B)/progs/pmalloc-demo
+	@ls $(DEB_DIR)/pmalloc_*.deb >/dev/null 2>&1 || $(MAKE) --no-print-directory deb
+	tests/deb/install.sh $(DEB_DIR)
+
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED_FILES))
 	@if cmp -s conf/pmalloc.conf $(DESTDIR)$(SYSCONFDIR)/pmalloc.conf; then \
