@@ -156,6 +156,7 @@ struct ctl_unit_env {
 	char *blocker;               /* "FILE: why" when LD_PRELOAD is set or unset
 				      * past any Environment= (EnvironmentFile=,
 				      * UnsetEnvironment=) */
+	char *user;                  /* User=; NULL: root */
 	_Bool seen_ours, in_ours;    /* while reading */
 };
 /* Read UNIT's files beneath root_fd; ours is the path of our drop-in (or

@@ -226,6 +226,16 @@ static void preload_put_env(const char *root, const struct ctl_unit_env *env)
 	       "\"systemctl daemon-reload\")\n", root[0] ? root : "/");
 }
 
+/* Who the unit's processes start as: what propose's --uid needs to know
+ * (a program may still change user itself, as nginx's workers do). */
+static void preload_put_user(const char *unit, const struct ctl_unit_env *env)
+{
+	printf("%s: starts as %s", unit, env->user ? "" : "root (no User=)");
+	if (env->user)
+		ctl_put_str(stdout, env->user, 0);
+	putchar('\n');
+}
+
 static int preload_enable(int root_fd, const char *root, const char *unit, const char *dir,
 			  const char *file, const char *lib)
 {
@@ -280,6 +290,8 @@ static int preload_enable(int root_fd, const char *root, const char *unit, const
 		ctl_put_str(stdout, value, 0);
 		printf(": the shim, then the unit's own from %s%s\n", root, env.preload_before_from);
 	}
+	if (env.fragment)
+		preload_put_user(unit, &env);
 	if (!env.fragment)
 		fprintf(stderr, CTL_NAME ": warning: no unit file %s beneath %s (yet)\n", unit,
 			root[0] ? root : "/");
@@ -375,6 +387,8 @@ static int preload_status(int root_fd, const char *root, const char *unit, const
 		return CTL_EXIT_FAILURE;
 	}
 	preload_put_env(root, &env);
+	if (env.fragment)
+		preload_put_user(unit, &env);
 	if (env.preload) {
 		size_t first = strcspn(env.preload + strspn(env.preload, " :"), " :");
 		const char *lib = env.preload + strspn(env.preload, " :");

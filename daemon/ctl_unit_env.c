@@ -9,7 +9,7 @@
  * masking the same name in a later one), and in their sections that run
  * processes the settings Environment= (words unquoted and C-unescaped, "%%"
  * to "%", an empty value clearing the list), EnvironmentFile= and
- * UnsetEnvironment=.  What it cannot know from files it does not pretend to:
+ * UnsetEnvironment=, and User=.  What it cannot know from files it does not pretend to:
  * specifiers other than "%%" are kept as written, and the caller says that
  * the result is what the files say, which systemd applies after
  * "systemctl daemon-reload".  Every file is opened beneath the root
@@ -198,6 +198,8 @@ static int setting(struct ctl_unit_env *env, int root_fd, const char *file, cons
 		}
 		return r;
 	}
+	if (strcmp(key, "User") == 0)
+		return set_str(&env->user, *value ? value : NULL);
 	if (strcmp(key, "EnvironmentFile") == 0 && envfile_sets_preload(root_fd, value)) {
 		char *what = NULL;
 
@@ -418,5 +420,6 @@ void ctl_unit_env_free(struct ctl_unit_env *env)
 	free(env->preload_before_from);
 	free(env->after);
 	free(env->blocker);
+	free(env->user);
 	*env = (struct ctl_unit_env){ 0 };
 }

@@ -87,7 +87,7 @@ pass "disable leaves the admin's own drop-ins"
 
 # An LD_PRELOAD the unit already sets: the shim first, then the unit's own;
 # status shows the effective environment; disable gives the unit its own back.
-printf '[Unit]\nDefaultDependencies=no\n[Service]\nExecStart=/bin/true\nEnvironment=A=1 "LD_PRELOAD=/usr/lib/libone.so:/usr/lib/libtwo.so"\n' \
+printf '[Unit]\nDefaultDependencies=no\n[Service]\nExecStart=/bin/true\nUser=nobody\nEnvironment=A=1 "LD_PRELOAD=/usr/lib/libone.so:/usr/lib/libtwo.so"\n' \
 	>"$units/own.service"
 "$ctl" preload enable own --root "$root" --library "$lib" >"$T/out" 2>&1 || fail "enable own: $(cat "$T/out")"
 want="Environment=\"LD_PRELOAD=$lib /usr/lib/libone.so /usr/lib/libtwo.so\""
@@ -97,6 +97,7 @@ grep -qF "the unit's own from $root/etc/systemd/system/own.service" "$T/out" || 
 "$ctl" preload status own --root "$root" >"$T/out" 2>&1 || fail "status own: $(cat "$T/out")"
 grep -qxF "Environment=A=1 \"LD_PRELOAD=$lib /usr/lib/libone.so /usr/lib/libtwo.so\"" "$T/out" ||
 	fail "status does not show the effective environment: $(cat "$T/out")"
+grep -qxF "own.service: starts as nobody" "$T/out" || fail "status does not say the unit's user: $(cat "$T/out")"
 if command -v systemd-analyze >/dev/null; then
 	SYSTEMD_LOG_LEVEL=debug systemd-analyze verify --root="$root" own.service >"$T/verify" 2>&1 ||
 		fail "verify own: $(tail -n 5 "$T/verify")"
@@ -109,7 +110,7 @@ grep -qxF "$want" "$units/own.service.d/pmalloc.conf" || fail "enable again: $(g
 "$ctl" preload disable own --root "$root" >/dev/null 2>&1 || fail "disable own"
 "$ctl" preload status own --root "$root" >"$T/out" 2>&1 && fail "status own after disable: $(cat "$T/out")"
 grep -qxF 'Environment=A=1 LD_PRELOAD=/usr/lib/libone.so:/usr/lib/libtwo.so' "$T/out" || fail "status own after disable: $(cat "$T/out")"
-pass "composes with the unit's LD_PRELOAD (shim first, once); disable gives the unit its own back"
+pass "composes with the unit's LD_PRELOAD (shim first, once), says its User=; disable gives the unit its own back"
 
 # Where the drop-in cannot win, enable refuses, says which file, writes nothing.
 printf '[Service]\nExecStart=/bin/true\n' >"$units/late.service"
