@@ -3,9 +3,9 @@
  * parser the shim and pmallocd use (shim/policy.c), and summarise it.
  *
  * Owns only the summary's wording.  Must never judge the content itself:
- * what is valid is policy_set_load_file()'s word alone, so that check,
- * pmallocd --check and the shim can never disagree; the one rule added is
- * pmallocd's ownership rule for root.  Strings from the file are escaped on
+ * what is valid is policy_set_load_file()'s word alone, ownership rule for
+ * root included (policy_file_trusted()), so that check, pmallocd --check
+ * and the shim can never disagree.  Strings from the file are escaped on
  * output (a policy file can hold any bytes).
  */
 #include <errno.h>
@@ -17,29 +17,6 @@
 
 #include "ctl.h"
 #include "policy.h"
-
-/* pmallocd running as root refuses a policy file that others could have
- * written (daemon/config.c, read_file()); pmallocd --check as root does too.
- * The same rule and words here, so that check run as root gives the verdict
- * the daemon will: 0, or -EPERM and err.  ctl_check.sh compares the two. */
-static int check_owner(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (geteuid() != 0 || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
-		return 0;                    /* not root, or the parser reports it */
-	if (st.st_uid != 0) {
-		snprintf(err, errlen, "%s: refused: owned by uid %u, not by root", path,
-			 (unsigned int)st.st_uid);
-		return -EPERM;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(err, errlen, "%s: refused: writable by group or others (mode %04o)", path,
-			 (unsigned int)(st.st_mode & 07777));
-		return -EPERM;
-	}
-	return 0;
-}
 
 /* ", "-separated escaped globs, after label; nothing when n == 0. */
 static void put_list(FILE *f, const char *label, char *const *items, size_t n)
@@ -173,9 +150,7 @@ int ctl_cmd_check(int argc, char **argv)
 	if (optind < argc)
 		return ctl_usage_error("check takes one FILE, got also", argv[optind]);
 
-	r = check_owner(path, err, sizeof(err));
-	if (r == 0)
-		r = policy_set_load_file(path, &set, err, sizeof(err));
+	r = policy_set_load_file(path, &set, err, sizeof(err));
 	if (r < 0) {
 		if (err[0]) {
 			ctl_put_str(stderr, err, 0);

@@ -132,7 +132,12 @@ if [ "$(id -u)" = 0 ]; then
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$ctl" check "$T/groupw.conf" >"$T/out" 2>&1 ||
 			fail "unprivileged check of a group-writable file: $(cat "$T/out")"
 	fi
-	pass "as root: files others could write are refused, as pmallocd does"
+	# The shim reading the file itself (no daemon) refuses it too, and says so.
+	PMALLOC_CONF=$T/groupw.conf PMALLOC_SOCKET=$T/nobody.sock LD_PRELOAD=$B/libpmalloc_shim.so \
+		/bin/true >"$T/out" 2>&1 || fail "a program under the shim with a refused file: $(cat "$T/out")"
+	[ "$(cat "$T/out")" = "pmalloc: $T/groupw.conf: refused: writable by group or others (mode 0664) (running unprotected)" ] ||
+		fail "the shim's fallback does not refuse a group-writable file as check does: $(cat "$T/out")"
+	pass "as root: files others could write are refused, as pmallocd does, and by the shim reading them itself"
 fi
 
 # Usage errors.
