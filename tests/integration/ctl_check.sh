@@ -44,7 +44,7 @@ policies = (
   {
     name = "tool";
     match = { comm = [ "tool" ]; };
-    pools = ( { name = "p"; sites = [ "main" ]; } );
+    pools = ( { name = "p"; sites = [ "main" ]; protect = [ "manual" ]; } );
   }
 );
 CONF
@@ -56,7 +56,7 @@ $T/good.conf: ok (2 policies, 3 pools)
     pool conf: sites ngx_conf_*, libssl.so*:SSL_CTX_new; wrappers ngx_alloc; protect on-call:accept4, after:90s; max_bytes 1048576
     pool keys: sites load_keys; protect manual, after:1500ms
   policy tool: enforce, mprotect; match comm tool
-    pool p: sites main; protect never
+    pool p: sites main; protect manual
 EXPECT
 diff -u "$T/expect" "$T/out" >"$T/diff" || fail "good.conf summary: $(cat "$T/diff")"
 [ ! -s "$T/err" ] || fail "good.conf: stderr: $(cat "$T/err")"
