@@ -8,8 +8,11 @@
  * and the shim can never disagree.  Strings from the file are escaped on
  * output (a policy file can hold any bytes).
  */
+#define _GNU_SOURCE                  /* asprintf */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <inttypes.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -70,37 +73,135 @@ static void put_trigger(FILE *f, const struct policy_trigger *t)
 	}
 }
 
+/* A pool's line, "    pool NAME: sites ...; wrappers ...; protect ...;
+ * max_bytes N", when it fits CHECK_WIDTH columns; otherwise one line per
+ * part, its items wrapped at CHECK_WRAP columns (a learned pool lists
+ * hundreds of sites, which no terminal shows on one line). */
+#define CHECK_WIDTH 100
+#define CHECK_WRAP 80
+#define CHECK_PARTS 4
+
+/* One part: its label ("sites") and its items, each escaped. */
+struct check_part {
+	const char *label;
+	char **items;
+	size_t n;
+};
+
+static bool part_add(struct check_part *p, const char *s)
+{
+	char *esc, **grown;
+
+	if (ctl_escape(s, strlen(s), 0, &esc) < 0)
+		return false;
+	grown = realloc(p->items, (p->n + 1) * sizeof(*grown));
+	if (!grown) {
+		free(esc);
+		return false;
+	}
+	p->items = grown;
+	p->items[p->n++] = esc;
+	return true;
+}
+
+static size_t part_width(const struct check_part *p)
+{
+	size_t w = strlen(p->label) + 1;
+
+	for (size_t i = 0; i < p->n; i++)
+		w += ctl_text_width(p->items[i]) + (i ? 2 : 0);
+	return w;
+}
+
+static void part_put(FILE *f, const struct check_part *p, bool wrap)
+{
+	size_t col = 6 + strlen(p->label) + 1;
+
+	fprintf(f, wrap ? "      %s " : "%s ", p->label);
+	for (size_t i = 0; i < p->n; i++) {
+		size_t w = ctl_text_width(p->items[i]);
+
+		if (i)
+			fputc(',', f);
+		if (i && wrap && col + 2 + w > CHECK_WRAP) {
+			fputs("\n        ", f);
+			col = 8;
+		} else if (i) {
+			fputc(' ', f);
+			col += 2;
+		}
+		fputs(p->items[i], f);
+		col += w;
+	}
+	if (wrap)
+		fputc('\n', f);
+}
+
 static void put_pool(FILE *f, const struct policy_pool *pool)
 {
-	fputs("    pool ", f);
-	ctl_put_str(f, pool->name, 0);
-	fputs(": sites ", f);
-	for (size_t i = 0; i < pool->n_sites; i++) {
-		if (i)
-			fputs(", ", f);
-		if (pool->sites[i].object) {
-			ctl_put_str(f, pool->sites[i].object, 0);
-			if (pool->sites[i].build_id)
-				fprintf(f, "@%s", pool->sites[i].build_id);
-			fputc(':', f);
-		}
-		ctl_put_str(f, pool->sites[i].function, 0);
+	struct check_part parts[CHECK_PARTS] = {
+		{ "sites", NULL, 0 }, { "wrappers", NULL, 0 }, { "protect", NULL, 0 },
+		{ "max_bytes", NULL, 0 },
+	};
+	char *name = NULL, *one = NULL;
+	size_t width = 0;
+	bool ok = ctl_escape(pool->name, strlen(pool->name), 0, &name) == 0, first = true;
+
+	for (size_t i = 0; ok && i < pool->n_sites; i++) {
+		const struct policy_site *site = &pool->sites[i];
+
+		ok = (site->object ? asprintf(&one, "%s%s%s:%s", site->object,
+					      site->build_id ? "@" : "",
+					      site->build_id ? site->build_id : "", site->function)
+				   : asprintf(&one, "%s", site->function)) >= 0;
+		ok = ok && part_add(&parts[0], one);
+		free(one);
+		one = NULL;
 	}
-	if (pool->n_wrappers) {
-		fputs("; ", f);
-		put_list(f, "wrappers", pool->wrappers, pool->n_wrappers);
+	for (size_t i = 0; ok && i < pool->n_wrappers; i++)
+		ok = part_add(&parts[1], pool->wrappers[i]);
+	if (ok && pool->n_triggers == 0)
+		ok = part_add(&parts[2], "never");
+	for (size_t i = 0; ok && i < pool->n_triggers; i++) {
+		size_t len = 0;
+		FILE *m = open_memstream(&one, &len);
+
+		if (m)
+			put_trigger(m, &pool->triggers[i]);
+		ok = m && fclose(m) == 0 && part_add(&parts[2], one);
+		free(one);
+		one = NULL;
 	}
-	fputs("; protect ", f);
-	if (pool->n_triggers == 0)
-		fputs("never", f);
-	for (size_t i = 0; i < pool->n_triggers; i++) {
-		if (i)
-			fputs(", ", f);
-		put_trigger(f, &pool->triggers[i]);
+	if (ok && pool->max_bytes) {
+		ok = asprintf(&one, "%" PRIu64, pool->max_bytes) >= 0 && part_add(&parts[3], one);
+		free(one);
 	}
-	if (pool->max_bytes)
-		fprintf(f, "; max_bytes %" PRIu64, pool->max_bytes);
-	fputc('\n', f);
+	if (!ok) {
+		fputs("    pool (out of memory)\n", f);
+		goto out;
+	}
+	width = strlen("    pool ") + ctl_text_width(name) + 1;
+	for (size_t i = 0; i < CHECK_PARTS; i++)
+		width += parts[i].n ? part_width(&parts[i]) + 2 : 0;
+	fprintf(f, "    pool %s:%s", name, width > CHECK_WIDTH ? "\n" : "");
+	for (size_t i = 0; i < CHECK_PARTS; i++) {
+		/* sites and protect are always said, even when empty. */
+		if (parts[i].n == 0 && i != 0)
+			continue;
+		if (width <= CHECK_WIDTH)
+			fputs(first ? " " : "; ", f);
+		part_put(f, &parts[i], width > CHECK_WIDTH);
+		first = false;
+	}
+	if (width <= CHECK_WIDTH)
+		fputc('\n', f);
+out:
+	for (size_t i = 0; i < CHECK_PARTS; i++) {
+		for (size_t k = 0; k < parts[i].n; k++)
+			free(parts[i].items[k]);
+		free(parts[i].items);
+	}
+	free(name);
 }
 
 static void put_policy(FILE *f, const struct policy *p)
