@@ -60,6 +60,10 @@ struct rule {
 	bool literal;               /* function has no glob characters */
 	bool prefix_star;           /* function is those characters then "*" */
 	bool matched;
+	/* An object its object glob fits was loaded (at start-up or since):
+	 * until then an unmatched rule waits for its object rather than
+	 * matching nothing.  Said to pmallocd and the journal only. */
+	bool object_loaded;
 };
 
 /* A loaded object, as both dl_iterate_phdr and a link map name it: load
@@ -122,6 +126,7 @@ static void applicable_rules(const char *path, struct applicable *a)
 	for (size_t i = 0; i < n_rules; i++) {
 		if (!object_matches(&rules[i], path))
 			continue;
+		rules[i].object_loaded = true;
 		if (rules[i].by_offset) {
 			if (a->n_offset < ARRAY_SIZE(a->by_offset))
 				a->by_offset[a->n_offset++] = &rules[i];
@@ -526,6 +531,7 @@ static void read_loaded(const struct link_map *lm, const char *key_name)
 	struct phdr_query q = { lm->l_addr, key_name, NULL, 0 };
 	dl_iterate_phdr(find_phdrs, &q);
 	struct applicable a;
+	size_t waiting = resolve_waiting();
 	applicable_rules(path, &a);
 	struct collect c = { .obj = { lm->l_addr, strdup(key_name) } };
 	if (!c.obj.name)
@@ -546,10 +552,11 @@ static void read_loaded(const struct link_map *lm, const char *key_name)
 	free(c.r);
 	free(p.r);
 	/* pmallocd shows which rules matched: tell it when a dlopen'ed
-	 * object resolves one that nothing matched before.  (A start-up
-	 * object read late never does: every object a rule without a match
-	 * could name was read before main.) */
-	if (resolve_unmatched() < unmatched)
+	 * object resolves one that nothing matched before, or is the first
+	 * that a waiting rule's object glob fits.  (A start-up object read
+	 * late never does: every object a rule without a match could name
+	 * was read before main.) */
+	if (resolve_unmatched() < unmatched || resolve_waiting() < waiting)
 		rules_msg_send(RULES_MSG_RULES);
 }
 
@@ -981,6 +988,15 @@ int resolve_init(struct shim_state *st, const char *exe)
 			char text[600];
 			snprintf(text, sizeof(text), "%s%s%s", rules[i].object ? rules[i].object : "",
 				 rules[i].object ? ":" : "", rules[i].function);
+			/* Its object is not loaded: it may be dlopen'ed later, or
+			 * loaded by another process of the same program (a worker
+			 * that loads a module its master never does).  Not a rule
+			 * that matches nothing; status shows it as waiting. */
+			if (rules[i].object && !rules[i].object_loaded) {
+				debug_printf("%s rule \"%s\" waits for an object its glob fits (none loaded "
+					     "at start-up)", kind, text);
+				continue;
+			}
 			debug_printf("%s rule \"%s\" matches no function loaded at start-up", kind, text);
 			/* Not only under PMALLOC_DEBUG: a typo must not protect nothing silently. */
 			journal_unmatched(pimg_policy_name(img),
@@ -1003,6 +1019,14 @@ size_t resolve_unmatched(void)
 	return n;
 }
 
+size_t resolve_waiting(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < n_rules; i++)
+		n += !rules[i].matched && rules[i].object && !rules[i].object_loaded;
+	return n;
+}
+
 bool resolve_rule(size_t i, struct resolve_rule_view *ret)
 {
 	if (i >= n_rules)
@@ -1014,6 +1038,7 @@ bool resolve_rule(size_t i, struct resolve_rule_view *ret)
 		.by_offset = r->by_offset,
 		.looked_up = any_specific,
 		.matched = r->matched,
+		.object_loaded = !r->object || r->object_loaded,
 		.object = r->object,
 		.function = r->function,
 		.build_id = r->build_id,
