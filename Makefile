@@ -3,6 +3,7 @@
 #   make            library, daemon, CLI          make check    unit + integration tests
 #   make bench      benchmarks (ratios)           make demo     the whole story, end to end
 #   make install DESTDIR=... PREFIX=...           make lint     cppcheck
+#   make deb        Debian packages, lintian      make deb-install-check (root)
 #
 # Build dependencies are Debian packages; a missing one is installed with
 # apt-get when run as root, or the exact command is printed (target deps).
