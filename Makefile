@@ -3,6 +3,7 @@
 #   make            library, daemon, CLI          make check    unit + integration tests
 #   make bench      benchmarks (ratios)           make demo     the whole story, end to end
 #   make install DESTDIR=... PREFIX=...           make lint     cppcheck
+#   make deb        Debian packages, lintian      make deb-install-check (root)
 #
 # Build dependencies are Debian packages; a missing one is installed with
 # apt-get when run as root, or the exact command is printed (target deps).
@@ -220,14 +221,14 @@ $(B)/pmallocctl: $(CTL_OBJS) $(SHARED_OBJS)
 $(B)/paths.h: FORCE
 	@mkdir -p $(B)
 	@printf '#define PMALLOC_VERSION "%s"\n#define PMALLOC_SHIM_PATH "%s"\n' \
-		'$(VERSION)' '$(LIBDIR)/libpmalloc_shim.so' > $@.tmp
+		'$(VERSION)' '$(LIBDIR)/libpmalloc_shim.so.$(SOVERSION)' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
 $(CTL_OBJS) $(DAEMON_OBJS): $(B)/paths.h
 
 # pkg-config file for the build tree's prefix; install writes its own from
 # the install-time variables.  Libs: the pool API alone (libpmalloc);
 # "pkg-config --variable=shim pmalloc" names the library to preload.
-write_pc = printf 'prefix=%s\nlibdir=%s\nincludedir=%s\nshim=$${libdir}/libpmalloc_shim.so\n\nName: pmalloc\nDescription: protectable memory pools\nVersion: %s\nLibs: -L$${libdir} -lpmalloc\nCflags: -I$${includedir}\n' \
+write_pc = printf 'prefix=%s\nlibdir=%s\nincludedir=%s\nshim=$${libdir}/libpmalloc_shim.so.$(SOVERSION)\n\nName: pmalloc\nDescription: protectable memory pools\nVersion: %s\nLibs: -L$${libdir} -lpmalloc\nCflags: -I$${includedir}\n' \
 	'$(PREFIX)' '$(LIBDIR)' '$(INCLUDEDIR)' '$(VERSION)'
 $(B)/pmalloc.pc: Makefile
 	@mkdir -p $(B)
@@ -426,6 +427,28 @@ install: all
 	install -m 0644 man/*.7 $(DESTDIR)$(MANDIR)/man7/; \
 	install -m 0644 completion/pmallocctl.bash $(DESTDIR)$(BASHCOMPDIR)/pmallocctl; \
 	install -m 0644 completion/pmallocd.bash $(DESTDIR)$(BASHCOMPDIR)/pmallocd
+
+# ---- Debian packages: make deb builds them from a copy of the tracked tree
+# in $(B)/deb (dpkg-buildpackage -us -uc -b, about a minute on 2 cores) and
+# runs lintian, which must report no error; make deb-install-check (root)
+# installs the runtime and daemon packages, preloads a test unit, shows its
+# program protected and purges them (tests/deb/install.sh).  Neither is part
+# of make check: they take minutes and change the machine's packages.
+DEB_DIR := $(B)/deb
+.PHONY: deb deb-install-check
+deb:
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/pmalloc-$(VERSION)
+	if git rev-parse --git-dir >/dev/null 2>&1; then git ls-files -co --exclude-standard; \
+	else find . -path ./$(B) -prune -o -path ./.git -prune -o -type f -print; fi | \
+		tar -cf - -T - | tar -xf - -C $(DEB_DIR)/pmalloc-$(VERSION)
+	cd $(DEB_DIR)/pmalloc-$(VERSION) && dpkg-buildpackage -us -uc -b >../build.log 2>&1 || \
+		{ tail -n 40 ../build.log; exit 1; }
+	lintian --fail-on error $(DEB_DIR)/pmalloc_$(VERSION)-*_*.changes
+	@ls $(DEB_DIR)/*.deb
+
+deb-install-check: $(B)/progs/pmalloc-demo
+	@ls $(DEB_DIR)/pmalloc_*.deb >/dev/null 2>&1 || $(MAKE) --no-print-directory deb
+	tests/deb/install.sh $(DEB_DIR)
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED_FILES))

@@ -17,6 +17,7 @@
 #include "policy.h"
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define CTL_NAME "pmallocctl"
 #define CTL_VERSION PMALLOC_VERSION         /* the Makefile's VERSION (paths.h) */
@@ -148,5 +149,41 @@ int ctl_put_answer(char *text);
 struct sd_journal;
 char *ctl_learned_field(struct sd_journal *j, const char *name);
 uint64_t ctl_learned_u64(struct sd_journal *j, const char *name);
+
+/* ctl_root.c: files beneath a system root (see there).  The root's
+ * directory ("" for /) as an O_PATH descriptor: 0 and *ret_fd, or -errno. */
+int ctl_root_open(const char *dir, int *ret_fd);
+/* openat2(root_fd, path, flags, mode) with RESOLVE_IN_ROOT: path (leading
+ * slashes ignored; "" is the root) never resolves outside the root.  0 and
+ * *ret_fd, or -errno (-ENOSYS: the kernel has no openat2). */
+int ctl_root_openat(int root_fd, const char *path, int flags, mode_t mode, int *ret_fd);
+/* mkdir -p of path beneath the root: 0 and *ret_fd (O_PATH, the last
+ * directory), or -errno. */
+int ctl_root_mkdirs(int root_fd, const char *path, int *ret_fd);
+/* A file beneath the root for reading: 0 and *ret, or -errno. */
+int ctl_root_fopen(int root_fd, const char *path, FILE **ret);
+
+/* ctl_unit_env.c: what a unit's files (beneath a root) set in its
+ * processes' environment, merged as systemd does. */
+struct ctl_unit_env {
+	char *fragment;              /* the unit file; NULL when none was found */
+	char **vars;                 /* Environment=: "NAME=VALUE", in order */
+	size_t n_vars;
+	char *preload;               /* LD_PRELOAD's value in the end; NULL: unset */
+	char *preload_from;          /* the file that set it */
+	char *preload_before;        /* its value before the drop-in "ours" */
+	char *preload_before_from;
+	char *after;                 /* a file read after "ours" that sets LD_PRELOAD */
+	char *blocker;               /* "FILE: why" when LD_PRELOAD is set or unset
+				      * past any Environment= (EnvironmentFile=,
+				      * UnsetEnvironment=) */
+	char *user;                  /* User=; NULL: root */
+	_Bool seen_ours, in_ours;    /* while reading */
+};
+/* Read UNIT's files beneath root_fd; ours is the path of our drop-in (or
+ * NULL).  0 and *ret (ctl_unit_env_free() it), or -ENOMEM.  Files that
+ * cannot be read add nothing. */
+int ctl_unit_env_read(int root_fd, const char *unit, const char *ours, struct ctl_unit_env *ret);
+void ctl_unit_env_free(struct ctl_unit_env *env);
 
 #endif

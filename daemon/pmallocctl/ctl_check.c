@@ -3,13 +3,16 @@
  * parser the shim and pmallocd use (shim/policy/policy.c), and summarise it.
  *
  * Owns only the summary's wording.  Must never judge the content itself:
- * what is valid is policy_set_load_file()'s word alone, so that check,
- * pmallocd --check and the shim can never disagree; the one rule added is
- * pmallocd's ownership rule for root.  Strings from the file are escaped on
+ * what is valid is policy_set_load_file()'s word alone, ownership rule for
+ * root included (policy_file_trusted()), so that check, pmallocd --check
+ * and the shim can never disagree.  Strings from the file are escaped on
  * output (a policy file can hold any bytes).
  */
+#define _GNU_SOURCE                  /* asprintf */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <inttypes.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -17,29 +20,6 @@
 
 #include "ctl.h"
 #include "policy.h"
-
-/* pmallocd running as root refuses a policy file that others could have
- * written (daemon/pmallocd/config.c, read_file()); pmallocd --check as root does too.
- * The same rule and words here, so that check run as root gives the verdict
- * the daemon will: 0, or -EPERM and err.  ctl_check.sh compares the two. */
-static int check_owner(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (geteuid() != 0 || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
-		return 0;                    /* not root, or the parser reports it */
-	if (st.st_uid != 0) {
-		snprintf(err, errlen, "%s: refused: owned by uid %u, not by root", path,
-			 (unsigned int)st.st_uid);
-		return -EPERM;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(err, errlen, "%s: refused: writable by group or others (mode %04o)", path,
-			 (unsigned int)(st.st_mode & 07777));
-		return -EPERM;
-	}
-	return 0;
-}
 
 /* ", "-separated escaped globs, after label; nothing when n == 0. */
 static void put_list(FILE *f, const char *label, char *const *items, size_t n)
@@ -93,37 +73,135 @@ static void put_trigger(FILE *f, const struct policy_trigger *t)
 	}
 }
 
+/* A pool's line, "    pool NAME: sites ...; wrappers ...; protect ...;
+ * max_bytes N", when it fits CHECK_WIDTH columns; otherwise one line per
+ * part, its items wrapped at CHECK_WRAP columns (a learned pool lists
+ * hundreds of sites, which no terminal shows on one line). */
+#define CHECK_WIDTH 100
+#define CHECK_WRAP 80
+#define CHECK_PARTS 4
+
+/* One part: its label ("sites") and its items, each escaped. */
+struct check_part {
+	const char *label;
+	char **items;
+	size_t n;
+};
+
+static bool part_add(struct check_part *p, const char *s)
+{
+	char *esc, **grown;
+
+	if (ctl_escape(s, strlen(s), 0, &esc) < 0)
+		return false;
+	grown = realloc(p->items, (p->n + 1) * sizeof(*grown));
+	if (!grown) {
+		free(esc);
+		return false;
+	}
+	p->items = grown;
+	p->items[p->n++] = esc;
+	return true;
+}
+
+static size_t part_width(const struct check_part *p)
+{
+	size_t w = strlen(p->label) + 1;
+
+	for (size_t i = 0; i < p->n; i++)
+		w += ctl_text_width(p->items[i]) + (i ? 2 : 0);
+	return w;
+}
+
+static void part_put(FILE *f, const struct check_part *p, bool wrap)
+{
+	size_t col = 6 + strlen(p->label) + 1;
+
+	fprintf(f, wrap ? "      %s " : "%s ", p->label);
+	for (size_t i = 0; i < p->n; i++) {
+		size_t w = ctl_text_width(p->items[i]);
+
+		if (i)
+			fputc(',', f);
+		if (i && wrap && col + 2 + w > CHECK_WRAP) {
+			fputs("\n        ", f);
+			col = 8;
+		} else if (i) {
+			fputc(' ', f);
+			col += 2;
+		}
+		fputs(p->items[i], f);
+		col += w;
+	}
+	if (wrap)
+		fputc('\n', f);
+}
+
 static void put_pool(FILE *f, const struct policy_pool *pool)
 {
-	fputs("    pool ", f);
-	ctl_put_str(f, pool->name, 0);
-	fputs(": sites ", f);
-	for (size_t i = 0; i < pool->n_sites; i++) {
-		if (i)
-			fputs(", ", f);
-		if (pool->sites[i].object) {
-			ctl_put_str(f, pool->sites[i].object, 0);
-			if (pool->sites[i].build_id)
-				fprintf(f, "@%s", pool->sites[i].build_id);
-			fputc(':', f);
-		}
-		ctl_put_str(f, pool->sites[i].function, 0);
+	struct check_part parts[CHECK_PARTS] = {
+		{ "sites", NULL, 0 }, { "wrappers", NULL, 0 }, { "protect", NULL, 0 },
+		{ "max_bytes", NULL, 0 },
+	};
+	char *name = NULL, *one = NULL;
+	size_t width = 0;
+	bool ok = ctl_escape(pool->name, strlen(pool->name), 0, &name) == 0, first = true;
+
+	for (size_t i = 0; ok && i < pool->n_sites; i++) {
+		const struct policy_site *site = &pool->sites[i];
+
+		ok = (site->object ? asprintf(&one, "%s%s%s:%s", site->object,
+					      site->build_id ? "@" : "",
+					      site->build_id ? site->build_id : "", site->function)
+				   : asprintf(&one, "%s", site->function)) >= 0;
+		ok = ok && part_add(&parts[0], one);
+		free(one);
+		one = NULL;
 	}
-	if (pool->n_wrappers) {
-		fputs("; ", f);
-		put_list(f, "wrappers", pool->wrappers, pool->n_wrappers);
+	for (size_t i = 0; ok && i < pool->n_wrappers; i++)
+		ok = part_add(&parts[1], pool->wrappers[i]);
+	if (ok && pool->n_triggers == 0)
+		ok = part_add(&parts[2], "never");
+	for (size_t i = 0; ok && i < pool->n_triggers; i++) {
+		size_t len = 0;
+		FILE *m = open_memstream(&one, &len);
+
+		if (m)
+			put_trigger(m, &pool->triggers[i]);
+		ok = m && fclose(m) == 0 && part_add(&parts[2], one);
+		free(one);
+		one = NULL;
 	}
-	fputs("; protect ", f);
-	if (pool->n_triggers == 0)
-		fputs("never", f);
-	for (size_t i = 0; i < pool->n_triggers; i++) {
-		if (i)
-			fputs(", ", f);
-		put_trigger(f, &pool->triggers[i]);
+	if (ok && pool->max_bytes) {
+		ok = asprintf(&one, "%" PRIu64, pool->max_bytes) >= 0 && part_add(&parts[3], one);
+		free(one);
 	}
-	if (pool->max_bytes)
-		fprintf(f, "; max_bytes %" PRIu64, pool->max_bytes);
-	fputc('\n', f);
+	if (!ok) {
+		fputs("    pool (out of memory)\n", f);
+		goto out;
+	}
+	width = strlen("    pool ") + ctl_text_width(name) + 1;
+	for (size_t i = 0; i < CHECK_PARTS; i++)
+		width += parts[i].n ? part_width(&parts[i]) + 2 : 0;
+	fprintf(f, "    pool %s:%s", name, width > CHECK_WIDTH ? "\n" : "");
+	for (size_t i = 0; i < CHECK_PARTS; i++) {
+		/* sites and protect are always said, even when empty. */
+		if (parts[i].n == 0 && i != 0)
+			continue;
+		if (width <= CHECK_WIDTH)
+			fputs(first ? " " : "; ", f);
+		part_put(f, &parts[i], width > CHECK_WIDTH);
+		first = false;
+	}
+	if (width <= CHECK_WIDTH)
+		fputc('\n', f);
+out:
+	for (size_t i = 0; i < CHECK_PARTS; i++) {
+		for (size_t k = 0; k < parts[i].n; k++)
+			free(parts[i].items[k]);
+		free(parts[i].items);
+	}
+	free(name);
 }
 
 static void put_policy(FILE *f, const struct policy *p)
@@ -173,9 +251,7 @@ int ctl_cmd_check(int argc, char **argv)
 	if (optind < argc)
 		return ctl_usage_error("check takes one FILE, got also", argv[optind]);
 
-	r = check_owner(path, err, sizeof(err));
-	if (r == 0)
-		r = policy_set_load_file(path, &set, err, sizeof(err));
+	r = policy_set_load_file(path, &set, err, sizeof(err));
 	if (r < 0) {
 		if (err[0]) {
 			ctl_put_str(stderr, err, 0);

@@ -198,10 +198,18 @@ int ctl_put_answer(char *text)
 {
 	int ret = strncmp(text, "ok:", 3) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 	FILE *f = ret == CTL_EXIT_OK ? stdout : stderr;
-	size_t len = strlen(text);
+	const char *say = text;
+	size_t len;
 
-	ctl_put_text(f, text, len, CTL_ESC_MULTILINE);
-	if (len == 0 || text[len - 1] != '\n')
+	/* pmallocd's "error: REASON" is said as every message of ours is. */
+	if (ret != CTL_EXIT_OK) {
+		fputs(CTL_NAME ": ", f);
+		if (strncmp(say, "error: ", 7) == 0)
+			say += 7;
+	}
+	len = strlen(say);
+	ctl_put_text(f, say, len, CTL_ESC_MULTILINE);
+	if (len == 0 || say[len - 1] != '\n')
 		fputc('\n', f);
 	free(text);
 	if (fflush(stdout) != 0)

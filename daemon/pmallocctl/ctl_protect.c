@@ -4,9 +4,9 @@
  * and passes PMW_PROTECT on to the process; prints pmallocd's answer.
  *
  * Owns the arguments of protect and the meaning of its answer: a first line
- * "ok: ..." is exit 0, "error: ..." exit 1 (pmallocctl(8)).  Never trusts
- * the answer (ctl_request() checks it; the text is escaped on output) and
- * never decides anything itself: whether the request is allowed is the
+ * "ok: ..." is exit 0, "error: ..." exit 1, said as "pmallocctl: ..."
+ * (pmallocctl(8)).  Never trusts the answer (ctl_request() checks it; the
+ * text is escaped on output) and never decides anything itself: whether the request is allowed is the
  * daemon's business, as only it knows the process and its policy.
  */
 #include <errno.h>
@@ -48,5 +48,5 @@ int ctl_cmd_protect(int argc, char **argv)
 	r = ctl_request(path, CTL_STATUS_TIMEOUT_MS, &req, sizeof(req), &text);
 	if (r < 0)
 		return ctl_request_error(path, r);
-	return ctl_put_answer(text);      /* "ok: ...", or "error: ..." and exit 1 */
+	return ctl_put_answer(text);      /* "ok: ...", or "pmallocctl: ..." and exit 1 */
 }

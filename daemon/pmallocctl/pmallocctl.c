@@ -109,10 +109,13 @@ static const struct ctl_command ctl_commands[] = {
 	  "                              preload the shim into a systemd service (drop-in)\n",
 	  "enable writes DIR/etc/systemd/system/UNIT.d/pmalloc.conf with\n"
 	  "  Environment=LD_PRELOAD=" PMALLOC_SHIM_PATH "\n"
-	  "disable removes it; status says whether UNIT has it.  UNIT without a suffix\n"
-	  "is UNIT.service.  Then: systemctl daemon-reload && systemctl restart UNIT.\n"
+	  "(then the unit's own LD_PRELOAD, if it has one; refused where a later setting\n"
+	  "would win); disable removes it; status shows the unit's environment as its\n"
+	  "files give it and whether the shim is preloaded.  UNIT without a suffix is\n"
+	  "UNIT.service.  Then: systemctl daemon-reload && systemctl restart UNIT.\n"
 	  "Options:\n"
-	  "  --root DIR       the system's root (default /): an image, a container\n"
+	  "  --root DIR       the system's root (default /): an image, a container; every\n"
+	  "                   path resolves inside DIR, links included\n"
 	  "  --library PATH   preload PATH instead of the installed shim\n"
 	  "Exit status: 0 ok (status: preloaded), 1 failure (status: not preloaded), 2 usage.\n",
 	  ":r:l:h", OPTIONS(ARG("root", 'r'), ARG("library", 'l'), HELP) },

@@ -154,7 +154,7 @@ void rules_render_pool(struct strbuf *b, const struct proc_entry *e, const char 
 {
 	const struct rules_table *t = e->rules ? &e->rules->rules : NULL;
 	char text[ESCAPED_SIZE(PMW_SYM)];
-	unsigned int resolved = 0, unresolved = 0;
+	unsigned int resolved = 0, unresolved = 0, waiting = 0;
 
 	if (!t || !t->usec)
 		return;
@@ -162,12 +162,17 @@ void rules_render_pool(struct strbuf *b, const struct proc_entry *e, const char 
 		if (row_of_pool(&t->rows[i], pool)) {
 			if (t->rows[i].state == PMW_ROW_RESOLVED)
 				resolved++;
+			else if (t->rows[i].state == PMW_ROW_NOT_LOADED)
+				waiting++;
 			else
 				unresolved++;
 		}
-	if (resolved + unresolved == 0)
+	if (resolved + unresolved + waiting == 0)
 		return;
-	strbuf_printf(b, "      rules: %u resolved, %u unresolved\n", resolved, unresolved);
+	strbuf_printf(b, "      rules: %u resolved, %u unresolved", resolved, unresolved);
+	if (waiting)
+		strbuf_printf(b, ", %u waiting for their object", waiting);
+	strbuf_puts(b, "\n");
 	for (uint32_t i = 0; i < t->n; i++) {
 		const struct pmw_row *row = &t->rows[i];
 
@@ -176,6 +181,10 @@ void rules_render_pool(struct strbuf *b, const struct proc_entry *e, const char 
 		text_escape(text, sizeof(text), row->text);
 		if (row->state == PMW_ROW_RESOLVED)
 			strbuf_printf(b, "      resolved: %s %s\n", kind_word(row->kind), text);
+		else if (row->state == PMW_ROW_NOT_LOADED)
+			strbuf_printf(b, "      waiting: %s %s (no object its glob fits is loaded in this "
+				      "process yet: one dlopen'ed later, or loaded by another process of the "
+				      "program, may have it)\n", kind_word(row->kind), text);
 		else
 			strbuf_printf(b, "      unresolved: %s %s (%s)\n", kind_word(row->kind), text,
 				      why_unresolved(row->state));

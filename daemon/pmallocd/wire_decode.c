@@ -106,7 +106,7 @@ static bool row_fits(uint32_t what, const struct pmw_row *r)
 	if (r->kind != PMW_ROW_SITE && r->kind != PMW_ROW_WRAPPER && r->kind != PMW_ROW_ON_CALL)
 		return false;
 	return r->state == PMW_ROW_RESOLVED || r->state == PMW_ROW_NO_FUNCTION ||
-	       r->state == PMW_ROW_NO_OFFSET;
+	       r->state == PMW_ROW_NO_OFFSET || r->state == PMW_ROW_NOT_LOADED;
 }
 
 int wire_check_rules(struct pmw_rules *m)
@@ -121,7 +121,8 @@ int wire_check_rules(struct pmw_rules *m)
 	for (uint32_t i = 0; i < m->n_rows; i++) {
 		if (!row_fits(m->what, &m->rows[i]))
 			return -EINVAL;
-		unresolved += m->rows[i].state != PMW_ROW_RESOLVED && m->rows[i].state != PMW_ROW_COUNTED;
+		unresolved += m->rows[i].state == PMW_ROW_NO_FUNCTION ||
+			      m->rows[i].state == PMW_ROW_NO_OFFSET;
 		FORCE_NUL(m->rows[i].pool);
 		FORCE_NUL(m->rows[i].text);
 		if (!m->rows[i].pool[0] || !m->rows[i].text[0])

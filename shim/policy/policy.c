@@ -1242,6 +1242,24 @@ int policy_set_load_string(const char *text, const char *name, struct policy_set
 	return load_text(&c, text, ret);
 }
 
+int policy_file_trusted(const char *path, const struct stat *st, unsigned int euid, char *err,
+			size_t errlen)
+{
+	if (euid != 0)
+		return 0;
+	if (st->st_uid != 0) {
+		snprintf(err, errlen, "%s: refused: owned by uid %u, not by root", path,
+			 (unsigned int)st->st_uid);
+		return -EPERM;
+	}
+	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(err, errlen, "%s: refused: writable by group or others (mode %04o)", path,
+			 (unsigned int)(st->st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
 /* Read here rather than by config_read_file(): the size is bounded, a FIFO
  * or device cannot block or feed us forever, and a NUL byte (after which
  * libconfig would silently stop reading) is refused. */
@@ -1268,6 +1286,11 @@ int policy_set_load_file(const char *path, struct policy_set **ret, char *err, s
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
 		return fail(&c, 0, "not a regular file");
+	}
+	r = policy_file_trusted(c.name, &st, (unsigned int)geteuid(), err, errlen);
+	if (r < 0) {
+		close(fd);
+		return r;
 	}
 	if (st.st_size > FILE_MAX) {
 		close(fd);

@@ -111,8 +111,18 @@ struct policy_set {
 	size_t n_policies;
 };
 
+/* Whether a policy file with status st may be read by a process whose
+ * effective uid is euid: for root, only a file owned by root that neither
+ * group nor others can write (a file others can write is their input to
+ * root's processes, whose parser then runs as root); anyone else reads what
+ * the kernel lets it.  0, or -EPERM and err ("FILE: refused: ...").  The one
+ * rule for pmallocd, pmallocctl check and the shim's own reading. */
+struct stat;
+int policy_file_trusted(const char *path, const struct stat *st, unsigned int euid, char *err,
+			size_t errlen);
 /* Parse and validate.  0 and *ret on success; on failure -errno (-EINVAL for
- * a bad file, -ENOENT etc. for I/O) and err holds "FILE:LINE: message" (or
+ * a bad file, -EPERM for one policy_file_trusted() refuses for this
+ * process, -ENOENT etc. for I/O) and err holds "FILE:LINE: message" (or
  * "FILE: message" where no line applies).  name labels text in messages. */
 int policy_set_load_file(const char *path, struct policy_set **ret, char *err, size_t errlen);
 int policy_set_load_string(const char *text, const char *name, struct policy_set **ret,

@@ -180,6 +180,15 @@ static void log_unmatched(const struct pimg_header *img)
 		const char *kind = v.wrapper ? "wrapper" : "site";
 		char text[600];
 		snprintf(text, sizeof(text), "%s%s%s", v.object ? v.object : "", v.object ? ":" : "", v.function);
+		/* Its object is not loaded: it may be dlopen'ed later, or loaded
+		 * by another process of the same program (a worker that loads a
+		 * module its master never does).  Not a rule that matches
+		 * nothing; status shows it as waiting. */
+		if (!v.object_loaded) {
+			debug_printf("%s rule \"%s\" waits for an object its glob fits (none loaded at start-up)",
+				     kind, text);
+			continue;
+		}
 		debug_printf("%s rule \"%s\" matches no function loaded at start-up", kind, text);
 		journal_unmatched(pimg_policy_name(img), v.wrapper ? "" : pimg_pool_name(img, (size_t)v.pool),
 				  kind, text);

@@ -217,6 +217,9 @@ enum pmw_row_state {
 	PMW_ROW_NO_FUNCTION = 2,         /* no loaded object has a function of that name */
 	PMW_ROW_NO_OFFSET = 3,           /* no loaded object fits the object glob (and build-id) */
 	PMW_ROW_COUNTED = 4,
+	PMW_ROW_NOT_LOADED = 5,          /* its object glob fits no object loaded in this
+					  * process yet: it may match one dlopen'ed later
+					  * (or in another process); not unresolved */
 };
 
 struct pmw_row {

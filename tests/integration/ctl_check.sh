@@ -44,7 +44,7 @@ policies = (
   {
     name = "tool";
     match = { comm = [ "tool" ]; };
-    pools = ( { name = "p"; sites = [ "main" ]; } );
+    pools = ( { name = "p"; sites = [ "main" ]; protect = [ "manual" ]; } );
   }
 );
 CONF
@@ -53,10 +53,14 @@ run check "$T/good.conf"
 cat >"$T/expect" <<EXPECT
 $T/good.conf: ok (2 policies, 3 pools)
   policy web: audit, seal; match exe /usr/sbin/nginx, */httpd; uid 0, 33
-    pool conf: sites ngx_conf_*, libssl.so*:SSL_CTX_new; wrappers ngx_alloc; protect on-call:accept4, after:90s; max_bytes 1048576
+    pool conf:
+      sites ngx_conf_*, libssl.so*:SSL_CTX_new
+      wrappers ngx_alloc
+      protect on-call:accept4, after:90s
+      max_bytes 1048576
     pool keys: sites load_keys; protect manual, after:1500ms
   policy tool: enforce, mprotect; match comm tool
-    pool p: sites main; protect never
+    pool p: sites main; protect manual
 EXPECT
 diff -u "$T/expect" "$T/out" >"$T/diff" || fail "good.conf summary: $(cat "$T/diff")"
 [ ! -s "$T/err" ] || fail "good.conf: stderr: $(cat "$T/err")"
@@ -117,6 +121,24 @@ run check "$evil"
 	fail "escaped name in error: $(od -c "$T/err" | head -n 5)"
 pass "file names escaped"
 
+# A pool of hundreds of sites (as propose writes them) is wrapped: no line
+# wider than 100 columns, every site still there, in order.
+{
+	printf 'version = 1;\npolicies = ( { name = "big"; match = { exe = [ "*/big" ]; };\n'
+	printf '  pools = ( { name = "config"; protect = [ "on-call:listen" ]; sites = [ '
+	for i in $(seq 200); do printf '"site_function_number_%d", ' $i; done
+	printf '"big@0123456789abcdef0123456789abcdef01234567:+0x277b2" ]; } ); } );\n'
+} >"$T/big.conf"
+run check "$T/big.conf"
+[ "$(rc)" = 0 ] || fail "big.conf: exit $(rc): $(cat "$T/err")"
+awk 'length($0) > 100 { print FILENAME ":" FNR ": " length($0) " columns"; bad = 1 } END { exit bad }' "$T/out" ||
+	fail "check prints lines wider than 100 columns"
+got=$(sed -n '/^    pool config:$/,$p' "$T/out" | sed -e 's/^ *//' -e 's/^sites //' | tr -d '\n' |
+	grep -o 'site_function_number_[0-9]*\|big@[0-9a-f]*:+0x277b2' | tr '\n' ' ')
+want=$(for i in $(seq 200); do printf 'site_function_number_%d ' $i; done; printf 'big@0123456789abcdef0123456789abcdef01234567:+0x277b2 ')
+[ "$got" = "$want" ] || fail "wrapped sites differ: $(head -c 300 "$T/out")"
+pass "a pool of 201 sites wrapped in $(wc -l <"$T/out") lines of at most 100 columns, every site there"
+
 # Run as root, check refuses what pmallocd (root) would: a file others could write.
 if [ "$(id -u)" = 0 ]; then
 	cp "$T/good.conf" "$T/groupw.conf"; chmod 0664 "$T/groupw.conf"
@@ -132,7 +154,12 @@ if [ "$(id -u)" = 0 ]; then
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$ctl" check "$T/groupw.conf" >"$T/out" 2>&1 ||
 			fail "unprivileged check of a group-writable file: $(cat "$T/out")"
 	fi
-	pass "as root: files others could write are refused, as pmallocd does"
+	# The shim reading the file itself (no daemon) refuses it too, and says so.
+	PMALLOC_CONF=$T/groupw.conf PMALLOC_SOCKET=$T/nobody.sock LD_PRELOAD=$B/libpmalloc_shim.so \
+		/bin/true >"$T/out" 2>&1 || fail "a program under the shim with a refused file: $(cat "$T/out")"
+	[ "$(cat "$T/out")" = "pmalloc: $T/groupw.conf: refused: writable by group or others (mode 0664) (running unprotected)" ] ||
+		fail "the shim's fallback does not refuse a group-writable file as check does: $(cat "$T/out")"
+	pass "as root: files others could write are refused, as pmallocd does, and by the shim reading them itself"
 fi
 
 # Usage errors.

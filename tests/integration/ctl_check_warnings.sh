@@ -2,7 +2,8 @@
 # says, but warns (FILE:LINE: warning: ..., on stderr, exit 0) where the
 # file cannot mean what its author meant: an exe glob no real path fits
 # (no leading '/' or a symbolic link), a policy that an earlier one always
-# wins over, a repeated trigger or site.  A clean file gets no warning.
+# wins over, a pool with no protect trigger, a repeated trigger or site.  A
+# clean file gets no warning.
 . "$(dirname "$0")/lib.sh"
 
 CTL=$B/pmallocctl
@@ -17,9 +18,9 @@ policies = (
     pools = ( { name = "a"; sites = [ "f", "lib:g", "lib:g" ];
                 protect = [ "on-call:listen", "after:2s", "on-call:listen", "after:2000ms" ]; } ); },
   { name = "root-nginx"; match = { exe = [ "/usr/sbin/nginx" ]; uid = [ 0 ]; };
-    pools = ( { name = "a"; sites = [ "f" ]; } ); },
+    pools = ( { name = "a"; sites = [ "f" ]; protect = [ "manual" ]; } ); },
   { name = "again"; match = { exe = [ "/usr/sbin/nginx" ]; comm = [ "nginx" ]; };
-    pools = ( { name = "a"; sites = [ "f" ]; } ); },
+    pools = ( { name = "a"; sites = [ "f" ]; protect = [ "manual" ]; } ); },
   { name = "fine"; match = { exe = [ "*/redis-server" ]; comm = [ "redis*" ]; };
     pools = ( { name = "a"; sites = [ "f", "g" ]; protect = [ "on-call:listen", "after:2s" ]; } ); }
 );
@@ -27,6 +28,7 @@ EOF2
 "$CTL" check "$T/p.conf" >"$T/out" 2>"$T/err" || fail "a valid file refused: $(cat "$T/err")"
 real=$(readlink -f /bin/true)
 cat >"$T/want" <<EOF2
+$T/p.conf:4: warning: policy "all-root", pool "a": no protect trigger, so nothing it takes is ever protected ("manual" if the program protects it)
 $T/p.conf:5: warning: policy "bare": exe "nginx" can never match: executables are matched by their real path (/proc/PID/exe), which starts with '/'; write "*/nginx"
 $T/p.conf:5: warning: policy "bare": exe "$T/link-to-true" is a symbolic link and can never match: executables are matched by their real path, here "$real"
 $T/p.conf:6: warning: policy "bare", pool "a": trigger 3 repeats trigger 1

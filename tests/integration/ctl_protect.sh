@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # pmallocctl protect PID POOL: pmallocd passes PMW_PROTECT on to a served
 # process whose policy has the pool with a "manual" trigger, answers "ok:"
-# (exit 0) or "error: REASON" (exit 1), and refuses a requester who is
+# (exit 0) or "pmallocctl: REASON" (exit 1), and refuses a requester who is
 # neither root nor the process's user; no daemon is exit 3.  The process
 # here is wire_client (it prints the PMW_PROTECT it receives); the shim's
 # side is e2e_manual.sh's.
@@ -84,21 +84,21 @@ expect_error() {
 
 # An unknown pid: a process that does not run (pid_max is far below this).
 expect_error 2000000000 config -- \
-	"error: PID 2000000000 is not connected to pmallocd (not running, not preloaded with pmalloc, or its connection closed)"
+	"pmallocctl: PID 2000000000 is not connected to pmallocd (not running, not preloaded with pmalloc, or its connection closed)"
 # A running process that never connected.
 expect_error $$ config -- \
-	"error: PID $$ is not connected to pmallocd (not running, not preloaded with pmalloc, or its connection closed)"
+	"pmallocctl: PID $$ is not connected to pmallocd (not running, not preloaded with pmalloc, or its connection closed)"
 expect_error "$cpid" nosuch -- \
-	"error: pool \"nosuch\" is not in the policy \"demo\" of PID $cpid ($WIRE) (generation 1)"
+	"pmallocctl: pool \"nosuch\" is not in the policy \"demo\" of PID $cpid ($WIRE) (generation 1)"
 expect_error "$cpid" cache -- \
-	"error: pool \"cache\" of policy \"demo\" has no manual trigger (protect = [ \"manual\" ] in pmalloc.conf(5))"
+	"pmallocctl: pool \"cache\" of policy \"demo\" has no manual trigger (protect = [ \"manual\" ] in pmalloc.conf(5))"
 pass "unknown PID, pool not in the policy, pool without a manual trigger: exit 1 with the reason"
 
 # Not root and not the process's user: refused, nothing sent.
 out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$ctl" protect "$cpid" config --socket "$SOCK" 2>&1)
 r=$?
 [ $r = 1 ] || fail "as nobody: exit $r, want 1: $out"
-[ "$out" = "error: permission denied: PID $cpid is not yours (only root or its own user may protect its pools)" ] ||
+[ "$out" = "pmallocctl: permission denied: PID $cpid is not yours (only root or its own user may protect its pools)" ] ||
 	fail "as nobody: $out"
 
 # A process of uid 65534 (the policy matches uid 0 only: no policy for it).
@@ -108,9 +108,9 @@ wait_until 100 grep -q '^NO_POLICY' "$T/nobody.out" || fail "nobody's client: $(
 npid=$(sed -n 's/^pid=//p' "$T/nobody.out")
 out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$ctl" protect "$npid" config --socket "$SOCK" 2>&1)
 r=$?
-[ $r = 1 ] && [ "$out" = "error: PID $npid ($WIRE) was not served a policy" ] ||
+[ $r = 1 ] && [ "$out" = "pmallocctl: PID $npid ($WIRE) was not served a policy" ] ||
 	fail "nobody on its own process: exit $r: $out"
-expect_error "$npid" config -- "error: PID $npid ($WIRE) was not served a policy"
+expect_error "$npid" config -- "pmallocctl: PID $npid ($WIRE) was not served a policy"
 pass "uid 65534: permission denied on root's process; its own (and root on it): not served a policy"
 
 # The process keeps the policy it got: a reload that drops the manual

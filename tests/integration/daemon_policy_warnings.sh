@@ -14,9 +14,9 @@ warn_conf() {
 version = 1;
 policies = (
   { name = "bare"; match = { exe = [ "nginx" ]; };
-    pools = ( { name = "a"; sites = [ "f" ]; } ); },
+    pools = ( { name = "a"; sites = [ "f" ]; protect = [ "manual" ]; } ); },
   { name = "link"; match = { exe = [ "$T/link-to-true" ]; };
-    pools = ( { name = "a"; sites = [ "f" ]; } ); }
+    pools = ( { name = "a"; sites = [ "f" ]; protect = [ "manual" ]; } ); }
 );
 EOC
 }

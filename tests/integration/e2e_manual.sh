@@ -33,7 +33,7 @@ wait_until 100 grep -qx 'protected=0' "$T/out" || fail "before: $(cat "$T/out")"
 pass "PID $pid runs with its configuration writable"
 
 "$B/pmallocctl" protect "$pid" nosuchpool --socket "$SOCK" >"$T/ctl.out" 2>&1
-[ $? = 1 ] && grep -q '^error: ' "$T/ctl.out" || fail "unknown pool: $(cat "$T/ctl.out")"
+[ $? = 1 ] && grep -q '^pmallocctl: ' "$T/ctl.out" || fail "unknown pool: $(cat "$T/ctl.out")"
 "$B/pmallocctl" protect "$pid" config --socket "$SOCK" >"$T/ctl.out" 2>&1 || fail "pmallocctl protect: $(cat "$T/ctl.out")"
 grep -q '^ok: ' "$T/ctl.out" || fail "pmallocctl protect: $(cat "$T/ctl.out")"
 # Applied on receipt by the shim's thread: ask until it says so.

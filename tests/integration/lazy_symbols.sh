@@ -160,12 +160,15 @@ cmp -s "$T/candidates" "$T/read" || fail "a rule naming nothing left tables unre
 pass "a rule that names nothing has every table read before main, and is reported"
 
 # A rule for an object not loaded at start-up (a plugin dlopen'ed later)
-# names nothing yet, and is said so; but it can name none of the loaded
-# objects, so their tables are not read for it.
+# names nothing yet: it waits for its object, and is said so (not as a rule
+# that matches nothing); it can name none of the loaded objects, so their
+# tables are not read for it.
 policy '"make_secret", "libnot_loaded_yet.so:plugin_alloc"'
 run
-grep -q 'site rule "libnot_loaded_yet.so:plugin_alloc" matches no function' "$T/err" ||
+grep -q 'site rule "libnot_loaded_yet.so:plugin_alloc" waits for an object its glob fits' "$T/err" ||
 	fail "the rule for an object not loaded was not reported: $(cat "$T/err")"
+grep -q 'site rule "libnot_loaded_yet.so:plugin_alloc" matches no function' "$T/err" &&
+	fail "the rule for an object not loaded was said to match nothing: $(cat "$T/err")"
 [ -n "$(comm -23 "$T/candidates" "$T/read")" ] ||
 	fail "a rule for an object not loaded had every table read: $(cat "$T/read")"
 pass "a rule for an object not loaded yet has no table read for it"

@@ -47,5 +47,5 @@ wait_until 100 got exit || fail "no exit entries from PID $ppid"
 pass "learn-flush: a running learn process writes its sites (reason learn-flush), then again at exit"
 
 "$B/pmallocctl" learn-flush 999999 --socket "$SOCK" >"$T/ans" 2>&1 && fail "learn-flush of an unknown PID succeeded"
-grep -q "^error: PID 999999 is not connected" "$T/ans" || fail "unknown PID: $(cat "$T/ans")"
+grep -q "^pmallocctl: PID 999999 is not connected" "$T/ans" || fail "unknown PID: $(cat "$T/ans")"
 pass "learn-flush of a process pmallocd does not serve: refused"

@@ -66,7 +66,7 @@ static struct pmw_row *row_add(struct pmw_rules *m, const struct shim_state *st,
 			       uint32_t state)
 {
 	m->total++;
-	if (state != PMW_ROW_RESOLVED && state != PMW_ROW_COUNTED)
+	if (state == PMW_ROW_NO_FUNCTION || state == PMW_ROW_NO_OFFSET)
 		m->unresolved++;
 	if (m->n_rows == PMW_ROWS)
 		return NULL;
@@ -81,6 +81,8 @@ static uint32_t rule_state(const struct resolve_rule_view *v)
 {
 	if (v->matched)
 		return PMW_ROW_RESOLVED;
+	if (!v->object_loaded)
+		return PMW_ROW_NOT_LOADED;
 	return v->by_offset ? PMW_ROW_NO_OFFSET : PMW_ROW_NO_FUNCTION;
 }
 

@@ -60,6 +60,10 @@ struct rule {
 	bool literal;               /* function has no glob characters */
 	bool prefix_star;           /* function is those characters then "*" */
 	bool matched;
+	/* An object its object glob fits was loaded (at start-up or since):
+	 * until then an unmatched rule waits for its object rather than
+	 * matching nothing.  Said to pmallocd and the journal only. */
+	bool object_loaded;
 };
 
 /* A loaded object, as both dl_iterate_phdr and a link map name it: load
@@ -122,6 +126,7 @@ static void applicable_rules(const char *path, struct applicable *a)
 	for (size_t i = 0; i < n_rules; i++) {
 		if (!object_matches(&rules[i], path))
 			continue;
+		rules[i].object_loaded = true;
 		if (rules[i].by_offset) {
 			if (a->n_offset < ARRAY_SIZE(a->by_offset))
 				a->by_offset[a->n_offset++] = &rules[i];
@@ -526,6 +531,7 @@ static void read_loaded(const struct link_map *lm, const char *key_name)
 	struct phdr_query q = { lm->l_addr, key_name, NULL, 0 };
 	dl_iterate_phdr(find_phdrs, &q);
 	struct applicable a;
+	size_t waiting = resolve_waiting();
 	applicable_rules(path, &a);
 	struct collect c = { .obj = { lm->l_addr, heap_strdup(key_name) } };
 	if (!c.obj.name)
@@ -546,11 +552,12 @@ static void read_loaded(const struct link_map *lm, const char *key_name)
 	heap_free(c.r);
 	heap_free(p.r);
 	/* pmallocd shows which rules matched: tell it when a dlopen'ed
-	 * object resolves one that nothing matched before.  (A start-up
-	 * object read late never does: every object a rule without a match
-	 * could name was read before main.) */
+	 * object resolves one that nothing matched before, or is the first
+	 * that a waiting rule's object glob fits.  (A start-up object read
+	 * late never does: every object a rule without a match could name
+	 * was read before main.) */
 	const struct shim_state *st = shim;
-	if (resolve_unmatched() < unmatched && st && st->rules_changed)
+	if ((resolve_unmatched() < unmatched || resolve_waiting() < waiting) && st && st->rules_changed)
 		st->rules_changed();
 }
 
@@ -992,6 +999,14 @@ size_t resolve_unmatched(void)
 	return n;
 }
 
+size_t resolve_waiting(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < n_rules; i++)
+		n += !rules[i].matched && rules[i].object && !rules[i].object_loaded;
+	return n;
+}
+
 bool resolve_rule(size_t i, struct resolve_rule_view *ret)
 {
 	if (i >= n_rules)
@@ -1003,6 +1018,7 @@ bool resolve_rule(size_t i, struct resolve_rule_view *ret)
 		.by_offset = r->by_offset,
 		.looked_up = any_specific,
 		.matched = r->matched,
+		.object_loaded = !r->object || r->object_loaded,
 		.object = r->object,
 		.function = r->function,
 		.build_id = r->build_id,

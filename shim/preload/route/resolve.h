@@ -33,10 +33,13 @@ struct resolve_rule_view {
 	bool wrapper, by_offset;
 	bool looked_up;                  /* false: a pool takes everything, nothing was scanned */
 	bool matched;
+	bool object_loaded;              /* false: its object glob fits nothing loaded yet */
 	const char *object, *function, *build_id;   /* object, build_id may be NULL */
 };
 size_t resolve_n_rules(void);
 size_t resolve_unmatched(void);
+/* Of those, the rules whose object glob fits no object loaded yet. */
+size_t resolve_waiting(void);
 bool resolve_rule(size_t i, struct resolve_rule_view *ret);
 
 #endif
