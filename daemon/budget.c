@@ -210,3 +210,39 @@ bool budget_journal_admit(struct uid_budget *u)
 	}
 	return false;
 }
+
+static void sym_window(uint64_t now, uint64_t *end, uint64_t *spent)
+{
+	if (now >= *end) {
+		*end = now + BUDGET_SYM_WINDOW_US;
+		*spent = 0;
+	}
+}
+
+uint64_t budget_symbolize_allowance(struct uid_budget *u)
+{
+	struct budgets *b;
+	uint64_t now, mine, all;
+
+	if (!u || u->uid == 0)
+		return UINT64_MAX;
+	b = u->owner;
+	now = now_usec(b);
+	sym_window(now, &b->sym_window_end, &b->sym_spent);
+	sym_window(now, &u->sym_window_end, &u->sym_spent);
+	mine = u->sym_spent < BUDGET_SYM_USER_US ? BUDGET_SYM_USER_US - u->sym_spent : 0;
+	all = b->sym_spent < BUDGET_SYM_ALL_US ? BUDGET_SYM_ALL_US - b->sym_spent : 0;
+	return mine < all ? mine : all;
+}
+
+void budget_symbolize_spent(struct uid_budget *u, uint64_t us, bool cut)
+{
+	if (!u)
+		return;
+	if (cut)
+		u->owner->sym_cut++;
+	if (u->uid == 0)
+		return;
+	u->sym_spent += us;
+	u->owner->sym_spent += us;
+}

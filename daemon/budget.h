@@ -23,6 +23,14 @@
 					  * are bounded by that cap) */
 #define BUDGET_JOURNAL_FACTOR 8          /* a uid's journal entries per report_interval_s:
 					  * 8 x report_burst */
+/* Time the event loop spends opening and reading module files named in
+ * reports (symbolize.c), per window: a user's, and all users' together
+ * (root's reports are not held to it).  What is over it is shown as
+ * module+offset.  With one look-up bounded by SYM_TABLES_MAX, no window
+ * stalls the loop for much more than BUDGET_SYM_ALL_US. */
+#define BUDGET_SYM_WINDOW_US 1000000
+#define BUDGET_SYM_USER_US 20000
+#define BUDGET_SYM_ALL_US 50000
 
 /* What a uid's budget counts, each kind with its cap per non-root uid. */
 enum budget_hold {
@@ -43,6 +51,8 @@ struct uid_budget {
 	uint64_t dropped;                /* in this window: the summary says how many */
 	unsigned int burst, interval_s;  /* as when the window opened */
 	sd_event_source *timer;          /* the summary at the window's end */
+	uint64_t sym_window_end;         /* symbolization time in this window */
+	uint64_t sym_spent;
 };
 
 /* Writes the summary entry of a uid's dropped entries (journal.c's
@@ -63,6 +73,9 @@ struct budgets {
 					  * or all users over theirs) */
 	uint64_t dropped_entries;        /* journal entries over a uid's budget */
 	uint64_t summaries;              /* budget summary entries written */
+	uint64_t sym_window_end;         /* all users' symbolization time in this window */
+	uint64_t sym_spent;
+	uint64_t sym_cut;                /* reports not fully symbolized for the time budgets */
 };
 
 void budgets_init(struct budgets *b, sd_event *event, size_t max_clients, budget_summary_fn *summarise);
@@ -90,5 +103,11 @@ void budget_entry_remove(struct uid_budget *u);
  * (MID_DROPPED, PMALLOC_UID) at the window's end says how many.  NULL or
  * root: always. */
 bool budget_journal_admit(struct uid_budget *u);
+
+/* Microseconds of symbolization a report about a process of u may take
+ * now (0: none left in this window; root or NULL: UINT64_MAX). */
+uint64_t budget_symbolize_allowance(struct uid_budget *u);
+/* It took us microseconds (cut: it stopped for the allowance). */
+void budget_symbolize_spent(struct uid_budget *u, uint64_t us, bool cut);
 
 #endif

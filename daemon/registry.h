@@ -51,6 +51,8 @@ struct proc_entry {
 	pid_t pid;
 	pid_t via_pid;                   /* 0, or the peer whose connection a forked child used */
 	uid_t uid;
+	gid_t gid;                       /* its effective gid as it connected (module files are
+					  * opened with uid and gid: symbolize.h) */
 	uint64_t starttime;              /* /proc/PID/stat; 0 unknown (or not read yet:
 					  * starttime_by) */
 	/* Its start time is read when status needs it, not at its HELLO

@@ -323,6 +323,7 @@ static struct proc_entry *sender_entry(struct client *c, const struct ucred *cre
 		return NULL;
 	}
 	e->budget = c->budget;
+	e->gid = cred->gid;
 	e->via_pid = c->pid;
 	/* The child inherited its parent's shim state, hence its hand-out. */
 	e->has_policy = c->entry->has_policy;
@@ -436,6 +437,7 @@ static int hello_finish(struct client *c, const struct identify_job *j)
 	if (!e)
 		return log_error_errno(ENOMEM, "out of memory");
 	e->budget = c->budget;
+	e->gid = c->gid;
 	c->entry = e;                    /* retired with the connection, whatever follows */
 	proc_entry_set_comm(e, j->comm);
 	journal_set_object(e, j->cgroup);
