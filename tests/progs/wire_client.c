@@ -44,7 +44,8 @@
  *   --status                send PMW_STATUS_REQ and print the text
  *   --status-times N        N status requests 50 ms apart, each on a new
  *                           connection; prints "status_max_us=U" (connect to
- *                           answer, the slowest; exit 1 if one is not answered)
+ *                           answer, the slowest), "status_median_us=M" and
+ *                           "status_over_100ms=K" (exit 1 if one is not answered)
  *   --many N                N connections at once, each says HELLO; prints
  *                           "answered=K refused=R" (exit 0 when every one got either);
  *                           with --report K each answered one then sends K reports,
@@ -469,12 +470,21 @@ static void bad_message(int fd, const char *what)
 
 static void send_report(int fd);
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 /* --status-times: how long status takes, as another user's process sees it. */
 static int status_timed(int n)
 {
 	static char buf[PMW_MAX_MSG + 1];
-	uint64_t worst = 0;
+	uint64_t worst = 0, times[1000];
+	int over = 0;
 
+	if (n > 1000)
+		n = 1000;
 	for (int i = 0; i < n; i++) {
 		struct pmw_status_req req;
 		struct timespec gap = { 0, 50 * 1000 * 1000 };
@@ -494,9 +504,13 @@ static int status_timed(int n)
 		}
 		if (t > worst)
 			worst = t;
+		over += t >= 100000;
+		times[i] = t;
 		nanosleep(&gap, NULL);
 	}
-	printf("status_max_us=%llu\n", (unsigned long long)worst);
+	qsort(times, (size_t)n, sizeof(times[0]), cmp_u64);
+	printf("status_max_us=%llu\nstatus_median_us=%llu\nstatus_over_100ms=%d\n",
+	       (unsigned long long)worst, (unsigned long long)times[n / 2], over);
 	return 0;
 }
 
