@@ -57,6 +57,7 @@
 #include "log.h"
 #include "proc.h"
 #include "protect.h"
+#include "repeat.h"
 #include "rules.h"
 #include "violation.h"
 #include "wire.h"
@@ -113,6 +114,7 @@ struct server {
 	struct log_limit drop_log;
 	struct protect protect;           /* pmallocctl protect */
 	struct budgets budgets;           /* per-user shares and budgets */
+	struct repeats repeats;           /* crash loops: one executable's new processes */
 	struct identify *identify;        /* the worker reading clients' identity */
 	sd_event_source *identified_src;  /* its eventfd: jobs back */
 	sd_event_source *trim_timer;      /* malloc_trim once frees stop */
@@ -476,7 +478,8 @@ static int hello_finish(struct client *c, const struct identify_job *j)
 			return r;
 		}
 		s->counters.handed++;
-		journal_handed(e, p->name);
+		if (repeat_admit(&s->repeats, REPEAT_HANDED, e, NULL, p->name, NULL))
+			journal_handed(e, p->name);
 	} else {
 		char reason[PMW_SYM];
 
@@ -672,8 +675,10 @@ static int handle_report(struct client *c, struct pmw_report *m, const struct uc
 	e->violations++;
 	text_escape(policy, sizeof(policy), m->policy);
 	text_escape(pool, sizeof(pool), m->pool);
+	/* The process's own limit, then its executable's (a crash loop). */
 	if (!journal_limit_admit(s->manager->event, e, LIMIT_VIOLATION, m->fault_ip, policy, pool,
-				 d->report_burst, d->report_interval_s)) {
+				 d->report_burst, d->report_interval_s) ||
+	    !repeat_admit(&s->repeats, REPEAT_VIOLATION, e, m, policy, pool)) {
 		e->violations_dropped++;
 		return 0;
 	}
@@ -705,6 +710,7 @@ static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 	char why[PMW_SYM];
 
 	budgets_set_rate(&c->server->budgets, d->report_burst, d->report_interval_s);
+	repeats_set_interval(&c->server->repeats, d->report_burst ? d->report_interval_s : 0);
 
 	switch (wire_check_client(rx_buf, n, why, sizeof(why))) {
 	case WIRE_OK:
@@ -1086,6 +1092,7 @@ int server_open(struct manager *m, const char *path, int activated_fd, struct se
 	s->protect = (struct protect)PROTECT_INIT;
 	s->max_clients = max_clients();
 	budgets_init(&s->budgets, m->event, s->max_clients, journal_budget_summary);
+	repeats_init(&s->repeats, m->event);
 	if (activated_fd >= 0) {
 		r = listen_adopt(activated_fd, &s->path);
 		s->fd = activated_fd;
@@ -1144,6 +1151,7 @@ void server_free(struct server *s)
 	s->identify = NULL;
 	while (s->clients)
 		client_free(s->clients);
+	repeats_done(&s->repeats);
 	budgets_done(&s->budgets);
 	s->trim_timer = sd_event_source_disable_unref(s->trim_timer);
 	s->silent_timer = sd_event_source_disable_unref(s->silent_timer);
