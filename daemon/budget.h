@@ -1,5 +1,7 @@
 /*
  * budget.h - what one unprivileged user can make pmallocd hold and write:
+ * a user is a person (person.h: the uids of its subordinate range count
+ * as its own; server.c counts a setuid program as its real uid's),
  * connections, registry entries (its processes and their forked children),
  * journal entries per interval.  Root (uid 0) has no per-user budget (only
  * the per-process rate limit and the global caps), and a share of the
@@ -15,6 +17,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
+
+#include "person.h"
 
 #define BUDGET_CLIENTS_DIV 4             /* a non-root uid: at most max_clients / 4 connections */
 #define BUDGET_ROOT_RESERVE_DIV 8        /* all non-root uids: max_clients less 1/8 of it */
@@ -61,6 +65,7 @@ typedef void budget_summary_fn(uid_t uid, uint64_t dropped, unsigned int burst, 
 
 struct budgets {
 	sd_event *event;
+	const struct persons *persons;   /* the manager's; NULL: each uid its own */
 	budget_summary_fn *summarise;
 	struct uid_budget *list;
 	size_t n_users;                  /* uids with a budget now */
@@ -78,7 +83,8 @@ struct budgets {
 	uint64_t sym_cut;                /* reports not fully symbolized for the time budgets */
 };
 
-void budgets_init(struct budgets *b, sd_event *event, size_t max_clients, budget_summary_fn *summarise);
+void budgets_init(struct budgets *b, sd_event *event, size_t max_clients, budget_summary_fn *summarise,
+		  const struct persons *persons);
 /* Writes the summaries still due and frees every budget. */
 void budgets_done(struct budgets *b);
 /* The journal budget follows the policy file's report_burst and
@@ -87,7 +93,7 @@ void budgets_set_rate(struct budgets *b, unsigned int report_burst, unsigned int
 
 /* The cap of one non-root uid's holds of kind. */
 size_t budget_cap(const struct budgets *b, enum budget_hold kind);
-/* A new connection of uid: its budget (held until budget_client_remove),
+/* A new connection of uid: its person's budget (u->uid is the person's) (held until budget_client_remove),
  * or NULL when refused (uid over max_clients / BUDGET_CLIENTS_DIV, all
  * users over max_clients less the root reserve; or ENOMEM).  Root is
  * refused only on ENOMEM: the server's global cap is its limit. */

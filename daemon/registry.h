@@ -122,6 +122,13 @@ static inline const char *proc_entry_exe(const struct proc_entry *e)
 	return e->exe_shown ? e->exe_shown : "?";
 }
 
+/* The person e counts as (budget.h: a setuid program its real uid's, a
+ * subordinate uid its owner's): whose reserve its journal entries may use. */
+static inline uid_t proc_entry_person(const struct proc_entry *e)
+{
+	return e->budget ? e->budget->uid : e->uid;
+}
+
 /* The pool (policy, name) of e, added on first use; NULL when e already
  * tracks REGISTRY_POOLS pools or on ENOMEM. */
 struct reg_pool *proc_entry_pool(struct proc_entry *e, const char *policy, const char *name);

@@ -214,7 +214,7 @@ bool repeat_admit(struct repeats *r, enum repeat_kind kind, const struct proc_en
 		s->key = key;
 		s->interval_s = r->base_s > REPEAT_INTERVAL_MAX_S ? REPEAT_INTERVAL_MAX_S : r->base_s;
 		s->window_end = now + (uint64_t)s->interval_s * USEC_PER_SEC;
-		s->uid = e->uid;
+		s->uid = proc_entry_person(e);
 		str_copy(s->exe, sizeof(s->exe), proc_entry_exe(e));
 		str_copy(s->policy, sizeof(s->policy), policy);
 		str_copy(s->pool, sizeof(s->pool), pool ? pool : "");

@@ -24,7 +24,7 @@
 
 #include "wire.h"
 
-#define REPEAT_FIRST 5                   /* processes of a run whose entries are written */
+#define REPEAT_FIRST 10                  /* processes of a run whose entries are written */
 #define REPEAT_INTERVAL_MAX_S 600        /* the back-off's longest interval */
 #define REPEAT_KEYS 256                  /* sites followed at once; the stalest goes */
 

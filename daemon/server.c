@@ -435,6 +435,23 @@ static int hello_finish(struct client *c, const struct identify_job *j)
 		return -EPERM;
 	}
 
+	/* A setuid-root program counts as the user who started it (its real
+	 * uid): a user's 300 su processes waiting for a password are that
+	 * user's 300 connections, not root's. */
+	if (c->uid == 0 && j->uids[0] != 0) {
+		struct uid_budget *u = budget_client_add(&s->budgets, j->uids[0]);
+
+		if (!u) {
+			client_drop(c, refused_busy, "runs for uid %u (its real uid), which holds its share of "
+				    "connections already, refused", client_drop_args(c), (unsigned)j->uids[0]);
+			(void)send_answer_fd(c->fd, PMW_REFUSED, cfg->generation,
+					     "pmallocd is serving too many clients");
+			return -EBUSY;
+		}
+		budget_client_remove(c->budget);
+		c->budget = u;
+	}
+
 	e = registry_add(&s->manager->registry, c->pid, c->uid, now_usec(s));
 	if (!e)
 		return log_error_errno(ENOMEM, "out of memory");
@@ -1091,7 +1108,7 @@ int server_open(struct manager *m, const char *path, int activated_fd, struct se
 	s->drop_log = (struct log_limit)LOG_LIMIT_INIT(10, 10);
 	s->protect = (struct protect)PROTECT_INIT;
 	s->max_clients = max_clients();
-	budgets_init(&s->budgets, m->event, s->max_clients, journal_budget_summary);
+	budgets_init(&s->budgets, m->event, s->max_clients, journal_budget_summary, &m->persons);
 	repeats_init(&s->repeats, m->event);
 	if (activated_fd >= 0) {
 		r = listen_adopt(activated_fd, &s->path);

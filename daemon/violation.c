@@ -287,7 +287,7 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 
 	/* What the shim would write, with what only the daemon knows. */
 	jentry_init(&j, MID_VIOLATION, violation_priority(rep));
-	jentry_about(&j, e->uid);
+	jentry_about(&j, proc_entry_person(e));
 	fmt_init(&f, fields, sizeof(fields));
 	violation_fmt_fields(&f, rep, &shown);
 	jentry_add_lines(&j, fmt_cstr(&f));

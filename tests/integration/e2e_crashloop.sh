@@ -2,7 +2,7 @@
 # e2e_crashloop.sh - a worker killed at every respawn: e2e_respawn forks
 # (then, second run, forks and execs) a worker that writes protected memory,
 # again and again for 4 s (both at once), under the real pmallocd with report_interval_s
-# = 2.  The journal gets the entries of the first 5 workers and then one
+# = 2.  The journal gets the entries of the first 10 workers and then one
 # summary per interval (2 s, then 4 s: the back-off) counting the rest:
 # the entries plus the summaries' counts are every worker killed.  In the
 # exec run, the hand-outs are summarised the same way.
@@ -57,7 +57,7 @@ for how in fork exec; do
 		sleep 0.1
 	done
 	ns=$(printf '%s' "$s" | grep -c .)
-	[ "$nv" = 5 ] || fail "$how: $nv violation entries, want 5 (the first 5 workers')"
+	[ "$nv" = 10 ] || fail "$how: $nv violation entries, want 10 (the first 10 workers')"
 	[ $((nv + nd)) = "$killed" ] || fail "$how: $nv entries + $nd summarised, $killed workers killed"
 	[ "$ns" -ge 1 ] && [ "$ns" -le 3 ] || fail "$how: $ns summaries"
 	first=$(printf '%s\n' "$s" | head -n 1)
@@ -74,7 +74,7 @@ for how in fork exec; do
 		hs=$(journalctl --no-pager -o json --since "$since" _PID="$DPID" MESSAGE_ID=$MID_DROPPED \
 			PMALLOC_REPEAT_OF=handed PMALLOC_EXE="$RESPAWN" 2>/dev/null | dropped_sum)
 		# The parent's hand-out and each worker's.
-		[ "$h" = 5 ] && [ $((h + hs)) = $((killed + 1)) ] ||
+		[ "$h" = 10 ] && [ $((h + hs)) = $((killed + 1)) ] ||
 			fail "exec: $h hand-out entries + $hs summarised, $killed workers and their parent"
 	fi
 	pass "$how: $killed workers killed in 4 s: $nv violation entries and $ns summaries counting $nd more"
