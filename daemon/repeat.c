@@ -97,28 +97,21 @@ static void summary(struct repeat_site *s)
 	 * interval, and it carries counts nothing else keeps. */
 	jentry_init(&j, MID_DROPPED, LOG_WARNING);
 	jentry_about(&j, s->uid);
-	if (s->kind == REPEAT_VIOLATION)
-		jentry_add(&j, "MESSAGE=pmalloc: %s: %" PRIu64 " more violations at %s (pool \"%s\"%s%s%s) in %"
-			   PRIu64 " %s not logged in %u s (repeated: after %u entries, one summary per interval,"
-			   " doubling up to %u s)", s->exe, s->dropped, s->where, s->pool,
-			   s->policy[0] ? " of policy \"" : "", s->policy, s->policy[0] ? "\"" : "", s->processes,
-			   s->processes == 1 ? "process" : "processes", s->interval_s, REPEAT_FIRST,
-			   REPEAT_INTERVAL_MAX_S);
-	else
-		jentry_add(&j, "MESSAGE=pmalloc: %s: policy \"%s\" handed to %" PRIu64 " more processes, not logged"
-			   " in %u s (repeated: after %u entries, one summary per interval, doubling up to %u s)",
-			   s->exe, s->policy, s->dropped, s->interval_s, REPEAT_FIRST, REPEAT_INTERVAL_MAX_S);
+	jentry_add(&j, "MESSAGE=pmalloc: %s: %" PRIu64 " more violations at %s (pool \"%s\"%s%s%s) from %"
+		   PRIu64 " %s not logged in %u s (a crash loop? the first %u processes' are, then one"
+		   " summary per interval, doubling up to %u s)", s->exe, s->dropped, s->where, s->pool,
+		   s->policy[0] ? " of policy \"" : "", s->policy, s->policy[0] ? "\"" : "", s->processes,
+		   s->processes == 1 ? "process" : "processes", s->interval_s, REPEAT_FIRST,
+		   REPEAT_INTERVAL_MAX_S);
 	jentry_add(&j, "OBJECT_PID=%d", (int)s->last_pid);
 	jentry_add(&j, "PMALLOC_DROPPED=%" PRIu64, s->dropped);
 	jentry_add(&j, "PMALLOC_DROPPED_KIND=repeat");
-	jentry_add(&j, "PMALLOC_REPEAT_OF=%s", s->kind == REPEAT_VIOLATION ? "violation" : "handed");
+	jentry_add(&j, "PMALLOC_REPEAT_OF=violation");
 	jentry_add(&j, "PMALLOC_PROCESSES=%" PRIu64, s->processes);
 	jentry_add(&j, "PMALLOC_EXE=%s", s->exe);
 	jentry_add(&j, "PMALLOC_POLICY=%s", s->policy);
-	if (s->kind == REPEAT_VIOLATION) {
-		jentry_add(&j, "PMALLOC_POOL=%s", s->pool);
-		jentry_add(&j, "PMALLOC_FAULT_SITE=%s", s->where);
-	}
+	jentry_add(&j, "PMALLOC_POOL=%s", s->pool);
+	jentry_add(&j, "PMALLOC_FAULT_SITE=%s", s->where);
 	jentry_add(&j, "PMALLOC_UID=%u", (unsigned)s->uid);
 	jentry_add(&j, "PMALLOC_RATE_BURST=%u", REPEAT_FIRST);
 	jentry_add(&j, "PMALLOC_RATE_INTERVAL_S=%u", s->interval_s);

@@ -2,9 +2,8 @@
  * repeat.h - the same event again and again from new processes of one
  * executable: a crash loop (a worker killed by its violation at every
  * respawn is a new process each time, so the per-process rate limit of
- * journal.h never holds it back).  Per executable and site (for
- * violations: policy, pool and the faulting instruction as module+offset;
- * for hand-outs: the policy), the entries of the first REPEAT_FIRST
+ * journal.h never holds it back).  Per executable and site (policy, pool
+ * and the faulting instruction as module+offset), the entries of the first REPEAT_FIRST
  * processes of a run are written (each process held by the per-process
  * limit alone); those of the processes after them are not, and one
  * summary entry per interval (MID_DROPPED, PMALLOC_DROPPED_KIND=repeat)
@@ -28,7 +27,7 @@
 #define REPEAT_INTERVAL_MAX_S 600        /* the back-off's longest interval */
 #define REPEAT_KEYS 256                  /* sites followed at once; the stalest goes */
 
-enum repeat_kind { REPEAT_VIOLATION, REPEAT_HANDED };
+enum repeat_kind { REPEAT_VIOLATION };    /* the kinds summarised (PMALLOC_REPEAT_OF) */
 
 struct repeat_site;
 struct proc_entry;

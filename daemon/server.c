@@ -495,8 +495,7 @@ static int hello_finish(struct client *c, const struct identify_job *j)
 			return r;
 		}
 		s->counters.handed++;
-		if (repeat_admit(&s->repeats, REPEAT_HANDED, e, NULL, p->name, NULL))
-			journal_handed(e, p->name);
+		journal_handed(e, p->name);
 	} else {
 		char reason[PMW_SYM];
 

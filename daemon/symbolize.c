@@ -61,6 +61,7 @@ struct symbolizer {
 	uint64_t clock;
 	uint64_t pin_from;               /* last_use from here on: this report's, kept */
 	uint64_t bytes;                  /* the cached modules' costs */
+	bool groups_dropped;             /* no supplementary groups: users' files may be opened */
 };
 
 static int find_elf_none(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
@@ -107,15 +108,14 @@ static const Dwfl_Callbacks callbacks = {
 
 int symbolizer_new(struct symbolizer **ret)
 {
-	struct symbolizer *s;
+	struct symbolizer *s = calloc(1, sizeof(*s));
 
-	/* Root's groups would let a reporter's file-system ids read what
-	 * only root's groups may. */
-	if (getgroups(0, NULL) != 0 && setgroups(0, NULL) < 0)
-		return -errno;
-	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	/* Root's groups would let a reporter's file-system ids read what
+	 * only root's groups may: without dropping them (no CAP_SETGID),
+	 * users' module files are not opened at all. */
+	s->groups_dropped = getgroups(0, NULL) == 0 || setgroups(0, NULL) == 0;
 	(void)elf_version(EV_CURRENT);
 	*ret = s;
 	return 0;
@@ -236,12 +236,15 @@ static int open_regular(const char *path, struct stat *ret_st)
  * thread's file-system ids (which also takes CAP_DAC_READ_SEARCH from it
  * meanwhile), root's again afterwards.  Root's own reports are opened as
  * root. */
-static int open_as(const char *path, uid_t uid, gid_t gid, struct stat *ret_st)
+static int open_as(const struct symbolizer *s, const char *path, uid_t uid, gid_t gid,
+		   struct stat *ret_st)
 {
 	int fd;
 
 	if (uid == 0)
 		return open_regular(path, ret_st);
+	if (!s->groups_dropped)
+		return -EPERM;
 	(void)setfsgid(gid);
 	(void)setfsuid(uid);
 	/* setfsuid() tells the previous id only: a second call says whether
@@ -392,7 +395,7 @@ int symbolizer_open(struct symbolizer *s, const char *path, const uint8_t *build
 
 	if (path[0] != '/')
 		return -EINVAL;
-	fd = open_as(path, uid, gid, &st);
+	fd = open_as(s, path, uid, gid, &st);
 	if (fd < 0)
 		return fd;
 	if (st.st_size > (st.st_uid == 0 ? SYM_FILE_MAX : SYM_USER_FILE_MAX)) {

@@ -28,7 +28,7 @@ struct sym_module;
 
 /* Also drops the process's supplementary groups (before the sandbox and
  * the threads): symbolizer_open() opens files with a reporter's uid and
- * gid alone. */
+ * gid alone, and opens none of another uid's when they cannot be dropped. */
 int symbolizer_new(struct symbolizer **ret);
 void symbolizer_free(struct symbolizer *s);
 
@@ -40,8 +40,8 @@ void symbolizer_begin(struct symbolizer *s);
  * The file is opened with uid and gid as file-system ids (setfsuid(2)):
  * -EACCES when that process could not read it, or when the file is owned
  * by neither root nor uid (a client cannot make pmallocd read another
- * user's files); -EPERM when pmallocd cannot take those ids (it lacks
- * CAP_SETUID, CAP_SETGID) and uid is not root's; -EFBIG when the file or
+ * user's files); -EPERM when pmallocd cannot take those ids or drop its
+ * groups (it lacks CAP_SETUID, CAP_SETGID) and uid is not root's; -EFBIG when the file or
  * what libdwfl would read of it is over the limits above; -ESTALE when
  * build_id is given and the file's differs (replaced since); -ENOEXEC when
  * not ELF; -ENOBUFS when the modules of this report (symbolizer_begin)
