@@ -480,11 +480,11 @@ static int cmp_u64(const void *a, const void *b)
 static int status_timed(int n)
 {
 	static char buf[PMW_MAX_MSG + 1];
-	uint64_t worst = 0, times[1000];
+	uint64_t worst = 0, times[1000] = { 0 };
 	int over = 0;
 
-	if (n > 1000)
-		n = 1000;
+	if (n < 1 || n > 1000)
+		n = n < 1 ? 1 : 1000;
 	for (int i = 0; i < n; i++) {
 		struct pmw_status_req req;
 		struct timespec gap = { 0, 50 * 1000 * 1000 };
