@@ -20,13 +20,17 @@
 #define _GNU_SOURCE
 #include "symbolize.h"
 
+#include <byteswap.h>
+#include <elf.h>
 #include <elfutils/libdwfl.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +268,69 @@ static int open_as(const struct symbolizer *s, const char *path, uid_t uid, gid_
 	return fd;
 }
 
+#define SYM_SECTIONS_MAX 65536           /* sections of a module file */
+#define SYM_SEGMENTS_MAX 4096            /* program headers */
+
+static uint64_t elf_word(const void *p, size_t size, bool swap)
+{
+	uint16_t h;
+	uint32_t w;
+	uint64_t x;
+
+	switch (size) {
+	case 2: memcpy(&h, p, 2); return swap ? bswap_16(h) : h;
+	case 4: memcpy(&w, p, 4); return swap ? bswap_32(w) : w;
+	default: memcpy(&x, p, 8); return swap ? bswap_64(x) : x;
+	}
+}
+
+/* The section and program header counts of the ELF file behind fd, read
+ * by hand before libelf sees it: elf_begin() allocates and initialises a
+ * descriptor per section up front, so a sparse file claiming millions of
+ * sections would cost hundreds of MiB before any other check.  -EFBIG
+ * over the limits, -ENOEXEC when not a readable ELF header. */
+static int check_counts(int fd)
+{
+	unsigned char id[EI_NIDENT], eh[sizeof(Elf64_Ehdr)], sh0[sizeof(Elf64_Shdr)];
+	bool is64, swap;
+	uint64_t shoff, shnum, phnum;
+	size_t ehsize;
+
+	if (pread(fd, id, sizeof(id), 0) != (ssize_t)sizeof(id))
+		return -ENOEXEC;
+	if ((id[EI_CLASS] != ELFCLASS32 && id[EI_CLASS] != ELFCLASS64) ||
+	    (id[EI_DATA] != ELFDATA2LSB && id[EI_DATA] != ELFDATA2MSB))
+		return -ENOEXEC;
+	is64 = id[EI_CLASS] == ELFCLASS64;
+	swap = (id[EI_DATA] == ELFDATA2LSB) != (__BYTE_ORDER == __LITTLE_ENDIAN);
+	ehsize = is64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
+	if (pread(fd, eh, ehsize, 0) != (ssize_t)ehsize)
+		return -ENOEXEC;
+	if (is64) {
+		shoff = elf_word(eh + offsetof(Elf64_Ehdr, e_shoff), 8, swap);
+		shnum = elf_word(eh + offsetof(Elf64_Ehdr, e_shnum), 2, swap);
+		phnum = elf_word(eh + offsetof(Elf64_Ehdr, e_phnum), 2, swap);
+	} else {
+		shoff = elf_word(eh + offsetof(Elf32_Ehdr, e_shoff), 4, swap);
+		shnum = elf_word(eh + offsetof(Elf32_Ehdr, e_shnum), 2, swap);
+		phnum = elf_word(eh + offsetof(Elf32_Ehdr, e_phnum), 2, swap);
+	}
+	/* Extended numbering: the counts are in section 0. */
+	if (shoff != 0 && (shnum == 0 || phnum == PN_XNUM)) {
+		size_t shsize = is64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
+
+		if (pread(fd, sh0, shsize, (off_t)shoff) != (ssize_t)shsize)
+			return -ENOEXEC;
+		if (shnum == 0)
+			shnum = is64 ? elf_word(sh0 + offsetof(Elf64_Shdr, sh_size), 8, swap)
+				     : elf_word(sh0 + offsetof(Elf32_Shdr, sh_size), 4, swap);
+		if (phnum == PN_XNUM)
+			phnum = is64 ? elf_word(sh0 + offsetof(Elf64_Shdr, sh_info), 4, swap)
+				     : elf_word(sh0 + offsetof(Elf32_Shdr, sh_info), 4, swap);
+	}
+	return shnum > SYM_SECTIONS_MAX || phnum > SYM_SEGMENTS_MAX ? -EFBIG : 0;
+}
+
 /* What libdwfl would read of the ELF file behind fd to name symbols, in
  * bytes (see SYM_TABLES_MAX): -EFBIG when over it, when its section table
  * is implausible, or when it has compressed symbols (.gnu_debugdata, xz:
@@ -277,8 +344,10 @@ static int tables_size(int fd, const struct stat *st, uint64_t *ret)
 	GElf_Ehdr eh;
 	Elf_Scn *scn = NULL;
 	Elf *elf;
-	int r = 0;
+	int r = check_counts(fd);
 
+	if (r < 0)
+		return r;
 	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf)
 		return -ENOEXEC;
@@ -287,7 +356,7 @@ static int tables_size(int fd, const struct stat *st, uint64_t *ret)
 		r = -ENOEXEC;
 		goto out;
 	}
-	if (shnum > 65536 || eh.e_phnum > 4096) {
+	if (shnum > SYM_SECTIONS_MAX || eh.e_phnum > SYM_SEGMENTS_MAX) {
 		r = -EFBIG;
 		goto out;
 	}

@@ -4,7 +4,7 @@
 # memory: a sparse file claiming a 1 GiB .symtab, and one just under the
 # 4 MiB limit, reported 20 times each by one user, leave another user's
 # status answered within 100 ms and pmallocd's RSS within the cache bound;
-# a root-only (0600) copy of the program is never read for a user's report,
+# a file claiming 4 million sections likewise; a root-only (0600) copy of the program is never read for a user's report,
 # a readable one is.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/daemon_lib.sh"
@@ -44,17 +44,35 @@ with open(path, "wb") as f:
 PY
 }
 
+# An ELF file claiming N sections (extended numbering: the count in
+# section 0), their table sparse at 64 KiB.
+many_sections() {
+	python3 - "$1" "$2" <<'PY'
+import struct, sys
+path, n = sys.argv[1], int(sys.argv[2])
+shoff = 65536
+eh = struct.pack("<16sHHIQQQIHHHHHH", b"\x7fELF\x02\x01\x01" + b"\0" * 9, 3, 62, 1, 0, 0, shoff, 0,
+                 64, 0, 0, 64, 0, 0)
+with open(path, "wb") as f:
+    f.write(eh)
+    f.seek(shoff)
+    f.write(struct.pack("<IIQQQQIIQQ", 0, 0, 0, 0, 0, n, 0, 0, 0, 0))
+    f.truncate(shoff + 64 * n)
+PY
+}
+
 mkdir -m 0755 "$T/u1"
 chown $U1 "$T/u1"
 sparse_elf "$T/u1/huge.so" $(( (1 << 30) - (1 << 17) ))
 sparse_elf "$T/u1/limit.so" $(( (4 << 20) - 8192 ))
-chown $U1 "$T/u1/huge.so" "$T/u1/limit.so"
+many_sections "$T/u1/sections.so" 4000000
+chown $U1 "$T/u1/huge.so" "$T/u1/limit.so" "$T/u1/sections.so"
 [ "$(du -k "$T/u1/huge.so" | cut -f1)" -lt 64 ] || fail "the sparse file takes space: $(du -k "$T/u1/huge.so")"
 
 rss0=$(rss)
 as $U2 --status-times 3 >/dev/null || fail "status before"
 bg=()
-for f in huge limit; do
+for f in huge limit sections; do
 	as $U1 --report 20 --policy "" --pool api --module-path "$T/u1/$f.so" >"$T/rep.$f" &
 	bg+=($!)
 done
@@ -71,13 +89,13 @@ over=$(printf '%s\n' "$out" | sed -n 's/^status_over_100ms=//p')
 rss1=$(rss)
 # The bound: the cache's share of one owner (16 MiB) and room for the rest.
 [ $((rss1 - rss0)) -lt $((24 * 1024)) ] || fail "RSS grew from $rss0 to $rss1 kB"
-for f in huge limit; do
+for f in huge limit sections; do
 	cpid=$(sed -n 's/^pid=//p' "$T/rep.$f")
 	jwait 20 MESSAGE_ID=$MID_VIOLATION OBJECT_PID="$cpid" >/dev/null || fail "$f: not 20 entries"
 done
 bt=$(jentries MESSAGE_ID=$MID_VIOLATION OBJECT_PID="$(sed -n 's/^pid=//p' "$T/rep.huge")" | jfield PMALLOC_BACKTRACE | head -n 1)
 case $bt in "$T/u1/huge.so+0x"*) ;; *) fail "huge: $bt" ;; esac
-pass "a user reporting a 1 GiB and a 4 MiB symbol table 20 times each: status answered in $((med / 1000)) ms (median), $((us / 1000)) ms at worst, RSS $rss0 -> $rss1 kB"
+pass "a user reporting a 1 GiB and a 4 MiB symbol table and 4 million sections, 20 times each: status answered in $((med / 1000)) ms (median), $((us / 1000)) ms at worst, RSS $rss0 -> $rss1 kB"
 
 # A root-only copy of the program: never read for a user's report (no
 # symbol, no build-id from it); a readable copy, in the user's reach, is.
