@@ -4,6 +4,10 @@
  * the entries that process writes (MESSAGE_ID MID_LEARNED,
  * reason learn-flush, from the request on) and prints them, largest
  * first.  Reads the journal only.
+ * Believes only rows written by the process they name (journald's
+ * trusted _PID is OBJECT_PID) or by pmallocd (_UID 0, _COMM pmallocd):
+ * any local process can write an entry with any OBJECT_PID; those rows
+ * are not shown, and stderr says how many there were.
  */
 #define _GNU_SOURCE
 #include "ctl.h"
@@ -34,13 +38,31 @@ static void rows_free(struct row *rows, size_t n)
 	free(rows);
 }
 
-/* The entries of pid since usec; the count in *ret_n. */
-static int read_rows(int32_t pid, uint64_t since, struct row **ret, size_t *ret_n)
+/* Was the entry at j's cursor written by pid itself or by pmallocd?
+ * Fields with '_' come from journald, not from the writer. */
+static bool written_by_pid_or_daemon(sd_journal *j, int32_t pid)
+{
+	char *spid = ctl_learned_field(j, "_PID"), *suid = ctl_learned_field(j, "_UID");
+	char *comm = ctl_learned_field(j, "_COMM"), want[16];
+	bool ok;
+
+	snprintf(want, sizeof(want), "%d", (int)pid);
+	ok = spid && suid && comm &&
+	     (strcmp(spid, want) == 0 || (strcmp(suid, "0") == 0 && strcmp(comm, "pmallocd") == 0));
+	free(spid);
+	free(suid);
+	free(comm);
+	return ok;
+}
+
+/* The entries of pid since usec; the count in *ret_n, those written by
+ * another process (not shown) in *ret_forged. */
+static int read_rows(int32_t pid, uint64_t since, struct row **ret, size_t *ret_n, size_t *ret_forged)
 {
 	sd_journal *j;
 	char match[64];
 	struct row *rows = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, forged = 0;
 	int r = sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
 	if (r < 0)
 		return r;
@@ -53,6 +75,10 @@ static int read_rows(int32_t pid, uint64_t since, struct row **ret, size_t *ret_
 		return r;
 	}
 	while ((r = sd_journal_next(j)) > 0) {
+		if (!written_by_pid_or_daemon(j, pid)) {
+			forged++;
+			continue;
+		}
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 64;
 			struct row *nr = realloc(rows, nc * sizeof(*nr));
@@ -81,6 +107,7 @@ static int read_rows(int32_t pid, uint64_t since, struct row **ret, size_t *ret_
 	}
 	*ret = rows;
 	*ret_n = n;
+	*ret_forged = forged;
 	return 0;
 }
 
@@ -109,14 +136,14 @@ int ctl_cmd_sites(int argc, char **argv)
 	/* The process writes its entries when its orders thread wakes: wait
 	 * (at most 3 s) until two looks 200 ms apart see the same number. */
 	struct row *rows = NULL;
-	size_t n = 0, last = 0;
+	size_t n = 0, last = 0, forged = 0;
 	for (int tries = 0; tries < 15; tries++) {
 		struct timespec ts = { 0, 200 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 		rows_free(rows, n);
 		rows = NULL;
 		n = 0;
-		r = read_rows(pid, since, &rows, &n);
+		r = read_rows(pid, since, &rows, &n, &forged);
 		if (r < 0) {
 			fprintf(stderr, CTL_NAME ": sites: cannot read the journal: %s\n", strerror(-r));
 			return CTL_EXIT_FAILURE;
@@ -125,6 +152,9 @@ int ctl_cmd_sites(int argc, char **argv)
 			break;
 		last = n;
 	}
+	if (forged > 0)
+		fprintf(stderr, CTL_NAME ": sites: %zu %s naming PID %d written by another process, not shown\n",
+			forged, forged == 1 ? "entry" : "entries", (int)pid);
 	if (n == 0) {
 		fprintf(stderr, CTL_NAME ": sites: PID %d wrote no sites to the journal\n", (int)pid);
 		rows_free(rows, n);

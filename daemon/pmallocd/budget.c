@@ -20,9 +20,11 @@
 
 #define USEC_PER_SEC 1000000ULL
 
-void budgets_init(struct budgets *b, sd_event *event, size_t max_clients, budget_summary_fn *summarise)
+void budgets_init(struct budgets *b, sd_event *event, size_t max_clients, budget_summary_fn *summarise,
+		  const struct persons *persons)
 {
 	memset(b, 0, sizeof(*b));
+	b->persons = persons;
 	b->event = event;
 	b->summarise = summarise;
 	b->max_clients = max_clients;
@@ -52,6 +54,11 @@ static void summary(struct uid_budget *u)
 	u->dropped = 0;
 }
 
+static int on_window_end(sd_event_source *src, uint64_t usec, void *userdata);
+
+/* Freed once it holds nothing and its journal window is over: a user
+ * whose last process left and who comes straight back (a crash loop)
+ * finds its budget as it was, not a fresh one. */
 static void release_if_unused(struct uid_budget *u)
 {
 	struct budgets *b = u->owner;
@@ -59,6 +66,20 @@ static void release_if_unused(struct uid_budget *u)
 	for (int k = 0; k < BUDGET_HOLDS; k++)
 		if (u->held[k] > 0)
 			return;
+	if (u->window_end > now_usec(b) && b->event) {
+		int r;
+
+		if (!u->timer)
+			r = sd_event_add_time(b->event, &u->timer, CLOCK_MONOTONIC, u->window_end,
+					      100 * 1000, on_window_end, u);
+		else {
+			r = sd_event_source_set_time(u->timer, u->window_end);
+			if (r >= 0)
+				r = sd_event_source_set_enabled(u->timer, SD_EVENT_ONESHOT);
+		}
+		if (r >= 0)
+			return;                  /* on_window_end() frees it */
+	}
 	summary(u);
 	u->timer = sd_event_source_disable_unref(u->timer);
 	LIST_UNLINK(b->list, u);
@@ -72,6 +93,7 @@ void budgets_done(struct budgets *b)
 		struct uid_budget *u = b->list;
 
 		memset(u->held, 0, sizeof(u->held));
+		u->window_end = 0;
 		release_if_unused(u);
 	}
 }
@@ -132,6 +154,7 @@ struct uid_budget *budget_client_add(struct budgets *b, uid_t uid)
 	size_t users_cap = b->max_clients - b->max_clients / BUDGET_ROOT_RESERVE_DIV;
 	struct uid_budget *u;
 
+	uid = person_of(b->persons, uid);
 	if (uid != 0 && b->held_nonroot[BUDGET_CLIENT] >= users_cap) {
 		b->refused[BUDGET_CLIENT]++;
 		return NULL;
@@ -168,6 +191,7 @@ static int on_window_end(sd_event_source *src, uint64_t usec, void *userdata)
 	(void)src;
 	(void)usec;
 	summary(u);
+	release_if_unused(u);            /* a budget kept for its window alone goes */
 	return 0;
 }
 
@@ -209,4 +233,40 @@ bool budget_journal_admit(struct uid_budget *u)
 			log_warning_errno(r, "cannot arm the per-user budget timer: %m");
 	}
 	return false;
+}
+
+static void sym_window(uint64_t now, uint64_t *end, uint64_t *spent)
+{
+	if (now >= *end) {
+		*end = now + BUDGET_SYM_WINDOW_US;
+		*spent = 0;
+	}
+}
+
+uint64_t budget_symbolize_allowance(struct uid_budget *u)
+{
+	struct budgets *b;
+	uint64_t now, mine, all;
+
+	if (!u || u->uid == 0)
+		return UINT64_MAX;
+	b = u->owner;
+	now = now_usec(b);
+	sym_window(now, &b->sym_window_end, &b->sym_spent);
+	sym_window(now, &u->sym_window_end, &u->sym_spent);
+	mine = u->sym_spent < BUDGET_SYM_USER_US ? BUDGET_SYM_USER_US - u->sym_spent : 0;
+	all = b->sym_spent < BUDGET_SYM_ALL_US ? BUDGET_SYM_ALL_US - b->sym_spent : 0;
+	return mine < all ? mine : all;
+}
+
+void budget_symbolize_spent(struct uid_budget *u, uint64_t us, bool cut)
+{
+	if (!u)
+		return;
+	if (cut)
+		u->owner->sym_cut++;
+	if (u->uid == 0)
+		return;
+	u->sym_spent += us;
+	u->owner->sym_spent += us;
 }

@@ -1,5 +1,7 @@
 /*
  * budget.h - what one unprivileged user can make pmallocd hold and write:
+ * a user is a person (person.h: the uids of its subordinate range count
+ * as its own; server.c counts a setuid program as its real uid's),
  * connections, registry entries (its processes and their forked children),
  * journal entries per interval.  Root (uid 0) has no per-user budget (only
  * the per-process rate limit and the global caps), and a share of the
@@ -16,6 +18,8 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "person.h"
+
 #define BUDGET_CLIENTS_DIV 4             /* a non-root uid: at most max_clients / 4 connections */
 #define BUDGET_ROOT_RESERVE_DIV 8        /* all non-root uids: max_clients less 1/8 of it */
 #define BUDGET_ENTRIES_PER_CLIENT 2      /* a uid's tracked forked children: twice its
@@ -23,6 +27,14 @@
 					  * are bounded by that cap) */
 #define BUDGET_JOURNAL_FACTOR 8          /* a uid's journal entries per report_interval_s:
 					  * 8 x report_burst */
+/* Time the event loop spends opening and reading module files named in
+ * reports (symbolize.c), per window: a user's, and all users' together
+ * (root's reports are not held to it).  What is over it is shown as
+ * module+offset.  With one look-up bounded by SYM_TABLES_MAX, no window
+ * stalls the loop for much more than BUDGET_SYM_ALL_US. */
+#define BUDGET_SYM_WINDOW_US 1000000
+#define BUDGET_SYM_USER_US 20000
+#define BUDGET_SYM_ALL_US 50000
 
 /* What a uid's budget counts, each kind with its cap per non-root uid. */
 enum budget_hold {
@@ -43,6 +55,8 @@ struct uid_budget {
 	uint64_t dropped;                /* in this window: the summary says how many */
 	unsigned int burst, interval_s;  /* as when the window opened */
 	sd_event_source *timer;          /* the summary at the window's end */
+	uint64_t sym_window_end;         /* symbolization time in this window */
+	uint64_t sym_spent;
 };
 
 /* Writes the summary entry of a uid's dropped entries (journal.c's
@@ -51,6 +65,7 @@ typedef void budget_summary_fn(uid_t uid, uint64_t dropped, unsigned int burst, 
 
 struct budgets {
 	sd_event *event;
+	const struct persons *persons;   /* the manager's; NULL: each uid its own */
 	budget_summary_fn *summarise;
 	struct uid_budget *list;
 	size_t n_users;                  /* uids with a budget now */
@@ -63,9 +78,13 @@ struct budgets {
 					  * or all users over theirs) */
 	uint64_t dropped_entries;        /* journal entries over a uid's budget */
 	uint64_t summaries;              /* budget summary entries written */
+	uint64_t sym_window_end;         /* all users' symbolization time in this window */
+	uint64_t sym_spent;
+	uint64_t sym_cut;                /* reports not fully symbolized for the time budgets */
 };
 
-void budgets_init(struct budgets *b, sd_event *event, size_t max_clients, budget_summary_fn *summarise);
+void budgets_init(struct budgets *b, sd_event *event, size_t max_clients, budget_summary_fn *summarise,
+		  const struct persons *persons);
 /* Writes the summaries still due and frees every budget. */
 void budgets_done(struct budgets *b);
 /* The journal budget follows the policy file's report_burst and
@@ -74,7 +93,7 @@ void budgets_set_rate(struct budgets *b, unsigned int report_burst, unsigned int
 
 /* The cap of one non-root uid's holds of kind. */
 size_t budget_cap(const struct budgets *b, enum budget_hold kind);
-/* A new connection of uid: its budget (held until budget_client_remove),
+/* A new connection of uid: its person's budget (u->uid is the person's) (held until budget_client_remove),
  * or NULL when refused (uid over max_clients / BUDGET_CLIENTS_DIV, all
  * users over max_clients less the root reserve; or ENOMEM).  Root is
  * refused only on ENOMEM: the server's global cap is its limit. */
@@ -90,5 +109,11 @@ void budget_entry_remove(struct uid_budget *u);
  * (MID_DROPPED, PMALLOC_UID) at the window's end says how many.  NULL or
  * root: always. */
 bool budget_journal_admit(struct uid_budget *u);
+
+/* Microseconds of symbolization a report about a process of u may take
+ * now (0: none left in this window; root or NULL: UINT64_MAX). */
+uint64_t budget_symbolize_allowance(struct uid_budget *u);
+/* It took us microseconds (cut: it stopped for the allowance). */
+void budget_symbolize_spent(struct uid_budget *u, uint64_t us, bool cut);
 
 #endif

@@ -136,7 +136,7 @@ void journal_handed(const struct proc_entry *e, const char *policy)
 	if (!budget_journal_admit(e->budget))
 		return;
 	jentry_init(&j, MID_HANDED, LOG_INFO);
-	jentry_about(&j, e->uid);
+	jentry_about(&j, proc_entry_person(e));
 	jentry_add(&j, "MESSAGE=pmalloc: policy \"%s\" (generation %" PRIu64 ", %s) handed to PID %d (%s)",
 		   policy, e->generation, policy_mode_name(e->mode), (int)e->pid, exe_of(e));
 	jentry_add(&j, "OBJECT_PID=%d", (int)e->pid);
@@ -156,7 +156,7 @@ void journal_protected(const struct proc_entry *e, const struct pmw_protected *m
 	struct jentry j;
 
 	jentry_init(&j, MID_PROTECTED, LOG_DEBUG);
-	jentry_about(&j, e->uid);
+	jentry_about(&j, proc_entry_person(e));
 	jentry_add(&j, "MESSAGE=pmalloc: PID %d (%s) protected pool \"%s\"%s%s%s (%s): %" PRIu64
 		   " new bytes, %" PRIu64 " bytes in %" PRIu64 " objects read-only",
 		   (int)e->pid, exe_of(e), pool, *policy ? " of policy \"" : "", policy,
@@ -229,7 +229,7 @@ static void limit_summary(const struct proc_entry *e, const struct limit_site *s
 	if (!budget_journal_admit(e->budget))
 		return;
 	jentry_init(&j, MID_DROPPED, LOG_WARNING);
-	jentry_about(&j, e->uid);
+	jentry_about(&j, proc_entry_person(e));
 	if (s->kind == LIMIT_VIOLATION)
 		jentry_add(&j, "MESSAGE=pmalloc: PID %d (%s): %" PRIu64 " more violation reports %s%" PRIx64
 			   " not logged (rate limit: %u per %u s)", (int)e->pid, exe_of(e), s->dropped,

@@ -12,6 +12,7 @@
 #include <systemd/sd-event.h>
 
 #include "config.h"
+#include "person.h"
 #include "registry.h"
 
 struct server;
@@ -28,6 +29,8 @@ struct manager {
 	struct server *server;
 	struct registry registry;
 	struct symbolizer *symbolizer;
+	const char *subuid_path;         /* the subordinate uid ranges (person.h) */
+	struct persons persons;          /* read at start and on SIGHUP; budget.c looks up */
 	/* status.c's renderer, set by pmallocd.c: server.c answers a status
 	 * request with it without importing status.c (which reads the server).
 	 * pid 0: everything; else that process alone, in detail. */

@@ -45,6 +45,7 @@
 struct args {
 	const char *config;
 	const char *socket;
+	const char *subuid;
 	bool check;
 	bool test_sandbox;
 	bool debug;
@@ -65,6 +66,8 @@ static void help(void)
 	       "                      else daemon.socket of the policy file, " DEFAULT_SOCKET ")\n"
 	       "      --check         validate the policy file: exit 0, or print FILE:LINE: message\n"
 	       "                      and exit 1\n"
+	       "      --subuid FILE   subordinate uid ranges: their uids count as their owner\n"
+	       "                      for the per-user limits (default " PERSON_SUBUID_FILE ")\n"
 	       "      --debug         log debug messages\n"
 	       "      --test-sandbox  test aid: start up, enter the seccomp sandbox, then make a\n"
 	       "                      forbidden system call (ptrace); the daemon must die by SIGSYS\n"
@@ -77,13 +80,14 @@ static void help(void)
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	enum { OPT_CHECK = 0x100, OPT_TEST_SANDBOX, OPT_DEBUG };
+	enum { OPT_CHECK = 0x100, OPT_TEST_SANDBOX, OPT_DEBUG, OPT_SUBUID };
 	static const struct option options[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "check", no_argument, NULL, OPT_CHECK },
 		{ "test-sandbox", no_argument, NULL, OPT_TEST_SANDBOX },
 		{ "debug", no_argument, NULL, OPT_DEBUG },
+		{ "subuid", required_argument, NULL, OPT_SUBUID },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -91,6 +95,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	int c;
 
 	a->config = DEFAULT_CONFIG;
+	a->subuid = PERSON_SUBUID_FILE;
 	while ((c = getopt_long(argc, argv, "c:s:hV", options, NULL)) >= 0) {
 		switch (c) {
 		case 'c':
@@ -107,6 +112,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case OPT_DEBUG:
 			a->debug = true;
+			break;
+		case OPT_SUBUID:
+			a->subuid = optarg;
 			break;
 		case 'h':
 			help();
@@ -166,6 +174,20 @@ static void notify_ready(const struct manager *m)
 			 server_socket_path(m->server));
 }
 
+/* The subordinate uid ranges (person.h); on failure the ones read before stay. */
+static void load_persons(struct manager *m)
+{
+	size_t skipped = 0;
+	int r = persons_load(&m->persons, m->subuid_path, PERSON_PASSWD_FILE, &skipped);
+
+	if (r < 0)
+		log_warning_errno(r, "cannot read %s, keeping the subordinate uid ranges read before: %m",
+				  m->subuid_path);
+	else if (skipped > 0)
+		log_warning("%s: %zu lines not understood (or past %d ranges), ignored", m->subuid_path,
+			    skipped, PERSON_RANGES_MAX);
+}
+
 static int on_sighup(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct manager *m = userdata;
@@ -178,6 +200,7 @@ static int on_sighup(sd_event_source *src, const struct signalfd_siginfo *si, vo
 	(void)sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=Reloading %s",
 			 monotonic_usec(), m->config_path);
 
+	load_persons(m);
 	r = config_read(m->config_path, check_owner(), &c, err, sizeof(err));
 	if (r < 0) {
 		m->reloads_refused++;
@@ -290,7 +313,7 @@ static int open_socket(struct manager *m, const struct args *a)
 
 static int run(const struct args *a)
 {
-	struct manager m = { .config_path = a->config, .render_status = status_render };
+	struct manager m = { .config_path = a->config, .subuid_path = a->subuid, .render_status = status_render };
 	char err[POLICY_ERR_MAX];
 	int r, exit_code = 0;
 	size_t left;
@@ -304,6 +327,7 @@ static int run(const struct args *a)
 		log_warning_errno(r, "cannot open a socket to the journal, entries are lost: %m");
 	raise_nofile();
 	registry_init(&m.registry);
+	load_persons(&m);
 
 	r = setup_event(&m);
 	if (r < 0)
@@ -353,6 +377,7 @@ out:
 	server_free(m.server);
 	registry_done(&m.registry);
 	symbolizer_free(m.symbolizer);
+	persons_free(&m.persons);
 	config_free(m.config);
 	left = jwriter_close();
 	if (left > 0 && log_to_stderr())

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "budget.h"
 #include "escape.h"
 #include "policy.h"
 #include "proc.h"
@@ -40,6 +41,8 @@ struct proc_entry {
 	pid_t pid;
 	pid_t via_pid;                   /* 0, or the peer whose connection a forked child used */
 	uid_t uid;
+	gid_t gid;                       /* its effective gid as it connected (module files are
+					  * opened with uid and gid: symbolize.h) */
 	uint64_t starttime;              /* /proc/PID/stat; 0 unknown (or not read yet:
 					  * starttime_by) */
 	/* Its start time is read when status needs it, not at its HELLO
@@ -84,6 +87,13 @@ struct proc_entry {
 static inline const char *proc_entry_exe(const struct proc_entry *e)
 {
 	return e->exe_shown ? e->exe_shown : "?";
+}
+
+/* The person e counts as (budget.h: a setuid program its real uid's, a
+ * subordinate uid its owner's): whose reserve its journal entries may use. */
+static inline uid_t proc_entry_person(const struct proc_entry *e)
+{
+	return e->budget ? e->budget->uid : e->uid;
 }
 
 #endif

@@ -57,6 +57,7 @@
 #include "log.h"
 #include "proc.h"
 #include "protect.h"
+#include "repeat.h"
 #include "rules.h"
 #include "violation.h"
 #include "wire.h"
@@ -113,6 +114,7 @@ struct server {
 	struct log_limit drop_log;
 	struct protect protect;           /* pmallocctl protect */
 	struct budgets budgets;           /* per-user shares and budgets */
+	struct repeats repeats;           /* crash loops: one executable's new processes */
 	struct identify *identify;        /* the worker reading clients' identity */
 	sd_event_source *identified_src;  /* its eventfd: jobs back */
 	sd_event_source *trim_timer;      /* malloc_trim once frees stop */
@@ -323,6 +325,7 @@ static struct proc_entry *sender_entry(struct client *c, const struct ucred *cre
 		return NULL;
 	}
 	e->budget = c->budget;
+	e->gid = cred->gid;
 	e->via_pid = c->pid;
 	/* The child inherited its parent's shim state, hence its hand-out. */
 	e->has_policy = c->entry->has_policy;
@@ -432,10 +435,28 @@ static int hello_finish(struct client *c, const struct identify_job *j)
 		return -EPERM;
 	}
 
+	/* A setuid-root program counts as the user who started it (its real
+	 * uid): a user's 300 su processes waiting for a password are that
+	 * user's 300 connections, not root's. */
+	if (c->uid == 0 && j->uids[0] != 0) {
+		struct uid_budget *u = budget_client_add(&s->budgets, j->uids[0]);
+
+		if (!u) {
+			client_drop(c, refused_busy, "runs for uid %u (its real uid), which holds its share of "
+				    "connections already, refused", client_drop_args(c), (unsigned)j->uids[0]);
+			(void)send_answer_fd(c->fd, PMW_REFUSED, cfg->generation,
+					     "pmallocd is serving too many clients");
+			return -EBUSY;
+		}
+		budget_client_remove(c->budget);
+		c->budget = u;
+	}
+
 	e = registry_add(&s->manager->registry, c->pid, c->uid, now_usec(s));
 	if (!e)
 		return log_error_errno(ENOMEM, "out of memory");
 	e->budget = c->budget;
+	e->gid = c->gid;
 	c->entry = e;                    /* retired with the connection, whatever follows */
 	proc_entry_set_comm(e, j->comm);
 	proc_object_set(&e->object, j->cgroup);
@@ -670,8 +691,10 @@ static int handle_report(struct client *c, struct pmw_report *m, const struct uc
 	e->violations++;
 	text_escape(policy, sizeof(policy), m->policy);
 	text_escape(pool, sizeof(pool), m->pool);
+	/* The process's own limit, then its executable's (a crash loop). */
 	if (!journal_limit_admit(s->manager->event, e, LIMIT_VIOLATION, m->fault_ip, policy, pool,
-				 d->report_burst, d->report_interval_s)) {
+				 d->report_burst, d->report_interval_s) ||
+	    !repeat_admit(&s->repeats, REPEAT_VIOLATION, e, m, policy, pool)) {
 		e->violations_dropped++;
 		return 0;
 	}
@@ -703,6 +726,7 @@ static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 	char why[PMW_SYM];
 
 	budgets_set_rate(&c->server->budgets, d->report_burst, d->report_interval_s);
+	repeats_set_interval(&c->server->repeats, d->report_burst ? d->report_interval_s : 0);
 
 	switch (wire_check_client(rx_buf, n, why, sizeof(why))) {
 	case WIRE_OK:
@@ -1083,7 +1107,8 @@ int server_open(struct manager *m, const char *path, int activated_fd, struct se
 	s->drop_log = (struct log_limit)LOG_LIMIT_INIT(10, 10);
 	s->protect = (struct protect)PROTECT_INIT;
 	s->max_clients = max_clients();
-	budgets_init(&s->budgets, m->event, s->max_clients, journal_budget_summary);
+	budgets_init(&s->budgets, m->event, s->max_clients, journal_budget_summary, &m->persons);
+	repeats_init(&s->repeats, m->event);
 	if (activated_fd >= 0) {
 		r = listen_adopt(activated_fd, &s->path);
 		s->fd = activated_fd;
@@ -1142,6 +1167,7 @@ void server_free(struct server *s)
 	s->identify = NULL;
 	while (s->clients)
 		client_free(s->clients);
+	repeats_done(&s->repeats);
 	budgets_done(&s->budgets);
 	s->trim_timer = sd_event_source_disable_unref(s->trim_timer);
 	s->silent_timer = sd_event_source_disable_unref(s->silent_timer);

@@ -10,7 +10,9 @@
  * Never: trusts report strings in a MESSAGE without sanitizing them, takes
  * the pid or the exe from the report (the registry entry has the kernel's;
  * server.c checked its policy and pool against the hand-out), or fails
- * to log: whatever cannot be resolved is shown raw.
+ * to log: whatever cannot be resolved is shown raw; spends more time on
+ * module files than the budgets of the process's user allow (budget.h:
+ * past them, frames are shown as module+offset, PMALLOC_SYMBOLS=cut).
  */
 #define _GNU_SOURCE
 #include "violation.h"
@@ -21,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "budget.h"
 #include "journal.h"
 #include "violation_fmt.h"
 
@@ -35,12 +39,35 @@ struct modinfo {
 	char build_id[2 * 64 + 1];       /* hex, "" unknown */
 };
 
+/* A user's report spends at most this on symbols, whatever its budget. */
+#define VIOLATION_SYM_US 10000
+
 struct report_ctx {
 	struct symbolizer *sym;
 	const struct proc_entry *e;
 	const struct pmw_report *rep;
 	struct modinfo mods[PMW_MODULES];
+	uint64_t start, deadline;        /* CLOCK_MONOTONIC us; deadline UINT64_MAX: none */
+	bool cut;                        /* a module or look-up skipped for the deadline */
 };
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* May the report open or look up one more thing?  One of each is bounded
+ * (SYM_TABLES_MAX), so the deadline is overrun by at most that. */
+static bool may_spend(struct report_ctx *x)
+{
+	if (x->deadline == UINT64_MAX || mono_us() < x->deadline)
+		return true;
+	x->cut = true;
+	return false;
+}
 
 static void copy(char *dst, size_t size, const char *src)
 {
@@ -96,7 +123,12 @@ static struct modinfo *module_get(struct report_ctx *x, uint32_t idx)
 		mi->error = -EINVAL;
 		return mi;
 	}
-	r = symbolizer_open(x->sym, mi->path, pm->build_id, pm->build_id_len, x->e->uid, &mi->sym);
+	if (!may_spend(x)) {
+		mi->error = -ETIME;
+		return mi;
+	}
+	r = symbolizer_open(x->sym, mi->path, pm->build_id, pm->build_id_len, x->e->uid, x->e->gid,
+			    &mi->sym);
 	if (r < 0) {
 		mi->error = r;
 		mi->sym = NULL;
@@ -125,7 +157,7 @@ static bool symbol_of(struct report_ctx *x, uint32_t idx, uint64_t offset, char 
 {
 	struct modinfo *mi = module_get(x, idx);
 
-	return mi && mi->sym && sym_module_lookup(mi->sym, offset, buf, size) >= 0;
+	return mi && mi->sym && may_spend(x) && sym_module_lookup(mi->sym, offset, buf, size) >= 0;
 }
 
 /* Text already escaped goes in with fmt_str, numbers with fmt_printf. */
@@ -140,7 +172,7 @@ static void frame_text(struct report_ctx *x, const struct pmw_frame *f, struct f
 	}
 	fmt_str(b, mi->shown[0] ? mi->shown : "?");
 	fmt_printf(b, "+0x%" PRIx64, f->offset);
-	if (mi->sym && sym_module_lookup(mi->sym, f->offset, sym, sizeof(sym)) >= 0) {
+	if (mi->sym && may_spend(x) && sym_module_lookup(mi->sym, f->offset, sym, sizeof(sym)) >= 0) {
 		fmt_str(b, " (");
 		fmt_str(b, sym);
 		fmt_str(b, ")");
@@ -207,6 +239,14 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 	};
 	struct fmt bt, f;
 	struct jentry j;
+	uint64_t allowance = budget_symbolize_allowance(e->budget);
+
+	symbolizer_begin(sym);
+	x.start = mono_us();
+	if (allowance != UINT64_MAX)
+		x.deadline = x.start + (allowance < VIOLATION_SYM_US ? allowance : VIOLATION_SYM_US);
+	else
+		x.deadline = UINT64_MAX;
 
 	/* Backtrace, one line, innermost first. */
 	fmt_init(&bt, btbuf, sizeof(btbuf));
@@ -243,9 +283,11 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 		shown.object_site_short = site_short;
 	}
 
+	budget_symbolize_spent(e->budget, mono_us() - x.start, x.cut);
+
 	/* What the shim would write, with what only the daemon knows. */
 	jentry_init(&j, MID_VIOLATION, violation_priority(rep));
-	jentry_about(&j, e->uid);
+	jentry_about(&j, proc_entry_person(e));
 	fmt_init(&f, fields, sizeof(fields));
 	violation_fmt_fields(&f, rep, &shown);
 	jentry_add_lines(&j, fmt_cstr(&f));
@@ -258,6 +300,8 @@ void violation_log(struct symbolizer *sym, const struct proc_entry *e, const str
 	jentry_add(&j, "PMALLOC_UID=%u", (unsigned)e->uid);
 	if (e->via_pid)
 		jentry_add(&j, "PMALLOC_VIA_PID=%d", (int)e->via_pid);
+	if (x.cut)
+		jentry_add(&j, "PMALLOC_SYMBOLS=cut");
 	journal_add_object(&j, &e->object);
 	(void)jentry_send(&j);
 }

@@ -103,7 +103,7 @@ for kv in Type=notify ExecStart=@SBINDIR@/pmallocd 'ExecReload=/bin/kill -HUP $M
 	ProtectKernelModules=yes ProtectKernelLogs=yes ProtectControlGroups=yes \
 	RestrictAddressFamilies=AF_UNIX RestrictNamespaces=yes LockPersonality=yes \
 	MemoryDenyWriteExecute=yes RestrictRealtime=yes SystemCallArchitectures=native \
-	'CapabilityBoundingSet=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH'; do
+	'CapabilityBoundingSet=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_SETUID CAP_SETGID' MemoryMax=256M; do
 	grep -qxF "$kv" "$svc" || fail "pmallocd.service lacks $kv"
 done
 grep -q '^SystemCallFilter=@system-service' "$svc" || fail "pmallocd.service lacks SystemCallFilter=@system-service"

@@ -39,14 +39,15 @@ for u in $U1 $U2; do
 		fail "user $u: $(cat "$T/flood.$u")"
 done
 wait_until 200 connected 1 || fail "connections not released: $(client --status | head -n 5)"
-logged=$(jwait 50 MESSAGE_ID=$MID_VIOLATION PMALLOC_UID=0 | jfield OBJECT_PID | sort)
-lost=()
-for p in "${roots[@]}"; do
-	printf '%s\n' "$logged" | grep -qx "$p" || lost+=("$p")
+# 50 processes of one program at one site in a row look like a crash loop
+# (repeat.h): the first 10 are written, the others counted in a summary
+# (checked once pmallocd has stopped and written it).
+logged=$(jwait 10 MESSAGE_ID=$MID_VIOLATION PMALLOC_UID=0 | jfield OBJECT_PID | sort)
+[ "$(printf '%s\n' "$logged" | grep -c .)" = 10 ] || fail "root: $(printf '%s\n' "$logged" | grep -c .) entries, want 10"
+for p in "${roots[@]:0:10}"; do
+	printf '%s\n' "$logged" | grep -qx "$p" || fail "root's report from PID $p (one of the first 10) not in the journal"
 done
-[ ${#lost[@]} = 0 ] || fail "${#lost[@]} of root's 50 reports not in the journal: ${lost[*]}"
-[ "$(printf '%s\n' "$logged" | grep -c .)" = 50 ] || fail "root: $(printf '%s\n' "$logged" | grep -c .) entries, want 50"
-pass "root: all 50 reports logged while two users sent 600 each"
+pass "root: its first 10 reports logged while two users sent 600 each"
 
 for u in $U1 $U2; do
 	upid=$(sed -n 's/^pid=//p' "$T/flood.$u")
@@ -96,5 +97,10 @@ fi
 
 status=$(client --status)
 printf '%s\n' "$status" | grep -q '^over budget: 2152 connections refused' || fail "status: $(printf '%s\n' "$status" | grep -A1 '^per-user')"
+JPID=$DPID
 stop_daemon || fail "exit status $?"
+n=$(jentries MESSAGE_ID=$MID_DROPPED PMALLOC_DROPPED_KIND=repeat PMALLOC_UID=0 PMALLOC_REPEAT_OF=violation |
+	jfield PMALLOC_DROPPED | awk '{ s += $1 } END { print s + 0 }')
+[ "$n" = 40 ] || fail "root: $n reports counted in repeat summaries, want the 40 not written"
+pass "root: the other 40 reports counted in its summary"
 exit 0

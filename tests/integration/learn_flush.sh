@@ -41,6 +41,20 @@ head -n 1 "$T/sites" | grep -q '^POOL  *SITE  *OBJECTS  *BYTES  *WRITTEN$' || fa
 grep -q '^setup  *load_config  *1  *4096  *no$' "$T/sites" || fail "sites: no load_config row: $(cat "$T/sites")"
 grep -q '^setup  *make_counter  *1  *8192  *yes$' "$T/sites" || fail "sites: no make_counter row: $(cat "$T/sites")"
 pass "sites PID: the live table (pool, site, objects, bytes, written)"
+
+# Another user writes rows naming the process while sites reads: not shown.
+setpriv --reuid=61031 --regid=61031 --clear-groups sh -c 'for i in $(seq 30); do
+	"$0" MESSAGE_ID='$MID_LEARNED' OBJECT_PID='$ppid' PMALLOC_LEARN_REASON=learn-flush \
+		PMALLOC_POOL=setup PMALLOC_SITE=forged_site PMALLOC_OBJECTS=1 PMALLOC_BYTES=999999 \
+		PMALLOC_WRITTEN=0 MESSAGE=forged; sleep 0.1; done' "$B/progs/journal_inject" &
+fpid=$!
+"$B/pmallocctl" sites "$ppid" --socket "$SOCK" >"$T/sites" 2>"$T/sites.err" || fail "sites: $(cat "$T/sites" "$T/sites.err")"
+wait $fpid
+grep -q forged_site "$T/sites" && fail "sites shows a forged row: $(cat "$T/sites")"
+grep -q '^setup  *load_config  *1  *4096  *no$' "$T/sites" || fail "sites: no load_config row: $(cat "$T/sites")"
+grep -qE "^pmallocctl: sites: [0-9]+ entr(y|ies) naming PID $ppid written by another process, not shown$" "$T/sites.err" ||
+	fail "sites did not say it left rows out: $(cat "$T/sites.err")"
+pass "sites PID: rows another user wrote naming the process are not shown, and said so"
 exec 9>&-
 wait "$ppid" || fail "learn_prog exited $?: $(cat "$T/err")"
 wait_until 100 got exit || fail "no exit entries from PID $ppid"

@@ -42,6 +42,10 @@
  *                           and no NUL, or in a HELLO too short to hold one)
  *   --silent                connect, say nothing, print "closed after MS ms" when dropped
  *   --status                send PMW_STATUS_REQ and print the text
+ *   --status-times N        N status requests 50 ms apart, each on a new
+ *                           connection; prints "status_max_us=U" (connect to
+ *                           answer, the slowest), "status_median_us=M" and
+ *                           "status_over_100ms=K" (exit 1 if one is not answered)
  *   --many N                N connections at once, each says HELLO; prints
  *                           "answered=K refused=R" (exit 0 when every one got either);
  *                           with --report K each answered one then sends K reports,
@@ -90,6 +94,14 @@ static const char *opt_kernel_call;
 static long opt_cause = -1;
 static const char *opt_comm;
 static int opt_hello_short;
+
+static uint64_t us_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
 
 static uint64_t ms_now(void)
 {
@@ -458,6 +470,50 @@ static void bad_message(int fd, const char *what)
 
 static void send_report(int fd);
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* --status-times: how long status takes, as another user's process sees it. */
+static int status_timed(int n)
+{
+	static char buf[PMW_MAX_MSG + 1];
+	uint64_t worst = 0, times[1000] = { 0 };
+	int over = 0;
+
+	if (n < 1 || n > 1000)
+		n = n < 1 ? 1 : 1000;
+	for (int i = 0; i < n; i++) {
+		struct pmw_status_req req;
+		struct timespec gap = { 0, 50 * 1000 * 1000 };
+		uint64_t t0 = us_now(), t;
+		int fd = connect_daemon();
+		ssize_t got;
+
+		memset(&req, 0, sizeof(req));
+		pmw_header_init(&req.h, PMW_STATUS_REQ, sizeof(req));
+		send_all(fd, &req, sizeof(req));
+		got = recv_timeout(fd, buf, sizeof(buf), 30000);
+		t = us_now() - t0;
+		close(fd);
+		if (got <= 0) {
+			printf("status %d not answered\n", i);
+			return 1;
+		}
+		if (t > worst)
+			worst = t;
+		over += t >= 100000;
+		times[i] = t;
+		nanosleep(&gap, NULL);
+	}
+	qsort(times, (size_t)n, sizeof(times[0]), cmp_u64);
+	printf("status_max_us=%llu\nstatus_median_us=%llu\nstatus_over_100ms=%d\n",
+	       (unsigned long long)worst, (unsigned long long)times[n / 2], over);
+	return 0;
+}
+
 static int many(int n, int hold_ms, int reports, int children, int vanish)
 {
 	struct rlimit rl;
@@ -620,7 +676,7 @@ int main(int argc, char **argv)
 	enum { O_SOCKET = 1, O_VERSION, O_BAD, O_SILENT, O_STATUS, O_MANY, O_PROTECT, O_REPORT,
 	       O_FORK, O_HOLD, O_POLICY, O_POOL, O_MODE, O_DELAY, O_VANISH, O_FLOOD, O_MODPATH,
 	       O_WAITPROT, O_CHILDREN, O_EXEC, O_EXECARG, O_HELLOCHILD, O_HELLOEXEC, O_RULES, O_RULESN,
-	       O_KCALL, O_CAUSE, O_COMM, O_HELLOSHORT };
+	       O_KCALL, O_CAUSE, O_COMM, O_HELLOSHORT, O_STATUS_TIMES };
 	static const struct option opts[] = {
 		{ "socket", 1, NULL, O_SOCKET }, { "version", 1, NULL, O_VERSION },
 		{ "garbage", 0, NULL, O_BAD }, { "truncated", 0, NULL, O_BAD },
@@ -640,12 +696,14 @@ int main(int argc, char **argv)
 		{ "hello-from-child", 0, NULL, O_HELLOCHILD }, { "hello-then-exec", 0, NULL, O_HELLOEXEC },
 		{ "rules", 1, NULL, O_RULES }, { "rules-n", 1, NULL, O_RULESN },
 		{ "kernel-call", 1, NULL, O_KCALL }, { "cause", 1, NULL, O_CAUSE },
+		{ "status-times", 1, NULL, O_STATUS_TIMES },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *bad = NULL, *protect = NULL, *exec_prog = NULL, *exec_arg = NULL, *rules = NULL;
 	int n_rules = 1;
 	int hello_child = 0, hello_exec = 0, n_children = 0;
 	int version = PMW_VERSION, silent = 0, status = 0, n_many = 0, n_reports = 0, fork_report = 0;
+	int status_times = 0;
 	int hold = 0, vanish = 0, flood = 0, wait_prot = 0, c, idx, fd, r;
 
 	while ((c = getopt_long(argc, argv, "", opts, &idx)) >= 0) {
@@ -677,6 +735,7 @@ int main(int argc, char **argv)
 		case O_HELLOEXEC: hello_exec = 1; break;
 		case O_KCALL: opt_kernel_call = optarg; break;
 		case O_CAUSE: opt_cause = atol(optarg); break;
+		case O_STATUS_TIMES: status_times = atoi(optarg); break;
 		case O_COMM: opt_comm = optarg; break;
 		case O_HELLOSHORT: opt_hello_short = 1; break;
 		default: usage();
@@ -689,6 +748,8 @@ int main(int argc, char **argv)
 
 	if (n_many)
 		return many(n_many, hold, n_reports, n_children, vanish);
+	if (status_times > 0)
+		return status_timed(status_times);
 	fd = connect_daemon();
 	if (silent) {
 		uint64_t t0 = ms_now();

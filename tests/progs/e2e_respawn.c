@@ -1,0 +1,112 @@
+/*
+ * e2e_respawn - a server whose worker dies at every respawn, for a bounded
+ * time: setup() builds its configuration with malloc(), listen() (the
+ * policy's trigger) makes it read-only, then for SECONDS it forks a worker
+ * that writes the configuration (and dies by SIGSEGV under an enforce
+ * policy) and forks the next one as soon as it is gone.  With "exec", each
+ * worker execs this program again (argument "worker"), which sets up,
+ * listens and writes on its own: a new process with its own hand-out.
+ * Prints "workers=N killed=K" (K: died by SIGSEGV) and exits 0.
+ * Knows nothing of pmalloc.
+ */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct config {
+	char name[32];
+	int port;
+};
+
+static struct config *setup(void)
+{
+	struct config *c = malloc(sizeof(*c));
+	if (!c)
+		exit(2);
+	strcpy(c->name, "alice");
+	c->port = 0;
+	return c;
+}
+
+/* The deliberate bug: volatile, so the compiler keeps the store. */
+static void corrupt(volatile char *where, char what)
+{
+	*where = what;
+}
+
+static int listen_once(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 8) < 0) {
+		perror("listen");
+		exit(2);
+	}
+	return fd;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	struct config *c;
+	double end;
+	long workers = 0, killed = 0;
+	int exec_mode, fd;
+
+	if (argc == 2 && strcmp(argv[1], "worker") == 0) {
+		c = setup();
+		fd = listen_once();
+		corrupt(c->name, 'm');
+		close(fd);
+		return 0;
+	}
+	if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "exec") != 0)) {
+		fprintf(stderr, "usage: e2e_respawn SECONDS [exec]\n");
+		return 2;
+	}
+	exec_mode = argc == 3;
+	end = now() + atof(argv[1]);
+	c = setup();
+	fd = listen_once();
+	while (now() < end) {
+		pid_t child;
+		int st;
+
+		fflush(stdout);
+		child = fork();
+		if (child < 0) {
+			perror("fork");
+			return 2;
+		}
+		if (child == 0) {
+			if (exec_mode) {
+				execl("/proc/self/exe", argv[0], "worker", (char *)NULL);
+				_exit(3);
+			}
+			corrupt(c->name, 'm');
+			_exit(0);
+		}
+		workers++;
+		if (waitpid(child, &st, 0) < 0) {
+			perror("waitpid");
+			return 2;
+		}
+		killed += WIFSIGNALED(st) && WTERMSIG(st) == 11;
+	}
+	printf("workers=%ld killed=%ld\n", workers, killed);
+	close(fd);
+	return 0;
+}
