@@ -176,6 +176,32 @@ static void add_sites(struct pmw_rules *m, const struct shim_state *st)
 			dynsym_location(&f, site_address(id), true);
 		fmt_cstr(&f);
 	}
+	/* take = "until-trigger": the sites that allocated after their
+	 * pool's trigger, what went to the heap (take.c), after the others. */
+	for (uint32_t k = 0; k < SITE_SLOTS; k++) {
+		uint64_t objects, bytes;
+		uint16_t id = (uint16_t)(k + 1);
+		int route = site_route(id);
+		if (!take_late_counts(id, &objects, &bytes) || route < 0 || (size_t)route >= st->n_pools)
+			continue;
+		m->total++;
+		if (m->n_rows == PMW_ROWS)
+			continue;
+		struct pmw_row *r = &m->rows[m->n_rows++];
+		copy(r->pool, sizeof(r->pool), pool_name(st, (size_t)route));
+		r->kind = PMW_ROW_CALL_SITE;
+		r->state = PMW_ROW_LATE;
+		r->objects = objects;
+		r->bytes = bytes;
+		const char *sym = site_symbol(id);
+		struct fmt f;
+		fmt_init(&f, r->text, sizeof(r->text));
+		if (sym)
+			fmt_str(&f, sym);
+		else
+			dynsym_location(&f, site_address(id), true);
+		fmt_cstr(&f);
+	}
 	free(c);
 	free(seen);
 }

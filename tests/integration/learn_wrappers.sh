@@ -12,6 +12,7 @@
 # its trigger (take = "until-trigger"), and an injected write into the
 # configuration dies by SIGSEGV.
 . "$(dirname "$0")/lib.sh"
+. "$SRC/tests/integration/daemon_lib.sh"
 
 SHIM=$B/libpmalloc_shim.so
 PROG=$B/progs/ip_wrapchain
@@ -74,3 +75,18 @@ late=$(journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_PROTE
 [ "$(printf '%s\n' "$late" | jq -r '[.OBJECT_PID, .PMALLOC_SITE] | @tsv' | sort | uniq -d | wc -l)" = 0 ] ||
 	fail "a late site said twice by one process: $late"
 pass "take = until-trigger: each site allocating after the trigger said once in the journal"
+
+# pmallocctl status PID: the late sites, what went to the heap.
+sed 's/"pinned"/"served"/' "$T/enforce.conf" >"$CONF"
+start_daemon
+mkfifo "$T/in"
+PMALLOC_SOCKET=$SOCK PMALLOC_CONF=$T/nonexistent LD_PRELOAD=$SHIM "$exe" hold <"$T/in" >"$T/out" 2>"$T/err" &
+hpid=$!
+exec 9>"$T/in"
+wait_until 200 grep -q '^ready' "$T/out" || fail "ip_wrapchain hold: $(cat "$T/out" "$T/err")"
+"$B/pmallocctl" status "$hpid" --socket "$SOCK" >"$T/status" 2>&1 || fail "status: $(cat "$T/status")"
+[ "$(grep -c "^      site ip_wrapchain+0x[0-9a-f]*  pool \"conf\": 1 objects, [0-9]* bytes to the heap after the pool's trigger (take = \"until-trigger\")$" "$T/status")" = 4 ] ||
+	fail "status: late sites: $(cat "$T/status")"
+exec 9>&-
+wait "$hpid" || fail "ip_wrapchain hold exited $?: $(cat "$T/err")"
+pass "pmallocctl status PID: each late site with what went to the heap"

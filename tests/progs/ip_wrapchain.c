@@ -17,6 +17,7 @@
  *   ip_wrapchain               print, per object, whether it is protected
  *   ip_wrapchain write-request write a request object (allowed)
  *   ip_wrapchain write-conf    write a configuration object (dies when protected)
+ *   ip_wrapchain hold          print, then "ready", and wait for the end of stdin
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,5 +158,11 @@ int main(int argc, char **argv)
 	else if (strcmp(mode, "write-conf") == 0)
 		conf.name[0] = 'X';
 	printf("%s %s %s\n", conf.small, conf.cmd, conf.name);
+	if (strcmp(mode, "hold") == 0) {
+		printf("ready\n");
+		fflush(stdout);
+		while (getchar() != EOF)
+			;
+	}
 	return 0;
 }
