@@ -291,7 +291,7 @@ void journal_learned(const struct journal_learned *m)
 void journal_take_late(const char *policy, const char *pool, const char *site)
 {
 	struct fmt f;
-	if (!entry_begin(&f, MID_PROTECTED, 5, false))
+	if (!entry_begin(&f, MID_LATE, 5, false))
 		return;
 	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_TAKE=late\nPMALLOC_SITE=%s\nPMALLOC_EXE=%s\n"
 		   "MESSAGE=pmalloc: PID %d (%s): site %s of pool \"%s\" (policy \"%s\") allocates after the pool's"

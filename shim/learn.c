@@ -14,12 +14,14 @@
  * loses no later write of another).
  *
  * Cost per learn-pool allocation (learn mode only; enforce never comes
- * here): one _Unwind_Backtrace of up to LEARN_FRAMES frames past the
- * shim's own (the figure is in the README's Figures), a hash of the chain,
- * and under one mutex a probe of the context table and pool_alloc_in() (a
- * second, uncontended lock).  After the pool's first trigger the same
- * unwind, then the heap: late allocations are counted per context.  A free
- * of a pool object: a page-map load and two atomic adds.
+ * here; x86-64, callgrind): about 22,000 instructions for an allocation
+ * made 8 frames deep, nearly all of it the unwind (libgcc's
+ * _Unwind_Backtrace over the shim's own frames and up to LEARN_FRAMES of
+ * the program's, some 1,000 a frame); then a hash of the chain and, under
+ * one mutex, a probe of the context table and pool_alloc_in() (a second,
+ * uncontended lock).  After the pool's first trigger the same unwind, then
+ * the heap: late allocations are counted per context.  A free of a pool
+ * object: a page-map load, a record look-up and two atomic adds.
  *
  * learn_let_through() runs in the SIGSEGV handler and in kwrite.c: it
  * touches only pre-mapped tables (atomics) and makes one mprotect call per

@@ -1,9 +1,9 @@
 /*
  * take.c - take = "until-trigger" in enforce mode: an allocation from one
  * of a closed pool's sites (its first trigger fired) goes to the heap;
- * here it is counted per site, and said once per site in the journal (a
- * "pool protected" entry, MID_PROTECTED, with PMALLOC_TAKE=late) and in
- * pmallocctl status (the rules message carries the counts: rules_msg.c).
+ * here it is counted per site, and said once per site in the journal
+ * (MID_LATE, with PMALLOC_TAKE=late) and in pmallocctl status (the
+ * site table carries the counts: rules_msg.c).
  *
  * Owns the per-site late counts (SITE_SLOTS of them, mapped at the first
  * late allocation).  Must never: send an allocation into a closed pool, or

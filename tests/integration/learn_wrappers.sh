@@ -17,7 +17,7 @@
 SHIM=$B/libpmalloc_shim.so
 PROG=$B/progs/ip_wrapchain
 MID_LEARNED=81abfd4bd92b4d58b67b434bbf0f7ac1
-MID_PROTECTED=4861793aed344e45916acf02f15da997
+MID_LATE=8060223fb81e4230b9e1d79734447b85
 [ -x "$PROG" ] || fail "$PROG is missing: run make check"
 command -v jq >/dev/null || skip "jq not installed"
 journald_ensure
@@ -70,7 +70,7 @@ pass "a write into the configuration kills"
 
 # take = "until-trigger": each site allocating after the trigger said once.
 journal_sync
-late=$(journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_PROTECTED PMALLOC_TAKE=late PMALLOC_EXE="$exe")
+late=$(journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_LATE PMALLOC_TAKE=late PMALLOC_EXE="$exe")
 [ "$(printf '%s\n' "$late" | grep -c .)" -ge 4 ] || fail "late sites not said: $late"
 [ "$(printf '%s\n' "$late" | jq -r '[.OBJECT_PID, .PMALLOC_SITE] | @tsv' | sort | uniq -d | wc -l)" = 0 ] ||
 	fail "a late site said twice by one process: $late"
