@@ -75,7 +75,7 @@ struct lane {
 static const struct shim_state *learn_st;
 static struct lctx *ctxs;              /* [CTX_MAX] */
 static _Atomic uint32_t *ctx_index;    /* [CTX_HASH]: context id, 0 free */
-static uint32_t n_ctx = 1;             /* next id; learn_lock */
+static uint32_t n_ctx = 1;             /* next id; written under learn_lock */
 static struct lane *lanes;             /* [SHIM_POOLS_MAX][LANES] */
 static uint64_t tick;                  /* learn_lock */
 static _Atomic uint32_t *page_ctx;     /* per arena page: its context id */
@@ -149,15 +149,18 @@ static uint32_t ctx_get(const uintptr_t *f, unsigned n, size_t pool)
 		uint32_t slot = (uint32_t)(h + k) & (CTX_HASH - 1);
 		uint32_t id = atomic_load_explicit(&ctx_index[slot], memory_order_relaxed);
 		if (id == 0) {
-			if (n_ctx >= CTX_MAX)
+			id = __atomic_load_n(&n_ctx, __ATOMIC_RELAXED);
+			if (id >= CTX_MAX)
 				return 0;
-			id = n_ctx++;
 			struct lctx *c = &ctxs[id];
 			c->hash = h;
 			memcpy(c->frames, f, n * sizeof(*f));
 			c->n_frames = (uint8_t)n;
 			c->pool = (uint8_t)pool;
 			c->lane = -1;
+			/* Whole before it is counted: a flush reads up to n_ctx
+			 * without the lock. */
+			__atomic_store_n(&n_ctx, id + 1, __ATOMIC_RELEASE);
 			atomic_store_explicit(&ctx_index[slot], id, memory_order_release);
 			return id;
 		}
