@@ -113,3 +113,14 @@ shape stripped >"$T/stripped.shape"
 grep -q "learn_server@$build_id" "$T/stripped.shape" || fail "stripped: no frame in the program"
 diff "$T/full.shape" "$T/stripped.shape" >"$T/diff" || fail "stripped contexts differ: $(cat "$T/diff")"
 pass "stripped: the same contexts by offset, the same marks and counts"
+
+# A forked worker (no exec) is the same learn run: its own entries, the
+# parent's run id.
+rc=0; PMALLOC_CONF=$T/learn.conf LD_PRELOAD=$SHIM "$T/stripped/learn_server" fork >"$T/out" 2>"$T/err" || rc=$?
+[ $rc = 0 ] || fail "fork run exited $rc: $(cat "$T/err")"
+journal_sync
+journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED PMALLOC_EXE="$T/stripped/learn_server" |
+	jq -r '[.OBJECT_PID, .PMALLOC_RUN] | @tsv' | sort -u >"$T/runs"
+pids_of_run=$(awk -v r="$(awk -v p="$PID" '$1 != p { print $2 }' "$T/runs" | tail -n 1)" '$2 == r' "$T/runs" | wc -l)
+[ "$pids_of_run" = 2 ] || fail "the forked child's run id is not its parent's: $(cat "$T/runs")"
+pass "a forked child writes its own entries under its parent's run id"

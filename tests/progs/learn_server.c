@@ -18,6 +18,8 @@
  *
  * learn_server inject: after serving, writes into a configuration value
  * (what an attacker would): with its context protected, death by SIGSEGV.
+ * learn_server fork: after serving, forks a child that exits at once (a
+ * worker of the same run), and waits for it.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -26,6 +28,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define REQUESTS 5
@@ -179,6 +182,14 @@ int main(int argc, char **argv)
 		entries++;
 	printf("served %ld requests, config %d entries, port %s\n", stats->requests, entries, lookup(cfg, "listen"));
 	fflush(stdout);
+	if (argc > 1 && strcmp(argv[1], "fork") == 0) {
+		pid_t child = fork();
+		if (child == 0)
+			exit(0);
+		int status;
+		if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+			return 4;
+	}
 	if (argc > 1 && strcmp(argv[1], "inject") == 0) {
 		char *v = cfg->value;        /* the last entry's value, read-only if protected */
 		v[0] = 'X';
