@@ -59,6 +59,7 @@ struct lctx {
 	uint8_t n_frames;
 	uint8_t pool;
 	int16_t lane;                      /* the lane it used last (learn_lock) */
+	uint16_t site;                     /* the site routing charged (wrappers looked through) */
 	_Atomic uint64_t objects, bytes;   /* before the pool's first trigger */
 	_Atomic uint64_t freed_objects, freed_bytes;
 	_Atomic uint64_t late_objects, late_bytes;
@@ -142,7 +143,7 @@ static uint64_t chain_hash(const uintptr_t *f, unsigned n, size_t pool)
 
 /* The context of chain f[n] in pool, inserted on first sight (learn_lock
  * held); 0 when the table is full. */
-static uint32_t ctx_get(const uintptr_t *f, unsigned n, size_t pool)
+static uint32_t ctx_get(const uintptr_t *f, unsigned n, size_t pool, uint16_t site)
 {
 	uint64_t h = chain_hash(f, n, pool);
 	for (uint32_t k = 0; k < CTX_HASH; k++) {
@@ -158,6 +159,7 @@ static uint32_t ctx_get(const uintptr_t *f, unsigned n, size_t pool)
 			c->n_frames = (uint8_t)n;
 			c->pool = (uint8_t)pool;
 			c->lane = -1;
+			c->site = site;
 			/* Whole before it is counted: a flush reads up to n_ctx
 			 * without the lock. */
 			__atomic_store_n(&n_ctx, id + 1, __ATOMIC_RELEASE);
@@ -207,7 +209,7 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 	size_t need = ALIGN_UP(size ? size : 1, PM_ALIGN);
 	void *obj = NULL;
 	pthread_mutex_lock(&learn_lock);
-	uint32_t id = ctx_get(f, n, i);
+	uint32_t id = ctx_get(f, n, i, site);
 	if (id == 0) {
 		pthread_mutex_unlock(&learn_lock);
 		atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
@@ -548,7 +550,7 @@ static void flush_one(const struct flush_ctx *c, const struct lctx *x, const cha
 	 * fit are left off whole, never cut. */
 	struct sbuf b = { chain, 0, chain_len < 6000 ? chain_len : 6000, true };
 	chain[0] = '\0';
-	for (unsigned k = 0; k < x->n_frames; k++) {
+	for (unsigned k = 0; k < x->n_frames && k < LEARN_FRAMES; k++) {
 		size_t before = b.len;
 		if (k)
 			sb_add(&b, " ");
@@ -572,9 +574,14 @@ static void flush_one(const struct flush_ctx *c, const struct lctx *x, const cha
 		 x->n_frames > 1 ? second : "", x->n_frames > 2 ? " <- ..." : "",
 		 atomic_load(&x->written) ? ", written after protection"
 		 : atomic_load(&x->late_objects) ? ", allocating after the trigger" : "");
-	const struct lframe *fr = frame_find(c, x->frames[0]);
+	/* The round-2 fields name the site routing charged (wrappers looked
+	 * through), else frame 0. */
+	uintptr_t site_ra = site_address(x->site) ? site_address(x->site) : x->frames[0];
+	const struct lframe *fr = frame_find(c, site_ra);
 	const struct lobj *o = fr && fr->obj >= 0 ? &c->objs[fr->obj] : NULL;
-	snprintf(site, sizeof(site), "%.299s", fr && fr->func[0] ? fr->func : first);
+	char site_short[300];
+	short_frame(site_short, sizeof(site_short), c, site_ra);
+	snprintf(site, sizeof(site), "%.299s", fr && fr->func[0] ? fr->func : site_short);
 	const char *wrappers[64];
 	size_t n_wrappers = 0;
 	for (; n_wrappers < pp->n_wrappers && n_wrappers < ARRAY_SIZE(wrappers); n_wrappers++)
@@ -584,7 +591,7 @@ static void flush_one(const struct flush_ctx *c, const struct lctx *x, const cha
 		.object = o ? o->path : "?", .build_id = o ? o->build_id : "", .triggers = trig, .exe = c->exe,
 		.reason = reason, .run = run_id, .exe_build_id = c->exe_build_id, .chain = chain,
 		.message = msg, .wrappers = wrappers, .n_wrappers = n_wrappers,
-		.offset = o ? x->frames[0] - o->bias : x->frames[0],
+		.offset = o ? site_ra - o->bias : site_ra,
 		.policy_loaded_us = st->image->loaded_us,
 		.objects = objects, .bytes = bytes, .live_objects = objects - fo, .live_bytes = bytes - fb,
 		.freed_objects = fo, .freed_bytes = fb, .late_objects = atomic_load(&x->late_objects),
@@ -600,7 +607,7 @@ static void flush_locked(const char *reason)
 	memset(&c, 0, sizeof(c));
 	uint32_t n_ctx_now = __atomic_load_n(&n_ctx, __ATOMIC_ACQUIRE);
 	/* Every frame of every context, once. */
-	uintptr_t *all = malloc((size_t)n_ctx_now * LEARN_FRAMES * sizeof(*all) + 1);
+	uintptr_t *all = malloc((size_t)n_ctx_now * (LEARN_FRAMES + 1) * sizeof(*all) + 1);
 	char *chain = malloc(8192);
 	if (!all || !chain) {
 		free(all);
@@ -608,9 +615,13 @@ static void flush_locked(const char *reason)
 		return;
 	}
 	size_t n_all = 0;
-	for (uint32_t id = 1; id < n_ctx_now; id++)
-		for (unsigned k = 0; k < ctxs[id].n_frames; k++)
+	for (uint32_t id = 1; id < n_ctx_now; id++) {
+		for (unsigned k = 0; k < ctxs[id].n_frames && k < LEARN_FRAMES; k++)
 			all[n_all++] = ctxs[id].frames[k];
+		uintptr_t sa = site_address(ctxs[id].site);
+		if (sa)
+			all[n_all++] = sa;
+	}
 	qsort(all, n_all, sizeof(*all), uptr_cmp);
 	c.fr = calloc(n_all + 1, sizeof(*c.fr));
 	if (!c.fr) {

@@ -108,8 +108,8 @@ static void add_rules(struct pmw_rules *m, const struct shim_state *st, bool unm
 	}
 }
 
-/* On-call triggers name a libc function the shim interposes: the policy
- * parser takes no other, so each one is in place (whether the program
+/* On-call triggers name a libc function the shim interposes (on-wait, a
+ * set of them): the policy parser takes no other, so each one is in place (whether the program
  * ever calls it, the pool's protects say). */
 static void add_triggers(struct pmw_rules *m, const struct shim_state *st)
 {
@@ -117,14 +117,18 @@ static void add_triggers(struct pmw_rules *m, const struct shim_state *st)
 		const struct pimg_pool *pp = pimg_pool(st->image, i);
 		for (size_t t = 0; t < pp->n_triggers; t++) {
 			const struct pimg_trigger *tr = pimg_pool_trigger(st->image, pp, t);
-			if (tr->kind != POLICY_TRIGGER_ON_CALL)
+			if (tr->kind != POLICY_TRIGGER_ON_CALL && tr->kind != POLICY_TRIGGER_ON_WAIT)
 				continue;
 			struct pmw_row *r = row_add(m, st, (int)i, PMW_ROW_ON_CALL, PMW_ROW_RESOLVED);
 			if (r) {
 				struct fmt f;
 				fmt_init(&f, r->text, sizeof(r->text));
-				fmt_str(&f, "on-call:");
-				fmt_str(&f, policy_call_name(tr->call));
+				if (tr->kind == POLICY_TRIGGER_ON_WAIT) {
+					fmt_str(&f, "on-wait");
+				} else {
+					fmt_str(&f, "on-call:");
+					fmt_str(&f, policy_call_name(tr->call));
+				}
 				fmt_cstr(&f);
 			}
 		}
