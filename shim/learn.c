@@ -13,6 +13,14 @@
  * context it wrote into (a page holds one context, so opening it for good
  * loses no later write of another).
  *
+ * Why pages of their own rather than the store's address resolved to its
+ * object: the address names the first object written on a page, but the
+ * page is then writable, and a later write into a neighbour of another
+ * context would go unseen (it would be marked unwritten, proposed, and
+ * killed in enforce mode), unless every page stayed protected and every
+ * store faulted.  One context per page costs memory (a page tail per lane
+ * change, LANES lanes per pool), never a second fault.
+ *
  * Cost per learn-pool allocation (learn mode only; enforce never comes
  * here; x86-64, callgrind): about 22,000 instructions for an allocation
  * made 8 frames deep, nearly all of it the unwind (libgcc's
