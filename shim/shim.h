@@ -124,6 +124,12 @@ bool resolve_rule(size_t i, struct resolve_rule_view *ret);
 /* take.c: an allocation from site (route: pool i) after pool i closed:
  * counted, said once per site; the caller then goes to the heap. */
 void take_note_late(size_t i, uint16_t site, size_t size);
+/* Every pool of st takes until its trigger, and each one's fired. */
+bool take_all_closed(const struct shim_state *st);
+/* Whether an allocation through the wrapper call with site id id, every
+ * pool closed, is still to be resolved to its caller (to be counted and
+ * said): its first TAKE_RESOLVE_LATE ones are. */
+bool take_resolve_late(uint16_t id);
 /* The late allocations of site so far; false when it has none. */
 bool take_late_counts(uint16_t site, uint64_t *objects, uint64_t *bytes);
 

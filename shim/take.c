@@ -12,6 +12,11 @@
  * malloc's slow path, never a signal handler); the first note of a site
  * reads its symbol (resolve.c's, cached) and writes one journal entry.
  * Cost of a late allocation after the first of its site: two atomic adds.
+ * With every pool closed, an allocation through a wrapper is resolved to
+ * its caller (an unwind) only for the first TAKE_RESOLVE_LATE through each
+ * wrapper call (interpose.c); later ones go to the heap uncounted, so a
+ * late site reached only through a wrapper call past that bound is not
+ * said, and counts are of the resolved ones.
  */
 #define _GNU_SOURCE
 #include "shim.h"
@@ -25,8 +30,10 @@
 
 struct late_count {
 	_Atomic uint64_t objects, bytes;
+	_Atomic uint32_t resolved;        /* a wrapper call's late allocations resolved */
 	_Atomic uint8_t said;
 };
+#define TAKE_RESOLVE_LATE 64
 
 static struct late_count *_Atomic late;   /* [SITE_SLOTS], by site id - 1 */
 #define LATE_SENDS 64
@@ -73,6 +80,26 @@ void take_note_late(size_t i, uint16_t site, size_t size)
 		rules_msg_answer();
 	else
 		rules_msg_send(RULES_MSG_SITES);
+}
+
+bool take_all_closed(const struct shim_state *st)
+{
+	for (size_t i = 0; i < st->n_pools; i++)
+		if (!st->pools[i].until_trigger || !pool_closed(st->pools[i].pool))
+			return false;
+	return true;
+}
+
+bool take_resolve_late(uint16_t id)
+{
+	struct late_count *t = table();
+	if (!t || id == SITE_NONE || id > SITE_SLOTS)
+		return true;                  /* no count to keep: resolved as before */
+	struct late_count *c = &t[id - 1];
+	/* A load first: past the bound, no shared line is written. */
+	if (atomic_load_explicit(&c->resolved, memory_order_relaxed) >= TAKE_RESOLVE_LATE)
+		return false;
+	return atomic_fetch_add_explicit(&c->resolved, 1, memory_order_relaxed) < TAKE_RESOLVE_LATE;
 }
 
 bool take_late_counts(uint16_t site, uint64_t *objects, uint64_t *bytes)
