@@ -70,6 +70,9 @@ static void put_trigger(FILE *f, const struct policy_trigger *t)
 	case POLICY_TRIGGER_MANUAL:
 		fputs("manual", f);
 		break;
+	case POLICY_TRIGGER_ON_WAIT:
+		fputs("on-wait", f);
+		break;
 	}
 }
 
@@ -79,7 +82,7 @@ static void put_trigger(FILE *f, const struct policy_trigger *t)
  * hundreds of sites, which no terminal shows on one line). */
 #define CHECK_WIDTH 100
 #define CHECK_WRAP 80
-#define CHECK_PARTS 4
+#define CHECK_PARTS 5
 
 /* One part: its label ("sites") and its items, each escaped. */
 struct check_part {
@@ -141,7 +144,7 @@ static void put_pool(FILE *f, const struct policy_pool *pool)
 {
 	struct check_part parts[CHECK_PARTS] = {
 		{ "sites", NULL, 0 }, { "wrappers", NULL, 0 }, { "protect", NULL, 0 },
-		{ "max_bytes", NULL, 0 },
+		{ "max_bytes", NULL, 0 }, { "take", NULL, 0 },
 	};
 	char *name = NULL, *one = NULL;
 	size_t width = 0;
@@ -176,6 +179,8 @@ static void put_pool(FILE *f, const struct policy_pool *pool)
 		ok = asprintf(&one, "%" PRIu64, pool->max_bytes) >= 0 && part_add(&parts[3], one);
 		free(one);
 	}
+	if (ok && pool->take != POLICY_TAKE_ALWAYS)
+		ok = part_add(&parts[4], policy_take_name(pool->take));
 	if (!ok) {
 		fputs("    pool (out of memory)\n", f);
 		goto out;

@@ -102,7 +102,7 @@ int wire_check_report(struct pmw_report *m)
 static bool row_fits(uint32_t what, const struct pmw_row *r)
 {
 	if (what == PMW_RULES_SITES)
-		return r->kind == PMW_ROW_CALL_SITE && r->state == PMW_ROW_COUNTED;
+		return r->kind == PMW_ROW_CALL_SITE && (r->state == PMW_ROW_COUNTED || r->state == PMW_ROW_LATE);
 	if (r->kind != PMW_ROW_SITE && r->kind != PMW_ROW_WRAPPER && r->kind != PMW_ROW_ON_CALL)
 		return false;
 	return r->state == PMW_ROW_RESOLVED || r->state == PMW_ROW_NO_FUNCTION ||

@@ -106,6 +106,7 @@ int policy_image_compile(const struct policy_set *set, const struct policy *p, v
 		struct pimg_pool *ip = &pools[i];
 		ip->name = strtab_add(&t, pp->name);
 		ip->max_bytes = pp->max_bytes;
+		ip->take = (uint32_t)pp->take;
 		ip->first_site = (uint32_t)s_at;
 		ip->n_sites = (uint32_t)pp->n_sites;
 		ip->first_wrapper = (uint32_t)w_at;
@@ -257,6 +258,7 @@ static bool trigger_ok(const struct pimg_trigger *t)
 	case POLICY_TRIGGER_AFTER:
 		return t->call == 0 && t->after_ns > 0 && t->after_ns <= DURATION_MAX_NS;
 	case POLICY_TRIGGER_MANUAL:
+	case POLICY_TRIGGER_ON_WAIT:
 		return t->call == 0 && t->after_ns == 0;
 	default:
 		return false;
@@ -295,6 +297,7 @@ int policy_image_validate(const void *buf, size_t len)
 	for (uint32_t i = 0; i < h->n_pools; i++) {
 		const struct pimg_pool *p = pimg_pool(h, i);
 		if (!name_ok(&c, p->name) || p->max_bytes > (uint64_t)INT64_MAX || p->n_sites == 0 ||
+		    p->take > POLICY_TAKE_UNTIL_TRIGGER || p->reserved != 0 ||
 		    p->first_site != s_at || p->first_wrapper != w_at || p->first_trigger != t_at)
 			return -EPROTO;
 		s_at += p->n_sites;

@@ -220,6 +220,9 @@ enum pmw_row_state {
 	PMW_ROW_NOT_LOADED = 5,          /* its object glob fits no object loaded in this
 					  * process yet: it may match one dlopen'ed later
 					  * (or in another process); not unresolved */
+	PMW_ROW_LATE = 6,                /* a call site of a take = "until-trigger" pool that
+					  * allocated after its trigger: objects and bytes that
+					  * went to the heap */
 };
 
 struct pmw_row {

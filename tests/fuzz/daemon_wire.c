@@ -85,9 +85,9 @@ static void check_rules(struct pmw_rules *m)
 		if (!TERMINATED(r->pool) || !TERMINATED(r->text) || !r->pool[0] || !r->text[0])
 			abort();
 		if ((m->what == PMW_RULES_SITES) != (r->kind == PMW_ROW_CALL_SITE) ||
-		    (m->what == PMW_RULES_SITES) != (r->state == PMW_ROW_COUNTED))
+		    (m->what == PMW_RULES_SITES) != (r->state == PMW_ROW_COUNTED || r->state == PMW_ROW_LATE))
 			abort();
-		unresolved += r->state != PMW_ROW_RESOLVED && r->state != PMW_ROW_COUNTED;
+		unresolved += r->state == PMW_ROW_NO_FUNCTION || r->state == PMW_ROW_NO_OFFSET;
 	}
 	if (unresolved > m->unresolved)
 		abort();

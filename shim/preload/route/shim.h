@@ -28,6 +28,8 @@ struct shim_pool {
 	uint32_t call_mask;              /* bit c: on-call trigger for call c */
 	uint64_t after_ns;               /* after: trigger, 0 when none */
 	bool manual;                     /* manual trigger: pmalloc_protect_named, pmallocctl protect */
+	bool until_trigger;              /* take = "until-trigger" (every pool of a learn policy):
+					  * closed at its first trigger (pool_close) */
 	char after_text[24];             /* "after:2s", for reports */
 };
 
