@@ -83,7 +83,21 @@ POOL_OBJS := $(POOL_SRCS:%.c=$(B)/pic/%.o)
 POOL_LIB := $(B)/libpmalloc.so
 SHIM_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fno-plt -DPMALLOC_BUILDING_SHIM \
 	$(call pc_cflags,libconfig)
-SHIM_LIBS = $(call pc_libs,libconfig) -lgcc_s -ldl -lpthread
+# The shim binds to nothing of its host.  A program's own definitions come
+# first in the global scope, unversioned ones even before a versioned
+# reference's library: lighttpd exports a config_init of its own, another
+# program may export _Unwind_Backtrace or strbuf_append.  So besides libc the
+# shim links only private copies with their symbols hidden (--exclude-libs;
+# the exports map keeps them local too), bound at link time, calls between
+# their own functions included: libconfig from its static archive, the
+# unwinder from libgcc_eh (-static-libgcc).  Debian's libconfig.a is built
+# for executables and reads stdin, stdout and stderr PC-relative, which a
+# shared object cannot: objcopy renames those three to the shim's own
+# (shim/libconfig_streams.c).  tests/integration/host_symbols.sh checks it.
+OBJCOPY ?= objcopy
+LIBCONFIG_PRIVATE := $(B)/libconfig_private.a
+HIDE_LIBS := -Wl,--exclude-libs,libconfig_private.a:libgcc_eh.a:libgcc.a
+SHIM_LIBS = $(LIBCONFIG_PRIVATE) -static-libgcc $(HIDE_LIBS) -ldl -lpthread
 
 # Code the daemon side shares with the shim (policy model, wire format, the
 # violation record's formatter).
@@ -171,13 +185,17 @@ $(B)/pie/%.o: %.c | $(B)/.deps
 
 # Each library carries a versioned SONAME (libNAME.so.$(SOVERSION)); the
 # build tree has that name as a link too, for the programs linked here.
-$(SHIM_LIB): $(SHIM_OBJS) shim/exports.map
+$(LIBCONFIG_PRIVATE): | $(B)/.deps
+	$(OBJCOPY) --redefine-sym stdin=pmalloc_libconfig_stdin --redefine-sym stdout=pmalloc_libconfig_stdout \
+		--redefine-sym stderr=pmalloc_libconfig_stderr $(call pc_var,libconfig,libdir)/libconfig.a $@
+
+$(SHIM_LIB): $(SHIM_OBJS) shim/exports.map $(LIBCONFIG_PRIVATE)
 	$(CC) -shared $(LDHARDEN) $(LDFLAGS) -Wl,--version-script=shim/exports.map \
 		-Wl,-soname,libpmalloc_shim.so.$(SOVERSION) -o $@ $(SHIM_OBJS) $(SHIM_LIBS)
 
 $(POOL_LIB): $(POOL_OBJS) shim/exports_pool.map
 	$(CC) -shared $(LDHARDEN) $(LDFLAGS) -Wl,--version-script=shim/exports_pool.map \
-		-Wl,-soname,libpmalloc.so.$(SOVERSION) -o $@ $(POOL_OBJS) -ldl -lpthread
+		-Wl,-soname,libpmalloc.so.$(SOVERSION) -o $@ $(POOL_OBJS) -static-libgcc $(HIDE_LIBS) -ldl -lpthread
 
 $(B)/%.so.$(SOVERSION): $(B)/%.so
 	ln -sf $(notdir $<) $@
