@@ -240,10 +240,12 @@ $(B)/tests/test_identify: PIE_CFLAGS += -Idaemon
 # no pmalloc headers unless they use the API, symbols kept (not stripped).
 # wire_client and image_probe read policy images as the shim does.
 $(B)/progs/wire_client $(B)/progs/image_probe: shim/policy_image.c shim/policy_image.h
+# host_names exports its functions, as nginx-style programs do.
+$(B)/progs/host_names: PROG_LDFLAGS := -rdynamic
 $(B)/progs/%: tests/progs/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O0 -g -Wall -Wextra $(WERROR_FLAG) -Iinclude -o $@ $(filter %.c,$^) -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
-		$(if $(findstring api_,$*),-lpmalloc_shim) -ldl -lpthread
+	$(CC) -std=gnu11 -O0 -g -Wall -Wextra $(WERROR_FLAG) -Iinclude $(PROG_LDFLAGS) -o $@ $(filter %.c,$^) -L$(B) \
+		-Wl,-rpath,'$$ORIGIN/..' $(if $(findstring api_,$*),-lpmalloc_shim) -ldl -lpthread
 
 $(B)/progs/lib%.so: tests/progs/lib%.c
 	@mkdir -p $(dir $@)
