@@ -41,10 +41,10 @@ PC_MODULES := libconfig libsystemd libseccomp check libelf libdw
 # allocators, clang for the fuzzers, the journal's remote transport.  Each is
 # checked by a file it installs; installing a server never starts it
 # system-wide (a policy-rc.d that refuses, for the length of apt's run).
-TEST_DEB_PACKAGES := redis-server redis-tools nginx-light memcached curl libjemalloc2 \
+TEST_DEB_PACKAGES := redis-server redis-tools nginx-light memcached lighttpd curl libjemalloc2 \
 	libjemalloc-dev libmimalloc-dev libgoogle-perftools4 clang libclang-rt-14-dev \
 	systemd-journal-remote strace bash-completion
-TEST_DEB_FILES := /usr/bin/redis-server /usr/bin/redis-benchmark /usr/sbin/nginx /usr/bin/memcached \
+TEST_DEB_FILES := /usr/bin/redis-server /usr/bin/redis-benchmark /usr/sbin/nginx /usr/bin/memcached /usr/sbin/lighttpd \
 	/usr/bin/curl /usr/include/jemalloc/jemalloc.h /usr/include/mimalloc.h \
 	/usr/bin/clang /lib/systemd/systemd-journal-remote /usr/bin/strace \
 	/usr/share/bash-completion/bash_completion
