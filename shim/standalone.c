@@ -15,6 +15,10 @@
 /* No policy is ever armed here: reports take the default limits. */
 union shim_ro_page shim_ro __attribute__((aligned(RO_PAGE)));
 
+/* Set by fault.c while it handles a violation; nothing here routes
+ * allocations, so nothing reads it. */
+__thread int shim_busy __attribute__((tls_model("initial-exec")));
+
 /* No policy, hence no interposition pools: none by that name is active. */
 PMALLOC_EXPORT int pmalloc_protect_named(const char *pool)
 {
