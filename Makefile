@@ -42,10 +42,10 @@ PC_MODULES := libconfig libsystemd libseccomp check libelf libdw
 # allocators, clang for the fuzzers, the journal's remote transport.  Each is
 # checked by a file it installs; installing a server never starts it
 # system-wide (a policy-rc.d that refuses, for the length of apt's run).
-TEST_DEB_PACKAGES := redis-server redis-tools nginx-light memcached curl libjemalloc2 \
+TEST_DEB_PACKAGES := redis-server redis-tools nginx-light memcached lighttpd curl libjemalloc2 \
 	libjemalloc-dev libmimalloc-dev libgoogle-perftools4 clang libclang-rt-14-dev \
 	systemd-journal-remote strace bash-completion
-TEST_DEB_FILES := /usr/bin/redis-server /usr/bin/redis-benchmark /usr/sbin/nginx /usr/bin/memcached \
+TEST_DEB_FILES := /usr/bin/redis-server /usr/bin/redis-benchmark /usr/sbin/nginx /usr/bin/memcached /usr/sbin/lighttpd \
 	/usr/bin/curl /usr/include/jemalloc/jemalloc.h /usr/include/mimalloc.h \
 	/usr/bin/clang /lib/systemd/systemd-journal-remote /usr/bin/strace \
 	/usr/share/bash-completion/bash_completion
@@ -104,13 +104,27 @@ SHIM_LIB := $(B)/libpmalloc_shim.so
 # uses (a write to a protected pool is still reported on stderr by the
 # SIGSEGV handler; no hook is set, hooks.h).  Preloading the shim into
 # such a program replaces all of it: the preload's definitions come first.
-POOL_SRCS := $(wildcard shim/core/*.c) shim/sys/os.c shim/sys/stderr.c shim/shared/fmt.c \
+POOL_SRCS := $(wildcard shim/core/*.c) shim/sys/os.c shim/sys/stderr.c shim/sys/guard.c shim/shared/fmt.c \
 	shim/shared/violation_fmt.c
 POOL_OBJS := $(POOL_SRCS:%.c=$(B)/pic/%.o)
 POOL_LIB := $(B)/libpmalloc.so
 SHIM_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fno-plt -DPMALLOC_BUILDING_SHIM \
 	$(call pc_cflags,libconfig)
-SHIM_LIBS = $(call pc_libs,libconfig) -lgcc_s -ldl -lpthread
+# The shim binds to nothing of its host.  A program's own definitions come
+# first in the global scope, unversioned ones even before a versioned
+# reference's library: lighttpd exports a config_init of its own, another
+# program may export _Unwind_Backtrace or strbuf_append.  So besides libc the
+# shim links only private copies with their symbols hidden (--exclude-libs;
+# the exports map keeps them local too), bound at link time, calls between
+# their own functions included: libconfig from its static archive, the
+# unwinder from libgcc_eh (-static-libgcc).  Debian's libconfig.a is built
+# for executables and reads stdin, stdout and stderr PC-relative, which a
+# shared object cannot: objcopy renames those three to the shim's own
+# (shim/sys/libconfig_streams.c).  tests/integration/host_symbols.sh checks it.
+OBJCOPY ?= objcopy
+LIBCONFIG_PRIVATE := $(B)/libconfig_private.a
+HIDE_LIBS := -Wl,--exclude-libs,libconfig_private.a:libgcc_eh.a:libgcc.a
+SHIM_LIBS = $(LIBCONFIG_PRIVATE) -static-libgcc $(HIDE_LIBS) -ldl -lpthread
 
 # Code the daemon side shares with the shim (policy model, wire format, the
 # violation record's formatter), and the code pmallocd and pmallocctl share.
@@ -199,13 +213,17 @@ $(B)/pie/%.o: %.c | $(B)/.deps
 
 # Each library carries a versioned SONAME (libNAME.so.$(SOVERSION)); the
 # build tree has that name as a link too, for the programs linked here.
-$(SHIM_LIB): $(SHIM_OBJS) shim/preload/exports.map
+$(LIBCONFIG_PRIVATE): | $(B)/.deps
+	$(OBJCOPY) --redefine-sym stdin=pmalloc_libconfig_stdin --redefine-sym stdout=pmalloc_libconfig_stdout \
+		--redefine-sym stderr=pmalloc_libconfig_stderr $(call pc_var,libconfig,libdir)/libconfig.a $@
+
+$(SHIM_LIB): $(SHIM_OBJS) shim/preload/exports.map $(LIBCONFIG_PRIVATE)
 	$(CC) -shared $(LDHARDEN) $(LDFLAGS) -Wl,--version-script=shim/preload/exports.map \
 		-Wl,-soname,libpmalloc_shim.so.$(SOVERSION) -o $@ $(SHIM_OBJS) $(SHIM_LIBS)
 
 $(POOL_LIB): $(POOL_OBJS) shim/core/exports.map
 	$(CC) -shared $(LDHARDEN) $(LDFLAGS) -Wl,--version-script=shim/core/exports.map \
-		-Wl,-soname,libpmalloc.so.$(SOVERSION) -o $@ $(POOL_OBJS) -ldl -lpthread
+		-Wl,-soname,libpmalloc.so.$(SOVERSION) -o $@ $(POOL_OBJS) -static-libgcc $(HIDE_LIBS) -ldl -lpthread
 
 $(B)/%.so.$(SOVERSION): $(B)/%.so
 	ln -sf $(notdir $<) $@
@@ -250,10 +268,12 @@ $(B)/tests/test_identify: PIE_CFLAGS += -Idaemon/pmallocd
 # no pmalloc headers unless they use the API, symbols kept (not stripped).
 # wire_client and image_probe read policy images as the shim does.
 $(B)/progs/wire_client $(B)/progs/image_probe: shim/policy/policy_image.c shim/policy/policy_image.h
+# host_names exports its functions, as nginx-style programs do.
+$(B)/progs/host_names: PROG_LDFLAGS := -rdynamic
 $(B)/progs/%: tests/progs/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O0 -g -Wall -Wextra $(WERROR_FLAG) -Iinclude -o $@ $(filter %.c,$^) -L$(B) -Wl,-rpath,'$$ORIGIN/..' \
-		$(if $(findstring api_,$*),-lpmalloc_shim) -ldl -lpthread
+	$(CC) -std=gnu11 -O0 -g -Wall -Wextra $(WERROR_FLAG) -Iinclude $(PROG_LDFLAGS) -o $@ $(filter %.c,$^) -L$(B) \
+		-Wl,-rpath,'$$ORIGIN/..' $(if $(findstring api_,$*),-lpmalloc_shim) -ldl -lpthread
 
 $(B)/progs/lib%.so: tests/progs/lib%.c
 	@mkdir -p $(dir $@)

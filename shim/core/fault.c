@@ -41,6 +41,7 @@
  */
 #define _GNU_SOURCE
 #include "fault.h"
+#include "shim.h"
 #include "common.h"
 #include "os.h"
 #include "pool.h"
@@ -375,10 +376,14 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 		return;                          /* not reached */
 	struct pool_hit hit;
 	if (si->si_code == SEGV_ACCERR && pool_lookup(si->si_addr, &hit) && hit.is_protected) {
+		/* Nothing the handler calls allocates; anything that does anyway
+		 * (a sanitizer's report) gets the heap, never a site look-up. */
+		int busy = shim_busy_enter();
 		enum fault_mode mode = fault_mode_of(&hit);
 		/* learn mode: the page is writable now; the store is retried. */
 		if (!(mode == FAULT_LEARN && ro.s.learn && ro.s.learn(&hit, (uintptr_t)si->si_addr)))
 			on_violation(sig, si, uctx, &hit, mode);
+		shim_busy_leave(busy);
 	}
 	else
 		chain(sig, si, uctx, &prog_segv);

@@ -906,9 +906,13 @@ static int parse_daemon(const struct parse_ctx *c, const config_setting_t *g,
 static int parse_offset_site(const struct parse_ctx *c, const config_setting_t *e, const char *what,
 			     const char *rule, size_t object_len, const char *fn, struct policy_site *site)
 {
+	/* The prefix first: the digits start after it only where it is whole
+	 * ("+f" ends before fn + 3). */
+	if (strncmp(fn, "+0x", 3) != 0)
+		return fail(c, LINE(e), "%s %s: an offset is +0x and 1 to 16 hex digits", what, Q(rule));
 	const char *hex = fn + 3;
 	size_t nhex = strspn(hex, "0123456789abcdefABCDEF");
-	if (strncmp(fn, "+0x", 3) != 0 || nhex == 0 || hex[nhex] != '\0' || nhex > 16)
+	if (nhex == 0 || hex[nhex] != '\0' || nhex > 16)
 		return fail(c, LINE(e), "%s %s: an offset is +0x and 1 to 16 hex digits", what, Q(rule));
 	if (object_len == 0)
 		return fail(c, LINE(e), "%s %s: an offset %s names its object (OBJECT-GLOB:+0xOFFSET)",

@@ -188,7 +188,11 @@ if [ -n "${_daemon_lib_main:-}" ]; then
 	pass "daemon.socket used when --socket is absent, its directory created 0755"
 
 	if command -v systemd-socket-activate >/dev/null; then
-		systemd-socket-activate --seqpacket -l "$T/act.sock" "$PMALLOCD" --config "$CONF" \
+		# It passes on only the environment it is told to: the sanitizers'
+		# options (make check-sanitize: no leak check at exit, whose prctl
+		# and ptrace the sandbox kills) must reach pmallocd here too.
+		systemd-socket-activate --seqpacket ${ASAN_OPTIONS+-E ASAN_OPTIONS} ${UBSAN_OPTIONS+-E UBSAN_OPTIONS} \
+			-l "$T/act.sock" "$PMALLOCD" --config "$CONF" \
 			>>"$T/daemon.log" 2>&1 &
 		apid=$!
 		wait_until 100 "$WIRE" --socket "$T/act.sock" --status || fail "socket activation: no answer"

@@ -275,6 +275,10 @@ static const struct refusal refusals[] = {
 	  "site \"prog:+1c9\": an offset is +0x and 1 to 16 hex digits" },
 	{ "offset without digits", POOL_HEAD "        sites = [ \"prog:+0x\" ];\n" POOL_TAIL, 9,
 	  "site \"prog:+0x\": an offset is +0x and 1 to 16 hex digits" },
+	{ "offset shorter than +0x (read past its end once)", POOL_HEAD "        sites = [ \"+f\" ];\n"
+	  POOL_TAIL, 9, "site \"+f\": an offset is +0x and 1 to 16 hex digits" },
+	{ "offset shorter than +0x, with an object", POOL_HEAD "        sites = [ \"prog:+\" ];\n"
+	  POOL_TAIL, 9, "site \"prog:+\": an offset is +0x and 1 to 16 hex digits" },
 	{ "offset over 64 bits", POOL_HEAD "        sites = [ \"prog:+0x10000000000000000\" ];\n" POOL_TAIL,
 	  9, "site \"prog:+0x10000000000000000\": an offset is +0x and 1 to 16 hex digits" },
 	{ "offset with junk", POOL_HEAD "        sites = [ \"prog:+0x1c9z\" ];\n" POOL_TAIL, 9,

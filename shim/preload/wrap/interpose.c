@@ -99,17 +99,19 @@ static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct sit
 
 /* Where an allocation from return address ra goes, when a policy is armed:
  * a pool object, or NULL for "the heap".  The common case, a site that was
- * seen before and goes to the heap, is one table probe. */
+ * seen before and goes to the heap, is one table probe (after one TLS load). */
 static inline void *route(size_t size, size_t align, uintptr_t ra)
 {
 	struct site_hit h;
-	if (unlikely(!site_lookup_home(ra, &h))) {
-		/* The shim's own allocations (reading symbols, say) go to the heap
-		 * and take no slot: their pages of the table stay untouched. */
-		if (shim_is_busy())
-			return NULL;
+	/* The shim's own allocations (reading symbols, say) go to the heap and
+	 * take no slot: their pages of the table stay untouched.  So do those
+	 * made while a violation is handled (fault.c: a sanitizer's first
+	 * report allocates), without a look at the table, which may be what
+	 * the fault is about. */
+	if (unlikely(shim_is_busy()))
+		return NULL;
+	if (unlikely(!site_lookup_home(ra, &h)))
 		h = site_lookup_slow(ra);
-	}
 	if (likely(h.route == SITE_ROUTE_HEAP))
 		return NULL;
 	return route_slow(size, align, ra, h);
