@@ -186,7 +186,7 @@ $(B)/pmallocd: $(DAEMON_OBJS) $(SHARED_OBJS)
 	$(CC) -pie $(LDHARDEN) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 $(B)/pmallocctl: $(CTL_OBJS) $(SHARED_OBJS)
-	$(CC) -pie $(LDHARDEN) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+	$(CC) -pie $(LDHARDEN) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) $(call pc_libs,libelf)
 
 # Install-time paths compiled into the programs (pmallocctl preload names
 # the installed shim); rewritten only when they change.

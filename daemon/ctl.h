@@ -62,7 +62,12 @@ int ctl_option_error(int c, char **argv);
  * next option's value, else -1 with *ret_exit: -1 after the last option, or
  * the exit status to return. */
 int ctl_getopt(int argc, char **argv, const char *name, int *ret_exit);
-#define CTL_OPT_FILE 0x100                   /* violations --file: no short option */
+/* Options without a short form (violations). */
+#define CTL_OPT_FILE 0x100
+#define CTL_OPT_NO_PAGER 0x101
+#define CTL_OPT_AFTER_CURSOR 0x102
+#define CTL_OPT_SHOW_CURSOR 0x103
+#define CTL_OPT_NO_FULL 0x104
 /* A PID argument: decimal digits only, in [1, INT_MAX]; 0 or -EINVAL. */
 int ctl_parse_pid(const char *s, int32_t *ret);
 
