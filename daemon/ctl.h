@@ -106,11 +106,6 @@ uint64_t ctl_now_usec(void);
  * (malformed reply), -EPROTONOSUPPORT (another protocol version),
  * -EMSGSIZE (reply too large), -ENAMETOOLONG (path). */
 int ctl_request(const char *path, int timeout_ms, const void *req, size_t req_len, char **ret_text);
-/* ctl_status.c: ctl_request() with PMW_STATUS_REQ. */
-int ctl_status_fetch(const char *path, int timeout_ms, char **ret_text);
-/* ctl_status_json.c: pmallocd's status text (modified: lines are cut at
- * their newlines) as one JSON object on f; 0 or -EIO. */
-int ctl_status_json(FILE *f, char *text);
 /* ctl_status.c: the socket: arg (--socket) when given, else PMALLOC_SOCKET,
  * else CTL_DEFAULT_SOCKET. */
 const char *ctl_socket_path(const char *arg);
