@@ -3,10 +3,9 @@
  * (ctl_status_data.h) laid out as text, the layout pmallocctl(8) shows.
  *
  * Owns the words and the layout.  Never reads anything but the records;
- * the whole text is escaped on its way to the terminal (the strings are
- * whoever's answer it was).
+ * every string is escaped on its way to the terminal (the strings are
+ * whoever's answer it was), each on its own.
  */
-#define _GNU_SOURCE                  /* open_memstream */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -288,18 +287,31 @@ static void render(FILE *f, const struct ctl_status *st)
 
 int ctl_status_text(FILE *f, const struct ctl_status *st)
 {
-	char *text = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&text, &len);
+	struct ctl_status shown = { .recs = calloc(st->n, sizeof(*st->recs)), .n = st->n };
+	int r = 0;
 
-	if (!m)
+	/* Each string escaped on its own (a newline in one must not start a
+	 * line of ours): the layout around them is ours alone. */
+	if (!shown.recs)
 		return -EIO;
-	render(m, st);
-	if (fclose(m) != 0) {
-		free(text);
-		return -EIO;
+	for (size_t i = 0; i < st->n && r == 0; i++) {
+		shown.recs[i] = st->recs[i];
+		for (int k = 0; k < CTL_SREC_STRS && r == 0; k++) {
+			const char *s = st->recs[i].strs[k];
+			char *e = NULL;
+
+			if (s && (r = ctl_escape(s, strlen(s), 0, &e)) == 0)
+				shown.recs[i].strs[k] = e;
+			else if (s)
+				shown.recs[i].strs[k] = NULL;
+		}
 	}
-	ctl_put_text(f, text, len, CTL_ESC_MULTILINE);
-	free(text);
-	return 0;
+	if (r == 0)
+		render(f, &shown);
+	for (size_t i = 0; i < st->n; i++)
+		for (int k = 0; k < CTL_SREC_STRS; k++)
+			if (st->recs[i].strs[k])
+				free((char *)(uintptr_t)shown.recs[i].strs[k]);
+	free(shown.recs);
+	return r == 0 && !ferror(f) ? 0 : -EIO;
 }
