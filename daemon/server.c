@@ -606,6 +606,11 @@ static int handle_protect_req(struct client *c, const struct pmw_protect_req *m)
 	for (struct client *t = s->clients; t && !target.entry; t = t->next)
 		if (t->state == CLIENT_SERVED && t->pid == m->pid && t->entry)
 			target = (struct protect_target){ .fd = t->fd, .entry = t->entry };
+	/* A forked child status lists (an nginx worker) has no connection of
+	 * its own: known, with no descriptor, so that the answer says why. */
+	for (const struct proc_entry *e = s->manager->registry.live; e && !target.entry; e = e->next)
+		if (e->pid == m->pid && e->via_pid && !e->exited_usec)
+			target = (struct protect_target){ .fd = -1, .entry = e };
 	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
 	r = protect_answer(&s->protect, m, c->pid, c->uid, &target, &text);
 	if (r < 0) {
