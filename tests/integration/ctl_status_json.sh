@@ -97,8 +97,9 @@ validate "$T/one.json" || fail "status --json PID does not fit its schema: $(cat
 python3 -c '
 import json, sys
 s = json.loads(open(sys.argv[1]).read())
-assert s["pid"] == int(sys.argv[2]) and s["found"] and len(s["served"]) == 1, s
-assert "sites" in s["served"][0] and "rows" in s["served"][0]["sites"], s' "$T/one.json" "$pid" ||
+one = s["served"] + s["exited"]
+assert s["pid"] == int(sys.argv[2]) and s["found"] and len(one) == 1, s
+assert "sites" in one[0] and "rows" in one[0]["sites"], s' "$T/one.json" "$pid" ||
 	fail "status --json PID: $(cat "$T/one.json")"
 printf 'exit\n' >&3
 exec 3>&-
