@@ -405,7 +405,7 @@ clean:
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
 
 # pmallocctl status --json of 500 served processes (ctl_status_json.sh, which
-# make check runs with 100): whole and valid against its schema.  Minutes
+# make check runs with 60): whole and valid against its schema.  Minutes
 # on 2 busy cores, hence not in check.
 check-status-500:
 	PMALLOC_STATUS_N=500 $(MAKE) check TESTS=tests/integration/ctl_status_json.sh

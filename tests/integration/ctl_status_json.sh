@@ -3,7 +3,7 @@
 # against man/pmallocctl-status.schema.json (checked by the small validator
 # below: no pip), numbers as numbers and durations in microseconds; a
 # served process (an audit-mode e2e_hold after a violation) with its policy,
-# pool and violation count; then N served processes at once (N=100 here,
+# pool and violation count; then N served processes at once (N=60 here,
 # 500 in make check-status-500), each with 24 rules that match nothing,
 # every one of them in the JSON and in the text (past the 64 KiB a packet
 # holds).
@@ -107,7 +107,7 @@ wait "$runner"
 pass "status --json fits its schema: pmallocd, counters, the served process with pool and violation; status PID too"
 
 # N processes at once: the status is whole, in JSON and in text.
-N=${PMALLOC_STATUS_N:-100}
+N=${PMALLOC_STATUS_N:-60}
 : >"$T/many.pids"
 kill_many() { xargs -r kill <"$T/many.pids" 2>/dev/null; true; }
 at_exit kill_many
