@@ -24,6 +24,15 @@ _pmallocctl()
 		return
 	fi
 
+	if [[ $cmd == violations ]]; then
+		case $prev in
+		--output | -o) COMPREPLY=($(compgen -W "short json json-pretty cat" -- "$cur")); return ;;
+		--unit | -u)
+			COMPREPLY=($(compgen -W "$(systemctl list-units --all --type=service --no-legend --plain 2>/dev/null |
+				command awk '{ print $1 }')" -- "$cur")); return ;;
+		--cursor | -c | --after-cursor) return ;;
+		esac
+	fi
 	case $prev in
 	--socket) _filedir; return ;;
 	--config | --file | --output | -o) _filedir; return ;;
@@ -44,7 +53,8 @@ _pmallocctl()
 		COMPREPLY=($(compgen -W "--socket --json --pid --help" -- "$cur"))
 		;;
 	violations)
-		COMPREPLY=($(compgen -W "--pid --policy --since --until --lines --follow --json
+		COMPREPLY=($(compgen -W "--pid --unit --policy --since --until --lines --reverse --cursor
+			--after-cursor --show-cursor --follow --output --json --full --no-full --no-pager
 			--directory --file --help" -- "$cur"))
 		;;
 	learn-flush | sites)

@@ -84,7 +84,12 @@ int ctl_option_error(int c, char **argv);
  * next option's value, else -1 with *ret_exit: -1 after the last option, or
  * the exit status to return. */
 int ctl_getopt(int argc, char **argv, const char *name, int *ret_exit);
-#define CTL_OPT_FILE 0x100                   /* violations --file: no short option */
+/* Options without a short form (violations). */
+#define CTL_OPT_FILE 0x100
+#define CTL_OPT_NO_PAGER 0x101
+#define CTL_OPT_AFTER_CURSOR 0x102
+#define CTL_OPT_SHOW_CURSOR 0x103
+#define CTL_OPT_NO_FULL 0x104
 /* A PID argument: decimal digits only, in [1, INT_MAX]; 0 or -EINVAL. */
 int ctl_parse_pid(const char *s, int32_t *ret);
 
@@ -123,11 +128,6 @@ uint64_t ctl_now_usec(void);
  * (malformed reply), -EPROTONOSUPPORT (another protocol version),
  * -EMSGSIZE (reply too large), -ENAMETOOLONG (path). */
 int ctl_request(const char *path, int timeout_ms, const void *req, size_t req_len, char **ret_text);
-/* ctl_client.c: ctl_request() with PMW_STATUS_REQ. */
-int ctl_status_fetch(const char *path, int timeout_ms, char **ret_text);
-/* ctl_status_json.c: pmallocd's status text (modified: lines are cut at
- * their newlines) as one JSON object on f; 0 or -EIO. */
-int ctl_status_json(FILE *f, char *text);
 /* ctl_client.c: the socket: arg (--socket) when given, else PMALLOC_SOCKET,
  * else CTL_DEFAULT_SOCKET. */
 const char *ctl_socket_path(const char *arg);

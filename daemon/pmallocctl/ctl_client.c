@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctl_status_data.h"
 #include "wire.h"
 
 /* Check the packet buf[0, n) is a complete PMW_STATUS with a NUL-terminated
@@ -120,14 +121,6 @@ int ctl_request(const char *path, int timeout_ms, const void *req, size_t req_le
 	free(buf);
 	close(fd);
 	return r;
-}
-
-int ctl_status_fetch(const char *path, int timeout_ms, char **ret_text)
-{
-	struct pmw_status_req req;
-
-	pmw_header_init(&req.h, PMW_STATUS_REQ, sizeof(req));
-	return ctl_request(path, timeout_ms, &req, sizeof(req), ret_text);
 }
 
 const char *ctl_socket_path(const char *arg)

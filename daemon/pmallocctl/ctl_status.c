@@ -1,65 +1,77 @@
 /*
- * ctl_status.c - "pmallocctl status": pmallocd's status text, or one
- * process's, asked through ctl_client.c and shown escaped (or as JSON,
- * ctl_status_json.c).  Never trusts the text: it is escaped before it
- * reaches the terminal.
+ * ctl_status.c - "pmallocctl status": pmallocd's status records, or one
+ * process's, fetched as data (ctl_status_data.c) and worded as text
+ * (ctl_status_text.c) or JSON (ctl_status_json.c), both from the same
+ * records.  Never trusts them: every record is checked when read, and
+ * every string escaped before it reaches the terminal.
  */
-#define _GNU_SOURCE                  /* secure_getenv */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctl_status_data.h"
 #include "wire.h"
-
 
 #define SITES_WAIT_STEP_MS 50
 #define SITES_WAIT_STEPS 20
 
-/* The detail view of one process: its rules and its per-site table.
- * pmallocd asks a process that reads its orders for a fresh table; that
- * table comes in asynchronously, so ask again (without asking the process
- * again) until it is there, for at most a second. */
-static int status_pid_fetch(const char *path, int timeout_ms, int32_t pid, char **ret_text)
+/* Whether st's process (status PID) waits for a fresh site table. */
+static bool sites_pending(const struct ctl_status *st)
+{
+	for (size_t i = 0; i < st->n; i++)
+		if (st->recs[i].type == PMW_SR_PROCESS)
+			return st->recs[i].nums[PMW_SR_P_SITES_ASKED_USEC] != PMW_SR_NONE;
+	return false;
+}
+
+/* The whole status (pid 0), or the detail view of one process: its rules
+ * and its per-site table.  pmallocd asks a process that reads its orders
+ * for a fresh table; that table comes in asynchronously, so ask again
+ * (without asking the process again) until it is there, for at most a
+ * second. */
+static int status_fetch(const char *path, int timeout_ms, int32_t pid, struct ctl_status **ret)
 {
 	static const struct timespec step = { 0, SITES_WAIT_STEP_MS * 1000000L };
 	struct pmw_status_pid_req req;
-	char *text = NULL;
+	struct pmw_status_req all;
+	struct ctl_status *st = NULL;
 	int r;
 
+	if (pid == 0) {
+		pmw_header_init(&all.h, PMW_STATUS_REQ, sizeof(all));
+		return ctl_status_data_fetch(path, timeout_ms, &all, sizeof(all), ret);
+	}
 	memset(&req, 0, sizeof(req));
 	pmw_header_init(&req.h, PMW_STATUS_PID_REQ, sizeof(req));
 	req.pid = pid;
-	r = ctl_request(path, timeout_ms, &req, sizeof(req), &text);
+	r = ctl_status_data_fetch(path, timeout_ms, &req, sizeof(req), &st);
 	req.flags = PMW_STATUS_NO_ASK;
-	for (int i = 0; r >= 0 && i < SITES_WAIT_STEPS && strstr(text, "\n    sites: a fresh table asked"); i++) {
-		char *again = NULL;
+	for (int i = 0; r >= 0 && i < SITES_WAIT_STEPS && sites_pending(st); i++) {
+		struct ctl_status *again = NULL;
 
 		(void)nanosleep(&step, NULL);
-		if (ctl_request(path, timeout_ms, &req, sizeof(req), &again) < 0)
+		if (ctl_status_data_fetch(path, timeout_ms, &req, sizeof(req), &again) < 0)
 			break;
-		free(text);
-		text = again;
+		ctl_status_free(st);
+		st = again;
 	}
 	if (r >= 0)
-		*ret_text = text;
+		*ret = st;
 	return r;
 }
 
 int ctl_cmd_status(int argc, char **argv)
 {
 	const char *arg = NULL, *path, *pid_arg = NULL;
-	char *text = NULL;
+	struct ctl_status *st = NULL;
 	bool json = false;
 	int32_t pid = 0;
-	size_t len;
 	int c, r, ret = CTL_EXIT_OK;
 
 	while ((c = ctl_getopt(argc, argv, "status", &r)) != -1) {
@@ -80,23 +92,13 @@ int ctl_cmd_status(int argc, char **argv)
 		return ctl_usage_error("invalid PID", pid_arg);
 
 	path = ctl_socket_path(arg);
-	r = pid ? status_pid_fetch(path, CTL_STATUS_TIMEOUT_MS, pid, &text)
-		: ctl_status_fetch(path, CTL_STATUS_TIMEOUT_MS, &text);
+	r = status_fetch(path, CTL_STATUS_TIMEOUT_MS, pid, &st);
 	if (r < 0)
 		return ctl_request_error(path, r);
 	/* The detail view of a process pmallocd does not know: a failure. */
-	if (pid && strstr(text, "\nno such process: "))
+	if (pid && (st->recs[0].nums[PMW_SR_D_FLAGS] & PMW_SR_D_NO_SUCH))
 		ret = CTL_EXIT_FAILURE;
-
-	if (json) {
-		(void)ctl_status_json(stdout, text);
-		free(text);
-		return fflush(stdout) == 0 ? ret : CTL_EXIT_FAILURE;
-	}
-	len = strlen(text);
-	ctl_put_text(stdout, text, len, CTL_ESC_MULTILINE);
-	if (len == 0 || text[len - 1] != '\n')
-		putchar('\n');
-	free(text);
-	return fflush(stdout) == 0 ? ret : CTL_EXIT_FAILURE;
+	r = json ? ctl_status_json(stdout, st) : ctl_status_text(stdout, st);
+	ctl_status_free(st);
+	return r == 0 && fflush(stdout) == 0 ? ret : CTL_EXIT_FAILURE;
 }

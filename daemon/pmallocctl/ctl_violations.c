@@ -1,20 +1,20 @@
 /*
  * ctl_violations.c - "pmallocctl violations": the violation entries of the
  * journal (MESSAGE_ID MID_VIOLATION of msgid.h, fields in pmallocd(8)),
- * read with the sd-journal API, as a table or as JSON lines: the local
- * machine's journal or collected ones (--directory, --file: each entry's
- * host shown), filtered by process, policy and time, the last N, and with
- * --follow those written afterwards (sd_journal_wait()).
+ * read with the sd-journal API: the local machine's journal or collected
+ * ones (--directory, --file: each entry's host shown), filtered by process,
+ * unit, policy, time and cursor, the last N, oldest or newest first, and
+ * with --follow those written afterwards (sd_journal_wait()'s parts), shown
+ * through a pager on a terminal as journalctl does.
  *
- * Owns the table's columns and the JSON object's keys (pmallocctl(8) lists
- * both).  Must never trust a field: any local process can write an entry
- * with this MESSAGE_ID, so every value is taken by its length (it may hold
- * NUL bytes, newlines, escape sequences or invalid UTF-8), looked up by exact
- * field name, and escaped on output; an entry missing fields is shown with
- * "-" rather than skipped, so nothing is hidden by leaving a field out.
+ * Owns the command line (journalctl's spelling wherever an option means
+ * what journalctl's does) and the walk through the journal; how an entry
+ * looks is ctl_vio_show.c's.  Must never trust a field: an entry is copied
+ * by each value's length and matched by exact field name.
  */
-#define _GNU_SOURCE                  /* asprintf */
+#define _GNU_SOURCE                  /* asprintf, secure_getenv */
 #include <errno.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
@@ -23,53 +23,37 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-journal.h>
 
 #include "ctl.h"
+#include "ctl_vio.h"
 #include "msgid.h"
+
+#define VIO_UNITS_MAX 64
 
 struct vio_opts {
 	long pid;                    /* 0: any process */
 	const char *policy;          /* NULL: any policy */
+	const char *units[VIO_UNITS_MAX];   /* -u: any of these (globs), as journalctl names them */
+	size_t n_units;
 	uint64_t since_usec;         /* 0: from the start of the journal */
 	uint64_t until_usec;         /* UINT64_MAX: to its end */
-	size_t lines;                /* 0: all, else the last N */
+	size_t lines;                /* 0: all, else the last N (the first N after a cursor) */
+	const char *cursor;          /* --cursor / --after-cursor */
+	bool after_cursor;
+	bool show_cursor;
+	bool reverse;
 	bool follow;
-	bool json;
+	bool no_pager;
+	int full;                    /* 1 --full, 0 --no-full, -1 as the terminal says */
+	enum vio_output output;
 	const char *directory;       /* journal files of a directory instead of the system's */
 	const char **files;          /* NULL-terminated, or NULL */
 	size_t n_files;
-};
-
-/* One field of an entry, copied out of the journal (whose pointers live only
- * until the next call). */
-struct vio_field {
-	char *name;
-	char *value;                 /* value[len] is NUL, but value may hold NULs too */
-	size_t len;
-};
-
-struct vio_entry {
-	uint64_t usec;
-	struct vio_field *fields;    /* sorted by name; the first occurrence of each */
-	size_t n_fields;
-};
-
-/* HOST is shown for collected journals (--directory, --file) only. */
-enum { VIO_COLUMNS = 11, VIO_HOST = 1 };
-static const char *const vio_headers[VIO_COLUMNS] = {
-	"TIME", "HOST", "PID", "EXE", "POLICY", "POOL", "MODE", "ADDRESS", "OFFSET/SIZE", "SITE",
-	"FAULT SYMBOL",
-};
-
-struct vio_table {
-	char *(*rows)[VIO_COLUMNS];  /* escaped cells */
-	size_t n_rows, cap;
-	bool host;                   /* print the HOST column */
-	size_t width[VIO_COLUMNS];   /* of what was printed so far (--follow) */
 };
 
 /* The fields an entry keeps: the PMALLOC_* ones, the process it is about,
@@ -78,8 +62,8 @@ struct vio_table {
 static bool vio_field_wanted(const char *name, size_t len)
 {
 	static const char *const extra[] = {
-		"OBJECT_PID", "MESSAGE", "PRIORITY", "_PID", "_UID", "_COMM",
-		"_HOSTNAME", "_MACHINE_ID", "_BOOT_ID", "_SYSTEMD_UNIT",
+		"OBJECT_PID", "MESSAGE", "PRIORITY", "_PID", "_UID", "_GID", "_COMM", "_EXE",
+		"_HOSTNAME", "_MACHINE_ID", "_BOOT_ID", "_SYSTEMD_UNIT", "SYSLOG_IDENTIFIER",
 		"OBJECT_SYSTEMD_UNIT", "OBJECT_SYSTEMD_CGROUP", "OBJECT_SYSTEMD_SLICE",
 		"OBJECT_SYSTEMD_USER_UNIT",
 	};
@@ -99,16 +83,10 @@ static void vio_entry_clear(struct vio_entry *e)
 		free(e->fields[i].value);
 	}
 	free(e->fields);
+	free(e->cursor);
+	e->cursor = NULL;
 	e->fields = NULL;
 	e->n_fields = 0;
-}
-
-static const struct vio_field *vio_get(const struct vio_entry *e, const char *name)
-{
-	for (size_t i = 0; i < e->n_fields; i++)
-		if (strcmp(e->fields[i].name, name) == 0)
-			return &e->fields[i];
-	return NULL;
 }
 
 static int vio_field_cmp(const void *a, const void *b)
@@ -163,6 +141,7 @@ static int vio_entry_read(sd_journal *j, struct vio_entry *e)
 	r = sd_journal_get_realtime_usec(j, &e->usec);
 	if (r < 0)
 		return r;
+	(void)sd_journal_get_cursor(j, &e->cursor);
 	sd_journal_restart_data(j);
 	while ((r = sd_journal_enumerate_available_data(j, &data, &len)) > 0) {
 		r = vio_entry_add(e, data, len);
@@ -176,145 +155,36 @@ static int vio_entry_read(sd_journal *j, struct vio_entry *e)
 	return 0;
 }
 
-/* One JSON object on one line: the timestamps, then every field kept. */
-static void vio_put_json(FILE *f, const struct vio_entry *e)
-{
-	char iso[64];
-
-	fprintf(f, "{\"__REALTIME_TIMESTAMP\":\"%llu\"", (unsigned long long)e->usec);
-	if (ctl_format_iso_utc(e->usec, iso, sizeof(iso)) == 0)
-		fprintf(f, ",\"TIMESTAMP\":\"%s\"", iso);
-	for (size_t i = 0; i < e->n_fields; i++) {
-		fputc(',', f);
-		ctl_put_json(f, e->fields[i].name, strlen(e->fields[i].name));
-		fputc(':', f);
-		ctl_put_json(f, e->fields[i].value, e->fields[i].len);
-	}
-	fputs("}\n", f);
-}
-
-/* The escaped value of field name, or "-" when absent or empty. */
-static int vio_cell(const struct vio_entry *e, const char *name, char **ret)
+/* Whether field name of e is a plain string matching one of the units. */
+static bool vio_unit_matches(const struct vio_opts *o, const struct vio_entry *e, const char *name)
 {
 	const struct vio_field *f = vio_get(e, name);
 
-	if (!f || f->len == 0) {
-		*ret = strdup("-");
-		return *ret ? 0 : -ENOMEM;
-	}
-	return ctl_escape(f->value, f->len, 0, ret);
+	if (!f || f->len == 0 || f->len != strlen(f->value))
+		return false;
+	for (size_t i = 0; i < o->n_units; i++)
+		if (fnmatch(o->units[i], f->value, 0) == 0)
+			return true;
+	return false;
 }
 
-static int vio_table_add(struct vio_table *t, const struct vio_entry *e)
+/* Read the entry j is at into e: 1 when it is one to show, 0 when not (out
+ * of the time range, another unit, unreadable), or -ENOMEM.  A seek by
+ * time is approximate across journal files: the range is checked here. */
+static int vio_read_wanted(sd_journal *j, const struct vio_opts *o, struct vio_entry *e)
 {
-	static const char *const simple[VIO_COLUMNS] = {
-		[2] = "OBJECT_PID", [3] = "PMALLOC_EXE", [4] = "PMALLOC_POLICY",
-		[5] = "PMALLOC_POOL", [6] = "PMALLOC_MODE", [7] = "PMALLOC_ADDRESS",
-		[9] = "PMALLOC_OBJECT_SITE",
-	};
-	const struct vio_field *hostname = vio_get(e, "_HOSTNAME");
-	char *(*row)[VIO_COLUMNS];
-	char *offset = NULL, *size = NULL;
-	char when[64];
-	int r = 0;
+	int r = vio_entry_read(j, e);
 
-	if (t->n_rows == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		char *(*rows)[VIO_COLUMNS] = realloc(t->rows, cap * sizeof(*rows));
-
-		if (!rows)
-			return -ENOMEM;
-		t->rows = rows;
-		t->cap = cap;
-	}
-	row = &t->rows[t->n_rows];
-	memset(row, 0, sizeof(*row));
-
-	if (ctl_format_local(e->usec, when, sizeof(when)) < 0)
-		snprintf(when, sizeof(when), "@%llu", (unsigned long long)(e->usec / 1000000));
-	(*row)[0] = strdup(when);
-	if (!(*row)[0])
-		r = -ENOMEM;
-	/* The host by name, else by machine id (a name need not be unique). */
-	if (r == 0)
-		r = vio_cell(e, hostname && hostname->len ? "_HOSTNAME" : "_MACHINE_ID", &(*row)[VIO_HOST]);
-	for (int c = 2; c < VIO_COLUMNS && r == 0; c++)
-		if (simple[c])
-			r = vio_cell(e, simple[c], &(*row)[c]);
-	if (r == 0)
-		r = vio_cell(e, "PMALLOC_OFFSET", &offset);
-	if (r == 0)
-		r = vio_cell(e, "PMALLOC_OBJECT_SIZE", &size);
-	if (r == 0 && asprintf(&(*row)[8], "%s/%s", offset, size) < 0) {
-		(*row)[8] = NULL;
-		r = -ENOMEM;
-	}
-	/* The faulting instruction by name where known, else by address. */
-	if (r == 0) {
-		const struct vio_field *sym = vio_get(e, "PMALLOC_FAULT_SYMBOL");
-
-		r = vio_cell(e, sym && sym->len ? "PMALLOC_FAULT_SYMBOL" : "PMALLOC_FAULT_IP",
-			     &(*row)[10]);
-	}
-	free(offset);
-	free(size);
-	if (r < 0) {
-		for (int c = 0; c < VIO_COLUMNS; c++)
-			free((*row)[c]);
+	if (r == -ENOMEM)
 		return r;
-	}
-	t->n_rows++;
-	return 0;
-}
-
-static void vio_row_print(FILE *f, const struct vio_table *t, const char *const *cells)
-{
-	for (int c = 0; c < VIO_COLUMNS; c++) {
-		if (c == VIO_HOST && !t->host)
-			continue;
-		fputs(cells[c], f);
-		if (c < VIO_COLUMNS - 1)
-			fprintf(f, "%*s", (int)(t->width[c] - ctl_text_width(cells[c]) + 2), "");
-	}
-	fputc('\n', f);
-}
-
-/* Widen the columns to what the rows hold (never narrower than before). */
-static void vio_table_widths(struct vio_table *t)
-{
-	for (int c = 0; c < VIO_COLUMNS; c++) {
-		if (t->width[c] < strlen(vio_headers[c]))
-			t->width[c] = strlen(vio_headers[c]);
-		for (size_t i = 0; i < t->n_rows; i++) {
-			size_t w = ctl_text_width(t->rows[i][c]);
-
-			if (w > t->width[c])
-				t->width[c] = w;
-		}
-	}
-}
-
-/* The rows held, after the header when header is set; then forgets them
- * (their widths stay, for the rows --follow prints later). */
-static void vio_table_flush(FILE *f, struct vio_table *t, bool header)
-{
-	vio_table_widths(t);
-	if (header)
-		vio_row_print(f, t, vio_headers);
-	for (size_t i = 0; i < t->n_rows; i++) {
-		vio_row_print(f, t, (const char *const *)t->rows[i]);
-		for (int c = 0; c < VIO_COLUMNS; c++)
-			free(t->rows[i][c]);
-	}
-	t->n_rows = 0;
-}
-
-static void vio_table_free(struct vio_table *t)
-{
-	for (size_t i = 0; i < t->n_rows; i++)
-		for (int c = 0; c < VIO_COLUMNS; c++)
-			free(t->rows[i][c]);
-	free(t->rows);
+	if (r < 0 || e->usec < o->since_usec || e->usec > o->until_usec)
+		return 0;
+	/* The unit of the process the entry is about: as pmallocd saw it, or
+	 * as journald saw the process that wrote about itself. */
+	if (o->n_units && !vio_unit_matches(o, e, "OBJECT_SYSTEMD_UNIT") &&
+	    !vio_unit_matches(o, e, "_SYSTEMD_UNIT"))
+		return 0;
+	return 1;
 }
 
 static int vio_open(const struct vio_opts *o, sd_journal **ret)
@@ -357,27 +227,38 @@ static int vio_open(const struct vio_opts *o, sd_journal **ret)
 	return 0;
 }
 
-/* Where the listing starts: the first entry at or after --since, or, with
- * -n N, the Nth last entry up to --until (found walking back).  Leaves j
- * where sd_journal_next() moves onto it. */
-static int vio_seek(sd_journal *j, const struct vio_opts *o)
+/* Where the listing starts, leaving j where the first step (next(), or
+ * previous() with --reverse) moves onto the first entry to consider: at
+ * the cursor; at --since (forward) or --until (--reverse); or, with -n N
+ * forward, at the Nth last entry to show up to --until (found walking
+ * back). */
+static int vio_seek(sd_journal *j, const struct vio_opts *o, struct vio_entry *e)
 {
 	char *cursor = NULL;
 	size_t n = 0;
-	uint64_t usec;
 	int r;
 
+	if (o->cursor)
+		return sd_journal_seek_cursor(j, o->cursor);
+	if (o->reverse)
+		return o->until_usec != UINT64_MAX ? sd_journal_seek_realtime_usec(j, o->until_usec + 1)
+						   : sd_journal_seek_tail(j);
 	if (o->lines == 0)
 		return o->since_usec ? sd_journal_seek_realtime_usec(j, o->since_usec)
 				     : sd_journal_seek_head(j);
 	r = o->until_usec != UINT64_MAX ? sd_journal_seek_realtime_usec(j, o->until_usec + 1)
 					: sd_journal_seek_tail(j);
 	while (r >= 0 && n < o->lines && (r = sd_journal_previous(j)) > 0) {
+		uint64_t usec;
+
 		r = sd_journal_get_realtime_usec(j, &usec);
 		if (r < 0 || usec > o->until_usec)
 			continue;
 		if (usec < o->since_usec)
 			break;
+		r = vio_read_wanted(j, o, e);
+		if (r <= 0)
+			continue;
 		n++;
 		free(cursor);
 		cursor = NULL;
@@ -395,27 +276,45 @@ static int vio_seek(sd_journal *j, const struct vio_opts *o)
 	return r < 0 ? r : 0;
 }
 
-/* The entries from j's position on, to f; 0 and *count increased, or -errno. */
-static int vio_print_new(sd_journal *j, const struct vio_opts *o, struct vio_table *table,
-			 struct vio_entry *e, FILE *f, size_t *count)
+struct vio_state {
+	struct vio_show *show;
+	struct vio_entry e;
+	size_t count;
+	char *last_cursor;           /* of the last entry shown (--show-cursor) */
+	bool at_cursor;              /* the next entry read is the one --cursor named */
+};
+
+/* The entries from j's position on (backwards with --reverse), shown on f,
+ * until the journal ends or -n N are shown; 0 or -errno. */
+static int vio_print_new(sd_journal *j, const struct vio_opts *o, struct vio_state *st, FILE *f)
 {
 	int r;
 
-	while ((r = sd_journal_next(j)) > 0) {
-		r = vio_entry_read(j, e);
-		if (r == -ENOMEM)
-			return r;
-		/* A seek by time is approximate across journal files: filter exactly. */
-		if (r < 0 || e->usec < o->since_usec || e->usec > o->until_usec)
+	while ((r = o->reverse ? sd_journal_previous(j) : sd_journal_next(j)) > 0) {
+		bool at_cursor = st->at_cursor;
+
+		st->at_cursor = false;
+		if (at_cursor && o->after_cursor && sd_journal_test_cursor(j, o->cursor) > 0)
 			continue;
-		(*count)++;
-		if (o->json) {
-			vio_put_json(f, e);
-		} else {
-			r = vio_table_add(table, e);
-			if (r < 0)
-				return r;
+		if (o->reverse && (o->lines && st->count >= o->lines))
+			break;
+		r = vio_read_wanted(j, o, &st->e);
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			if (o->reverse && st->e.usec && st->e.usec < o->since_usec)
+				break;
+			continue;
 		}
+		if (o->cursor && o->lines && st->count >= o->lines)
+			break;
+		st->count++;
+		r = vio_show_entry(st->show, f, &st->e);
+		if (r < 0)
+			return r;
+		free(st->last_cursor);
+		st->last_cursor = st->e.cursor;
+		st->e.cursor = NULL;
 	}
 	return r;
 }
@@ -484,27 +383,81 @@ static int vio_wait(sd_journal *j, const sigset_t *wait_mask)
 	return r < 0 ? r : 0;
 }
 
+/* The width the table may take: none with --full; else $COLUMNS, else
+ * the terminal's; not a terminal: none (as journalctl, whole lines to a
+ * pipe), unless --no-full (80). */
+static size_t vio_columns(const struct vio_opts *o)
+{
+	const char *env = secure_getenv("COLUMNS");
+	struct winsize ws;
+	char *end;
+	unsigned long v;
+
+	if (o->full == 1)
+		return 0;
+	if (env && *env) {
+		errno = 0;
+		v = strtoul(env, &end, 10);
+		if (!errno && !*end && v > 0 && v <= 100000)
+			return v;
+	}
+	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	return o->full == 0 ? 80 : 0;
+}
+
+/* On a terminal, unless --no-pager or --follow: the pager journalctl would
+ * run ($SYSTEMD_PAGER, else $PAGER, else less with LESS=FRSXMK), as a
+ * stream to write to; NULL: write to stdout. */
+static FILE *vio_pager(const struct vio_opts *o)
+{
+	const char *pager;
+	FILE *f;
+
+	if (o->no_pager || o->follow || !isatty(STDOUT_FILENO))
+		return NULL;
+	pager = secure_getenv("SYSTEMD_PAGER");
+	if (!pager)
+		pager = secure_getenv("PAGER");
+	if (!pager)
+		pager = "less";
+	if (!*pager || strcmp(pager, "cat") == 0)
+		return NULL;
+	(void)setenv("LESS", "FRSXMK", 0);
+	fflush(stdout);
+	f = popen(pager, "w");
+	if (f)
+		signal(SIGPIPE, SIG_IGN);   /* the user quit the pager: the listing ends */
+	return f;
+}
+
 /* Write the matching entries to f (then, with --follow, those to come);
  * 0 and *ret_count, or -errno. */
 static int vio_list(const struct vio_opts *o, FILE *f, size_t *ret_count)
 {
-	struct vio_table table = { .host = o->directory || o->files };
-	struct vio_entry e = { 0 };
+	struct vio_show_opts so = {
+		.output = o->output, .host = o->directory || o->files, .columns = vio_columns(o),
+	};
+	struct vio_state st = { .at_cursor = o->cursor != NULL };
 	sigset_t wait_mask;
 	sd_journal *j;
-	size_t count = 0;
 	int r;
 
-	r = vio_open(o, &j);
+	r = vio_show_new(&so, &st.show);
 	if (r < 0)
 		return r;
+	r = vio_open(o, &j);
+	if (r < 0) {
+		vio_show_free(st.show);
+		return r;
+	}
 	if (o->follow)
 		vio_catch_signals(&wait_mask);
-	r = vio_seek(j, o);
+	r = vio_seek(j, o, &st.e);
 	if (r >= 0)
-		r = vio_print_new(j, o, &table, &e, f, &count);
-	if (r >= 0 && !o->json && (count || o->follow))
-		vio_table_flush(f, &table, true);
+		r = vio_print_new(j, o, &st, f);
+	if (r >= 0 && (st.count || o->follow))
+		vio_show_flush(st.show, f, true);
 	while (r >= 0 && o->follow && !vio_stop) {
 		if (fflush(f) != 0) {
 			r = -errno;
@@ -512,16 +465,20 @@ static int vio_list(const struct vio_opts *o, FILE *f, size_t *ret_count)
 		}
 		r = vio_wait(j, &wait_mask);
 		if (r >= 0 && !vio_stop)     /* Ctrl-C, SIGTERM: the end of --follow, not an error */
-			r = vio_print_new(j, o, &table, &e, f, &count);
-		if (r >= 0 && !o->json)
-			vio_table_flush(f, &table, false);
+			r = vio_print_new(j, o, &st, f);
+		if (r >= 0)
+			vio_show_flush(st.show, f, false);
 	}
-	vio_entry_clear(&e);
+	/* journalctl's line, whatever the output mode. */
+	if (r >= 0 && o->show_cursor && st.last_cursor)
+		fprintf(f, "-- cursor: %s\n", st.last_cursor);
+	vio_entry_clear(&st.e);
+	free(st.last_cursor);
 	sd_journal_close(j);
-	vio_table_free(&table);
+	vio_show_free(st.show);
 	if (r < 0)
 		return r;
-	*ret_count = count;
+	*ret_count = st.count;
 	return 0;
 }
 
@@ -563,70 +520,148 @@ static int vio_time_arg(const char *opt, const char *arg, uint64_t now, uint64_t
 
 static int vio_run(struct vio_opts *o)
 {
+	FILE *pager = vio_pager(o), *f = pager ? pager : stdout;
 	size_t count = 0;
-	int r = vio_list(o, stdout, &count);
+	int r = vio_list(o, f, &count), ret = CTL_EXIT_OK;
 
 	if (r < 0) {
-		fflush(stdout);
+		fflush(f);
 		fputs(CTL_NAME ": cannot read the journal", stderr);
 		if (o->directory) {
 			fputs(" in ", stderr);
 			ctl_put_str(stderr, o->directory, 0);
 		}
 		fprintf(stderr, ": %s\n", strerror(-r));
-		return CTL_EXIT_FAILURE;
+		ret = CTL_EXIT_FAILURE;
+	} else if (count == 0 && o->output == VIO_SHORT) {
+		fputs("No violations.\n", f);
 	}
-	if (count == 0 && !o->json)
-		puts("No violations.");
-	if (count == 0 && !o->directory && !o->files && !vio_sees_system_journal())
+	if (r >= 0 && count == 0 && !o->directory && !o->files && !vio_sees_system_journal())
 		fputs(CTL_NAME ": note: only the journal files readable by this user were searched; "
 		      "members of the groups 'adm' and 'systemd-journal' see all.\n", stderr);
-	return fflush(stdout) == 0 ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
+	if (fflush(f) != 0 && !pager)
+		ret = CTL_EXIT_FAILURE;
+	if (pager)
+		(void)pclose(pager);
+	return ret;
+}
+
+/* -u UNIT as journalctl takes it: a glob as it is; a name without a type
+ * suffix is a service. */
+static int vio_unit_arg(struct vio_opts *o, const char *arg, char **owned)
+{
+	const char *dot = strrchr(arg, '.');
+
+	if (!arg[0] || strpbrk(arg, "\n/") || strlen(arg) > 255)
+		return ctl_usage_error("invalid --unit", arg);
+	if (o->n_units == VIO_UNITS_MAX)
+		return ctl_usage_error("too many --unit options", NULL);
+	if (!strpbrk(arg, "*?[") && (!dot || dot == arg)) {
+		if (asprintf(owned, "%s.service", arg) < 0) {
+			*owned = NULL;
+			fputs(CTL_NAME ": out of memory\n", stderr);
+			return CTL_EXIT_FAILURE;
+		}
+		arg = *owned;
+	}
+	o->units[o->n_units++] = arg;
+	return 0;
+}
+
+static int vio_output_arg(struct vio_opts *o, const char *arg)
+{
+	static const struct {
+		const char *name;
+		enum vio_output output;
+	} modes[] = {
+		{ "short", VIO_SHORT }, { "json", VIO_JSON }, { "json-pretty", VIO_JSON_PRETTY },
+		{ "cat", VIO_CAT },
+	};
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (strcmp(arg, modes[i].name) == 0) {
+			o->output = modes[i].output;
+			return 0;
+		}
+	return ctl_usage_error("invalid --output (short, json, json-pretty, cat)", arg);
 }
 
 int ctl_cmd_violations(int argc, char **argv)
 {
-	struct vio_opts o = { .until_usec = UINT64_MAX };
+	struct vio_opts o = { .until_usec = UINT64_MAX, .full = -1 };
+	char *owned_units[VIO_UNITS_MAX] = { 0 };
 	uint64_t now = ctl_now_usec();
 	int32_t pid;
 	const char **files;
 	char *end;
 	unsigned long long n;
-	int c, ret;
+	int c, ret = -1;
 
-	while ((c = ctl_getopt(argc, argv, "violations", &ret)) != -1) {
+	while (ret < 0 && (c = ctl_getopt(argc, argv, "violations", &ret)) != -1) {
 		switch (c) {
 		case 'p':
-			if (ctl_parse_pid(optarg, &pid) < 0)
-				return ctl_usage_error("invalid --pid", optarg);
+			if (ctl_parse_pid(optarg, &pid) < 0) {
+				ret = ctl_usage_error("invalid --pid", optarg);
+				break;
+			}
 			o.pid = pid;
 			break;
 		case 'P':
 			/* A policy name as pmalloc.conf(5) allows it: never empty, one line. */
 			if (!optarg[0] || strpbrk(optarg, "\n=") || strlen(optarg) > 255)
-				return ctl_usage_error("invalid --policy", optarg);
+				ret = ctl_usage_error("invalid --policy", optarg);
 			o.policy = optarg;
+			break;
+		case 'u':
+			if (vio_unit_arg(&o, optarg, &owned_units[o.n_units]) != 0)
+				ret = CTL_EXIT_USAGE;
 			break;
 		case 'S':
 			if (vio_time_arg("--since", optarg, now, &o.since_usec) != 0)
-				return CTL_EXIT_USAGE;
+				ret = CTL_EXIT_USAGE;
 			break;
 		case 'U':
 			if (vio_time_arg("--until", optarg, now, &o.until_usec) != 0)
-				return CTL_EXIT_USAGE;
+				ret = CTL_EXIT_USAGE;
 			break;
 		case 'n':
 			errno = 0;
 			n = strtoull(optarg, &end, 10);
 			if (optarg[0] < '0' || optarg[0] > '9' || *end || errno || n == 0 || n > 1000000)
-				return ctl_usage_error("invalid --lines (1 to 1000000)", optarg);
+				ret = ctl_usage_error("invalid --lines (1 to 1000000)", optarg);
 			o.lines = (size_t)n;
 			break;
 		case 'f':
 			o.follow = true;
 			break;
+		case 'r':
+			o.reverse = true;
+			break;
 		case 'j':
-			o.json = true;
+			o.output = VIO_JSON;
+			break;
+		case 'o':
+			if (vio_output_arg(&o, optarg) != 0)
+				ret = CTL_EXIT_USAGE;
+			break;
+		case 'l':
+			o.full = 1;
+			break;
+		case CTL_OPT_NO_FULL:
+			o.full = 0;
+			break;
+		case CTL_OPT_NO_PAGER:
+			o.no_pager = true;
+			break;
+		case 'c':
+		case CTL_OPT_AFTER_CURSOR:
+			if (!optarg[0] || strlen(optarg) > 1024 || strpbrk(optarg, "\n"))
+				ret = ctl_usage_error("invalid cursor", optarg);
+			o.cursor = optarg;
+			o.after_cursor = c == CTL_OPT_AFTER_CURSOR;
+			break;
+		case CTL_OPT_SHOW_CURSOR:
+			o.show_cursor = true;
 			break;
 		case 'D':
 			o.directory = optarg;
@@ -634,9 +669,9 @@ int ctl_cmd_violations(int argc, char **argv)
 		case CTL_OPT_FILE:
 			files = realloc(o.files, (o.n_files + 2) * sizeof(*files));
 			if (!files) {
-				free(o.files);
 				fputs(CTL_NAME ": out of memory\n", stderr);
-				return CTL_EXIT_FAILURE;
+				ret = CTL_EXIT_FAILURE;
+				break;
 			}
 			o.files = files;
 			o.files[o.n_files++] = optarg;
@@ -651,9 +686,13 @@ int ctl_cmd_violations(int argc, char **argv)
 			ret = ctl_usage_error("--directory and --file exclude each other", NULL);
 		else if (o.since_usec > o.until_usec)
 			ret = ctl_usage_error("--since is after --until", NULL);
+		else if (o.follow && o.reverse)
+			ret = ctl_usage_error("--follow and --reverse exclude each other", NULL);
 		else
 			ret = vio_run(&o);
 	}
+	for (size_t i = 0; i < VIO_UNITS_MAX; i++)
+		free(owned_units[i]);
 	free(o.files);
 	return ret;
 }

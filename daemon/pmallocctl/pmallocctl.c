@@ -26,9 +26,9 @@
 #define HELP FLAG("help", 'h')
 
 #define CTL_TIME_HELP \
-	"TIME, as journalctl takes it: \"2026-03-01 09:40[:00]\", \"09:40\", \"today\",\n" \
-	"\"yesterday\", \"now\", \"-1h30min\", \"5 min ago\", \"+10min\", \"@SECONDS\";\n" \
-	"a trailing \" UTC\" reads the date and time in UTC instead of the local zone.\n"
+	"TIME, as journalctl takes it: \"2026-03-01 09:40[:00[.123]]\", \"09:40\", \"Fri 09:40\",\n" \
+	"\"today\", \"yesterday\", \"tomorrow\", \"now\", \"-1h30min\", \"5 min ago\", \"+10min\",\n" \
+	"\"@SECONDS\"; a date or day may end in \" UTC\" or a zone (\"Europe/Berlin\").\n"
 
 /* protect, learn-flush and sites: [--socket PATH] (ctl_process_args()). */
 #define CTL_SOCKET_OPTIONS ":s:h", OPTIONS(ARG("socket", 's'), HELP)
@@ -51,25 +51,47 @@ static const struct ctl_command ctl_commands[] = {
 	  "Exit status: 0 ok, 1 failure (PID not served), 2 usage, 3 pmallocd not running.\n",
 	  ":s:jp:h", OPTIONS(ARG("socket", 's'), FLAG("json", 'j'), ARG("pid", 'p'), HELP) },
 	{ "violations", ctl_cmd_violations,
-	  "  violations [--pid PID] [--policy NAME] [--since TIME] [--until TIME] [-n N]\n"
-	  "             [--follow] [--json] [--directory DIR | --file FILE]\n"
+	  "  violations [--pid PID] [--unit UNIT] [--policy NAME] [--since TIME] [--until TIME]\n"
+	  "             [-n N] [--reverse] [--cursor C | --after-cursor C] [--show-cursor]\n"
+	  "             [--follow] [-o short|json|json-pretty|cat] [--full] [--no-pager]\n"
+	  "             [--directory DIR | --file FILE]\n"
 	  "                              list the violations recorded in the journal\n",
-	  "Options:\n"
-	  "  -p, --pid PID        only those of process PID\n"
-	  "  -P, --policy NAME    only those under policy NAME\n"
-	  "  -S, --since TIME     from TIME on\n"
-	  "  -U, --until TIME     up to TIME\n"
-	  "  -n, --lines N        only the last N\n"
-	  "  -f, --follow         then wait for new ones and show them as they come\n"
-	  "  -j, --json           one JSON object per line instead of a table\n"
-	  "  -D, --directory DIR  read the journal files in DIR (systemd-journal-remote's\n"
-	  "                       output, a copy of /var/log/journal): adds a HOST column\n"
-	  "  --file FILE          read the journal file FILE (may be given more than once)\n"
+	  "Options (spelled as journalctl's where they mean the same):\n"
+	  "  -p, --pid PID          only those of process PID\n"
+	  "  -u, --unit UNIT        only those of processes of systemd unit UNIT (a glob;\n"
+	  "                         no suffix: UNIT.service); may be given more than once\n"
+	  "  -P, --policy NAME      only those under policy NAME\n"
+	  "  -S, --since TIME       from TIME on\n"
+	  "  -U, --until TIME       up to TIME\n"
+	  "  -n, --lines N          only the last N (after a cursor: the first N)\n"
+	  "  -r, --reverse          newest first\n"
+	  "  -c, --cursor C         from the entry at cursor C on\n"
+	  "      --after-cursor C   from the entry after cursor C on\n"
+	  "      --show-cursor      end with \"-- cursor: C\" of the last entry shown\n"
+	  "  -f, --follow           then wait for new ones and show them as they come\n"
+	  "  -o, --output MODE      short (a table, the default), json (one object a line),\n"
+	  "                         json-pretty, cat (the message alone)\n"
+	  "  -j, --json             -o json\n"
+	  "  -l, --full             every cell whole, however wide the table\n"
+	  "      --no-full          fit the table to $COLUMNS or 80 even when not a terminal\n"
+	  "      --no-pager         never page (on a terminal the output goes through\n"
+	  "                         $SYSTEMD_PAGER, $PAGER or less, as journalctl's)\n"
+	  "  -D, --directory DIR    read the journal files in DIR (systemd-journal-remote's\n"
+	  "                         output, a copy of /var/log/journal): adds a HOST column\n"
+	  "      --file FILE        read the journal file FILE (may be given more than once)\n"
+	  "The table fits the terminal ($COLUMNS, else its width): long cells end in \"...\",\n"
+	  "then the least needed columns go; --full shows everything.  BY says who wrote\n"
+	  "the entry: pmallocd, self (the process itself, no daemon running) or FORGED\n"
+	  "(any other process: the entry is not to be believed).\n"
 	  CTL_TIME_HELP
 	  "Exit status: 0 ok (violations found or not), 1 the journal cannot be read, 2 usage.\n",
-	  ":p:P:S:U:n:fjD:h",
-	  OPTIONS(ARG("pid", 'p'), ARG("policy", 'P'), ARG("since", 'S'), ARG("until", 'U'), ARG("lines", 'n'),
-		  FLAG("follow", 'f'), FLAG("json", 'j'), ARG("directory", 'D'), ARG("file", CTL_OPT_FILE), HELP) },
+	  ":p:u:P:S:U:n:rc:fo:jlD:h",
+	  OPTIONS(ARG("pid", 'p'), ARG("unit", 'u'), ARG("policy", 'P'), ARG("since", 'S'),
+		  ARG("until", 'U'), ARG("lines", 'n'), FLAG("reverse", 'r'), ARG("cursor", 'c'),
+		  ARG("after-cursor", CTL_OPT_AFTER_CURSOR), FLAG("show-cursor", CTL_OPT_SHOW_CURSOR),
+		  FLAG("follow", 'f'), ARG("output", 'o'), FLAG("json", 'j'), FLAG("full", 'l'),
+		  FLAG("no-full", CTL_OPT_NO_FULL), FLAG("no-pager", CTL_OPT_NO_PAGER),
+		  ARG("directory", 'D'), ARG("file", CTL_OPT_FILE), HELP) },
 	{ "propose", ctl_cmd_propose,
 	  "  propose --exe PATH [--since TIME] [--uid USER]... [--output FILE]\n"
 	  "                              a policy file from what learn mode recorded\n",

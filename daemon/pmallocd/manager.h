@@ -19,6 +19,8 @@ struct server;
 struct strbuf;
 struct symbolizer;
 
+struct status_data;
+
 struct manager {
 	sd_event *event;
 	const char *config_path;
@@ -34,7 +36,7 @@ struct manager {
 	/* status.c's renderer, set by pmallocd.c: server.c answers a status
 	 * request with it without importing status.c (which reads the server).
 	 * pid 0: everything; else that process alone, in detail. */
-	void (*render_status)(struct manager *m, struct strbuf *out, uid_t viewer, pid_t pid);
+	void (*render_status)(struct manager *m, struct status_data *out, uid_t viewer, pid_t pid);
 };
 
 #endif

@@ -41,6 +41,19 @@ static int protect_send(int fd, const void *msg, size_t len)
 	return 0;
 }
 
+/* A forked child served over its parent's connection: its shim reads
+ * orders in a thread of the parent's, which the child does not have, so
+ * nothing sent on that connection reaches it.  Said instead of "not
+ * connected", which status would contradict. */
+static int forked_child(const struct protect_target *t, pid_t pid, struct strbuf *text, const char **ret_why)
+{
+	strbuf_printf(text, "error: PID %d is a forked child of PID %d and shares its connection: "
+		      "it reads no orders of its own (ask PID %d; a learning child writes what it "
+		      "learned when it exits)", (int)pid, (int)t->entry->via_pid, (int)t->entry->via_pid);
+	*ret_why = "forked child without a connection";
+	return -ESRCH;
+}
+
 /* Decide a request of a checked pid and pool and, when it holds, send
  * PMW_PROTECT; the answer goes to text, a few words for the log to
  * *ret_why.  Returns 0 when sent, <0 otherwise. */
@@ -59,6 +72,8 @@ static int protect_request(const struct protect_target *t, uid_t from_uid, pid_t
 		return -ESRCH;
 	}
 	e = t->entry;
+	if (t->fd < 0)
+		return forked_child(t, pid, text, ret_why);
 	if (from_uid != 0 && from_uid != e->uid) {
 		strbuf_printf(text, "error: permission denied: PID %d is not yours "
 			      "(only root or its own user may protect its pools)", (int)pid);
@@ -120,6 +135,8 @@ static int learn_flush_request(const struct protect_target *t, uid_t from_uid, p
 		*ret_why = "not connected";
 		return -ESRCH;
 	}
+	if (t->fd < 0)
+		return forked_child(t, pid, text, ret_why);
 	if (from_uid != 0 && from_uid != t->entry->uid) {
 		strbuf_printf(text, "error: permission denied: PID %d is not yours", (int)pid);
 		*ret_why = "permission denied";

@@ -21,6 +21,9 @@ struct protect {
 /* The served connection of the PID the request names: its socket
  * (non-blocking) and what it was handed; server.c finds it, and leaves
  * entry NULL when that PID has none. */
+/* The process asked about: its connection and entry; fd -1 with an entry
+ * for a forked child served over its parent's connection (it reads no
+ * orders of its own); entry NULL when pmallocd does not know it. */
 struct protect_target {
 	int fd;
 	const struct proc_entry *entry;

@@ -4,14 +4,14 @@
  * not, and the objects and bytes of its call sites; kept with the
  * process's registry entry, shown by status (status.c lays out the rest).
  *
- * Owns: the tables' storage and their rate limit, the words status uses
- * for them.  The packet was checked by wire_check_rules() (sizes, counts,
+ * Owns: the tables' storage and their rate limit, and their status
+ * records (pmallocctl words them).  The packet was checked by wire_check_rules() (sizes, counts,
  * kinds, strings ended); here every row's pool must be one of the policy
  * handed out on that connection, as for reports.  Never logs (server.c
  * counts and says what is refused), never holds more than PMW_ROWS rows a
  * table, two tables a process, nor takes more than RULES_BURST messages a
  * process per RULES_INTERVAL_USEC.  Text from the process is escaped
- * before it is shown.
+ * before it goes into status records.
  */
 #define _GNU_SOURCE
 #include "rules.h"
@@ -24,6 +24,7 @@
 #include "escape.h"
 #include "registry.h"
 #include "proc_rules.h"
+#include "status_data.h"
 
 int rules_take(struct proc_entry *e, const struct proc_entry *handed, const struct pmw_rules *m,
 	       uint64_t now)
@@ -122,26 +123,6 @@ int rules_inherit(struct proc_entry *child, const struct proc_entry *parent)
 	return 0;
 }
 
-static const char *kind_word(uint32_t kind)
-{
-	switch (kind) {
-	case PMW_ROW_SITE:
-		return "site";
-	case PMW_ROW_WRAPPER:
-		return "wrapper";
-	case PMW_ROW_ON_CALL:
-		return "trigger";
-	default:
-		return "call site";
-	}
-}
-
-static const char *why_unresolved(uint32_t state)
-{
-	return state == PMW_ROW_NO_OFFSET ? "no loaded object fits its object glob and build-id"
-					  : "no function of that name in any loaded object";
-}
-
 static bool row_of_pool(const struct pmw_row *row, const char *pool_shown)
 {
 	char p[ESCAPED_SIZE(PMW_NAME)];
@@ -150,56 +131,48 @@ static bool row_of_pool(const struct pmw_row *row, const char *pool_shown)
 	return strcmp(p, pool_shown) == 0;
 }
 
-void rules_render_pool(struct strbuf *b, const struct proc_entry *e, const char *pool, bool detail)
+/* A row as a record: its pool and text escaped, as status shows them. */
+static void emit_row(struct status_data *d, enum pmw_srec_type type, const struct pmw_row *row)
+{
+	char pool[ESCAPED_SIZE(PMW_NAME)], text[ESCAPED_SIZE(PMW_SYM)];
+
+	text_escape(pool, sizeof(pool), row->pool);
+	text_escape(text, sizeof(text), row->text);
+	if (type == PMW_SR_RULE) {
+		uint64_t n[PMW_SR_R_N_NUMS] = { row->kind, row->state };
+		const char *strs[PMW_SR_R_N_STRS] = { text };
+
+		status_data_add(d, type, n, PMW_SR_R_N_NUMS, strs, PMW_SR_R_N_STRS);
+	} else {
+		uint64_t n[PMW_SR_S_N_NUMS] = { row->objects, row->bytes, row->state == PMW_ROW_LATE };
+		const char *strs[PMW_SR_S_N_STRS] = { pool, text };
+
+		status_data_add(d, type, n, PMW_SR_S_N_NUMS, strs, PMW_SR_S_N_STRS);
+	}
+}
+
+void rules_emit_pool(struct status_data *d, const struct proc_entry *e, const char *pool)
 {
 	const struct rules_table *t = e->rules ? &e->rules->rules : NULL;
-	char text[ESCAPED_SIZE(PMW_SYM)];
-	unsigned int resolved = 0, unresolved = 0, waiting = 0;
 
 	if (!t || !t->usec)
 		return;
 	for (uint32_t i = 0; i < t->n; i++)
-		if (row_of_pool(&t->rows[i], pool)) {
-			if (t->rows[i].state == PMW_ROW_RESOLVED)
-				resolved++;
-			else if (t->rows[i].state == PMW_ROW_NOT_LOADED)
-				waiting++;
-			else
-				unresolved++;
-		}
-	if (resolved + unresolved + waiting == 0)
-		return;
-	strbuf_printf(b, "      rules: %u resolved, %u unresolved", resolved, unresolved);
-	if (waiting)
-		strbuf_printf(b, ", %u waiting for their object", waiting);
-	strbuf_puts(b, "\n");
-	for (uint32_t i = 0; i < t->n; i++) {
-		const struct pmw_row *row = &t->rows[i];
-
-		if (!row_of_pool(row, pool) || (row->state == PMW_ROW_RESOLVED && !detail))
-			continue;
-		text_escape(text, sizeof(text), row->text);
-		if (row->state == PMW_ROW_RESOLVED)
-			strbuf_printf(b, "      resolved: %s %s\n", kind_word(row->kind), text);
-		else if (row->state == PMW_ROW_NOT_LOADED)
-			strbuf_printf(b, "      waiting: %s %s (no object its glob fits is loaded in this "
-				      "process yet: one dlopen'ed later, or loaded by another process of the "
-				      "program, may have it)\n", kind_word(row->kind), text);
-		else
-			strbuf_printf(b, "      unresolved: %s %s (%s)\n", kind_word(row->kind), text,
-				      why_unresolved(row->state));
-	}
+		if (row_of_pool(&t->rows[i], pool))
+			emit_row(d, PMW_SR_RULE, &t->rows[i]);
 }
 
-/* Pool (raw) of e: unless a protect reached it or it was shown already
- * (a pool among the first n_handed handed out, or rows[0, n_rows)), say
- * it is not protected yet, with its rules. */
-static void render_unprotected(struct strbuf *b, const struct proc_entry *e, const char *raw, size_t n_handed,
-			       uint32_t n_rows, bool detail)
+/* Pool (raw) of e: unless a protect reached it or it was emitted already
+ * (a pool among the first n_handed handed out, or rows[0, n_rows)), a
+ * record saying it is not protected yet, with its rules. */
+static void emit_unprotected(struct status_data *d, const struct proc_entry *e, const char *raw,
+			     size_t n_handed, uint32_t n_rows)
 {
 	const struct rules_table *t = &e->rules->rules;
 	const char *q = e->handed_pools;
 	char pool[ESCAPED_SIZE(PMW_NAME)];
+	uint64_t n[PMW_SR_O_N_NUMS] = { 0 };
+	const char *strs[PMW_SR_O_N_STRS] = { pool, e->policy, "" };
 
 	text_escape(pool, sizeof(pool), raw);
 	for (size_t k = 0; k < e->n_pools; k++)
@@ -211,11 +184,11 @@ static void render_unprotected(struct strbuf *b, const struct proc_entry *e, con
 	for (uint32_t k = 0; k < n_rows; k++)
 		if (strcmp(t->rows[k].pool, raw) == 0)
 			return;
-	strbuf_printf(b, "    pool \"%s\": not protected yet (no trigger has fired)\n", pool);
-	rules_render_pool(b, e, pool, detail);
+	status_data_add(d, PMW_SR_POOL, n, PMW_SR_O_N_NUMS, strs, PMW_SR_O_N_STRS);
+	rules_emit_pool(d, e, pool);
 }
 
-void rules_render_unprotected(struct strbuf *b, const struct proc_entry *e, bool detail)
+void rules_emit_unprotected(struct status_data *d, const struct proc_entry *e)
 {
 	const struct rules_table *t = e->rules ? &e->rules->rules : NULL;
 	const char *end = e->handed_pools ? e->handed_pools + e->handed_pools_len : NULL;
@@ -227,39 +200,17 @@ void rules_render_unprotected(struct strbuf *b, const struct proc_entry *e, bool
 	if (!t || !t->usec)
 		return;
 	for (const char *q = e->handed_pools; end && q < end; q += 1 + strlen(q + 1) + 1)
-		render_unprotected(b, e, q + 1, n_handed++, 0, detail);
+		emit_unprotected(d, e, q + 1, n_handed++, 0);
 	for (uint32_t i = 0; i < t->n; i++)
-		render_unprotected(b, e, t->rows[i].pool, n_handed, i, detail);
-	if (t->total > t->n)
-		strbuf_printf(b, "    (%" PRIu32 " more rules, all resolved, not listed)\n", t->total - t->n);
-	if (t->unresolved > 0)
-		strbuf_printf(b, "    warning: %" PRIu32 " of %" PRIu32 " rules match nothing: "
-			      "they protect nothing\n", t->unresolved, t->total);
+		emit_unprotected(d, e, t->rows[i].pool, n_handed, i);
 }
 
-void rules_render_sites(struct strbuf *b, const struct proc_entry *e, uint64_t now)
+void rules_emit_sites(struct status_data *d, const struct proc_entry *e)
 {
 	const struct rules_table *t = e->rules ? &e->rules->sites : NULL;
-	char pool[ESCAPED_SIZE(PMW_NAME)], text[ESCAPED_SIZE(PMW_SYM)];
 
-	if (e->rules && e->rules->asked_usec && (!t || t->usec < e->rules->asked_usec))
-		strbuf_printf(b, "    sites: a fresh table asked for %" PRIu64 "s ago, not come yet\n",
-			      (now - e->rules->asked_usec) / 1000000u);
-	if (!t || !t->usec) {
-		strbuf_puts(b, "    sites: none reported yet (a process reports them after a protect, or asked by status PID)\n");
-	} else {
-		strbuf_printf(b, "    sites: %" PRIu32 " of %" PRIu32 " listed, as of %" PRIu64 "s ago\n", t->n,
-			      t->total, (now - t->usec) / 1000000u);
-		for (uint32_t i = 0; i < t->n; i++) {
-			text_escape(pool, sizeof(pool), t->rows[i].pool);
-			text_escape(text, sizeof(text), t->rows[i].text);
-			strbuf_printf(b, "      site %s  pool \"%s\": %" PRIu64 " objects, %" PRIu64 " bytes%s\n",
-				      text, pool, t->rows[i].objects, t->rows[i].bytes,
-				      t->rows[i].state == PMW_ROW_LATE
-				      ? " to the heap after the pool's trigger (take = \"until-trigger\")" : "");
-		}
-	}
-	if (e->rules && e->rules->refused)
-		strbuf_printf(b, "    (%" PRIu64 " rules and sites messages over the rate limit, not kept)\n",
-			      e->rules->refused);
+	if (!t || !t->usec)
+		return;
+	for (uint32_t i = 0; i < t->n; i++)
+		emit_row(d, PMW_SR_SITE, &t->rows[i]);
 }

@@ -10,7 +10,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "strbuf.h"
 #include "wire.h"
 
 #define RULES_BURST 10                   /* PMW_RULES a process may send ... */
@@ -36,14 +35,14 @@ bool rules_ask(struct proc_entry *e, uid_t viewer, uint64_t now);
  * its resolution with its memory), not its sites.  0 or -ENOMEM. */
 int rules_inherit(struct proc_entry *child, const struct proc_entry *parent);
 
-/* After e's protected pools: the pools of its policy that no protect has
- * reached, each as "    pool NAME: not protected yet" with its rules
- * (below), then how many rules match nothing; once e said its rules. */
-void rules_render_unprotected(struct strbuf *b, const struct proc_entry *e, bool detail);
-/* The rules of e's pool shown (escaped) as pool: a count line, each
- * unresolved rule flagged, and with detail the resolved ones too. */
-void rules_render_pool(struct strbuf *b, const struct proc_entry *e, const char *pool, bool detail);
-/* e's per-site table (detail view), and what was not kept (rate limit). */
-void rules_render_sites(struct strbuf *b, const struct proc_entry *e, uint64_t now);
+struct status_data;
+/* Status records (shim/wire.h) once e said its rules: the RULE records of
+ * pool (as shown: escaped), every one of its rules. */
+void rules_emit_pool(struct status_data *d, const struct proc_entry *e, const char *pool);
+/* After e's protected pools: a POOL record (not protected) for each pool
+ * of its policy no protect has reached, each with its RULE records. */
+void rules_emit_unprotected(struct status_data *d, const struct proc_entry *e);
+/* e's per-site table (detail view): SITE records. */
+void rules_emit_sites(struct status_data *d, const struct proc_entry *e);
 
 #endif

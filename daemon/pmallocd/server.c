@@ -59,6 +59,7 @@
 #include "protect.h"
 #include "repeat.h"
 #include "rules.h"
+#include "status_data.h"
 #include "violation.h"
 #include "wire.h"
 #include "wire_decode.h"
@@ -541,23 +542,56 @@ static void resolve_starttimes(struct registry *reg)
 		}
 }
 
+/* The status records for c's uid (status.c), in a sealed memfd passed
+ * with a PMW_STATUS_DATA packet; the connection then closes. */
+static int send_status_data(struct client *c, pid_t pid)
+{
+	struct status_data d = { 0 };
+	struct pmw_status_data m;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} control;
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof(control.buf),
+	};
+	struct cmsghdr *cm;
+	int fd;
+
+	c->server->manager->render_status(c->server->manager, &d, c->uid, pid);
+	fd = d.full ? -ENOBUFS : status_data_memfd(&d);
+	if (fd < 0) {
+		log_warning_errno(fd, "status for PID %d not sent: %m", (int)c->pid);
+		status_data_done(&d);
+		return -ECONNRESET;
+	}
+	pmw_header_init(&m.h, PMW_STATUS_DATA, sizeof(m));
+	m.data_len = (uint32_t)d.len;
+	m.n_records = d.n_records;
+	status_data_done(&d);
+	memset(&control, 0, sizeof(control));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(m))
+		client_drop(c, vanished, "gone before its status was sent (%s)", client_drop_args(c), strerror(errno));
+	close(fd);
+	return -ECONNRESET;              /* one answer, then the connection closes */
+}
+
 static int handle_status_req(struct client *c)
 {
-	struct pmw_status *out = (struct pmw_status *)tx_buf;
-	struct strbuf text;
-
 	c->server->counters.status_requests++;
 	resolve_starttimes(&c->server->manager->registry);
-	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
-	c->server->manager->render_status(c->server->manager, &text, c->uid, 0);
-	return send_status_text(c, text.len, "status");
+	return send_status_data(c, 0);
 }
 
 /* pmallocctl status PID: the detail view of one process (status.c). */
 static int handle_status_pid_req(struct client *c, const struct pmw_status_pid_req *m)
 {
-	struct pmw_status *out = (struct pmw_status *)tx_buf;
-	struct strbuf text;
 
 	if (m->pid <= 0 || (m->flags & ~PMW_STATUS_NO_ASK) != 0) {
 		client_drop(c, malformed, "STATUS_PID_REQ with bad fields, dropped", client_drop_args(c));
@@ -575,9 +609,8 @@ static int handle_status_pid_req(struct client *c, const struct pmw_status_pid_r
 			(void)client_send(t, &q, sizeof(q));
 			break;
 		}
-	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
-	c->server->manager->render_status(c->server->manager, &text, c->uid, m->pid);
-	return send_status_text(c, text.len, "status");
+	resolve_starttimes(&c->server->manager->registry);
+	return send_status_data(c, m->pid);
 }
 
 /* protect.c decides and answers; finding the process's connection, the
@@ -594,6 +627,11 @@ static int handle_protect_req(struct client *c, const struct pmw_protect_req *m)
 	for (struct client *t = s->clients; t && !target.entry; t = t->next)
 		if (t->state == CLIENT_SERVED && t->pid == m->pid && t->entry)
 			target = (struct protect_target){ .fd = t->fd, .entry = t->entry };
+	/* A forked child status lists (an nginx worker) has no connection of
+	 * its own: known, with no descriptor, so that the answer says why. */
+	for (const struct proc_entry *e = s->manager->registry.live; e && !target.entry; e = e->next)
+		if (e->pid == m->pid && e->via_pid && !e->exited_usec)
+			target = (struct protect_target){ .fd = -1, .entry = e };
 	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
 	r = protect_answer(&s->protect, m, c->pid, c->uid, &target, &text);
 	if (r < 0) {

@@ -1,11 +1,13 @@
 /*
- * status.c - the status text pmallocctl prints.
+ * status.c - the status pmallocctl shows, as data: the PMW_STATUS_DATA
+ * records of shim/wire.h (pmallocctl lays out the text and the JSON).
  *
- * Owns: the text's layout, and the /proc scan for processes a policy
- * names that never checked in (LD_PRELOAD missing or failed open); the
- * scan result is reused for a second so that status requests in a loop
- * cannot keep the daemon busy scanning.
- * Never: changes daemon state, or lists more than its bounds.
+ * Owns what goes into the records, and the /proc scan for processes a
+ * policy names that never checked in (LD_PRELOAD missing or failed open);
+ * the scan result is reused for a second so that status requests in a
+ * loop cannot keep the daemon busy scanning.
+ * Never: changes daemon state, lists more than its bounds, or shows a
+ * user another user's processes.
  */
 #define _GNU_SOURCE
 #include "status.h"
@@ -17,93 +19,93 @@
 #include <unistd.h>
 
 #include "budget.h"
-#include "jwriter.h"
 #include "escape.h"
+#include "jwriter.h"
 #include "proc.h"
+#include "proc_rules.h"
 #include "rules.h"
 #include "server.h"
+#include "status_data.h"
 
 #define USEC_PER_SEC 1000000ULL
 #define STATUS_SCAN_REUSE_USEC USEC_PER_SEC
+#define NONE PMW_SR_NONE
 
-static void age(char *buf, size_t size, uint64_t usec)
+/* The uid e's process runs as now: a forked child inherits its parent's
+ * connection, and with it the uid the parent had then (nginx's workers
+ * connected as root and run as www-data).  Exited, or unreadable: the
+ * connection's. */
+static uid_t entry_uid(const struct proc_entry *e)
 {
-	uint64_t s = usec / USEC_PER_SEC;
+	uid_t uid;
 
-	if (s < 60)
-		snprintf(buf, size, "%" PRIu64 "s", s);
-	else if (s < 3600)
-		snprintf(buf, size, "%" PRIu64 "m%02" PRIu64 "s", s / 60, s % 60);
-	else if (s < 86400)
-		snprintf(buf, size, "%" PRIu64 "h%02" PRIu64 "m", s / 3600, (s / 60) % 60);
-	else
-		snprintf(buf, size, "%" PRIu64 "d%02" PRIu64 "h", s / 86400, (s / 3600) % 24);
+	if (!e->exited_usec && proc_is_alive(e->pid, e->starttime) && proc_read_euid(e->pid, &uid) == 0)
+		return uid;
+	return e->uid;
 }
 
-static void render_entry(struct strbuf *b, const struct proc_entry *e, uint64_t now, bool detail)
+static void emit_entry(struct status_data *d, const struct proc_entry *e, uid_t uid, uint64_t now, bool detail)
 {
-	char a[32];
+	const struct rules_table *t = e->rules ? &e->rules->rules : NULL;
+	const struct rules_table *st = e->rules ? &e->rules->sites : NULL;
+	uint64_t n[PMW_SR_P_N_NUMS] = { 0 };
+	const char *strs[PMW_SR_P_N_STRS];
 
-	strbuf_printf(b, "  PID %d  %s%s  uid %u", (int)e->pid, e->exe ? proc_entry_exe(e) : "(exe unknown)",
-		      e->exe_deleted ? " (deleted)" : "", (unsigned)e->uid);
-	if (e->via_pid)
-		strbuf_printf(b, "  forked child of PID %d", (int)e->via_pid);
-	if (e->has_policy)
-		strbuf_printf(b, "  policy \"%s\" (%s, generation %" PRIu64 ")", e->policy,
-			      policy_mode_name(e->mode), e->generation);
-	else
-		strbuf_printf(b, "  no policy (generation %" PRIu64 ")", e->generation);
+	n[PMW_SR_P_EXITED] = e->exited_usec != 0;
+	n[PMW_SR_P_PID] = (uint64_t)e->pid;
+	n[PMW_SR_P_UID] = uid;
+	n[PMW_SR_P_VIA_PID] = (uint64_t)e->via_pid;
+	n[PMW_SR_P_HAS_POLICY] = e->has_policy;
+	n[PMW_SR_P_MODE] = (uint64_t)e->mode;
+	n[PMW_SR_P_GENERATION] = e->generation;
 	if (e->exited_usec) {
-		age(a, sizeof(a), now - e->exited_usec);
-		strbuf_printf(b, "  exited %s ago\n", a);
+		n[PMW_SR_P_STATE] = PMW_SR_EXITED;
+		n[PMW_SR_P_AGE_USEC] = now - e->exited_usec;
 	} else if (proc_is_alive(e->pid, e->starttime)) {
-		age(a, sizeof(a), now - e->since_usec);
-		strbuf_printf(b, "  alive, served %s\n", a);
-	} else
-		strbuf_puts(b, "  exited (its connection is still open)\n");
+		n[PMW_SR_P_STATE] = PMW_SR_ALIVE;
+		n[PMW_SR_P_AGE_USEC] = now - e->since_usec;
+	} else {
+		n[PMW_SR_P_STATE] = PMW_SR_GONE_CONNECTED;
+		n[PMW_SR_P_AGE_USEC] = NONE;
+	}
+	n[PMW_SR_P_EXE_DELETED] = e->exe_deleted;
+	n[PMW_SR_P_POOLS_UNTRACKED] = e->pools_untracked;
+	n[PMW_SR_P_VIOLATIONS] = e->violations;
+	n[PMW_SR_P_VIOLATIONS_NOT_LOGGED] = e->violations_dropped;
+	n[PMW_SR_P_PROTECTS_NOT_LOGGED] = e->protects_dropped;
+	n[PMW_SR_P_RULES_KNOWN] = t && t->usec;
+	n[PMW_SR_P_RULES_TOTAL] = t ? t->total : 0;
+	n[PMW_SR_P_RULES_LISTED] = t ? t->n : 0;
+	n[PMW_SR_P_RULES_UNRESOLVED] = t ? t->unresolved : 0;
+	n[PMW_SR_P_SITES_KNOWN] = st && st->usec;
+	n[PMW_SR_P_SITES_TOTAL] = st ? st->total : 0;
+	n[PMW_SR_P_SITES_AGE_USEC] = st && st->usec ? now - st->usec : NONE;
+	n[PMW_SR_P_SITES_ASKED_USEC] = e->rules && e->rules->asked_usec && (!st || st->usec < e->rules->asked_usec)
+					       ? now - e->rules->asked_usec : NONE;
+	n[PMW_SR_P_RULES_REFUSED] = e->rules ? e->rules->refused : 0;
+	strs[PMW_SR_P_EXE] = e->exe ? proc_entry_exe(e) : "";
+	strs[PMW_SR_P_POLICY] = e->has_policy ? e->policy : "";
+	strs[PMW_SR_P_COMM] = e->comm;
+	status_data_add(d, PMW_SR_PROCESS, n, PMW_SR_P_N_NUMS, strs, PMW_SR_P_N_STRS);
 
 	for (size_t i = 0; i < e->n_pools; i++) {
 		const struct reg_pool *p = &e->pools[i];
+		uint64_t pn[PMW_SR_O_N_NUMS] = { 1, p->protected_bytes, p->objects, p->protects };
+		const char *ps[PMW_SR_O_N_STRS] = { p->name, p->policy, p->last_trigger };
 
-		strbuf_printf(b, "    pool \"%s\"", p->name);
-		if (p->policy[0] && (!e->has_policy || strcmp(p->policy, e->policy) != 0))
-			strbuf_printf(b, " (policy \"%s\")", p->policy);
-		strbuf_printf(b, ": %" PRIu64 " bytes protected in %" PRIu64 " objects, %" PRIu64
-			      " protects (last: %s)\n", p->protected_bytes, p->objects, p->protects,
-			      p->last_trigger[0] ? p->last_trigger : "?");
-		rules_render_pool(b, e, p->name, detail);
+		status_data_add(d, PMW_SR_POOL, pn, PMW_SR_O_N_NUMS, ps, PMW_SR_O_N_STRS);
+		rules_emit_pool(d, e, p->name);
 	}
-	rules_render_unprotected(b, e, detail);
-	if (e->pools_untracked)
-		strbuf_printf(b, "    (%" PRIu64 " protects of pools past the first %d not tracked)\n",
-			      e->pools_untracked, REGISTRY_POOLS);
-	if (e->violations || e->protects_dropped)
-		strbuf_printf(b, "    violations: %" PRIu64 " reported, %" PRIu64
-			      " not logged (rate limit); %" PRIu64 " protect entries not logged\n",
-			      e->violations, e->violations_dropped, e->protects_dropped);
+	rules_emit_unprotected(d, e);
 	if (detail)
-		rules_render_sites(b, e, now);
-}
-
-/* What jwriter.c could not write: journald stalled or absent. */
-static void render_journal(struct strbuf *b)
-{
-	struct jwriter_stats j;
-
-	jwriter_get_stats(&j);
-	strbuf_printf(b, "journal: %" PRIu64 " entries written (%" PRIu64 " after waiting for journald), %zu waiting"
-		      "%s; %" PRIu64 " dropped: %" PRIu64 " with the queue full, %" PRIu64
-		      " with no journald, %" PRIu64 " not sendable\n",
-		      j.sent, j.sent_late, j.queued, j.queued && j.connected ? " (journald is not reading)" : "",
-		      j.dropped_full + j.dropped_absent + j.dropped_error, j.dropped_full,
-		      j.dropped_absent, j.dropped_error);
+		rules_emit_sites(d, e);
 }
 
 /* ---- never checked in ---- */
 
 struct scan {
 	struct manager *m;
-	struct strbuf *out;
+	struct status_data *out;
 	pid_t self;
 	unsigned int listed, more;
 };
@@ -165,12 +167,16 @@ static int scan_one(pid_t pid, void *userdata)
 	{
 		size_t size = ESCAPED_SIZE(strlen(exe));
 		char *shown = malloc(size), comm_shown[ESCAPED_SIZE(PROC_COMM_MAX)];
+		uint64_t n[PMW_SR_U_N_NUMS] = { (uint64_t)pid, uid };
+		const char *strs[PMW_SR_U_N_STRS];
 
 		text_escape(comm_shown, sizeof(comm_shown), comm);
 		if (shown)
 			text_escape(shown, size, exe);
-		strbuf_printf(sc->out, "  PID %d  %s  uid %u  comm %s  policy \"%s\"\n", (int)pid,
-			      shown ? shown : "?", (unsigned)uid, comm_shown, p->name);
+		strs[PMW_SR_U_EXE] = shown ? shown : "?";
+		strs[PMW_SR_U_COMM] = comm_shown;
+		strs[PMW_SR_U_POLICY] = p->name;
+		status_data_add(sc->out, PMW_SR_UNSERVED, n, PMW_SR_U_N_NUMS, strs, PMW_SR_U_N_STRS);
 		free(shown);
 	}
 out:
@@ -178,183 +184,196 @@ out:
 	return 0;
 }
 
-static void render_unserved(struct manager *m, struct strbuf *out, uint64_t now)
+/* Append src's records to d. */
+static void append(struct status_data *d, const struct status_data *src)
 {
-	static struct strbuf cache;
+	const uint8_t *p = src->buf, *end = src->buf + src->len;
+
+	while (p < end) {
+		struct pmw_srec h;
+		uint64_t nums[UINT8_MAX];
+		const char *strs[UINT8_MAX];
+		const char *q;
+
+		memcpy(&h, p, sizeof(h));
+		memcpy(nums, p + sizeof(h), h.n_nums * sizeof(uint64_t));
+		q = (const char *)p + sizeof(h) + h.n_nums * sizeof(uint64_t);
+		for (unsigned int i = 0; i < h.n_strs; i++) {
+			strs[i] = q;
+			q += strlen(q) + 1;
+		}
+		status_data_add(d, h.type, nums, h.n_nums, strs, h.n_strs);
+		p += h.length;
+	}
+}
+
+/* The never-checked-in processes into d; how many more there were. */
+static unsigned int emit_unserved(struct manager *m, struct status_data *d, uint64_t now)
+{
+	static struct status_data cache;
 	static uint64_t cache_time, cache_generation;
+	static unsigned int cache_more;
 	static bool cached;
 	struct scan sc = { .m = m, .self = getpid() };
 
-	if (cached && now - cache_time < STATUS_SCAN_REUSE_USEC &&
-	    cache_generation == m->config->generation) {
-		strbuf_puts(out, strbuf_str(&cache));
-		return;
+	if (!cached || now - cache_time >= STATUS_SCAN_REUSE_USEC || cache_generation != m->config->generation) {
+		status_data_done(&cache);
+		sc.out = &cache;
+		(void)proc_for_each(scan_one, &sc, STATUS_SCAN_MAX);
+		cached = true;
+		cache_time = now;
+		cache_more = sc.more;
+		cache_generation = m->config->generation;
 	}
-	strbuf_done(&cache);
-	strbuf_init_alloc(&cache, 16 * 1024);
-	sc.out = &cache;
-	(void)proc_for_each(scan_one, &sc, STATUS_SCAN_MAX);
-	if (sc.listed == 0)
-		strbuf_puts(&cache, "  (none)\n");
-	if (sc.more)
-		strbuf_printf(&cache, "  ... and %u more\n", sc.more);
-	cached = true;
-	cache_time = now;
-	cache_generation = m->config->generation;
-	strbuf_puts(out, strbuf_str(&cache));
+	append(d, &cache);
+	return cache_more;
 }
 
-static void render_budgets(struct strbuf *out, const struct budgets *b)
+static bool visible(uid_t uid, uid_t viewer)
 {
-	strbuf_printf(out, "per-user budgets: %zu users, root exempt; at most %zu connections a user, "
-		      "%zu for all users; %u journal entries a user per %u s\n",
-		      b->n_users, budget_cap(b, BUDGET_CLIENT), b->max_clients - b->max_clients / BUDGET_ROOT_RESERVE_DIV,
-		      BUDGET_JOURNAL_FACTOR * b->report_burst, b->report_interval_s);
-	strbuf_printf(out, "over budget: %" PRIu64 " connections refused, %" PRIu64
-		      " messages of untracked forked children, %" PRIu64 " journal entries not written (%"
-		      PRIu64 " summaries)\n", b->refused[BUDGET_CLIENT], b->refused[BUDGET_ENTRY], b->dropped_entries,
-		      b->summaries);
-}
-
-static bool visible(const struct proc_entry *e, uid_t viewer)
-{
-	return viewer == 0 || e->uid == viewer;
+	return viewer == 0 || uid == viewer;
 }
 
 static void put_warning(void *ctx, int line, const char *msg)
 {
 	char shown[ESCAPED_SIZE(512)];
+	uint64_t n[PMW_SR_W_N_NUMS] = { (uint64_t)line };
+	const char *strs[PMW_SR_W_N_STRS] = { shown };
 
 	text_escape(shown, sizeof(shown), msg);
-	strbuf_printf(ctx, "  line %d: %s\n", line, shown);
+	status_data_add(ctx, PMW_SR_WARNING, n, PMW_SR_W_N_NUMS, strs, PMW_SR_W_N_STRS);
 }
 
 /* What the policy file in force says that cannot be what its author meant
  * (policy_lint(), as pmallocd's journal says at each load): an exe glob no
  * real path fits, one naming a symbolic link, a shadowed policy.  Worked
  * out once per generation: a status loop costs no file system look-ups. */
-static void render_warnings(struct manager *m, struct strbuf *out)
+static void emit_warnings(struct manager *m, struct status_data *d)
 {
-	static struct strbuf cache;
+	static struct status_data cache;
 	static uint64_t cache_generation;
 	static bool cached;
 
 	if (!cached || cache_generation != m->config->generation) {
-		strbuf_done(&cache);
-		strbuf_init_alloc(&cache, 4096);
-		if (policy_lint(m->config->set, put_warning, &cache) == 0)
-			strbuf_puts(&cache, "  (none)\n");
+		status_data_done(&cache);
+		(void)policy_lint(m->config->set, put_warning, &cache);
 		cached = true;
 		cache_generation = m->config->generation;
 	}
-	strbuf_puts(out, "\npolicy file warnings (of the generation in force; pmallocctl check says the same):\n");
-	strbuf_puts(out, strbuf_str(&cache));
+	append(d, &cache);
+}
+
+static void emit_daemon(struct manager *m, struct status_data *d, uint64_t now, uint64_t flags, pid_t pid,
+			unsigned int more)
+{
+	const struct server_counters *k = server_get_counters(m->server);
+	const struct budgets *b = server_get_budgets(m->server);
+	const struct registry *r = &m->registry;
+	uint64_t n[PMW_SR_D_N_NUMS] = { 0 };
+	const char *strs[PMW_SR_D_N_STRS];
+	struct jwriter_stats j;
+
+	jwriter_get_stats(&j);
+	n[PMW_SR_D_PID] = (uint64_t)getpid();
+	n[PMW_SR_D_RUNNING_USEC] = now - m->start_usec;
+	n[PMW_SR_D_GENERATION] = m->config->generation;
+	n[PMW_SR_D_POLICIES] = m->config->set->n_policies;
+	n[PMW_SR_D_LOADED_USEC] = now - m->config_loaded_usec;
+	n[PMW_SR_D_RELOADS_REFUSED] = m->reloads_refused;
+	n[PMW_SR_D_SOCKET_ACTIVATED] = server_socket_activated(m->server);
+	n[PMW_SR_D_CLIENTS] = server_n_clients(m->server);
+	n[PMW_SR_D_MAX_CLIENTS] = server_max_clients(m->server);
+	n[PMW_SR_D_ACCEPTED] = k->accepted;
+	n[PMW_SR_D_HANDED] = k->handed;
+	n[PMW_SR_D_NO_POLICY] = k->no_policy;
+	n[PMW_SR_D_STATUS_REQUESTS] = k->status_requests;
+	n[PMW_SR_D_PROTECTS] = k->protects;
+	n[PMW_SR_D_REPORTS] = k->reports;
+	n[PMW_SR_D_PROTECT_REQUESTS] = k->protect_requests;
+	n[PMW_SR_D_PROTECT_SENT] = k->protect_sent;
+	n[PMW_SR_D_MALFORMED] = k->malformed;
+	n[PMW_SR_D_OVERSIZED] = k->oversized;
+	n[PMW_SR_D_OUT_OF_ORDER] = k->out_of_order;
+	n[PMW_SR_D_FDS_PASSED] = k->fds_passed;
+	n[PMW_SR_D_SILENT] = k->timed_out;
+	n[PMW_SR_D_VANISHED] = k->vanished;
+	n[PMW_SR_D_UNIDENTIFIED] = k->unidentified;
+	n[PMW_SR_D_FORGED] = k->forged;
+	n[PMW_SR_D_OVER_CLIENT_LIMIT] = k->refused_busy;
+	n[PMW_SR_D_WRONG_VERSION] = k->refused_version;
+	n[PMW_SR_D_ACCEPT_ERRORS] = k->accept_errors;
+	n[PMW_SR_D_BUDGET_USERS] = b->n_users;
+	n[PMW_SR_D_BUDGET_USER_CONNECTIONS] = budget_cap(b, BUDGET_CLIENT);
+	n[PMW_SR_D_BUDGET_ALL_CONNECTIONS] = b->max_clients - b->max_clients / BUDGET_ROOT_RESERVE_DIV;
+	n[PMW_SR_D_BUDGET_USER_ENTRIES] = (uint64_t)BUDGET_JOURNAL_FACTOR * b->report_burst;
+	n[PMW_SR_D_BUDGET_INTERVAL_USEC] = (uint64_t)b->report_interval_s * USEC_PER_SEC;
+	n[PMW_SR_D_BUDGET_REFUSED_CONNECTIONS] = b->refused[BUDGET_CLIENT];
+	n[PMW_SR_D_BUDGET_REFUSED_CHILDREN] = b->refused[BUDGET_ENTRY];
+	n[PMW_SR_D_BUDGET_DROPPED_ENTRIES] = b->dropped_entries;
+	n[PMW_SR_D_BUDGET_SUMMARIES] = b->summaries;
+	n[PMW_SR_D_JOURNAL_SENT] = j.sent;
+	n[PMW_SR_D_JOURNAL_SENT_LATE] = j.sent_late;
+	n[PMW_SR_D_JOURNAL_QUEUED] = j.queued;
+	n[PMW_SR_D_JOURNAL_STALLED] = j.queued && j.connected;
+	n[PMW_SR_D_JOURNAL_DROPPED_FULL] = j.dropped_full;
+	n[PMW_SR_D_JOURNAL_DROPPED_ABSENT] = j.dropped_absent;
+	n[PMW_SR_D_JOURNAL_DROPPED_ERROR] = j.dropped_error;
+	n[PMW_SR_D_SERVED] = r->n_live;
+	n[PMW_SR_D_EXITED_KEPT] = r->n_history;
+	n[PMW_SR_D_EXITED_MAX] = REGISTRY_HISTORY;
+	n[PMW_SR_D_EXITED_FORGOTTEN] = r->n_evicted;
+	n[PMW_SR_D_UNSERVED_MORE] = more;
+	n[PMW_SR_D_FLAGS] = flags;
+	n[PMW_SR_D_PID_ASKED] = (uint64_t)(pid > 0 ? pid : 0);
+	strs[PMW_SR_D_POLICY_FILE] = m->config_path;
+	strs[PMW_SR_D_SOCKET] = server_socket_path(m->server);
+	status_data_add(d, PMW_SR_DAEMON, n, PMW_SR_D_N_NUMS, strs, PMW_SR_D_N_STRS);
 }
 
 /* pmallocctl status PID: the process's entry in detail (its rules, its
  * sites); the live one, else the newest exited one of that pid. */
-static void render_one(struct manager *m, struct strbuf *out, uid_t viewer, pid_t pid, uint64_t now)
+static const struct proc_entry *find_one(const struct registry *r, uid_t viewer, pid_t pid, uid_t *ret_uid)
 {
-	const struct registry *r = &m->registry;
-	const struct proc_entry *found = NULL;
-	bool live = true;
-
-	for (const struct proc_entry *e = r->live; e && !found; e = e->next)
-		if (e->pid == pid && visible(e, viewer))
-			found = e;
-	for (const struct proc_entry *e = r->history; e && !found; e = e->next)
-		if (e->pid == pid && visible(e, viewer)) {
-			found = e;
-			live = false;
-		}
-	if (!found) {
-		strbuf_printf(out, "no such process: PID %d was not served by this pmallocd%s\n", (int)pid,
-			      viewer != 0 ? " (or is not yours)" : "");
-		return;
-	}
-	strbuf_printf(out, "%s processes (PID %d):\n", live ? "served" : "exited", (int)pid);
-	render_entry(out, found, now, true);
+	for (const struct proc_entry *e = r->live; e; e = e->next)
+		if (e->pid == pid && visible(*ret_uid = entry_uid(e), viewer))
+			return e;
+	for (const struct proc_entry *e = r->history; e; e = e->next)
+		if (e->pid == pid && visible(*ret_uid = entry_uid(e), viewer))
+			return e;
+	return NULL;
 }
 
-void status_render(struct manager *m, struct strbuf *out, uid_t viewer, pid_t pid)
+void status_render(struct manager *m, struct status_data *d, uid_t viewer, pid_t pid)
 {
-	static const char cut[] = "... (status truncated)\n";
-	const struct server_counters *k = server_get_counters(m->server);
 	const struct registry *r = &m->registry;
-	uint64_t now = 0;
-	bool reserved = out->cap > 2 * sizeof(cut);
-	char a[32], b[32];
+	const struct proc_entry *one = NULL;
+	uint64_t now = 0, flags = viewer == 0 ? PMW_SR_D_ROOT_VIEW : 0;
+	struct status_data unserved = { 0 };
+	unsigned int more = 0;
+	uid_t uid = 0;
 
 	(void)sd_event_now(m->event, CLOCK_MONOTONIC, &now);
-	/* Keep room to say the text was cut. */
-	if (reserved)
-		out->cap -= sizeof(cut);
-
-	age(a, sizeof(a), now - m->start_usec);
-	age(b, sizeof(b), now - m->config_loaded_usec);
-	strbuf_printf(out, "pmallocd (PID %d), running %s\n", (int)getpid(), a);
-	strbuf_printf(out, "policy file: %s, generation %" PRIu64 " (%zu %s), loaded %s ago",
-		      m->config_path, m->config->generation, m->config->set->n_policies,
-		      m->config->set->n_policies == 1 ? "policy" : "policies", b);
-	if (m->reloads_refused)
-		strbuf_printf(out, "; %" PRIu64 " reloads refused", m->reloads_refused);
-	strbuf_printf(out, "\nsocket: %s%s\n", server_socket_path(m->server),
-		      server_socket_activated(m->server) ? " (socket activation)" : "");
-	strbuf_printf(out, "clients: %zu connected (at most %zu); %" PRIu64 " accepted, %" PRIu64
-		      " policies handed out, %" PRIu64 " without policy, %" PRIu64 " status requests\n",
-		      server_n_clients(m->server), server_max_clients(m->server), k->accepted, k->handed,
-		      k->no_policy, k->status_requests);
-	strbuf_printf(out, "messages: %" PRIu64 " protects, %" PRIu64 " violation reports\n",
-		      k->protects, k->reports);
-	strbuf_printf(out, "protect requests: %" PRIu64 " (pmallocctl protect), %" PRIu64
-		      " sent to the process\n", k->protect_requests, k->protect_sent);
-	strbuf_printf(out, "dropped: %" PRIu64 " malformed, %" PRIu64 " oversized, %" PRIu64
-		      " out of order, %" PRIu64 " passing fds, %" PRIu64 " silent, %" PRIu64
-		      " vanished, %" PRIu64 " unidentified, %" PRIu64 " forged, %" PRIu64
-		      " over the client limit, %" PRIu64 " wrong protocol version, %" PRIu64
-		      " accept errors\n",
-		      k->malformed, k->oversized, k->out_of_order, k->fds_passed, k->timed_out,
-		      k->vanished, k->unidentified, k->forged, k->refused_busy, k->refused_version,
-		      k->accept_errors);
-	render_budgets(out, server_get_budgets(m->server));
-	render_journal(out);
-	render_warnings(m, out);
 	if (pid > 0) {
-		strbuf_puts(out, "\n");
-		render_one(m, out, viewer, pid, now);
-		goto done;
+		flags |= PMW_SR_D_DETAIL;
+		one = find_one(r, viewer, pid, &uid);
+		if (!one)
+			flags |= PMW_SR_D_NO_SUCH;
+	} else if (viewer == 0) {
+		more = emit_unserved(m, &unserved, now);
 	}
-
-	strbuf_puts(out, "\nrunning but never checked in (a policy matches; LD_PRELOAD missing or failed):\n");
-	if (viewer != 0)
-		strbuf_puts(out, "  (shown to root only)\n");
-	else if (!out->full)
-		render_unserved(m, out, now);
-
-	strbuf_printf(out, "\nserved processes (%zu connected%s):\n", r->n_live,
-		      viewer != 0 ? "; only yours are listed" : "");
-	if (!r->live)
-		strbuf_puts(out, "  (none)\n");
-	for (const struct proc_entry *e = r->live; e && !out->full; e = e->next)
-		if (visible(e, viewer))
-			render_entry(out, e, now, false);
-
-	strbuf_printf(out, "\nexited processes (last %d kept, %zu shown", REGISTRY_HISTORY, r->n_history);
-	if (r->n_evicted)
-		strbuf_printf(out, ", %" PRIu64 " older forgotten", r->n_evicted);
-	strbuf_puts(out, "):\n");
-	if (!r->history)
-		strbuf_puts(out, "  (none)\n");
-	for (const struct proc_entry *e = r->history; e && !out->full; e = e->next)
-		if (visible(e, viewer))
-			render_entry(out, e, now, false);
-
-done:
-	if (reserved)
-		out->cap += sizeof(cut);
-	if (out->full && reserved) {
-		out->full = false;
-		strbuf_puts(out, "\n");
-		strbuf_puts(out, cut);
+	emit_daemon(m, d, now, flags, pid, more);
+	emit_warnings(m, d);
+	if (pid > 0) {
+		if (one)
+			emit_entry(d, one, uid, now, true);
+		return;
 	}
+	append(d, &unserved);
+	status_data_done(&unserved);
+	for (const struct proc_entry *e = r->live; e && !d->full; e = e->next)
+		if (visible(uid = entry_uid(e), viewer))
+			emit_entry(d, e, uid, now, false);
+	for (const struct proc_entry *e = r->history; e && !d->full; e = e->next)
+		if (visible(uid = entry_uid(e), viewer))
+			emit_entry(d, e, uid, now, false);
 }

@@ -1,19 +1,20 @@
 /*
- * status.h - the PMW_STATUS text: what pmallocd serves, for people.
+ * status.h - the status as PMW_STATUS_DATA records: what pmallocd serves.
  */
 #ifndef PMALLOCD_STATUS_H
 #define PMALLOCD_STATUS_H
 
 #include "manager.h"
-#include "strbuf.h"
+#include "status_data.h"
 
 #define STATUS_UNSERVED_MAX 128          /* never-checked-in processes listed */
 #define STATUS_SCAN_MAX 65536            /* /proc entries looked at per scan */
 
-/* Append the status text for a requester of uid viewer to out; marks the
- * end when out's cap cut it.  Root sees every process; anyone else sees
- * the counters and only processes of their own uid: exe paths and uids of
- * other users' processes are not theirs to read in /proc either. */
-void status_render(struct manager *m, struct strbuf *out, uid_t viewer, pid_t pid);
+/* Append the status records for a requester of uid viewer to d (pid > 0:
+ * that process alone, in detail).  Root sees every process; anyone else
+ * sees the counters and only processes running as their own uid: exe
+ * paths and uids of other users' processes are not theirs to read in
+ * /proc either. */
+void status_render(struct manager *m, struct status_data *d, uid_t viewer, pid_t pid);
 
 #endif

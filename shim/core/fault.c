@@ -41,7 +41,7 @@
  */
 #define _GNU_SOURCE
 #include "fault.h"
-#include "shim.h"
+#include "guard.h"
 #include "common.h"
 #include "os.h"
 #include "pool.h"

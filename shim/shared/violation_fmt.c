@@ -126,6 +126,34 @@ static void message(struct fmt *f, const struct pmw_report *r, const struct viol
 	fmt_str(f, r->mode == PMW_MODE_AUDIT ? "; write allowed (audit)\n" : "; process killed (enforce)\n");
 }
 
+/* The faulting instruction's module file, offset and build-id: what a
+ * reader needs to name the function when the writer could not (the shim
+ * reads no symbol file; pmallocctl does, from this path). */
+static void fault_module(struct fmt *f, const struct pmw_report *r)
+{
+	const struct pmw_module *m;
+	char hex[2 * PMW_BUILD_ID + 1];
+	uint32_t n;
+
+	if (r->n_frames == 0 || r->frames[0].module >= r->n_modules || r->frames[0].module >= PMW_MODULES)
+		return;
+	m = &r->modules[r->frames[0].module];
+	if (m->path[0] != '/')
+		return;
+	fmt_str(f, "PMALLOC_FAULT_MODULE=");
+	fmt_escaped(f, m->path);
+	fmt_printf(f, "\nPMALLOC_FAULT_OFFSET=0x%" PRIx64 "\n", r->frames[0].offset);
+	n = m->build_id_len < PMW_BUILD_ID ? m->build_id_len : PMW_BUILD_ID;
+	if (n == 0)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		hex[2 * i] = "0123456789abcdef"[m->build_id[i] >> 4];
+		hex[2 * i + 1] = "0123456789abcdef"[m->build_id[i] & 0xf];
+	}
+	hex[2 * n] = '\0';
+	fmt_printf(f, "PMALLOC_FAULT_BUILD_ID=%s\n", hex);
+}
+
 void violation_fmt_fields(struct fmt *f, const struct pmw_report *r, const struct violation_shown *s)
 {
 	bool audit = r->mode == PMW_MODE_AUDIT;
@@ -140,6 +168,7 @@ void violation_fmt_fields(struct fmt *f, const struct pmw_report *r, const struc
 	field(f, "PMALLOC_OBJECT_SITE", s->object_site, r->object_site);
 	fmt_printf(f, "PMALLOC_FAULT_IP=0x%" PRIx64 "\n", r->fault_ip);
 	field(f, "PMALLOC_FAULT_SYMBOL", s->fault_symbol, r->fault_symbol);
+	fault_module(f, r);
 	if (s->backtrace) {
 		field(f, "PMALLOC_BACKTRACE", s->backtrace, "");
 	} else if (r->n_frames > 0 && r->frames[0].ip) {

@@ -19,7 +19,8 @@
  *   shim -> daemon  PMW_PROTECTED        (each protect; from normal context)
  *   shim -> daemon  PMW_REPORT           (a violation record; from the signal handler)
  *   ctl -> daemon   PMW_STATUS_REQ
- *   daemon -> ctl   PMW_STATUS           (text for people, then the socket closes)
+ *   daemon -> ctl   PMW_STATUS_DATA      (the status as records, in a memfd passed
+ *                                         along; then the socket closes)
  *   ctl -> daemon   PMW_PROTECT_REQ      (the manual trigger from pmallocctl)
  *   daemon -> ctl   PMW_STATUS           (what was done, for people; then close)
  *   daemon -> shim  PMW_PROTECT          (protect this pool now; only the process
@@ -28,7 +29,8 @@
  *   shim -> daemon  PMW_RULES            (after the hand-out: each rule resolved or
  *                                         not; again when a dlopen resolves one; the
  *                                         per-site table at each protect)
- *   ctl -> daemon   PMW_STATUS_PID_REQ   (pmallocctl status PID: the detail view)
+ *   ctl -> daemon   PMW_STATUS_PID_REQ   (pmallocctl status PID: the detail view;
+ *                                         answered with PMW_STATUS_DATA too)
  *   daemon -> shim  PMW_SITES_REQ        (send a fresh site table; read where orders
  *                                         are: a process with a manual or learn pool)
  */
@@ -51,6 +53,7 @@ enum pmw_type {
 	PMW_STATUS_REQ = 7, PMW_PROTECT_REQ = 9, PMW_STATUS_PID_REQ = 12,    /* pmallocctl asks, */
 	PMW_STATUS = 8,                                                      /* pmallocd answers */
 	PMW_PROTECT = 10, PMW_SITES_REQ = 13,                                /* pmallocd orders a process */
+	PMW_STATUS_DATA = 14,                                                /* pmallocd answers status */
 };
 
 struct pmw_header {
@@ -255,6 +258,113 @@ struct pmw_status_pid_req {
 	uint32_t flags;                  /* 0 or PMW_STATUS_NO_ASK */
 };
 #define PMW_STATUS_NO_ASK 1u
+
+/* PMW_STATUS_DATA: the answer to PMW_STATUS_REQ and PMW_STATUS_PID_REQ.
+ * The packet carries one file descriptor (SCM_RIGHTS): a memfd sealed
+ * against writing, growing and shrinking, of exactly data_len bytes (at
+ * most PMW_STATUS_DATA_MAX), holding n_records records, so that a status
+ * of any number of processes is whole (a packet is at most PMW_MAX_MSG).
+ *
+ * A record: struct pmw_srec, then n_nums uint64_t numbers, then n_strs
+ * NUL-terminated strings (raw: escaped by whoever shows them), then zero
+ * padding to a multiple of 8; length covers all of it.  The meaning of
+ * each number and string is its index in the type's enum below; a
+ * receiver needs at least the count it knows and ignores any beyond it
+ * (a newer pmallocd may add some at the end).  Numbers are counts, bytes,
+ * ids or durations in microseconds; "unknown" is PMW_SR_NONE.
+ *
+ * Order: one DAEMON record; WARNING records; with PMW_SR_D_ROOT_VIEW the
+ * UNSERVED ones; then PROCESS records, each followed by its POOL records
+ * (each followed by the RULE records of that pool) and its SITE records. */
+#define PMW_STATUS_DATA_MAX (64u << 20)
+#define PMW_SR_NONE UINT64_MAX
+struct pmw_status_data {
+	struct pmw_header h;
+	uint32_t data_len;
+	uint32_t n_records;
+};
+
+struct pmw_srec {
+	uint16_t type;                   /* enum pmw_srec_type */
+	uint8_t n_nums;
+	uint8_t n_strs;
+	uint32_t length;                 /* of the record, this header included; a multiple of 8 */
+};
+
+enum pmw_srec_type {
+	PMW_SR_DAEMON = 1, PMW_SR_WARNING = 2, PMW_SR_UNSERVED = 3, PMW_SR_PROCESS = 4,
+	PMW_SR_POOL = 5, PMW_SR_RULE = 6, PMW_SR_SITE = 7,
+};
+
+/* PMW_SR_DAEMON: pmallocd, its policy file, socket, counters, budgets, journal. */
+enum pmw_sr_daemon {
+	PMW_SR_D_PID, PMW_SR_D_RUNNING_USEC, PMW_SR_D_GENERATION, PMW_SR_D_POLICIES,
+	PMW_SR_D_LOADED_USEC, PMW_SR_D_RELOADS_REFUSED, PMW_SR_D_SOCKET_ACTIVATED,
+	PMW_SR_D_CLIENTS, PMW_SR_D_MAX_CLIENTS, PMW_SR_D_ACCEPTED, PMW_SR_D_HANDED, PMW_SR_D_NO_POLICY,
+	PMW_SR_D_STATUS_REQUESTS, PMW_SR_D_PROTECTS, PMW_SR_D_REPORTS, PMW_SR_D_PROTECT_REQUESTS,
+	PMW_SR_D_PROTECT_SENT, PMW_SR_D_MALFORMED, PMW_SR_D_OVERSIZED, PMW_SR_D_OUT_OF_ORDER,
+	PMW_SR_D_FDS_PASSED, PMW_SR_D_SILENT, PMW_SR_D_VANISHED, PMW_SR_D_UNIDENTIFIED, PMW_SR_D_FORGED,
+	PMW_SR_D_OVER_CLIENT_LIMIT, PMW_SR_D_WRONG_VERSION, PMW_SR_D_ACCEPT_ERRORS,
+	PMW_SR_D_BUDGET_USERS, PMW_SR_D_BUDGET_USER_CONNECTIONS, PMW_SR_D_BUDGET_ALL_CONNECTIONS,
+	PMW_SR_D_BUDGET_USER_ENTRIES, PMW_SR_D_BUDGET_INTERVAL_USEC, PMW_SR_D_BUDGET_REFUSED_CONNECTIONS,
+	PMW_SR_D_BUDGET_REFUSED_CHILDREN, PMW_SR_D_BUDGET_DROPPED_ENTRIES, PMW_SR_D_BUDGET_SUMMARIES,
+	PMW_SR_D_JOURNAL_SENT, PMW_SR_D_JOURNAL_SENT_LATE, PMW_SR_D_JOURNAL_QUEUED,
+	PMW_SR_D_JOURNAL_STALLED, PMW_SR_D_JOURNAL_DROPPED_FULL, PMW_SR_D_JOURNAL_DROPPED_ABSENT,
+	PMW_SR_D_JOURNAL_DROPPED_ERROR,
+	PMW_SR_D_SERVED, PMW_SR_D_EXITED_KEPT, PMW_SR_D_EXITED_MAX, PMW_SR_D_EXITED_FORGOTTEN,
+	PMW_SR_D_UNSERVED_MORE,          /* never-checked-in processes past the ones listed */
+	PMW_SR_D_FLAGS,                  /* PMW_SR_D_ROOT_VIEW, PMW_SR_D_DETAIL, PMW_SR_D_NO_SUCH */
+	PMW_SR_D_PID_ASKED,              /* status PID: the PID; else 0 */
+	PMW_SR_D_N_NUMS
+};
+#define PMW_SR_D_ROOT_VIEW 0x1u          /* the viewer is root: every process listed */
+#define PMW_SR_D_DETAIL 0x2u             /* the answer to status PID */
+#define PMW_SR_D_NO_SUCH 0x4u            /* status PID: no such process (or not the viewer's) */
+enum pmw_sr_daemon_str { PMW_SR_D_POLICY_FILE, PMW_SR_D_SOCKET, PMW_SR_D_N_STRS };
+
+/* PMW_SR_WARNING: what policy_lint() says of the file in force. */
+enum pmw_sr_warning { PMW_SR_W_LINE, PMW_SR_W_N_NUMS };
+enum pmw_sr_warning_str { PMW_SR_W_TEXT, PMW_SR_W_N_STRS };
+
+/* PMW_SR_UNSERVED: a process a policy names that never checked in. */
+enum pmw_sr_unserved { PMW_SR_U_PID, PMW_SR_U_UID, PMW_SR_U_N_NUMS };
+enum pmw_sr_unserved_str { PMW_SR_U_EXE, PMW_SR_U_COMM, PMW_SR_U_POLICY, PMW_SR_U_N_STRS };
+
+/* PMW_SR_PROCESS: a process served (connected) or exited. */
+enum pmw_sr_state { PMW_SR_ALIVE = 0, PMW_SR_EXITED = 1, PMW_SR_GONE_CONNECTED = 2 };
+enum pmw_sr_process {
+	PMW_SR_P_EXITED,                 /* 0 served (connected), 1 exited */
+	PMW_SR_P_PID, PMW_SR_P_UID,      /* the uid the process runs as now (exited: when it connected) */
+	PMW_SR_P_VIA_PID,                /* 0, or the process whose connection a forked child uses */
+	PMW_SR_P_HAS_POLICY, PMW_SR_P_MODE,     /* enum policy_mode's number */
+	PMW_SR_P_GENERATION,
+	PMW_SR_P_STATE,                  /* enum pmw_sr_state */
+	PMW_SR_P_AGE_USEC,               /* alive: served for; exited: since it exited; else NONE */
+	PMW_SR_P_EXE_DELETED, PMW_SR_P_POOLS_UNTRACKED, PMW_SR_P_VIOLATIONS,
+	PMW_SR_P_VIOLATIONS_NOT_LOGGED, PMW_SR_P_PROTECTS_NOT_LOGGED,
+	PMW_SR_P_RULES_KNOWN,            /* 1 once it said its rules */
+	PMW_SR_P_RULES_TOTAL, PMW_SR_P_RULES_LISTED, PMW_SR_P_RULES_UNRESOLVED,
+	PMW_SR_P_SITES_KNOWN, PMW_SR_P_SITES_TOTAL, PMW_SR_P_SITES_AGE_USEC,
+	PMW_SR_P_SITES_ASKED_USEC,       /* a fresh table asked for that long ago, not come; else NONE */
+	PMW_SR_P_RULES_REFUSED,          /* rules and sites messages over the rate limit */
+	PMW_SR_P_N_NUMS
+};
+enum pmw_sr_process_str { PMW_SR_P_EXE, PMW_SR_P_POLICY, PMW_SR_P_COMM, PMW_SR_P_N_STRS };
+
+/* PMW_SR_POOL: a pool of the process above. */
+enum pmw_sr_pool {
+	PMW_SR_O_PROTECTED,              /* 1: a protect reached it; 0: not yet */
+	PMW_SR_O_PROTECTED_BYTES, PMW_SR_O_OBJECTS, PMW_SR_O_PROTECTS, PMW_SR_O_N_NUMS
+};
+enum pmw_sr_pool_str { PMW_SR_O_NAME, PMW_SR_O_POLICY, PMW_SR_O_LAST_TRIGGER, PMW_SR_O_N_STRS };
+
+/* PMW_SR_RULE: a rule of the pool above (enum pmw_row_kind, pmw_row_state). */
+enum pmw_sr_rule { PMW_SR_R_KIND, PMW_SR_R_STATE, PMW_SR_R_N_NUMS };
+enum pmw_sr_rule_str { PMW_SR_R_TEXT, PMW_SR_R_N_STRS };
+
+/* PMW_SR_SITE: a call site of the process above (status PID). */
+enum pmw_sr_site { PMW_SR_S_OBJECTS, PMW_SR_S_BYTES, PMW_SR_S_LATE, PMW_SR_S_N_NUMS };  /* LATE: 1 for a PMW_ROW_LATE row */
+enum pmw_sr_site_str { PMW_SR_S_POOL, PMW_SR_S_TEXT, PMW_SR_S_N_STRS };
 
 /* To the shim: send a PMW_RULES with the site table now. */
 struct pmw_sites_req {

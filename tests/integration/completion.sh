@@ -21,7 +21,7 @@ out=$(bash -c '
 ' _ "$bc" "$SRC" 2>&1) || fail "completion failed: $out"
 want='pmallocctl |check status violations propose learn-flush sites protect preload
 pmallocctl vi|violations
-pmallocctl violations --f|--follow --file
+pmallocctl violations --f|--follow --full --file
 pmallocctl violations --since |today yesterday now -1h -10min -1d
 pmallocctl status --|--socket --json --pid --help
 pmallocctl preload |enable disable status

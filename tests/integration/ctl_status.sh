@@ -30,34 +30,68 @@ run status extra
 pass "no daemon: exit 3 and the socket named"
 
 # A fake daemon (Python), one connection per mode: it checks the request is
-# exactly a PMW_STATUS_REQ and answers as the mode says.
-if command -v python3 >/dev/null && python3 -c 'import socket; socket.SOCK_SEQPACKET' 2>/dev/null; then
+# exactly a PMW_STATUS_REQ and answers as the mode says, with status records
+# (shim/wire.h's PMW_STATUS_DATA) in a memfd passed along.
+if command -v python3 >/dev/null && python3 -c 'import socket; socket.SOCK_SEQPACKET; socket.send_fds' 2>/dev/null; then
 	cat >"$T/fake.py" <<'PY'
-import os, socket, struct, sys, time
-path, mode, flag = sys.argv[1], sys.argv[2], sys.argv[3]
-MAGIC, VERSION, STATUS_REQ, STATUS = 0x31414d50, 2, 7, 8
+import os, re, socket, struct, sys, time
+path, mode, flag, wire_h = sys.argv[1:5]
+MAGIC, VERSION, STATUS_REQ, STATUS, DATA = 0x31414d50, 2, 7, 8, 14
+wire = open(wire_h).read()
+def count(enum):   # the members of an enum of wire.h before its *_N_NUMS / *_N_STRS
+    body = re.search(r"enum " + enum + r" \{(.*?)\};", wire, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    names = [n.strip() for n in body.split(",") if n.strip()]
+    return len(names) - 1
+ND, SD = count("pmw_sr_daemon"), count("pmw_sr_daemon_str")
+NP, SP = count("pmw_sr_process"), count("pmw_sr_process_str")
+def rec(type_, nums, strs, n_nums=None, pad=True):
+    body = b"".join(struct.pack("=Q", v) for v in nums) + b"".join(s + b"\0" for s in strs)
+    n = 8 + len(body)
+    if pad:
+        n = (n + 7) & ~7
+    return struct.pack("=HBBI", type_, len(nums) if n_nums is None else n_nums, len(strs), n) + body + b"\0" * (n - 8 - len(body))
+def daemon(flags=1):
+    nums = [0] * ND
+    nums[0] = 4242; nums[ND - 2] = flags
+    return rec(1, nums, [b"/etc/pmalloc.conf", b"/run/pmalloc/pmallocd.sock"])
+def process(exe, pid=1234):
+    nums = [0] * NP
+    nums[1] = pid; nums[4] = 1; nums[7] = 0
+    return rec(4, nums, [exe, b"demo", b"demo"])
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.bind(path); s.listen(1)
 c, _ = s.accept()
 req = c.recv(65536)
 if req != struct.pack("=IHHII", MAGIC, VERSION, STATUS_REQ, 16, 0):
     open(flag, "w").write("bad request: %r\n" % req)
-def reply(text, magic=MAGIC, version=VERSION, type_=STATUS, length=None, text_len=None):
-    n = 24 + len(text)
-    c.send(struct.pack("=IHHIIII", magic, version, type_, n if length is None else length, 0,
-                       len(text) if text_len is None else text_len, 0) + text)
-good = b"pmallocd: 2 processes served\n  1234 /usr/bin/demo: pool config 4096 bytes protected\n\0"
-if mode == "ok": reply(good)
-elif mode == "nonewline": reply(b"one line\0")
-elif mode == "hostile": reply(b"exe /tmp/\x1b]0;owned\x07x\r\xe2\x80\xaeevil\tok\nnext\0")
-elif mode == "badmagic": reply(good, magic=0x41414141)
-elif mode == "version": reply(good, version=VERSION + 1)
-elif mode == "type": reply(good, type_=5)
-elif mode == "length": reply(good, length=24 + len(good) + 8)
-elif mode == "textlen": reply(good, text_len=len(good) + 1)
-elif mode == "nonul": reply(b"no terminator")
+def reply(data, n_records, magic=MAGIC, version=VERSION, type_=DATA, data_len=None, fds=1, size=None):
+    fd = os.memfd_create("fake")
+    os.write(fd, data)
+    if size is not None:
+        os.ftruncate(fd, size)
+    msg = struct.pack("=IHHIIII", magic, version, type_, 24, 0, len(data) if data_len is None else data_len, n_records)
+    if fds:
+        socket.send_fds(c, [msg], [fd] * fds)
+    else:
+        c.send(msg)
+good = daemon() + process(b"/usr/bin/demo")
+if mode == "ok": reply(good, 2)
+elif mode == "hostile": reply(daemon() + process(b"/tmp/\x1b]0;owned\x07x\r\xe2\x80\xaeevil\tok\nnext"), 2)
+elif mode == "badmagic": reply(good, 2, magic=0x41414141)
+elif mode == "version": reply(good, 2, version=VERSION + 1)
+elif mode == "type": reply(good, 2, type_=STATUS)
+elif mode == "nofd": reply(good, 2, fds=0)
+elif mode == "twofds": reply(good, 2, fds=2)
+elif mode == "size": reply(good, 2, size=len(good) + 8)
+elif mode == "datalen": reply(good, 2, data_len=len(good) - 8)
+elif mode == "toobig": reply(good, 2, data_len=(64 << 20) + 1)
+elif mode == "records": reply(good, 1)
+elif mode == "unaligned": reply(daemon() + rec(4, [1], [b"x"], pad=False), 2)
+elif mode == "nonul": reply(daemon()[:-8] + b"xxxxxxxx", 1)
+elif mode == "first": reply(process(b"/x") + daemon(), 2)
+elif mode == "counts": reply(daemon() + rec(4, [1, 2], [b"a", b"b", b"c"]), 2)
 elif mode == "short": c.send(b"PMA1")
-elif mode == "huge": c.send(struct.pack("=IHHII", MAGIC, VERSION, STATUS, 70000, 0) + b"x" * 69984)
 elif mode == "close": pass
 elif mode == "silent": time.sleep(8)
 c.close()
@@ -65,7 +99,7 @@ PY
 	fake() {
 		local mode=$1 sock=$T/fake-$1.sock
 		rm -f "$T/flag"
-		python3 "$T/fake.py" "$sock" "$mode" "$T/flag" &
+		python3 "$T/fake.py" "$sock" "$mode" "$T/flag" "$SRC/shim/wire.h" &
 		local pid=$!
 		wait_until 100 test -S "$sock" || fail "fake daemon ($mode) did not start"
 		run status --socket "$sock"
@@ -74,17 +108,15 @@ PY
 	}
 	fake ok
 	[ "$(rc)" = 0 ] || fail "ok: exit $(rc): $(cat "$T/err")"
-	printf 'pmallocd: 2 processes served\n  1234 /usr/bin/demo: pool config 4096 bytes protected\n' | cmp -s - "$T/out" ||
+	grep -q '^pmallocd (PID 4242), running 0s$' "$T/out" &&
+		grep -qx '  PID 1234  /usr/bin/demo  uid 0  policy "demo" (enforce, generation 0)  alive, served 0s' "$T/out" ||
 		fail "ok: output: $(cat "$T/out")"
-	fake nonewline
-	[ "$(rc)" = 0 ] && [ "$(cat "$T/out")" = "one line" ] && [ "$(tail -c 1 "$T/out" | od -An -c | tr -d ' ')" = '\n' ] ||
-		fail "nonewline: $(od -c "$T/out")"
 	fake hostile
 	[ "$(rc)" = 0 ] || fail "hostile: exit $(rc)"
-	[ "$(cat "$T/out")" = "$(printf '%s\n' 'exe /tmp/\x1b]0;owned\x07x\r\u202eevil	ok' next)" ] ||
-		fail "hostile: $(od -c "$T/out" | head)"
-	pass "fake daemon: text printed, control characters escaped"
-	for mode in badmagic type length textlen nonul short huge; do
+	grep -qF '  PID 1234  /tmp/\x1b]0;owned\x07x\r\u202eevil\tok\nnext  uid 0' "$T/out" && ! grep -q '^next' "$T/out" ||
+		fail "hostile: $(grep -a "PID 1234" "$T/out" | od -c | head -8)"
+	pass "fake daemon: status records laid out, control characters escaped"
+	for mode in badmagic type nofd twofds size datalen toobig records unaligned nonul first counts short; do
 		fake $mode
 		[ "$(rc)" = 1 ] || fail "$mode: exit $(rc), expected 1"
 		grep -qx "pmallocctl: malformed reply from pmallocd ($T/fake-$mode.sock): .*" "$T/err" ||
@@ -99,9 +131,9 @@ PY
 	fake silent
 	[ "$(rc)" = 3 ] && grep -qx "pmallocctl: pmallocd is not answering ($T/fake-silent.sock): Connection timed out" "$T/err" ||
 		fail "silent: exit $(rc): $(cat "$T/err")"
-	pass "fake daemon: malformed replies refused, silence bounded"
+	pass "fake daemon: malformed answers refused (header, descriptor, sizes, records), silence bounded"
 else
-	echo "note: python3 with SOCK_SEQPACKET missing: fake-daemon part left out"
+	echo "note: python3 with SOCK_SEQPACKET and send_fds missing: fake-daemon part left out"
 fi
 
 # The real daemon, when it has been built.

@@ -61,7 +61,7 @@ TZ=Etc/GMT-14 expect "" --policy "$pol" --until "$until_utc"
 hhmm=$(date -u -d "@$(( ${mark%.*} - 7200 ))" '+%H:%M')
 run --policy "$pol" --since "$hhmm UTC"
 [ "$(cat "$T/rc")" = 0 ] || fail "--since '$hhmm UTC': exit $(cat "$T/rc")"
-for bad in "25:00" "5 parsecs ago" "-" "+" "@1 UTC" "-1h UTC" "1h30min" "09:4"; do
+for bad in "25:00" "5 parsecs ago" "-" "+" "@1 UTC" "-1h UTC" "1h30min" "09:" "today  UTC"; do
 	run --since "$bad"
 	[ "$(cat "$T/rc")" = 2 ] || fail "--since '$bad': exit $(cat "$T/rc"), expected 2"
 done

@@ -93,7 +93,6 @@ python3 - "$T/status.json" "$T/detail.json" "$ppid" <<'PY' || fail "status --jso
 import json, sys
 summary, detail = (json.load(open(p)) for p in sys.argv[1:3])
 pid = int(sys.argv[3])
-assert not summary["other"] and not detail["other"], (summary["other"], detail["other"])
 w = summary["policy_warnings"]
 assert any(x["line"] == 6 and 'exe "learn_prog" can never match' in x["warning"] for x in w), w
 assert any(x["line"] == 7 and "symbolic link" in x["warning"] for x in w), w
@@ -102,15 +101,15 @@ for doc, full in ((summary, False), (detail, True)):
     pools = {x["name"]: x for x in p["pools"]}
     cfg, later = pools["cfg"], pools["later"]
     assert cfg["protected"] and cfg["protected_bytes"] == 4096 and cfg["objects"] == 1, cfg
-    assert cfg["rules_resolved"] == 2 and cfg["rules_unresolved"] == 1, cfg
+    assert [r["resolved"] for r in cfg["rules"]].count(True) == 2, cfg
     bad = [r for r in cfg["rules"] if not r["resolved"]]
     assert bad == [{"kind": "site", "rule": "parse_confg", "resolved": False,
                     "why": "no function of that name in any loaded object"}], cfg["rules"]
-    assert len(cfg["rules"]) == (3 if full else 1), cfg["rules"]
+    assert len(cfg["rules"]) == 3, cfg["rules"]
     assert later["protected"] is False, later
     assert p["rules_unresolved"] == 1 and p["rules_total"] == 4, p
     if full:
-        s = [s for s in p["sites"] if s["site"].startswith("load_config+0x")]
+        s = [s for s in p["sites"]["rows"] if s["site"].startswith("load_config+0x")]
         assert s and s[0]["pool"] == "cfg" and s[0]["objects"] == 1 and s[0]["bytes"] == 4096, p["sites"]
     else:
         assert "sites" not in p, p

@@ -46,6 +46,8 @@
  *                           connection; prints "status_max_us=U" (connect to
  *                           answer, the slowest), "status_median_us=M" and
  *                           "status_over_100ms=K" (exit 1 if one is not answered)
+ *   --status                print pmallocd's status text: run the pmallocctl built
+ *                           beside this program (status is data, pmallocctl words it)
  *   --many N                N connections at once, each says HELLO; prints
  *                           "answered=K refused=R" (exit 0 when every one got either);
  *                           with --report K each answered one then sends K reports,
@@ -746,6 +748,26 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("pid=%d\n", (int)getpid());
 
+	if (status) {
+		char self[4096], ctl[4200];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		char *slash;
+
+		if (n <= 0)
+			return 1;
+		self[n] = '\0';
+		slash = strrchr(self, '/');          /* BUILD/progs/wire_client -> BUILD/pmallocctl */
+		if (slash)
+			*slash = '\0';
+		slash = strrchr(self, '/');
+		if (slash)
+			*slash = '\0';
+		snprintf(ctl, sizeof(ctl), "%s/pmallocctl", self);
+		fflush(stdout);
+		execl(ctl, "pmallocctl", "status", "--socket", opt_socket, (char *)NULL);
+		printf("cannot run %s: %s\n", ctl, strerror(errno));
+		return 1;
+	}
 	if (n_many)
 		return many(n_many, hold, n_reports, n_children, vanish);
 	if (status_times > 0)
@@ -763,25 +785,6 @@ int main(int argc, char **argv)
 		bad_message(fd, bad);
 		return 0;
 	}
-	if (status) {
-		static char buf[PMW_MAX_MSG + 1];
-		struct pmw_status_req req;
-		const struct pmw_status *st = (const void *)buf;
-		ssize_t n;
-
-		memset(&req, 0, sizeof(req));
-		pmw_header_init(&req.h, PMW_STATUS_REQ, sizeof(req));
-		send_all(fd, &req, sizeof(req));
-		n = recv_timeout(fd, buf, sizeof(buf), 5000);
-		if (n < (ssize_t)sizeof(*st) || st->h.type != PMW_STATUS || st->h.length != (uint32_t)n ||
-		    sizeof(*st) + st->text_len != (size_t)n || st->text[st->text_len - 1] != '\0') {
-			printf("bad status answer (%zd bytes)\n", n);
-			return 1;
-		}
-		fputs(st->text, stdout);
-		return 0;
-	}
-
 	if (exec_prog)
 		return exec_trick(fd, exec_prog, exec_arg, hello_child, hello_exec);
 	hello(fd, (uint16_t)version);

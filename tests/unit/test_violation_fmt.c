@@ -99,6 +99,7 @@ START_TEST(test_fields_shim)
 			 "PMALLOC_ADDRESS=0x7f0000001008\nPMALLOC_OFFSET=8\nPMALLOC_OBJECT_SIZE=32\n"
 			 "PMALLOC_OBJECT_START=0x7f0000001000\nPMALLOC_OBJECT_SITE=make_config+0x1c\n"
 			 "PMALLOC_FAULT_IP=0x555500001010\nPMALLOC_FAULT_SYMBOL=main+0x10\n"
+			 "PMALLOC_FAULT_MODULE=/usr/bin/demo\nPMALLOC_FAULT_OFFSET=0x1010\n"
 			 "PMALLOC_BACKTRACE=demo+0x1010 < libc.so.6+0x29d90 < 0x99\n"
 			 "PMALLOC_EXE=/usr/bin/demo\nPMALLOC_GENERATION=3\n"
 			 "PMALLOC_SIGNAL=11\nPMALLOC_SIGNAL_NAME=SIGSEGV\n");
@@ -123,6 +124,7 @@ START_TEST(test_fields_daemon)
 			 "PMALLOC_POLICY=demo\nPMALLOC_POOL=config\nPMALLOC_MODE=audit\n"
 			 "PMALLOC_ADDRESS=0x7f0000001008\nPMALLOC_OBJECT_SITE=make_config+0x1c\n"
 			 "PMALLOC_FAULT_IP=0x555500001010\nPMALLOC_FAULT_SYMBOL=f+0x2\n"
+			 "PMALLOC_FAULT_MODULE=/usr/bin/demo\nPMALLOC_FAULT_OFFSET=0x1010\n"
 			 "PMALLOC_BACKTRACE=demo+0x1010 (f+0x2) [abcd]\nPMALLOC_KERNEL_CALL=recvmsg\n"
 			 "PMALLOC_EXE=/opt/real\nPMALLOC_GENERATION=9\n");
 }
@@ -164,13 +166,14 @@ START_TEST(test_hostile)
 		ck_assert_msg(*(const unsigned char *)p >= 0x20 || *p == '\n', "raw control byte in %s", t);
 		lines += *p == '\n';
 	}
-	ck_assert_int_eq(lines, 16);
+	ck_assert_int_eq(lines, 18);
 	ck_assert_ptr_null(strstr(t, "\nPMALLOC_MODE=audit"));
 	ck_assert_ptr_nonnull(strstr(t, "\nPMALLOC_POOL=p\\x0aPMALLOC_MODE=audit\n"));
 	ck_assert_ptr_nonnull(strstr(t, "\nPMALLOC_POLICY=q\"\\x1b[2J\\u202e\n"));
 	ck_assert_ptr_nonnull(strstr(t, "\nPMALLOC_OBJECT_SITE=s\\\\x0a\\x0a\n"));
 	ck_assert_ptr_nonnull(strstr(t, "\nPMALLOC_FAULT_SYMBOL=\\x0d\\x7f\n"));
 	ck_assert_ptr_nonnull(strstr(t, "\nPMALLOC_EXE=/bin/\\x01x\n"));
+	ck_assert_ptr_nonnull(strstr(t, "\nPMALLOC_FAULT_MODULE=/lib/evil\\x0aPMALLOC_POOL=x\n"));
 	ck_assert_ptr_nonnull(strstr(t, "\nPMALLOC_BACKTRACE=evil\\x0aPMALLOC_POOL=x+0x1010 < "));
 	ck_assert_ptr_nonnull(strstr(t, "MESSAGE=pmalloc: PID 1 (/bin/\\x01x) wrote to protected pool "
 				    "\"p\\x0aPMALLOC_MODE=audit\" of policy \"q\"\\x1b[2J\\u202e\""));
