@@ -31,7 +31,7 @@ pass "no daemon: exit 3 and the socket named"
 
 # A fake daemon (Python), one connection per mode: it checks the request is
 # exactly a PMW_STATUS_REQ and answers as the mode says, with status records
-# (shim/wire.h's PMW_STATUS_DATA) in a memfd passed along.
+# (shim/shared/wire.h's PMW_STATUS_DATA) in a memfd passed along.
 if command -v python3 >/dev/null && python3 -c 'import socket; socket.SOCK_SEQPACKET; socket.send_fds' 2>/dev/null; then
 	cat >"$T/fake.py" <<'PY'
 import os, re, socket, struct, sys, time
@@ -99,7 +99,7 @@ PY
 	fake() {
 		local mode=$1 sock=$T/fake-$1.sock
 		rm -f "$T/flag"
-		python3 "$T/fake.py" "$sock" "$mode" "$T/flag" "$SRC/shim/wire.h" &
+		python3 "$T/fake.py" "$sock" "$mode" "$T/flag" "$SRC/shim/shared/wire.h" &
 		local pid=$!
 		wait_until 100 test -S "$sock" || fail "fake daemon ($mode) did not start"
 		run status --socket "$sock"
