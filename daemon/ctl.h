@@ -15,6 +15,7 @@
 #include "msgid.h"
 #include "paths.h"
 #include "policy.h"
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -41,6 +42,7 @@ int ctl_cmd_preload(int argc, char **argv);
 int ctl_cmd_propose(int argc, char **argv);
 int ctl_cmd_learn_flush(int argc, char **argv);
 int ctl_cmd_sites(int argc, char **argv);
+int ctl_cmd_learn(int argc, char **argv);
 /* ctl_learn_flush.c: the command line of learn-flush and sites (NAME PID
  * [--socket PATH]) and the learn-flush request to pmallocd: -1 with
  * *ret_pid and *ret_text (pmallocd's answer, as ctl_request()), else the
@@ -127,5 +129,19 @@ int ctl_put_answer(char *text);
 struct sd_journal;
 char *ctl_learned_field(struct sd_journal *j, const char *name);
 uint64_t ctl_learned_u64(struct sd_journal *j, const char *name);
+
+/* ctl_quote.c: s as a libconfig string literal, quotes included: the one
+ * way a value reaches generated policy text (settings and comments). */
+void ctl_conf_quote(FILE *f, const char *s);
+/* ctl_quote.c: may s be a name in a policy (1 to 255 bytes, no control byte)? */
+bool ctl_conf_name_ok(const char *s);
+/* ctl_conf_merge.c: policy (the text of one "{ ... }" element of the
+ * policies list) into the policy file path for exe: a new file, or that
+ * executable's policy replaced in an existing one (path.bak keeps the old
+ * bytes).  Says what it did on stderr, as command cmd; 0 or -errno. */
+int ctl_conf_put_policy(const char *path, const char *exe, const char *policy, const char *cmd);
+/* ctl_buildid.c: the GNU build-id of the ELF file path as lower-case hex
+ * ("" when it has none); 0, -ENOEXEC when not an ELF file, -errno. */
+int ctl_file_build_id(const char *path, char *hex, size_t hexlen);
 
 #endif
