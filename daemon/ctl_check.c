@@ -90,6 +90,9 @@ static void put_trigger(FILE *f, const struct policy_trigger *t)
 	case POLICY_TRIGGER_MANUAL:
 		fputs("manual", f);
 		break;
+	case POLICY_TRIGGER_ON_WAIT:
+		fputs("on-wait", f);
+		break;
 	}
 }
 
@@ -123,6 +126,8 @@ static void put_pool(FILE *f, const struct policy_pool *pool)
 	}
 	if (pool->max_bytes)
 		fprintf(f, "; max_bytes %" PRIu64, pool->max_bytes);
+	if (pool->take != POLICY_TAKE_ALWAYS)
+		fprintf(f, "; take %s", policy_take_name(pool->take));
 	fputc('\n', f);
 }
 

@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +133,12 @@ static int load_policy(const char *exe, const char *comm, struct policy_image_bu
 		    strerror(-r));
 	policy_set_free(file);
 	ret->generation = 0;
+	/* Loaded when the file was last written: learned entries tell the
+	 * runs of one learn policy by it. */
+	struct stat sb;
+	if (r == 0 && stat(conf, &sb) == 0)
+		((struct pimg_header *)ret->image)->loaded_us =
+			(uint64_t)sb.st_mtim.tv_sec * 1000000u + (uint64_t)sb.st_mtim.tv_nsec / 1000u;
 	return r < 0 ? 0 : 1;
 }
 
@@ -204,10 +211,14 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		snprintf(sp->pool->policy, sizeof(sp->pool->policy), "%s", policy_name);
 		sp->pool->max_bytes = pp->max_bytes;
 		sp->pool->index = (int)i;
+		/* Learning takes what a proposal will: until the first trigger. */
+		sp->until_trigger = pp->take == POLICY_TAKE_UNTIL_TRIGGER || img->mode == POLICY_MODE_LEARN;
 		for (size_t t = 0; t < pp->n_triggers; t++) {
 			const struct pimg_trigger *tr = pimg_pool_trigger(img, pp, t);
 			if (tr->kind == POLICY_TRIGGER_ON_CALL) {
 				sp->call_mask |= 1u << tr->call;
+			} else if (tr->kind == POLICY_TRIGGER_ON_WAIT) {
+				sp->call_mask |= POLICY_WAIT_CALLS;
 			} else if (tr->kind == POLICY_TRIGGER_AFTER) {
 				if (!sp->after_ns || tr->after_ns < sp->after_ns)
 					sp->after_ns = tr->after_ns;

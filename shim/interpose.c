@@ -23,6 +23,7 @@
 #include "fault.h"
 #include "fill.h"
 #include "heap.h"
+#include "learn.h"
 #include "site.h"
 
 #include <dlfcn.h>
@@ -58,8 +59,22 @@ static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct sit
 	}
 	if (h.route < 0)
 		return NULL;
-	/* NULL from the pool: it reached max_bytes (said once); heap it is. */
-	return pool_alloc(st->pools[h.route].pool, size, align < PM_ALIGN ? PM_ALIGN : align, h.id);
+	align = align < PM_ALIGN ? PM_ALIGN : align;
+	/* take = "until-trigger" (learn mode's pools too): the read-only
+	 * state's word.  Learning finds each allocation's context (learn.h);
+	 * enforce, once the pool closed, counts the site and goes to the heap
+	 * (one more load and test per routed allocation while open). */
+	if (unlikely(st->pools[h.route].until_trigger)) {
+		if (st->image->mode == POLICY_MODE_LEARN && learn_active())
+			return learn_alloc((size_t)h.route, size, align, ra, h.id);
+		if (pool_closed(st->pools[h.route].pool)) {
+			take_note_late((size_t)h.route, h.id, size);
+			return NULL;
+		}
+	}
+	/* NULL from the pool: it reached max_bytes (said once), or closed
+	 * meanwhile; heap it is. */
+	return pool_alloc(st->pools[h.route].pool, size, align, h.id);
 }
 
 /* Where an allocation from return address ra goes, when a policy is armed:
@@ -101,11 +116,18 @@ PMALLOC_EXPORT void *malloc(size_t size)
 	return malloc_routed(size, CALLER());
 }
 
+/* free() of pool object p: checked and counted (for learning too). */
+static void note_free(void *p, const char *api)
+{
+	pool_note_free(p, api);
+	learn_note_free(p);
+}
+
 void free_checked(void *p)
 {
 	if (unlikely(arena_contains(p))) {
 		/* Pool memory is permanent by design: counted, never reused. */
-		pool_note_free(p, "free");
+		note_free(p, "free");
 		return;
 	}
 	heap_next.free(p);
@@ -143,7 +165,7 @@ static cold void *pool_fillable(void *p, size_t size, uintptr_t ra, const char *
 	fill_begin();
 	if (likely(!pool_is_protected(p)))
 		return p;
-	pool_note_free(p, api);
+	note_free(p, api);
 	p = route(size, PM_ALIGN, ra);
 	return p ? p : heap_next.malloc(size);
 }
@@ -157,7 +179,7 @@ static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 	if (likely(!arena_contains(old)))
 		return heap_next.realloc(old, size);   /* heap objects stay on the heap */
 	if (size == 0) {
-		pool_note_free(old, "realloc");
+		note_free(old, "realloc");
 		return NULL;
 	}
 	size_t have = pool_usable_size(old, "realloc");
@@ -168,7 +190,7 @@ static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 	p = fill ? pool_fillable(p, size, ra, "realloc") : heap_next.malloc(size);
 	if (p) {
 		memcpy(p, old, have < size ? have : size);
-		pool_note_free(old, "realloc");
+		note_free(old, "realloc");
 	}
 	if (fill)
 		fill_end();

@@ -266,21 +266,38 @@ void journal_learned(const struct journal_learned *m)
 	struct fmt f;
 	if (!entry_begin(&f, MID_LEARNED, 6, false))
 		return;
-	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_SITE=%s\nPMALLOC_SITE_NAMED=%d\n"
-		   "PMALLOC_SITE_OBJECT=%s\nPMALLOC_SITE_OFFSET=0x%" PRIx64 "\n", m->policy, m->pool, m->site,
-		   m->named ? 1 : 0, m->object, m->offset);
+	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_RUN=%s\nPMALLOC_EXE_BUILD_ID=%s\n"
+		   "PMALLOC_POLICY_LOADED=%" PRIu64 "\nPMALLOC_CHAIN=%s\n", m->policy, m->pool, m->run,
+		   m->exe_build_id, m->policy_loaded_us, m->chain);
+	fmt_printf(&f, "PMALLOC_OBJECTS=%" PRIu64 "\nPMALLOC_BYTES=%" PRIu64 "\nPMALLOC_LIVE_OBJECTS=%" PRIu64
+		   "\nPMALLOC_LIVE_BYTES=%" PRIu64 "\nPMALLOC_FREED_OBJECTS=%" PRIu64 "\nPMALLOC_FREED_BYTES=%" PRIu64
+		   "\nPMALLOC_LATE_OBJECTS=%" PRIu64 "\nPMALLOC_LATE_BYTES=%" PRIu64 "\nPMALLOC_WRITTEN=%d\n"
+		   "PMALLOC_WRITTEN_BYTES=%" PRIu64 "\n", m->objects, m->bytes, m->live_objects, m->live_bytes,
+		   m->freed_objects, m->freed_bytes, m->late_objects, m->late_bytes, m->written ? 1 : 0,
+		   m->written_bytes);
+	/* Frame 0 alone, as before contexts: for readers of the older entries. */
+	fmt_printf(&f, "PMALLOC_SITE=%s\nPMALLOC_SITE_NAMED=%d\nPMALLOC_SITE_OBJECT=%s\nPMALLOC_SITE_OFFSET=0x%"
+		   PRIx64 "\nPMALLOC_OBJECTS_LATE=%" PRIu64 "\n", m->site, m->named ? 1 : 0, m->object, m->offset,
+		   m->late_objects);
 	if (m->build_id[0])
 		fmt_printf(&f, "PMALLOC_BUILD_ID=%s\n", m->build_id);
-	fmt_printf(&f, "PMALLOC_OBJECTS=%" PRIu64 "\nPMALLOC_BYTES=%" PRIu64 "\nPMALLOC_WRITTEN=%d\n"
-		   "PMALLOC_OBJECTS_LATE=%" PRIu64 "\nPMALLOC_TRIGGERS=%s\n", m->objects, m->bytes,
-		   m->written ? 1 : 0, m->late, m->triggers);
 	for (size_t i = 0; i < m->n_wrappers; i++)
 		fmt_printf(&f, "PMALLOC_WRAPPER=%s\n", m->wrappers[i]);
-	fmt_printf(&f, "PMALLOC_LEARN_REASON=%s\nPMALLOC_EXE=%s\n"
-		   "MESSAGE=pmalloc: learned: pool \"%s\" of policy \"%s\": site %s: %" PRIu64 " objects, %" PRIu64
-		   " bytes, %swritten after protection\n", m->reason, m->exe, m->pool, m->policy, m->site,
-		   m->objects, m->bytes, m->written ? "" : "never ");
+	fmt_printf(&f, "PMALLOC_TRIGGERS=%s\nPMALLOC_LEARN_REASON=%s\nPMALLOC_EXE=%s\nMESSAGE=pmalloc: %s\n",
+		   m->triggers, m->reason, m->exe, m->message);
 	entry_end(&f, 250, false);
+}
+
+void journal_take_late(const char *policy, const char *pool, const char *site)
+{
+	struct fmt f;
+	if (!entry_begin(&f, MID_PROTECTED, 5, false))
+		return;
+	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_TAKE=late\nPMALLOC_SITE=%s\nPMALLOC_EXE=%s\n"
+		   "MESSAGE=pmalloc: PID %d (%s): site %s of pool \"%s\" (policy \"%s\") allocates after the pool's"
+		   " trigger: to the heap, unprotected (take = \"until-trigger\"); said once\n", policy, pool, site,
+		   self_exe, (int)getpid(), self_exe, site, pool, policy);
+	entry_end(&f, 0, false);
 }
 
 void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule)

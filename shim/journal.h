@@ -25,16 +25,22 @@ void journal_protected(const struct pmw_protected *m);
  * next window, or when the process exits). */
 void journal_note_dropped(void);
 
-/* learn mode: one site's result (learn.c), normal context. */
+/* learn mode: one pool and allocation context's result (learn.c), normal
+ * context.  The fields are the learned entry's (README, "Learned entries"). */
 struct journal_learned {
 	const char *policy, *pool, *site, *object, *build_id, *triggers, *exe, *reason;
+	const char *run, *exe_build_id, *chain, *message;
 	const char *const *wrappers;   /* the pool's wrapper rules: one PMALLOC_WRAPPER each */
 	size_t n_wrappers;
-	uint64_t offset, objects, bytes;
-	uint64_t late;              /* objects protected after the pool's first protect */
+	uint64_t offset, policy_loaded_us;
+	uint64_t objects, bytes, live_objects, live_bytes, freed_objects, freed_bytes;
+	uint64_t late_objects, late_bytes, written_bytes;
 	bool written, named;
 };
 void journal_learned(const struct journal_learned *m);
+/* take = "until-trigger": site of pool allocated after the pool's first
+ * trigger, and went to the heap; said once per site (take.c). */
+void journal_take_late(const char *policy, const char *pool, const char *site);
 /* A site or wrapper rule that matched no function at start-up (resolve.c),
  * said once per process; normal context. */
 void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule);

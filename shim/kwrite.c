@@ -435,6 +435,15 @@ int kwrite_epoll_pwait(kwrite_epoll_p_fn fn, uintptr_t ra, int fd, struct epoll_
 	KW_BOUNCE_ONE("epoll_pwait", e, len, fn(fd, e, n, t, s), r, r > 0 ? (size_t)r * sizeof(*e) : 0);
 }
 
+int kwrite_epoll_pwait2(kwrite_epoll_p2_fn fn, uintptr_t ra, int fd, struct epoll_event *e, int n,
+			const struct timespec *t, const sigset_t *s)
+{
+	size_t len = n > 0 ? (size_t)n * sizeof(*e) : 0;
+	if (likely(!kwrite_may_touch(e, len)))
+		return fn(fd, e, n, t, s);
+	KW_BOUNCE_ONE("epoll_pwait2", e, len, fn(fd, e, n, t, s), r, r > 0 ? (size_t)r * sizeof(*e) : 0);
+}
+
 int kwrite_poll(kwrite_poll_fn fn, uintptr_t ra, struct pollfd *f, nfds_t n, int t)
 {
 	size_t len = n * sizeof(*f);

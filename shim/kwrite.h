@@ -26,6 +26,7 @@ static inline bool kwrite_may_touch(const void *p, size_t len)
 
 typedef int (*kwrite_epoll_fn)(int, struct epoll_event *, int, int);
 typedef int (*kwrite_epoll_p_fn)(int, struct epoll_event *, int, int, const sigset_t *);
+typedef int (*kwrite_epoll_p2_fn)(int, struct epoll_event *, int, const struct timespec *, const sigset_t *);
 typedef int (*kwrite_poll_fn)(struct pollfd *, nfds_t, int);
 typedef int (*kwrite_ppoll_fn)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
 typedef int (*kwrite_select_fn)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
@@ -35,6 +36,8 @@ typedef int (*kwrite_accept4_fn)(int, struct sockaddr *, socklen_t *, int);
 
 int kwrite_epoll_wait(kwrite_epoll_fn fn, uintptr_t ra, int fd, struct epoll_event *e, int n, int t);
 int kwrite_epoll_pwait(kwrite_epoll_p_fn fn, uintptr_t ra, int fd, struct epoll_event *e, int n, int t, const sigset_t *s);
+int kwrite_epoll_pwait2(kwrite_epoll_p2_fn fn, uintptr_t ra, int fd, struct epoll_event *e, int n,
+			const struct timespec *t, const sigset_t *s);
 int kwrite_poll(kwrite_poll_fn fn, uintptr_t ra, struct pollfd *f, nfds_t n, int t);
 int kwrite_ppoll(kwrite_ppoll_fn fn, uintptr_t ra, struct pollfd *f, nfds_t n, const struct timespec *t, const sigset_t *s);
 int kwrite_select(kwrite_select_fn fn, uintptr_t ra, int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t);

@@ -1,16 +1,25 @@
 /*
- * learn.c - learn mode (see learn.h): the written-site marks, the pages
- * learning has opened, and the flush of what was learned to the journal.
+ * learn.c - learn mode (see learn.h): allocation contexts, their own
+ * pages, their counts, the written marks, and the flush of what was
+ * learned to the journal.
  *
- * Per allocation it costs nothing: the counts (objects, bytes per site)
- * are read at flush time from the records every pool keeps anyway (one per
- * object, with its site), counting the objects below each span's protected
- * mark, i.e. allocated before a trigger protected them.
+ * Owns: the context table (chains hashed, ids 1..CTX_MAX-1, never
+ * removed), the lanes (per learn pool, LANES regions of pool.c, each page
+ * of a lane holding one context's objects: a lane changing hands skips to
+ * a fresh page), the page map (arena page -> context id) that the fault
+ * handler, kwrite.c and free read, and the flush.  Must never: let a write
+ * through for a pool the read-only decision does not say learns, take a
+ * lock or allocate in learn_let_through, or keep a write from marking the
+ * context it wrote into (a page holds one context, so opening it for good
+ * loses no later write of another).
  *
- * A page shared by objects of several sites marks all of them as written:
- * in enforce mode a write anywhere on that page would kill, whichever
- * object it meant, and learning cannot tell which object a store aimed at
- * without a fault per store.
+ * Cost per learn-pool allocation (learn mode only; enforce never comes
+ * here): one _Unwind_Backtrace of up to LEARN_FRAMES frames past the
+ * shim's own (the figure is in the README's Figures), a hash of the chain,
+ * and under one mutex a probe of the context table and pool_alloc_in() (a
+ * second, uncontended lock).  After the pool's first trigger the same
+ * unwind, then the heap: late allocations are counted per context.  A free
+ * of a pool object: a page-map load and two atomic adds.
  *
  * learn_let_through() runs in the SIGSEGV handler and in kwrite.c: it
  * touches only pre-mapped tables (atomics) and makes one mprotect call per
@@ -24,52 +33,219 @@
 #include "fault.h"
 #include "journal.h"
 #include "os.h"
-#include "pool_sites.h"
 #include "shim.h"
 #include "site.h"
 #include "symtab.h"
 
 #include <link.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <unwind.h>
+
+#define CTX_MAX 65536u                 /* context ids 1..CTX_MAX-1; 0: none */
+#define CTX_HASH (2 * CTX_MAX)         /* open addressing, power of two */
+#define LANES 64                       /* per pool: contexts allocating in turn without a page skip */
+#define SHIM_FRAMES_MAX 16             /* the shim's own frames above the allocator's caller */
+
+struct lctx {
+	uint64_t hash;
+	uintptr_t frames[LEARN_FRAMES];
+	uint8_t n_frames;
+	uint8_t pool;
+	int16_t lane;                      /* the lane it used last (learn_lock) */
+	_Atomic uint64_t objects, bytes;   /* before the pool's first trigger */
+	_Atomic uint64_t freed_objects, freed_bytes;
+	_Atomic uint64_t late_objects, late_bytes;
+	_Atomic uint64_t written_bytes;    /* live bytes at the first mark */
+	_Atomic uint8_t written;
+};
+
+struct lane {
+	struct pool_region r;              /* pool.c's, bound at first use */
+	uint32_t owner;                    /* context id whose page is current */
+	uint64_t used;                     /* tick of the last use, for the choice of a lane */
+};
 
 static const struct shim_state *learn_st;
-static _Atomic unsigned char *written;   /* per site id - 1: 1 once written after protection */
-static _Atomic uint64_t *opened;         /* per arena page: made writable by learning */
-/* Per site id - 1: its objects at its pool's first protect (learn_note_protect),
- * so that a flush tells the sites that went on allocating while the program
- * served: their memory comes and goes with the load. */
-static _Atomic uint32_t *early;
-static _Atomic unsigned char snapped[PIMG_POOLS_MAX];    /* per pool: early counted */
+static struct lctx *ctxs;              /* [CTX_MAX] */
+static _Atomic uint32_t *ctx_index;    /* [CTX_HASH]: context id, 0 free */
+static uint32_t n_ctx = 1;             /* next id; learn_lock */
+static struct lane *lanes;             /* [SHIM_POOLS_MAX][LANES] */
+static uint64_t tick;                  /* learn_lock */
+static _Atomic uint32_t *page_ctx;     /* per arena page: its context id */
+static _Atomic uint64_t *opened;       /* per arena page: made writable by learning */
+static _Atomic uint64_t lost;          /* allocations no context could take (table full) */
+static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
+/* This process's learn run (LEARN-FORMAT: PMALLOC_RUN), hex; a forked
+ * child keeps it (the same run of the program). */
+static char run_id[33];
 
 bool learn_active(void)
 {
 	return learn_st != NULL;
 }
 
-static void mark(uint16_t site)
+/* ---- contexts ---- */
+
+struct chain_walk {
+	uintptr_t ra;
+	uintptr_t *f;
+	unsigned n, skipped;
+	bool seen;
+};
+
+static _Unwind_Reason_Code chain_step(struct _Unwind_Context *ctx, void *arg)
 {
-	if (site != SITE_NONE && site <= SITE_SLOTS)
-		atomic_store_explicit(&written[site - 1], 1, memory_order_relaxed);
+	struct chain_walk *w = arg;
+	uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
+	if (ip == 0)
+		return _URC_END_OF_STACK;
+	if (!w->seen) {
+		/* The shim's own frames, up to the allocator's caller. */
+		if (ip != w->ra)
+			return ++w->skipped > SHIM_FRAMES_MAX ? _URC_END_OF_STACK : _URC_NO_REASON;
+		w->seen = true;
+	}
+	w->f[w->n++] = ip;
+	return w->n == LEARN_FRAMES ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
-/* Every object with a byte on the page at span offset pg. */
-static void mark_page(const struct span *s, size_t pg)
+/* The chain of the allocation whose caller returns to ra, into f; its
+ * length (at least 1: ra alone when the walk cannot find it). */
+static unsigned chain_of(uintptr_t ra, uintptr_t f[LEARN_FRAMES])
 {
-	size_t end = pg + os_page_size, off = pg;
-	while (off < end && off < s->bytes) {
-		struct span_object o;
-		if (span_object_at(s, off, &o)) {
-			mark(o.site);
-			off = o.start + o.size > off ? o.start + o.size : off + PM_ALIGN;
-		} else {
-			off += PM_ALIGN;
-		}
+	struct chain_walk w = { .ra = ra, .f = f };
+	int busy = shim_busy_enter();      /* whatever the unwinder allocates: the heap */
+	_Unwind_Backtrace(chain_step, &w);
+	shim_busy_leave(busy);
+	if (!w.seen || w.n == 0) {
+		f[0] = ra;
+		return 1;
 	}
+	return w.n;
+}
+
+static uint64_t chain_hash(const uintptr_t *f, unsigned n, size_t pool)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325) ^ pool;
+	for (unsigned i = 0; i < n; i++)
+		h = (h ^ f[i]) * UINT64_C(0x100000001b3) + (h >> 29);
+	return h ? h : 1;
+}
+
+/* The context of chain f[n] in pool, inserted on first sight (learn_lock
+ * held); 0 when the table is full. */
+static uint32_t ctx_get(const uintptr_t *f, unsigned n, size_t pool)
+{
+	uint64_t h = chain_hash(f, n, pool);
+	for (uint32_t k = 0; k < CTX_HASH; k++) {
+		uint32_t slot = (uint32_t)(h + k) & (CTX_HASH - 1);
+		uint32_t id = atomic_load_explicit(&ctx_index[slot], memory_order_relaxed);
+		if (id == 0) {
+			if (n_ctx >= CTX_MAX)
+				return 0;
+			id = n_ctx++;
+			struct lctx *c = &ctxs[id];
+			c->hash = h;
+			memcpy(c->frames, f, n * sizeof(*f));
+			c->n_frames = (uint8_t)n;
+			c->pool = (uint8_t)pool;
+			c->lane = -1;
+			atomic_store_explicit(&ctx_index[slot], id, memory_order_release);
+			return id;
+		}
+		const struct lctx *c = &ctxs[id];
+		if (c->hash == h && c->pool == pool && c->n_frames == n && memcmp(c->frames, f, n * sizeof(*f)) == 0)
+			return id;
+	}
+	return 0;
+}
+
+static size_t page_of(uintptr_t a)
+{
+	return (a - arena_base) / os_page_size;
+}
+
+/* A lane of pool i for context id (learn_lock held): the one it used last
+ * while it still holds its page, else the one least lately used, whose
+ * next object then starts on a fresh page (*fresh). */
+static struct lane *lane_for(size_t i, uint32_t id, bool *fresh)
+{
+	struct lctx *c = &ctxs[id];
+	struct lane *pl = &lanes[i * LANES];
+	*fresh = false;
+	if (c->lane >= 0 && pl[c->lane].owner == id) {
+		pl[c->lane].used = ++tick;
+		return &pl[c->lane];
+	}
+	int best = 0;
+	for (int k = 1; k < LANES; k++)
+		if (pl[k].used < pl[best].used)
+			best = k;
+	*fresh = pl[best].owner != 0;
+	pl[best].owner = id;
+	pl[best].used = ++tick;
+	c->lane = (int16_t)best;
+	return &pl[best];
+}
+
+void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t site)
+{
+	uintptr_t f[LEARN_FRAMES];
+	unsigned n = chain_of(ra, f);
+	struct pmalloc_pool *p = learn_st->pools[i].pool;
+	size_t need = ALIGN_UP(size ? size : 1, PM_ALIGN);
+	void *obj = NULL;
+	pthread_mutex_lock(&learn_lock);
+	uint32_t id = ctx_get(f, n, i);
+	if (id == 0) {
+		pthread_mutex_unlock(&learn_lock);
+		atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
+		return NULL;
+	}
+	struct lctx *c = &ctxs[id];
+	if (!pool_closed(p)) {
+		bool fresh;
+		struct lane *l = lane_for(i, id, &fresh);
+		obj = pool_alloc_in(p, &l->r, size, align, site, fresh);
+	}
+	if (obj) {
+		/* Every page the object touches is its context's: the lane's
+		 * page was fresh when the context took it. */
+		for (size_t pg = page_of((uintptr_t)obj); pg <= page_of((uintptr_t)obj + need - 1); pg++)
+			atomic_store_explicit(&page_ctx[pg], id, memory_order_release);
+		atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->bytes, need, memory_order_relaxed);
+	} else if (pool_closed(p)) {
+		atomic_fetch_add_explicit(&c->late_objects, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->late_bytes, need, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&learn_lock);
+	return obj;
+}
+
+/* The context of pool memory at a, 0 for none. */
+static uint32_t ctx_at(uintptr_t a)
+{
+	if (!page_ctx || !arena_contains((const void *)a))
+		return 0;
+	uint32_t id = atomic_load_explicit(&page_ctx[page_of(a)], memory_order_acquire);
+	return id < CTX_MAX ? id : 0;
+}
+
+void learn_note_free(const void *p)
+{
+	uint32_t id = ctx_at((uintptr_t)p);
+	struct pool_hit hit;
+	if (!id || !pool_lookup(p, &hit) || !hit.in_object)
+		return;
+	atomic_fetch_add_explicit(&ctxs[id].freed_objects, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ctxs[id].freed_bytes, hit.object_size, memory_order_relaxed);
 }
 
 bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
@@ -79,14 +255,20 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 	if (fault_mode_of(hit) != FAULT_LEARN || !hit->span || !opened)
 		return false;
 	uintptr_t page = addr & ~(uintptr_t)(os_page_size - 1);
-	size_t bit = (page - arena_base) / os_page_size;
+	size_t bit = page_of(page);
 	uint64_t m = UINT64_C(1) << (bit % 64);
 	/* A bit set already: another thread is opening the page, or the bit
 	 * was written by someone else (the table is writable).  Either way the
 	 * page is opened here too (idempotent): the bit never lets a write
 	 * through by itself, and the handler never waits on it. */
 	bool mine = !(atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_acq_rel) & m);
-	mark_page(hit->span, page - hit->span->base);
+	/* The page holds one context's objects: the one written is marked. */
+	uint32_t id = ctx_at(addr);
+	if (id && !atomic_exchange_explicit(&ctxs[id].written, 1, memory_order_acq_rel)) {
+		uint64_t live = atomic_load_explicit(&ctxs[id].bytes, memory_order_relaxed) -
+				atomic_load_explicit(&ctxs[id].freed_bytes, memory_order_relaxed);
+		atomic_store_explicit(&ctxs[id].written_bytes, live, memory_order_relaxed);
+	}
 	if (os_protect_rw((void *)page, os_page_size) < 0) {
 		if (mine)
 			atomic_fetch_and_explicit(&opened[bit / 64], ~m, memory_order_acq_rel);
@@ -95,33 +277,61 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 	return true;
 }
 
+static void lock_take(void)
+{
+	pthread_mutex_lock(&learn_lock);
+}
+
+static void lock_drop(void)
+{
+	pthread_mutex_unlock(&learn_lock);
+}
+
+static void new_run_id(void)
+{
+	unsigned char r[16];
+	if (os_random(r, sizeof(r)) < 0) {
+		/* No entropy source: time and pid still tell runs apart. */
+		uint64_t t = os_monotonic_ns(false), pid = (uint64_t)getpid();
+		memcpy(r, &t, 8);
+		memcpy(r + 8, &pid, 8);
+	}
+	for (size_t k = 0; k < sizeof(r); k++)
+		snprintf(run_id + 2 * k, 3, "%02x", r[k]);
+}
+
 bool learn_init(const struct shim_state *st)
 {
-	void *w, *o, *e;
-	size_t words = (arena_size / os_page_size + 63) / 64;
-	if (os_map(SITE_SLOTS, &w) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0 ||
-	    os_map(SITE_SLOTS * sizeof(*early), &e) < 0) {
+	void *c, *x, *l, *pg, *o;
+	size_t pages = arena_size / os_page_size;
+	size_t words = (pages + 63) / 64;
+	if (os_map_lazy(CTX_MAX * sizeof(struct lctx), &c) < 0 ||
+	    os_map_lazy(CTX_HASH * sizeof(uint32_t), &x) < 0 ||
+	    os_map_lazy(SHIM_POOLS_MAX * LANES * sizeof(struct lane), &l) < 0 ||
+	    os_map_lazy(pages * sizeof(uint32_t), &pg) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0) {
 		debug_printf("learn mode: no memory for its tables; pools enforce");
 		return false;
 	}
-	written = w;
+	ctxs = c;
+	ctx_index = x;
+	lanes = l;
+	page_ctx = pg;
 	opened = o;
-	early = e;
+	new_run_id();
+	/* Registered after pool.c's handlers (the pools exist): taken before
+	 * the pools' locks, the order learn_alloc() takes them in. */
+	pthread_atfork(lock_take, lock_drop, lock_drop);
 	learn_st = st;
 	return true;
 }
 
-/* One learned site, at flush time. */
-struct lsite {
+/* ---- the flush ---- */
+
+/* One frame address to name, at flush time. */
+struct lframe {
 	uintptr_t ra;
-	uint16_t id;
-	int pool;
-	uint64_t objects, bytes, late;
-	bool written;
-	uintptr_t bias;
-	const char *object;              /* interned in objs */
-	char build_id[SYMTAB_BUILD_ID_MAX];
-	char func[128];
+	int obj;                           /* index in objs, -1: none found */
+	char func[256];
 };
 
 struct lobj {
@@ -131,38 +341,42 @@ struct lobj {
 };
 
 struct flush_ctx {
-	struct lsite *s;
+	struct lframe *fr;
 	size_t n;
 	struct lobj *objs;
 	size_t n_objs, cap_objs;
 	char exe[512];
-	size_t lo, hi;                   /* the sites of the object being read */
+	char exe_build_id[SYMTAB_BUILD_ID_MAX];
+	size_t lo, hi;                     /* the frames of the object being read */
 };
 
-static int ra_cmp(const void *a, const void *b)
+static int uptr_cmp(const void *a, const void *b)
 {
-	const struct lsite *x = a, *y = b;
-	return x->ra < y->ra ? -1 : x->ra > y->ra;
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return x < y ? -1 : x > y;
 }
 
-/* Sites of the objects loaded now: path, bias, build-id. */
+/* The objects loaded now that hold frames: path, bias, build-id. */
 static int visit_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	struct flush_ctx *c = arg;
-	const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : c->exe;
+	bool is_exe = !info->dlpi_name || !info->dlpi_name[0];
+	const char *name = is_exe ? c->exe : info->dlpi_name;
 	if (strncmp(name, "linux-vdso", 10) == 0)
 		return 0;
-	struct lobj *obj = NULL;
+	if (is_exe && !symtab_build_id(info->dlpi_phdr, info->dlpi_phnum, info->dlpi_addr, c->exe_build_id))
+		c->exe_build_id[0] = '\0';
+	int obj = -1;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
 			continue;
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
 		for (size_t k = 0; k < c->n; k++) {
-			if (c->s[k].ra <= lo || c->s[k].ra > hi || c->s[k].object)
+			if (c->fr[k].ra <= lo || c->fr[k].ra > hi || c->fr[k].obj >= 0)
 				continue;
-			if (!obj) {
+			if (obj < 0) {
 				if (c->n_objs == c->cap_objs) {
 					size_t cap = c->cap_objs ? c->cap_objs * 2 : 8;
 					struct lobj *no = realloc(c->objs, cap * sizeof(*no));
@@ -171,35 +385,114 @@ static int visit_object(struct dl_phdr_info *info, size_t size, void *arg)
 					c->objs = no;
 					c->cap_objs = cap;
 				}
-				obj = &c->objs[c->n_objs++];
-				snprintf(obj->path, sizeof(obj->path), "%s", name);
-				obj->bias = info->dlpi_addr;
-				if (!symtab_build_id(info->dlpi_phdr, info->dlpi_phnum, info->dlpi_addr, obj->build_id))
-					obj->build_id[0] = '\0';
+				obj = (int)c->n_objs++;
+				struct lobj *o = &c->objs[obj];
+				snprintf(o->path, sizeof(o->path), "%s", name);
+				o->bias = info->dlpi_addr;
+				if (!symtab_build_id(info->dlpi_phdr, info->dlpi_phnum, info->dlpi_addr, o->build_id))
+					o->build_id[0] = '\0';
 			}
-			c->s[k].object = obj->path;     /* fixed up below: objs may move */
-			c->s[k].bias = obj->bias;
+			c->fr[k].obj = obj;
 		}
 	}
 	return 0;
 }
 
-static int name_sites(void *arg, const char *name, uintptr_t start, size_t size)
+static int name_frames(void *arg, const char *name, uintptr_t start, size_t size)
 {
 	struct flush_ctx *c = arg;
-	/* The first site whose call lies at or after start. */
+	/* The first frame whose call lies at or after start. */
 	size_t lo = c->lo, hi = c->hi;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (c->s[mid].ra - 1 < start)
+		if (c->fr[mid].ra - 1 < start)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (size_t k = lo; k < c->hi && c->s[k].ra - 1 < start + size; k++)
-		if (!c->s[k].func[0])
-			snprintf(c->s[k].func, sizeof(c->s[k].func), "%s", name);
+	for (size_t k = lo; k < c->hi && c->fr[k].ra - 1 < start + size; k++)
+		if (!c->fr[k].func[0])
+			snprintf(c->fr[k].func, sizeof(c->fr[k].func), "%s", name);
 	return 0;
+}
+
+static const struct lframe *frame_find(const struct flush_ctx *c, uintptr_t ra)
+{
+	size_t lo = 0, hi = c->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->fr[mid].ra < ra)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < c->n && c->fr[lo].ra == ra ? &c->fr[lo] : NULL;
+}
+
+/* Text appended to a buffer of fixed size; what does not fit is not
+ * written (ok false). */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	bool ok;
+};
+
+static void sb_add(struct sbuf *b, const char *format, ...) __attribute__((format(printf, 2, 3)));
+static void sb_add(struct sbuf *b, const char *format, ...)
+{
+	va_list ap;
+	va_start(ap, format);
+	int n = b->ok ? vsnprintf(b->p + b->len, b->cap - b->len, format, ap) : -1;
+	va_end(ap);
+	if (n < 0 || (size_t)n >= b->cap - b->len) {
+		b->ok = false;
+		b->p[b->len] = '\0';
+		return;
+	}
+	b->len += (size_t)n;
+}
+
+/* OBJECT with '%', space and control bytes percent-encoded. */
+static void put_path(struct sbuf *b, const char *path)
+{
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+		if (*p == '%' || *p == ' ' || *p < 0x20 || *p == 0x7f)
+			sb_add(b, "%%%02X", *p);
+		else
+			sb_add(b, "%c", *p);
+	}
+}
+
+/* Frame text "OBJECT@BUILDID+0xOFF[=FUNCTION]". */
+static void put_frame(struct sbuf *b, const struct flush_ctx *c, uintptr_t ra)
+{
+	const struct lframe *fr = frame_find(c, ra);
+	const struct lobj *o = fr && fr->obj >= 0 ? &c->objs[fr->obj] : NULL;
+	if (!o) {
+		sb_add(b, "?@-+0x%lx", (unsigned long)ra);
+		return;
+	}
+	put_path(b, o->path);
+	sb_add(b, "@%s+0x%lx", o->build_id[0] ? o->build_id : "-", (unsigned long)(ra - o->bias));
+	if (fr->func[0])
+		sb_add(b, "=%s", fr->func);
+}
+
+/* "name+0xOFF" (or "object+0xOFF" without a name) of frame ra, for people. */
+static void short_frame(char *buf, size_t len, const struct flush_ctx *c, uintptr_t ra)
+{
+	const struct lframe *fr = frame_find(c, ra);
+	const struct lobj *o = fr && fr->obj >= 0 ? &c->objs[fr->obj] : NULL;
+	if (!o) {
+		snprintf(buf, len, "0x%lx", (unsigned long)ra);
+		return;
+	}
+	const char *base = strrchr(o->path, '/');
+	base = base ? base + 1 : o->path;
+	if (fr->func[0])
+		snprintf(buf, len, "%s:%s", base, fr->func);
+	else
+		snprintf(buf, len, "%s+0x%lx", base, (unsigned long)(ra - o->bias));
 }
 
 static void triggers_text(const struct pimg_header *img, const struct pimg_pool *pp, char *buf,
@@ -213,6 +506,8 @@ static void triggers_text(const struct pimg_header *img, const struct pimg_pool 
 		int w;
 		if (tr->kind == POLICY_TRIGGER_ON_CALL)
 			w = snprintf(buf + n, len - n, "%son-call:%s", sep, policy_call_name(tr->call));
+		else if (tr->kind == POLICY_TRIGGER_ON_WAIT)
+			w = snprintf(buf + n, len - n, "%son-wait", sep);
 		else if (tr->kind == POLICY_TRIGGER_AFTER)
 			w = snprintf(buf + n, len - n, "%safter:%llums", sep,
 				     (unsigned long long)(tr->after_ns / 1000000u));
@@ -224,106 +519,137 @@ static void triggers_text(const struct pimg_header *img, const struct pimg_pool 
 	}
 }
 
-static void flush_locked(const char *reason)
+/* Decimal with thousands separators, for the MESSAGE. */
+static const char *grouped(char *buf, size_t len, uint64_t v)
+{
+	char tmp[32];
+	int n = snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v), o = 0;
+	for (int i = 0; i < n && (size_t)o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = tmp[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+static void flush_one(const struct flush_ctx *c, const struct lctx *x, const char *reason, char *chain,
+		      size_t chain_len)
 {
 	const struct shim_state *st = learn_st;
-	struct lsite *acc = calloc(SITE_SLOTS, sizeof(*acc));
-	struct pool_site_count *counts = calloc(SITE_SLOTS, sizeof(*counts));
+	const struct pimg_pool *pp = pimg_pool(st->image, x->pool);
+	char trig[256], site[300], first[800], second[800], msg[2048], b1[32], b2[32];
+	/* The entry has room for about 6 KiB of chain: frames that do not
+	 * fit are left off whole, never cut. */
+	struct sbuf b = { chain, 0, chain_len < 6000 ? chain_len : 6000, true };
+	chain[0] = '\0';
+	for (unsigned k = 0; k < x->n_frames; k++) {
+		size_t before = b.len;
+		if (k)
+			sb_add(&b, " ");
+		put_frame(&b, c, x->frames[k]);
+		if (!b.ok) {
+			chain[before] = '\0';
+			break;
+		}
+	}
+	triggers_text(st->image, pp, trig, sizeof(trig));
+	uint64_t objects = atomic_load(&x->objects), bytes = atomic_load(&x->bytes);
+	uint64_t fo = atomic_load(&x->freed_objects), fb = atomic_load(&x->freed_bytes);
+	fo = fo > objects ? objects : fo;     /* a double free counts once at most */
+	fb = fb > bytes ? bytes : fb;
+	short_frame(first, sizeof(first), c, x->frames[0]);
+	if (x->n_frames > 1)
+		short_frame(second, sizeof(second), c, x->frames[1]);
+	snprintf(msg, sizeof(msg), "learned: pool %s, %llu objects (%s bytes, %s live) from %s%s%s%s%s",
+		 pimg_str(st->image, pp->name), (unsigned long long)objects, grouped(b1, sizeof(b1), bytes),
+		 grouped(b2, sizeof(b2), bytes - fb), first, x->n_frames > 1 ? " <- " : "",
+		 x->n_frames > 1 ? second : "", x->n_frames > 2 ? " <- ..." : "",
+		 atomic_load(&x->written) ? ", written after protection"
+		 : atomic_load(&x->late_objects) ? ", allocating after the trigger" : "");
+	const struct lframe *fr = frame_find(c, x->frames[0]);
+	const struct lobj *o = fr && fr->obj >= 0 ? &c->objs[fr->obj] : NULL;
+	snprintf(site, sizeof(site), "%.299s", fr && fr->func[0] ? fr->func : first);
+	const char *wrappers[64];
+	size_t n_wrappers = 0;
+	for (; n_wrappers < pp->n_wrappers && n_wrappers < ARRAY_SIZE(wrappers); n_wrappers++)
+		wrappers[n_wrappers] = pimg_pool_wrapper(st->image, pp, n_wrappers);
+	struct journal_learned j = {
+		.policy = pimg_policy_name(st->image), .pool = pimg_str(st->image, pp->name), .site = site,
+		.object = o ? o->path : "?", .build_id = o ? o->build_id : "", .triggers = trig, .exe = c->exe,
+		.reason = reason, .run = run_id, .exe_build_id = c->exe_build_id, .chain = chain,
+		.message = msg, .wrappers = wrappers, .n_wrappers = n_wrappers,
+		.offset = o ? x->frames[0] - o->bias : x->frames[0],
+		.policy_loaded_us = st->image->loaded_us,
+		.objects = objects, .bytes = bytes, .live_objects = objects - fo, .live_bytes = bytes - fb,
+		.freed_objects = fo, .freed_bytes = fb, .late_objects = atomic_load(&x->late_objects),
+		.late_bytes = atomic_load(&x->late_bytes), .written_bytes = atomic_load(&x->written_bytes),
+		.written = atomic_load(&x->written) != 0, .named = fr && fr->func[0],
+	};
+	journal_learned(&j);
+}
+
+static void flush_locked(const char *reason)
+{
 	struct flush_ctx c;
 	memset(&c, 0, sizeof(c));
-	if (!acc || !counts) {
-		free(acc);
-		free(counts);
+	uint32_t n_ctx_now = __atomic_load_n(&n_ctx, __ATOMIC_ACQUIRE);
+	/* Every frame of every context, once. */
+	uintptr_t *all = malloc((size_t)n_ctx_now * LEARN_FRAMES * sizeof(*all) + 1);
+	char *chain = malloc(8192);
+	if (!all || !chain) {
+		free(all);
+		free(chain);
 		return;
 	}
-	/* Per site: objects below each span's protected mark. */
-	for (size_t i = 0; i < st->n_pools; i++)
-		pool_sites_count(st->pools[i].pool, (int)i, true, counts, NULL, NULL);
-	for (size_t k = 0; k < SITE_SLOTS; k++)
-		if (counts[k].objects) {
-			struct lsite *l = &acc[c.n++];
-			l->objects = counts[k].objects;
-			l->bytes = counts[k].bytes;
-			l->pool = counts[k].pool;
-			l->id = (uint16_t)(k + 1);
-			l->ra = site_address(l->id);
-			l->written = atomic_load_explicit(&written[k], memory_order_relaxed);
-			uint32_t before = atomic_load_explicit(&early[k], memory_order_relaxed);
-			l->late = snapped[l->pool] && l->objects > before ? l->objects - before : 0;
-			l->object = NULL;
-			l->func[0] = l->build_id[0] = '\0';
+	size_t n_all = 0;
+	for (uint32_t id = 1; id < n_ctx_now; id++)
+		for (unsigned k = 0; k < ctxs[id].n_frames; k++)
+			all[n_all++] = ctxs[id].frames[k];
+	qsort(all, n_all, sizeof(*all), uptr_cmp);
+	c.fr = calloc(n_all + 1, sizeof(*c.fr));
+	if (!c.fr) {
+		free(all);
+		free(chain);
+		return;
+	}
+	for (size_t k = 0; k < n_all; k++)
+		if (k == 0 || all[k] != all[k - 1]) {
+			c.fr[c.n].ra = all[k];
+			c.fr[c.n].obj = -1;
+			c.n++;
 		}
-	free(counts);
-	c.s = acc;
+	free(all);
 	ssize_t n = readlink("/proc/self/exe", c.exe, sizeof(c.exe) - 1);
 	c.exe[n > 0 ? n : 0] = '\0';
-	qsort(c.s, c.n, sizeof(*c.s), ra_cmp);
 	dl_iterate_phdr(visit_object, &c);
-	/* Name the sites of each object from its symbol table (read once per
-	 * object): the sites are sorted by address, an object's are adjacent. */
+	/* Name the frames of each object from its symbol table (read once per
+	 * object); the frames are sorted by address, an object's adjacent. */
 	for (size_t o = 0; o < c.n_objs; o++) {
-		struct lobj *obj = &c.objs[o];
 		size_t lo = 0;
-		while (lo < c.n && c.s[lo].bias != obj->bias)
+		while (lo < c.n && c.fr[lo].obj != (int)o)
 			lo++;
 		size_t hi = lo;
-		while (hi < c.n && c.s[hi].bias == obj->bias && c.s[hi].object)
+		while (hi < c.n && c.fr[hi].obj == (int)o)
 			hi++;
 		c.lo = lo;
 		c.hi = hi;
-		for (size_t k = lo; k < hi; k++) {
-			c.s[k].object = obj->path;
-			memcpy(c.s[k].build_id, obj->build_id, sizeof(obj->build_id));
-		}
 		if (hi > lo)
-			symtab_for_each_function(obj->path, obj->bias, name_sites, &c);
+			symtab_for_each_function(c.objs[o].path, c.objs[o].bias, name_frames, &c);
 	}
-	for (size_t k = 0; k < c.n; k++) {
-		struct lsite *l = &c.s[k];
-		char site[192], trig[256];
-		const char *obj = l->object ? l->object : "?";
-		const char *base = strrchr(obj, '/');
-		base = base ? base + 1 : obj;
-		if (l->func[0])
-			snprintf(site, sizeof(site), "%s", l->func);
-		else
-			snprintf(site, sizeof(site), "%s+0x%llx", base, (unsigned long long)(l->ra - l->bias));
-		const struct pimg_pool *pp = pimg_pool(st->image, (size_t)l->pool);
-		triggers_text(st->image, pp, trig, sizeof(trig));
-		const char *wrappers[64];
-		size_t n_wrappers = 0;
-		for (; n_wrappers < pp->n_wrappers && n_wrappers < ARRAY_SIZE(wrappers); n_wrappers++)
-			wrappers[n_wrappers] = pimg_pool_wrapper(st->image, pp, n_wrappers);
-		struct journal_learned j = {
-			.policy = pimg_policy_name(st->image), .pool = pimg_str(st->image, pp->name), .site = site, .object = obj,
-			.build_id = l->build_id, .triggers = trig, .exe = c.exe, .reason = reason,
-			.wrappers = wrappers, .n_wrappers = n_wrappers,
-			.offset = l->object ? l->ra - l->bias : l->ra, .objects = l->objects, .bytes = l->bytes,
-			.late = l->late,
-			.written = l->written, .named = l->func[0] != '\0',
-		};
-		journal_learned(&j);
+	size_t written = 0;
+	for (uint32_t id = 1; id < n_ctx_now; id++) {
+		const struct lctx *x = &ctxs[id];
+		if (atomic_load(&x->objects) || atomic_load(&x->late_objects)) {
+			flush_one(&c, x, reason, chain, 8192);
+			written++;
+		}
 	}
-	debug_printf("learn: %zu sites written to the journal (%s)", c.n, reason);
+	debug_printf("learn: %zu contexts written to the journal (%s); %llu allocations without a context",
+		     written, reason, (unsigned long long)atomic_load(&lost));
+	free(c.fr);
 	free(c.objs);
-	free(acc);
-}
-
-static void count_early(void *ctx, uint16_t site, size_t bytes)
-{
-	(void)ctx;
-	(void)bytes;
-	if (site != SITE_NONE && site <= SITE_SLOTS)
-		atomic_fetch_add_explicit(&early[site - 1], 1, memory_order_relaxed);
-}
-
-void learn_note_protect(size_t i)
-{
-	if (!learn_st || i >= ARRAY_SIZE(snapped) || atomic_exchange(&snapped[i], 1))
-		return;
-	int busy = shim_busy_enter();
-	pool_sites_walk(learn_st->pools[i].pool, true, count_early, NULL);
-	shim_busy_leave(busy);
+	free(chain);
 }
 
 void learn_flush(const char *reason)

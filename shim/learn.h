@@ -1,11 +1,18 @@
 /*
- * learn.h - learn mode: which sites a policy can protect without killing
- * the program.  Pools behave as in enforce mode (they take their sites'
- * allocations and are protected by their triggers); a write into protected
- * memory, by the program, another thread or the kernel, marks every site
- * with an object on that page as written, and the page is made writable
- * for good: one fault per page, never a kill, no stderr.  What was learned
- * goes to the journal at exit, at exec and on pmallocctl learn-flush.
+ * learn.h - learn mode: which allocation contexts a policy can protect
+ * without killing the program.
+ *
+ * A context is the call chain of an allocation (up to LEARN_FRAMES return
+ * addresses, frame 0 the allocator's immediate caller).  While learning,
+ * each context's objects get pages of their own (learn.c's lanes), so a
+ * write after protection, by the program, another thread or the kernel,
+ * marks exactly the context it wrote into; the page is then made writable
+ * for good (one fault per page, never a kill, no stderr).  A learn pool
+ * takes its sites' allocations until its first trigger and none after
+ * (what a proposal's take = "until-trigger" does): later ones go to the
+ * heap and are counted per context, as are frees.  What was learned goes
+ * to the journal at exit, at exec and on pmallocctl learn-flush, one entry
+ * per pool and context.
  */
 #ifndef PMALLOC_LEARN_H
 #define PMALLOC_LEARN_H
@@ -15,23 +22,32 @@
 
 struct shim_state;
 
+/* Frames recorded per context: at least 8 where the unwinder reaches. */
+#define LEARN_FRAMES 16
+
 /* Ready learning for st's pools (init, before st is published): false
  * when its tables cannot be mapped (the pools then enforce).  init.c hands
  * learn_let_through to fault_arm() with mode learn only when this said
  * true: the read-only decision, not learn.c's writable state, says whether
  * the process learns. */
 bool learn_init(const struct shim_state *st);
+/* An allocation of size bytes (align) routed to learn pool i, from return
+ * address ra (site id site): its context found (an unwind, ~1-2 us), and
+ * the object taken from the context's own pages; NULL when the pool is
+ * closed (its first trigger fired: counted as late) or out of room: the
+ * caller goes to the heap.  Normal context, not with shim_busy set. */
+void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t site);
+/* free() (or a realloc that moved) of pool object p, already validated:
+ * counted for its context.  Lock-free. */
+void learn_note_free(const void *p);
 /* A write at addr into protected memory of hit's pool: true when learning
  * let it through (the page is now writable), false when the read-only
  * decision (fault_mode_of) for the pool is not learn.  Async-signal-safe:
- * bit operations and one mprotect. */
+ * atomic operations on pre-mapped tables and one mprotect. */
 bool learn_let_through(const struct pool_hit *hit, uintptr_t addr);
-/* Pool i was protected (a trigger): the first time, count its objects per
- * site, so that the flush can tell what came after.  Normal context. */
-void learn_note_protect(size_t i);
-/* Write one journal entry per learned site (reason: "exit", "exec",
- * "learn-flush").  Normal context only: reads symbol files, allocates
- * with the shim's guard set. */
+/* Write one journal entry per learned pool and context (reason: "exit",
+ * "exec", "learn-flush").  Normal context only: reads symbol files,
+ * allocates with the shim's guard set. */
 void learn_flush(const char *reason);
 /* 1 while this process learns. */
 bool learn_active(void);

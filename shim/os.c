@@ -4,7 +4,7 @@
  * The rule: every call the shim makes for memory (mmap, mprotect, mseal,
  * munmap, madvise, mincore, membarrier), for signals (sigaction,
  * rt_sigprocmask, sigaltstack, tgkill), for the thread and the clock
- * (gettid, sched_yield, clock_gettime, clock_nanosleep), and every raw
+ * (gettid, sched_yield, clock_gettime, clock_nanosleep, getrandom), and every raw
  * system call made to get past one of the shim's own interposers (ppoll),
  * is made here and nowhere else.  What stays in the file that owns the
  * concern is plain descriptor I/O through libc: opening and reading the
@@ -286,4 +286,24 @@ int os_sigmask(int how, const sigset_t *set, sigset_t *old)
 int os_altstack(stack_t *ret)
 {
 	return OS_CALL(syscall(SYS_sigaltstack, NULL, ret));
+}
+
+int os_random(void *buf, size_t len)
+{
+	int e = errno;
+	unsigned char *p = buf;
+	while (len) {
+		long n = syscall(SYS_getrandom, p, len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int r = n < 0 ? -errno : -EIO;
+			errno = e;
+			return r;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	errno = e;
+	return 0;
 }

@@ -81,6 +81,8 @@ bool os_thread_alive(int tid);
  * interposes poll() and ppoll() as triggers); *ret_revents is 0 when the
  * time ran out.  -EINTR when a signal came first. */
 int os_wait_fd(int fd, short events, int timeout_ms, short *ret_revents);
+/* len random bytes (getrandom(2)), for ids such as learn mode's run. */
+int os_random(void *buf, size_t len);
 /* Sleep until CLOCK_MONOTONIC reaches ns, through signals. */
 void os_sleep_until_ns(uint64_t ns);
 

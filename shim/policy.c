@@ -17,6 +17,7 @@
  * calls, and never be called from a signal handler or while the shim
  * interposes (it allocates with malloc and calls libconfig).
  */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -82,7 +83,23 @@ static const char *const call_names[POLICY_CALL__COUNT] = {
 	[POLICY_CALL_FORK] = "fork",
 	[POLICY_CALL_DAEMON] = "daemon",
 	[POLICY_CALL_EXECVE] = "execve",
+	[POLICY_CALL_EPOLL_PWAIT2] = "epoll_pwait2",
+	[POLICY_CALL_SIGSUSPEND] = "sigsuspend",
+	[POLICY_CALL_SIGWAITINFO] = "sigwaitinfo",
+	[POLICY_CALL_SIGTIMEDWAIT] = "sigtimedwait",
+	[POLICY_CALL_PAUSE] = "pause",
 };
+static_assert(POLICY_CALL__COUNT <= 32, "a call is a bit of a 32-bit mask");
+
+static const char *const take_names[] = {
+	[POLICY_TAKE_ALWAYS] = "always",
+	[POLICY_TAKE_UNTIL_TRIGGER] = "until-trigger",
+};
+
+const char *policy_take_name(enum policy_take t)
+{
+	return (unsigned int)t < ARRAY_SIZE(take_names) ? take_names[t] : "always";
+}
 
 const char *policy_call_name(enum policy_call c)
 {
@@ -821,7 +838,7 @@ static const char *const daemon_keys[] = {
 static const char *const policy_keys[] = { "name", "match", "mode", "protection", "pools", NULL };
 static const char *const match_keys[] = { "exe", "comm", "uid", NULL };
 static const char *const pool_keys[] = {
-	"name", "sites", "wrappers", "protect", "max_bytes", NULL
+	"name", "sites", "wrappers", "protect", "max_bytes", "take", NULL
 };
 
 static int parse_uint_member(const struct parse_ctx *c, const config_setting_t *group,
@@ -971,13 +988,16 @@ static int parse_trigger(const struct parse_ctx *c, const config_setting_t *e, v
 
 	if (strcmp(s, "manual") == 0) {
 		t->kind = POLICY_TRIGGER_MANUAL;
+	} else if (strcmp(s, "on-wait") == 0) {
+		t->kind = POLICY_TRIGGER_ON_WAIT;
 	} else if (strncmp(s, "on-call:", 8) == 0) {
 		int call = policy_call_from_name(s + 8);
 		if (call < 0)
 			return fail(c, LINE(e), "trigger %s: on-call takes one of listen, accept, "
 				    "accept4, epoll_wait, epoll_pwait, poll, ppoll, select, pselect, "
 				    "setuid, setgid, setresuid, setresgid, seteuid, setegid, chroot, "
-				    "pthread_create, fork, daemon, execve", Q(s));
+				    "pthread_create, fork, daemon, execve, epoll_pwait2, sigsuspend, sigwaitinfo, "
+				    "sigtimedwait, pause", Q(s));
 		t->kind = POLICY_TRIGGER_ON_CALL;
 		t->call = (enum policy_call)call;
 	} else if (strncmp(s, "after:", 6) == 0) {
@@ -986,8 +1006,8 @@ static int parse_trigger(const struct parse_ctx *c, const config_setting_t *e, v
 				    "with unit ms, s, m or h, at most 24h", Q(s));
 		t->kind = POLICY_TRIGGER_AFTER;
 	} else {
-		return fail(c, LINE(e), "unknown trigger %s (on-call:FUNCTION, after:DURATION "
-			    "or manual)", Q(s));
+		return fail(c, LINE(e), "unknown trigger %s (on-call:FUNCTION, on-wait, "
+			    "after:DURATION or manual)", Q(s));
 	}
 	return 0;
 }
@@ -1032,6 +1052,12 @@ static int parse_pool(const struct parse_ctx *c, const config_setting_t *g, void
 		if (r < 0)
 			return r;
 	}
+	unsigned int take;
+	r = get_choice(c, g, "take", take_names, ARRAY_SIZE(take_names), "\"always\" or \"until-trigger\"",
+		       &take);
+	if (r < 0)
+		return r;
+	pool->take = (enum policy_take)take;
 	return 0;
 }
 

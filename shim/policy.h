@@ -34,7 +34,16 @@ enum policy_mode { POLICY_MODE_ENFORCE, POLICY_MODE_AUDIT, POLICY_MODE_LEARN };
 /* "enforce", "audit", "learn". */
 const char *policy_mode_name(enum policy_mode m);
 enum policy_protection { POLICY_PROT_MPROTECT, POLICY_PROT_SEAL };
-enum policy_trigger_kind { POLICY_TRIGGER_ON_CALL, POLICY_TRIGGER_AFTER, POLICY_TRIGGER_MANUAL };
+/* on-wait: on-call for every call of POLICY_WAIT_CALLS (a server's first
+ * wait for events, whatever its event loop calls). */
+enum policy_trigger_kind { POLICY_TRIGGER_ON_CALL, POLICY_TRIGGER_AFTER, POLICY_TRIGGER_MANUAL,
+			   POLICY_TRIGGER_ON_WAIT };
+/* always: a pool takes its sites' allocations for the life of the process;
+ * until-trigger: until its first trigger fires, the heap's after (counted,
+ * said once per site). */
+enum policy_take { POLICY_TAKE_ALWAYS, POLICY_TAKE_UNTIL_TRIGGER };
+/* "always", "until-trigger". */
+const char *policy_take_name(enum policy_take t);
 
 /* The libc functions an on-call trigger may name (the shim interposes each). */
 enum policy_call {
@@ -45,8 +54,17 @@ enum policy_call {
 	POLICY_CALL_SETRESGID, POLICY_CALL_SETEUID, POLICY_CALL_SETEGID,
 	POLICY_CALL_CHROOT, POLICY_CALL_PTHREAD_CREATE, POLICY_CALL_FORK,
 	POLICY_CALL_DAEMON, POLICY_CALL_EXECVE,
+	POLICY_CALL_EPOLL_PWAIT2, POLICY_CALL_SIGSUSPEND, POLICY_CALL_SIGWAITINFO,
+	POLICY_CALL_SIGTIMEDWAIT, POLICY_CALL_PAUSE,
 	POLICY_CALL__COUNT
 };
+/* The calls by which a program waits for events: what on-wait fires on. */
+#define POLICY_WAIT_CALLS \
+	(1u << POLICY_CALL_EPOLL_WAIT | 1u << POLICY_CALL_EPOLL_PWAIT | 1u << POLICY_CALL_EPOLL_PWAIT2 | \
+	 1u << POLICY_CALL_POLL | 1u << POLICY_CALL_PPOLL | 1u << POLICY_CALL_SELECT | \
+	 1u << POLICY_CALL_PSELECT | 1u << POLICY_CALL_ACCEPT | 1u << POLICY_CALL_ACCEPT4 | \
+	 1u << POLICY_CALL_SIGSUSPEND | 1u << POLICY_CALL_SIGWAITINFO | 1u << POLICY_CALL_SIGTIMEDWAIT | \
+	 1u << POLICY_CALL_PAUSE)
 /* "listen" for POLICY_CALL_LISTEN, ...; NULL when out of range. */
 const char *policy_call_name(enum policy_call c);
 /* The call named name, or -1. */
@@ -79,6 +97,7 @@ struct policy_pool {
 	struct policy_trigger *triggers;
 	size_t n_triggers;
 	uint64_t max_bytes;          /* 0: no cap */
+	enum policy_take take;       /* take = "always" (default) | "until-trigger" */
 	int line;
 };
 

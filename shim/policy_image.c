@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define GLOB_MAX 255                   /* as the parser allows */
 #define BUILD_ID_MAX 128
@@ -64,6 +65,15 @@ static struct pimg_str strtab_add(struct strtab *t, const char *s)
 	return out;
 }
 
+/* Now, CLOCK_REALTIME, in us (0 when the clock cannot be read). */
+static uint64_t realtime_us(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 int policy_image_compile(const struct policy_set *set, const struct policy *p, void **ret,
 			 size_t *ret_len)
 {
@@ -91,6 +101,7 @@ int policy_image_compile(const struct policy_set *set, const struct policy *p, v
 		.n_wrappers = (uint32_t)n_wrappers, .n_triggers = (uint32_t)n_triggers,
 		.mode = (uint32_t)p->mode, .protection = (uint32_t)p->protection,
 		.report_burst = set->daemon.report_burst, .report_interval_s = set->daemon.report_interval_s,
+		.loaded_us = realtime_us(),
 	};
 	/* Records are laid out after the strings are known: built apart first. */
 	struct pimg_pool *pools = calloc(p->n_pools, sizeof(*pools));
@@ -106,6 +117,7 @@ int policy_image_compile(const struct policy_set *set, const struct policy *p, v
 		struct pimg_pool *ip = &pools[i];
 		ip->name = strtab_add(&t, pp->name);
 		ip->max_bytes = pp->max_bytes;
+		ip->take = (uint32_t)pp->take;
 		ip->first_site = (uint32_t)s_at;
 		ip->n_sites = (uint32_t)pp->n_sites;
 		ip->first_wrapper = (uint32_t)w_at;
@@ -257,6 +269,7 @@ static bool trigger_ok(const struct pimg_trigger *t)
 	case POLICY_TRIGGER_AFTER:
 		return t->call == 0 && t->after_ns > 0 && t->after_ns <= DURATION_MAX_NS;
 	case POLICY_TRIGGER_MANUAL:
+	case POLICY_TRIGGER_ON_WAIT:
 		return t->call == 0 && t->after_ns == 0;
 	default:
 		return false;
@@ -295,6 +308,7 @@ int policy_image_validate(const void *buf, size_t len)
 	for (uint32_t i = 0; i < h->n_pools; i++) {
 		const struct pimg_pool *p = pimg_pool(h, i);
 		if (!name_ok(&c, p->name) || p->max_bytes > (uint64_t)INT64_MAX || p->n_sites == 0 ||
+		    p->take > POLICY_TAKE_UNTIL_TRIGGER || p->reserved != 0 ||
 		    p->first_site != s_at || p->first_wrapper != w_at || p->first_trigger != t_at)
 			return -EPROTO;
 		s_at += p->n_sites;

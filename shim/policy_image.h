@@ -28,7 +28,7 @@
 #include "policy.h"
 
 #define PIMG_MAGIC 0x474d4950u        /* "PIMG" */
-#define PIMG_VERSION 1
+#define PIMG_VERSION 2
 #define PIMG_MAX (1024 * 1024)        /* no image is larger (a policy file is at most 1 MiB) */
 #define PIMG_POOLS_MAX 256
 #define PIMG_NONE UINT32_MAX          /* offset of an absent string */
@@ -53,6 +53,10 @@ struct pimg_header {
 	uint32_t protection;              /* enum policy_protection */
 	uint32_t report_burst;            /* the file's daemon settings the shim obeys */
 	uint32_t report_interval_s;
+	/* CLOCK_REALTIME us when the policy was loaded: when it was compiled
+	 * (pmallocd compiles at load); the shim reading a file itself sets the
+	 * file's mtime.  Told in learned entries; nothing decides on it. */
+	uint64_t loaded_us;
 };
 
 struct pimg_pool {
@@ -61,6 +65,8 @@ struct pimg_pool {
 	uint32_t first_site, n_sites;     /* slices, in pool order, without gaps */
 	uint32_t first_wrapper, n_wrappers;
 	uint32_t first_trigger, n_triggers;
+	uint32_t take;                    /* enum policy_take */
+	uint32_t reserved;                /* 0 */
 };
 
 #define PIMG_SITE_BY_OFFSET 1u

@@ -250,7 +250,7 @@ static void atfork_child(void)
 	for (struct pmalloc_pool *p = registry; p; p = p->reg_next) {
 		for (struct pool_region *r = p->regions, *next; r; r = next) {
 			next = r->next;
-			if ((uintptr_t)r - mine >= sizeof(pool_tls))
+			if ((uintptr_t)r - mine >= sizeof(pool_tls) && !r->shared)
 				region_unlink(p, r, true);
 		}
 		pthread_mutex_unlock(&p->lock);
@@ -484,6 +484,11 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 	void *ret = NULL;
 	uintptr_t pop_lo = 0, pop_hi = 0;
 	pthread_mutex_lock(&p->lock);
+	if (unlikely(atomic_load_explicit(&p->closed, memory_order_relaxed))) {
+		pthread_mutex_unlock(&p->lock);
+		errno = ENOMEM;
+		return NULL;
+	}
 	/* The cap is counted under the lock: never passed, not even by racing
 	 * threads. */
 	size_t capped = atomic_load_explicit(&p->capped_used, memory_order_relaxed);
@@ -531,6 +536,77 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 	if (!ret)
 		errno = ENOMEM;
 	return ret;
+}
+
+void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, size_t align, uint16_t site,
+		    bool fresh_page)
+{
+	size_t need = ALIGN_UP(size ? size : 1, PM_ALIGN);
+	if (unlikely(need < size || need > ((size_t)1 << 46))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	bool single = need + align - PM_ALIGN > POOL_SMALL_MAX;
+	void *ret = NULL;
+	pthread_mutex_lock(&p->lock);
+	if (atomic_load_explicit(&p->closed, memory_order_relaxed) || (p->max_bytes &&
+	    atomic_load_explicit(&p->capped_used, memory_order_relaxed) + need > p->max_bytes)) {
+		pthread_mutex_unlock(&p->lock);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (single) {
+		ret = alloc_single(p, need, align, site);
+		if (ret) {
+			p->objects++;
+			p->requested += size;
+			p->used += need;
+		}
+	} else {
+		if (r->pool != p) {
+			r->pool = p;
+			r->shared = true;
+			r->next_span_bytes = SPAN_FIRST;
+			r->first_span_done = false;
+			DLIST_PUSH(p->regions, r, prev, next);
+		}
+		struct span *s = r->span;
+		if (s && r->cur < s->base + atomic_load_explicit(&s->prot, memory_order_relaxed))
+			r->cur = s->base + atomic_load_explicit(&s->prot, memory_order_relaxed);
+		if (s && fresh_page)
+			r->cur = ALIGN_UP(r->cur, os_page_size);
+		uintptr_t at = ALIGN_UP(r->cur, align);
+		if (!s || at + need > s->base + s->bytes) {
+			/* Room for the page skipped too: a partial span may start mid-page. */
+			if (!region_new_span(p, r, need + (fresh_page ? os_page_size : 0), align)) {
+				pthread_mutex_unlock(&p->lock);
+				errno = ENOMEM;
+				return NULL;
+			}
+			if (fresh_page)
+				r->cur = ALIGN_UP(r->cur, os_page_size);
+			at = ALIGN_UP(r->cur, align);
+		}
+		r->cur = r->end = at + need;     /* end == cur: no fast path ever uses r */
+		*r->rec++ = span_record(at, need, site);
+		r->requested += size;
+		r->used += need;
+		ret = (void *)at;
+	}
+	if (ret && p->max_bytes)
+		atomic_fetch_add_explicit(&p->capped_used, need, memory_order_relaxed);
+	pthread_mutex_unlock(&p->lock);
+	return ret;
+}
+
+void pool_close(struct pmalloc_pool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	atomic_store_explicit(&p->closed, true, memory_order_release);
+	/* Every fast path from here on fails its stamp compare and finds the
+	 * pool closed under the lock. */
+	atomic_store_explicit(&p->stamp, new_stamp(), memory_order_relaxed);
+	pthread_mutex_unlock(&p->lock);
 }
 
 /* mprotect (and mseal) one contiguous range: 0, or -ENOMEM when the

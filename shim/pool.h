@@ -39,7 +39,8 @@ struct pool_region {
 	bool first_span_done;
 	uintptr_t touched;               /* span's pages below: populated, or the fast path's to fault */
 	struct pool_region *next, *prev; /* the pool's regions; pool's lock */
-	uint64_t pad[3];
+	bool shared;                     /* no thread's: pool_alloc_in's caller owns it */
+	uint64_t pad[2];
 };
 #define POOL_SLOTS 4
 #define POOL_REGION_SHIFT 7
@@ -78,6 +79,7 @@ struct pmalloc_pool {
 	_Atomic size_t capped_used;      /* bytes handed out, kept only under a cap */
 	_Atomic size_t frees;            /* free()/realloc() of its objects, accepted and ignored */
 	_Atomic int capped_said;         /* max_bytes reached, said once */
+	_Atomic bool closed;             /* pool_close(): takes nothing more; pool's lock to set */
 	int index;                       /* interposition pool number, -1 for API pools */
 	char name[POOL_NAME];
 	char policy[POOL_NAME];          /* "" for API pools */
@@ -147,6 +149,29 @@ static inline __attribute__((always_inline)) void *pool_alloc_api(struct pmalloc
 static inline void *pool_alloc(struct pmalloc_pool *p, size_t size, size_t align, uint16_t site)
 {
 	return pool_alloc_api(p, size, align, site, "malloc");
+}
+
+/* size bytes from p in region r, a region no thread's slot holds (learn.c's
+ * lanes: one per allocation context, so that a page holds one context's
+ * objects); the caller serialises every use of r, which must stay mapped
+ * and zeroed until its first use, and is never given back.  fresh_page:
+ * start on a page no earlier object of r touches.  Takes p's lock (one
+ * uncontended lock: no fast path).  NULL with errno = ENOMEM, also once p
+ * is closed. */
+void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, size_t align, uint16_t site,
+		    bool fresh_page);
+
+/* The pool takes nothing more (take = "until-trigger", and every pool of a
+ * learn policy, at its first trigger): every later pool_alloc and
+ * pool_alloc_in returns NULL (the caller goes to the heap).  Decided under
+ * the pool's lock with the stamp changed, so an allocation either lands
+ * before it (and the protect that follows sees it) or not at all: nothing
+ * enters after the first protect.  Not a protection decision: a closed
+ * flag cleared by a stray write only lets allocations back in. */
+void pool_close(struct pmalloc_pool *p);
+static inline bool pool_closed(const struct pmalloc_pool *p)
+{
+	return atomic_load_explicit(&p->closed, memory_order_acquire);
 }
 
 /* Protect what is new; returns the bytes newly made read-only. */

@@ -26,6 +26,8 @@ struct shim_pool {
 	uint32_t call_mask;              /* bit c: on-call trigger for call c */
 	uint64_t after_ns;               /* after: trigger, 0 when none */
 	bool manual;                     /* manual trigger: pmalloc_protect_named, pmallocctl protect */
+	bool until_trigger;              /* take = "until-trigger" (every pool of a learn policy):
+					  * closed at its first trigger (pool_close) */
 	char after_text[24];             /* "after:2s", for reports */
 };
 
@@ -118,6 +120,12 @@ struct resolve_rule_view {
 size_t resolve_n_rules(void);
 size_t resolve_unmatched(void);
 bool resolve_rule(size_t i, struct resolve_rule_view *ret);
+
+/* take.c: an allocation from site (route: pool i) after pool i closed:
+ * counted, said once per site; the caller then goes to the heap. */
+void take_note_late(size_t i, uint16_t site, size_t size);
+/* The late allocations of site so far; false when it has none. */
+bool take_late_counts(uint16_t site, uint64_t *objects, uint64_t *bytes);
 
 /* trigger.c */
 void trigger_call(enum policy_call c);

@@ -39,10 +39,13 @@
 size_t shim_protect_pool(size_t i, const char *trigger)
 {
 	const struct shim_state *st = shim;
+	/* take = "until-trigger": nothing enters after the first protect
+	 * (pool.h: closed under the pool's lock, before the protect). */
+	if (st->pools[i].until_trigger && !pool_closed(st->pools[i].pool))
+		pool_close(st->pools[i].pool);
 	fill_protect_begin();      /* never half-way through the shim's own copy */
 	size_t n = pool_protect(st->pools[i].pool, trigger);
 	fill_protect_end();
-	learn_note_protect(i);     /* learn mode: what was there at the first protect */
 	if (n) {
 		debug_printf("pool \"%s\": %zu bytes made read-only (%s)", st->pools[i].pool->name, n,
 			     trigger);
@@ -176,6 +179,14 @@ WRAP_KW(int, select, POLICY_CALL_SELECT, (int n, fd_set *r, fd_set *w, fd_set *e
 WRAP_KW(int, pselect, POLICY_CALL_PSELECT,
      (int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t, const sigset_t *s),
      (n, r, w, e, t, s))
+WRAP_KW(int, epoll_pwait2, POLICY_CALL_EPOLL_PWAIT2,
+     (int fd, struct epoll_event *e, int n, const struct timespec *t, const sigset_t *s), (fd, e, n, t, s))
+/* The signal waits (on-wait): a daemon that waits for signals only. */
+WRAP(int, sigsuspend, POLICY_CALL_SIGSUSPEND, (const sigset_t *m), (m))
+WRAP(int, sigwaitinfo, POLICY_CALL_SIGWAITINFO, (const sigset_t *m, siginfo_t *i), (m, i))
+WRAP(int, sigtimedwait, POLICY_CALL_SIGTIMEDWAIT, (const sigset_t *m, siginfo_t *i, const struct timespec *t),
+     (m, i, t))
+WRAP(int, pause, POLICY_CALL_PAUSE, (void), ())
 WRAP(int, setuid, POLICY_CALL_SETUID, (uid_t u), (u))
 WRAP(int, setgid, POLICY_CALL_SETGID, (gid_t g), (g))
 WRAP(int, setresuid, POLICY_CALL_SETRESUID, (uid_t r, uid_t e, uid_t s), (r, e, s))
