@@ -135,6 +135,9 @@ uint64_t ctl_learned_u64(struct sd_journal *j, const char *name);
 void ctl_conf_quote(FILE *f, const char *s);
 /* ctl_quote.c: may s be a name in a policy (1 to 255 bytes, no control byte)? */
 bool ctl_conf_name_ok(const char *s);
+/* ctl_quote.c: s as a policy or pool name (1 to 63 of A-Z a-z 0-9 _ . -)
+ * in out: other bytes as '_', cut at 63; true when that is s itself. */
+bool ctl_conf_ident(const char *s, char *out, size_t len);
 /* ctl_conf_merge.c: policy (the text of one "{ ... }" element of the
  * policies list) into the policy file path for exe: a new file, or that
  * executable's policy replaced in an existing one (path.bak keeps the old

@@ -10,7 +10,6 @@
  * every other policy of an existing file).
  */
 #define _GNU_SOURCE
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -105,19 +104,6 @@ static char *unit_program(const char *unit)
 	return prog;
 }
 
-/* The policy's name: the program's file name, bytes other than letters,
- * digits, '.', '-' and '_' as '_'. */
-static void policy_name(const char *exe, char *out, size_t len)
-{
-	const char *b = strrchr(exe, '/');
-	size_t i = 0;
-	for (b = b ? b + 1 : exe; *b && i + 1 < len; b++, i++)
-		out[i] = (char)((isalnum((unsigned char)*b) || *b == '.' || *b == '-' || *b == '_') ? *b : '_');
-	out[i] = '\0';
-	if (i == 0)
-		snprintf(out, len, "learn");
-}
-
 /* The policy element, every value through ctl_conf_quote(). */
 static char *learn_policy(const char *exe)
 {
@@ -126,7 +112,10 @@ static char *learn_policy(const char *exe)
 	FILE *f = open_memstream(&text, &len);
 	if (!f)
 		return NULL;
-	policy_name(exe, name, sizeof(name));
+	const char *base = strrchr(exe, '/');
+	ctl_conf_ident(base ? base + 1 : exe, name, sizeof(name));
+	if (!name[0])
+		snprintf(name, sizeof(name), "learn");
 	fputs("{\n"
 	      "    # The generic learn policy, written by pmallocctl learn: every allocation\n"
 	      "    # goes to one pool, protected at the program's first wait for events\n"

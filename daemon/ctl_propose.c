@@ -414,19 +414,16 @@ static int render(struct pset *set, const char *exe, const char *build_id, const
 	return 0;
 }
 
-/* The policy's name: the learn policy's, else the program's file name. */
+/* The policy's name: the learn policy's, else the program's file name
+ * made a name. */
 static void policy_name(const struct pread *rd, const char *exe, char *out, size_t len)
 {
 	for (size_t i = rd->n; i-- > 0;)
-		if (rd->e[i].selected && ctl_conf_name_ok(rd->e[i].policy)) {
-			snprintf(out, len, "%s", rd->e[i].policy);
+		if (rd->e[i].selected && ctl_conf_ident(rd->e[i].policy, out, len))
 			return;
-		}
 	const char *b = strrchr(exe, '/');
-	b = b ? b + 1 : exe;
-	if (strlen(b) < len && ctl_conf_name_ok(b))
-		memcpy(out, b, strlen(b) + 1);
-	else
+	ctl_conf_ident(b ? b + 1 : exe, out, len);
+	if (!out[0])
 		snprintf(out, len, "proposed");
 }
 

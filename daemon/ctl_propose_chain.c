@@ -56,6 +56,7 @@ struct kstat {
 	bool dirty;                  /* step 1: a chain through it is not clean */
 	bool dirty_site;             /* step 2: a chain whose site it is is not clean */
 	bool wrapper, site;
+	bool said;                   /* written into the text already */
 	uint64_t live;               /* protected live bytes through it as a site */
 	size_t chains;
 	const struct pframe *fr;     /* a frame it names */
@@ -504,7 +505,8 @@ static uint64_t cap_for(uint64_t learned)
 }
 
 /* Writes pool's element (or a comment saying why none); adds to total. */
-static bool render_pool(struct pset *s, const char *pool, FILE *f, bool first, struct coverage *total)
+static bool render_pool(struct pset *s, const char *pool, size_t ordinal, FILE *f, bool first,
+			struct coverage *total)
 {
 	struct coverage v = { 0 };
 	const char *triggers = "";
@@ -551,22 +553,34 @@ static bool render_pool(struct pset *s, const char *pool, FILE *f, bool first, s
 		free(notes);
 		return false;
 	}
-	for (size_t i = 0; i < s->k_cap; i++) {
-		const struct kslot *o = &s->k[i];
-		if (!o->kind || o->kind == K_CHAIN || o->pool != pool)
+	/* In the order the chains came, frame by frame: the same text for the
+	 * same journal. */
+	for (size_t i = 0; i < s->ch_n; i++) {
+		const struct pchain *c = &s->ch[i];
+		if (c->pool != pool)
 			continue;
-		const struct kstat *st = &s->ks[o->v];
-		if (st->site) {
-			fputs(v.sites ? ",\n          " : "\n          ", b);
-			put_rule(b, st->fr, o->kind == K_NAME, false);
-			fputs("        #   site ", m);
-			put_rule(m, st->fr, o->kind == K_NAME, false);
-			fprintf(m, ": %" PRIu64 " bytes live in %zu contexts\n", st->live, st->chains);
-			v.sites++;
-		}
-		if (st->wrapper) {
-			fputs(n_wrappers++ ? ",\n          " : "\n          ", w);
-			put_rule(w, st->fr, o->kind == K_WNAME, true);
+		for (size_t d = 0; d < c->n; d++) {
+			const struct pframe *fr = &c->f[d];
+			size_t keys[3] = { name_key(s, c, fr, false), call_key(s, c, fr, false), wname_key(s, c, fr, false) };
+			for (int q = 0; q < 3; q++) {
+				if (keys[q] == SIZE_MAX || s->ks[keys[q]].said)
+					continue;
+				struct kstat *st = &s->ks[keys[q]];
+				if (st->site) {
+					fputs(v.sites ? ",\n          " : "\n          ", b);
+					put_rule(b, st->fr, q == 0, false);
+					fputs("        #   site ", m);
+					put_rule(m, st->fr, q == 0, false);
+					fprintf(m, ": %" PRIu64 " bytes live in %zu contexts\n", st->live, st->chains);
+					v.sites++;
+					st->said = true;
+				}
+				if (st->wrapper) {
+					fputs(n_wrappers++ ? ",\n          " : "\n          ", w);
+					put_rule(w, st->fr, q == 2, true);
+					st->said = true;
+				}
+			}
 		}
 	}
 	fclose(b);
@@ -582,7 +596,10 @@ static bool render_pool(struct pset *s, const char *pool, FILE *f, bool first, s
 	put_coverage(f, "        ", &v);
 	bool ok = v.sites > 0;
 	fputs("        name = ", f);
-	ctl_conf_quote(f, ctl_conf_name_ok(pool) ? pool : "learned");
+	char name[64];
+	if (!ctl_conf_ident(pool, name, sizeof(name)))
+		snprintf(name, sizeof(name), "pool%zu", ordinal);   /* two made-up names must differ */
+	ctl_conf_quote(f, name);
 	fprintf(f, ";\n        sites = [%s ];\n", ok ? body : " \"-\"");
 	if (n_wrappers)
 		fprintf(f, "        wrappers = [%s ];\n", wrappers);
@@ -604,7 +621,7 @@ static bool render_pool(struct pset *s, const char *pool, FILE *f, bool first, s
 size_t pset_render(struct pset *s, FILE *f, FILE *total)
 {
 	struct coverage all = { 0 };
-	size_t pools = 0;
+	size_t pools = 0, ordinal = 0;
 	for (size_t i = 0; i < s->ch_n; i++) {
 		const char *pool = s->ch[i].pool;
 		bool seen = false;
@@ -618,7 +635,7 @@ size_t pset_render(struct pset *s, FILE *f, FILE *total)
 		FILE *p = open_memstream(&text, &len);
 		if (!p)
 			break;
-		bool ok = render_pool(s, pool, p, pools == 0, &all);
+		bool ok = render_pool(s, pool, ++ordinal, p, pools == 0, &all);
 		fclose(p);
 		if (ok) {
 			fputs(text, f);

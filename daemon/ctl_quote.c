@@ -48,3 +48,18 @@ bool ctl_conf_name_ok(const char *s)
 			return false;
 	return true;
 }
+
+bool ctl_conf_ident(const char *s, char *out, size_t len)
+{
+	size_t i = 0;
+	bool same = true;
+
+	for (; s[i] && i + 1 < len && i < 63; i++) {
+		bool ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+			  (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '.' || s[i] == '-';
+		out[i] = ok ? s[i] : '_';
+		same &= ok;
+	}
+	out[i] = '\0';
+	return same && i > 0 && !s[i];
+}
