@@ -226,8 +226,45 @@ static bool kept_all(const struct policy_set *old, const struct policy_set *new,
 	return true;
 }
 
-int ctl_conf_put_policy(const char *path, const char *exe, const char *policy, const char *cmd)
+/* Is name taken by a policy of set other than the one at skip? */
+static bool name_taken(const struct policy_set *set, size_t skip, const char *name)
 {
+	for (size_t i = 0; i < set->n_policies; i++)
+		if (i != skip && strcmp(set->policies[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* policy with its name line ("\n    name = \"NAME\";", the first: values
+ * in comments are quoted, so that text cannot stand there) renamed to the
+ * first of NAME-2, NAME-3, ... that no other policy has; NULL without
+ * memory, or the text as it is when its name is free. */
+static char *unique_name(const struct policy_set *set, size_t skip, const char *policy)
+{
+	const char *line = strstr(policy, "\n    name = \""), *end;
+	char name[64], *out = NULL;
+	if (!line || !(end = strchr(line + 13, '"')) || (size_t)(end - line - 13) >= sizeof(name) - 8)
+		return strdup(policy);
+	memcpy(name, line + 13, (size_t)(end - line - 13));
+	name[end - line - 13] = '\0';
+	if (!name_taken(set, skip, name))
+		return strdup(policy);
+	name[55] = '\0';                    /* room for "-NNNNNNN" within 63 */
+	for (unsigned int n = 2; n < 10000000; n++) {
+		char cand[80];
+		snprintf(cand, sizeof(cand), "%s-%u", name, n);
+		if (name_taken(set, skip, cand))
+			continue;
+		if (asprintf(&out, "%.*s%s%s", (int)(line + 13 - policy), policy, cand, end) < 0)
+			out = NULL;
+		return out;
+	}
+	return NULL;
+}
+
+int ctl_conf_put_policy(const char *path, const char *exe, const char *policy_text, const char *cmd)
+{
+	char *policy = NULL;
 	char real[PATH_MAX], err[POLICY_ERR_MAX], *old = NULL, *text = NULL;
 	struct policy_set *old_set = NULL, *new_set = NULL;
 	struct stat st;
@@ -246,7 +283,7 @@ int ctl_conf_put_policy(const char *path, const char *exe, const char *policy, c
 		if (!f)
 			return -ENOMEM;
 		fprintf(f, "# Written by pmallocctl %s; pmallocctl check FILE validates it.\n"
-			   "version = 1;\npolicies = (\n  %s\n);\n", cmd, policy);
+			   "version = 1;\npolicies = (\n  %s\n);\n", cmd, policy_text);
 		if (fclose(f) != 0)
 			return -ENOMEM;
 		if (policy_set_load_string(text, real, &new_set, err, sizeof(err)) < 0) {
@@ -290,7 +327,7 @@ int ctl_conf_put_policy(const char *path, const char *exe, const char *policy, c
 	if (r == -ENOENT) {
 		/* A file without a policies list: add one at the end. */
 		fprintf(f, "%s%spolicies = (\n  %s\n);\n", old, old[0] && old[strlen(old) - 1] != '\n' ? "\n" : "",
-			policy);
+			policy_text);
 	} else {
 		/* Where ours goes: in place of the first policy that is this
 		 * executable's alone, else before the first that matches it too,
@@ -309,6 +346,12 @@ int ctl_conf_put_policy(const char *path, const char *exe, const char *policy, c
 				i == at && replace ? "replaced"
 				: i < at ? "matches this executable too and comes first: the new one will not apply"
 				: "matches this executable too; kept, after the new one");
+		}
+		policy = unique_name(old_set, replace ? at : SIZE_MAX, policy_text);
+		if (!policy) {
+			fclose(f);
+			r = -ENOMEM;
+			goto out;
 		}
 		size_t pos = 0;
 		if (at < l->n) {
@@ -353,6 +396,7 @@ int ctl_conf_put_policy(const char *path, const char *exe, const char *policy, c
 	else
 		fprintf(stderr, CTL_NAME ": %s: %s written; the old file is %s\n", cmd, path, bak);
 out:
+	free(policy);
 	policy_set_free(old_set);
 	policy_set_free(new_set);
 	free(l);
