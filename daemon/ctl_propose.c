@@ -67,7 +67,7 @@ uint64_t ctl_learned_u64(sd_journal *j, const char *name)
 }
 
 struct pentry {
-	char *pool, *chain, *triggers, *policy, *run, *build_id, *host, *pid;
+	char *pool, *chain, *triggers, *policy, *run, *build_id, *host, *pid, *reason;
 	uid_t uid;
 	bool has_uid;
 	int exe;                     /* _EXE: 1 the executable, 0 absent, -1 another program */
@@ -152,6 +152,7 @@ static int read_entries(const struct popts *o, const char *exe, struct pread *rd
 		e->run = ctl_learned_field(j, "PMALLOC_RUN");
 		e->build_id = ctl_learned_field(j, "PMALLOC_EXE_BUILD_ID");
 		e->pid = ctl_learned_field(j, "OBJECT_PID");
+		e->reason = ctl_learned_field(j, "PMALLOC_LEARN_REASON");
 		e->loaded = ctl_learned_u64(j, "PMALLOC_POLICY_LOADED");
 		if (sd_journal_get_realtime_usec(j, &e->usec) < 0)
 			e->usec = 0;
@@ -168,7 +169,7 @@ static int read_entries(const struct popts *o, const char *exe, struct pread *rd
 		};
 		rd->n++;
 		if (!e->host || !e->pool || !e->chain || !e->triggers || !e->policy || !e->run || !e->build_id ||
-		    !e->pid) {
+		    !e->pid || !e->reason) {
 			r = -ENOMEM;
 			break;
 		}
@@ -189,6 +190,7 @@ static void free_entries(struct pread *rd)
 		free(e->build_id);
 		free(e->host);
 		free(e->pid);
+		free(e->reason);
 	}
 	free(rd->e);
 }
@@ -254,6 +256,23 @@ static void select_entries(const struct popts *o, const char *build_id, struct p
 			for (size_t k = 0; k < rd->n && e->selected; k++)
 				if (rd->e[k].selected && rd->e[k].loaded > e->loaded && strcmp(rd->e[k].host, e->host) == 0)
 					e->selected = false;
+		}
+	}
+	/* A run flushed while it served (pmallocctl learn-flush to any of its
+	 * processes): what its processes freed as they shut down (nginx
+	 * destroys its configuration's pools before exit()) is not counted,
+	 * nor taken from what was live; what they wrote still is. */
+	for (size_t i = 0; i < rd->n; i++) {
+		struct pentry *e = &rd->e[i];
+		if (!e->selected || strcmp(e->reason, "learn-flush") == 0)
+			continue;
+		for (size_t k = 0; k < rd->n; k++) {
+			const struct pentry *f = &rd->e[k];
+			if (f->selected && strcmp(f->reason, "learn-flush") == 0 && strcmp(f->run, e->run) == 0 &&
+			    strcmp(f->host, e->host) == 0) {
+				e->c.freed_objects = e->c.freed_bytes = e->c.live_objects = e->c.live_bytes = 0;
+				break;
+			}
 		}
 	}
 	for (size_t i = 0; i < rd->n; i++) {
