@@ -143,7 +143,7 @@ curl_load() {
 	local n=$1 par=$2 urls=() i
 	shift 2
 	for i in $(seq "$n"); do urls+=("$1${i}"); done
-	timeout 30 curl -s -m 3 -o /dev/null ${par:+--parallel --parallel-max "$par"} -H 'Connection: close' \
+	timeout 30 curl -s --no-progress-meter -m 3 -o /dev/null ${par:+--parallel --parallel-max "$par"} -H 'Connection: close' \
 		-w '%{http_code}\n' "${urls[@]}" >"$T/load" || return 1
 	[ "$(grep -c '^[0-9][0-9][0-9]$' "$T/load")" = "$n" ]
 }
