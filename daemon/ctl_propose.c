@@ -28,6 +28,8 @@
 #define _GNU_SOURCE
 #include "ctl.h"
 #include "ctl_propose.h"
+#include "policy_image.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -384,7 +386,7 @@ static int parse_args(int argc, char **argv, struct popts *o)
 }
 
 /* The policy element: header comments, the executable, the pools. */
-static int render(struct pset *set, const char *exe, const char *build_id, const char *policy,
+static int render(struct pset *set, uint64_t min_live, const char *exe, const char *build_id, const char *policy,
 		  const struct ptally *t, char **ret, size_t *ret_pools)
 {
 	char *pools = NULL, *total = NULL, *text = NULL;
@@ -399,7 +401,7 @@ static int render(struct pset *set, const char *exe, const char *build_id, const
 		free(total);
 		return -ENOMEM;
 	}
-	*ret_pools = pset_render(set, p, q);
+	*ret_pools = pset_render(set, min_live, p, q);
 	fclose(p);
 	fclose(q);
 	FILE *f = open_memstream(&text, &len);
@@ -504,32 +506,52 @@ int ctl_cmd_propose(int argc, char **argv)
 	char name[256];
 	size_t pools = 0;
 	policy_name(&rd, exe, name, sizeof(name));
-	r = render(set, exe, build_id, name, &t, &text, &pools);
-	if (r < 0)
-		goto out;
-	if (pools == 0) {
-		fputs(text, stderr);
-		fprintf(stderr, "\n" CTL_NAME ": propose: no context of %s can be protected without being written\n",
-			exe);
-		goto out;
+	/* pmallocd hands a policy out in one message: a program with many
+	 * contexts gets its smallest sites left out until it fits. */
+	for (uint64_t min_live = 0;; min_live = min_live ? min_live * 2 : 16) {
+		struct policy_set *ps = NULL;
+		char err[POLICY_ERR_MAX];
+		void *img = NULL;
+		size_t img_len = 0, warnings = 0;
+		free(text);
+		free(whole);
+		text = whole = NULL;
+		r = render(set, min_live, exe, build_id, name, &t, &text, &pools);
+		if (r < 0)
+			goto out;
+		if (pools == 0) {
+			fputs(text, stderr);
+			fprintf(stderr, "\n" CTL_NAME ": propose: no context of %s can be protected without being "
+					"written\n", exe);
+			goto out;
+		}
+		/* Checked whole, as pmallocctl check would, before anything is written. */
+		if (asprintf(&whole, "# Proposed by pmallocctl propose; pmallocctl check FILE validates it.\n"
+				     "version = 1;\npolicies = (\n  %s\n);\n", text) < 0) {
+			whole = NULL;
+			goto out;
+		}
+		if (policy_set_load_string(whole, "proposal", &ps, err, sizeof(err)) < 0) {
+			fprintf(stderr, CTL_NAME ": propose: the proposal does not load (a bug): %s\n", err);
+			goto out;
+		}
+		policy_lint(ps, count_warning, &warnings);
+		r = policy_image_compile(ps, &ps->policies[0], &img, &img_len);
+		free(img);
+		policy_set_free(ps);
+		if (warnings)
+			goto out;
+		if (r == 0 && img_len <= PMW_MAX_MSG - sizeof(struct pmw_policy))
+			break;
+		if (r < 0 && r != -E2BIG) {
+			fprintf(stderr, CTL_NAME ": propose: the proposal does not compile (a bug): %s\n", strerror(-r));
+			goto out;
+		}
+		if (min_live > UINT64_MAX / 4) {
+			fprintf(stderr, CTL_NAME ": propose: the proposal does not fit what pmallocd hands out\n");
+			goto out;
+		}
 	}
-	/* Checked whole, as pmallocctl check would, before anything is written. */
-	struct policy_set *ps = NULL;
-	char err[POLICY_ERR_MAX];
-	size_t warnings = 0;
-	if (asprintf(&whole, "# Proposed by pmallocctl propose; pmallocctl check FILE validates it.\n"
-			     "version = 1;\npolicies = (\n  %s\n);\n", text) < 0) {
-		whole = NULL;
-		goto out;
-	}
-	if (policy_set_load_string(whole, "proposal", &ps, err, sizeof(err)) < 0) {
-		fprintf(stderr, CTL_NAME ": propose: the proposal does not load (a bug): %s\n", err);
-		goto out;
-	}
-	policy_lint(ps, count_warning, &warnings);
-	policy_set_free(ps);
-	if (warnings)
-		goto out;
 	if (o.output) {
 		if (ctl_conf_put_policy(o.output, exe, text, "propose") == 0)
 			status = CTL_EXIT_OK;

@@ -28,8 +28,9 @@ int pset_add(struct pset *s, const char *pool, const char *triggers, const char 
 size_t pset_chains(const struct pset *s);
 /* Chooses sites and wrappers for every pool, then writes the pools list's
  * elements ("{ ... }" each, comments first, separated by commas) to f and
- * the coverage of all pools to total (comment lines).  Returns the number
- * of pools written. */
-size_t pset_render(struct pset *s, FILE *f, FILE *total);
+ * the coverage of all pools to total (comment lines); sites holding fewer
+ * than min_live bytes are left out (and said).  Returns the number of
+ * pools written.  May be called again (with another min_live). */
+size_t pset_render(struct pset *s, uint64_t min_live, FILE *f, FILE *total);
 
 #endif

@@ -505,10 +505,11 @@ static uint64_t cap_for(uint64_t learned)
 }
 
 /* Writes pool's element (or a comment saying why none); adds to total. */
-static bool render_pool(struct pset *s, const char *pool, size_t ordinal, FILE *f, bool first,
+static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64_t min_live, FILE *f, bool first,
 			struct coverage *total)
 {
 	struct coverage v = { 0 };
+	size_t small = 0;
 	const char *triggers = "";
 	size_t contexts = 0;
 	if (choose_wrappers(s, pool) < 0)
@@ -566,7 +567,11 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, FILE *
 				if (keys[q] == SIZE_MAX || s->ks[keys[q]].said)
 					continue;
 				struct kstat *st = &s->ks[keys[q]];
-				if (st->site) {
+				if (st->site && st->live < min_live) {
+					v.live -= st->live;     /* too small for the room the policy has */
+					small++;
+					st->said = true;
+				} else if (st->site) {
 					fputs(v.sites ? ",\n          " : "\n          ", b);
 					put_rule(b, st->fr, q == 0, false);
 					fputs("        #   site ", m);
@@ -593,6 +598,9 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, FILE *
 		   "        # whose allocations were all made before the trigger, stayed live and\n"
 		   "        # were never written; the frames below it are wrappers.\n", contexts);
 	fputs(notes, f);
+	if (small)
+		fprintf(f, "        # %zu sites of fewer than %" PRIu64 " bytes left out: the policy must fit in\n"
+			   "        # what pmallocd hands out.\n", small, min_live);
 	put_coverage(f, "        ", &v);
 	bool ok = v.sites > 0;
 	fputs("        name = ", f);
@@ -618,9 +626,11 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, FILE *
 	return ok;
 }
 
-size_t pset_render(struct pset *s, FILE *f, FILE *total)
+size_t pset_render(struct pset *s, uint64_t min_live, FILE *f, FILE *total)
 {
 	struct coverage all = { 0 };
+	/* Each render chooses afresh. */
+	memset(s->ks, 0, s->ks_n * sizeof(s->ks[0]));
 	size_t pools = 0, ordinal = 0;
 	for (size_t i = 0; i < s->ch_n; i++) {
 		const char *pool = s->ch[i].pool;
@@ -635,7 +645,7 @@ size_t pset_render(struct pset *s, FILE *f, FILE *total)
 		FILE *p = open_memstream(&text, &len);
 		if (!p)
 			break;
-		bool ok = render_pool(s, pool, ++ordinal, p, pools == 0, &all);
+		bool ok = render_pool(s, pool, ++ordinal, min_live, p, pools == 0, &all);
 		fclose(p);
 		if (ok) {
 			fputs(text, f);
