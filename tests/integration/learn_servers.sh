@@ -243,7 +243,7 @@ EOC
 	}
 	lt_load() { curl_load 50 "" "http://127.0.0.1:$lport/?n="; }
 	lt_load2() { curl_load 100 16 "http://127.0.0.1:$lport/other.html?k=" && curl_load 50 16 "http://127.0.0.1:$lport/missing-"; }
-	cycle lighttpd /usr/sbin/lighttpd lt_start lt_load lt_load2 "Kept-Config-$$" 65536
+	FLUSH=1 cycle lighttpd /usr/sbin/lighttpd lt_start lt_load lt_load2 "Kept-Config-$$" 65536
 else
 	echo "skipped: lighttpd not installed"
 fi
