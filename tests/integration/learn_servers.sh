@@ -48,9 +48,12 @@ restart_daemon() {
 
 reverse() { local s=$1 r= i; for ((i = ${#s} - 1; i >= 0; i--)); do r+=${s:i:1}; done; printf %s "$r"; }
 
+# Violations of this test's policy (named after the program and this
+# script's pid: other trees may run the same servers at the same time).
 kills() { # EXE SINCE
 	journal_sync
-	journalctl --no-pager -o json --since "$2" MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$1" | grep -c . || true
+	journalctl --no-pager -o json --since "$2" MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$1" PMALLOC_POLICY="$POLICY" |
+		grep -c . || true
 }
 
 # Is SITE (a violation's "FUNCTION+0xOFF" or "OBJECT+0xOFF") a site of the
@@ -70,6 +73,9 @@ cycle() {
 	rm -f "$CONF" "$CONF.bak"
 	"$ctl" learn --exe "$exe" --output "$CONF" 2>"$T/err" || fail "$name: learn: $(cat "$T/err")"
 	grep -q 'wrappers' "$CONF" && fail "$name: the learn policy names wrappers"
+	POLICY=$name-$$
+	sed -i "s/^    name = \"[^\"]*\";\$/    name = \"$POLICY\";/" "$CONF"
+	grep -q "name = \"$POLICY\";" "$CONF" || fail "$name: cannot rename the learn policy: $(cat "$CONF")"
 	restart_daemon
 	since=@$(date +%s.%6N)
 	LD_PRELOAD=$SHIM $start
@@ -136,9 +142,9 @@ cycle() {
 	wait_until 50 killed || true
 	stop_server
 	journal_sync
-	v=$(journalctl --no-pager -o json --since "$since" MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$exe" | head -n 1)
+	v=$(journalctl --no-pager -o json --since "$since" MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$exe" PMALLOC_POLICY="$POLICY" | head -n 1)
 	[ -n "$v" ] || fail "$name: the injected write killed nothing: $(cat "$T/inject"; grep -h learn_inject "$T"/*/out "$T"/*/log 2>/dev/null)"
-	printf '%s' "$v" | grep -q "\"PMALLOC_POLICY\":\"${exe##*/}\"" || fail "$name: policy: $v"
+	printf '%s' "$v" | grep -q "\"PMALLOC_POLICY\":\"$POLICY\"" || fail "$name: policy: $v"
 	printf '%s' "$v" | grep -q '"PMALLOC_POOL":"learned"' || fail "$name: pool: $v"
 	printf '%s' "$v" | grep -q '"PMALLOC_SIGNAL_NAME":"SIGSEGV"' || fail "$name: not killed: $v"
 	site=$(printf '%s' "$v" | sed -n 's/.*"PMALLOC_OBJECT_SITE":"\([^"]*+0x[0-9a-f]*\)".*/\1/p')
@@ -206,11 +212,11 @@ if want redis && command -v redis-server >/dev/null && command -v redis-benchmar
 		wait_until 200 redis-cli -p "$rport" --no-auth-warning -a "$pass_" ping || [ -n "${INJECTING:-}" ] ||
 			fail "redis did not come up: $(cat "$T/rds/log")"
 	}
-	rds_load() { timeout 30 redis-benchmark -p "$rport" -a "$pass_" -n 2000 -c 4 -q -t set,get,lpush,incr >/dev/null; }
+	rds_load() { timeout 30 redis-benchmark -p "$rport" -a "$pass_" -n 1000 -c 4 -q -t set,get,lpush,incr >/dev/null; }
 	rds_load2() {
 		local f=() i
 		for i in $(seq 300); do f+=("field$i" "value$i"); done
-		timeout 30 redis-benchmark -p "$rport" -a "$pass_" -n 4000 -c 16 -r 100000 -q -t set,get,hset,sadd,zadd,lpush,rpop >/dev/null &&
+		timeout 30 redis-benchmark -p "$rport" -a "$pass_" -n 1000 -c 16 -r 100000 -q -t set,get,hset,sadd,zadd,lpush,rpop >/dev/null &&
 		redis-cli -p "$rport" --no-auth-warning -a "$pass_" hset grown "${f[@]}" >/dev/null &&
 		redis-cli -p "$rport" --no-auth-warning -a "$pass_" rpush glist "${f[@]}" >/dev/null &&
 		redis-cli -p "$rport" --no-auth-warning -a "$pass_" config get maxmemory >/dev/null
