@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "policy_image.h"
@@ -148,10 +149,17 @@ int config_read(const char *path, bool check_owner, struct config **ret, char *e
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
 	}
+	/* When this file was loaded: learned entries tell the runs of one
+	 * learn policy by it (PMALLOC_POLICY_LOADED). */
+	struct timespec now;
+	uint64_t loaded_us = clock_gettime(CLOCK_REALTIME, &now) == 0
+		? (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u : 0;
 	for (size_t i = 0; i < c->set->n_policies; i++) {
 		const struct policy *p = &c->set->policies[i];
 
 		r = policy_image_compile(c->set, p, &c->images[i], &c->image_sizes[i]);
+		if (r == 0)
+			((struct pimg_header *)c->images[i])->loaded_us = loaded_us;
 		if (r == 0 && c->image_sizes[i] > image_max)
 			r = -E2BIG;
 		if (r < 0) {

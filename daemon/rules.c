@@ -243,8 +243,10 @@ void rules_render_sites(struct strbuf *b, const struct proc_entry *e, uint64_t n
 		for (uint32_t i = 0; i < t->n; i++) {
 			text_escape(pool, sizeof(pool), t->rows[i].pool);
 			text_escape(text, sizeof(text), t->rows[i].text);
-			strbuf_printf(b, "      site %s  pool \"%s\": %" PRIu64 " objects, %" PRIu64 " bytes\n",
-				      text, pool, t->rows[i].objects, t->rows[i].bytes);
+			strbuf_printf(b, "      site %s  pool \"%s\": %" PRIu64 " objects, %" PRIu64 " bytes%s\n",
+				      text, pool, t->rows[i].objects, t->rows[i].bytes,
+				      t->rows[i].state == PMW_ROW_LATE
+				      ? " to the heap after the pool's trigger (take = \"until-trigger\")" : "");
 		}
 	}
 	if (e->rules && e->rules->refused)

@@ -102,7 +102,7 @@ int wire_check_report(struct pmw_report *m)
 static bool row_fits(uint32_t what, const struct pmw_row *r)
 {
 	if (what == PMW_RULES_SITES)
-		return r->kind == PMW_ROW_CALL_SITE && r->state == PMW_ROW_COUNTED;
+		return r->kind == PMW_ROW_CALL_SITE && (r->state == PMW_ROW_COUNTED || r->state == PMW_ROW_LATE);
 	if (r->kind != PMW_ROW_SITE && r->kind != PMW_ROW_WRAPPER && r->kind != PMW_ROW_ON_CALL)
 		return false;
 	return r->state == PMW_ROW_RESOLVED || r->state == PMW_ROW_NO_FUNCTION ||
@@ -121,7 +121,8 @@ int wire_check_rules(struct pmw_rules *m)
 	for (uint32_t i = 0; i < m->n_rows; i++) {
 		if (!row_fits(m->what, &m->rows[i]))
 			return -EINVAL;
-		unresolved += m->rows[i].state != PMW_ROW_RESOLVED && m->rows[i].state != PMW_ROW_COUNTED;
+		unresolved += m->rows[i].state != PMW_ROW_RESOLVED && m->rows[i].state != PMW_ROW_COUNTED &&
+			      m->rows[i].state != PMW_ROW_LATE;
 		FORCE_NUL(m->rows[i].pool);
 		FORCE_NUL(m->rows[i].text);
 		if (!m->rows[i].pool[0] || !m->rows[i].text[0])

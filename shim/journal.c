@@ -275,7 +275,8 @@ void journal_learned(const struct journal_learned *m)
 		   "PMALLOC_WRITTEN_BYTES=%" PRIu64 "\n", m->objects, m->bytes, m->live_objects, m->live_bytes,
 		   m->freed_objects, m->freed_bytes, m->late_objects, m->late_bytes, m->written ? 1 : 0,
 		   m->written_bytes);
-	/* Frame 0 alone, as before contexts: for readers of the older entries. */
+	/* The site routing charged (frame 0 without wrappers), as before
+	 * contexts: for readers of the round-2 entries. */
 	fmt_printf(&f, "PMALLOC_SITE=%s\nPMALLOC_SITE_NAMED=%d\nPMALLOC_SITE_OBJECT=%s\nPMALLOC_SITE_OFFSET=0x%"
 		   PRIx64 "\nPMALLOC_OBJECTS_LATE=%" PRIu64 "\n", m->site, m->named ? 1 : 0, m->object, m->offset,
 		   m->late_objects);
@@ -291,7 +292,7 @@ void journal_learned(const struct journal_learned *m)
 void journal_take_late(const char *policy, const char *pool, const char *site)
 {
 	struct fmt f;
-	if (!entry_begin(&f, MID_PROTECTED, 5, false))
+	if (!entry_begin(&f, MID_LATE, 5, false))
 		return;
 	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_TAKE=late\nPMALLOC_SITE=%s\nPMALLOC_EXE=%s\n"
 		   "MESSAGE=pmalloc: PID %d (%s): site %s of pool \"%s\" (policy \"%s\") allocates after the pool's"

@@ -32,7 +32,8 @@ struct shim_state;
  * the process learns. */
 bool learn_init(const struct shim_state *st);
 /* An allocation of size bytes (align) routed to learn pool i, from return
- * address ra (site id site): its context found (an unwind, ~1-2 us), and
+ * address ra (site id site): its context found (an unwind: learn.c says
+ * what it costs), and
  * the object taken from the context's own pages; NULL when the pool is
  * closed (its first trigger fired: counted as late) or out of room: the
  * caller goes to the heap.  Normal context, not with shim_busy set. */

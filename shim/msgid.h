@@ -3,7 +3,7 @@
  * the shim (shim/journal.c), pmallocd (daemon/journal.c, violation.c) and
  * pmallocctl (ctl_violations.c).
  *
- * Owns: the seven identifiers; pmallocd(8) documents them, and
+ * Owns: the eight identifiers; pmallocd(8) documents them, and
  * systemd/pmalloc.catalog explains each (tests/integration/ctl_docs.sh
  * reads this file and checks that the catalog has every one).
  * Must never: change a value (scripts and the catalog select by them) or
@@ -19,5 +19,6 @@
 #define MID_DROPPED   "c1e835285fc54160a43c1065e7656999" /* reports dropped, counted */
 #define MID_LEARNED   "81abfd4bd92b4d58b67b434bbf0f7ac1" /* a site learned (learn mode) */
 #define MID_UNMATCHED "1bbefd08c466424b957c3ee5b5856dbf" /* a policy rule that matches nothing */
+#define MID_LATE      "8060223fb81e4230b9e1d79734447b85" /* a take = "until-trigger" site allocating after the trigger */
 
 #endif

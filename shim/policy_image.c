@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define GLOB_MAX 255                   /* as the parser allows */
 #define BUILD_ID_MAX 128
@@ -65,15 +64,6 @@ static struct pimg_str strtab_add(struct strtab *t, const char *s)
 	return out;
 }
 
-/* Now, CLOCK_REALTIME, in us (0 when the clock cannot be read). */
-static uint64_t realtime_us(void)
-{
-	struct timespec ts;
-	if (clock_gettime(CLOCK_REALTIME, &ts) < 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 int policy_image_compile(const struct policy_set *set, const struct policy *p, void **ret,
 			 size_t *ret_len)
 {
@@ -101,7 +91,6 @@ int policy_image_compile(const struct policy_set *set, const struct policy *p, v
 		.n_wrappers = (uint32_t)n_wrappers, .n_triggers = (uint32_t)n_triggers,
 		.mode = (uint32_t)p->mode, .protection = (uint32_t)p->protection,
 		.report_burst = set->daemon.report_burst, .report_interval_s = set->daemon.report_interval_s,
-		.loaded_us = realtime_us(),
 	};
 	/* Records are laid out after the strings are known: built apart first. */
 	struct pimg_pool *pools = calloc(p->n_pools, sizeof(*pools));

@@ -53,9 +53,10 @@ struct pimg_header {
 	uint32_t protection;              /* enum policy_protection */
 	uint32_t report_burst;            /* the file's daemon settings the shim obeys */
 	uint32_t report_interval_s;
-	/* CLOCK_REALTIME us when the policy was loaded: when it was compiled
-	 * (pmallocd compiles at load); the shim reading a file itself sets the
-	 * file's mtime.  Told in learned entries; nothing decides on it. */
+	/* CLOCK_REALTIME us when the policy was loaded, set by the loader
+	 * after policy_image_compile() (0 there): pmallocd's load of the file,
+	 * or the file's mtime where the shim read it itself.  Told in learned
+	 * entries; nothing decides on it. */
 	uint64_t loaded_us;
 };
 

@@ -1,7 +1,8 @@
 /*
  * policy_lint.c - what a valid policy file says that cannot be what its
  * author meant: an exe glob that no real path can fit, a policy that an
- * earlier one always wins over, a trigger given twice, a site given twice.
+ * earlier one always wins over, a trigger given twice, a site given twice,
+ * a pool that takes until a trigger it does not have.
  *
  * Owns the warnings' words.  Never judges validity (policy.c alone does)
  * and never changes the model: a warning is advice to the person who wrote
@@ -163,6 +164,10 @@ static void lint_pool(struct lint *l, const struct policy *p, const struct polic
 	lint_repeats(l, p, pool, "trigger", pool->triggers, pool->n_triggers, sizeof(*pool->triggers),
 		     same_trigger);
 	lint_repeats(l, p, pool, "site", pool->sites, pool->n_sites, sizeof(*pool->sites), same_site);
+	if (pool->take == POLICY_TAKE_UNTIL_TRIGGER && pool->n_triggers == 0)
+		warn(l, pool->line, "policy \"%s\", pool \"%s\": take = \"until-trigger\" without a trigger: "
+		     "the pool takes for the life of the process and is never protected; add protect = [ ... ]",
+		     p->name, pool->name);
 }
 
 size_t policy_lint(const struct policy_set *set, policy_warn_fn fn, void *ctx)

@@ -108,8 +108,8 @@ static void add_rules(struct pmw_rules *m, const struct shim_state *st, bool unm
 	}
 }
 
-/* On-call triggers name a libc function the shim interposes: the policy
- * parser takes no other, so each one is in place (whether the program
+/* On-call triggers name a libc function the shim interposes (on-wait, a
+ * set of them): the policy parser takes no other, so each one is in place (whether the program
  * ever calls it, the pool's protects say). */
 static void add_triggers(struct pmw_rules *m, const struct shim_state *st)
 {
@@ -117,14 +117,18 @@ static void add_triggers(struct pmw_rules *m, const struct shim_state *st)
 		const struct pimg_pool *pp = pimg_pool(st->image, i);
 		for (size_t t = 0; t < pp->n_triggers; t++) {
 			const struct pimg_trigger *tr = pimg_pool_trigger(st->image, pp, t);
-			if (tr->kind != POLICY_TRIGGER_ON_CALL)
+			if (tr->kind != POLICY_TRIGGER_ON_CALL && tr->kind != POLICY_TRIGGER_ON_WAIT)
 				continue;
 			struct pmw_row *r = row_add(m, st, (int)i, PMW_ROW_ON_CALL, PMW_ROW_RESOLVED);
 			if (r) {
 				struct fmt f;
 				fmt_init(&f, r->text, sizeof(r->text));
-				fmt_str(&f, "on-call:");
-				fmt_str(&f, policy_call_name(tr->call));
+				if (tr->kind == POLICY_TRIGGER_ON_WAIT) {
+					fmt_str(&f, "on-wait");
+				} else {
+					fmt_str(&f, "on-call:");
+					fmt_str(&f, policy_call_name(tr->call));
+				}
 				fmt_cstr(&f);
 			}
 		}
@@ -167,6 +171,32 @@ static void add_sites(struct pmw_rules *m, const struct shim_state *st)
 		r->state = PMW_ROW_COUNTED;
 		r->objects = sc->objects;
 		r->bytes = sc->bytes;
+		const char *sym = site_symbol(id);
+		struct fmt f;
+		fmt_init(&f, r->text, sizeof(r->text));
+		if (sym)
+			fmt_str(&f, sym);
+		else
+			dynsym_location(&f, site_address(id), true);
+		fmt_cstr(&f);
+	}
+	/* take = "until-trigger": the sites that allocated after their
+	 * pool's trigger, what went to the heap (take.c), after the others. */
+	for (uint32_t k = 0; k < SITE_SLOTS; k++) {
+		uint64_t objects, bytes;
+		uint16_t id = (uint16_t)(k + 1);
+		int route = site_route(id);
+		if (!take_late_counts(id, &objects, &bytes) || route < 0 || (size_t)route >= st->n_pools)
+			continue;
+		m->total++;
+		if (m->n_rows == PMW_ROWS)
+			continue;
+		struct pmw_row *r = &m->rows[m->n_rows++];
+		copy(r->pool, sizeof(r->pool), pool_name(st, (size_t)route));
+		r->kind = PMW_ROW_CALL_SITE;
+		r->state = PMW_ROW_LATE;
+		r->objects = objects;
+		r->bytes = bytes;
 		const char *sym = site_symbol(id);
 		struct fmt f;
 		fmt_init(&f, r->text, sizeof(r->text));

@@ -1,13 +1,14 @@
 /*
  * take.c - take = "until-trigger" in enforce mode: an allocation from one
  * of a closed pool's sites (its first trigger fired) goes to the heap;
- * here it is counted per site, and said once per site in the journal (a
- * "pool protected" entry, MID_PROTECTED, with PMALLOC_TAKE=late) and in
- * pmallocctl status (the rules message carries the counts: rules_msg.c).
+ * here it is counted per site, and said once per site in the journal
+ * (MID_LATE, with PMALLOC_TAKE=late) and in pmallocctl status (the
+ * site table carries the counts: rules_msg.c).
  *
  * Owns the per-site late counts (SITE_SLOTS of them, mapped at the first
  * late allocation).  Must never: send an allocation into a closed pool, or
- * say a site more than once per process.  Normal context only (called from
+ * say a site more than once per process, or send pmallocd more than
+ * LATE_SENDS tables past its rate limit.  Normal context only (called from
  * malloc's slow path, never a signal handler); the first note of a site
  * reads its symbol (resolve.c's, cached) and writes one journal entry.
  * Cost of a late allocation after the first of its site: two atomic adds.
@@ -28,6 +29,8 @@ struct late_count {
 };
 
 static struct late_count *_Atomic late;   /* [SITE_SLOTS], by site id - 1 */
+#define LATE_SENDS 64
+static _Atomic unsigned int sends;
 
 static struct late_count *table(void)
 {
@@ -62,7 +65,14 @@ void take_note_late(size_t i, uint16_t site, size_t size)
 	int busy = shim_busy_enter();
 	journal_take_late(pimg_policy_name(st->image), pimg_pool_name(st->image, i), sym);
 	shim_busy_leave(busy);
-	rules_msg_send(RULES_MSG_SITES);     /* status shows the site's row now */
+	/* pmallocd's site table with the new row: now for a process's first
+	 * LATE_SENDS late sites (a server's come in a burst as it starts
+	 * serving; its ordinary table is sent at most once a second), then
+	 * with the rate limit of the ordinary table. */
+	if (atomic_fetch_add_explicit(&sends, 1, memory_order_relaxed) < LATE_SENDS)
+		rules_msg_answer();
+	else
+		rules_msg_send(RULES_MSG_SITES);
 }
 
 bool take_late_counts(uint16_t site, uint64_t *objects, uint64_t *bytes)

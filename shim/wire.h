@@ -217,6 +217,9 @@ enum pmw_row_state {
 	PMW_ROW_NO_FUNCTION = 2,         /* no loaded object has a function of that name */
 	PMW_ROW_NO_OFFSET = 3,           /* no loaded object fits the object glob (and build-id) */
 	PMW_ROW_COUNTED = 4,
+	PMW_ROW_LATE = 5,                /* a call site of a take = "until-trigger" pool that
+					  * allocated after its trigger: objects and bytes that
+					  * went to the heap */
 };
 
 struct pmw_row {

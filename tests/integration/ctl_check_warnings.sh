@@ -2,7 +2,8 @@
 # says, but warns (FILE:LINE: warning: ..., on stderr, exit 0) where the
 # file cannot mean what its author meant: an exe glob no real path fits
 # (no leading '/' or a symbolic link), a policy that an earlier one always
-# wins over, a repeated trigger or site.  A clean file gets no warning.
+# wins over, a repeated trigger or site, take = "until-trigger" without a
+# trigger.  A clean file gets no warning.
 . "$(dirname "$0")/lib.sh"
 
 CTL=$B/pmallocctl
@@ -19,9 +20,9 @@ policies = (
   { name = "root-nginx"; match = { exe = [ "/usr/sbin/nginx" ]; uid = [ 0 ]; };
     pools = ( { name = "a"; sites = [ "f" ]; } ); },
   { name = "again"; match = { exe = [ "/usr/sbin/nginx" ]; comm = [ "nginx" ]; };
-    pools = ( { name = "a"; sites = [ "f" ]; } ); },
+    pools = ( { name = "a"; sites = [ "f" ]; take = "until-trigger"; } ); },
   { name = "fine"; match = { exe = [ "*/redis-server" ]; comm = [ "redis*" ]; };
-    pools = ( { name = "a"; sites = [ "f", "g" ]; protect = [ "on-call:listen", "after:2s" ]; } ); }
+    pools = ( { name = "a"; sites = [ "f", "g" ]; protect = [ "on-wait", "after:2s" ]; take = "until-trigger"; } ); }
 );
 EOF2
 "$CTL" check "$T/p.conf" >"$T/out" 2>"$T/err" || fail "a valid file refused: $(cat "$T/err")"
@@ -34,6 +35,7 @@ $T/p.conf:6: warning: policy "bare", pool "a": trigger 4 repeats trigger 2
 $T/p.conf:6: warning: policy "bare", pool "a": site 3 repeats site 2
 $T/p.conf:8: warning: policy "root-nginx" is never used: policy "all-root" (line 3) comes first and matches every process it matches
 $T/p.conf:10: warning: policy "again" is never used: policy "bare" (line 5) comes first and matches every process it matches
+$T/p.conf:11: warning: policy "again", pool "a": take = "until-trigger" without a trigger: the pool takes for the life of the process and is never protected; add protect = [ ... ]
 EOF2
 diff -u "$T/want" "$T/err" || fail "warnings differ (above)"
 grep -q '^  policy fine:' "$T/out" || fail "summary missing: $(cat "$T/out")"

@@ -36,6 +36,11 @@ kill -0 "$ppid" || fail "learn_prog is gone"
 out=$(journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED OBJECT_PID="$ppid")
 printf '%s\n' "$out" | grep '"PMALLOC_SITE":"load_config"' | grep -q '"PMALLOC_WRITTEN":"0"' ||
 	fail "load_config not learned as unwritten: $out"
+# Served by pmallocd: the policy's load time is the daemon's load of the
+# file, at or after this script's start, not in the future.
+loaded=$(printf '%s\n' "$out" | sed -n 's/.*"PMALLOC_POLICY_LOADED":"\([0-9]*\)".*/\1/p' | sort -u)
+[ "$(printf '%s\n' "$loaded" | wc -l)" = 1 ] && [ "$(( loaded / 1000000 ))" -ge "${TEST_SINCE#@}" ] &&
+	[ "$(( loaded / 1000000 ))" -le "$(date +%s)" ] || fail "PMALLOC_POLICY_LOADED from pmallocd: $loaded"
 "$B/pmallocctl" sites "$ppid" --socket "$SOCK" >"$T/sites" 2>&1 || fail "sites: $(cat "$T/sites")"
 head -n 1 "$T/sites" | grep -q '^POOL  *SITE  *OBJECTS  *BYTES  *WRITTEN$' || fail "sites header: $(cat "$T/sites")"
 grep -q '^setup  *load_config  *1  *4096  *no$' "$T/sites" || fail "sites: no load_config row: $(cat "$T/sites")"

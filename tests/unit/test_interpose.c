@@ -478,6 +478,39 @@ START_TEST(test_wrapper_charges_its_caller)
 }
 END_TEST
 
+/* Wrappers several levels deep (nginx's region pools, redis's zmalloc and
+ * sds), named by function: the first caller outside them is the site. */
+#define WRAPCHAIN_WRAPPERS "wrappers = [ \"ngx_palloc\", \"ngx_palloc_block\", \"ngx_palloc_large\", " \
+	"\"ngx_memalign\", \"zmalloc\", \"ztrymalloc_usable\", \"sdsnewlen\", \"s_malloc_usable\" ]; "
+#define WRAPCHAIN_SITES "sites = [ \"load_conf\", \"load_commands\", \"load_names\" ]; "
+START_TEST(test_wrapper_chains)
+{
+	write_policy("ip_wrapchain", NULL, "conf", WRAPCHAIN_SITES WRAPCHAIN_WRAPPERS LISTEN);
+	run("ip_wrapchain");
+	expect_exit(0);
+	expect_stdout("conf 1 1 1 1\nrequest 0 0 0 0\nlate conf 1 1 1 1\nlate request 0 0 0 0\n"
+		      "server_name learn get localhost\n");
+	expect_stderr("");
+
+	run("ip_wrapchain", "write-request");
+	expect_exit(0);
+	expect_stderr("");
+
+	run("ip_wrapchain", "write-conf");
+	expect_signal(SIGSEGV);
+	expect_only_report(&(struct report){ R.pid, "conf", 0, 16, "load_names", "ip_wrapchain", ENFORCE });
+
+	/* take = "until-trigger": after the first listen(), the heap. */
+	write_policy("ip_wrapchain", NULL, "conf", WRAPCHAIN_SITES WRAPCHAIN_WRAPPERS
+		     "take = \"until-trigger\"; " LISTEN);
+	run("ip_wrapchain");
+	expect_exit(0);
+	expect_stdout("conf 1 1 1 1\nrequest 0 0 0 0\nlate conf 0 0 0 0\nlate request 0 0 0 0\n"
+		      "server_name learn get localhost\n");
+	expect_stderr("");
+}
+END_TEST
+
 START_TEST(test_strdup_and_strndup_charge_their_caller)
 {
 	static const char *out = "strdup 1, strndup 1, main strdup 0, main strndup 0\n"
@@ -967,6 +1000,7 @@ int main(void)
 	tcase_add_test(tc, test_site_in_dlopened_library);
 	tcase_add_test(tc, test_library_loaded_where_a_site_library_was);
 	tcase_add_test(tc, test_wrapper_charges_its_caller);
+	tcase_add_test(tc, test_wrapper_chains);
 	tcase_add_test(tc, test_strdup_and_strndup_charge_their_caller);
 	tcase_add_test(tc, test_rule_matching_nothing_is_reported);
 

@@ -107,7 +107,8 @@ static void expect_error(int r, const char *err, int want_r, int line, const cha
 
 #define ON_CALL_LIST "on-call takes one of listen, accept, accept4, epoll_wait, epoll_pwait, " \
 	"poll, ppoll, select, pselect, setuid, setgid, setresuid, setresgid, seteuid, setegid, " \
-	"chroot, pthread_create, fork, daemon, execve"
+	"chroot, pthread_create, fork, daemon, execve, epoll_pwait2, sigsuspend, sigwaitinfo, " \
+	"sigtimedwait, pause"
 #define DURATION_RULE "the duration must be an integer > 0 with unit ms, s, m or h, at most 24h"
 
 struct refusal {
@@ -310,8 +311,11 @@ static const struct refusal refusals[] = {
 	{ "after without a unit", POOL_KEY("protect = [ \"after:2\" ]"), 10,
 	  "trigger \"after:2\": " DURATION_RULE },
 	{ "unknown trigger", POOL_KEY("protect = [ \"sometimes\" ]"), 10,
-	  "unknown trigger \"sometimes\" (on-call:FUNCTION, after:DURATION or manual)" },
+	  "unknown trigger \"sometimes\" (on-call:FUNCTION, on-wait, after:DURATION or manual)" },
 	{ "max_bytes negative", POOL_KEY("max_bytes = -1"), 10, "max_bytes must not be negative" },
+	{ "take unknown", POOL_KEY("take = \"later\""), 10,
+	  "take must be \"always\" or \"until-trigger\", not \"later\"" },
+	{ "take not a string", POOL_KEY("take = 1"), 10, "take must be a string, not an integer" },
 	{ "max_bytes a string", POOL_KEY("max_bytes = \"16M\""), 10,
 	  "max_bytes must be an integer, not a string" },
 };
@@ -426,6 +430,31 @@ START_TEST(test_defaults)
 	ck_assert_uint_eq(pool->n_wrappers, 0);
 	ck_assert_uint_eq(pool->n_triggers, 0);
 	ck_assert_uint_eq(pool->max_bytes, 0);
+	ck_assert_int_eq(pool->take, POLICY_TAKE_ALWAYS);
+	policy_set_free(set);
+}
+END_TEST
+
+/* take = "until-trigger" and the on-wait trigger: parsed, and carried by
+ * the image the shim arms. */
+START_TEST(test_take_on_wait)
+{
+	struct policy_set *set = load_ok(P_HEAD P_NAME P_MATCH
+		"    pools = ( { name = \"p\"; sites = [ \"*\" ]; protect = [ \"on-wait\" ];\n"
+		"                take = \"until-trigger\"; } );\n" P_TAIL);
+	const struct policy_pool *pool = &set->policies[0].pools[0];
+	ck_assert_int_eq(pool->take, POLICY_TAKE_UNTIL_TRIGGER);
+	ck_assert_uint_eq(pool->n_triggers, 1);
+	ck_assert_int_eq(pool->triggers[0].kind, POLICY_TRIGGER_ON_WAIT);
+	void *img;
+	size_t len;
+	ck_assert_int_eq(policy_image_compile(set, &set->policies[0], &img, &len), 0);
+	ck_assert_int_eq(policy_image_validate(img, len), 0);
+	const struct pimg_header *h = img;
+	ck_assert_uint_eq(pimg_pool(h, 0)->take, POLICY_TAKE_UNTIL_TRIGGER);
+	ck_assert_uint_eq(pimg_pool_trigger(h, pimg_pool(h, 0), 0)->kind, POLICY_TRIGGER_ON_WAIT);
+	ck_assert_uint_eq(h->loaded_us, 0);     /* the loader's to set */
+	free(img);
 	policy_set_free(set);
 }
 END_TEST
@@ -1061,6 +1090,8 @@ START_TEST(test_image_bad_records)
 	REC_CASE(F_POOL(&f, 0)->n_triggers = UINT32_MAX);
 	REC_CASE(F_POOL(&f, 1)->first_trigger = 2);
 	REC_CASE(F_POOL(&f, 0)->max_bytes = (uint64_t)INT64_MAX + 1);
+	REC_CASE(F_POOL(&f, 0)->take = POLICY_TAKE_UNTIL_TRIGGER + 1);
+	REC_CASE(F_POOL(&f, 0)->reserved = 1);
 	/* Names: duplicate, bad characters, absent. */
 	REC_CASE(F_POOL(&f, 1)->name = F_POOL(&f, 0)->name);
 	REC_CASE(F_POOL(&f, 0)->name = pimg_pool_site(f.h, pimg_pool(f.h, 0), 0)->function);
@@ -1080,7 +1111,7 @@ START_TEST(test_image_bad_records)
 	REC_CASE(F_STRINGS(&f)[F_SITE(&f, 1)->build_id.off] = 'A');
 	REC_CASE(F_STRINGS(&f)[F_SITE(&f, 1)->build_id.off] = 'g');
 	/* Triggers: every enum and the fields that go with each kind. */
-	REC_CASE(F_TRIG(&f, 0)->kind = POLICY_TRIGGER_MANUAL + 1);
+	REC_CASE(F_TRIG(&f, 0)->kind = POLICY_TRIGGER_ON_WAIT + 1);
 	REC_CASE(F_TRIG(&f, 0)->call = POLICY_CALL__COUNT);
 	REC_CASE(F_TRIG(&f, 0)->after_ns = 1);
 	REC_CASE(F_TRIG(&f, 1)->after_ns = 0);
@@ -1194,6 +1225,7 @@ int main(void)
 	tcase_add_unchecked_fixture(tc, tmpdir_setup, tmpdir_teardown);
 	tcase_add_test(tc, test_spec_example);
 	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_take_on_wait);
 	tcase_add_test(tc, test_no_policies);
 	tcase_add_test(tc, test_all_options);
 	tcase_add_test(tc, test_limits_inclusive);

@@ -1,0 +1,199 @@
+/*
+ * learn_server.c - a small server-shaped program for learning without
+ * knowing the program: every allocation goes through one wrapper
+ * (xmalloc, and xstrdup on top of it), so the function that called malloc
+ * is always the same and only the call chain tells the allocations apart.
+ *
+ * Start-up: reads a configuration (two sections, from a text kept here)
+ * into entries through nested functions (read_config -> parse_section ->
+ * parse_entry -> xmalloc / xstrdup -> xmalloc), freeing a scratch line per
+ * entry; between the two sections it allocates a stats block (init_stats)
+ * and an I/O buffer (init_io), so in one bump allocator they would share
+ * pages with configuration entries.  Then it serves REQUESTS requests that
+ * a thread of its own sends over a socketpair: epoll_wait, recv(2) into the
+ * I/O buffer (a kernel write), the stats block counted (a program write),
+ * a reply built in a buffer allocated per request (make_reply: allocating
+ * while serving) and freed.  The configuration is only read after start-up.
+ * Prints "served N requests, config ENTRIES entries, port P" and exits 0.
+ *
+ * learn_server inject: after serving, writes into a configuration value
+ * (what an attacker would): with its context protected, death by SIGSEGV.
+ * learn_server fork: after serving, forks a child that exits at once (a
+ * worker of the same run), and waits for it.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define REQUESTS 5
+#define NOINLINE __attribute__((noinline))
+
+struct entry {
+	char *key;
+	char *value;
+	struct entry *next;
+};
+
+struct stats {
+	long requests;
+	long bytes;
+};
+
+static const char *const section_a[] = {
+	"listen = 8080", "server_name = learn.example", "root = /srv/learn", "index = index.html",
+	"workers = 4", "keepalive = 65", "log = /var/log/learn.log", "user = www-data",
+};
+static const char *const section_b[] = {
+	"upstream = 127.0.0.1:9000", "timeout = 30", "buffer = 16k", "gzip = on",
+	"charset = utf-8", "expires = 1h", "tls = off", "cache = /var/cache/learn",
+};
+
+NOINLINE static void *xmalloc(size_t n)
+{
+	void *p = malloc(n);
+	if (!p) {
+		fputs("out of memory\n", stderr);
+		exit(2);
+	}
+	return p;
+}
+
+NOINLINE static char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	return memcpy(xmalloc(n), s, n);
+}
+
+NOINLINE static struct entry *parse_entry(const char *line)
+{
+	/* A scratch copy, freed before the trigger: counted as freed. */
+	char *scratch = xstrdup(line);
+	char *eq = strchr(scratch, '=');
+	struct entry *e = xmalloc(sizeof(*e));
+	if (eq) {
+		*eq = '\0';
+		eq[-1] = eq[-1] == ' ' ? '\0' : eq[-1];
+	}
+	e->key = xstrdup(scratch);
+	e->value = xstrdup(eq ? eq + 2 : "");
+	e->next = NULL;
+	free(scratch);
+	return e;
+}
+
+NOINLINE static struct entry *parse_section(const char *const *lines, size_t n, struct entry *list)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct entry *e = parse_entry(lines[i]);
+		e->next = list;
+		list = e;
+	}
+	return list;
+}
+
+NOINLINE static struct entry *read_config(const char *const *lines, size_t n, struct entry *list)
+{
+	return parse_section(lines, n, list);
+}
+
+NOINLINE static struct stats *init_stats(void)
+{
+	struct stats *s = xmalloc(sizeof(*s));
+	memset(s, 0, sizeof(*s));
+	return s;
+}
+
+NOINLINE static char *init_io(size_t n)
+{
+	return xmalloc(n);
+}
+
+NOINLINE static char *make_reply(const char *req, long n)
+{
+	char *r = xmalloc(64);
+	snprintf(r, 64, "ok %ld %.8s", n, req);
+	return r;
+}
+
+static const char *lookup(const struct entry *e, const char *key)
+{
+	for (; e; e = e->next)
+		if (strcmp(e->key, key) == 0)
+			return e->value;
+	return "";
+}
+
+static void *client(void *arg)
+{
+	int fd = *(int *)arg;
+	char reply[64];
+	for (int i = 0; i < REQUESTS; i++) {
+		char req[32];
+		int n = snprintf(req, sizeof(req), "GET /%d", i);
+		if (send(fd, req, (size_t)n, 0) != n || recv(fd, reply, sizeof(reply), 0) <= 0)
+			break;
+	}
+	shutdown(fd, SHUT_WR);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	struct entry *cfg = read_config(section_a, sizeof(section_a) / sizeof(section_a[0]), NULL);
+	struct stats *stats = init_stats();
+	char *io = init_io(512);
+	cfg = read_config(section_b, sizeof(section_b) / sizeof(section_b[0]), cfg);
+
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		return 2;
+	int ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = sv[0] };
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev) < 0)
+		return 2;
+	pthread_t t;
+	if (pthread_create(&t, NULL, client, &sv[1]) != 0)
+		return 2;
+	/* The event loop: its first epoll_wait is the on-wait trigger. */
+	for (;;) {
+		struct epoll_event got;
+		if (epoll_wait(ep, &got, 1, 5000) != 1)
+			return 3;
+		ssize_t n = recv(sv[0], io, 511, 0);
+		if (n <= 0)
+			break;
+		io[n] = '\0';
+		stats->requests++;
+		stats->bytes += n;
+		char *reply = make_reply(io, stats->requests);
+		if (send(sv[0], reply, strlen(reply), 0) < 0)
+			return 3;
+		free(reply);
+	}
+	pthread_join(t, NULL);
+	int entries = 0;
+	for (const struct entry *e = cfg; e; e = e->next)
+		entries++;
+	printf("served %ld requests, config %d entries, port %s\n", stats->requests, entries, lookup(cfg, "listen"));
+	fflush(stdout);
+	if (argc > 1 && strcmp(argv[1], "fork") == 0) {
+		pid_t child = fork();
+		if (child == 0)
+			exit(0);
+		int status;
+		if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+			return 4;
+	}
+	if (argc > 1 && strcmp(argv[1], "inject") == 0) {
+		char *v = cfg->value;        /* the last entry's value, read-only if protected */
+		v[0] = 'X';
+		printf("injected\n");
+	}
+	return 0;
+}
