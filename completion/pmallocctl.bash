@@ -6,7 +6,7 @@ _pmallocctl()
 	local cur prev words cword
 	_init_completion || return
 
-	local commands="check status violations propose learn-flush sites protect preload"
+	local commands="check status violations learn propose learn-flush sites protect preload"
 	local cmd="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -60,8 +60,11 @@ _pmallocctl()
 	learn-flush | sites)
 		[[ $cur == -* ]] && COMPREPLY=($(compgen -W "--socket --help" -- "$cur"))
 		;;
+	learn)
+		COMPREPLY=($(compgen -W "--exe --output --help" -- "$cur"))
+		;;
 	propose)
-		COMPREPLY=($(compgen -W "--exe --since --uid --output --help" -- "$cur"))
+		COMPREPLY=($(compgen -W "--exe --run --since --uid --directory --file --output --help" -- "$cur"))
 		;;
 	protect)
 		[[ $cur == -* ]] && COMPREPLY=($(compgen -W "--socket --help" -- "$cur"))

@@ -15,6 +15,7 @@
 #include "msgid.h"
 #include "paths.h"
 #include "policy.h"
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -55,6 +56,7 @@ int ctl_cmd_preload(int argc, char **argv);
 int ctl_cmd_propose(int argc, char **argv);
 int ctl_cmd_learn_flush(int argc, char **argv);
 int ctl_cmd_sites(int argc, char **argv);
+int ctl_cmd_learn(int argc, char **argv);
 /* ctl_learn_flush.c: the command line of learn-flush and sites (NAME PID
  * [--socket PATH]) and the learn-flush request to pmallocd: -1 with
  * *ret_pid and *ret_text (pmallocd's answer, as ctl_request()), else the
@@ -185,5 +187,21 @@ struct ctl_unit_env {
  * cannot be read add nothing. */
 int ctl_unit_env_read(int root_fd, const char *unit, const char *ours, struct ctl_unit_env *ret);
 void ctl_unit_env_free(struct ctl_unit_env *env);
+/* ctl_quote.c: s as a libconfig string literal, quotes included: the one
+ * way a value reaches generated policy text (settings and comments). */
+void ctl_conf_quote(FILE *f, const char *s);
+/* ctl_quote.c: may s be a name in a policy (1 to 255 bytes, no control byte)? */
+bool ctl_conf_name_ok(const char *s);
+/* ctl_quote.c: s as a policy or pool name (1 to 63 of A-Z a-z 0-9 _ . -)
+ * in out: other bytes as '_', cut at 63; true when that is s itself. */
+bool ctl_conf_ident(const char *s, char *out, size_t len);
+/* ctl_conf_merge.c: policy (the text of one "{ ... }" element of the
+ * policies list) into the policy file path for exe: a new file, or that
+ * executable's policy replaced in an existing one (path.bak keeps the old
+ * bytes).  Says what it did on stderr, as command cmd; 0 or -errno. */
+int ctl_conf_put_policy(const char *path, const char *exe, const char *policy, const char *cmd);
+/* ctl_buildid.c: the GNU build-id of the ELF file path as lower-case hex
+ * ("" when it has none); 0, -ENOEXEC when not an ELF file, -errno. */
+int ctl_file_build_id(const char *path, char *hex, size_t hexlen);
 
 #endif

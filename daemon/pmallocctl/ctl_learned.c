@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "ctl.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-journal.h>
@@ -23,7 +24,11 @@ char *ctl_learned_field(sd_journal *j, const char *name)
 uint64_t ctl_learned_u64(sd_journal *j, const char *name)
 {
 	char *v = ctl_learned_field(j, name);
-	uint64_t n = v ? strtoull(v, NULL, 0) : 0;
+	char *end = NULL;
+	errno = 0;
+	uint64_t n = v && v[0] >= '0' && v[0] <= '9' ? strtoull(v, &end, 10) : 0;
+	if (!end || *end || errno)
+		n = 0;
 	free(v);
 	return n;
 }

@@ -1,30 +1,35 @@
 /*
- * ctl_propose.c - pmallocctl propose: from what learn mode wrote to the
- * journal (one entry per site: MESSAGE_ID MID_LEARNED) to a
- * complete, commented policy file for one executable, in enforce mode.
+ * ctl_propose.c - pmallocctl propose: from the contexts learn mode wrote to
+ * the journal (MESSAGE_ID MID_LEARNED, one entry per pool and context per
+ * process) to the enforce policy of one executable.
  *
- * A site is proposed when it allocated before its pool's trigger, no
- * process ever wrote its memory after protection, and it did not go on
- * allocating after the first trigger (PMALLOC_OBJECTS_LATE: its objects
- * come and go with the load, and a slower client than those learned from
- * could write one after protection).  Sites are named by
- * function where the shim found a symbol and no call site of that function
- * was written; otherwise by offset, pinned to the object's build-id.  Each
- * pool keeps the learn policy's wrappers (the sites learned are their
- * callers) and gets a max_bytes (cap_for).  The
- * text is checked with the parser and linter pmallocctl check uses before
- * it is written.  Reads the journal only; writes only --output.
+ * Owns which entries are read and believed; the choice of sites and the
+ * pool text are ctl_propose_chain.c's, the file edit ctl_conf_merge.c's.
  *
- * Whose entries count: any local process can write an entry that says
- * PMALLOC_EXE=/usr/sbin/nginx, so the sender's uid as journald took it from
- * the kernel (_UID) decides: root's, the user running propose, or a user
- * named with --uid.  (_EXE cannot serve: entries written at exit often
- * reach journald after the process is gone, without it.)  A forged entry
- * could otherwise leave a site out (less protection) or put one in that the
- * real program writes (a kill in enforce mode).
+ * Which runs: each process's entries carry its learn run (PMALLOC_RUN; a
+ * forked child keeps its parent's) and when the policy it got was loaded
+ * (PMALLOC_POLICY_LOADED).  By default the runs of the latest load, per
+ * host; --run names runs.  Entries of another build of the executable
+ * (PMALLOC_EXE_BUILD_ID against the file's build-id now) are refused and
+ * said: their offsets and functions belong to other code.
+ *
+ * Whose entries: any local process can write an entry that says
+ * PMALLOC_EXE=/usr/sbin/nginx.  journald adds what the kernel says of the
+ * sender: _EXE when the process still ran when it was read.  An entry whose
+ * _EXE is another program is forged: not believed, counted, said.  An
+ * entry without _EXE (written at exit, read after the process was gone) is
+ * believed when its _UID is root's, the caller's, one named with --uid, or
+ * that of an entry whose _EXE is the executable (the service's own user,
+ * found without the caller knowing it).  A forged entry could otherwise
+ * leave a context out (less protection) or put one in that the program
+ * writes (a kill in enforce mode).  Reads the journal only; writes stdout
+ * or --output.
  */
 #define _GNU_SOURCE
 #include "ctl.h"
+#include "ctl_propose.h"
+#include "policy_image.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -35,438 +40,261 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-journal.h>
-#include <time.h>
 #include <unistd.h>
 
-/* A site owns its name; the texts it shares with the other sites of its
- * pool or object (and with the entries of the same site from other
- * processes) are the list's, kept once (intern()). */
-struct psite {
-	char *site;
-	const char *pool, *object, *build_id, *triggers;
-	const char *wrappers;       /* the pool's wrapper rules, each ending in '\n' */
-	uint64_t offset, objects, bytes;
-	uint64_t late;              /* objects protected after the pool's first trigger */
-	bool named, written;
+#define UIDS_MAX 64
+#define RUNS_MAX 64
+#define FILES_MAX 64
+#define BUILD_ID_HEX (2 * 64 + 1)
+
+struct pentry {
+	char *pool, *chain, *triggers, *policy, *run, *build_id, *host, *pid, *reason;
+	uid_t uid;
+	bool has_uid;
+	int exe;                     /* _EXE: 1 the executable, 0 absent, -1 another program */
+	uint64_t loaded, usec;
+	struct pcounts c;
+	bool selected;
 };
 
-struct plist {
-	struct psite *s;
+struct popts {
+	const char *exe_arg, *output, *directory;
+	const char *files[FILES_MAX + 1];    /* NULL-terminated, as sd_journal_open_files() takes them */
+	size_t n_files;
+	const char *runs[RUNS_MAX];
+	size_t n_runs;
+	uid_t uids[UIDS_MAX];
+	size_t n_uids;
+	uint64_t since;
+};
+
+struct pread {
+	struct pentry *e;
 	size_t n, cap;
-	char **texts;               /* interned, each once */
-	size_t n_texts, cap_texts;
-	char *policy;
-	size_t entries;
 };
 
-/* The list's copy of s (taken, or freed when the list has it already);
- * NULL when s is NULL or without memory.  Few texts differ: a program's
- * pools, objects and their triggers and wrappers. */
-static const char *intern(struct plist *l, char *s)
-{
-	if (!s)
-		return NULL;
-	for (size_t i = 0; i < l->n_texts; i++)
-		if (strcmp(l->texts[i], s) == 0) {
-			free(s);
-			return l->texts[i];
-		}
-	if (l->n_texts == l->cap_texts) {
-		size_t cap = l->cap_texts ? l->cap_texts * 2 : 16;
-		char **nt = realloc(l->texts, cap * sizeof(*nt));
-		if (!nt) {
-			free(s);
-			return NULL;
-		}
-		l->texts = nt;
-		l->cap_texts = cap;
-	}
-	l->texts[l->n_texts++] = s;
-	return s;
-}
-
-/* Every PMALLOC_WRAPPER of the entry (the field repeats), each ending in
- * '\n' (the shim escapes control characters in values). */
-static char *learned_wrappers(sd_journal *j)
-{
-	static const char key[] = "PMALLOC_WRAPPER=";
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	const void *d;
-	size_t n;
-	if (!f)
-		return NULL;
-	SD_JOURNAL_FOREACH_DATA(j, d, n)
-		if (n > sizeof(key) - 1 && memcmp(d, key, sizeof(key) - 1) == 0)
-			fprintf(f, "%.*s\n", (int)(n - (sizeof(key) - 1)), (const char *)d + sizeof(key) - 1);
-	if (fclose(f) != 0) {
-		free(text);
-		return NULL;
-	}
-	return text;
-}
-
-/* One entry folded in: the same site seen by several processes (a master
- * and its workers, runs after runs) is the largest count, written if any
- * process wrote it. */
-static int add_entry(struct plist *l, sd_journal *j)
-{
-	struct psite p = {
-		.site = ctl_learned_field(j, "PMALLOC_SITE"),
-		.pool = intern(l, ctl_learned_field(j, "PMALLOC_POOL")),
-		.object = intern(l, ctl_learned_field(j, "PMALLOC_SITE_OBJECT")),
-		.build_id = intern(l, ctl_learned_field(j, "PMALLOC_BUILD_ID")),
-		.triggers = intern(l, ctl_learned_field(j, "PMALLOC_TRIGGERS")),
-		.wrappers = intern(l, learned_wrappers(j)),
-		.offset = ctl_learned_u64(j, "PMALLOC_SITE_OFFSET"),
-		.objects = ctl_learned_u64(j, "PMALLOC_OBJECTS"),
-		.bytes = ctl_learned_u64(j, "PMALLOC_BYTES"),
-		.late = ctl_learned_u64(j, "PMALLOC_OBJECTS_LATE"),
-		.named = ctl_learned_u64(j, "PMALLOC_SITE_NAMED") == 1,
-		.written = ctl_learned_u64(j, "PMALLOC_WRITTEN") == 1,
-	};
-	char *policy = ctl_learned_field(j, "PMALLOC_POLICY");
-	if (!p.pool || !p.site || !p.object || !p.build_id || !p.triggers || !p.wrappers || !policy) {
-		free(p.site);
-		free(policy);
-		return -ENOMEM;
-	}
-	free(l->policy);
-	l->policy = policy;
-	l->entries++;
-	for (size_t i = 0; i < l->n; i++) {
-		struct psite *q = &l->s[i];
-		if (strcmp(q->pool, p.pool) == 0 && strcmp(q->object, p.object) == 0 && q->offset == p.offset) {
-			q->objects = q->objects > p.objects ? q->objects : p.objects;
-			q->bytes = q->bytes > p.bytes ? q->bytes : p.bytes;
-			q->written |= p.written;
-			q->late = q->late > p.late ? q->late : p.late;
-			if (p.named && !q->named) {
-				free(q->site);
-				q->site = p.site;
-				p.site = NULL;
-				q->named = true;
-			}
-			free(p.site);
-			return 0;
-		}
-	}
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct psite *ns = realloc(l->s, cap * sizeof(*ns));
-		if (!ns) {
-			free(p.site);
-			return -ENOMEM;
-		}
-		l->s = ns;
-		l->cap = cap;
-	}
-	l->s[l->n++] = p;
-	return 0;
-}
-
-#define TRUSTED_UIDS_MAX 16
-
-static int read_journal(const char *exe, const uid_t *uids, size_t n_uids, uint64_t since, struct plist *l)
+static int read_entries(const struct popts *o, const char *exe, struct pread *rd)
 {
 	sd_journal *j;
-	char match[PATH_MAX + 32];
-	int r = sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
+	char *match = NULL;
+	int r;
+	if (o->directory)
+		r = sd_journal_open_directory(&j, o->directory, 0);
+	else if (o->n_files) {
+		const char *files[FILES_MAX + 1] = { NULL };
+		memcpy(files, o->files, o->n_files * sizeof(files[0]));
+		r = sd_journal_open_files(&j, files, 0);
+	}
+	else
+		r = sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
 	if (r < 0)
 		return r;
-	snprintf(match, sizeof(match), "PMALLOC_EXE=%s", exe);
-	/* Matches of one field are OR'ed, of different fields AND'ed. */
-	for (size_t i = 0; i < n_uids && r >= 0; i++) {
-		char m[32];
-		snprintf(m, sizeof(m), "_UID=%u", (unsigned int)uids[i]);
-		r = sd_journal_add_match(j, m, 0);
-	}
-	if (r < 0 ||
-	    (r = sd_journal_add_match(j, "MESSAGE_ID=" MID_LEARNED, 0)) < 0 ||
-	    (r = sd_journal_add_match(j, match, 0)) < 0 ||
-	    (r = since ? sd_journal_seek_realtime_usec(j, since) : sd_journal_seek_head(j)) < 0) {
+	if (asprintf(&match, "PMALLOC_EXE=%s", exe) < 0)
+		match = NULL;
+	if (!match || (r = sd_journal_add_match(j, "MESSAGE_ID=" MID_LEARNED, 0)) < 0 ||
+	    (r = sd_journal_add_match(j, match, 0)) < 0 || (r = sd_journal_seek_head(j)) < 0) {
+		free(match);
 		sd_journal_close(j);
-		return r;
+		return r < 0 ? r : -ENOMEM;
 	}
+	free(match);
 	while ((r = sd_journal_next(j)) > 0) {
-		uint64_t usec;
-		if (since && sd_journal_get_realtime_usec(j, &usec) >= 0 && usec < since)
-			continue;
-		r = add_entry(l, j);
-		if (r < 0)
+		if (rd->n == rd->cap) {
+			size_t cap = rd->cap ? rd->cap * 2 : 1024;
+			struct pentry *t = realloc(rd->e, cap * sizeof(*t));
+			if (!t) {
+				r = -ENOMEM;
+				break;
+			}
+			rd->e = t;
+			rd->cap = cap;
+		}
+		struct pentry *e = &rd->e[rd->n];
+		memset(e, 0, sizeof(*e));
+		char *x = ctl_learned_field(j, "_EXE"), *u = ctl_learned_field(j, "_UID");
+		e->exe = !x || !x[0] ? 0 : strcmp(x, exe) == 0 ? 1 : -1;
+		char *end = NULL;
+		if (u && u[0] >= '0' && u[0] <= '9') {
+			unsigned long v = strtoul(u, &end, 10);
+			e->has_uid = !*end && v < (uid_t)-1;
+			e->uid = (uid_t)v;
+		}
+		free(x);
+		free(u);
+		e->host = ctl_learned_field(j, "_MACHINE_ID");
+		if (e->host && !e->host[0]) {
+			free(e->host);
+			e->host = ctl_learned_field(j, "_HOSTNAME");
+		}
+		e->pool = ctl_learned_field(j, "PMALLOC_POOL");
+		e->chain = ctl_learned_field(j, "PMALLOC_CHAIN");
+		e->triggers = ctl_learned_field(j, "PMALLOC_TRIGGERS");
+		e->policy = ctl_learned_field(j, "PMALLOC_POLICY");
+		e->run = ctl_learned_field(j, "PMALLOC_RUN");
+		e->build_id = ctl_learned_field(j, "PMALLOC_EXE_BUILD_ID");
+		e->pid = ctl_learned_field(j, "OBJECT_PID");
+		e->reason = ctl_learned_field(j, "PMALLOC_LEARN_REASON");
+		e->loaded = ctl_learned_u64(j, "PMALLOC_POLICY_LOADED");
+		if (sd_journal_get_realtime_usec(j, &e->usec) < 0)
+			e->usec = 0;
+		e->c = (struct pcounts){
+			.objects = ctl_learned_u64(j, "PMALLOC_OBJECTS"),
+			.bytes = ctl_learned_u64(j, "PMALLOC_BYTES"),
+			.live_objects = ctl_learned_u64(j, "PMALLOC_LIVE_OBJECTS"),
+			.live_bytes = ctl_learned_u64(j, "PMALLOC_LIVE_BYTES"),
+			.freed_objects = ctl_learned_u64(j, "PMALLOC_FREED_OBJECTS"),
+			.freed_bytes = ctl_learned_u64(j, "PMALLOC_FREED_BYTES"),
+			.late_objects = ctl_learned_u64(j, "PMALLOC_LATE_OBJECTS"),
+			.late_bytes = ctl_learned_u64(j, "PMALLOC_LATE_BYTES"),
+			.written = ctl_learned_u64(j, "PMALLOC_WRITTEN") != 0,
+		};
+		rd->n++;
+		if (!e->host || !e->pool || !e->chain || !e->triggers || !e->policy || !e->run || !e->build_id ||
+		    !e->pid || !e->reason) {
+			r = -ENOMEM;
 			break;
+		}
 	}
 	sd_journal_close(j);
 	return r < 0 ? r : 0;
 }
 
-static const char *base_name(const char *path)
+static void free_entries(struct pread *rd)
 {
-	const char *s = strrchr(path, '/');
-	return s ? s + 1 : path;
-}
-
-/* The object part of a rule: the basename, unless it holds characters a
- * glob would read (then none: any object). */
-static const char *object_glob(const char *path)
-{
-	const char *b = base_name(path);
-	return b[0] && !strpbrk(b, "*?[]:\\\"@") ? b : NULL;
-}
-
-/* Was any call site of function fn (in object) written, or allocating
- * after the trigger (left out: a name would take it too)? */
-static bool function_written(const struct plist *l, const struct psite *p)
-{
-	for (size_t i = 0; i < l->n; i++) {
-		const struct psite *q = &l->s[i];
-		if (q->named && (q->written || q->late) && strcmp(q->pool, p->pool) == 0 &&
-		    strcmp(q->site, p->site) == 0 &&
-		    strcmp(q->object, p->object) == 0)
-			return true;
+	for (size_t i = 0; i < rd->n; i++) {
+		struct pentry *e = &rd->e[i];
+		free(e->pool);
+		free(e->chain);
+		free(e->triggers);
+		free(e->policy);
+		free(e->run);
+		free(e->build_id);
+		free(e->host);
+		free(e->pid);
+		free(e->reason);
 	}
-	/* Another pool's site in the same function: a name would take it too. */
-	for (size_t i = 0; i < l->n; i++) {
-		const struct psite *q = &l->s[i];
-		if (q->named && strcmp(q->pool, p->pool) != 0 && strcmp(q->site, p->site) == 0 &&
-		    strcmp(q->object, p->object) == 0)
-			return true;
-	}
-	return false;
+	free(rd->e);
 }
 
-static bool first_of_function(const struct plist *l, size_t k)
+static bool run_ok(const char *run)
 {
-	const struct psite *p = &l->s[k];
-	for (size_t i = 0; i < k; i++) {
-		const struct psite *q = &l->s[i];
-		if (q->named && strcmp(q->pool, p->pool) == 0 && strcmp(q->site, p->site) == 0 &&
-		    strcmp(q->object, p->object) == 0)
-			return false;
-	}
-	return true;
+	size_t n = strlen(run);
+	return n == 32 && strspn(run, "0123456789abcdef") == n;
 }
 
-static bool pool_seen_before(const struct plist *l, size_t k)
+static bool uid_in(const uid_t *uids, size_t n, uid_t u)
 {
-	for (size_t i = 0; i < k; i++)
-		if (strcmp(l->s[i].pool, l->s[k].pool) == 0)
+	for (size_t i = 0; i < n; i++)
+		if (uids[i] == u)
 			return true;
 	return false;
 }
 
-/* Sum of objects and bytes of function p's call sites in its pool. */
-static void function_totals(const struct plist *l, const struct psite *p, uint64_t *objs, uint64_t *bytes,
-			    size_t *calls)
+/* What was read, what was not believed or refused, and why. */
+struct ptally {
+	size_t forged, unbelieved, other_build, old_format, bad_chain, used, runs, processes;
+	const char *other_id;
+	uint64_t loaded;
+};
+
+/* Marks the entries to use (believed, this build, the runs asked or the
+ * latest load's per host, since); says what was left aside. */
+static void select_entries(const struct popts *o, const char *build_id, struct pread *rd, struct ptally *t)
 {
-	*objs = *bytes = 0;
-	*calls = 0;
-	for (size_t i = 0; i < l->n; i++) {
-		const struct psite *q = &l->s[i];
-		if (q->named && strcmp(q->pool, p->pool) == 0 && strcmp(q->site, p->site) == 0 &&
-		    strcmp(q->object, p->object) == 0) {
-			*objs += q->objects;
-			*bytes += q->bytes;
-			(*calls)++;
+	uid_t trusted[UIDS_MAX * 2];
+	size_t n_trusted = 0;
+	for (size_t i = 0; i < o->n_uids; i++)
+		trusted[n_trusted++] = o->uids[i];
+	/* The service's own user: whoever wrote entries while running it. */
+	for (size_t i = 0; i < rd->n && n_trusted < sizeof(trusted) / sizeof(trusted[0]); i++)
+		if (rd->e[i].exe == 1 && rd->e[i].has_uid && !uid_in(trusted, n_trusted, rd->e[i].uid))
+			trusted[n_trusted++] = rd->e[i].uid;
+	for (size_t i = 0; i < rd->n; i++) {
+		struct pentry *e = &rd->e[i];
+		if (e->exe < 0)
+			t->forged++;
+		else if (e->exe == 0 && (!e->has_uid || !uid_in(trusted, n_trusted, e->uid)))
+			t->unbelieved++;
+		else if (!e->chain[0] || !run_ok(e->run))
+			t->old_format++;
+		else if (strcmp(e->build_id, build_id) != 0) {
+			t->other_build++;
+			t->other_id = e->build_id;
+		} else if (!o->since || e->usec >= o->since)
+			e->selected = true;
+	}
+	if (o->n_runs) {
+		for (size_t i = 0; i < rd->n; i++) {
+			bool asked = false;
+			for (size_t k = 0; k < o->n_runs && !asked; k++)
+				asked = strcmp(rd->e[i].run, o->runs[k]) == 0;
+			rd->e[i].selected &= asked;
 		}
-	}
-}
-
-static void put_rule(FILE *f, const struct psite *p, bool by_name, bool *first)
-{
-	const char *obj = object_glob(p->object);
-	fputs(*first ? "\n          " : ",\n          ", f);
-	*first = false;
-	if (by_name) {
-		fprintf(f, "\"%s%s%s\"", obj ? obj : "", obj ? ":" : "", p->site);
 	} else {
-		fprintf(f, "\"%s%s%s:+0x%" PRIx64 "\"", obj ? obj : "*", p->build_id[0] ? "@" : "",
-			p->build_id, p->offset);
+		/* The latest load of the learn policy on each host. */
+		for (size_t i = 0; i < rd->n; i++) {
+			struct pentry *e = &rd->e[i];
+			for (size_t k = 0; k < rd->n && e->selected; k++)
+				if (rd->e[k].selected && rd->e[k].loaded > e->loaded && strcmp(rd->e[k].host, e->host) == 0)
+					e->selected = false;
+		}
 	}
-}
-
-static void put_triggers(FILE *f, const char *triggers)
-{
-	char *copy = strdup(triggers), *save = NULL;
-	bool first = true;
-	fputs("        protect = [", f);
-	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
-		fprintf(f, "%s \"%s\"", first ? "" : ",", t);
-		first = false;
-	}
-	fputs(" ];\n", f);
-	free(copy);
-}
-
-/* Names, symbols and paths reach the text only when they are plain: the
- * journal is written by the processes that learned. */
-static bool plain(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == '"' || *s == '\\' || (unsigned char)*s >= 0x7f)
-			return false;
-	return true;
-}
-
-/* A cap for a pool that held `learned` bytes when learned: twice that,
- * rounded up to whole MiB, at least 1 MiB.  A site may still allocate
- * while the program serves where learning did not see it do so (a reload,
- * a load not learned from): pool memory is never reused, so without a cap
- * such a pool could grow for as long as the program runs.  Past the cap,
- * allocations go to the heap. */
-#define CAP_UNIT ((uint64_t)1 << 20)
-static uint64_t cap_for(uint64_t learned)
-{
-	uint64_t twice = learned > UINT64_MAX / 4 ? UINT64_MAX / 2 : 2 * learned;
-	uint64_t cap = (twice + CAP_UNIT - 1) / CAP_UNIT * CAP_UNIT;
-	return cap < CAP_UNIT ? CAP_UNIT : cap;
-}
-
-/* The wrappers the pool was learned with (the union over its entries), so
- * that enforce mode names the same callers as sites: without them a site
- * named after the caller of a wrapper would take nothing. */
-static void put_wrappers(FILE *f, const struct plist *l, const char *pool)
-{
-	char *list = NULL;
-	size_t len = 0;
-	FILE *b = open_memstream(&list, &len);
-	if (!b)
-		return;
-	for (size_t i = 0; i < l->n; i++) {
-		if (strcmp(l->s[i].pool, pool) != 0)
+	/* A run flushed while it served (pmallocctl learn-flush to any of its
+	 * processes): what its processes freed as they shut down (nginx
+	 * destroys its configuration's pools before exit()) is not counted,
+	 * nor taken from what was live; what they wrote still is. */
+	for (size_t i = 0; i < rd->n; i++) {
+		struct pentry *e = &rd->e[i];
+		if (!e->selected || strcmp(e->reason, "learn-flush") == 0)
 			continue;
-		for (const char *w = l->s[i].wrappers, *e; w && (e = strchr(w, '\n')); w = e + 1) {
-			char *one = strndup(w, (size_t)(e - w)), *quoted = NULL;
-			if (!one || !*one || !plain(one) || asprintf(&quoted, "\"%s\"", one) < 0) {
-				free(one);
-				continue;
+		for (size_t k = 0; k < rd->n; k++) {
+			const struct pentry *f = &rd->e[k];
+			if (f->selected && strcmp(f->reason, "learn-flush") == 0 && strcmp(f->run, e->run) == 0 &&
+			    strcmp(f->host, e->host) == 0) {
+				e->c.freed_objects = e->c.freed_bytes = e->c.live_objects = e->c.live_bytes = 0;
+				break;
 			}
-			fflush(b);
-			if (!list || !strstr(list, quoted))
-				fprintf(b, "%s%s", ftell(b) ? ",\n          " : "\n          ", quoted);
-			free(quoted);
-			free(one);
 		}
 	}
-	if (fclose(b) == 0 && list && list[0])
-		fprintf(f, "        wrappers = [%s ];\n", list);
-	free(list);
-}
-
-static size_t propose_pool(FILE *f, const struct plist *l, size_t k, uint64_t *ret_bytes)
-{
-	const char *pool = l->s[k].pool;
-	uint64_t bytes = 0;
-	size_t kept = 0;
-	char *body = NULL;
-	size_t body_len = 0;
-	FILE *b = open_memstream(&body, &body_len);
-	if (!b)
-		return 0;
-	bool first = true;
-	fprintf(f, "\n      # pool \"%s\": what its sites allocated before the trigger (%s)\n", pool,
-		l->s[k].triggers[0] ? l->s[k].triggers : "no trigger");
-	for (size_t i = 0; i < l->n; i++) {
-		const struct psite *p = &l->s[i];
-		if (strcmp(p->pool, pool) != 0)
+	for (size_t i = 0; i < rd->n; i++) {
+		const struct pentry *e = &rd->e[i];
+		if (!e->selected)
 			continue;
-		if (!plain(p->site) || !plain(p->object) || !plain(p->build_id)) {
-			fprintf(f, "      #   left out: a site with unprintable name (%" PRIu64 " bytes)\n", p->bytes);
-			continue;
-		}
-		if (p->written) {
-			fprintf(f, "      #   left out %s (%s+0x%" PRIx64 "): %" PRIu64 " objects, %" PRIu64
-				" bytes, written after protection\n", p->site, base_name(p->object), p->offset,
-				p->objects, p->bytes);
-			continue;
-		}
-		if (p->late) {
-			fprintf(f, "      #   left out %s (%s+0x%" PRIx64 "): %" PRIu64 " objects, %" PRIu64
-				" bytes, %" PRIu64 " of them after the first trigger: it allocates while the "
-				"program serves, and a slower client could write one after protection\n",
-				p->site, base_name(p->object), p->offset, p->objects, p->bytes, p->late);
-			continue;
-		}
-		if (p->named && !function_written(l, p)) {
-			if (!first_of_function(l, i))
+		bool run_seen = false, proc_seen = false;
+		for (size_t k = 0; k < i && !proc_seen; k++) {
+			if (!rd->e[k].selected || strcmp(rd->e[k].run, e->run) != 0)
 				continue;
-			uint64_t o, by;
-			size_t calls;
-			function_totals(l, p, &o, &by, &calls);
-			fprintf(f, "      #   %s: %zu call site%s, %" PRIu64 " objects, %" PRIu64 " bytes\n", p->site,
-				calls, calls == 1 ? "" : "s", o, by);
-			put_rule(b, p, true, &first);
-			bytes += by;         /* every call site of the function, once */
-		} else {
-			fprintf(f, "      #   %s+0x%" PRIx64 "%s%s: %" PRIu64 " objects, %" PRIu64 " bytes%s\n",
-				base_name(p->object), p->offset, p->named ? " in " : "", p->named ? p->site : "",
-				p->objects, p->bytes,
-				p->named ? " (by offset: other calls in that function are not proposed)" : "");
-			put_rule(b, p, false, &first);
-			bytes += p->bytes;
+			run_seen = true;
+			proc_seen = strcmp(rd->e[k].pid, e->pid) == 0 && strcmp(rd->e[k].host, e->host) == 0;
 		}
-		kept++;
+		t->runs += !run_seen;
+		t->processes += !proc_seen;
+		if (e->loaded > t->loaded)
+			t->loaded = e->loaded;
 	}
-	fclose(b);
-	if (kept == 0) {
-		fprintf(f, "      #   pool \"%s\" left out: no site to propose\n", pool);
-		free(body);
-		return 0;
-	}
-	fprintf(f, "      #   pool \"%s\": %zu sites, %" PRIu64 " bytes protected when learned\n", pool, kept, bytes);
-	fprintf(f, "      {\n        name = \"%s\";\n        sites = [%s ];\n", pool, body);
-	put_wrappers(f, l, pool);
-	put_triggers(f, l->s[k].triggers);
-	uint64_t cap = cap_for(bytes);
-	fprintf(f, "        max_bytes = %" PRIu64 "%s;\n", cap, cap > INT32_MAX ? "L" : "");
-	fputs("      }", f);
-	free(body);
-	*ret_bytes += bytes;
-	return kept;
 }
 
-/* The whole file as text; 0, or -ENODATA when nothing can be proposed. */
-static int render(const struct plist *l, const char *exe, char **ret)
+static void say_tally(const struct ptally *t, const char *exe, const char *build_id)
 {
-	char *text = NULL;
-	size_t len = 0, sites = 0, pools = 0;
-	uint64_t bytes = 0;
-	FILE *f = open_memstream(&text, &len);
-	if (!f)
-		return -ENOMEM;
-	fprintf(f, "# Proposed by pmallocctl propose from %zu learn-mode journal entries of\n# %s.\n", l->entries, exe);
-	fputs("# Each pool keeps the sites that allocated before its trigger and whose\n"
-	      "# memory no process wrote after it; written sites are left out below.\n"
-	      "# Check it (pmallocctl check FILE), then use it in place of the learn policy.\n"
-	      "version = 1;\npolicies = (\n  {\n", f);
-	fprintf(f, "    name = \"%s\";\n    match = { exe = [ \"%s\" ]; };\n    mode = \"enforce\";\n    pools = (",
-		l->policy, exe);
-	for (size_t k = 0; k < l->n; k++) {
-		if (pool_seen_before(l, k))
-			continue;
-		char *pt = NULL;
-		size_t pl = 0;
-		FILE *pf = open_memstream(&pt, &pl);
-		if (!pf)
-			break;
-		size_t n = propose_pool(pf, l, k, &bytes);
-		fclose(pf);
-		if (n && pools)
-			fputc(',', f);
-		fputs(pt, f);
-		free(pt);
-		sites += n;
-		pools += n > 0;
+	if (t->forged)
+		fprintf(stderr, CTL_NAME ": propose: %zu entries not believed: written by processes that were not "
+				"running %s (journald's _EXE)\n", t->forged, exe);
+	if (t->unbelieved)
+		fprintf(stderr, CTL_NAME ": propose: %zu entries not believed: their process was gone when journald "
+				"read them, and its uid is neither root's, yours, one given with --uid, nor one seen "
+				"running %s\n", t->unbelieved, exe);
+	if (t->other_build) {
+		fprintf(stderr, CTL_NAME ": propose: %zu entries refused: another build of %s (build-id ", t->other_build,
+			exe);
+		ctl_put_str(stderr, t->other_id[0] ? t->other_id : "none", 0);
+		fprintf(stderr, "; the file's now: %s)\n", build_id[0] ? build_id : "none");
 	}
-	fprintf(f, "\n    );\n  }\n);\n# %zu sites in %zu pools, %" PRIu64 " bytes protected when learned.\n", sites,
-		pools, bytes);
-	if (fclose(f) != 0) {
-		free(text);
-		return -ENOMEM;
-	}
-	*ret = text;
-	return pools ? 0 : -ENODATA;
+	if (t->old_format)
+		fprintf(stderr, CTL_NAME ": propose: %zu entries without a call chain or run id ignored (an older "
+				"shim's learning)\n", t->old_format);
+	if (t->bad_chain)
+		fprintf(stderr, CTL_NAME ": propose: %zu entries with a call chain that does not parse ignored\n",
+			t->bad_chain);
 }
 
 static void count_warning(void *ctx, int line, const char *msg)
@@ -475,13 +303,12 @@ static void count_warning(void *ctx, int line, const char *msg)
 	(*(size_t *)ctx)++;
 }
 
-int ctl_cmd_propose(int argc, char **argv)
+static int parse_args(int argc, char **argv, struct popts *o)
 {
-	const char *exe_arg = NULL, *output = NULL;
-	uid_t uids[TRUSTED_UIDS_MAX] = { 0, getuid() };
-	size_t n_uids = getuid() == 0 ? 1 : 2;
-	uint64_t since = 0;
 	int c, ret;
+	o->uids[o->n_uids++] = 0;
+	if (getuid() != 0)
+		o->uids[o->n_uids++] = getuid();
 	opterr = 0;
 	optind = 1;
 	while ((c = ctl_getopt(argc, argv, "propose", &ret)) != -1) {
@@ -494,20 +321,35 @@ int ctl_cmd_propose(int argc, char **argv)
 			u = pw ? pw->pw_uid : strtoul(optarg, &end, 10);
 			if (!pw && (errno || end == optarg || *end || u >= (uid_t)-1 || optarg[0] == '-'))
 				return ctl_usage_error("--uid takes a user name or number, not", optarg);
-			if (n_uids == TRUSTED_UIDS_MAX)
-				return ctl_usage_error("too many --uid, at most 14:", optarg);
-			uids[n_uids++] = (uid_t)u;
+			if (o->n_uids == UIDS_MAX)
+				return ctl_usage_error("too many --uid:", optarg);
+			o->uids[o->n_uids++] = (uid_t)u;
 			break;
 		}
+		case 'r':
+			if (!run_ok(optarg))
+				return ctl_usage_error("--run takes a run id (32 lower-case hex digits), not", optarg);
+			if (o->n_runs == RUNS_MAX)
+				return ctl_usage_error("too many --run:", optarg);
+			o->runs[o->n_runs++] = optarg;
+			break;
 		case 'e':
-			exe_arg = optarg;
+			o->exe_arg = optarg;
 			break;
 		case 'S':
-			if (ctl_parse_time(optarg, ctl_now_usec(), &since) < 0)
+			if (ctl_parse_time(optarg, ctl_now_usec(), &o->since) < 0)
 				return ctl_usage_error("invalid --since", optarg);
 			break;
 		case 'o':
-			output = optarg;
+			o->output = optarg;
+			break;
+		case 'D':
+			o->directory = optarg;
+			break;
+		case CTL_OPT_FILE:
+			if (o->n_files == FILES_MAX)
+				return ctl_usage_error("too many --file:", optarg);
+			o->files[o->n_files++] = optarg;
 			break;
 		}
 	}
@@ -515,74 +357,192 @@ int ctl_cmd_propose(int argc, char **argv)
 		return ret;
 	if (optind < argc)
 		return ctl_usage_error("unexpected argument", argv[optind]);
-	if (!exe_arg)
+	if (!o->exe_arg)
 		return ctl_usage_error("--exe PATH is required", NULL);
-	char exe[PATH_MAX];
-	if (!realpath(exe_arg, exe)) {
-		fprintf(stderr, CTL_NAME ": propose: %s: %s\n", exe_arg, strerror(errno));
+	if (o->directory && o->n_files)
+		return ctl_usage_error("--directory and --file exclude each other", NULL);
+	return -1;
+}
+
+/* The policy element: header comments, the executable, the pools. */
+static int render(struct pset *set, uint64_t min_live, const char *exe, const char *build_id, const char *policy,
+		  const struct ptally *t, char **ret, size_t *ret_pools)
+{
+	char *pools = NULL, *total = NULL, *text = NULL;
+	size_t pl = 0, tl = 0, len = 0;
+	FILE *p = open_memstream(&pools, &pl), *q = open_memstream(&total, &tl);
+	if (!p || !q) {
+		if (p)
+			fclose(p);
+		if (q)
+			fclose(q);
+		free(pools);
+		free(total);
+		return -ENOMEM;
+	}
+	*ret_pools = pset_render(set, min_live, p, q);
+	fclose(p);
+	fclose(q);
+	FILE *f = open_memstream(&text, &len);
+	if (!f) {
+		free(pools);
+		free(total);
+		return -ENOMEM;
+	}
+	fprintf(f, "{\n    # Proposed by pmallocctl propose from %zu learned contexts (%zu entries,\n"
+		   "    # %zu runs, %zu processes) of ", pset_chains(set), t->used, t->runs, t->processes);
+	ctl_conf_quote(f, exe);
+	fputs(", build-id ", f);
+	ctl_conf_quote(f, build_id[0] ? build_id : "none");
+	fputs(".\n    # In total:\n", f);
+	fputs(total, f);
+	fputs("    # Each pool takes what its sites allocate until its trigger and none\n"
+	      "    # after (take = \"until-trigger\"): a path learning did not see goes to\n"
+	      "    # the heap, never to protected memory.\n"
+	      "    name = ", f);
+	ctl_conf_quote(f, policy);
+	fputs(";\n    match = { exe = [ ", f);
+	ctl_conf_quote(f, exe);
+	fprintf(f, " ]; };\n    mode = \"enforce\";\n    pools = (%s\n    );\n  }", pools);
+	free(pools);
+	free(total);
+	if (fclose(f) != 0) {
+		free(text);
+		return -ENOMEM;
+	}
+	*ret = text;
+	return 0;
+}
+
+/* The policy's name: the learn policy's, else the program's file name
+ * made a name. */
+static void policy_name(const struct pread *rd, const char *exe, char *out, size_t len)
+{
+	for (size_t i = rd->n; i-- > 0;)
+		if (rd->e[i].selected && ctl_conf_ident(rd->e[i].policy, out, len))
+			return;
+	const char *b = strrchr(exe, '/');
+	ctl_conf_ident(b ? b + 1 : exe, out, len);
+	if (!out[0])
+		snprintf(out, len, "proposed");
+}
+
+int ctl_cmd_propose(int argc, char **argv)
+{
+	struct popts o = { 0 };
+	int ret = parse_args(argc, argv, &o);
+	if (ret >= 0)
+		return ret;
+	char exe[PATH_MAX], build_id[BUILD_ID_HEX];
+	if (!realpath(o.exe_arg, exe)) {
+		fprintf(stderr, CTL_NAME ": propose: ");
+		ctl_put_str(stderr, o.exe_arg, 0);
+		fprintf(stderr, ": %s\n", strerror(errno));
 		return CTL_EXIT_FAILURE;
 	}
-	if (!plain(exe)) {
-		fputs(CTL_NAME ": propose: the executable's path has characters a policy cannot hold\n", stderr);
+	int r = ctl_file_build_id(exe, build_id, sizeof(build_id));
+	if (r < 0 && r != -ENOEXEC) {
+		fprintf(stderr, CTL_NAME ": propose: %s: %s\n", exe, strerror(-r));
 		return CTL_EXIT_FAILURE;
 	}
-	struct plist l = { 0 };
-	int r = read_journal(exe, uids, n_uids, since, &l);
+	struct pread rd = { 0 };
+	struct ptally t = { 0 };
+	struct pset *set = pset_new();
+	char *text = NULL, *whole = NULL;
+	int status = CTL_EXIT_FAILURE;
+	r = set ? read_entries(&o, exe, &rd) : -ENOMEM;
 	if (r < 0) {
 		fprintf(stderr, CTL_NAME ": propose: cannot read the journal: %s\n", strerror(-r));
-		return CTL_EXIT_FAILURE;
-	}
-	int status = CTL_EXIT_FAILURE;
-	char *text = NULL;
-	if (l.n == 0) {
-		fprintf(stderr, CTL_NAME ": propose: nothing learned for %s (run it under a policy with "
-			"mode = \"learn\" first)\n", exe);
 		goto out;
 	}
-	r = render(&l, exe, &text);
-	if (r == -ENODATA) {
-		if (text)
+	select_entries(&o, build_id, &rd, &t);
+	for (size_t i = 0; i < rd.n; i++) {
+		if (!rd.e[i].selected)
+			continue;
+		r = pset_add(set, rd.e[i].pool, rd.e[i].triggers, rd.e[i].chain, &rd.e[i].c);
+		if (r == -ENOMEM)
+			goto out;
+		if (r < 0) {
+			rd.e[i].selected = false;
+			t.bad_chain++;
+		} else {
+			t.used++;
+		}
+	}
+	say_tally(&t, exe, build_id);
+	for (size_t k = 0; k < o.n_runs; k++) {
+		bool found = false;
+		for (size_t i = 0; i < rd.n && !found; i++)
+			found = rd.e[i].selected && strcmp(rd.e[i].run, o.runs[k]) == 0;
+		if (!found)
+			fprintf(stderr, CTL_NAME ": propose: run %s: no entry of %s to use\n", o.runs[k], exe);
+	}
+	if (t.used == 0) {
+		fprintf(stderr, CTL_NAME ": propose: nothing learned for %s to use (run it under the policy "
+				"pmallocctl learn writes first)\n", exe);
+		goto out;
+	}
+	char name[256];
+	size_t pools = 0;
+	policy_name(&rd, exe, name, sizeof(name));
+	/* pmallocd hands a policy out in one message: a program with many
+	 * contexts gets its smallest sites left out until it fits. */
+	for (uint64_t min_live = 0;; min_live = min_live ? min_live * 2 : 16) {
+		struct policy_set *ps = NULL;
+		char err[POLICY_ERR_MAX];
+		void *img = NULL;
+		size_t img_len = 0, warnings = 0;
+		free(text);
+		free(whole);
+		text = whole = NULL;
+		r = render(set, min_live, exe, build_id, name, &t, &text, &pools);
+		if (r < 0)
+			goto out;
+		if (pools == 0) {
 			fputs(text, stderr);
-		fprintf(stderr, CTL_NAME ": propose: no site of %s can be protected without being written\n", exe);
-		goto out;
+			fprintf(stderr, "\n" CTL_NAME ": propose: no context of %s can be protected without being "
+					"written\n", exe);
+			goto out;
+		}
+		/* Checked whole, as pmallocctl check would, before anything is written. */
+		if (asprintf(&whole, "# Proposed by pmallocctl propose; pmallocctl check FILE validates it.\n"
+				     "version = 1;\npolicies = (\n  %s\n);\n", text) < 0) {
+			whole = NULL;
+			goto out;
+		}
+		if (policy_set_load_string(whole, "proposal", &ps, err, sizeof(err)) < 0) {
+			fprintf(stderr, CTL_NAME ": propose: the proposal does not load (a bug): %s\n", err);
+			goto out;
+		}
+		policy_lint(ps, count_warning, &warnings);
+		r = policy_image_compile(ps, &ps->policies[0], &img, &img_len);
+		free(img);
+		policy_set_free(ps);
+		if (warnings)
+			goto out;
+		if (r == 0 && img_len <= PMW_MAX_MSG - sizeof(struct pmw_policy))
+			break;
+		if (r < 0 && r != -E2BIG) {
+			fprintf(stderr, CTL_NAME ": propose: the proposal does not compile (a bug): %s\n", strerror(-r));
+			goto out;
+		}
+		if (min_live > UINT64_MAX / 4) {
+			fprintf(stderr, CTL_NAME ": propose: the proposal does not fit what pmallocd hands out\n");
+			goto out;
+		}
 	}
-	if (r < 0)
-		goto out;
-	struct policy_set *set = NULL;
-	char err[POLICY_ERR_MAX];
-	size_t warnings = 0;
-	if (policy_set_load_string(text, "proposal", &set, err, sizeof(err)) < 0) {
-		fprintf(stderr, CTL_NAME ": propose: the proposal does not load (a bug): %s\n", err);
-		goto out;
-	}
-	policy_lint(set, count_warning, &warnings);
-	policy_set_free(set);
-	if (warnings)
-		goto out;
-	if (!output) {
-		fputs(text, stdout);
+	if (o.output) {
+		if (ctl_conf_put_policy(o.output, exe, text, "propose") == 0)
+			status = CTL_EXIT_OK;
+	} else {
+		fputs(whole, stdout);
 		if (fflush(stdout) == 0)
 			status = CTL_EXIT_OK;
-		goto out;
 	}
-	FILE *f = fopen(output, "we");
-	if (!f) {
-		fprintf(stderr, CTL_NAME ": propose: %s: %s\n", output, strerror(errno));
-		goto out;
-	}
-	fputs(text, f);
-	if (fclose(f) == 0)
-		status = CTL_EXIT_OK;
-	else
-		fprintf(stderr, CTL_NAME ": propose: %s: %s\n", output, strerror(errno));
 out:
 	free(text);
-	for (size_t i = 0; i < l.n; i++)
-		free(l.s[i].site);
-	free(l.s);
-	for (size_t i = 0; i < l.n_texts; i++)
-		free(l.texts[i]);
-	free(l.texts);
-	free(l.policy);
+	free(whole);
+	free_entries(&rd);
+	pset_free(set);
 	return status;
 }

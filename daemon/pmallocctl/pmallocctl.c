@@ -92,22 +92,45 @@ static const struct ctl_command ctl_commands[] = {
 		  FLAG("follow", 'f'), ARG("output", 'o'), FLAG("json", 'j'), FLAG("full", 'l'),
 		  FLAG("no-full", CTL_OPT_NO_FULL), FLAG("no-pager", CTL_OPT_NO_PAGER),
 		  ARG("directory", 'D'), ARG("file", CTL_OPT_FILE), HELP) },
+	{ "learn", ctl_cmd_learn,
+	  "  learn --exe PATH [--output FILE] | learn UNIT [--output FILE]\n"
+	  "                              the generic learn policy for a program\n",
+	  "Writes a learn policy for PATH (its real path), or for the program of\n"
+	  "UNIT's ExecStart: one pool, sites = [ \"*\" ], no wrappers, protected at the\n"
+	  "program's first wait for events (\"on-wait\").  Its comments say how to learn\n"
+	  "a program that is not a server and what to do next.\n"
+	  "Options:\n"
+	  "  -e, --exe PATH       the program\n"
+	  "  -o, --output FILE    put it into the policy file FILE: a new file, or in\n"
+	  "                       place of PATH's policy in an existing one (every other\n"
+	  "                       policy and the daemon group kept; FILE.bak the old file)\n"
+	  "Exit status: 0 written, 1 failure, 2 usage.\n",
+	  "+:e:o:h", OPTIONS(ARG("exe", 'e'), ARG("output", 'o'), HELP) },
 	{ "propose", ctl_cmd_propose,
-	  "  propose --exe PATH [--since TIME] [--uid USER]... [--output FILE]\n"
-	  "                              a policy file from what learn mode recorded\n",
-	  "Reads the learn-mode entries of PATH (its real path) from the journal and\n"
-	  "prints a complete policy file in enforce mode: one pool per learned pool,\n"
-	  "the same triggers, and as sites those that allocated before the trigger and\n"
-	  "were never written after it (by function where named, else pinned offsets).\n"
+	  "  propose --exe PATH [--run ID]... [--since TIME] [--uid USER]...\n"
+	  "          [--directory DIR | --file FILE]... [--output FILE]\n"
+	  "                              an enforce policy from what learn mode recorded\n",
+	  "Reads the learned contexts of PATH (its real path) and prints its policy in\n"
+	  "enforce mode: for each call chain, the frame nearest the allocator whose\n"
+	  "allocations were all made before the trigger, stayed live and were never\n"
+	  "written becomes a site, the frames below it wrappers; each pool takes until\n"
+	  "its trigger (take = \"until-trigger\") and says its coverage in comments.\n"
+	  "By default the latest runs since the learn policy was loaded; entries of\n"
+	  "another build of PATH are refused, entries from processes that did not run\n"
+	  "PATH are not believed.\n"
 	  "Options:\n"
 	  "  -e, --exe PATH       the program (required)\n"
+	  "  -r, --run ID         this learn run (PMALLOC_RUN; may be given more than once)\n"
 	  "  -S, --since TIME     only entries from TIME on\n"
-	  "  -u, --uid USER       also read entries written by USER's processes (name or\n"
-	  "                       number; root's and the caller's are always read)\n"
-	  "  -o, --output FILE    write the file there instead of stdout\n"
+	  "  -u, --uid USER       also believe entries of USER's processes that the journal\n"
+	  "                       could not tie to PATH (they had exited)\n"
+	  "  -D, --directory DIR  read the journal files in DIR (collected from hosts)\n"
+	  "  --file FILE          read the journal file FILE (may be given more than once)\n"
+	  "  -o, --output FILE    put it into the policy file FILE, as learn --output does\n"
 	  CTL_TIME_HELP
 	  "Exit status: 0 proposed, 1 nothing to propose or the journal cannot be read, 2 usage.\n",
-	  "+:e:S:o:u:h", OPTIONS(ARG("exe", 'e'), ARG("since", 'S'), ARG("output", 'o'), ARG("uid", 'u'), HELP) },
+	  "+:e:r:S:o:u:D:h", OPTIONS(ARG("exe", 'e'), ARG("run", 'r'), ARG("since", 'S'), ARG("output", 'o'),
+				     ARG("uid", 'u'), ARG("directory", 'D'), ARG("file", CTL_OPT_FILE), HELP) },
 	{ "learn-flush", ctl_cmd_learn_flush,
 	  "  learn-flush PID [--socket PATH]\n"
 	  "                              have PID (under a learn policy) write what it\n"

@@ -125,6 +125,17 @@ int os_map(size_t len, void **ret)
 	return map(NULL, len, PROT_READ | PROT_WRITE, 0, ret);
 }
 
+int os_map_shared(size_t len, void **ret)
+{
+	int e = errno;
+	void *p = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0L);
+	int r = p == MAP_FAILED ? -errno : 0;
+	errno = e;
+	if (r == 0)
+		*ret = p;
+	return r;
+}
+
 int os_map_lazy(size_t len, void **ret)
 {
 	return map(NULL, len, PROT_READ | PROT_WRITE, MAP_NORESERVE, ret);

@@ -40,6 +40,9 @@ int os_unmap(void *p, size_t len);
  * size), mapped read-only and private: the mapping outlives the descriptor
  * (and a later chroot). */
 int os_map_file(int fd, uint64_t off, size_t len, const void **ret);
+/* Fresh read-write anonymous memory shared with the children forked
+ * after (learn_stop.c's word a forked child reads). */
+int os_map_shared(size_t len, void **ret);
 /* Like os_map, but not charged to the commit limit: for metadata that is
  * sized for the worst case and touched as it is used. */
 int os_map_lazy(size_t len, void **ret);

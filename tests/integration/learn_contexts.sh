@@ -124,3 +124,22 @@ journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED PMAL
 pids_of_run=$(awk -v r="$(awk -v p="$PID" '$1 != p { print $2 }' "$T/runs" | tail -n 1)" '$2 == r' "$T/runs" | wc -l)
 [ "$pids_of_run" = 2 ] || fail "the forked child's run id is not its parent's: $(cat "$T/runs")"
 pass "a forked child writes its own entries under its parent's run id"
+
+# A server stopped by SIGTERM frees its configuration as it shuts down, its
+# forked worker too (told by a pipe, not a signal): those frees are not
+# counted, so each process says what a run that never frees it says.
+freed_of() { jq -s 'map(.PMALLOC_FREED_BYTES | tonumber) | add' "$1"; }
+want=$(freed_of "$T/stripped.json")
+since=@$(date +%s.%6N)
+rc=0; PMALLOC_CONF=$T/learn.conf LD_PRELOAD=$SHIM "$T/stripped/learn_server" stop >"$T/out" 2>"$T/err" || rc=$?
+[ $rc = 0 ] || fail "stop run exited $rc: $(cat "$T/err")"
+journal_sync
+journalctl --no-pager -o json --since "$since" MESSAGE_ID=$MID_LEARNED PMALLOC_EXE="$T/stripped/learn_server" >"$T/all.json"
+pids=$(jq -r .OBJECT_PID "$T/all.json" | sort -u)
+[ "$(printf '%s\n' "$pids" | grep -c .)" = 2 ] || fail "stop run: entries of $(printf '%s ' $pids)(want the server and its worker)"
+for p in $pids; do
+	jq -c --arg p "$p" 'select(.OBJECT_PID == $p)' "$T/all.json" >"$T/p.json"
+	got=$(freed_of "$T/p.json")
+	[ "$got" = "$want" ] || fail "stop run: pid $p counted $got bytes freed, a run that keeps its configuration $want"
+done
+pass "frees after SIGTERM (in the server, and in its worker told by a pipe) are not counted: $want bytes freed each, as without them"

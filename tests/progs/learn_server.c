@@ -18,11 +18,16 @@
  *
  * learn_server inject: after serving, writes into a configuration value
  * (what an attacker would): with its context protected, death by SIGSEGV.
+ * learn_server stop: after serving, forks a child that waits on a pipe;
+ * then gets SIGTERM in a handler of its own (as a server being stopped),
+ * lets the child go, and both free their configuration before they exit
+ * (the child told only by the pipe, as nginx's workers by their channel).
  * learn_server fork: after serving, forks a child that exits at once (a
  * worker of the same run), and waits for it.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +126,25 @@ NOINLINE static char *make_reply(const char *req, long n)
 	return r;
 }
 
+static volatile sig_atomic_t terminated;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	terminated = 1;
+}
+
+static void free_config(struct entry *e)
+{
+	while (e) {
+		struct entry *next = e->next;
+		free(e->key);
+		free(e->value);
+		free(e);
+		e = next;
+	}
+}
+
 static const char *lookup(const struct entry *e, const char *key)
 {
 	for (; e; e = e->next)
@@ -189,6 +213,28 @@ int main(int argc, char **argv)
 		int status;
 		if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
 			return 4;
+	}
+	if (argc > 1 && strcmp(argv[1], "stop") == 0) {
+		int go[2];
+		char c = 0;
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_term;
+		if (pipe(go) < 0 || sigaction(SIGTERM, &sa, NULL) < 0)
+			return 5;
+		pid_t child = fork();
+		if (child == 0) {
+			if (read(go[0], &c, 1) != 1)
+				_exit(5);
+			free_config(cfg);
+			exit(0);
+		}
+		raise(SIGTERM);
+		int status;
+		if (child < 0 || !terminated || write(go[1], &c, 1) != 1 || waitpid(child, &status, 0) != child ||
+		    !WIFEXITED(status) || WEXITSTATUS(status))
+			return 5;
+		free_config(cfg);
 	}
 	if (argc > 1 && strcmp(argv[1], "inject") == 0) {
 		char *v = cfg->value;        /* the last entry's value, read-only if protected */

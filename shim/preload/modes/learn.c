@@ -260,6 +260,8 @@ void learn_note_free(const void *p)
 	struct pool_hit hit;
 	if (!id || !pool_lookup(p, &hit) || !hit.in_object)
 		return;
+	if (learn_stopping())
+		return;                 /* the shutdown's free: live when it began */
 	atomic_fetch_add_explicit(&ctxs[id].freed_objects, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ctxs[id].freed_bytes, hit.object_size, memory_order_relaxed);
 }
@@ -337,6 +339,7 @@ bool learn_init(const struct shim_state *st)
 	/* Registered after pool.c's handlers (the pools exist): taken before
 	 * the pools' locks, the order learn_alloc() takes them in. */
 	pthread_atfork(lock_take, lock_drop, lock_drop);
+	learn_stop_init();
 	learn_st = st;
 	return true;
 }

@@ -19,6 +19,7 @@
 
 #include "common.h"
 #include "pool.h"
+#include <signal.h>
 
 struct shim_state;
 
@@ -52,5 +53,19 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr);
 void learn_flush(const char *reason);
 /* 1 while this process learns. */
 bool learn_active(void);
+
+/* learn_stop.c: true once a terminating signal (SIGTERM, SIGINT, SIGQUIT)
+ * was delivered to a handler of the program's, in this process or an
+ * ancestor it was forked from: frees from then on are the
+ * shutdown's, not counted.  Async-signal-safe. */
+bool learn_stopping(void);
+/* True when sig is one of those and this process learns: sigaction goes
+ * to learn_stop_sigaction (negative errno), which installs a trampoline
+ * noting the delivery before the program's handler runs. */
+bool learn_stop_signal(int sig);
+int learn_stop_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* Map the shared word that tells this process's children it stops
+ * (learn_init, once). */
+void learn_stop_init(void);
 
 #endif

@@ -9,7 +9,8 @@
  * table: the heap's free until pool memory exists, then free_checked, 6
  * more: one range compare), realloc 8 (the range compare and a NULL test);
  * armed policy, malloc from a site that goes to the heap 14 (site_is_heap:
- * its return address hashed, its slot's one word compared).  No lock, no syscall,
+ * its return address hashed, its slot's one word compared), realloc of a
+ * heap block the same probe more (realloc_heap).  No lock, no syscall,
  * no symbol look-up on these paths: decisions are made once per call site
  * in resolve.c.
  *
@@ -44,7 +45,7 @@
 /* The rare part of routing: a site seen for the first time, an allocation
  * wrapper (whose caller decides), a site that goes to a pool, or the shim
  * allocating for itself.  NULL means "the heap". */
-static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct site_hit h)
+static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct site_hit h, bool move)
 {
 	const struct shim_state *st = shim;
 	if (shim_is_busy())
@@ -69,6 +70,11 @@ static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct sit
 		errno = e;
 	}
 	if (h.route < 0)
+		return NULL;
+	/* A heap block moved by realloc (realloc_heap): only into an enforced
+	 * pool that takes until its trigger, while it takes. */
+	if (move && (!st->pools[h.route].until_trigger || st->image->mode == POLICY_MODE_LEARN ||
+		     pool_closed(st->pools[h.route].pool)))
 		return NULL;
 	align = align < PM_ALIGN ? PM_ALIGN : align;
 	/* take = "until-trigger" (learn mode's pools too): the read-only
@@ -100,7 +106,7 @@ static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct sit
 /* Where an allocation from return address ra goes, when a policy is armed:
  * a pool object, or NULL for "the heap".  The common case, a site that was
  * seen before and goes to the heap, is one table probe (after one TLS load). */
-static inline void *route(size_t size, size_t align, uintptr_t ra)
+static inline void *route_as(size_t size, size_t align, uintptr_t ra, bool move)
 {
 	struct site_hit h;
 	/* The shim's own allocations (reading symbols, say) go to the heap and
@@ -114,7 +120,12 @@ static inline void *route(size_t size, size_t align, uintptr_t ra)
 		h = site_lookup_slow(ra);
 	if (likely(h.route == SITE_ROUTE_HEAP))
 		return NULL;
-	return route_slow(size, align, ra, h);
+	return route_slow(size, align, ra, h, move);
+}
+
+static inline void *route(size_t size, size_t align, uintptr_t ra)
+{
+	return route_as(size, align, ra, false);
 }
 
 /* malloc from a site that is not known to go to the heap (first seen, a
@@ -219,10 +230,39 @@ static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 	return p;
 }
 
+/* realloc of heap block old from ra: a site of a pool that takes until its
+ * trigger (take = "until-trigger", enforce) moves it into the pool while
+ * the pool takes: learning saw the block grow in the pool (where its first
+ * allocation went), so a proposal naming the realloc's site (and not the
+ * first allocation's, freed by the move as learning counts it) still
+ * protects what grew.  Every other heap block stays on the heap.  Cost:
+ * a site seen before that goes to the heap, the table probe of malloc's
+ * fast path; a move, an allocation, a copy and a free. */
+static cold void *realloc_heap(void *old, size_t size, uintptr_t ra)
+{
+	struct site *t = site_armed;
+	if (!t || size == 0 || site_is_heap(t, ra))
+		return heap_next.realloc(old, size);
+	void *p = route_as(size, PM_ALIGN, ra, true);
+	if (!p)
+		return heap_next.realloc(old, size);
+	p = pool_fillable(p, size, ra, "realloc");
+	if (p) {
+		size_t have = heap_next.usable_size(old);
+		memcpy(p, old, have < size ? have : size);
+		heap_next.free(old);
+	}
+	fill_end();
+	return p;
+}
+
 PMALLOC_EXPORT void *realloc(void *old, size_t size)
 {
-	/* Heap objects stay on the heap; realloc(NULL) is a malloc to route. */
-	if (likely(!arena_contains(old)) && (likely(old != NULL) || !shim))
+	/* Heap objects stay on the heap (but realloc_heap's moves);
+	 * realloc(NULL) is a malloc to route. */
+	if (likely(!arena_contains(old)) && likely(old != NULL))
+		return shim ? realloc_heap(old, size, CALLER()) : heap_next.realloc(old, size);
+	if (!old && !shim)
 		return heap_next.realloc(old, size);
 	return realloc_from(old, size, CALLER());
 }
@@ -346,6 +386,21 @@ extern sighandler_t bsd_signal(int, sighandler_t);
 
 PMALLOC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	if (learn_stop_signal(sig)) {
+		/* Learn mode notes the shutdown (learn_stop.c). */
+		struct sigaction copy;
+		if (act) {
+			copy = *act;
+			fault_filter_mask(&copy.sa_mask);
+			act = &copy;
+		}
+		int r = learn_stop_sigaction(sig, act, old);
+		if (r < 0) {
+			errno = -r;
+			return -1;
+		}
+		return 0;
+	}
 	return fault_set_program_action(sig, act, old);
 }
 
@@ -357,7 +412,7 @@ PMALLOC_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	sigaddset(&sa.sa_mask, sig);     /* BSD semantics, as glibc's signal() */
-	if (sig != SIGSEGV && sig != SIGTRAP)
+	if (sig != SIGSEGV && sig != SIGTRAP && !learn_stop_signal(sig))
 		return bsd_signal(sig, handler);
 	if (sigaction(sig, &sa, &old) < 0)
 		return SIG_ERR;

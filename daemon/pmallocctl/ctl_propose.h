@@ -1,0 +1,36 @@
+/*
+ * ctl_propose.h - between propose's reader (ctl_propose.c: which entries
+ * are believed, which runs) and its chooser (ctl_propose_chain.c: contexts,
+ * the frame choice, coverage, the pool text).  Private to those two files.
+ */
+#ifndef PMALLOC_CTL_PROPOSE_H
+#define PMALLOC_CTL_PROPOSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* One learned entry's counts (PMALLOC_OBJECTS ... PMALLOC_WRITTEN). */
+struct pcounts {
+	uint64_t objects, bytes, live_objects, live_bytes, freed_objects, freed_bytes, late_objects, late_bytes;
+	bool written;
+};
+
+struct pset;
+
+struct pset *pset_new(void);
+void pset_free(struct pset *s);
+/* One believed entry folded in: its chain (PMALLOC_CHAIN's text) in pool,
+ * with the pool's triggers.  The same chain from several processes, runs
+ * or hosts: written or late if so anywhere, each count the largest seen.
+ * 0, -EBADMSG for a chain that does not parse (nothing added), -ENOMEM. */
+int pset_add(struct pset *s, const char *pool, const char *triggers, const char *chain, const struct pcounts *c);
+size_t pset_chains(const struct pset *s);
+/* Chooses sites and wrappers for every pool, then writes the pools list's
+ * elements ("{ ... }" each, comments first, separated by commas) to f and
+ * the coverage of all pools to total (comment lines); sites holding fewer
+ * than min_live bytes are left out (and said).  Returns the number of
+ * pools written.  May be called again (with another min_live). */
+size_t pset_render(struct pset *s, uint64_t min_live, FILE *f, FILE *total);
+
+#endif

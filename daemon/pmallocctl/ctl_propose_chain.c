@@ -1,0 +1,662 @@
+/*
+ * ctl_propose_chain.c - propose's choice: from learned allocation contexts
+ * (call chains with their counts) to each pool's sites and wrappers, its
+ * coverage, and its text.
+ *
+ * Owns the frame choice and the rule it must keep.  A context is clean when
+ * all its allocations were made before the pool's trigger, stayed live and
+ * were never written.  Step 1: along each clean chain, from the allocator
+ * up, the first frame through which only clean chains pass (by function,
+ * else by its call, pinned to the object's build-id) is its choice, and
+ * the frames below it become wrappers (by function name, else by pinned
+ * call).  Step 2: enforce mode looks through the pool's wrappers for every
+ * allocation, so with that wrapper set W each chain's site is its first
+ * frame not in W; a site is proposed only when every chain whose first
+ * frame outside W it is, is clean.  That is the invariant: for every
+ * learned chain, the first frame not in W, if a proposed site, belongs to
+ * clean chains only.  Must never propose a site that a written, freed or
+ * late chain reaches; never write a value into the text but through
+ * ctl_conf_quote().  Costs: one hash lookup per frame per step (a few
+ * thousand contexts of 16 frames for a server: milliseconds).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "ctl_propose.h"
+#include "policy.h"
+
+struct pframe {
+	const char *object, *build_id, *function;  /* interned; build_id "" when none, function NULL */
+	uint64_t off;
+};
+
+struct pchain {
+	const char *pool, *text, *triggers;
+	struct pframe *f;
+	size_t n;
+	struct pcounts c;
+	ssize_t site;                /* step 2: the first frame outside the wrappers, or -1 */
+};
+
+enum kkind { K_CHAIN = 1, K_NAME, K_OFF, K_WNAME };
+
+struct kslot {
+	const void *pool, *a, *b;
+	uint64_t c;
+	int kind;                    /* 0: free */
+	size_t v;
+};
+
+/* What is known of a function or call (K_NAME, K_OFF) or a wrapper name (K_WNAME). */
+struct kstat {
+	bool dirty;                  /* step 1: a chain through it is not clean */
+	bool dirty_site;             /* step 2: a chain whose site it is is not clean */
+	bool wrapper, site;
+	bool said;                   /* written into the text already */
+	uint64_t live;               /* protected live bytes through it as a site */
+	size_t chains;
+	const struct pframe *fr;     /* a frame it names */
+};
+
+struct pset {
+	char **str;
+	size_t str_cap, str_n;
+	struct kslot *k;
+	size_t k_cap, k_n;
+	struct kstat *ks;
+	size_t ks_n, ks_cap;
+	struct pchain *ch;
+	size_t ch_n, ch_cap;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdu;
+}
+
+static uint64_t str_hash(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3u;
+	return h;
+}
+
+/* The set's one copy of s[0, n). */
+static const char *intern(struct pset *s, const char *p, size_t n)
+{
+	if (s->str_n * 2 >= s->str_cap) {
+		size_t cap = s->str_cap ? s->str_cap * 2 : 1024;
+		char **t = calloc(cap, sizeof(*t));
+		if (!t)
+			return NULL;
+		for (size_t i = 0; i < s->str_cap; i++)
+			if (s->str[i]) {
+				size_t j = str_hash(s->str[i], strlen(s->str[i])) & (cap - 1);
+				while (t[j])
+					j = (j + 1) & (cap - 1);
+				t[j] = s->str[i];
+			}
+		free(s->str);
+		s->str = t;
+		s->str_cap = cap;
+	}
+	size_t j = str_hash(p, n) & (s->str_cap - 1);
+	for (; s->str[j]; j = (j + 1) & (s->str_cap - 1))
+		if (strncmp(s->str[j], p, n) == 0 && s->str[j][n] == '\0')
+			return s->str[j];
+	s->str[j] = strndup(p, n);
+	if (s->str[j])
+		s->str_n++;
+	return s->str[j];
+}
+
+/* The value of key (kind, pool, a, b, c); a new one (a new kstat, or
+ * `fresh` for chains) when create, else SIZE_MAX when absent. */
+static size_t key(struct pset *s, int kind, const void *pool, const void *a, const void *b, uint64_t c, bool create,
+		  size_t fresh)
+{
+	if (create && s->k_n * 2 >= s->k_cap) {
+		size_t cap = s->k_cap ? s->k_cap * 2 : 4096;
+		struct kslot *t = calloc(cap, sizeof(*t));
+		if (!t)
+			return SIZE_MAX;
+		for (size_t i = 0; i < s->k_cap; i++)
+			if (s->k[i].kind) {
+				const struct kslot *o = &s->k[i];
+				size_t j = mix(mix(mix(mix((uint64_t)o->kind, (uintptr_t)o->pool), (uintptr_t)o->a),
+						   (uintptr_t)o->b), o->c) & (cap - 1);
+				while (t[j].kind)
+					j = (j + 1) & (cap - 1);
+				t[j] = *o;
+			}
+		free(s->k);
+		s->k = t;
+		s->k_cap = cap;
+	}
+	if (!s->k_cap)
+		return SIZE_MAX;
+	size_t j = mix(mix(mix(mix((uint64_t)kind, (uintptr_t)pool), (uintptr_t)a), (uintptr_t)b), c) & (s->k_cap - 1);
+	for (; s->k[j].kind; j = (j + 1) & (s->k_cap - 1)) {
+		const struct kslot *o = &s->k[j];
+		if (o->kind == kind && o->pool == pool && o->a == a && o->b == b && o->c == c)
+			return o->v;
+	}
+	if (!create)
+		return SIZE_MAX;
+	if (kind != K_CHAIN) {
+		if (s->ks_n == s->ks_cap) {
+			size_t cap = s->ks_cap ? s->ks_cap * 2 : 1024;
+			struct kstat *t = realloc(s->ks, cap * sizeof(*t));
+			if (!t)
+				return SIZE_MAX;
+			s->ks = t;
+			s->ks_cap = cap;
+		}
+		memset(&s->ks[s->ks_n], 0, sizeof(s->ks[0]));
+		fresh = s->ks_n++;
+	}
+	s->k[j] = (struct kslot){ .pool = pool, .a = a, .b = b, .c = c, .kind = kind, .v = fresh };
+	s->k_n++;
+	return fresh;
+}
+
+struct pset *pset_new(void)
+{
+	return calloc(1, sizeof(struct pset));
+}
+
+void pset_free(struct pset *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->str_cap; i++)
+		free(s->str[i]);
+	for (size_t i = 0; i < s->ch_n; i++)
+		free(s->ch[i].f);
+	free(s->str);
+	free(s->k);
+	free(s->ks);
+	free(s->ch);
+	free(s);
+}
+
+size_t pset_chains(const struct pset *s)
+{
+	return s->ch_n;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* OBJECT@BUILDID+0xOFFSET[=FUNCTION], OBJECT percent-encoded. */
+static int parse_frame(struct pset *s, const char *t, size_t len, struct pframe *fr)
+{
+	for (size_t i = 1; i < len; i++) {
+		if (t[i] != '@')
+			continue;
+		size_t j = i + 1, k;
+		if (j < len && t[j] == '-')
+			j++;
+		else
+			while (j < len && hexval(t[j]) >= 0)
+				j++;
+		if (j == i + 1 || len - j < 4 || strncmp(t + j, "+0x", 3) != 0)
+			continue;
+		uint64_t off = 0;
+		for (k = j + 3; k < len && hexval(t[k]) >= 0 && k - j - 3 < 16; k++)
+			off = off << 4 | (uint64_t)hexval(t[k]);
+		if (k == j + 3 || (k < len && t[k] != '='))
+			continue;
+		/* The object, percent-decoded. */
+		char *obj = malloc(i + 1);
+		size_t n = 0;
+		if (!obj)
+			return -ENOMEM;
+		for (size_t p = 0; p < i; p++) {
+			if (t[p] == '%' && p + 2 < i && hexval(t[p + 1] | 0x20) >= 0 && hexval(t[p + 2] | 0x20) >= 0) {
+				obj[n++] = (char)(hexval(t[p + 1] | 0x20) << 4 | hexval(t[p + 2] | 0x20));
+				p += 2;
+			} else {
+				obj[n++] = t[p];
+			}
+		}
+		fr->object = memchr(obj, '\0', n) ? NULL : intern(s, obj, n);
+		free(obj);
+		fr->build_id = t[i + 1] == '-' ? intern(s, "", 0) : intern(s, t + i + 1, j - i - 1);
+		fr->off = off;
+		fr->function = k + 1 < len ? intern(s, t + k + 1, len - k - 1) : NULL;
+		if (!fr->object || !fr->build_id || (k + 1 < len && !fr->function))
+			return -EBADMSG;
+		return 0;
+	}
+	return -EBADMSG;
+}
+
+static uint64_t umax(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+int pset_add(struct pset *s, const char *pool, const char *triggers, const char *chain, const struct pcounts *c)
+{
+	const char *ip = intern(s, pool, strlen(pool)), *it = intern(s, chain, strlen(chain));
+	const char *itr = intern(s, triggers, strlen(triggers));
+	if (!ip || !it || !itr)
+		return -ENOMEM;
+	size_t v = key(s, K_CHAIN, ip, it, NULL, 0, false, 0);
+	if (v == SIZE_MAX) {
+		struct pchain ch = { .pool = ip, .text = it, .triggers = itr, .site = -1 };
+		for (const char *p = chain; *p;) {
+			size_t n = strcspn(p, " ");
+			if (n) {
+				struct pframe *f = realloc(ch.f, (ch.n + 1) * sizeof(*f));
+				if (!f) {
+					free(ch.f);
+					return -ENOMEM;
+				}
+				ch.f = f;
+				int r = parse_frame(s, p, n, &ch.f[ch.n]);
+				if (r < 0) {
+					free(ch.f);
+					return r;
+				}
+				ch.n++;
+			}
+			p += n + (p[n] == ' ');
+		}
+		if (ch.n == 0)
+			return -EBADMSG;
+		if (s->ch_n == s->ch_cap) {
+			size_t cap = s->ch_cap ? s->ch_cap * 2 : 256;
+			struct pchain *t = realloc(s->ch, cap * sizeof(*t));
+			if (!t) {
+				free(ch.f);
+				return -ENOMEM;
+			}
+			s->ch = t;
+			s->ch_cap = cap;
+		}
+		v = key(s, K_CHAIN, ip, it, NULL, 0, true, s->ch_n);
+		if (v == SIZE_MAX) {
+			free(ch.f);
+			return -ENOMEM;
+		}
+		s->ch[s->ch_n++] = ch;
+	}
+	struct pcounts *a = &s->ch[v].c;
+	a->objects = umax(a->objects, c->objects);
+	a->bytes = umax(a->bytes, c->bytes);
+	a->live_objects = umax(a->live_objects, c->live_objects);
+	a->live_bytes = umax(a->live_bytes, c->live_bytes);
+	a->freed_objects = umax(a->freed_objects, c->freed_objects);
+	a->freed_bytes = umax(a->freed_bytes, c->freed_bytes);
+	a->late_objects = umax(a->late_objects, c->late_objects);
+	a->late_bytes = umax(a->late_bytes, c->late_bytes);
+	a->written |= c->written;
+	return 0;
+}
+
+static bool clean(const struct pchain *c)
+{
+	return !c->c.written && c->c.late_objects == 0 && c->c.freed_objects == 0 && c->c.objects > 0;
+}
+
+/* Can a rule name this function ("OBJECT:FUNCTION", a wrapper "FUNCTION")?
+ * Not when its name would read as a glob or cannot stand in a policy. */
+static bool function_ok(const struct pframe *f)
+{
+	return f->function && ctl_conf_name_ok(f->function) && !strpbrk(f->function, "*?[]\\");
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	return b ? b + 1 : path;
+}
+
+/* The object part of a rule: its file name, when that reads as itself. */
+static const char *object_glob(const struct pframe *f)
+{
+	const char *b = base_name(f->object);
+	return ctl_conf_name_ok(b) && !strpbrk(b, "*?[]\\:@") ? b : NULL;
+}
+
+static bool by_name_ok(const struct pframe *f)
+{
+	return function_ok(f) && object_glob(f);
+}
+
+/* A call can be named when its object can, or its build-id can stand for it. */
+static bool by_call_ok(const struct pframe *f)
+{
+	return object_glob(f) || f->build_id[0];
+}
+
+static size_t name_key(struct pset *s, const struct pchain *c, const struct pframe *f, bool create)
+{
+	return f->function ? key(s, K_NAME, c->pool, f->object, f->function, 0, create, 0) : SIZE_MAX;
+}
+
+static size_t call_key(struct pset *s, const struct pchain *c, const struct pframe *f, bool create)
+{
+	return key(s, K_OFF, c->pool, f->object, f->build_id, f->off, create, 0);
+}
+
+static size_t wname_key(struct pset *s, const struct pchain *c, const struct pframe *f, bool create)
+{
+	return f->function ? key(s, K_WNAME, c->pool, NULL, f->function, 0, create, 0) : SIZE_MAX;
+}
+
+static bool wrapped(struct pset *s, const struct pchain *c, const struct pframe *f)
+{
+	size_t w = wname_key(s, c, f, false), k = call_key(s, c, f, false);
+	return (w != SIZE_MAX && s->ks[w].wrapper) || (k != SIZE_MAX && s->ks[k].wrapper);
+}
+
+/* Step 1 for one pool: what passes through only clean chains; each clean
+ * chain's choice; the frames below it as wrappers. */
+static int choose_wrappers(struct pset *s, const char *pool)
+{
+	for (size_t i = 0; i < s->ch_n; i++) {
+		const struct pchain *c = &s->ch[i];
+		if (c->pool != pool)
+			continue;
+		for (size_t d = 0; d < c->n; d++) {
+			size_t n = name_key(s, c, &c->f[d], true), k = call_key(s, c, &c->f[d], true);
+			if (k == SIZE_MAX || (c->f[d].function && n == SIZE_MAX))
+				return -ENOMEM;
+			if (n != SIZE_MAX) {
+				s->ks[n].dirty |= !clean(c);
+				s->ks[n].fr = &c->f[d];
+			}
+			s->ks[k].dirty |= !clean(c);
+			s->ks[k].fr = &c->f[d];
+		}
+	}
+	for (size_t i = 0; i < s->ch_n; i++) {
+		const struct pchain *c = &s->ch[i];
+		if (c->pool != pool || !clean(c))
+			continue;
+		size_t d;
+		for (d = 0; d < c->n; d++) {
+			const struct pframe *f = &c->f[d];
+			size_t n = name_key(s, c, f, false), k = call_key(s, c, f, false);
+			if ((by_name_ok(f) && !s->ks[n].dirty) || (by_call_ok(f) && !s->ks[k].dirty))
+				break;
+			if (!function_ok(f) && !by_call_ok(f)) {
+				d = c->n;            /* a frame no rule can look through */
+				break;
+			}
+		}
+		for (size_t w = 0; d < c->n && w < d; w++) {
+			const struct pframe *f = &c->f[w];
+			size_t k = function_ok(f) ? wname_key(s, c, f, true) : call_key(s, c, f, false);
+			if (k == SIZE_MAX)
+				return -ENOMEM;
+			s->ks[k].wrapper = true;
+			s->ks[k].fr = f;
+		}
+	}
+	return 0;
+}
+
+/* Step 2 for one pool: each chain's site under the wrappers, and the sites
+ * that only clean chains reach. */
+static void choose_sites(struct pset *s, const char *pool)
+{
+	for (size_t i = 0; i < s->ch_n; i++) {
+		struct pchain *c = &s->ch[i];
+		if (c->pool != pool)
+			continue;
+		c->site = -1;
+		for (size_t d = 0; d < c->n && c->site < 0; d++)
+			if (!wrapped(s, c, &c->f[d]))
+				c->site = (ssize_t)d;
+		if (c->site < 0)
+			continue;
+		size_t n = name_key(s, c, &c->f[c->site], false), k = call_key(s, c, &c->f[c->site], false);
+		if (n != SIZE_MAX)
+			s->ks[n].dirty_site |= !clean(c);
+		s->ks[k].dirty_site |= !clean(c);
+	}
+	for (size_t i = 0; i < s->ch_n; i++) {
+		struct pchain *c = &s->ch[i];
+		if (c->pool != pool || c->site < 0 || !clean(c))
+			continue;
+		const struct pframe *f = &c->f[c->site];
+		size_t n = name_key(s, c, f, false), k = call_key(s, c, f, false);
+		if (n != SIZE_MAX && by_name_ok(f) && !s->ks[n].dirty_site)
+			s->ks[n].site = true;
+		else if (by_call_ok(f) && !s->ks[k].dirty_site)
+			s->ks[k].site = true;
+	}
+}
+
+/* The rule text of a function (by_name) or of a call. */
+static void put_rule(FILE *f, const struct pframe *fr, bool by_name, bool wrapper)
+{
+	char *text = NULL;
+	const char *obj = object_glob(fr);
+	if (by_name && wrapper)
+		text = strdup(fr->function);
+	else if (by_name && asprintf(&text, "%s:%s", obj, fr->function) < 0)
+		text = NULL;
+	else if (!by_name && asprintf(&text, "%s%s%s:+0x%" PRIx64, obj ? obj : "*", fr->build_id[0] ? "@" : "",
+				      fr->build_id, fr->off) < 0)
+		text = NULL;
+	ctl_conf_quote(f, text ? text : "");
+	free(text);
+}
+
+/* The pool's triggers that the parser knows, as it writes them; false when none. */
+static bool put_triggers(FILE *f, const char *triggers)
+{
+	char *copy = strdup(triggers), *save = NULL;
+	bool any = false;
+	fputs("        protect = [", f);
+	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+		uint64_t ns;
+		if (strcmp(t, "on-wait") == 0 || strcmp(t, "manual") == 0 ||
+		    (strncmp(t, "on-call:", 8) == 0 && policy_call_from_name(t + 8) >= 0) ||
+		    (strncmp(t, "after:", 6) == 0 && policy_parse_duration(t + 6, &ns) == 0)) {
+			fputs(any ? ", " : " ", f);
+			ctl_conf_quote(f, t);
+			any = true;
+		}
+	}
+	fputs(" ];\n", f);
+	free(copy);
+	return any;
+}
+
+struct coverage {
+	uint64_t live, unwritten, written, late, freed;
+	size_t sites;
+};
+
+static void put_coverage(FILE *f, const char *indent, const struct coverage *v)
+{
+	/* Rounded down: never more than was reached. */
+	uint64_t tenths = v->unwritten ? (uint64_t)((unsigned __int128)v->live * 1000 / v->unwritten) : 0;
+	fprintf(f, "%s# protected: %" PRIu64 " bytes live in %zu sites; unwritten at learning: %" PRIu64
+		   " bytes; coverage %" PRIu64 ".%" PRIu64 "%%\n", indent, v->live, v->sites, v->unwritten,
+		tenths / 10, tenths % 10);
+	fprintf(f, "%s# left out: %" PRIu64 " bytes written, %" PRIu64 " bytes allocating while serving, %" PRIu64
+		   " bytes freed\n", indent, v->written, v->late, v->freed);
+}
+
+/* Pool memory is never reused: a cap keeps a site that allocates in a way
+ * learning did not see from growing it for good.  Twice what was learned,
+ * in whole MiB, at least 1 MiB. */
+static uint64_t cap_for(uint64_t learned)
+{
+	const uint64_t unit = (uint64_t)1 << 20;
+	uint64_t twice = learned > UINT64_MAX / 4 ? UINT64_MAX / 2 : 2 * learned;
+	uint64_t cap = (twice + unit - 1) / unit * unit;
+	return cap < unit ? unit : cap;
+}
+
+/* Writes pool's element (or a comment saying why none); adds to total. */
+static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64_t min_live, FILE *f, bool first,
+			struct coverage *total)
+{
+	struct coverage v = { 0 };
+	size_t small = 0;
+	const char *triggers = "";
+	size_t contexts = 0;
+	if (choose_wrappers(s, pool) < 0)
+		return false;
+	choose_sites(s, pool);
+	for (size_t i = 0; i < s->ch_n; i++) {
+		const struct pchain *c = &s->ch[i];
+		if (c->pool != pool)
+			continue;
+		contexts++;
+		triggers = c->triggers;
+		v.freed += c->c.freed_bytes;
+		if (c->c.written) {
+			v.written += c->c.live_bytes;
+			continue;
+		}
+		v.unwritten += c->c.live_bytes;
+		if (c->c.late_objects)
+			v.late += c->c.live_bytes;
+		if (!clean(c) || c->site < 0)
+			continue;
+		size_t n = name_key(s, c, &c->f[c->site], false), k = call_key(s, c, &c->f[c->site], false);
+		size_t r = n != SIZE_MAX && s->ks[n].site ? n : s->ks[k].site ? k : SIZE_MAX;
+		if (r == SIZE_MAX)
+			continue;
+		s->ks[r].live += c->c.live_bytes;
+		s->ks[r].chains++;
+		v.live += c->c.live_bytes;
+	}
+	char *body = NULL, *wrappers = NULL, *notes = NULL;
+	size_t bl = 0, wl = 0, nl = 0, n_wrappers = 0;
+	FILE *b = open_memstream(&body, &bl), *w = open_memstream(&wrappers, &wl), *m = open_memstream(&notes, &nl);
+	if (!b || !w || !m) {
+		if (b)
+			fclose(b);
+		if (w)
+			fclose(w);
+		if (m)
+			fclose(m);
+		free(body);
+		free(wrappers);
+		free(notes);
+		return false;
+	}
+	/* In the order the chains came, frame by frame: the same text for the
+	 * same journal. */
+	for (size_t i = 0; i < s->ch_n; i++) {
+		const struct pchain *c = &s->ch[i];
+		if (c->pool != pool)
+			continue;
+		for (size_t d = 0; d < c->n; d++) {
+			const struct pframe *fr = &c->f[d];
+			size_t keys[3] = { name_key(s, c, fr, false), call_key(s, c, fr, false), wname_key(s, c, fr, false) };
+			for (int q = 0; q < 3; q++) {
+				if (keys[q] == SIZE_MAX || s->ks[keys[q]].said)
+					continue;
+				struct kstat *st = &s->ks[keys[q]];
+				if (st->site && st->live < min_live) {
+					v.live -= st->live;     /* too small for the room the policy has */
+					small++;
+					st->said = true;
+				} else if (st->site) {
+					fputs(v.sites ? ",\n          " : "\n          ", b);
+					put_rule(b, st->fr, q == 0, false);
+					fputs("        #   site ", m);
+					put_rule(m, st->fr, q == 0, false);
+					fprintf(m, ": %" PRIu64 " bytes live in %zu contexts\n", st->live, st->chains);
+					v.sites++;
+					st->said = true;
+				}
+				if (st->wrapper) {
+					fputs(n_wrappers++ ? ",\n          " : "\n          ", w);
+					put_rule(w, st->fr, q == 2, true);
+					st->said = true;
+				}
+			}
+		}
+	}
+	fclose(b);
+	fclose(w);
+	fclose(m);
+	fputs(first ? "\n" : ",\n", f);
+	fputs("      {\n        # pool ", f);
+	ctl_conf_quote(f, pool);
+	fprintf(f, ": %zu contexts learned; a site is the frame nearest the allocator\n"
+		   "        # whose allocations were all made before the trigger, stayed live and\n"
+		   "        # were never written; the frames below it are wrappers.\n", contexts);
+	fputs(notes, f);
+	if (small)
+		fprintf(f, "        # %zu sites of fewer than %" PRIu64 " bytes left out: the policy must fit in\n"
+			   "        # what pmallocd hands out.\n", small, min_live);
+	put_coverage(f, "        ", &v);
+	bool ok = v.sites > 0;
+	fputs("        name = ", f);
+	char name[64];
+	if (!ctl_conf_ident(pool, name, sizeof(name)))
+		snprintf(name, sizeof(name), "pool%zu", ordinal);   /* two made-up names must differ */
+	ctl_conf_quote(f, name);
+	fprintf(f, ";\n        sites = [%s ];\n", ok ? body : " \"-\"");
+	if (n_wrappers)
+		fprintf(f, "        wrappers = [%s ];\n", wrappers);
+	ok &= put_triggers(f, triggers);
+	fprintf(f, "        take = \"until-trigger\";\n        max_bytes = %" PRIu64 "%s;\n      }", cap_for(v.live),
+		cap_for(v.live) > INT32_MAX ? "L" : "");
+	free(body);
+	free(wrappers);
+	free(notes);
+	total->live += v.live;
+	total->unwritten += v.unwritten;
+	total->written += v.written;
+	total->late += v.late;
+	total->freed += v.freed;
+	total->sites += v.sites;
+	return ok;
+}
+
+size_t pset_render(struct pset *s, uint64_t min_live, FILE *f, FILE *total)
+{
+	struct coverage all = { 0 };
+	/* Each render chooses afresh. */
+	memset(s->ks, 0, s->ks_n * sizeof(s->ks[0]));
+	size_t pools = 0, ordinal = 0;
+	for (size_t i = 0; i < s->ch_n; i++) {
+		const char *pool = s->ch[i].pool;
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = s->ch[j].pool == pool;
+		if (seen)
+			continue;
+		/* Rendered aside: a pool with nothing to protect stays a comment. */
+		char *text = NULL;
+		size_t len = 0;
+		FILE *p = open_memstream(&text, &len);
+		if (!p)
+			break;
+		bool ok = render_pool(s, pool, ++ordinal, min_live, p, pools == 0, &all);
+		fclose(p);
+		if (ok) {
+			fputs(text, f);
+			pools++;
+		} else {
+			fputs("\n      # pool ", f);
+			ctl_conf_quote(f, pool);
+			fputs(" left out: no site can be protected without being written\n", f);
+		}
+		free(text);
+	}
+	put_coverage(total, "    ", &all);
+	return pools;
+}
