@@ -93,19 +93,47 @@ struct program_action {
 	_Atomic int idx;
 	_Atomic int ours;                /* the shim's handler is installed */
 };
-static struct program_action prog_segv, prog_trap;
+/* Which handler runs for a fault that is not a write to pool memory is a
+ * decision too: the program's actions live in a page of their own,
+ * read-only but while prog_open() .. prog_close() change them (the
+ * program's sigaction(), install_lock held; SA_RESETHAND in the handler),
+ * whose mprotects fail hard.  A write into the shim's data cannot make an
+ * attacker's function the chained handler. */
+static union {
+	struct {
+		struct program_action segv, trap;
+	} s;
+	unsigned char page[RO_PAGE];
+} prog_ro __attribute__((aligned(RO_PAGE)));
+#define prog_segv (prog_ro.s.segv)
+#define prog_trap (prog_ro.s.trap)
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Async-signal-safe (one system call each). */
+static void prog_open(void)
+{
+	if (os_protect_rw(&prog_ro, sizeof(prog_ro)) < 0)
+		fatal("sigaction", "cannot open the program's signal actions");
+}
+
+static void prog_close(void)
+{
+	if (os_protect_ro(&prog_ro, sizeof(prog_ro)) < 0)
+		fatal("sigaction", "cannot make the program's signal actions read-only");
+}
 
 static const struct sigaction *program_current(struct program_action *pa)
 {
-	return &pa->slot[atomic_load_explicit(&pa->idx, memory_order_acquire)];
+	return &pa->slot[atomic_load_explicit(&pa->idx, memory_order_acquire) & 1];
 }
 
 static void program_publish(struct program_action *pa, const struct sigaction *act)
 {
-	int cur = atomic_load_explicit(&pa->idx, memory_order_relaxed);
+	prog_open();
+	int cur = atomic_load_explicit(&pa->idx, memory_order_relaxed) & 1;
 	pa->slot[!cur] = *act;
 	atomic_store_explicit(&pa->idx, !cur, memory_order_release);
+	prog_close();
 }
 
 /* Set when this thread's context was given the trap flag by the shim: the
@@ -434,9 +462,11 @@ static void take_over(int sig, void (*fn)(int, siginfo_t *, void *), struct prog
 {
 	pthread_mutex_lock(&install_lock);
 	if (!atomic_load(&prog->ours)) {
+		prog_open();
 		install(sig, fn, NULL, &prog->slot[0]);
 		atomic_store(&prog->idx, 0);
 		atomic_store(&prog->ours, 1);
+		prog_close();
 	}
 	pthread_mutex_unlock(&install_lock);
 }

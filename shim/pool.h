@@ -68,14 +68,13 @@ struct pmalloc_pool {
 	_Atomic uint64_t stamp;          /* changes on every protect and on destroy */
 	pthread_mutex_t lock;            /* everything below but the atomics */
 	struct span *first, *last;       /* every span, by age */
-	struct span *dirty;              /* spans before it are wholly read-only */
 	struct span *partial;            /* spans with room that no region has */
 	struct pool_region *regions;     /* the threads' regions */
 	size_t objects;                  /* large objects (spans of their own) */
 	size_t requested, used;          /* of large objects, and of regions that left */
 	size_t protected_bytes, mapped, protect_calls, protect_failures;
-	size_t max_bytes;                /* cap on bytes handed out; 0: none */
-	_Atomic size_t capped_used;      /* bytes handed out, kept only under a cap */
+	_Atomic size_t capped_used;      /* bytes handed out, kept only under a cap (pool.c's
+					  * read-only table has the cap) */
 	_Atomic size_t frees;            /* free()/realloc() of its objects, accepted and ignored */
 	_Atomic int capped_said;         /* max_bytes reached, said once */
 	int index;                       /* interposition pool number, -1 for API pools */
@@ -93,9 +92,10 @@ void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret);
 /* A pool of the interposition (init.c): pool_create's flag, never the API's. */
 #define POOL_INTERPOSED 0x80u
 
-/* A new pool (flags: PMALLOC_POOL_SEAL, POOL_INTERPOSED); NULL with errno =
- * ENOMEM. */
-struct pmalloc_pool *pool_create(const char *name, unsigned int flags);
+/* A new pool (flags: PMALLOC_POOL_SEAL, POOL_INTERPOSED), with a cap on
+ * the bytes it hands out (0: none; interposition pools only), both kept
+ * in pool.c's read-only table; NULL with errno = ENOMEM. */
+struct pmalloc_pool *pool_create(const char *name, unsigned int flags, uint64_t max_bytes);
 /* p's flags, from pool.c's read-only table (never the pool struct): a
  * pointer that is no live pool's is sealed and not interposed. */
 bool pool_seals(const struct pmalloc_pool *p);

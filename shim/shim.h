@@ -51,6 +51,9 @@ struct shim_state {
 union shim_ro_page {
 	struct {
 		const struct shim_state *state;
+		/* The site table once a policy is armed, NULL before: malloc's
+		 * one test for "armed?" and its table at once (site_arm()). */
+		struct site *sites;
 		_Alignas(64) unsigned char room[RO_PAGE - 64];
 	};
 	unsigned char page[RO_PAGE];
@@ -58,6 +61,7 @@ union shim_ro_page {
 static_assert(sizeof(union shim_ro_page) == RO_PAGE, "the state's pointer has its page to itself");
 extern union shim_ro_page shim_ro;
 #define shim (shim_ro.state)
+#define site_armed (shim_ro.sites)
 
 /* Per-thread re-entrancy guard: set while the shim itself allocates or
  * resolves, so those allocations go straight to libc.  Owned here: other
@@ -91,6 +95,11 @@ void shim_init(void);
 
 /* resolve.c: the routing decision for return address ra (cold path). */
 int resolve_route(uintptr_t ra, uint16_t id);
+/* What the read-only policy says of return address ra, from the ranges
+ * read so far (no symbol is read, no lock taken): its pool, a wrapper, or
+ * the heap.  What a cached route is checked against before it is believed
+ * (interpose.c). */
+int resolve_policy_route(uintptr_t ra);
 /* The site to charge an allocation to, and its route, looking through
  * wrappers from the call at ra: the first caller outside a wrapper. */
 struct site_hit resolve_through_wrapper(uintptr_t ra);

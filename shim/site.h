@@ -103,12 +103,36 @@ static inline struct site_hit site_lookup(uintptr_t ra)
 	struct site_hit h;
 	return site_lookup_home(ra, &h) ? h : site_lookup_slow(ra);
 }
-/* The site table once a policy is armed (site_arm), NULL before: malloc's
- * one test for "armed?" and its table at once. */
-extern struct site *site_armed __attribute__((visibility("hidden")));
-/* Map the table and publish it as site_armed (shim_init, before the policy
- * is armed).  Without a table (no memory) malloc routes nothing. */
-void site_arm(void);
+/* The code the policy names, in 64-byte granules, a bit each, folded
+ * modulo 4 MiB: a read-only filter for the heap routes cached in the table
+ * (which any write can forge).  A call site whose granule's bit is set
+ * is looked up in resolve.c's read-only ranges before its cached heap
+ * route is believed; one whose bit is clear is no policy site.  Written
+ * only between site_policy_open() and site_policy_close() (resolve.c,
+ * resolve_lock held, or start-up), whose mprotects fail hard. */
+#define SITE_POLICY_SHIFT 6
+#define SITE_POLICY_GRANULES (1u << 16)
+union site_policy_page {
+	uint64_t bits[SITE_POLICY_GRANULES / 64];
+	unsigned char page[SITE_POLICY_GRANULES / 8];
+};
+extern union site_policy_page site_policy __attribute__((visibility("hidden")));
+/* Might ra be a call site in code the policy names?  A shift, a mask, a
+ * load and a bit test. */
+static inline bool site_maybe_policy(uintptr_t ra)
+{
+	uintptr_t g = ra >> SITE_POLICY_SHIFT;
+	return site_policy.bits[(g / 64) % (SITE_POLICY_GRANULES / 64)] >> (g % 64) & 1;
+}
+void site_policy_open(void);
+/* Return addresses [lo, hi) may be policy sites (bits are never cleared). */
+void site_policy_mark(uintptr_t lo, uintptr_t hi);
+void site_policy_close(void);
+
+/* Map the table (shim_init, before the policy is armed): what init.c
+ * publishes as malloc's "armed?" word, in its read-only page (shim.h).
+ * NULL without memory: malloc then routes nothing. */
+struct site *site_arm(void);
 
 /* The armed malloc's fast path: is ra a site seen before whose route is
  * the heap?  In its home slot (the common case): a multiply, a shift, one
