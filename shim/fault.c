@@ -226,11 +226,15 @@ static void collect_backtrace(struct pmw_report *r, void *arg)
 	os_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* A fault inside the walk: back to collect_backtrace. */
+/* A fault inside the walk: back to collect_backtrace.  walk_env is a
+ * writable word: believed only when it points just above this frame, on
+ * this stack, where collect_backtrace's env lives while it walks (a
+ * forged one would jump anywhere instead of reporting the write). */
+#define WALK_ENV_NEAR ((uintptr_t)64 << 10)
 static bool walk_fault(void)
 {
 	sigjmp_buf *env = walk_env;
-	if (!env)
+	if (!env || (uintptr_t)env - (uintptr_t)__builtin_frame_address(0) > WALK_ENV_NEAR)
 		return false;
 	walk_env = NULL;
 	siglongjmp(*env, 1);

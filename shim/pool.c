@@ -222,6 +222,9 @@ static void region_unbind(struct pool_region *r)
 	struct pmalloc_pool *q = r->pool;
 	if (q == &pool_unbound)
 		return;
+	/* The slot's word is its thread's TLS: a pool it names is checked
+	 * before its lock is taken (a forged one would hang or crash here). */
+	pool_check(q, "malloc");
 	pthread_mutex_lock(&q->lock);
 	region_unlink(q, r, true);
 	pthread_mutex_unlock(&q->lock);
