@@ -8,8 +8,10 @@
  * indirect jump, as through a PLT), free 2 (one jump through the read-only
  * table: the heap's free until pool memory exists, then free_checked, 6
  * more: one range compare), realloc 8 (the range compare and a NULL test);
- * armed policy, malloc from a site that goes to the heap 14 (site_is_heap:
- * its return address hashed, its slot's one word compared).  No lock, no syscall,
+ * armed policy, malloc from a site that goes to the heap 20 (site_is_heap:
+ * its return address hashed, its slot's one word compared; then that
+ * writable word's heap route checked against the read-only filter of the
+ * policy's code, site_maybe_policy: a shift and a byte).  No lock, no syscall,
  * no symbol look-up on these paths: decisions are made once per call site
  * in resolve.c.
  *
@@ -108,8 +110,8 @@ static __attribute__((noinline)) void *malloc_routed(size_t size, uintptr_t ra)
  * heap's malloc); armed, a site seen before that goes to the heap, 20
  * (site_is_heap: the return address hashed, its slot's one word, address
  * and route, compared; then the heap route, a writable word, checked
- * against the read-only filter of the policy's code: site_maybe_policy).
- * Everything else: malloc_routed. */
+ * against the read-only filter of the policy's code, site_maybe_policy:
+ * 6).  Everything else: malloc_routed. */
 PMALLOC_EXPORT void *malloc(size_t size)
 {
 	struct site *t = site_armed;

@@ -79,7 +79,7 @@ void site_policy_mark(uintptr_t lo, uintptr_t hi)
 		return;
 	}
 	for (uintptr_t g = g0; g <= g1; g++)
-		site_policy.bits[(g / 64) % (SITE_POLICY_GRANULES / 64)] |= UINT64_C(1) << (g % 64);
+		site_policy.granule[(uint16_t)g] = 1;
 }
 
 void site_policy_close(void)
