@@ -166,6 +166,9 @@ static uint64_t cap_of(const struct pmalloc_pool *p)
 	return 0;
 }
 
+static struct span *region_span(const struct pmalloc_pool *p, const struct pool_region *r, size_t *ret_end,
+				const char *api);
+
 static uint64_t new_stamp(void)
 {
 	return atomic_fetch_add_explicit(&stamp_seq, 1, memory_order_relaxed);
@@ -538,8 +541,10 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 			p->used += need;
 		}
 	} else {
-		/* Catch up with a protect: the page it gave up is not ours. */
-		struct span *s = r->span;
+		/* Catch up with a protect: the page it gave up is not ours.  The
+		 * region (its thread's TLS, writable) is checked first. */
+		size_t checked_end;
+		struct span *s = region_span(p, r, &checked_end, api);
 		if (s && r->cur < s->base + span_prot_hi(s))
 			r->cur = s->base + span_prot_hi(s);
 		r->stamp = atomic_load_explicit(&p->stamp, memory_order_relaxed);
