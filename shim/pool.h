@@ -22,7 +22,10 @@
 static_assert(POOL_SMALL_MAX >> ARENA_GRANULE_SHIFT <= REC_MAX_GRANULES, "sizes fit a record");
 
 /* One thread's bump region in one pool.  It lives in that thread's TLS (a
- * few slots, the one used last first) and
+ * few slots, the one used last first), writable: the fast path believes
+ * its cursor, but the slow path and every protect check that its span is
+ * the pool's and the cursor inside it (fatal otherwise), so objects handed
+ * out elsewhere end the process at the next trigger at the latest.  It
  * is linked into the pool's list, so pool_protect() can read its cursor;
  * it is unlinked (its statistics folded into the pool) when the thread
  * exits, when the slot is needed for another pool, and in a forked child
@@ -60,9 +63,14 @@ struct pool_totals {
 
 #define POOL_SHIFT 9
 
-/* A pool holds no security decision: whether a write into it is enforced,
- * audited or learned is fault.c's read-only state's to say (fault_arm);
- * nothing here is read to let a write through. */
+/* A pool struct is writable memory, and holds no decision that is
+ * believed unchecked: whether a write into it is enforced, audited or
+ * learned is fault.c's read-only state's to say (fault_arm), whether it
+ * seals and its cap pool.c's read-only table's; the lists a protect walks
+ * are checked span by span (arena_span_valid, the span's owner), and the
+ * protecting thread's own regions are read from its TLS as well, so a
+ * list head overwritten hides nothing from the protect.  Nothing here is
+ * read to let a write through. */
 struct pmalloc_pool {
 	uint64_t magic;                  /* POOL_MAGIC ^ address while alive */
 	_Atomic uint64_t stamp;          /* changes on every protect and on destroy */

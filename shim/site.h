@@ -30,7 +30,10 @@
 #define SITE_HOME_SLOTS (1u << SITE_HOME_BITS)
 #define SITE_SYM 48
 
-/* A slot: what malloc reads, one 8-byte word, so that the slots a process
+/* A slot: writable, and so believed only as site.h's filter and
+ * interpose.c's slow path allow (a heap route for code the policy names
+ * is confirmed by resolve.c's read-only ranges; a wrapper route or an
+ * unknown pool is decided again).  What malloc reads, one 8-byte word, so that the slots a process
  * uses touch few pages (each page first written costs a fault: the table
  * is sparse by design): the return address (user-space code addresses fit
  * in 48 bits) above its cached route (16 bits, stored as route -
