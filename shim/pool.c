@@ -529,6 +529,8 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 	 * threads. */
 	uint64_t max_bytes = pool_interposed(p) ? cap_of(p) : 0;
 	size_t capped = atomic_load_explicit(&p->capped_used, memory_order_relaxed);
+	size_t mirror = atomic_load_explicit(&p->capped_mirror, memory_order_relaxed);
+	capped = mirror < capped ? mirror : capped;
 	if (max_bytes && capped + need > max_bytes) {
 		pthread_mutex_unlock(&p->lock);
 		return cap_reached(p);
@@ -566,8 +568,10 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 			ret = (void *)at;
 		}
 	}
-	if (ret && max_bytes)
+	if (ret && max_bytes) {
 		atomic_store_explicit(&p->capped_used, capped + need, memory_order_relaxed);
+		atomic_store_explicit(&p->capped_mirror, capped + need, memory_order_relaxed);
+	}
 	pthread_mutex_unlock(&p->lock);
 	/* The region's own memory, which no other thread bumps in: no lock. */
 	if (pop_hi > pop_lo)

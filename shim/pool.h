@@ -82,13 +82,16 @@ struct pmalloc_pool {
 	size_t requested, used;          /* of large objects, and of regions that left */
 	size_t protected_bytes, mapped, protect_calls, protect_failures;
 	_Atomic size_t capped_used;      /* bytes handed out, kept only under a cap (pool.c's
-					  * read-only table has the cap) */
+					  * read-only table has the cap); with capped_mirror */
 	_Atomic size_t frees;            /* free()/realloc() of its objects, accepted and ignored */
 	_Atomic int capped_said;         /* max_bytes reached, said once */
 	int index;                       /* interposition pool number, -1 for API pools */
 	char name[POOL_NAME];
 	char policy[POOL_NAME];          /* "" for API pools */
 	struct pmalloc_pool *reg_next, *reg_prev;
+	/* capped_used again, kept apart: the cap believes the smaller of the
+	 * two, so one word forged high cannot send allocations to the heap. */
+	_Atomic size_t capped_mirror;
 } __attribute__((aligned(1u << POOL_SHIFT)));
 static_assert(sizeof(struct pmalloc_pool) == 1u << POOL_SHIFT, "a pool is a power of two");
 

@@ -281,10 +281,15 @@ static int table_space(size_t len, void **ret)
  * for a call site there is confirmed against them (site.h). */
 static void publish_table(struct range_table *_Atomic *tab, struct range_table *t)
 {
-	site_policy_open();
-	for (size_t i = 0; i < t->n; i++)
-		site_policy_mark(t->r[i].start + 1, t->r[i].end + 1);
-	site_policy_close();
+	size_t i = 0;
+	while (i < t->n && site_policy_marked(t->r[i].start + 1, t->r[i].end + 1))
+		i++;
+	if (i < t->n) {          /* most merges add an object's ranges: two mprotects */
+		site_policy_open();
+		for (; i < t->n; i++)
+			site_policy_mark(t->r[i].start + 1, t->r[i].end + 1);
+		site_policy_close();
+	}
 	if (rro.s.frozen && os_protect_rw(&rro, sizeof(rro)) < 0)
 		fatal("malloc", "cannot open the policy's site tables");
 	atomic_store(tab, t);

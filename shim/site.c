@@ -69,6 +69,17 @@ void site_policy_open(void)
 		fatal("malloc", "cannot open the filter of the policy's sites");
 }
 
+bool site_policy_marked(uintptr_t lo, uintptr_t hi)
+{
+	if (hi <= lo)
+		return true;
+	uintptr_t g0 = lo >> SITE_POLICY_SHIFT, g1 = (hi - 1) >> SITE_POLICY_SHIFT;
+	for (uintptr_t g = g0; g <= g1 && g - g0 < SITE_POLICY_GRANULES; g++)
+		if (!site_policy.granule[(uint16_t)g])
+			return false;
+	return true;
+}
+
 void site_policy_mark(uintptr_t lo, uintptr_t hi)
 {
 	if (hi <= lo)

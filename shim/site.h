@@ -127,6 +127,8 @@ static inline bool site_maybe_policy(uintptr_t ra)
 {
 	return site_policy.granule[(uint16_t)(ra >> SITE_POLICY_SHIFT)] != 0;
 }
+/* Are return addresses [lo, hi) all marked already (nothing to open)? */
+bool site_policy_marked(uintptr_t lo, uintptr_t hi);
 void site_policy_open(void);
 /* Return addresses [lo, hi) may be policy sites (bits are never cleared). */
 void site_policy_mark(uintptr_t lo, uintptr_t hi);
