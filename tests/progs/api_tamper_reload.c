@@ -63,10 +63,11 @@
 #define POOL_MAGIC UINT64_C(0x706d616c6c6f6331)
 #define POOL_STRUCT 512u
 /* struct pmalloc_pool (shim/pool.h): magic, stamp, lock (40 bytes), then
- * first, last, partial, regions. */
+ * first, last, partial, regions, ..., capped_used. */
 #define POOL_OFF_STAMP 8
 #define POOL_OFF_FIRST 56
 #define POOL_OFF_REGIONS 80
+#define POOL_OFF_CAPPED_USED 144
 /* struct pool_region: pool, stamp, cur, end. */
 #define REGION_OFF_STAMP 8
 #define REGION_OFF_CUR 16
@@ -468,6 +469,8 @@ static size_t row_writes(const char *row, struct write *w)
 		return w[0] = (struct write){ a + 8, 0 }, 1;
 	if (strcmp(row, "max_bytes") == 0 && (a = shim_symbol("pool_ro")))
 		return w[0] = (struct write){ a + 16, 1 }, 1;              /* caps[0].bytes */
+	if (strcmp(row, "capped_used") == 0 && pool)
+		return w[0] = (struct write){ pool + POOL_OFF_CAPPED_USED, UINT64_MAX / 2 }, 1;   /* "over the cap" */
 	if (strcmp(row, "dirty") == 0 && pool)
 		return w[0] = (struct write){ pool + POOL_OFF_FIRST, 0 }, 1;   /* the list protect walks */
 	if (strcmp(row, "regions") == 0 && pool)
