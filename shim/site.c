@@ -4,6 +4,9 @@
  * stay valid for the life of the process and the signal handler can read
  * them without a lock.
  *
+ * Also the read-only filter of the code the policy names (site.h), which
+ * a cached heap route is checked against.
+ *
  * Never allocates through malloc (its table comes from os_map) and never
  * blocks.
  */
@@ -61,11 +64,12 @@ static struct site_sym *site_sym_of(uint16_t id)
 
 union site_policy_page site_policy __attribute__((aligned(4096)));
 static_assert(sizeof(site_policy) % 4096 == 0, "the filter is whole pages");
-static bool site_policy_frozen;       /* a hint only: protecting twice is harmless */
 
+/* Opened and closed without a flag to trust: opening what is writable
+ * already, or closing it twice, is harmless. */
 void site_policy_open(void)
 {
-	if (site_policy_frozen && os_protect_rw(&site_policy, sizeof(site_policy)) < 0)
+	if (os_protect_rw(&site_policy, sizeof(site_policy)) < 0)
 		fatal("malloc", "cannot open the filter of the policy's sites");
 }
 
@@ -97,7 +101,6 @@ void site_policy_close(void)
 {
 	if (os_protect_ro(&site_policy, sizeof(site_policy)) < 0)
 		fatal("malloc", "cannot make the filter of the policy's sites read-only");
-	site_policy_frozen = true;
 }
 
 struct site *site_arm(void)
