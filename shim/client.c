@@ -58,6 +58,7 @@ static union {
 	struct client_ro s;
 	unsigned char pages[ALIGN_UP(sizeof(struct client_ro), RO_PAGE)];
 } conn __attribute__((aligned(RO_PAGE))) = { .s = { .fd = -1 } };
+static int program_frozen;          /* dynsym_set_program()'s result */
 #define client_fd (conn.s.fd)
 #define client_owner (conn.s.owner)
 #define client_dev (conn.s.dev)
@@ -302,13 +303,13 @@ void client_init(const char *exe, const char *comm)
 	 * program_invocation_name), a heap bug cannot reach it either.  No
 	 * /proc: the name it was started by, still intact. */
 	copy_name(conn.s.exe, PMW_PATH, exe[0] ? exe : program_invocation_name);
-	dynsym_set_program(conn.s.exe);
+	program_frozen = dynsym_set_program(conn.s.exe);
 	journal_init(conn.s.exe, comm);
 }
 
 int client_freeze(void)
 {
-	int r = os_freeze(&conn, sizeof(conn), false);
+	int r = program_frozen < 0 ? program_frozen : os_freeze(&conn, sizeof(conn), false);
 	if (r < 0 && client_fd >= 0) {
 		/* Not kept writable: reports go to the journal directly. */
 		close(client_fd);
