@@ -400,20 +400,42 @@ static void on_violation(int sig, siginfo_t *si, void *uctx, const struct pool_h
 	die_by_default(sig, si);
 }
 
+/* A write fault inside the arena (its range read-only, arena.h) that the
+ * writable side tables do not explain as a protected pool object's: no
+ * span, a span's owner that is no pool, a mark that says not protected.
+ * Pool memory is only ever read-only or reserved, so it is a write to pool
+ * memory all the same, enforced: never the program's handler, whatever
+ * was overwritten. */
+static cold void unexplained_pool_write(int sig, siginfo_t *si)
+{
+	char buf[192];
+	struct fmt f;
+	fmt_init(&f, buf, sizeof(buf));
+	fmt_line_start(&f);
+	fmt_str(&f, "write to pool memory at ");
+	fmt_hex(&f, (uintptr_t)si->si_addr);
+	fmt_str(&f, " that the pool's records do not explain (corrupt pool state); killed by SIGSEGV\n");
+	fmt_flush_stderr(&f);
+	die_by_default(sig, si);
+}
+
 static void on_segv(int sig, siginfo_t *si, void *uctx)
 {
 	int saved = errno;
 	if (si->si_code > 0 && walk_fault())
 		return;                          /* not reached */
 	struct pool_hit hit;
-	if (si->si_code == SEGV_ACCERR && pool_lookup(si->si_addr, &hit) && hit.is_protected) {
+	if (si->si_code == SEGV_ACCERR && pool_lookup(si->si_addr, &hit) && hit.is_protected &&
+	    pool_valid(hit.pool)) {
 		enum fault_mode mode = fault_mode_of(&hit);
 		/* learn mode: the page is writable now; the store is retried. */
 		if (!(mode == FAULT_LEARN && ro.s.learn && ro.s.learn(&hit, (uintptr_t)si->si_addr)))
 			on_violation(sig, si, uctx, &hit, mode);
-	}
-	else
+	} else if (si->si_code == SEGV_ACCERR && arena_contains(si->si_addr)) {
+		unexplained_pool_write(sig, si);
+	} else {
 		chain(sig, si, uctx, &prog_segv);
+	}
 	errno = saved;
 }
 

@@ -322,6 +322,15 @@ void pool_global_init(void)
 	pthread_once(&global_once, global_init_once);
 }
 
+bool pool_valid(const struct pmalloc_pool *p)
+{
+	uintptr_t off = (uintptr_t)p - (uintptr_t)pool_ro.s.slab;
+	if (p == &sealed_orphans)
+		return true;
+	return pool_ro.s.slab && off < POOL_MAX * sizeof(*p) && off % sizeof(*p) == 0 &&
+	       p->magic == (POOL_MAGIC ^ (uintptr_t)p);
+}
+
 void pool_check(const struct pmalloc_pool *p, const char *api)
 {
 	uintptr_t off = (uintptr_t)p - (uintptr_t)pool_ro.s.slab;

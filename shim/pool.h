@@ -111,6 +111,10 @@ struct pmalloc_pool *pool_create(const char *name, unsigned int flags, uint64_t 
  * pointer that is no live pool's is sealed and not interposed. */
 bool pool_seals(const struct pmalloc_pool *p);
 bool pool_interposed(const struct pmalloc_pool *p);
+/* Is p a live pool (or the owner of destroyed sealed spans)?  For a
+ * pointer read from writable memory (a span's owner) before it is
+ * followed.  Async-signal-safe. */
+bool pool_valid(const struct pmalloc_pool *p);
 /* Validate a caller's pool pointer: fatal() on anything but a live pool. */
 void pool_check(const struct pmalloc_pool *p, const char *api);
 
