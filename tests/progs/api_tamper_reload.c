@@ -14,9 +14,11 @@
  *
  * and never: the store let through, the kernel's write let through, the
  * program's own SIGSEGV handler run for a fault in the configuration, a
- * hang.  A run may also die before the reload with the program's handler
- * run for a fault elsewhere (the tampered word made the shim or libc
- * fault): counted apart ("crashed"), a process that dies loses nothing.
+ * hang, a death at the store without the shim's report.  A run may also
+ * die before the store, without a report, the program's handler run for
+ * a fault elsewhere (the tampered word was a pointer the shim or libc
+ * followed: a cached libc function, say): counted apart ("crashed"), and
+ * listed by the sweep; the process ends before anything is written.
  *
  *   api_tamper_reload sweep [N]  every word (N > 0: N words spread over the
  *                                list), each set to 0, 1, all-ones and the
@@ -148,7 +150,8 @@ static bool in_config(uintptr_t a)
 }
 
 struct stage {
-	volatile int reached;       /* 1 tampered, 2 reloaded and triggered, 3 store survived */
+	volatile int reached;       /* 1 tampered, 2 reloaded and triggered, 3 the kernel's write
+				     * tried, 4 the store survived */
 	volatile int kernel_wrote;
 	volatile int handler;       /* 1 program's handler, outside the configuration; 2 inside */
 	volatile uintptr_t fault_addr;
@@ -315,7 +318,8 @@ static void add_targets(void)
 
 enum outcome { O_PROTECTED, O_REPORTED, O_REFUSED, O_CRASHED, O_FAILED, O_OUTCOMES };
 static const char *const outcome_names[] = { "protected at the next trigger", "died with a report",
-					     "refused (read-only)", "crashed before the reload", "FAILED" };
+					     "refused (read-only)", "crashed before the store, no report",
+					     "FAILED" };
 
 struct write {
 	uintptr_t addr;
@@ -344,9 +348,10 @@ static void child(const struct write *w, size_t n, int rfd)
 	memcpy(before, c->path, 8);
 	(void)read(rfd, c->path, 8);
 	st->kernel_wrote = memcmp(before, c->path, 8) != 0;
+	st->reached = 3;
 	store(c->values[0], 'X');
 	store((char *)&c->port, 'X');
-	st->reached = 3;
+	st->reached = 4;
 	_exit(0);
 }
 
@@ -393,7 +398,7 @@ static enum outcome run(const struct write *w, size_t n, char *why, size_t why_l
 		snprintf(why, why_len, "the kernel's write into the reloaded configuration was let through");
 	else if (st->handler == 2)
 		snprintf(why, why_len, "the program's handler ran for a write into the configuration");
-	else if (st->reached == 3 || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
+	else if (st->reached == 4 || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
 		snprintf(why, why_len, "the write into the reloaded configuration was let through");
 	else if (WIFEXITED(status) && WEXITSTATUS(status) == 5)
 		snprintf(why, why_len, "the reload failed (no memory) without a report");
@@ -402,11 +407,11 @@ static enum outcome run(const struct write *w, size_t n, char *why, size_t why_l
 	for (size_t i = 0; i < n; i++)
 		if (st->reached == 0 && st->handler == 1 && st->fault_addr == w[i].addr)
 			return O_REFUSED;
-	if (st->reached == 2 && WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV && report)
+	if (st->reached == 3 && WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV && report)
 		return O_PROTECTED;
 	if (report)
 		return O_REPORTED;
-	if (st->reached == 2) {
+	if (st->reached == 3) {
 		/* Died at the store, without the shim's report. */
 		snprintf(why, why_len, "died at the store without a report (%s %d): %.200s",
 			 WIFSIGNALED(status) ? "signal" : "exit",
@@ -551,8 +556,10 @@ static int do_sweep(size_t sample)
 			char why[512];
 			enum outcome o = run(&w, 1, why, sizeof(why));
 			out[o][targets[i].kind]++;
-			if (o == O_FAILED) {
-				failed++;
+			if (o == O_FAILED || (o == O_CRASHED && !sample)) {
+				failed += o == O_FAILED;
+				if (o == O_CRASHED)
+					snprintf(why, sizeof(why), "crashed before the store, no report");
 				uintptr_t from = targets[i].kind == K_TLS ? seg.tls : seg.base;
 				printf("api_tamper_reload: %s word %p (%s+%#lx) = %s: %s\n", kind_names[targets[i].kind],
 				       (void *)w.addr, targets[i].kind == K_TLS ? "TLS" : "shim",
