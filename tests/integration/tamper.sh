@@ -60,7 +60,7 @@ if [ -z "${TAMPER_FULL:-}" ]; then
 		pass "$(cat "$T/out")"
 	done
 fi
-words=300
+words=150
 [ -n "${TAMPER_FULL:-}" ] && words=0     # every word
 PMALLOC_CONF=$T/reload.conf "$RELOAD" sweep $words >"$T/out" 2>"$T/err" ||
 	fail "sweep: $(grep -v '^api_tamper_reload:   ' "$T/out" | head -n 20; tail -n 5 "$T/err")"
