@@ -298,8 +298,12 @@ bool arena_span_valid(const struct span *s)
 	uintptr_t off = (uintptr_t)s - (uintptr_t)spans;
 	if (!spans || off >= (size_t)n_units * sizeof(*s) || off % sizeof(*s) != 0)
 		return false;
+	/* Its place in the table says where its memory is: base and size
+	 * (writable words) must agree, or a protect would cover other memory. */
 	uint32_t u = (uint32_t)(off / sizeof(*s));
-	return atomic_load_explicit(&unit_head[u], memory_order_acquire) == u + 1;
+	return atomic_load_explicit(&unit_head[u], memory_order_acquire) == u + 1 &&
+	       s->base == arena_base + ((uintptr_t)u << ARENA_UNIT_SHIFT) && s->bytes != 0 &&
+	       s->bytes % ARENA_UNIT == 0 && s->bytes <= ((size_t)(n_units - u) << ARENA_UNIT_SHIFT);
 }
 
 bool span_object_at(const struct span *s, size_t off, struct span_object *ret)

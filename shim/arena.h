@@ -145,8 +145,8 @@ void arena_span_set_owner(struct span *s, struct pmalloc_pool *pool);
 
 /* The live span holding p, or NULL.  Lock-free, async-signal-safe. */
 struct span *arena_span_of(const void *p);
-/* Is s a span of the arena's table (the first unit's entry of a span),
- * whatever its words say?  A pointer read from writable memory (a pool's
+/* Is s a span of the arena's table (the first unit's entry of a span,
+ * its base and size where that entry says)?  A pointer read from writable memory (a pool's
  * list, a region) is checked so before it is followed.  Lock-free. */
 bool arena_span_valid(const struct span *s);
 

@@ -28,6 +28,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #define POOL_MAGIC UINT64_C(0x706d616c6c6f6331)
 #define POOL_MAX 65536u
@@ -169,6 +170,25 @@ static uint64_t cap_of(const struct pmalloc_pool *p)
 static struct span *region_span(const struct pmalloc_pool *p, const struct pool_region *r, size_t *ret_end,
 				const char *api);
 
+/* A pool's lock: its words are the pool struct's, writable.  One forged
+ * to "held" must not hang the program (nor a trigger) for good: after
+ * POOL_LOCK_WAIT_S, far longer than any holder keeps it, the state is
+ * taken as corrupt (fatal, with api's name). */
+#define POOL_LOCK_WAIT_S 5
+static void pool_lock(struct pmalloc_pool *p, const char *api)
+{
+	int r = pthread_mutex_trylock(&p->lock);
+	if (likely(r == 0))
+		return;
+	if (r == EBUSY) {
+		uint64_t until = os_monotonic_ns(false) + (uint64_t)POOL_LOCK_WAIT_S * 1000000000u;
+		struct timespec ts = { (time_t)(until / 1000000000u), (long)(until % 1000000000u) };
+		if (pthread_mutex_clocklock(&p->lock, CLOCK_MONOTONIC, &ts) == 0)
+			return;
+	}
+	fatal(api, "a pool's lock cannot be taken (corrupt pool state)");
+}
+
 static uint64_t new_stamp(void)
 {
 	return atomic_fetch_add_explicit(&stamp_seq, 1, memory_order_relaxed);
@@ -228,7 +248,7 @@ static void region_unbind(struct pool_region *r)
 	/* The slot's word is its thread's TLS: a pool it names is checked
 	 * before its lock is taken (a forged one would hang or crash here). */
 	pool_check(q, "malloc");
-	pthread_mutex_lock(&q->lock);
+	pool_lock(q, "malloc");
 	region_unlink(q, r, true);
 	pthread_mutex_unlock(&q->lock);
 	r->pool = &pool_unbound;
@@ -258,7 +278,7 @@ static bool region_bind(struct pmalloc_pool *p, struct pool_region *r)
 	}
 	pthread_mutex_lock(&registry_lock);
 	region_unbind(r);
-	pthread_mutex_lock(&p->lock);
+	pool_lock(p, "malloc");
 	r->pool = p;
 	r->stamp = 0;                 /* refreshed by the caller, under the lock */
 	r->next_span_bytes = SPAN_FIRST;
@@ -533,7 +553,7 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 		pool_tls.active = r;
 	void *ret = NULL;
 	uintptr_t pop_lo = 0, pop_hi = 0;
-	pthread_mutex_lock(&p->lock);
+	pool_lock(p, api);
 	/* The cap is counted under the lock: never passed, not even by racing
 	 * threads. */
 	uint64_t max_bytes = pool_interposed(p) ? cap_of(p) : 0;
@@ -776,7 +796,7 @@ static bool region_protect(struct span *s, size_t end, void *ctx)
 size_t pool_protect(struct pmalloc_pool *p, const char *api)
 {
 	struct protect_run pr = { .p = p, .api = api };
-	pthread_mutex_lock(&p->lock);
+	pool_lock(p, api);
 	if (nothing_new(p, api)) {
 		pthread_mutex_unlock(&p->lock);
 		return 0;
@@ -806,7 +826,7 @@ size_t pool_protect(struct pmalloc_pool *p, const char *api)
 void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret)
 {
 	struct pool_totals t = { 0 };
-	pthread_mutex_lock(&p->lock);
+	pool_lock(p, "pmalloc_pool_stats");
 	t.objects = p->objects;
 	t.requested = p->requested;
 	t.used = p->used;
