@@ -288,7 +288,6 @@ void client_read_orders(void (*fn)(const char *pool))
 	}
 }
 
-
 void client_report(struct pmw_report *r)
 {
 	pmw_header_init(&r->h, PMW_REPORT, sizeof(*r));
