@@ -703,7 +703,11 @@ static void for_each_span(struct pmalloc_pool *p, const char *api, bool (*fn)(st
  * on the partial list), else all of it. */
 static size_t span_protect_end(const struct span *s)
 {
-	size_t end = s->is_cur ? ALIGN_UP(s->cursor, os_page_size) : s->bytes;
+	/* A cursor past the span is corrupt (and would wrap when rounded up):
+	 * all of it then, the safe side. */
+	if (!s->is_cur || s->cursor >= s->bytes)
+		return s->bytes;
+	size_t end = ALIGN_UP(s->cursor, os_page_size);
 	return end < s->bytes ? end : s->bytes;
 }
 

@@ -51,8 +51,8 @@ reload_conf() {
 reload_conf seal >"$T/reload.conf"
 reload_conf mprotect 'max_bytes = 1048576;' >"$T/reload_cap.conf"
 if [ -z "${TAMPER_FULL:-}" ]; then
-	for row in site_route site_armed max_bytes capped_used dirty regions region mseal fills table rules \
-		client_fd arena_size prog_segv; do
+	for row in site_route site_armed max_bytes capped_used dirty regions region span_cursor pool_lock_owner \
+		mseal fills table rules client_fd arena_size prog_segv; do
 		conf=$T/reload.conf
 		case $row in max_bytes | capped_used) conf=$T/reload_cap.conf ;; esac
 		PMALLOC_CONF=$conf "$RELOAD" row $row >"$T/out" 2>"$T/err" ||

@@ -67,6 +67,7 @@
 /* struct pmalloc_pool (shim/pool.h): magic, stamp, lock (40 bytes), then
  * first, last, partial, regions, ..., capped_used. */
 #define POOL_OFF_STAMP 8
+#define POOL_OFF_LOCK 16
 #define POOL_OFF_FIRST 56
 #define POOL_OFF_REGIONS 80
 #define POOL_OFF_CAPPED_USED 144
@@ -75,6 +76,8 @@
 #define REGION_OFF_CUR 16
 #define REGION_OFF_END 24
 #define REGION_SIZE 128
+#define SPAN_SIZE 136
+#define SPAN_OFF_CURSOR 24
 #define MAX_TARGETS 65536
 #define RUN_DEADLINE_S 20
 #define ERR_MAX 4096
@@ -297,6 +300,8 @@ static void add_targets(void)
 			continue;                       /* an object's .bss tail */
 		if (mp->lo < arena_hi && arena_lo < mp->hi)
 			continue;                       /* pool memory */
+		if (mp->lo < seg.hi && seg.lo < mp->hi)
+			continue;                       /* the shim's .bss, above */
 		if (seg.tls >= mp->lo && seg.tls < mp->hi)
 			continue;                       /* the static TLS: the shim's block is above */
 		if ((uintptr_t)forged >= mp->lo && (uintptr_t)forged < mp->hi)
@@ -476,6 +481,17 @@ static size_t row_writes(const char *row, struct write *w)
 		return w[0] = (struct write){ a + 16, 1 }, 1;              /* caps[0].bytes */
 	if (strcmp(row, "capped_used") == 0 && pool)
 		return w[0] = (struct write){ pool + POOL_OFF_CAPPED_USED, UINT64_MAX / 2 }, 1;   /* "over the cap" */
+	if (strcmp(row, "span_cursor") == 0 && (a = shim_symbol("units_ro"))) {
+		/* The span of the configuration (shim/arena.h: the unit map's base,
+		 * then unit_head, spans; a span of SPAN_SIZE bytes, its cursor at 24). */
+		uintptr_t base = *(uintptr_t *)a, *heads = *(uintptr_t **)(a + 16), spans = *(uintptr_t *)(a + 24);
+		uint32_t h = ((uint32_t *)heads)[((uintptr_t)cfg->values[0] - base) >> 16];
+		if (!h)
+			return 0;
+		return w[0] = (struct write){ spans + (h - 1) * SPAN_SIZE + SPAN_OFF_CURSOR, UINT64_MAX }, 1;
+	}
+	if (strcmp(row, "pool_lock_owner") == 0 && pool)
+		return w[0] = (struct write){ pool + POOL_OFF_LOCK + 8, UINT64_MAX }, 1;   /* owner, users */
 	if (strcmp(row, "dirty") == 0 && pool)
 		return w[0] = (struct write){ pool + POOL_OFF_FIRST, 0 }, 1;   /* the list protect walks */
 	if (strcmp(row, "regions") == 0 && pool)
