@@ -365,6 +365,14 @@ stress: all test-deps $(PROG_BINS)
 		done; echo "PASS $$t x $(STRESS_N)"; \
 	done
 
+# ---- Tamper sweep: make check overwrites a sample of the shim's writable
+# words (tests/integration/tamper.sh); make tamper every one of them, each
+# set to 0, 1, all-ones and an attacker's address, one forked run each (a
+# long run: some 130,000 runs), and prints the outcomes per class.
+tamper: all test-deps $(PROG_BINS)
+	@PMALLOC_BUILD=$(CURDIR)/$(B) PMALLOC_SRC=$(CURDIR) PMALLOC_CONF=/nonexistent/pmalloc-test.conf \
+		PMALLOC_SOCKET=/nonexistent/pmalloc-test.sock TAMPER_FULL=1 bash tests/integration/tamper.sh
+
 # ---- Fuzzing: libFuzzer harnesses (clang), tests/fuzz/NAME.c with its
 # seed corpus tests/fuzz/NAME/ (and tests/fuzz/NAME.dict where there is one).
 # Each harness is compiled from the sources it tests, with ASan and UBSan.
@@ -376,7 +384,7 @@ FUZZ_S ?= 60
 # FUZZ_NAMES and FUZZ_BINS are set near the top: check names them.
 FUZZ_CFLAGS = -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -Iinclude $(DAEMON_INC) -Ishim/preload/out $(call pc_cflags,libconfig)
-.PHONY: fuzz check-sanitize stress
+.PHONY: fuzz check-sanitize stress tamper
 # What each harness is built from besides itself.
 $(B)/fuzz/policy: shim/policy/policy.c shim/policy/policy_image.c
 $(B)/fuzz/daemon_wire: daemon/pmallocd/wire_decode.c daemon/pmallocd/wire_decode.h shim/shared/fmt.c \

@@ -48,7 +48,7 @@ static struct pmalloc_pool *with_handler(struct pmalloc_pool *p)
 
 PMALLOC_EXPORT struct pmalloc_pool *pmalloc_create_pool(void)
 {
-	return with_handler(pool_create(NULL, 0));
+	return with_handler(pool_create(NULL, 0, 0));
 }
 
 PMALLOC_EXPORT struct pmalloc_pool *pmalloc_create_named_pool(const char *name, unsigned int flags)
@@ -57,7 +57,7 @@ PMALLOC_EXPORT struct pmalloc_pool *pmalloc_create_named_pool(const char *name, 
 		errno = EINVAL;
 		return NULL;
 	}
-	return with_handler(pool_create(name, flags));
+	return with_handler(pool_create(name, flags, 0));
 }
 
 /* NULL (EINVAL), a pool that is not live (fatal) and everything else

@@ -22,29 +22,18 @@
 #include <pthread.h>
 #include <string.h>
 
-uintptr_t arena_base;
-size_t arena_size;
 
 static pthread_mutex_t arena_mutex = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic uint32_t *unit_head;     /* per unit: index of its span's first unit + 1; 0: none */
-static struct span *spans;               /* per unit; only the first unit of a span is used */
-static uint32_t n_units, next_unit;      /* units [next_unit, n_units) were never used */
+/* Where the side tables are, read-only in units_ro (arena.h): a pointer
+ * redirected would answer "pool memory, not protected" for any address. */
+#define unit_head (units_ro.m.unit_head)
+#define spans (units_ro.m.spans)
+#define n_units (units_ro.m.n_units)
+static uint32_t next_unit;               /* units [next_unit, n_units) were never used */
 static struct span *free_runs;           /* released spans, coalesced */
 
-/* The units of interposition pools' spans, a bit each, and the arena's
- * range: read-only, but for the page a span allocation or release changes
- * (arena_mutex held), for the length of the change.  fault.c asks it
- * which memory may ever be audited or learned. */
-#define UNITS_MAX (((size_t)32 << 30) >> ARENA_UNIT_SHIFT)
-struct unit_map {
-	uintptr_t base;
-	size_t size;
-	uint64_t bits[UNITS_MAX / 64];
-};
-static union {
-	struct unit_map m;
-	unsigned char pages[ALIGN_UP(sizeof(struct unit_map), RO_PAGE)];
-} units_ro __attribute__((aligned(RO_PAGE)));
+/* The range and the unit map (arena.h). */
+union arena_ro_page units_ro __attribute__((aligned(RO_PAGE)));
 
 #define HUGE ARENA_HUGE                             /* a transparent huge page */
 #define HUGE_UNITS ((uint32_t)(HUGE >> ARENA_UNIT_SHIFT))
@@ -73,6 +62,12 @@ int arena_init(void)
 			continue;
 		}
 		sp = (char *)heads + heads_len;
+		unit_head = heads;
+		spans = sp;
+		n_units = units;
+		/* Published with the page's freeze: no pool object exists yet,
+		 * so a free() that sees the range before its check is switched
+		 * on (heap_arena_reserved) has no pool pointer to misroute. */
 		units_ro.m.base = (uintptr_t)p;
 		units_ro.m.size = size;
 		if (os_protect_ro(&units_ro, sizeof(units_ro)) < 0) {
@@ -81,15 +76,9 @@ int arena_init(void)
 			os_unmap(res, size + HUGE);
 			break;
 		}
-		unit_head = heads;
-		spans = sp;
-		n_units = units;
-		arena_base = (uintptr_t)p;
-		__atomic_store_n(&arena_size, size, __ATOMIC_SEQ_CST);
-		/* Told after arena_size is published (init.c reads them the other
-		 * way round, so one of the two sees the other), before any pool
-		 * memory exists: in the shim, free() checks for pool pointers from
-		 * now on. */
+		/* Told after the range is published (with the page's freeze),
+		 * before any pool memory exists: in the shim, free() checks for
+		 * pool pointers from now on. */
 		void (*reserved)(void) = __atomic_load_n(&core_hook.arena_on_reserve, __ATOMIC_SEQ_CST);
 		if (reserved)
 			reserved();
@@ -307,6 +296,19 @@ struct span *arena_span_of(const void *p)
 	if (!atomic_load_explicit(&s->pool, memory_order_acquire))
 		return NULL;
 	return s;
+}
+
+bool arena_span_valid(const struct span *s)
+{
+	uintptr_t off = (uintptr_t)s - (uintptr_t)spans;
+	if (!spans || off >= (size_t)n_units * sizeof(*s) || off % sizeof(*s) != 0)
+		return false;
+	/* Its place in the table says where its memory is: base and size
+	 * (writable words) must agree, or a protect would cover other memory. */
+	uint32_t u = (uint32_t)(off / sizeof(*s));
+	return atomic_load_explicit(&unit_head[u], memory_order_acquire) == u + 1 &&
+	       s->base == arena_base + ((uintptr_t)u << ARENA_UNIT_SHIFT) && s->bytes != 0 &&
+	       s->bytes % ARENA_UNIT == 0 && s->bytes <= ((size_t)(n_units - u) << ARENA_UNIT_SHIFT);
 }
 
 bool span_object_at(const struct span *s, size_t off, struct span_object *ret)

@@ -50,7 +50,8 @@ struct span {
 	size_t bytes;                        /* a multiple of ARENA_UNIT */
 	size_t cursor;                       /* bytes handed out, as of the last protect or
 					      * of its region leaving it; owner's lock */
-	_Atomic size_t prot;                 /* [base, base+prot) is read-only */
+	_Atomic size_t prot;                 /* [base, base+prot) is read-only; with prot_mirror:
+					      * span_prot_*() */
 	size_t prot_before;                  /* prot before the protect under way; owner's lock */
 	uint64_t *recs;                      /* bytes / 16 records; NULL for a single object */
 	uint64_t *rec_next;                  /* where the next record goes, when no region has it */
@@ -64,11 +65,58 @@ struct span {
 	_Atomic bool single;                 /* holds one large object: [single_off, +single_size) */
 	uint16_t single_site;
 	size_t single_off, single_size;
+	/* prot again, kept apart: two writable words that must agree.  A
+	 * lookup believes the larger (a write is enforced if either says
+	 * protected), a protect starts from the smaller (nothing is skipped
+	 * because one says done). */
+	_Atomic size_t prot_mirror;
 };
 
-/* Hidden: free() reads them PC-relative, without a GOT load each. */
-extern uintptr_t arena_base __attribute__((visibility("hidden")));
-extern size_t arena_size __attribute__((visibility("hidden")));
+static inline size_t span_prot_hi(const struct span *s)
+{
+	size_t a = atomic_load_explicit(&s->prot, memory_order_acquire);
+	size_t b = atomic_load_explicit(&s->prot_mirror, memory_order_acquire);
+	return a > b ? a : b;
+}
+
+static inline size_t span_prot_lo(const struct span *s)
+{
+	size_t a = atomic_load_explicit(&s->prot, memory_order_relaxed);
+	size_t b = atomic_load_explicit(&s->prot_mirror, memory_order_relaxed);
+	return a < b ? a : b;
+}
+
+/* The owner's lock held; before the mprotect when raising it. */
+static inline void span_set_prot(struct span *s, size_t v)
+{
+	atomic_store_explicit(&s->prot, v, memory_order_release);
+	atomic_store_explicit(&s->prot_mirror, v, memory_order_release);
+}
+
+/* The arena's range, and the units of interposition pools' spans, a bit
+ * each: read-only from arena_init() on, but for the page a span
+ * allocation or release changes (arena_mutex held), for the length of the
+ * change.  Whether an address is pool memory (free(), realloc(), the
+ * SIGSEGV handler) and whether it may ever be audited or learned (fault.c)
+ * are read here, never from a writable word.  Hidden: free() reads the
+ * range PC-relative, without a GOT load. */
+#define ARENA_UNITS_MAX (((size_t)32 << 30) >> ARENA_UNIT_SHIFT)
+struct span;
+struct unit_map {
+	uintptr_t base;
+	size_t size;                         /* 0 before arena_init() */
+	_Atomic uint32_t *unit_head;         /* per unit: its span's first unit + 1; 0: none */
+	struct span *spans;                  /* per unit; only a span's first unit's is used */
+	uint32_t n_units;
+	uint64_t bits[ARENA_UNITS_MAX / 64];
+};
+union arena_ro_page {
+	struct unit_map m;
+	unsigned char pages[ALIGN_UP(sizeof(struct unit_map), RO_PAGE)];
+};
+extern union arena_ro_page units_ro __attribute__((visibility("hidden")));
+#define arena_base (units_ro.m.base)
+#define arena_size (units_ro.m.size)
 
 /* Reserve the arena.  0 or -errno.  Called once, from pool.c's global
  * initialisation (which its pthread_once serialises). */
@@ -97,6 +145,10 @@ void arena_span_set_owner(struct span *s, struct pmalloc_pool *pool);
 
 /* The live span holding p, or NULL.  Lock-free, async-signal-safe. */
 struct span *arena_span_of(const void *p);
+/* Is s a span of the arena's table (the first unit's entry of a span,
+ * its base and size where that entry says)?  A pointer read from writable memory (a pool's
+ * list, a region) is checked so before it is followed.  Lock-free. */
+bool arena_span_valid(const struct span *s);
 
 /* The record of an object of len bytes at address at, from site: shifts
  * and ors only, for the allocation fast path. */

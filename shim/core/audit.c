@@ -257,7 +257,8 @@ void audit_after_fork_child(void)
 	/* Another thread's window: its pages are open in this copy too. */
 	if (atomic_load(&win.owner)) {
 		for (int i = 0; i < win.n; i++)
-			os_protect_ro((void *)win.page[i], SNAP_PAGE);
+			if (os_protect_ro((void *)win.page[i], SNAP_PAGE) < 0)
+				fatal("fork", "cannot protect audited pool memory again in the child");
 		win.n = 0;
 		atomic_store(&win.owner, 0);
 	}

@@ -5,7 +5,8 @@
  * violation record (pmallocd resolves the rest from symbol files).
  *
  * Async-signal-safe: runs in the fault handler.  No allocation, no lock,
- * no system call, no file: _dl_find_object() (AS-safe in glibc) names the
+ * no system call (but the one mprotect of dynsym_set_program, at
+ * start-up), no file: _dl_find_object() (AS-safe in glibc) names the
  * object, and its dynamic section, symbol and string tables are read where
  * the loader mapped them.  Only exported functions are found (.dynsym);
  * static functions and stripped programs without exports give nothing, as
@@ -15,6 +16,7 @@
 #define _GNU_SOURCE
 #include "dynsym.h"
 #include "fmt.h"
+#include "os.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -35,16 +37,30 @@ typedef Elf32_Sym sym_t;
 typedef Elf32_Addr addr_t;
 #endif          /* bound on a walk a corrupt table could make endless */
 
-static const char *program;
+/* The program's path for reports, copied once at start-up into a page of
+ * its own made read-only then: a pointer to it in writable data, forged,
+ * would make the fault handler fault before its report is written. */
+#if defined(__x86_64__)
+#define PROGRAM_PAGE 4096u
+#else
+#define PROGRAM_PAGE 65536u
+#endif
+static union {
+	char path[DYNSYM_PATH_MAX];
+	unsigned char page[PROGRAM_PAGE];
+} program __attribute__((aligned(PROGRAM_PAGE)));
 
-void dynsym_set_program(const char *path)
+int dynsym_set_program(const char *path)
 {
-	program = path;
+	size_t n = path ? strnlen(path, DYNSYM_PATH_MAX - 1) : 0;
+	memcpy(program.path, path ? path : "", n);
+	program.path[n] = '\0';
+	return os_protect_ro(&program, sizeof(program));
 }
 
 const char *dynsym_program(void)
 {
-	return program && *program ? program : program_invocation_name;
+	return program.path[0] ? program.path : program_invocation_name;
 }
 
 const char *dynsym_object(uintptr_t addr, const struct link_map **ret_lm, struct dl_find_object *dlfo)

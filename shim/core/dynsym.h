@@ -13,10 +13,13 @@
 
 struct fmt;
 
-/* The program's path, read at start-up (read-only memory, client.c): the
- * program has no name in the link map, and argv[0] may be retitled.  Until
- * it is set (and in libpmalloc.so), program_invocation_name. */
-void dynsym_set_program(const char *path);
+/* The program's path, read at start-up (kept in a read-only page of
+ * dynsym.c's): the program has no name in the link map, and argv[0] may be
+ * retitled.  Until it is set (and in libpmalloc.so), program_invocation_name. */
+#define DYNSYM_PATH_MAX 256
+/* Set once, at start-up: path copied into a page then made read-only; 0
+ * or -errno when it could not be (the caller says so, unprotected). */
+int dynsym_set_program(const char *path) __attribute__((warn_unused_result));
 const char *dynsym_program(void);
 /* The path (raw) of the object holding addr, its link map in *ret_lm and
  * its _dl_find_object() result in *dlfo; NULL when no object holds it. */

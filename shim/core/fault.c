@@ -94,19 +94,47 @@ struct program_action {
 	_Atomic int idx;
 	_Atomic int ours;                /* the shim's handler is installed */
 };
-static struct program_action prog_segv, prog_trap;
+/* Which handler runs for a fault that is not a write to pool memory is a
+ * decision too: the program's actions live in a page of their own,
+ * read-only but while prog_open() .. prog_close() change them (the
+ * program's sigaction(), install_lock held; SA_RESETHAND in the handler),
+ * whose mprotects fail hard.  A write into the shim's data cannot make an
+ * attacker's function the chained handler. */
+static union {
+	struct {
+		struct program_action segv, trap;
+	} s;
+	unsigned char page[RO_PAGE];
+} prog_ro __attribute__((aligned(RO_PAGE)));
+#define prog_segv (prog_ro.s.segv)
+#define prog_trap (prog_ro.s.trap)
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Async-signal-safe (one system call each). */
+static void prog_open(void)
+{
+	if (os_protect_rw(&prog_ro, sizeof(prog_ro)) < 0)
+		fatal("sigaction", "cannot open the program's signal actions");
+}
+
+static void prog_close(void)
+{
+	if (os_protect_ro(&prog_ro, sizeof(prog_ro)) < 0)
+		fatal("sigaction", "cannot make the program's signal actions read-only");
+}
 
 static const struct sigaction *program_current(struct program_action *pa)
 {
-	return &pa->slot[atomic_load_explicit(&pa->idx, memory_order_acquire)];
+	return &pa->slot[atomic_load_explicit(&pa->idx, memory_order_acquire) & 1];
 }
 
 static void program_publish(struct program_action *pa, const struct sigaction *act)
 {
-	int cur = atomic_load_explicit(&pa->idx, memory_order_relaxed);
+	prog_open();
+	int cur = atomic_load_explicit(&pa->idx, memory_order_relaxed) & 1;
 	pa->slot[!cur] = *act;
 	atomic_store_explicit(&pa->idx, !cur, memory_order_release);
+	prog_close();
 }
 
 /* Set when this thread's context was given the trap flag by the shim: the
@@ -199,11 +227,15 @@ static void collect_backtrace(struct pmw_report *r, void *arg)
 	os_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-/* A fault inside the walk: back to collect_backtrace. */
+/* A fault inside the walk: back to collect_backtrace.  walk_env is a
+ * writable word: believed only when it points just above this frame, on
+ * this stack, where collect_backtrace's env lives while it walks (a
+ * forged one would jump anywhere instead of reporting the write). */
+#define WALK_ENV_NEAR ((uintptr_t)64 << 10)
 static bool walk_fault(void)
 {
 	sigjmp_buf *env = walk_env;
-	if (!env)
+	if (!env || (uintptr_t)env - (uintptr_t)__builtin_frame_address(0) > WALK_ENV_NEAR)
 		return false;
 	walk_env = NULL;
 	siglongjmp(*env, 1);
@@ -369,13 +401,33 @@ static void on_violation(int sig, siginfo_t *si, void *uctx, const struct pool_h
 	die_by_default(sig, si);
 }
 
+/* A write fault inside the arena (its range read-only, arena.h) that the
+ * writable side tables do not explain as a protected pool object's: no
+ * span, a span's owner that is no pool, a mark that says not protected.
+ * Pool memory is only ever read-only or reserved, so it is a write to pool
+ * memory all the same, enforced: never the program's handler, whatever
+ * was overwritten. */
+static cold void unexplained_pool_write(int sig, siginfo_t *si)
+{
+	char buf[192];
+	struct fmt f;
+	fmt_init(&f, buf, sizeof(buf));
+	fmt_line_start(&f);
+	fmt_str(&f, "write to pool memory at ");
+	fmt_hex(&f, (uintptr_t)si->si_addr);
+	fmt_str(&f, " that the pool's records do not explain (corrupt pool state); killed by SIGSEGV\n");
+	fmt_flush_stderr(&f);
+	die_by_default(sig, si);
+}
+
 static void on_segv(int sig, siginfo_t *si, void *uctx)
 {
 	int saved = errno;
 	if (si->si_code > 0 && walk_fault())
 		return;                          /* not reached */
 	struct pool_hit hit;
-	if (si->si_code == SEGV_ACCERR && pool_lookup(si->si_addr, &hit) && hit.is_protected) {
+	if (si->si_code == SEGV_ACCERR && pool_lookup(si->si_addr, &hit) && hit.is_protected &&
+	    pool_valid(hit.pool)) {
 		/* Nothing the handler calls allocates; anything that does anyway
 		 * (a sanitizer's report) gets the heap, never a site look-up. */
 		int busy = shim_busy_enter();
@@ -384,9 +436,11 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 		if (!(mode == FAULT_LEARN && ro.s.learn && ro.s.learn(&hit, (uintptr_t)si->si_addr)))
 			on_violation(sig, si, uctx, &hit, mode);
 		shim_busy_leave(busy);
-	}
-	else
+	} else if (si->si_code == SEGV_ACCERR && arena_contains(si->si_addr)) {
+		unexplained_pool_write(sig, si);
+	} else {
 		chain(sig, si, uctx, &prog_segv);
+	}
 	errno = saved;
 }
 
@@ -439,9 +493,11 @@ static void take_over(int sig, void (*fn)(int, siginfo_t *, void *), struct prog
 {
 	pthread_mutex_lock(&install_lock);
 	if (!atomic_load(&prog->ours)) {
+		prog_open();
 		install(sig, fn, NULL, &prog->slot[0]);
 		atomic_store(&prog->idx, 0);
 		atomic_store(&prog->ours, 1);
+		prog_close();
 	}
 	pthread_mutex_unlock(&install_lock);
 }

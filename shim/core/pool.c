@@ -28,9 +28,11 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #define POOL_MAGIC UINT64_C(0x706d616c6c6f6331)
 #define POOL_MAX 65536u
+#define POOL_CAPS_MAX 64u
 #define SPAN_FIRST ((size_t)64 << 10)
 #define SPAN_MAX ((size_t)4 << 20)
 #define PARTIAL_MIN ((size_t)4 << 10)        /* a span left with less room is not reused */
@@ -55,6 +57,10 @@ static _Atomic uint64_t stamp_seq = 1;      /* 0 is never a live pool's stamp */
  * from the pool struct's words. */
 struct pool_ro {
 	struct pmalloc_pool *slab;           /* POOL_MAX pool structs, reserved */
+	/* Caps on bytes handed out (the policy's max_bytes), by slab index + 1:
+	 * a cap decides where an allocation goes (past it: the heap), so it is
+	 * read here, never from the pool struct.  Interposition pools only. */
+	struct { uint32_t slot; uint64_t bytes; } caps[POOL_CAPS_MAX];
 	uint8_t flags[POOL_MAX];
 };
 static union {
@@ -128,6 +134,61 @@ static int set_flags(const struct pmalloc_pool *p, unsigned int flags)
 	return 0;
 }
 
+/* Record p's cap (registry_lock held), like set_flags; -ENOSPC when every
+ * cap slot is taken (a pool recycled keeps its slot). */
+static int set_cap(const struct pmalloc_pool *p, uint64_t bytes)
+{
+	uint32_t slot = (uint32_t)(p - pool_ro.s.slab) + 1;
+	size_t i = 0;
+	while (i < POOL_CAPS_MAX && pool_ro.s.caps[i].slot && pool_ro.s.caps[i].slot != slot)
+		i++;
+	if (i == POOL_CAPS_MAX)
+		return bytes ? -ENOSPC : 0;
+	if (pool_ro.s.caps[i].slot == (bytes ? slot : 0) && pool_ro.s.caps[i].bytes == bytes)
+		return 0;
+	uintptr_t page = (uintptr_t)&pool_ro.s.caps[i] & ~(uintptr_t)(RO_PAGE - 1);
+	static_assert(offsetof(struct pool_ro, flags) <= RO_PAGE, "the caps are in the first page");
+	if (pool_ro_locked && os_protect_rw((void *)page, RO_PAGE) < 0)
+		return -ENOMEM;
+	pool_ro.s.caps[i].slot = bytes || pool_ro.s.caps[i].slot ? slot : 0;
+	pool_ro.s.caps[i].bytes = bytes;
+	if (pool_ro_locked && os_protect_ro((void *)page, RO_PAGE) < 0)
+		fatal("pmalloc_create_pool", "cannot make the pools' caps read-only again");
+	return 0;
+}
+
+/* p's cap from the read-only table, 0 for none. */
+static uint64_t cap_of(const struct pmalloc_pool *p)
+{
+	uint32_t slot = (uint32_t)(p - pool_ro.s.slab) + 1;
+	for (size_t i = 0; i < POOL_CAPS_MAX && pool_ro.s.caps[i].slot; i++)
+		if (pool_ro.s.caps[i].slot == slot)
+			return pool_ro.s.caps[i].bytes;
+	return 0;
+}
+
+static struct span *region_span(const struct pmalloc_pool *p, const struct pool_region *r, size_t *ret_end,
+				const char *api);
+
+/* A pool's lock: its words are the pool struct's, writable.  One forged
+ * to "held" must not hang the program (nor a trigger) for good: after
+ * POOL_LOCK_WAIT_S, far longer than any holder keeps it, the state is
+ * taken as corrupt (fatal, with api's name). */
+#define POOL_LOCK_WAIT_S 5
+static void pool_lock(struct pmalloc_pool *p, const char *api)
+{
+	int r = pthread_mutex_trylock(&p->lock);
+	if (likely(r == 0))
+		return;
+	if (r == EBUSY) {
+		uint64_t until = os_monotonic_ns(false) + (uint64_t)POOL_LOCK_WAIT_S * 1000000000u;
+		struct timespec ts = { (time_t)(until / 1000000000u), (long)(until % 1000000000u) };
+		if (pthread_mutex_clocklock(&p->lock, CLOCK_MONOTONIC, &ts) == 0)
+			return;
+	}
+	fatal(api, "a pool's lock cannot be taken (corrupt pool state)");
+}
+
 static uint64_t new_stamp(void)
 {
 	return atomic_fetch_add_explicit(&stamp_seq, 1, memory_order_relaxed);
@@ -184,7 +245,10 @@ static void region_unbind(struct pool_region *r)
 	struct pmalloc_pool *q = r->pool;
 	if (q == &pool_unbound)
 		return;
-	pthread_mutex_lock(&q->lock);
+	/* The slot's word is its thread's TLS: a pool it names is checked
+	 * before its lock is taken (a forged one would hang or crash here). */
+	pool_check(q, "malloc");
+	pool_lock(q, "malloc");
 	region_unlink(q, r, true);
 	pthread_mutex_unlock(&q->lock);
 	r->pool = &pool_unbound;
@@ -214,7 +278,7 @@ static bool region_bind(struct pmalloc_pool *p, struct pool_region *r)
 	}
 	pthread_mutex_lock(&registry_lock);
 	region_unbind(r);
-	pthread_mutex_lock(&p->lock);
+	pool_lock(p, "malloc");
 	r->pool = p;
 	r->stamp = 0;                 /* refreshed by the caller, under the lock */
 	r->next_span_bytes = SPAN_FIRST;
@@ -261,8 +325,7 @@ static void atfork_child(void)
 static void global_init_once(void)
 {
 	void *p;
-	os_init();
-	if (arena_init() < 0)
+	if (os_init() < 0 || arena_init() < 0)
 		return;
 	size_t len = ALIGN_UP(POOL_MAX * sizeof(struct pmalloc_pool), os_page_size);
 	if (os_map_lazy(len, &p) < 0)
@@ -279,6 +342,15 @@ void pool_global_init(void)
 	pthread_once(&global_once, global_init_once);
 }
 
+bool pool_valid(const struct pmalloc_pool *p)
+{
+	uintptr_t off = (uintptr_t)p - (uintptr_t)pool_ro.s.slab;
+	if (p == &sealed_orphans)
+		return true;
+	return pool_ro.s.slab && off < POOL_MAX * sizeof(*p) && off % sizeof(*p) == 0 &&
+	       p->magic == (POOL_MAGIC ^ (uintptr_t)p);
+}
+
 void pool_check(const struct pmalloc_pool *p, const char *api)
 {
 	uintptr_t off = (uintptr_t)p - (uintptr_t)pool_ro.s.slab;
@@ -287,7 +359,7 @@ void pool_check(const struct pmalloc_pool *p, const char *api)
 		fatal(api, "not a live pool (corrupt, or used after pmalloc_destroy_pool)");
 }
 
-struct pmalloc_pool *pool_create(const char *name, unsigned int flags)
+struct pmalloc_pool *pool_create(const char *name, unsigned int flags, uint64_t max_bytes)
 {
 	pool_global_init();
 	if (!global_ok) {
@@ -300,7 +372,7 @@ struct pmalloc_pool *pool_create(const char *name, unsigned int flags)
 		slab_free = p->reg_next;
 	else if (slab_next < POOL_MAX)
 		p = &pool_ro.s.slab[slab_next++];
-	if (p && set_flags(p, flags) < 0) {
+	if (p && (set_flags(p, flags) < 0 || set_cap(p, max_bytes) < 0)) {
 		p->reg_next = slab_free;          /* back where it came from */
 		slab_free = p;
 		p = NULL;
@@ -344,8 +416,6 @@ struct pmalloc_pool *pool_create(const char *name, unsigned int flags)
 static void list_add(struct pmalloc_pool *p, struct span *s)
 {
 	DLIST_PUSH_BACK(p->first, p->last, s, prev, next);
-	if (!p->dirty)
-		p->dirty = s;
 	p->mapped += s->bytes;
 }
 
@@ -371,7 +441,7 @@ static bool region_new_span(struct pmalloc_pool *p, struct pool_region *r, size_
 {
 	struct span *s = p->partial;
 	if (s) {
-		size_t prot = atomic_load_explicit(&s->prot, memory_order_relaxed);
+		size_t prot = span_prot_hi(s);
 		if (s->cursor < prot)
 			s->cursor = prot;
 		size_t at = ALIGN_UP(s->base + s->cursor, align);
@@ -483,7 +553,7 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 		pool_tls.active = r;
 	void *ret = NULL;
 	uintptr_t pop_lo = 0, pop_hi = 0;
-	pthread_mutex_lock(&p->lock);
+	pool_lock(p, api);
 	if (unlikely(atomic_load_explicit(&p->closed, memory_order_relaxed))) {
 		pthread_mutex_unlock(&p->lock);
 		errno = ENOMEM;
@@ -491,8 +561,11 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 	}
 	/* The cap is counted under the lock: never passed, not even by racing
 	 * threads. */
+	uint64_t max_bytes = pool_interposed(p) ? cap_of(p) : 0;
 	size_t capped = atomic_load_explicit(&p->capped_used, memory_order_relaxed);
-	if (p->max_bytes && capped + need > p->max_bytes) {
+	size_t mirror = atomic_load_explicit(&p->capped_mirror, memory_order_relaxed);
+	capped = mirror < capped ? mirror : capped;
+	if (max_bytes && capped + need > max_bytes) {
 		pthread_mutex_unlock(&p->lock);
 		return cap_reached(p);
 	}
@@ -504,10 +577,12 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 			p->used += need;
 		}
 	} else {
-		/* Catch up with a protect: the page it gave up is not ours. */
-		struct span *s = r->span;
-		if (s && r->cur < s->base + atomic_load_explicit(&s->prot, memory_order_relaxed))
-			r->cur = s->base + atomic_load_explicit(&s->prot, memory_order_relaxed);
+		/* Catch up with a protect: the page it gave up is not ours.  The
+		 * region (its thread's TLS, writable) is checked first. */
+		size_t checked_end;
+		struct span *s = region_span(p, r, &checked_end, api);
+		if (s && r->cur < s->base + span_prot_hi(s))
+			r->cur = s->base + span_prot_hi(s);
 		r->stamp = atomic_load_explicit(&p->stamp, memory_order_relaxed);
 		uintptr_t at = ALIGN_UP(r->cur, align);
 		if (!s || at + need > s->base + s->bytes) {
@@ -523,12 +598,14 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 			r->used += need;
 			/* A capped pool counts every byte here, so its fast path never has room. */
 			uintptr_t end = region_ahead(r, need, &pop_lo, &pop_hi);
-			r->end = p->max_bytes ? r->cur : end;
+			r->end = max_bytes ? r->cur : end;
 			ret = (void *)at;
 		}
 	}
-	if (ret && p->max_bytes)
+	if (ret && max_bytes) {
 		atomic_store_explicit(&p->capped_used, capped + need, memory_order_relaxed);
+		atomic_store_explicit(&p->capped_mirror, capped + need, memory_order_relaxed);
+	}
 	pthread_mutex_unlock(&p->lock);
 	/* The region's own memory, which no other thread bumps in: no lock. */
 	if (pop_hi > pop_lo)
@@ -548,9 +625,14 @@ void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, 
 	}
 	bool single = need + align - PM_ALIGN > POOL_SMALL_MAX;
 	void *ret = NULL;
-	pthread_mutex_lock(&p->lock);
-	if (atomic_load_explicit(&p->closed, memory_order_relaxed) || (p->max_bytes &&
-	    atomic_load_explicit(&p->capped_used, memory_order_relaxed) + need > p->max_bytes)) {
+	pool_lock(p, "malloc");
+	/* The cap as pool_alloc_api() counts it: the read-only cap, and the
+	 * smaller of the two counts (a forged count never lets more in). */
+	uint64_t max_bytes = pool_interposed(p) ? cap_of(p) : 0;
+	size_t capped = atomic_load_explicit(&p->capped_used, memory_order_relaxed);
+	size_t mirror = atomic_load_explicit(&p->capped_mirror, memory_order_relaxed);
+	capped = mirror < capped ? mirror : capped;
+	if (atomic_load_explicit(&p->closed, memory_order_relaxed) || (max_bytes && capped + need > max_bytes)) {
 		pthread_mutex_unlock(&p->lock);
 		errno = ENOMEM;
 		return NULL;
@@ -571,8 +653,8 @@ void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, 
 			DLIST_PUSH(p->regions, r, prev, next);
 		}
 		struct span *s = r->span;
-		if (s && r->cur < s->base + atomic_load_explicit(&s->prot, memory_order_relaxed))
-			r->cur = s->base + atomic_load_explicit(&s->prot, memory_order_relaxed);
+		if (s && r->cur < s->base + span_prot_hi(s))
+			r->cur = s->base + span_prot_hi(s);
 		if (s && fresh_page)
 			r->cur = ALIGN_UP(r->cur, os_page_size);
 		uintptr_t at = ALIGN_UP(r->cur, align);
@@ -593,15 +675,17 @@ void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, 
 		r->used += need;
 		ret = (void *)at;
 	}
-	if (ret && p->max_bytes)
-		atomic_fetch_add_explicit(&p->capped_used, need, memory_order_relaxed);
+	if (ret && max_bytes) {
+		atomic_store_explicit(&p->capped_used, capped + need, memory_order_relaxed);
+		atomic_store_explicit(&p->capped_mirror, capped + need, memory_order_relaxed);
+	}
 	pthread_mutex_unlock(&p->lock);
 	return ret;
 }
 
 void pool_close(struct pmalloc_pool *p)
 {
-	pthread_mutex_lock(&p->lock);
+	pool_lock(p, "protect");
 	atomic_store_explicit(&p->closed, true, memory_order_release);
 	/* Every fast path from here on fails its stamp compare and finds the
 	 * pool closed under the lock. */
@@ -632,41 +716,175 @@ static size_t protect_undo(struct span *first, struct span *last)
 {
 	size_t undone = 0;
 	for (struct span *s = first; s; s = s->next) {
-		undone += atomic_load_explicit(&s->prot, memory_order_relaxed) - s->prot_before;
-		atomic_store_explicit(&s->prot, s->prot_before, memory_order_release);
+		undone += span_prot_lo(s) - s->prot_before;
+		span_set_prot(s, s->prot_before);
 		if (s == last)
 			break;
 	}
 	return undone;
 }
 
+/* A region's span and where its objects end (p's lock held), checked
+ * before they are believed: the region's words are its thread's TLS,
+ * writable by anyone who can write memory.  The span must be one of the
+ * arena's, owned by p, and the cursor inside it; anything else is a
+ * corrupt region, fatal (api's name): allocating on from it could hand out
+ * memory that no protect covers.  NULL for a region without a span. */
+static struct span *region_span(const struct pmalloc_pool *p, const struct pool_region *r, size_t *ret_end,
+				const char *api)
+{
+	struct span *s = r->span;
+	if (!s)
+		return NULL;
+	if (!arena_span_valid(s) || atomic_load_explicit(&s->pool, memory_order_relaxed) != p)
+		fatal(api, "a pool region's span is not its pool's (corrupt pool state)");
+	uintptr_t cur = __atomic_load_n(&r->cur, __ATOMIC_RELAXED);
+	if (cur < s->base || cur - s->base > s->bytes)
+		fatal(api, "a pool region's cursor lies outside its span (corrupt pool state)");
+	*ret_end = ALIGN_UP(cur - s->base, os_page_size);
+	return s;
+}
+
+/* Every region of p a protect reads (p's lock held): those linked into the
+ * pool, then this thread's own slots bound to it, so that a list head
+ * overwritten cannot hide the region of the thread that protects (a
+ * trigger runs on the thread that allocated, most often).  fn(s, end). */
+#define REGIONS_MAX (1u << 20)   /* a longer list is a corrupt one (a cycle) */
+static bool for_each_region(struct pmalloc_pool *p, const char *api, bool (*fn)(struct span *, size_t, void *),
+			    void *ctx)
+{
+	size_t end, n = 0;
+	for (struct pool_region *r = p->regions; r; r = r->next) {
+		struct span *s = region_span(p, r, &end, api);
+		if (s && !fn(s, end, ctx))
+			return false;
+		if (++n > REGIONS_MAX)
+			fatal(api, "a pool's region list does not end (corrupt pool state)");
+	}
+	for (int i = 0; i < POOL_SLOTS; i++) {
+		struct span *s = pool_tls.slot[i].pool == p ? region_span(p, &pool_tls.slot[i], &end, api) : NULL;
+		if (s && !fn(s, end, ctx))
+			return false;
+	}
+	return true;
+}
+
+/* The spans of p, by age, each checked like a region's (fn false stops). */
+static void for_each_span(struct pmalloc_pool *p, const char *api, bool (*fn)(struct span *, void *), void *ctx)
+{
+	size_t n = 0;
+	for (struct span *s = p->first; s; s = s->next) {
+		if (!arena_span_valid(s) || atomic_load_explicit(&s->pool, memory_order_relaxed) != p ||
+		    ++n > ARENA_UNITS_MAX)
+			fatal(api, "a pool's span list is corrupt");
+		if (!fn(s, ctx))
+			return;
+	}
+}
+
+/* Where the protect of s stops: its objects' end (a region's span, or one
+ * on the partial list), else all of it. */
+static size_t span_protect_end(const struct span *s)
+{
+	/* A cursor past the span is corrupt (and would wrap when rounded up):
+	 * all of it then, the safe side. */
+	if (!s->is_cur || s->cursor >= s->bytes)
+		return s->bytes;
+	size_t end = ALIGN_UP(s->cursor, os_page_size);
+	return end < s->bytes ? end : s->bytes;
+}
+
+static bool region_new(struct span *s, size_t end, void *ctx)
+{
+	(void)ctx;
+	return end <= span_prot_lo(s);
+}
+
+static bool span_new(struct span *s, void *ctx)
+{
+	bool *any = ctx;
+	*any = span_protect_end(s) > span_prot_lo(s);
+	return !*any;
+}
+
 /* Nothing to protect (p's lock held), judged without the barrier: a cursor
  * this misses belongs to an allocation that did not happen before this
  * protect, so it may as well come after it.  Keeps a protect with nothing
- * new free of system calls. */
-static bool nothing_new(struct pmalloc_pool *p)
+ * new free of system calls (a walk over the pool's spans and regions). */
+static bool nothing_new(struct pmalloc_pool *p, const char *api)
 {
-	for (struct span *s = p->dirty; s; s = s->next) {
-		size_t prot = atomic_load_explicit(&s->prot, memory_order_relaxed);
-		if (s->is_cur ? ALIGN_UP(s->cursor, os_page_size) > prot : prot < s->bytes)
-			return false;
+	bool any = false;
+	for_each_span(p, api, span_new, &any);
+	return !any && for_each_region(p, api, region_new, NULL);
+}
+
+static bool region_cursor(struct span *s, size_t end, void *ctx)
+{
+	(void)ctx;
+	if (end > s->cursor)
+		s->cursor = end;
+	return true;
+}
+
+struct protect_run {
+	struct pmalloc_pool *p;
+	const char *api;
+	size_t fresh;
+	uintptr_t a, b;                  /* the contiguous range being gathered */
+	struct span *range_first, *range_last, *failed;
+};
+
+static void run_flush(struct protect_run *pr)
+{
+	if (protect_range(pr->p, pr->a, pr->b, pr->api) < 0) {
+		pr->fresh -= protect_undo(pr->range_first, pr->range_last);
+		pr->failed = pr->failed ? pr->failed : pr->range_first;
 	}
-	for (struct pool_region *r = p->regions; r; r = r->next) {
-		struct span *s = r->span;
-		uintptr_t cur = __atomic_load_n(&r->cur, __ATOMIC_RELAXED);
-		if (s && ALIGN_UP(cur - s->base, os_page_size) > atomic_load_explicit(&s->prot, memory_order_relaxed))
-			return false;
+	pr->a = pr->b = 0;
+}
+
+static bool span_protect(struct span *s, void *ctx)
+{
+	struct protect_run *pr = ctx;
+	size_t start = span_prot_lo(s);
+	size_t end = span_protect_end(s);
+	s->prot_before = start;       /* what protect_undo() restores */
+	if (end <= start)
+		return true;
+	if (s->is_cur)
+		s->cursor = end;          /* the page's tail is given up */
+	if (s->base + start != pr->b) {
+		run_flush(pr);
+		pr->a = s->base + start;
+		pr->range_first = s;
+	}
+	/* Published before the mprotect, so a fault can never find memory
+	 * read-only yet not known to be protected. */
+	span_set_prot(s, end);
+	pr->fresh += end - start;
+	pr->b = s->base + end;
+	pr->range_last = s;
+	return true;
+}
+
+/* A region's span the list walk did not reach (the pool's span list
+ * overwritten): protected alone. */
+static bool region_protect(struct span *s, size_t end, void *ctx)
+{
+	struct protect_run *pr = ctx;
+	(void)end;
+	if (span_protect_end(s) > span_prot_lo(s)) {
+		span_protect(s, pr);
+		run_flush(pr);
 	}
 	return true;
 }
 
 size_t pool_protect(struct pmalloc_pool *p, const char *api)
 {
-	size_t fresh = 0;
-	uintptr_t a = 0, b = 0;
-	struct span *range_first = NULL, *range_last = NULL, *failed = NULL;
-	pthread_mutex_lock(&p->lock);
-	if (nothing_new(p)) {
+	struct protect_run pr = { .p = p, .api = api };
+	pool_lock(p, api);
+	if (nothing_new(p, api)) {
 		pthread_mutex_unlock(&p->lock);
 		return 0;
 	}
@@ -675,68 +893,27 @@ size_t pool_protect(struct pmalloc_pool *p, const char *api)
 	atomic_store_explicit(&p->stamp, new_stamp(), memory_order_relaxed);
 	if (p->regions && os_process_barrier() < 0)
 		fatal(api, "no memory barrier across threads (out of memory)");
-	for (struct pool_region *r = p->regions; r; r = r->next) {
-		struct span *s = r->span;
-		if (!s)
-			continue;
-		uintptr_t cur = __atomic_load_n(&r->cur, __ATOMIC_RELAXED);
-		size_t end = ALIGN_UP(cur - s->base, os_page_size);
-		if (end > s->bytes)
-			end = s->bytes;
-		if (end > s->cursor)
-			s->cursor = end;
-	}
-	for (struct span *s = p->dirty; s; s = s->next) {
-		size_t start = atomic_load_explicit(&s->prot, memory_order_relaxed);
-		size_t end = s->is_cur ? ALIGN_UP(s->cursor, os_page_size) : s->bytes;
-		s->prot_before = start;       /* what protect_undo() restores */
-		if (end <= start)
-			continue;
-		if (s->is_cur)
-			s->cursor = end;          /* the page's tail is given up */
-		if (s->base + start != b) {
-			if (protect_range(p, a, b, api) < 0) {
-				fresh -= protect_undo(range_first, range_last);
-				failed = failed ? failed : range_first;
-			}
-			a = s->base + start;
-			range_first = s;
-		}
-		/* Published before the mprotect, so a fault can never find memory
-		 * read-only yet not known to be protected. */
-		atomic_store_explicit(&s->prot, end, memory_order_release);
-		fresh += end - start;
-		b = s->base + end;
-		range_last = s;
-	}
-	if (protect_range(p, a, b, api) < 0) {
-		fresh -= protect_undo(range_first, range_last);
-		failed = failed ? failed : range_first;
-	}
-	/* The first span that may still gain unprotected bytes: a region's
-	 * current span, or one that could not be protected. */
-	struct span *dirty = NULL;
-	for (struct span *s = p->dirty; s && !dirty; s = s->next)
-		if (s->is_cur || s == failed || atomic_load_explicit(&s->prot, memory_order_relaxed) < s->bytes)
-			dirty = s;
-	p->dirty = dirty;
-	if (fresh) {
-		p->protected_bytes += fresh;
+	for_each_region(p, api, region_cursor, NULL);
+	for_each_span(p, api, span_protect, &pr);
+	run_flush(&pr);
+	for_each_region(p, api, region_protect, &pr);
+	if (pr.fresh) {
+		p->protected_bytes += pr.fresh;
 		p->protect_calls++;
 	}
-	if (failed)
+	if (pr.failed)
 		p->protect_failures++;
 	pthread_mutex_unlock(&p->lock);
-	if (failed)
+	if (pr.failed)
 		debug_printf("cannot protect all of pool \"%s\": out of memory mappings (vm.max_map_count); "
 			     "will retry at the next protect", p->name);
-	return fresh;
+	return pr.fresh;
 }
 
 void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret)
 {
 	struct pool_totals t = { 0 };
-	pthread_mutex_lock(&p->lock);
+	pool_lock(p, "pmalloc_pool_stats");
 	t.objects = p->objects;
 	t.requested = p->requested;
 	t.used = p->used;
@@ -783,7 +960,7 @@ void pool_destroy(struct pmalloc_pool *p)
 	bool sealed = pool_seals(p) && os_have_mseal;
 	for (struct span *s = p->first, *next; s; s = next) {
 		next = s->next;
-		if (sealed && atomic_load_explicit(&s->prot, memory_order_relaxed) > 0)
+		if (sealed && span_prot_hi(s) > 0)
 			arena_span_set_owner(s, &sealed_orphans);   /* the kernel keeps it */
 		else
 			arena_span_release(s);
@@ -806,7 +983,7 @@ bool pool_lookup(const void *addr, struct pool_hit *ret)
 	ret->pool = atomic_load_explicit(&s->pool, memory_order_acquire);
 	ret->span = s;
 	ret->addr = (uintptr_t)addr;
-	ret->is_protected = off < atomic_load_explicit(&s->prot, memory_order_acquire);
+	ret->is_protected = off < span_prot_hi(s);
 	if (span_object_at(s, off, &o)) {
 		ret->in_object = true;
 		ret->object = s->base + o.start;
@@ -839,5 +1016,5 @@ bool pool_is_protected(const void *p)
 {
 	/* O(1): the span and its mark, not the object. */
 	struct span *s = arena_span_of(p);
-	return s && (uintptr_t)p - s->base < atomic_load_explicit(&s->prot, memory_order_acquire);
+	return s && (uintptr_t)p - s->base < span_prot_hi(s);
 }

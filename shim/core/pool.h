@@ -22,7 +22,10 @@
 static_assert(POOL_SMALL_MAX >> ARENA_GRANULE_SHIFT <= REC_MAX_GRANULES, "sizes fit a record");
 
 /* One thread's bump region in one pool.  It lives in that thread's TLS (a
- * few slots, the one used last first) and
+ * few slots, the one used last first), writable: the fast path believes
+ * its cursor, but the slow path and every protect check that its span is
+ * the pool's and the cursor inside it (fatal otherwise), so objects handed
+ * out elsewhere end the process at the next trigger at the latest.  It
  * is linked into the pool's list, so pool_protect() can read its cursor;
  * it is unlinked (its statistics folded into the pool) when the thread
  * exits, when the slot is needed for another pool, and in a forked child
@@ -61,22 +64,26 @@ struct pool_totals {
 
 #define POOL_SHIFT 9
 
-/* A pool holds no security decision: whether a write into it is enforced,
- * audited or learned is fault.c's read-only state's to say (fault_arm);
- * nothing here is read to let a write through. */
+/* A pool struct is writable memory, and holds no decision that is
+ * believed unchecked: whether a write into it is enforced, audited or
+ * learned is fault.c's read-only state's to say (fault_arm), whether it
+ * seals and its cap pool.c's read-only table's; the lists a protect walks
+ * are checked span by span (arena_span_valid, the span's owner), and the
+ * protecting thread's own regions are read from its TLS as well, so a
+ * list head overwritten hides nothing from the protect.  Nothing here is
+ * read to let a write through. */
 struct pmalloc_pool {
 	uint64_t magic;                  /* POOL_MAGIC ^ address while alive */
 	_Atomic uint64_t stamp;          /* changes on every protect and on destroy */
 	pthread_mutex_t lock;            /* everything below but the atomics */
 	struct span *first, *last;       /* every span, by age */
-	struct span *dirty;              /* spans before it are wholly read-only */
 	struct span *partial;            /* spans with room that no region has */
 	struct pool_region *regions;     /* the threads' regions */
 	size_t objects;                  /* large objects (spans of their own) */
 	size_t requested, used;          /* of large objects, and of regions that left */
 	size_t protected_bytes, mapped, protect_calls, protect_failures;
-	size_t max_bytes;                /* cap on bytes handed out; 0: none */
-	_Atomic size_t capped_used;      /* bytes handed out, kept only under a cap */
+	_Atomic size_t capped_used;      /* bytes handed out, kept only under a cap (pool.c's
+					  * read-only table has the cap); with capped_mirror */
 	_Atomic size_t frees;            /* free()/realloc() of its objects, accepted and ignored */
 	_Atomic int capped_said;         /* max_bytes reached, said once */
 	_Atomic bool closed;             /* pool_close(): takes nothing more; pool's lock to set */
@@ -84,6 +91,9 @@ struct pmalloc_pool {
 	char name[POOL_NAME];
 	char policy[POOL_NAME];          /* "" for API pools */
 	struct pmalloc_pool *reg_next, *reg_prev;
+	/* capped_used again, kept apart: the cap believes the smaller of the
+	 * two, so one word forged high cannot send allocations to the heap. */
+	_Atomic size_t capped_mirror;
 } __attribute__((aligned(1u << POOL_SHIFT)));
 static_assert(sizeof(struct pmalloc_pool) == 1u << POOL_SHIFT, "a pool is a power of two");
 
@@ -95,13 +105,18 @@ void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret);
 /* A pool of the interposition (init.c): pool_create's flag, never the API's. */
 #define POOL_INTERPOSED 0x80u
 
-/* A new pool (flags: PMALLOC_POOL_SEAL, POOL_INTERPOSED); NULL with errno =
- * ENOMEM. */
-struct pmalloc_pool *pool_create(const char *name, unsigned int flags);
+/* A new pool (flags: PMALLOC_POOL_SEAL, POOL_INTERPOSED), with a cap on
+ * the bytes it hands out (0: none; interposition pools only), both kept
+ * in pool.c's read-only table; NULL with errno = ENOMEM. */
+struct pmalloc_pool *pool_create(const char *name, unsigned int flags, uint64_t max_bytes);
 /* p's flags, from pool.c's read-only table (never the pool struct): a
  * pointer that is no live pool's is sealed and not interposed. */
 bool pool_seals(const struct pmalloc_pool *p);
 bool pool_interposed(const struct pmalloc_pool *p);
+/* Is p a live pool (or the owner of destroyed sealed spans)?  For a
+ * pointer read from writable memory (a span's owner) before it is
+ * followed.  Async-signal-safe. */
+bool pool_valid(const struct pmalloc_pool *p);
 /* Validate a caller's pool pointer: fatal() on anything but a live pool. */
 void pool_check(const struct pmalloc_pool *p, const char *api);
 

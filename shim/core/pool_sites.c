@@ -15,7 +15,7 @@ void pool_sites_walk(struct pmalloc_pool *p, bool protected_only, pool_site_fn f
 {
 	pthread_mutex_lock(&p->lock);
 	for (struct span *s = p->first; s; s = s->next) {
-		size_t limit = protected_only ? atomic_load_explicit(&s->prot, memory_order_acquire) : SIZE_MAX;
+		size_t limit = protected_only ? span_prot_hi(s) : SIZE_MAX;
 		if (atomic_load_explicit(&s->single, memory_order_acquire)) {
 			if (s->single_off < limit)
 				fn(ctx, s->single_site, s->single_size);

@@ -4,6 +4,9 @@
  * stay valid for the life of the process and the signal handler can read
  * them without a lock.
  *
+ * Also the read-only filter of the code the policy names (site.h), which
+ * a cached heap route is checked against.
+ *
  * Never allocates through malloc (its table comes from os_map) and never
  * blocks.
  */
@@ -59,11 +62,50 @@ static struct site_sym *site_sym_of(uint16_t id)
 	return (struct site_sym *)(void *)(t + SITE_SLOTS) + (id - 1);
 }
 
-struct site *site_armed;
+union site_policy_page site_policy __attribute__((aligned(4096)));
+static_assert(sizeof(site_policy) % 4096 == 0, "the filter is whole pages");
 
-void site_arm(void)
+/* Opened and closed without a flag to trust: opening what is writable
+ * already, or closing it twice, is harmless. */
+void site_policy_open(void)
 {
-	__atomic_store_n(&site_armed, site_init(), __ATOMIC_RELEASE);
+	if (os_protect_rw(&site_policy, sizeof(site_policy)) < 0)
+		fatal("malloc", "cannot open the filter of the policy's sites");
+}
+
+bool site_policy_marked(uintptr_t lo, uintptr_t hi)
+{
+	if (hi <= lo)
+		return true;
+	uintptr_t g0 = lo >> SITE_POLICY_SHIFT, g1 = (hi - 1) >> SITE_POLICY_SHIFT;
+	for (uintptr_t g = g0; g <= g1 && g - g0 < SITE_POLICY_GRANULES; g++)
+		if (!site_policy.granule[(uint16_t)g])
+			return false;
+	return true;
+}
+
+void site_policy_mark(uintptr_t lo, uintptr_t hi)
+{
+	if (hi <= lo)
+		return;
+	uintptr_t g0 = lo >> SITE_POLICY_SHIFT, g1 = (hi - 1) >> SITE_POLICY_SHIFT;
+	if (g1 - g0 >= SITE_POLICY_GRANULES) {
+		memset(&site_policy, 0xff, sizeof(site_policy));
+		return;
+	}
+	for (uintptr_t g = g0; g <= g1; g++)
+		site_policy.granule[(uint16_t)g] = 1;
+}
+
+void site_policy_close(void)
+{
+	if (os_protect_ro(&site_policy, sizeof(site_policy)) < 0)
+		fatal("malloc", "cannot make the filter of the policy's sites read-only");
+}
+
+struct site *site_arm(void)
+{
+	return site_init();
 }
 
 uint16_t site_id(uintptr_t ra)

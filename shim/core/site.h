@@ -30,7 +30,10 @@
 #define SITE_HOME_SLOTS (1u << SITE_HOME_BITS)
 #define SITE_SYM 48
 
-/* A slot: what malloc reads, one 8-byte word, so that the slots a process
+/* A slot: writable, and so believed only as site.h's filter and
+ * interpose.c's slow path allow (a heap route for code the policy names
+ * is confirmed by resolve.c's read-only ranges; a wrapper route or an
+ * unknown pool is decided again).  What malloc reads, one 8-byte word, so that the slots a process
  * uses touch few pages (each page first written costs a fault: the table
  * is sparse by design): the return address (user-space code addresses fit
  * in 48 bits) above its cached route (16 bits, stored as route -
@@ -103,12 +106,38 @@ static inline struct site_hit site_lookup(uintptr_t ra)
 	struct site_hit h;
 	return site_lookup_home(ra, &h) ? h : site_lookup_slow(ra);
 }
-/* The site table once a policy is armed (site_arm), NULL before: malloc's
- * one test for "armed?" and its table at once. */
-extern struct site *site_armed __attribute__((visibility("hidden")));
-/* Map the table and publish it as site_armed (shim_init, before the policy
- * is armed).  Without a table (no memory) malloc routes nothing. */
-void site_arm(void);
+/* The code the policy names, in 64-byte granules, a byte each, folded
+ * modulo 4 MiB: a read-only filter for the heap routes cached in the table
+ * (which any write can forge).  A call site whose granule's byte is set
+ * is looked up in resolve.c's read-only ranges before its cached heap
+ * route is believed; one whose byte is clear is no policy site.  Bytes,
+ * not bits: one instruction less than a bit test on the armed malloc's
+ * path; 64 KiB of .bss, read through the zero page but where marked.
+ * Written only between site_policy_open() and site_policy_close()
+ * (resolve.c, resolve_lock held, or start-up), whose mprotects fail hard. */
+#define SITE_POLICY_SHIFT 6
+#define SITE_POLICY_GRANULES (1u << 16)
+union site_policy_page {
+	unsigned char granule[SITE_POLICY_GRANULES];
+};
+extern union site_policy_page site_policy __attribute__((visibility("hidden")));
+/* Might ra be a call site in code the policy names?  A shift, a
+ * truncation and a byte compared. */
+static inline bool site_maybe_policy(uintptr_t ra)
+{
+	return site_policy.granule[(uint16_t)(ra >> SITE_POLICY_SHIFT)] != 0;
+}
+/* Are return addresses [lo, hi) all marked already (nothing to open)? */
+bool site_policy_marked(uintptr_t lo, uintptr_t hi);
+void site_policy_open(void);
+/* Return addresses [lo, hi) may be policy sites (bits are never cleared). */
+void site_policy_mark(uintptr_t lo, uintptr_t hi);
+void site_policy_close(void);
+
+/* Map the table (shim_init, before the policy is armed): what init.c
+ * publishes as malloc's "armed?" word, in its read-only page (shim.h).
+ * NULL without memory: malloc then routes nothing. */
+struct site *site_arm(void);
 
 /* The armed malloc's fast path: is ra a site seen before whose route is
  * the heap?  In its home slot (the common case): a multiply, a shift, one

@@ -203,12 +203,19 @@ static void log_unmatched(const struct pimg_header *img)
 }
 
 /* The state, and the pointer to it, read-only from now on; sealed too
- * under protection = "seal" where the kernel has mseal. */
-static void make_ro(void *p, size_t len, bool seal)
+ * under protection = "seal" where the kernel has mseal.  0, or -errno
+ * when it is not read-only (the caller then arms nothing, and says so);
+ * a seal refused leaves it read-only, said. */
+static int make_ro(void *p, size_t len, bool seal)
 {
-	os_protect_ro(p, len);
-	if (seal && os_have_mseal)
-		(void)os_seal(p, len);
+	int r = os_protect_ro(p, len);
+	if (r < 0) {
+		say("cannot make the policy's state read-only: %s (running unprotected)", strerror(-r));
+		return r;
+	}
+	if (seal && os_have_mseal && (r = os_seal(p, len)) < 0)
+		say("cannot seal the policy's state: %s (read-only, not sealed)", strerror(-r));
+	return 0;
 }
 
 /* A start-up that stops before fault_arm(): the pools it made keep the
@@ -263,13 +270,12 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		/* Learning unprotects what is written: never sealed. */
 		unsigned flags = (img->protection == POLICY_PROT_SEAL && img->mode != POLICY_MODE_LEARN
 					  ? PMALLOC_POOL_SEAL : 0) | POOL_INTERPOSED;
-		sp->pool = pool_create(pimg_str(img, pp->name), flags);
+		sp->pool = pool_create(pimg_str(img, pp->name), flags, pp->max_bytes);
 		if (!sp->pool)
 			return unarmed(installed, -ENOMEM);
 		fault_install_for_arm();         /* before any pool can be protected */
 		installed = true;
 		snprintf(sp->pool->policy, sizeof(sp->pool->policy), "%s", policy_name);
-		sp->pool->max_bytes = pp->max_bytes;
 		sp->pool->index = (int)i;
 		/* Learning takes what a proposal will: until the first trigger. */
 		sp->until_trigger = pp->take == POLICY_TAKE_UNTIL_TRIGGER || img->mode == POLICY_MODE_LEARN;
@@ -306,8 +312,8 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		return unarmed(installed, r);
 	log_unmatched(img);
 	bool seal = img->protection == POLICY_PROT_SEAL;
-	if (own_map)
-		make_ro(mem, len, seal);
+	if (own_map && (r = make_ro(mem, len, seal)) < 0)
+		return unarmed(installed, r);
 	/* What a write into these pools gets, kept read-only by fault.c: the
 	 * one place the mode is decided; learn needs its tables first. */
 	struct pmalloc_pool *pools[SHIM_POOLS_MAX];
@@ -318,9 +324,15 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL, seal);
 	if (r < 0)
 		return unarmed(installed, r);
-	site_arm();
+	/* Published in the page frozen right after: a write into the shim's
+	 * data can neither disarm malloc nor point it at a forged state. */
+	site_armed = site_arm();
 	shim = st;
-	make_ro(&shim_ro, sizeof(shim_ro), seal);
+	if ((r = make_ro(&shim_ro, sizeof(shim_ro), seal)) < 0) {
+		site_armed = NULL;
+		shim = NULL;
+		return unarmed(installed, r);
+	}
 	trigger_init(st);
 	return 0;
 }
@@ -331,7 +343,9 @@ static void shim_init(void)
 	int busy = shim_busy_enter();
 	const char *d = secure_getenv("PMALLOC_DEBUG");
 	pm_debug = d && strcmp(d, "1") == 0;
-	os_init();
+	/* What os.c probed is frozen (the page size and whether mseal is
+	 * used decide every protect): when it cannot be, nothing is armed. */
+	int frozen = os_init();
 	set_hooks();
 	heap_init();
 	debug_printf("heap allocator: %s (%u allocations from glibc while finding it)", heap_name(),
@@ -343,13 +357,23 @@ static void shim_init(void)
 	client_init(exe, comm);
 
 	struct policy_image_buf in = { 0 };
-	if (load_policy(exe, comm, &in) > 0) {
-		int r = arm(&in, exe);
+	int loaded = load_policy(exe, comm, &in);
+	/* Where reports go is fixed now, read-only like the policy. */
+	int r = client_freeze();
+	if (frozen < 0 || r < 0) {
+		say("cannot make the shim's own state read-only: %s (running unprotected)",
+		    strerror(-(frozen < 0 ? frozen : r)));
+		loaded = 0;
+	}
+	if (loaded > 0) {
+		r = arm(&in, exe);
 		if (r < 0)
 			debug_printf("cannot arm the policy for %s: %s; running unprotected", exe, strerror(-r));
 		else
 			rules_msg_send(RULES_MSG_RULES);   /* after the handshake: for status */
-		/* The armed copy is the state's, read-only: none stays writable. */
+	}
+	/* The armed copy is the state's, read-only: none stays writable. */
+	if (in.image) {
 		explicit_bzero(in.image, in.len);
 		heap_free(in.image);
 	}

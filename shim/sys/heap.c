@@ -274,8 +274,10 @@ static void find(void)
 	atomic_store_explicit((void *_Atomic *)&heap_page.free_entry,
 			      (void *)(atomic_load(&arena_reserved) ? atomic_load(&checked_free_fn) : ops.free),
 			      memory_order_release);
-	if (os_page_size == HEAP_PAGE)
-		os_protect_ro(&heap_page, HEAP_PAGE);
+	/* Checked: a table left writable would let one write send the heap's
+	 * calls (or pool pointers' frees) anywhere. */
+	if (os_page_size == HEAP_PAGE && os_protect_ro(&heap_page, HEAP_PAGE) < 0)
+		fatal("malloc", "cannot make the heap's table read-only");
 	atomic_store(&heap_state, HEAP_FOUND);
 	/* The arena reserved meanwhile (by another thread): see heap_set_free. */
 	if (atomic_load(&arena_reserved))
@@ -289,12 +291,12 @@ static void free_entry_check(void)
 	if (atomic_exchange(&free_entry_checked, true))
 		return;
 	bool page = os_page_size == HEAP_PAGE;
-	if (page)
-		os_protect_rw(&heap_page, HEAP_PAGE);
+	if (page && os_protect_rw(&heap_page, HEAP_PAGE) < 0)
+		fatal("malloc", "cannot open the heap's table for free()'s pool check");
 	atomic_store_explicit((void *_Atomic *)&heap_page.free_entry, (void *)atomic_load(&checked_free_fn),
 			      memory_order_release);
-	if (page)
-		os_protect_ro(&heap_page, HEAP_PAGE);
+	if (page && os_protect_ro(&heap_page, HEAP_PAGE) < 0)
+		fatal("malloc", "cannot make the heap's table read-only again");
 }
 
 /* The flag first, then the state: either find() sees the flag when it

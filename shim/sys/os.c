@@ -38,8 +38,7 @@
 #define __NR_mseal 462
 #endif
 
-size_t os_page_size = 4096;
-int os_have_mseal;
+union os_ro_page os_ro __attribute__((aligned(OS_RO_PAGE))) = { .s = { .page_size = 4096 } };
 static _Atomic int have_membarrier = 1;   /* until the kernel says otherwise */
 static char *_Atomic barrier_page;   /* the fallback's page, when membarrier is refused */
 
@@ -48,21 +47,25 @@ extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *o
 
 #define OS_CALL(expr) ({ int _e = errno; int _r = (expr) == 0 ? 0 : -errno; errno = _e; _r; })
 
-void os_init(void)
+int os_init(void)
 {
-	/* Probed once: the shim's start-up and the pool API's both call it.
-	 * Two threads probing at once store the same answers. */
-	static _Atomic bool probed;
-	if (atomic_load_explicit(&probed, memory_order_acquire))
-		return;
+	/* Probed once: the shim's start-up and the pool API's both call it
+	 * (pool.c's under its pthread_once, init.c's first, in the
+	 * constructor); a later call finds the page frozen and only says so. */
+	static _Atomic int probed;           /* 1 frozen, -errno when it could not be */
+	int done = atomic_load_explicit(&probed, memory_order_acquire);
+	if (done)
+		return done < 0 ? done : 0;
 	long ps = sysconf(_SC_PAGESIZE);
 	if (ps > 0)
-		os_page_size = (size_t)ps;
+		os_ro.s.page_size = (size_t)ps;
 	/* mseal(addr, 0, 0) succeeds where the call exists and does nothing. */
 	int e = errno;
-	os_have_mseal = syscall(__NR_mseal, (unsigned long)0, 0UL, 0UL) == 0;
+	os_ro.s.have_mseal = syscall(__NR_mseal, (unsigned long)0, 0UL, 0UL) == 0;
 	errno = e;
-	atomic_store_explicit(&probed, true, memory_order_release);
+	int r = os_protect_ro(&os_ro, sizeof(os_ro));
+	atomic_store_explicit(&probed, r < 0 ? r : 1, memory_order_release);
+	return r;
 }
 
 static int map(void *hint, size_t len, int prot, int flags, void **ret)
@@ -118,6 +121,14 @@ int os_protect_rw(void *p, size_t len)
 int os_seal(void *p, size_t len)
 {
 	return OS_CALL(syscall(__NR_mseal, (unsigned long)p, (unsigned long)len, 0UL));
+}
+
+int os_freeze(void *p, size_t len, bool seal)
+{
+	int r = os_protect_ro(p, len);
+	if (r == 0 && seal && os_have_mseal)
+		r = os_seal(p, len);
+	return r;
 }
 
 int os_map(size_t len, void **ret)

@@ -17,22 +17,50 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-extern size_t os_page_size;     /* set by os_init() */
-extern int os_have_mseal;       /* 1 when mseal(2) works here; probed by os_init() */
+/* What os_init() probes, in a page of its own made read-only once probed:
+ * whether mseal(2) is used decides what a "seal" policy's protects are,
+ * and the page size every protect's range is cut by, so neither may be a
+ * writable word.  A static at a link-time address: no pointer leads to it.
+ * Page-sized as arena.h's RO_PAGE (the largest page of the kernels built
+ * for). */
+#if defined(__x86_64__)
+#define OS_RO_PAGE 4096u
+#else
+#define OS_RO_PAGE 65536u
+#endif
+struct os_ro {
+	size_t page_size;
+	int have_mseal;              /* 1 when mseal(2) works here */
+};
+union os_ro_page {
+	struct os_ro s;
+	unsigned char page[OS_RO_PAGE];
+};
+extern union os_ro_page os_ro __attribute__((visibility("hidden")));
+#define os_page_size (os_ro.s.page_size)
+#define os_have_mseal (os_ro.s.have_mseal)
 
-void os_init(void);
+/* Probe once and freeze what was probed: 0, or -errno when the page could
+ * not be made read-only (the caller runs unprotected, and says so). */
+int os_init(void) __attribute__((warn_unused_result));
 /* Reserve len bytes of address space, inaccessible, not charged to commit. */
 int os_reserve(size_t len, void **ret);
 /* Make [p, p+len) of a reservation read-write (fresh pages read as zero). */
 int os_commit(void *p, size_t len);
 /* Give [p, p+len) back to the system, leaving it reserved and inaccessible. */
 int os_decommit(void *p, size_t len);
-/* Make [p, p+len) read-only. */
-int os_protect_ro(void *p, size_t len);
-/* Make [p, p+len) read-write again (audit mode's single-step only). */
-int os_protect_rw(void *p, size_t len);
+/* Make [p, p+len) read-only.  Every result is checked (a protect of pool
+ * memory or of the shim's own state that fails silently would leave a
+ * decision writable): fatal(), or said with the process unprotected. */
+int os_protect_ro(void *p, size_t len) __attribute__((warn_unused_result));
+/* Make [p, p+len) read-write again (audit mode's single-step, and the
+ * narrow write paths of the shim's read-only pages). */
+int os_protect_rw(void *p, size_t len) __attribute__((warn_unused_result));
 /* mseal(2) [p, p+len): no later mprotect/munmap/mremap of it can succeed. */
-int os_seal(void *p, size_t len);
+int os_seal(void *p, size_t len) __attribute__((warn_unused_result));
+/* The shim's own state frozen: [p, p+len) read-only, and sealed too when
+ * seal and the kernel has mseal.  0 or -errno. */
+int os_freeze(void *p, size_t len, bool seal) __attribute__((warn_unused_result));
 /* Fresh read-write anonymous memory for the shim's own metadata. */
 int os_map(size_t len, void **ret);
 int os_unmap(void *p, size_t len);

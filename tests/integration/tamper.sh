@@ -11,6 +11,17 @@
 # API and no policy, and with the pool API beside an audit and a learn
 # policy's pool.
 #
+# Then the victim of issue 20 (tests/progs/api_tamper_reload): a program
+# that parses its configuration, is protected at on-call:poll, then reloads
+# it from the same sites and writes into the reloaded copy.  Each row of
+# the issue's table (one write, or three, as an attacker would make it,
+# after the first protect) must leave the reloaded copy protected at the
+# next trigger, or kill the process with a report, or be refused (the word
+# is read-only now); then a sample of the systematic sweep (every word of
+# the shim's .data/.bss, TLS and the metadata it maps, set to 0, 1,
+# all-ones and the address of attacker memory): no silent write-through.
+# TAMPER_FULL=1 (make tamper) sweeps every word instead, and only that.
+#
 # Thousands of enforced writes: each report would be a journal entry, so
 # the journal is hidden in a private mount namespace (as e2e_nojournal.sh
 # does) and the reports go to a file.
@@ -32,6 +43,36 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}abort_on_error=1
 private_journal_dir
 PROG=$B/progs/api_tamper
 [ -x "$PROG" ] || fail "$PROG is missing: run make check"
+RELOAD=$B/progs/api_tamper_reload
+[ -x "$RELOAD" ] || fail "$RELOAD is missing: run make check"
+
+# reload_conf PROTECTION [MORE POOL SETTINGS]
+reload_conf() {
+	printf '%s\n' 'version = 1;' 'policies = (' \
+		'  { name = "reload"; match = { exe = [ "*/api_tamper_reload" ]; }; mode = "enforce";' \
+		"    protection = \"$1\";" \
+		"    pools = ( { name = \"config\"; sites = [ \"parse_config\" ]; protect = [ \"on-call:poll\" ]; ${2:-} } ); }" \
+		');'
+}
+reload_conf seal >"$T/reload.conf"
+reload_conf mprotect 'max_bytes = 1048576;' >"$T/reload_cap.conf"
+if [ -z "${TAMPER_FULL:-}" ]; then
+	for row in site_route site_armed max_bytes capped_used dirty regions region span_cursor pool_lock_owner \
+		mseal fills table rules client_fd arena_size prog_segv; do
+		conf=$T/reload.conf
+		case $row in max_bytes | capped_used) conf=$T/reload_cap.conf ;; esac
+		PMALLOC_CONF=$conf "$RELOAD" row $row >"$T/out" 2>"$T/err" ||
+			fail "row $row: $(cat "$T/out"; tail -n 5 "$T/err")"
+		pass "$(cat "$T/out")"
+	done
+fi
+words=150
+[ -n "${TAMPER_FULL:-}" ] && words=0     # every word
+PMALLOC_CONF=$T/reload.conf "$RELOAD" sweep $words >"$T/out" 2>"$T/err" ||
+	fail "sweep: $(grep -v '^api_tamper_reload:   ' "$T/out" | head -n 20; tail -n 5 "$T/err")"
+grep -q 'all held$' "$T/out" || fail "sweep: $(cat "$T/out")"
+pass "sweep: $(tr '\n' ' ' <"$T/out" | sed 's/api_tamper_reload: //g')"
+[ -n "${TAMPER_FULL:-}" ] && exit 0
 
 cat >"$T/enforce.conf" <<'EOF'
 version = 1;

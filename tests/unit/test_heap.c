@@ -12,7 +12,7 @@
 
 /* What heap.c needs from the rest of the shim. */
 __thread int shim_busy __attribute__((tls_model("initial-exec")));
-size_t os_page_size;            /* 0: the table is never made read-only here */
+union os_ro_page os_ro;         /* page size 0: the table is never made read-only here */
 int os_protect_ro(void *p, size_t len)
 {
 	(void)p;

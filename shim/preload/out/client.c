@@ -42,10 +42,27 @@
 
 #define CLIENT_FD_MIN 600      /* out of the way of programs' own descriptors */
 
-static int client_fd = -1;
-static pid_t client_owner;       /* the process that connected: pmallocd's orders are its */
-static dev_t client_dev;
-static ino_t client_ino;
+/* Where reports go and whose orders are read: decided once, at the
+ * handshake, then read-only (client_freeze), with the program's path the
+ * reports carry.  A static at a link-time address: a write into the
+ * shim's data cannot point reports at another socket, nor make the checks
+ * below agree with one. */
+struct client_ro {
+	int fd;                      /* the kept connection, -1 none */
+	pid_t owner;                 /* the process that connected: pmallocd's orders are its */
+	dev_t dev;                   /* the socket's identity, checked before each use */
+	ino_t ino;
+	char exe[PMW_PATH];          /* the program's path, as read at start-up */
+};
+static union {
+	struct client_ro s;
+	unsigned char pages[ALIGN_UP(sizeof(struct client_ro), RO_PAGE)];
+} conn __attribute__((aligned(RO_PAGE))) = { .s = { .fd = -1 } };
+static int program_frozen;          /* dynsym_set_program()'s result */
+#define client_fd (conn.s.fd)
+#define client_owner (conn.s.owner)
+#define client_dev (conn.s.dev)
+#define client_ino (conn.s.ino)
 
 static bool client_fd_valid(void)
 {
@@ -271,11 +288,6 @@ void client_read_orders(void (*fn)(const char *pool), void (*status_ask)(void))
 	}
 }
 
-/* The program's path, read once at start-up into a page of its own that
- * is then read-only: setproctitle() and the like overwrite argv[0] (and
- * with it program_invocation_name), a heap bug cannot reach it either. */
-static const char *exe_path;
-
 void client_report(struct pmw_report *r)
 {
 	pmw_header_init(&r->h, PMW_REPORT, sizeof(*r));
@@ -285,15 +297,22 @@ void client_report(struct pmw_report *r)
 
 void client_init(const char *exe, const char *comm)
 {
-	void *page;
-	size_t len = ALIGN_UP(PMW_PATH, os_page_size);
-	if (os_map(len, &page) == 0) {
-		char *path = page;
-		/* No /proc: the name it was started by, still intact. */
-		copy_name(path, PMW_PATH, exe[0] ? exe : program_invocation_name);
-		os_protect_ro(page, len);
-		exe_path = path;
+	/* Read once at start-up into the page frozen after the handshake:
+	 * setproctitle() and the like overwrite argv[0] (and with it
+	 * program_invocation_name), a heap bug cannot reach it either.  No
+	 * /proc: the name it was started by, still intact. */
+	copy_name(conn.s.exe, PMW_PATH, exe[0] ? exe : program_invocation_name);
+	program_frozen = dynsym_set_program(conn.s.exe);
+	journal_init(conn.s.exe, comm);
+}
+
+int client_freeze(void)
+{
+	int r = program_frozen < 0 ? program_frozen : os_freeze(&conn, sizeof(conn), false);
+	if (r < 0 && client_fd >= 0) {
+		/* Not kept writable: reports go to the journal directly. */
+		close(client_fd);
+		client_fd = -1;
 	}
-	dynsym_set_program(exe_path);
-	journal_init(exe_path ? exe_path : "", comm);
+	return r;
 }

@@ -59,11 +59,6 @@ struct rule {
 	size_t prefix_len;          /* function's leading characters that are not a glob's */
 	bool literal;               /* function has no glob characters */
 	bool prefix_star;           /* function is those characters then "*" */
-	bool matched;
-	/* An object its object glob fits was loaded (at start-up or since):
-	 * until then an unmatched rule waits for its object rather than
-	 * matching nothing.  Said to pmallocd and the journal only. */
-	bool object_loaded;
 };
 
 /* A loaded object, as both dl_iterate_phdr and a link map name it: load
@@ -88,15 +83,40 @@ struct range_table {
 	struct range r[];
 };
 
-static const struct shim_state *state;   /* the state being armed, then shim */
-static struct rule *rules;
-static size_t n_rules;
-static bool any_specific;        /* a rule other than the match-all "*" (a wrapper is one) */
-/* Functions the rules name, and, apart, the call sites that offset rules
- * name (one byte each: a function range may hold several, and the
- * function table's search needs ranges that do not overlap). */
-static struct range_table *_Atomic table;
-static struct range_table *_Atomic points;
+/* What decides a site's route, in a page of its own: written at start-up
+ * (resolve_init, before the state is armed), then read-only; the table
+ * pointers are written again only by publish_table(), which opens the
+ * page for the one store (resolve_lock held) and fails hard when it cannot
+ * close it.  The rules and the range tables it points to are read-only
+ * too, so a write into the shim's data or the heap cannot make a site
+ * resolve to nothing (the heap). */
+struct resolve_ro {
+	const struct shim_state *state;  /* the state being armed, then shim */
+	struct rule *rules;              /* in a read-only mapping of their own (freeze_rules) */
+	size_t n_rules;
+	bool any_specific;               /* a rule other than the match-all "*" (a wrapper is one) */
+	bool frozen;                     /* the page is read-only */
+	/* Functions the rules name, and, apart, the call sites that offset
+	 * rules name (one byte each: a function range may hold several, and
+	 * the function table's search needs ranges that do not overlap). */
+	struct range_table *_Atomic table;
+	struct range_table *_Atomic points;
+};
+static union {
+	struct resolve_ro s;
+	unsigned char page[RO_PAGE];
+} rro __attribute__((aligned(RO_PAGE)));
+#define state (rro.s.state)
+#define rules (rro.s.rules)
+#define n_rules (rro.s.n_rules)
+#define any_specific (rro.s.any_specific)
+#define table (rro.s.table)
+#define points (rro.s.points)
+/* Which rules matched something, and which rules' object glob fits a
+ * loaded object (until then an unmatched rule waits for its object rather
+ * than matching nothing): status for pmallocd and the journal, never a
+ * decision, so writable beside the read-only rules. */
+static bool *matched, *object_loaded;
 static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct object_key scanned[OBJECTS_MAX];   /* objects already read */
 static size_t n_scanned;
@@ -126,7 +146,8 @@ static void applicable_rules(const char *path, struct applicable *a)
 	for (size_t i = 0; i < n_rules; i++) {
 		if (!object_matches(&rules[i], path))
 			continue;
-		rules[i].object_loaded = true;
+		if (object_loaded)
+			object_loaded[i] = true;
 		if (rules[i].by_offset) {
 			if (a->n_offset < ARRAY_SIZE(a->by_offset))
 				a->by_offset[a->n_offset++] = &rules[i];
@@ -175,8 +196,8 @@ static const struct symtab_filter *filter_for(struct symtab_filter *f, struct ru
  * point at them): python3's 42 ranges took 42 strdup calls, some 20,000
  * instructions of its start-up, where this takes one malloc. */
 struct collect {
-	struct rule *const *rules;   /* the rules that apply to this object */
-	size_t n_rules;
+	struct rule *const *apply;   /* the rules that apply to this object */
+	size_t n_apply;
 	struct object_key obj;
 	struct range *r;
 	size_t n, cap;
@@ -227,10 +248,10 @@ static int collect_add(struct collect *c, uintptr_t start, uintptr_t end, int ro
 static int collect_symbol(void *ctx, const char *name, uintptr_t start, size_t size)
 {
 	struct collect *c = ctx;
-	struct rule *ru = first_rule(c->rules, c->n_rules, name);
+	struct rule *ru = first_rule(c->apply, c->n_apply, name);
 	if (!ru)
 		return 0;
-	ru->matched = true;
+	matched[ru - rules] = true;
 	return collect_add(c, start, start + size, ru->route, name, start);
 }
 
@@ -259,6 +280,28 @@ static int table_space(size_t len, void **ret)
 	return os_map(len, ret);
 }
 
+/* The one writer of the table pointers (resolve_lock held, or start-up):
+ * the page opened for the store, then closed; the code the new ranges
+ * cover marked in site.c's read-only filter first, so a heap route cached
+ * for a call site there is confirmed against them (site.h). */
+static void publish_table(struct range_table *_Atomic *tab, struct range_table *t)
+{
+	size_t i = 0;
+	while (i < t->n && site_policy_marked(t->r[i].start + 1, t->r[i].end + 1))
+		i++;
+	if (i < t->n) {          /* most merges add an object's ranges: two mprotects */
+		site_policy_open();
+		for (; i < t->n; i++)
+			site_policy_mark(t->r[i].start + 1, t->r[i].end + 1);
+		site_policy_close();
+	}
+	if (rro.s.frozen && os_protect_rw(&rro, sizeof(rro)) < 0)
+		fatal("malloc", "cannot open the policy's site tables");
+	atomic_store(tab, t);
+	if (rro.s.frozen && os_protect_ro(&rro, sizeof(rro)) < 0)
+		fatal("malloc", "cannot make the policy's site tables read-only again");
+}
+
 /* Publish c's ranges, with the current table's when keep_old, as a new
  * read-only table in *tab. */
 static int merge(struct range_table *_Atomic *tab, struct collect *c, bool keep_old)
@@ -277,8 +320,9 @@ static int merge(struct range_table *_Atomic *tab, struct collect *c, bool keep_
 		memcpy(t->r, old->r, old->n * sizeof(struct range));
 	memcpy(t->r + (old ? old->n : 0), c->r, c->n * sizeof(struct range));
 	qsort(t->r, n, sizeof(struct range), range_cmp);
-	os_protect_ro(mem, len);
-	atomic_store(tab, t);
+	if (os_protect_ro(mem, len) < 0)
+		fatal("malloc", "cannot make a table of the policy's sites read-only");
+	publish_table(tab, t);
 	/* The old table stays mapped: a lookup may still be reading it. */
 	return 0;
 }
@@ -326,7 +370,7 @@ static void collect_points(struct collect *p, struct rule *const *applicable, si
 		uintptr_t ra = p->obj.base + (uintptr_t)ru->offset;
 		if (ra == 0 || collect_add(p, ra - 1, ra, ru->route, base_name(path), p->obj.base) < 0)
 			continue;
-		ru->matched = true;
+		matched[ru - rules] = true;
 	}
 }
 
@@ -354,9 +398,9 @@ static void collect_functions(struct collect *c, const struct applicable *a, con
 			      const char *path)
 {
 	struct symtab_filter filter;
-	c->rules = a->by_name;
-	c->n_rules = a->n_name;
-	if (!c->n_rules)
+	c->apply = a->by_name;
+	c->n_apply = a->n_name;
+	if (!c->n_apply)
 		return;
 	if (!may_name(t, a->by_name, a->n_name)) {
 		debug_printf("no name in %s can match a rule: its %zu symbols not walked", path, t->n_syms);
@@ -556,7 +600,7 @@ static void read_loaded(const struct link_map *lm, const char *key_name)
 	 * that a waiting rule's object glob fits.  (A start-up object read
 	 * late never does: every object a rule without a match could name
 	 * was read before main.) */
-	const struct shim_state *st = shim;
+	const struct shim_state *st = state;   /* the read-only copy of shim */
 	if ((resolve_unmatched() < unmatched || resolve_waiting() < waiting) && st && st->rules_changed)
 		st->rules_changed();
 }
@@ -615,6 +659,12 @@ int resolve_route(uintptr_t ra, uint16_t id)
 	}
 	site_set_route(id, route);
 	return route;
+}
+
+int resolve_policy_route(uintptr_t ra)
+{
+	const struct range *r = lookup(ra - 1);
+	return r ? r->route : state && state->match_all >= 0 ? state->match_all : SITE_ROUTE_HEAP;
 }
 
 struct unwind_walk {
@@ -775,7 +825,7 @@ static void prepare_object(const struct loaded_object *so, uintptr_t self)
 static bool all_matched(void)
 {
 	for (size_t i = 0; i < n_rules; i++)
-		if (!rules[i].matched)
+		if (!matched[i])
 			return false;
 	return true;
 }
@@ -786,7 +836,7 @@ static bool wanted(const struct pending *pe, struct applicable *a)
 {
 	applicable_rules(pe->path, a);
 	for (size_t k = 0; k < a->n_name; k++)
-		if (!a->by_name[k]->matched)
+		if (!matched[a->by_name[k] - rules])
 			return true;
 	return false;
 }
@@ -925,7 +975,63 @@ static void resolve_lock_drop(void)
 	pthread_mutex_unlock(&resolve_lock);
 }
 
+static char *copy_str(char **at, const char *str)
+{
+	if (!str)
+		return NULL;
+	size_t n = strlen(str) + 1;
+	char *r = memcpy(*at, str, n);
+	*at += n;
+	return r;
+}
+
+/* The rules, with every string they point to, moved into a mapping of
+ * their own made read-only: a heap overflow cannot reach them.  0 or
+ * -errno. */
+static int freeze_rules(void)
+{
+	size_t len = n_rules * sizeof(struct rule);
+	for (size_t i = 0; i < n_rules; i++)
+		len += (rules[i].object ? strlen(rules[i].object) + 1 : 0) + strlen(rules[i].function) + 1 +
+		       (rules[i].build_id ? strlen(rules[i].build_id) + 1 : 0);
+	len = ALIGN_UP(len ? len : 1, os_page_size);
+	void *mem;
+	int r = os_map(len, &mem);
+	if (r < 0)
+		return r;
+	struct rule *fr = mem;
+	char *at = (char *)(fr + n_rules);
+	for (size_t i = 0; i < n_rules; i++) {
+		fr[i] = rules[i];
+		fr[i].object = copy_str(&at, rules[i].object);
+		fr[i].function = copy_str(&at, rules[i].function);
+		fr[i].build_id = copy_str(&at, rules[i].build_id);
+	}
+	matched = heap_calloc(n_rules ? n_rules : 1, sizeof(*matched));
+	object_loaded = heap_calloc(n_rules ? n_rules : 1, sizeof(*object_loaded));
+	if (!matched || !object_loaded || (r = os_protect_ro(mem, len)) < 0) {
+		os_unmap(mem, len);
+		return matched && object_loaded ? r : -ENOMEM;
+	}
+	heap_free(rules);
+	rules = fr;
+	return 0;
+}
+
+static int init_rules(struct shim_state *st, const char *exe);
+
 int resolve_init(struct shim_state *st, const char *exe)
+{
+	int r = init_rules(st, exe);
+	if (r < 0)
+		return r;
+	rro.s.frozen = true;
+	if ((r = os_protect_ro(&rro, sizeof(rro))) < 0)
+		rro.s.frozen = false;
+	return r;
+}
+
+static int init_rules(struct shim_state *st, const char *exe)
 {
 	state = st;
 	program_path = exe[0] ? heap_strdup(exe) : NULL;
@@ -975,6 +1081,14 @@ int resolve_init(struct shim_state *st, const char *exe)
 			any_specific = true;
 		}
 	}
+	int r = freeze_rules();
+	if (r < 0)
+		return r;
+	/* A pool takes every site: a heap route cached for any is confirmed. */
+	site_policy_open();
+	if (st->match_all >= 0)
+		site_policy_mark(0, UINTPTR_MAX);
+	site_policy_close();
 	if (!any_specific)
 		return 0;            /* "*" alone needs no symbols */
 	struct loaded_list l = { 0 };
@@ -1000,7 +1114,7 @@ size_t resolve_unmatched(void)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < n_rules; i++)
-		n += !rules[i].matched;
+		n += !matched[i];
 	return n;
 }
 
@@ -1008,7 +1122,7 @@ size_t resolve_waiting(void)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < n_rules; i++)
-		n += !rules[i].matched && rules[i].object && !rules[i].object_loaded;
+		n += !matched[i] && rules[i].object && !(object_loaded && object_loaded[i]);
 	return n;
 }
 
@@ -1022,8 +1136,8 @@ bool resolve_rule(size_t i, struct resolve_rule_view *ret)
 		.wrapper = r->route == SITE_ROUTE_WRAPPER,
 		.by_offset = r->by_offset,
 		.looked_up = any_specific,
-		.matched = r->matched,
-		.object_loaded = !r->object || r->object_loaded,
+		.matched = matched[i],
+		.object_loaded = !r->object || (object_loaded && object_loaded[i]),
 		.object = r->object,
 		.function = r->function,
 		.build_id = r->build_id,

@@ -9,6 +9,11 @@
 
 /* The routing decision for return address ra (cold path). */
 int resolve_route(uintptr_t ra, uint16_t id);
+/* What the read-only policy says of return address ra, from the ranges
+ * read so far (no symbol is read, no lock taken): its pool, a wrapper, or
+ * the heap.  What a cached route is checked against before it is believed
+ * (interpose.c). */
+int resolve_policy_route(uintptr_t ra);
 /* The site to charge an allocation to, and its route, looking through
  * wrappers from the call at ra: the first caller outside a wrapper. */
 struct site_hit resolve_through_wrapper(uintptr_t ra);

@@ -57,6 +57,9 @@ struct shim_state {
 union shim_ro_page {
 	struct {
 		const struct shim_state *state;
+		/* The site table once a policy is armed, NULL before: malloc's
+		 * one test for "armed?" and its table at once (site_arm()). */
+		struct site *sites;
 		_Alignas(64) unsigned char room[RO_PAGE - 64];
 	};
 	unsigned char page[RO_PAGE];
@@ -64,5 +67,6 @@ union shim_ro_page {
 static_assert(sizeof(union shim_ro_page) == RO_PAGE, "the state's pointer has its page to itself");
 extern union shim_ro_page shim_ro;
 #define shim (shim_ro.state)
+#define site_armed (shim_ro.sites)
 
 #endif

@@ -21,20 +21,46 @@
 
 #include <pthread.h>
 
+/* Writable words that only ever make a protect or a fill wait, never
+ * skip: and each wait is bounded (FILL_WAIT_NS, far longer than a copy or
+ * a protect takes), after which it goes ahead.  A count forged high then
+ * costs a second's delay, never a protect that does not happen; a protect
+ * that really overlapped a shim's copy makes that copy fault, reported
+ * and enforced as any write. */
 static _Atomic unsigned int fills;        /* fills under way, all threads */
 static _Atomic unsigned int protecting;   /* protects under way */
 static __thread unsigned int my_fills __attribute__((tls_model("initial-exec")));
 
+#define FILL_WAIT_NS UINT64_C(1000000000)
+
+/* Until *deadline (0: not started), through a coarse clock: false once
+ * it has passed. */
+static bool keep_waiting(uint64_t *deadline)
+{
+	uint64_t now = os_monotonic_ns(true);
+	if (!*deadline)
+		*deadline = now + FILL_WAIT_NS;
+	else if (now > *deadline)
+		return false;
+	os_yield();
+	return true;
+}
+
 void fill_begin(void)
 {
+	uint64_t deadline = 0;
 	for (;;) {
-		while (atomic_load(&protecting))
-			os_yield();
+		while (atomic_load(&protecting) && keep_waiting(&deadline))
+			;
+		if (deadline && os_monotonic_ns(true) > deadline)
+			break;
 		atomic_fetch_add(&fills, 1);
 		if (likely(!atomic_load(&protecting)))
-			break;
+			goto counted;
 		atomic_fetch_sub(&fills, 1);   /* a protect came first: let it finish */
 	}
+	atomic_fetch_add(&fills, 1);
+counted:
 	my_fills++;
 }
 
@@ -46,9 +72,10 @@ void fill_end(void)
 
 void fill_protect_begin(void)
 {
+	uint64_t deadline = 0;
 	atomic_fetch_add(&protecting, 1);
-	while (atomic_load(&fills) > my_fills)
-		os_yield();
+	while (atomic_load(&fills) > my_fills && keep_waiting(&deadline))
+		;
 }
 
 void fill_protect_end(void)

@@ -8,9 +8,11 @@
  * indirect jump, as through a PLT), free 2 (one jump through the read-only
  * table: the heap's free until pool memory exists, then free_checked, 6
  * more: one range compare), realloc 8 (the range compare and a NULL test);
- * armed policy, malloc from a site that goes to the heap 14 (site_is_heap:
- * its return address hashed, its slot's one word compared), realloc of a
- * heap block the same probe more (realloc_heap).  No lock, no syscall,
+ * armed policy, malloc from a site that goes to the heap 20 (site_is_heap:
+ * its return address hashed, its slot's one word compared; then that
+ * writable word's heap route checked against the read-only filter of the
+ * policy's code, site_maybe_policy: a shift and a byte), realloc of a heap
+ * block the same probe more (realloc_heap).  No lock, no syscall,
  * no symbol look-up on these paths: decisions are made once per call site
  * in resolve.c.
  *
@@ -50,6 +52,21 @@ static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct sit
 	const struct shim_state *st = shim;
 	if (shim_is_busy())
 		return NULL;
+	/* The cached route is a writable word: believed only as far as the
+	 * read-only policy agrees.  A heap route for code the policy names
+	 * (its filter bit sent it here), a wrapper route for code that is no
+	 * wrapper, or a pool number past the state's pools is decided again. */
+	if (h.route == SITE_ROUTE_HEAP || h.route == SITE_ROUTE_WRAPPER) {
+		int truth = resolve_policy_route(ra);
+		if (truth == SITE_ROUTE_HEAP && h.route == SITE_ROUTE_HEAP)
+			return NULL;
+		if (truth != h.route) {
+			h.route = truth;
+			site_set_route(h.id, truth);
+		}
+	} else if (h.route >= (int)st->n_pools) {
+		h.route = SITE_ROUTE_UNKNOWN;
+	}
 	/* Every pool closed (take = "until-trigger", each one triggered):
 	 * whoever called a wrapper, its allocation goes to the heap, so the
 	 * stack is not walked (some 9,000 instructions) but for the first few
@@ -118,7 +135,7 @@ static inline void *route_as(size_t size, size_t align, uintptr_t ra, bool move)
 		return NULL;
 	if (unlikely(!site_lookup_home(ra, &h)))
 		h = site_lookup_slow(ra);
-	if (likely(h.route == SITE_ROUTE_HEAP))
+	if (likely(h.route == SITE_ROUTE_HEAP) && likely(!site_maybe_policy(ra)))
 		return NULL;
 	return route_slow(size, align, ra, h, move);
 }
@@ -137,14 +154,16 @@ static __attribute__((noinline)) void *malloc_routed(size_t size, uintptr_t ra)
 }
 
 /* Fast paths (x86-64, callgrind): no policy, 5 instructions (endbr64, a
- * load and a test of site_armed, the jump to the heap's malloc); armed, a
- * site seen before that goes to the heap, 14 (site_is_heap: the return
- * address hashed, its slot's one word, address and route, compared).  Everything
- * else: malloc_routed. */
+ * load and a test of site_armed, in the read-only page, the jump to the
+ * heap's malloc); armed, a site seen before that goes to the heap, 20
+ * (site_is_heap: the return address hashed, its slot's one word, address
+ * and route, compared; then the heap route, a writable word, checked
+ * against the read-only filter of the policy's code, site_maybe_policy:
+ * 6).  Everything else: malloc_routed. */
 PMALLOC_EXPORT void *malloc(size_t size)
 {
 	struct site *t = site_armed;
-	if (likely(!t) || likely(site_is_heap(t, CALLER())))
+	if (likely(!t) || likely(site_is_heap(t, CALLER()) && !site_maybe_policy(CALLER())))
 		return heap_next.malloc(size);
 	return malloc_routed(size, CALLER());
 }

@@ -1,0 +1,633 @@
+/*
+ * api_tamper_reload - a victim that parses its configuration (malloc and
+ * strdup from parse_config, a site of the policy's pool "config"), is
+ * protected at on-call:poll, then "reloads" it: allocates it again from
+ * the same site, calls poll() (the next trigger) and writes into the
+ * reloaded copy, first through the kernel (read(2)), then itself.  Before
+ * the reload one word of the shim's writable memory is overwritten, one
+ * forked run per word and value.  Each run must end one of two ways:
+ *
+ *   protected    the store into the reloaded copy killed it (SIGSEGV) with
+ *                the shim's report on stderr, the kernel's write refused;
+ *   reported     it died earlier, with a line of the shim's on stderr (a
+ *                check that found the tampered word: "pmalloc: fatal ...").
+ *
+ * and never: the store let through, the kernel's write let through, the
+ * program's own SIGSEGV handler run for a fault in the configuration, a
+ * hang, a death at the store without the shim's report.  A run may also
+ * die before the store, without a report, the program's handler run for
+ * a fault elsewhere (the tampered word was a pointer the shim or libc
+ * followed: a cached libc function, say): counted apart ("crashed"), and
+ * listed by the sweep; the process ends before anything is written.
+ *
+ *   api_tamper_reload sweep [N]  every word (N > 0: N words spread over the
+ *                                list), each set to 0, 1, all-ones and the
+ *                                address of a page of this program's
+ *                                (attacker memory, filled with 1 in either
+ *                                half of each word)
+ *   api_tamper_reload row NAME   one row of the issue's table: the word(s)
+ *                                named, written as an attacker would; a
+ *                                word found read-only is "refused"
+ *
+ * Targets of the sweep, found at run time:
+ *   - the shim's writable PT_LOAD segment outside RELRO (.data, .bss);
+ *   - the shim's thread-local block (this thread's);
+ *   - resident pages of anonymous private writable mappings that are no
+ *     object's .bss tail, not the thread's static TLS (beyond the shim's
+ *     block), not pool memory (the arena): the metadata the shim maps
+ *     (site table, span tables and records, pool structs).
+ *
+ * Prints per-outcome counts, "api_tamper_reload: ... all held" and exits
+ * 0, else one line per failing run and exits 1; 2 when it could not set
+ * itself up.
+ */
+#define _GNU_SOURCE
+#include <pmalloc.h>
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define POOL_MAGIC UINT64_C(0x706d616c6c6f6331)
+#define POOL_STRUCT 512u
+/* struct pmalloc_pool (shim/pool.h): magic, stamp, lock (40 bytes), then
+ * first, last, partial, regions, ..., capped_used. */
+#define POOL_OFF_STAMP 8
+#define POOL_OFF_LOCK 16
+#define POOL_OFF_FIRST 56
+#define POOL_OFF_REGIONS 80
+#define POOL_OFF_CAPPED_USED 144
+/* struct pool_region: pool, stamp, cur, end. */
+#define REGION_OFF_STAMP 8
+#define REGION_OFF_CUR 16
+#define REGION_OFF_END 24
+#define REGION_SIZE 128
+#define SPAN_SIZE 136
+#define SPAN_OFF_CURSOR 24
+#define MAX_TARGETS 65536
+#define RUN_DEADLINE_S 20
+#define ERR_MAX 4096
+
+struct config {
+	char *name;
+	char *path;
+	char *values[6];
+	long port;
+};
+
+struct target {
+	uintptr_t addr;
+	int kind;
+};
+enum { K_DATA, K_TLS, K_META, K_KINDS };
+static const char *const kind_names[] = { "shim .data/.bss", "shim TLS", "mapped metadata" };
+
+static struct target *targets;
+static size_t n_targets;
+static unsigned counts[K_KINDS];
+
+static uint64_t forged[512] __attribute__((aligned(4096)));
+static struct config *cfg;
+static int errfd = -1;
+
+/* ---- the victim ---- */
+
+static __attribute__((noinline)) struct config *parse_config(const char *name)
+{
+	struct config *c = malloc(sizeof(*c));
+	if (!c)
+		return NULL;
+	memset(c, 0, sizeof(*c));
+	c->name = strdup(name);
+	c->path = malloc(64);
+	if (c->path)
+		snprintf(c->path, 64, "/etc/%s.conf", name);
+	for (int i = 0; i < 6; i++) {
+		c->values[i] = malloc(48);
+		if (c->values[i])
+			snprintf(c->values[i], 48, "value %d of %s", i, name);
+	}
+	c->port = 8080;
+	return c;
+}
+static __attribute__((noinline)) void parse_config_end(void)
+{
+	__asm__ volatile("");
+}
+
+static void trigger(void)
+{
+	poll(NULL, 0, 0);
+}
+
+/* The program's own SIGSEGV handler: says where, and whether that is the
+ * configuration (the shim must never hand it a write there). */
+static struct config *volatile reloaded;
+
+static bool in_config(uintptr_t a)
+{
+	struct config *c = reloaded;
+	if (!c)
+		return false;
+	if (a - (uintptr_t)c < sizeof(*c) || (c->name && a - (uintptr_t)c->name < 16) ||
+	    (c->path && a - (uintptr_t)c->path < 64))
+		return true;
+	for (int i = 0; i < 6; i++)
+		if (c->values[i] && a - (uintptr_t)c->values[i] < 48)
+			return true;
+	return false;
+}
+
+struct stage {
+	volatile int reached;       /* 1 tampered, 2 reloaded and triggered, 3 the kernel's write
+				     * tried, 4 the store survived */
+	volatile int kernel_wrote;
+	volatile int handler;       /* 1 program's handler, outside the configuration; 2 inside */
+	volatile uintptr_t fault_addr;
+};
+static struct stage *st;
+
+static void program_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	uintptr_t a = (uintptr_t)si->si_addr;
+	st->fault_addr = a;
+	st->handler = in_config(a) ? 2 : 1;
+	_exit(4);
+}
+
+/* ---- finding the targets ---- */
+
+struct shim_seg {
+	uintptr_t base, lo, hi, tls;
+	size_t tls_len;
+	char path[512];
+};
+static struct shim_seg seg;
+
+static int find_shim(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, "libpmalloc_shim.so"))
+		return 0;
+	uintptr_t relro_hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_GNU_RELRO)
+			relro_hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+		if (ph->p_type == PT_TLS)
+			seg.tls_len = ph->p_memsz;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
+			seg.lo = info->dlpi_addr + ph->p_vaddr;
+			seg.hi = seg.lo + ph->p_memsz;
+		}
+	}
+	relro_hi &= ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1);
+	if (relro_hi > seg.lo)
+		seg.lo = relro_hi;
+	seg.base = info->dlpi_addr;
+	seg.tls = (uintptr_t)info->dlpi_tls_data;
+	snprintf(seg.path, sizeof(seg.path), "%s", info->dlpi_name);
+	return 1;
+}
+
+/* The address of the shim's symbol name (its thread's copy for a TLS
+ * one), from its symbol table; 0 when not found. */
+static uintptr_t shim_symbol(const char *name)
+{
+	int fd = open(seg.path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	uintptr_t at = 0;
+	if (fd < 0 || fstat(fd, &sb) < 0)
+		return 0;
+	const unsigned char *f = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (f == MAP_FAILED)
+		return 0;
+	const ElfW(Ehdr) *eh = (const void *)f;
+	const ElfW(Shdr) *sh = (const void *)(f + eh->e_shoff);
+	for (int i = 0; i < eh->e_shnum && !at; i++) {
+		if (sh[i].sh_type != SHT_SYMTAB)
+			continue;
+		const ElfW(Sym) *sym = (const void *)(f + sh[i].sh_offset);
+		const char *str = (const char *)f + sh[sh[i].sh_link].sh_offset;
+		for (size_t k = 0; k < sh[i].sh_size / sizeof(*sym); k++)
+			if (strcmp(str + sym[k].st_name, name) == 0 && sym[k].st_shndx != SHN_UNDEF) {
+				at = ELF64_ST_TYPE(sym[k].st_info) == STT_TLS ? seg.tls + sym[k].st_value
+									    : seg.base + sym[k].st_value;
+				break;
+			}
+	}
+	munmap((void *)f, (size_t)sb.st_size);
+	return at;
+}
+
+struct map {
+	uintptr_t lo, hi;
+	char perms[8];
+	bool named;
+};
+static struct map maps[1024];
+static size_t n_maps;
+
+static void read_maps(void)
+{
+	FILE *m = fopen("/proc/self/maps", "re");
+	char line[1024];
+	n_maps = 0;
+	while (m && n_maps < 1024 && fgets(line, sizeof(line), m)) {
+		unsigned long lo, hi, ino;
+		char path[512] = "";
+		struct map *mp = &maps[n_maps];
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %lu %511s", &lo, &hi, mp->perms, &ino, path) < 4)
+			continue;
+		mp->lo = lo;
+		mp->hi = hi;
+		mp->named = ino != 0 || path[0];
+		n_maps++;
+	}
+	if (m)
+		fclose(m);
+}
+
+static bool writable(uintptr_t a)
+{
+	for (size_t i = 0; i < n_maps; i++)
+		if (a >= maps[i].lo && a < maps[i].hi)
+			return maps[i].perms[1] == 'w';
+	return false;
+}
+
+static void add(uintptr_t addr, int kind)
+{
+	if (n_targets < MAX_TARGETS && writable(addr)) {
+		targets[n_targets++] = (struct target){ addr & ~(uintptr_t)7, kind };
+		counts[kind]++;
+	}
+}
+
+static void add_targets(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	for (uintptr_t a = seg.lo; a + 8 <= seg.hi; a += 8)
+		add(a, K_DATA);
+	for (size_t off = 0; seg.tls && off + 8 <= seg.tls_len; off += 8)
+		add(seg.tls + off, K_TLS);
+	uintptr_t units_ro = shim_symbol("units_ro");
+	uintptr_t arena_lo = units_ro ? ((uintptr_t *)units_ro)[0] : 0;
+	uintptr_t arena_hi = arena_lo + (units_ro ? ((size_t *)units_ro)[1] : 0);
+	for (size_t i = 0; i < n_maps; i++) {
+		const struct map *mp = &maps[i];
+		if (strcmp(mp->perms, "rw-p") != 0 || mp->named)
+			continue;
+		if (i > 0 && maps[i - 1].hi == mp->lo && maps[i - 1].named)
+			continue;                       /* an object's .bss tail */
+		if (mp->lo < arena_hi && arena_lo < mp->hi)
+			continue;                       /* pool memory */
+		if (mp->lo < seg.hi && seg.lo < mp->hi)
+			continue;                       /* the shim's .bss, above */
+		if (seg.tls >= mp->lo && seg.tls < mp->hi)
+			continue;                       /* the static TLS: the shim's block is above */
+		if ((uintptr_t)forged >= mp->lo && (uintptr_t)forged < mp->hi)
+			continue;
+		unsigned char vec[256];
+		for (uintptr_t a = mp->lo; a < mp->hi; a += (uintptr_t)page * sizeof(vec)) {
+			size_t len = mp->hi - a < (uintptr_t)page * sizeof(vec) ? mp->hi - a : (uintptr_t)page * sizeof(vec);
+			if (mincore((void *)a, len, vec) < 0)
+				continue;
+			for (size_t p = 0; p < len / (size_t)page; p++)
+				if (vec[p] & 1)
+					for (size_t w = 0; w < (size_t)page; w += 8)
+						add(a + p * (size_t)page + w, K_META);
+		}
+	}
+}
+
+/* ---- one run ---- */
+
+enum outcome { O_PROTECTED, O_REPORTED, O_REFUSED, O_CRASHED, O_FAILED, O_OUTCOMES };
+static const char *const outcome_names[] = { "protected at the next trigger", "died with a report",
+					     "refused (read-only)", "crashed before the store, no report",
+					     "FAILED" };
+
+struct write {
+	uintptr_t addr;
+	uint64_t value;
+};
+
+static __attribute__((noinline)) void store(volatile char *p, char c)
+{
+	*p = c;
+}
+
+static void child(const struct write *w, size_t n, int rfd)
+{
+	alarm(RUN_DEADLINE_S);         /* a run still alive then hangs: a failure */
+	dup2(errfd, 2);
+	for (size_t i = 0; i < n; i++)
+		*(volatile uint64_t *)w[i].addr = w[i].value;
+	st->reached = 1;
+	struct config *c = parse_config("reloaded");
+	reloaded = c;
+	trigger();
+	if (!c || !c->path || !c->values[0])
+		_exit(5);
+	st->reached = 2;
+	char before[8];
+	memcpy(before, c->path, 8);
+	(void)read(rfd, c->path, 8);
+	st->kernel_wrote = memcmp(before, c->path, 8) != 0;
+	st->reached = 3;
+	store(c->values[0], 'X');
+	store((char *)&c->port, 'X');
+	st->reached = 4;
+	_exit(0);
+}
+
+static bool has_shim_line(const char *err)
+{
+	return strstr(err, "pmalloc[") || strstr(err, "pmalloc: ");
+}
+
+static enum outcome run(const struct write *w, size_t n, char *why, size_t why_len)
+{
+	int p[2];
+	if (pipe(p) < 0 || write(p[1], "TAMPERED", 8) != 8 || ftruncate(errfd, 0) < 0 ||
+	    lseek(errfd, 0, SEEK_SET) < 0) {
+		perror("api_tamper_reload: setup");
+		exit(2);
+	}
+	memset((void *)st, 0, sizeof(*st));
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("api_tamper_reload: fork");
+		exit(2);
+	}
+	if (pid == 0) {
+		close(p[1]);
+		child(w, n, p[0]);
+	}
+	close(p[0]);
+	close(p[1]);
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			perror("api_tamper_reload: waitpid");
+			exit(2);
+		}
+	bool hung = WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
+	char err[ERR_MAX];
+	ssize_t len = pread(errfd, err, sizeof(err) - 1, 0);
+	err[len > 0 ? len : 0] = '\0';
+	bool report = has_shim_line(err);
+	why[0] = '\0';
+	if (hung)
+		snprintf(why, why_len, "hung (killed after %d s)", RUN_DEADLINE_S);
+	else if (st->kernel_wrote)
+		snprintf(why, why_len, "the kernel's write into the reloaded configuration was let through");
+	else if (st->handler == 2)
+		snprintf(why, why_len, "the program's handler ran for a write into the configuration");
+	else if (st->reached == 4 || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
+		snprintf(why, why_len, "the write into the reloaded configuration was let through");
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == 5)
+		snprintf(why, why_len, "the reload failed (no memory) without a report");
+	if (why[0])
+		return O_FAILED;
+	for (size_t i = 0; i < n; i++)
+		if (st->reached == 0 && st->handler == 1 && st->fault_addr == w[i].addr)
+			return O_REFUSED;
+	if (st->reached == 3 && WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV && report)
+		return O_PROTECTED;
+	if (report)
+		return O_REPORTED;
+	if (st->reached == 3) {
+		/* Died at the store, without the shim's report. */
+		snprintf(why, why_len, "died at the store without a report (%s %d): %.200s",
+			 WIFSIGNALED(status) ? "signal" : "exit",
+			 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status), err);
+		return O_FAILED;
+	}
+	return O_CRASHED;
+}
+
+/* ---- the table's rows ---- */
+
+static uintptr_t find_pool(void)
+{
+	for (size_t i = 0; i < n_maps; i++) {
+		if (strcmp(maps[i].perms, "rw-p") != 0 || maps[i].named)
+			continue;
+		unsigned char vec[1];
+		for (uintptr_t a = maps[i].lo; a < maps[i].hi && a - maps[i].lo < (64u << 20); a += 4096)
+			if (mincore((void *)a, 4096, vec) == 0 && (vec[0] & 1))
+				for (uintptr_t w = a; w < a + 4096; w += POOL_STRUCT)
+					if (*(uint64_t *)w == (POOL_MAGIC ^ w))
+						return w;
+	}
+	return 0;
+}
+
+/* The site table's word for the call of malloc in parse_config: its
+ * address above 16 bits of route (shim/site.h). */
+static uintptr_t find_site_word(void)
+{
+	uintptr_t lo = (uintptr_t)parse_config, hi = (uintptr_t)parse_config_end;
+	if (hi <= lo)
+		hi = lo + 512;
+	for (size_t i = 0; i < n_maps; i++) {
+		if (strcmp(maps[i].perms, "rw-p") != 0 || maps[i].named)
+			continue;
+		unsigned char vec[1];
+		for (uintptr_t a = maps[i].lo; a < maps[i].hi && a - maps[i].lo < (1u << 20); a += 4096)
+			if (mincore((void *)a, 4096, vec) == 0 && (vec[0] & 1))
+				for (uintptr_t w = a; w < a + 4096; w += 8) {
+					uint64_t v = *(uint64_t *)w;
+					if ((v >> 16) > lo && (v >> 16) <= hi && (uint16_t)v >= 2)
+						return w;    /* a pool's route: route + 2 >= 2 */
+				}
+	}
+	return 0;
+}
+
+static size_t row_writes(const char *row, struct write *w)
+{
+	uintptr_t pool = find_pool(), a;
+	if (strcmp(row, "site_route") == 0) {
+		a = find_site_word();
+		if (!a)
+			return 0;
+		w[0] = (struct write){ a, (*(uint64_t *)a & ~UINT64_C(0xffff)) | 1 };   /* route: the heap */
+		return 1;
+	}
+	if (strcmp(row, "site_armed") == 0 && (a = shim_symbol("shim_ro")))
+		return w[0] = (struct write){ a + 8, 0 }, 1;
+	if (strcmp(row, "max_bytes") == 0 && (a = shim_symbol("pool_ro")))
+		return w[0] = (struct write){ a + 16, 1 }, 1;              /* caps[0].bytes */
+	if (strcmp(row, "capped_used") == 0 && pool)
+		return w[0] = (struct write){ pool + POOL_OFF_CAPPED_USED, UINT64_MAX / 2 }, 1;   /* "over the cap" */
+	if (strcmp(row, "span_cursor") == 0 && (a = shim_symbol("units_ro"))) {
+		/* The span of the configuration (shim/arena.h: the unit map's base,
+		 * then unit_head, spans; a span of SPAN_SIZE bytes, its cursor at 24). */
+		uintptr_t base = *(uintptr_t *)a, *heads = *(uintptr_t **)(a + 16), spans = *(uintptr_t *)(a + 24);
+		uint32_t h = ((uint32_t *)heads)[((uintptr_t)cfg->values[0] - base) >> 16];
+		if (!h)
+			return 0;
+		return w[0] = (struct write){ spans + (h - 1) * SPAN_SIZE + SPAN_OFF_CURSOR, UINT64_MAX }, 1;
+	}
+	if (strcmp(row, "pool_lock_owner") == 0 && pool)
+		return w[0] = (struct write){ pool + POOL_OFF_LOCK + 8, UINT64_MAX }, 1;   /* owner, users */
+	if (strcmp(row, "dirty") == 0 && pool)
+		return w[0] = (struct write){ pool + POOL_OFF_FIRST, 0 }, 1;   /* the list protect walks */
+	if (strcmp(row, "regions") == 0 && pool)
+		return w[0] = (struct write){ pool + POOL_OFF_REGIONS, 0 }, 1;
+	if (strcmp(row, "region") == 0 && pool && (a = shim_symbol("pool_tls"))) {
+		for (uintptr_t r = a + 32; r < a + 32 + 4 * REGION_SIZE; r += REGION_SIZE)
+			if (*(uintptr_t *)r == pool) {
+				w[0] = (struct write){ r + REGION_OFF_CUR, (uintptr_t)forged };
+				w[1] = (struct write){ r + REGION_OFF_END, (uintptr_t)forged + sizeof(forged) };
+				w[2] = (struct write){ r + REGION_OFF_STAMP, *(uint64_t *)(pool + POOL_OFF_STAMP) };
+				return 3;
+			}
+		return 0;
+	}
+	if (strcmp(row, "mseal") == 0 && (a = shim_symbol("os_ro")))
+		return w[0] = (struct write){ a + 8, 0 }, 1;
+	if (strcmp(row, "fills") == 0 && (a = shim_symbol("fills")))
+		return w[0] = (struct write){ a, 1 }, 1;
+	if (strcmp(row, "table") == 0 && (a = shim_symbol("rro")))
+		return w[0] = (struct write){ a + 32, 0 }, w[1] = (struct write){ a + 40, 0 }, 2;
+	if (strcmp(row, "rules") == 0 && (a = shim_symbol("rro")) && *(uintptr_t *)(a + 8)) {
+		uintptr_t rules = *(uintptr_t *)(a + 8);
+		return w[0] = (struct write){ rules + 16, (uintptr_t)forged }, 1;   /* rule 0's function glob */
+	}
+	if (strcmp(row, "client_fd") == 0 && (a = shim_symbol("conn")))
+		return w[0] = (struct write){ a, 7 }, w[1] = (struct write){ a + 8, 0 },
+		       w[2] = (struct write){ a + 16, 0 }, 3;
+	if (strcmp(row, "arena_size") == 0 && (a = shim_symbol("units_ro")))
+		return w[0] = (struct write){ a + 8, 0 }, 1;
+	if (strcmp(row, "prog_segv") == 0 && (a = shim_symbol("prog_ro")))
+		return w[0] = (struct write){ a, (uintptr_t)forged }, 1;   /* slot 0's handler */
+	return 0;
+}
+
+static int do_row(const char *row)
+{
+	struct write w[4];
+	size_t n = row_writes(row, w);
+	if (!n) {
+		fprintf(stderr, "api_tamper_reload: row %s: its word was not found\n", row);
+		return 2;
+	}
+	char why[512];
+	enum outcome o = run(w, n, why, sizeof(why));
+	printf("api_tamper_reload: row %s (%zu write%s at %p): %s%s%s\n", row, n, n > 1 ? "s" : "",
+	       (void *)w[0].addr, outcome_names[o], why[0] ? ": " : "", why);
+	return o == O_FAILED || o == O_CRASHED ? 1 : 0;
+}
+
+/* ---- the sweep ---- */
+
+static int do_sweep(size_t sample)
+{
+	targets = calloc(MAX_TARGETS, sizeof(*targets));
+	if (!targets)
+		return 2;
+	add_targets();
+	if (n_targets == 0) {
+		fprintf(stderr, "api_tamper_reload: no target found\n");
+		return 2;
+	}
+	/* A sample takes a third of its words from each kind, spread over it. */
+	size_t step[K_KINDS];
+	for (int k = 0; k < K_KINDS; k++)
+		step[k] = sample && counts[k] > sample / K_KINDS ? counts[k] / (sample / K_KINDS ? sample / K_KINDS : 1) : 1;
+	size_t seen[K_KINDS] = { 0 };
+	const uint64_t values[] = { 0, 1, UINT64_MAX, (uintptr_t)forged };
+	const char *const vnames[] = { "0", "1", "~0", "&attacker" };
+	unsigned out[O_OUTCOMES][K_KINDS] = { { 0 } };
+	size_t words = 0;
+	int failed = 0;
+	for (size_t i = 0; i < n_targets; i++) {
+		if (seen[targets[i].kind]++ % step[targets[i].kind] != 0)
+			continue;
+		words++;
+		for (size_t v = 0; v < 4; v++) {
+			struct write w = { targets[i].addr, values[v] };
+			char why[512];
+			enum outcome o = run(&w, 1, why, sizeof(why));
+			out[o][targets[i].kind]++;
+			if (o == O_FAILED || (o == O_CRASHED && !sample)) {
+				failed += o == O_FAILED;
+				if (o == O_CRASHED)
+					snprintf(why, sizeof(why), "crashed before the store, no report");
+				uintptr_t from = targets[i].kind == K_TLS ? seg.tls : seg.base;
+				printf("api_tamper_reload: %s word %p (%s+%#lx) = %s: %s\n", kind_names[targets[i].kind],
+				       (void *)w.addr, targets[i].kind == K_TLS ? "TLS" : "shim",
+				       (unsigned long)(w.addr - from), vnames[v], why);
+			}
+		}
+	}
+	printf("api_tamper_reload: %zu words tried of %zu (%s %u, %s %u, %s %u), 4 values each, %zu runs\n", words,
+	       n_targets, kind_names[0], counts[0], kind_names[1], counts[1], kind_names[2], counts[2], words * 4);
+	for (int o = 0; o < O_OUTCOMES; o++)
+		printf("api_tamper_reload:   %s: %u (.data/.bss %u, TLS %u, metadata %u)\n", outcome_names[o],
+		       out[o][0] + out[o][1] + out[o][2], out[o][0], out[o][1], out[o][2]);
+	printf("api_tamper_reload: %s\n", failed ? "FAILED" : "all held");
+	return failed ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	bool sweep = argc >= 2 && strcmp(argv[1], "sweep") == 0;
+	if (!(sweep && argc <= 3) && !(argc == 3 && strcmp(argv[1], "row") == 0)) {
+		fprintf(stderr, "usage: api_tamper_reload sweep [N] | row NAME\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	struct rlimit nocore = { 0, 0 };
+	setrlimit(RLIMIT_CORE, &nocore);
+	st = mmap(NULL, sizeof(*st), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	errfd = memfd_create("api_tamper_reload-err", MFD_CLOEXEC);
+	if (st == MAP_FAILED || errfd < 0) {
+		perror("api_tamper_reload");
+		return 2;
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = program_handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGSEGV, &sa, NULL);
+
+	cfg = parse_config("original");
+	trigger();
+	if (!cfg || pmalloc_is_protected(cfg) != 1 || pmalloc_is_protected(cfg->path) != 1) {
+		fprintf(stderr, "api_tamper_reload: the configuration is not protected (policy not applied?)\n");
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++)
+		forged[i] = UINT64_C(0x0000000100000001);
+	if (!dl_iterate_phdr(find_shim, NULL) || seg.lo >= seg.hi) {
+		fprintf(stderr, "api_tamper_reload: libpmalloc_shim.so is not loaded\n");
+		return 2;
+	}
+	read_maps();
+	fflush(stdout);
+	fflush(stderr);
+	return sweep ? do_sweep(argc == 3 ? strtoul(argv[2], NULL, 10) : 0) : do_row(argv[2]);
+}
