@@ -97,6 +97,9 @@ int ctl_parse_pid(const char *s, int32_t *ret);
 
 /* ctl_escape.c: making hostile bytes harmless on output. */
 #define CTL_ESC_MULTILINE 0x1u               /* keep '\n' and '\t' as they are */
+/* pmallocd's strings, escaped by pmallocd already: a backslash passes as
+ * is (else "\x0a" would show as "\\x0a"); raw bytes are still escaped. */
+#define CTL_ESC_ESCAPED 0x2u
 /* Write s[0, n) to f so that none of it can act on a terminal: control
  * characters (C0, DEL, C1), bidirectional overrides, line separators,
  * backslash and bytes that are not UTF-8 become \n, \t, \\, \xHH or \uHHHH. */

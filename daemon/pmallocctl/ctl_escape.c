@@ -76,7 +76,9 @@ void ctl_put_text(FILE *f, const char *s, size_t n, unsigned int flags)
 			i++;
 			continue;
 		}
-		if (cp == '\\') {
+		if (cp == '\\' && (flags & CTL_ESC_ESCAPED)) {
+			fputc('\\', f);
+		} else if (cp == '\\') {
 			fputs("\\\\", f);
 		} else if ((cp == '\n' || cp == '\t') && (flags & CTL_ESC_MULTILINE)) {
 			fputc((int)cp, f);

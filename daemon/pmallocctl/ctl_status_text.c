@@ -303,7 +303,9 @@ int ctl_status_text(FILE *f, const struct ctl_status *st)
 	int r = 0;
 
 	/* Each string escaped on its own (a newline in one must not start a
-	 * line of ours): the layout around them is ours alone. */
+	 * line of ours): the layout around them is ours alone.  pmallocd
+	 * escaped them already: what is escaped here is what a daemon that
+	 * is not pmallocd may have left raw. */
 	if (!shown.recs)
 		return -EIO;
 	for (size_t i = 0; i < st->n && r == 0; i++) {
@@ -312,7 +314,7 @@ int ctl_status_text(FILE *f, const struct ctl_status *st)
 			const char *s = st->recs[i].strs[k];
 			char *e = NULL;
 
-			if (s && (r = ctl_escape(s, strlen(s), 0, &e)) == 0)
+			if (s && (r = ctl_escape(s, strlen(s), CTL_ESC_ESCAPED, &e)) == 0)
 				shown.recs[i].strs[k] = e;
 			else if (s)
 				shown.recs[i].strs[k] = NULL;

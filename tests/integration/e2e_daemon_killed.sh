@@ -138,7 +138,12 @@ expect_field "$e" PMALLOC_OBJECTS 4
 [ -z "$(jnow MESSAGE_ID=$MID_HANDED OBJECT_PID=$pid)" ] || fail "a hand-out was logged for PID $pid"
 "$B/pmallocctl" violations --since "$E2E_SINCE" --pid "$pid" >"$T/ctl" || fail "pmallocctl violations: exit $?"
 row=$(tail -n 1 "$T/ctl" | tr -s ' ' | cut -d ' ' -f 3-)
-[ "$row" = "$pid $DEMO demo config enforce $R_ADDR 0/16 $R_SITE ${fs:-$R_IP}" ] || fail "pmallocctl row: $row"
+# Written by the shim itself (BY self); without pmallocd's symbol pmallocctl
+# names the faulting function from the module file.
+case $row in
+"$pid self $DEMO demo config enforce $R_ADDR 0/16 $R_SITE ${fs:-corrupt+0x}"*) ;;
+*) fail "pmallocctl row: $row" ;;
+esac
 pass "the shim logged its violation and its protect itself (SYSLOG_IDENTIFIER=pmalloc, OBJECT_PID=$pid); pmallocctl shows it"
 
 # A daemon started again replaces the stale socket and serves.

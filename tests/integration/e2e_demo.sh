@@ -116,10 +116,10 @@ pass "pool protected entry for PID $pid (PRIORITY=7, on-call:listen, 4 objects, 
 # pmallocctl reads it back.
 "$B/pmallocctl" violations --since "$E2E_SINCE" --pid "$pid" >"$T/ctl" 2>"$T/ctl.err" || fail "pmallocctl violations: exit $?: $(cat "$T/ctl.err")"
 [ "$(wc -l <"$T/ctl")" = 2 ] || fail "pmallocctl violations --pid $pid: want header + 1 row: $(cat "$T/ctl")"
-head -n 1 "$T/ctl" | tr -s ' ' | grep -qx 'TIME PID EXE POLICY POOL MODE ADDRESS OFFSET/SIZE SITE FAULT SYMBOL' ||
+head -n 1 "$T/ctl" | tr -s ' ' | grep -qx 'TIME PID BY EXE POLICY POOL MODE ADDRESS OFFSET/SIZE SITE FAULT SYMBOL' ||
 	fail "table header: $(head -n 1 "$T/ctl")"
 row=$(tail -n 1 "$T/ctl" | tr -s ' ' | cut -d ' ' -f 3-)
-[ "$row" = "$pid $DEMO demo config enforce $R_ADDR 0/16 $R_SITE $fsym" ] || fail "table row: $row"
+[ "$row" = "$pid pmallocd $DEMO demo config enforce $R_ADDR 0/16 $R_SITE $fsym" ] || fail "table row: $row"
 "$B/pmallocctl" violations --since "$E2E_SINCE" --pid "$pid" --json >"$T/json" || fail "pmallocctl violations --json: exit $?"
 [ "$(wc -l <"$T/json")" = 1 ] || fail "--json: want one line: $(cat "$T/json")"
 j=$(cat "$T/json")

@@ -66,7 +66,7 @@ out=$(LD_LIBRARY_PATH=$root$libdir "$T/prog") || fail "prog failed: $out"
 [ "$out" = "installed 1" ] || fail "prog printed '$out'"
 readelf -d "$T/prog" | grep -q 'NEEDED.*\[libpmalloc.so.0\]' || fail "prog does not need libpmalloc.so.0"
 shim=$(pkg-config --variable=shim pmalloc)
-case $shim in "$libdir/libpmalloc_shim.so" | "$root$libdir/libpmalloc_shim.so") ;;
+case $shim in "$libdir/libpmalloc_shim.so.0" | "$root$libdir/libpmalloc_shim.so.0") ;;
 *) fail "pkg-config --variable=shim pmalloc: $shim" ;; esac
 pass "a program built with pkg-config against the install runs; the pc names the shim $shim"
 unset PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_PATH
