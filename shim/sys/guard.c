@@ -1,7 +1,10 @@
 /*
- * guard.c - the storage of the re-entrancy guard (guard.h).  Nothing else:
- * the guard is read and set only through guard.h's inline functions.
+ * guard.c - the storage of the re-entrancy guard (guard.h), and the address
+ * its token is mixed with.  Nothing else: the guard is read and set only
+ * through guard.h's inline functions.
  */
 #include "guard.h"
 
-__thread int shim_busy __attribute__((tls_model("initial-exec")));
+__thread uintptr_t shim_busy __attribute__((tls_model("initial-exec")));
+/* Only its address matters (read-only data of the shim, moved by ASLR). */
+const char guard_anchor = 1;

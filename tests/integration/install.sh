@@ -75,7 +75,7 @@ unset PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_PATH
 mkdir -p "$T/sys"
 "$root/usr/bin/pmallocctl" preload enable demo.service --root "$T/sys" >/dev/null 2>&1 ||
 	fail "pmallocctl preload enable failed"
-grep -qx "Environment=LD_PRELOAD=$libdir/libpmalloc_shim.so" "$T/sys/etc/systemd/system/demo.service.d/pmalloc.conf" ||
+grep -qx "Environment=LD_PRELOAD=$libdir/libpmalloc_shim.so.0" "$T/sys/etc/systemd/system/demo.service.d/pmalloc.conf" ||
 	fail "drop-in: $(cat "$T/sys/etc/systemd/system/demo.service.d/pmalloc.conf")"
 pass "the installed pmallocctl preloads the installed shim"
 
