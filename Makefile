@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # pmalloc - one plain GNU Makefile.
 #
 #   make            library, daemon, CLI          make check    unit + integration tests

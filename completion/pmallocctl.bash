@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # bash completion for pmallocctl(8)        -*- shell-script -*-
 # Installed by make install into bash-completion's completions directory.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * policy_lint.c - what a valid policy file says that cannot be what its
  * author meant: an exe glob that no real path can fit, a policy that an

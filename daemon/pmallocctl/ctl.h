@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl.h - the pieces of pmallocctl, the command-line front of pmalloc.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_buildid.c - the GNU build-id of an executable file as it is on disk
  * now, so that propose can tell learned entries of this build from those of

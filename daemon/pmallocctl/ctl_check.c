@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_check.c - "pmallocctl check [FILE]": validate a policy file with the
  * parser the shim and pmallocd use (shim/policy/policy.c), and summarise it.

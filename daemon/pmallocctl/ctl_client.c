@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_client.c - pmallocctl's client side of pmallocd: one request and its
  * one PMW_STATUS answer over the SOCK_SEQPACKET socket (wire.h), for every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_conf_merge.c - puts one generated policy (learn, propose) into a
  * policy file: a new file, or an existing one where it replaces that

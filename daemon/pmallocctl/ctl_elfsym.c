@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_elfsym.c - the function a fault's offset falls in, read from the
  * module file by pmallocctl itself (libelf): for violation entries the shim

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_escape.c - turns bytes from untrusted places (journal fields anyone
  * can write, policy files, the status text, command-line words) into output

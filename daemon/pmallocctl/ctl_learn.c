@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_learn.c - "pmallocctl learn": the generic learn policy for one
  * executable (or a unit's ExecStart program), which needs no knowledge of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_learn_flush.c - pmallocctl learn-flush PID: asks pmallocd to have a
  * process under a learn policy write what it learned to the journal now

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_learned.c - the fields of a learn-mode journal entry as pmallocctl
  * reads them (propose and sites).  Owns only the reading of one field of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_preload.c - "pmallocctl preload enable|disable|status UNIT": the
  * systemd drop-in that preloads the shim into one service,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_propose.c - pmallocctl propose: from the contexts learn mode wrote to
  * the journal (MESSAGE_ID MID_LEARNED, one entry per pool and context per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_propose.h - between propose's reader (ctl_propose.c: which entries
  * are believed, which runs) and its chooser (ctl_propose_chain.c: contexts,

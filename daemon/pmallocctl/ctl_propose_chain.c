@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_propose_chain.c - propose's choice: from learned allocation contexts
  * (call chains with their counts) to each pool's sites and wrappers, its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_protect.c - "pmallocctl protect PID POOL": the manual trigger from the
  * command line.  Sends PMW_PROTECT_REQ to pmallocd, which checks who asks

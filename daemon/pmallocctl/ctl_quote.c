@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_quote.c - the one way a value reaches the text of a policy file that
  * pmallocctl writes (learn, propose): as a libconfig string literal.

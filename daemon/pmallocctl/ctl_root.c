@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_root.c - files of a system root (--root DIR, or /) opened, created
  * and removed strictly beneath that root.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_sites.c - pmallocctl sites PID: the live per-site table of a process
  * under a learn policy.  Sends learn-flush through pmallocd, then reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_status.c - "pmallocctl status": pmallocd's status records, or one
  * process's, fetched as data (ctl_status_data.c) and worded as text

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_status_data.c - the client side of PMW_STATUS_DATA (shim/wire.h):
  * the request, the packet and the memfd it carries, and every record

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_status_data.h - pmallocd's status as pmallocctl holds it: the
  * PMW_STATUS_DATA records (shim/wire.h), checked, in order; rendered as

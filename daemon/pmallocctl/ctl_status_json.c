@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_status_json.c - "pmallocctl status --json": the status records
  * (ctl_status_data.h) as one JSON object, for scripts and monitoring.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_status_text.c - "pmallocctl status" for people: the status records
  * (ctl_status_data.h) laid out as text, the layout pmallocctl(8) shows.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_time.c - the TIME arguments of pmallocctl and the timestamps it prints.
  *

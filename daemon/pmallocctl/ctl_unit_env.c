@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_unit_env.c - the environment a systemd unit's files give its
  * processes, read from the files beneath a root as systemd would merge them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_util.c - what every pmallocctl command shares: the usage and help
  * texts, its options parsed against its entry of the command table (which

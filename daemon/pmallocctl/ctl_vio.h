@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_vio.h - the pieces of "pmallocctl violations": a journal entry as the
  * command holds it (ctl_violations.c reads it), who wrote it and how it is

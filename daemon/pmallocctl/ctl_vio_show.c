@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_vio_show.c - how "pmallocctl violations" shows an entry, in
  * journalctl's output modes: short (a table that fits the terminal, or

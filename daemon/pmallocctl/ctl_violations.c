@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_violations.c - "pmallocctl violations": the violation entries of the
  * journal (MESSAGE_ID MID_VIOLATION of msgid.h, fields in pmallocd(8)),

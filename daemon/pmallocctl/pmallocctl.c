@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pmallocctl.c - pmallocctl's entry point: global options, the command
  * table and the dispatch to a command (systemd's verbs table).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * budget.h - what one unprivileged user can make pmallocd hold and write:
  * a user is a person (person.h: the uids of its subordinate range count

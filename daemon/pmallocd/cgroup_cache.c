@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cgroup_cache.c - cgroup paths by the kernel's id of the cgroup.
  *

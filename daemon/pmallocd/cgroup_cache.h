@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * cgroup_cache.h - cgroup paths by the kernel's id of the cgroup, so that
  * identifying a client need not read /proc/PID/cgroup every time.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * config.h - one loaded policy file: the parsed set, the image of each
  * policy (what a client is handed), and the generation number it was given.

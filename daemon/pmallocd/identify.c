@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * identify.c - the worker thread that reads who a client is, and its two
  * queues.

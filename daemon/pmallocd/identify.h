@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * identify.h - who a client is, from the kernel, read by a worker thread
  * beside the event loop (a pipeline: the loop accepts, checks and answers,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * journal.h - the structured journal entries pmallocd writes about client
  * processes (MESSAGE_IDs of pmallocd(8)), and the per-process rate limit.

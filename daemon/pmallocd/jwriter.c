@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * jwriter.c - pmallocd's journal entries, in the journal's native protocol,
  * on a non-blocking datagram socket.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * jwriter.h - pmallocd's one way into the journal: entries sent without
  * ever blocking the event loop, queued (bounded) while journald is not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * list.h - the doubly linked lists of pmallocd (clients, budgets, served
  * processes): an element has prev and next, a list is its head pointer.

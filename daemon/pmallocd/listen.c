@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * listen.c - the listening socket: made at a path, or taken from systemd.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * listen.h - pmallocd's listening socket (SOCK_SEQPACKET, SO_PASSCRED).
  */

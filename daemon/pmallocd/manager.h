@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * manager.h - the daemon's state, shared by its modules.  pmallocd.c owns
  * it (creates, reloads, frees); the others read it and touch only their

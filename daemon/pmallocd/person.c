@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * person.c - the subordinate uid ranges and their owners (see person.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * person.h - who a uid belongs to, for the per-user budgets (budget.h):
  * budgets are per person, not per kernel uid.  A uid inside a subordinate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pmallocd.c - the policy daemon: command line, start-up order, the
  * sd-event loop, signals, sd_notify, reloads.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proc.c - the kernel's view of a process, from /proc and socket options.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proc.h - what the kernel says about a process: /proc reads, the peer's
  * credentials and pidfd.  Nothing here trusts what a client says.

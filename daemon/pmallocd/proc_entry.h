@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proc_entry.h - what pmallocd knows about one process it served (struct
  * proc_entry), for every file that reads it.  Each group of fields has one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * proc_rules.h - the rules and sites tables a process told pmallocd
  * (PMW_RULES), the part of a proc_entry that rules.c alone writes, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * protect.c - pmallocctl protect PID POOL: the daemon's side.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * protect.h - pmallocctl protect PID POOL: deciding a PMW_PROTECT_REQ and
  * passing the order on to the process as PMW_PROTECT.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * registry.h - what pmallocd knows about each process it served: identity
  * (from the kernel), the hand-out, pools and protected bytes, violation

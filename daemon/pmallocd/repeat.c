@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * repeat.c - summaries of events repeated by new processes of one
  * executable (see repeat.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * repeat.h - the same event again and again from new processes of one
  * executable: a crash loop (a worker killed by its violation at every

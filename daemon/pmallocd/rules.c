@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * rules.c - what each served process says about its pools (PMW_RULES):
  * every rule of its policy (site, wrapper, on-call trigger) resolved or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * rules.h - what a served process said about its pools (PMW_RULES): each
  * rule of its policy resolved or not, and its per-site table; kept with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sandbox.c - the seccomp allow-list pmallocd runs under after init.
  *

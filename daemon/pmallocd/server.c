@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * server.c - pmallocd's socket: accepting clients, checking every message,
  * answering, and the limits on what a client can make the daemon hold.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * status.c - the status pmallocctl shows, as data: the PMW_STATUS_DATA
  * records of shim/wire.h (pmallocctl lays out the text and the JSON).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * status.h - the status as PMW_STATUS_DATA records: what pmallocd serves.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * status_data.c - builds the PMW_STATUS_DATA records (shim/wire.h) and the
  * memfd they travel in.

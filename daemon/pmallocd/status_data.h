@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * status_data.h - the status as records (shim/wire.h's PMW_STATUS_DATA):
  * a growable buffer that status.c and rules.c append records to, and that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * strbuf.c - bounded text buffers for entries and status text.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * strbuf.h - text built piece by piece into a buffer with a hard cap.
  * Past the cap, further text is dropped and the buffer says so once.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * symbolize.c - symbol names for module offsets, with libdwfl.
  *

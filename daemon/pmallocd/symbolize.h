@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * symbolize.h - module+offset -> symbol+offset, in the daemon (the shim
  * only sends raw addresses).  offset is an ELF virtual address of the

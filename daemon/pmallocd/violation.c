@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * violation.c - from a violation record (struct pmw_report, sent by the
  * shim as it filled it) to the journal entry people read.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * violation.h - a validated PMW_REPORT becomes one journal entry.
  */

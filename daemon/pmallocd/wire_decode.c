@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * wire_decode.c - what pmallocd checks in a client's packet before any of
  * its fields is used: framing (magic, length, version, reserved), the exact

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * wire_decode.h - the checks on a packet a client sent, before any handler
  * reads it (wire_decode.c).

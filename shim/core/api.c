@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * api.c - the public pool API of include/pmalloc.h: argument checks and
  * errno, then pool.c does the work.  Thin by design.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * arena.c - the reservation all pool memory comes from, its spans, and the
  * side metadata that says where objects are (see arena.h for the layout).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * arena.h - where pool memory lives, and the lock-free answer to "is this
  * address pool memory, and which pool, object and call site is it?".

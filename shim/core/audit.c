@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * audit.c - the audit window: a protected page made writable for one
  * let-through write (a single-stepped store, or a kernel write copied in),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * audit.h - letting a write into protected pool memory through, one at a
  * time, and noticing what else changed meanwhile: the audit window.

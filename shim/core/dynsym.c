@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * dynsym.c - where a code address is: the object that holds it and
  * "module+0xoff" (dynsym_object, dynsym_location), and "symbol+0xoff"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * dynsym.h - a code address by the object that holds it and by exported
  * symbol, async-signal-safe.

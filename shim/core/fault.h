@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * fault.h - the SIGSEGV handler: writes to protected pool memory are
  * reported and end the process (enforce) or are let through (audit, learn);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * hooks.c - the pool core's hooks (hooks.h): stored once, then read-only.
  * Owns their page; never calls a hook itself (their callers do).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * hooks.h - what the layers above the pool core tell it, once, at
  * start-up (hooks.c): where a violation's record goes after its stderr

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * pool.c - protectable pools: per-thread bump regions inside spans of the
  * arena, protection of what is new, and destruction.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * pool.h - pools: the seed API's objects, shared by the public API
  * (api.c) and the interposition, which creates one pool per policy pool.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * pool_sites.c - the objects of a pool and the sites that allocated them,
  * read from the records every span keeps (arena.h: one per object, in

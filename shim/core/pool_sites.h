@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * pool_sites.h - the objects a pool holds, by call site (pool_sites.c).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * report.c - a violation reported: its record (struct pmw_report, the one
  * type it has up to the journal) filled once, its line on stderr, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * report.h - a violation reported: its record (struct pmw_report, wire.h)
  * filled once, its line on stderr (rate-limited per faulting instruction,

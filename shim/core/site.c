@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * site.c - the table of call sites (see site.h): open addressing over a
  * fixed mapping, inserted with one compare-and-swap, never removed, so ids

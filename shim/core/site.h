@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * site.h - call sites: a return address seen by an allocator, numbered once.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * policy.c - the policy file: read, validate, match (policy.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * policy.h - the policy model, shared by the shim and pmallocd.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * policy_image.c - a policy compiled once into its image, and the checks
  * every image passes before anything reads it (policy_image.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * policy_image.h - one policy compiled: the flat, versioned image that
  * pmallocd hands a process and that the shim keeps, read-only, as its only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * init.c - start-up of the interposition: which policy applies to this
  * process (its image from pmallocd, else the policy file compiled here by

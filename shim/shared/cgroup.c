@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * cgroup.c - reading systemd's unit and slice out of a cgroup path, as
  * sd_pid_get_unit() and sd_pid_get_slice() do for system services.

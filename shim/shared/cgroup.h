@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * cgroup.h - systemd's view of a process, from the text of its
  * /proc/PID/cgroup: the path in systemd's hierarchy, and the unit and slice

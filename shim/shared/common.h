@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * common.h - what every file of the shim shares: export marking, branch
  * hints, sizes, and the two error tiers (NULL + errno for exhaustion,

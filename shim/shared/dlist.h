@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * dlist.h - intrusive doubly linked lists whose head is a plain pointer and
  * whose ends are NULL: the shim's (the arena's free runs, the pool

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * escape.h - the one escaping of text from untrusted sources (exe paths,
  * comm, symbol and module names from user-owned ELF files, strings in

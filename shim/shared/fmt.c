@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * fmt.c - text built into a caller's buffer (see fmt.h), for the shim and
  * pmallocd alike (the violation record's formatter, violation_fmt.c, runs

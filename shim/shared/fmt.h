@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * fmt.h - text built into a caller's buffer (struct fmt), and the shim's
  * lines on stderr.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * msgid.h - the MESSAGE_IDs of pmalloc's journal entries, one table for
  * the shim (shim/preload/out/journal.c), pmallocd (daemon/pmallocd/journal.c, violation.c) and

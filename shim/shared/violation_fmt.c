@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * violation_fmt.c - a violation record (struct pmw_report) as text: the
  * stderr line and the journal fields of pmallocd(8).  The one place that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * violation_fmt.h - the one formatter of a violation record (struct
  * pmw_report, wire.h): the shim's stderr line, and the journal fields of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * wire.h - the messages between the shim, pmallocd and pmallocctl.
  *

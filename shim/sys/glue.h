@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * glue.h - force-included (-include) when the policy model (shim/policy/,
  * written against plain libc because pmallocd and pmallocctl build it too)

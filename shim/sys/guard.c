@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * guard.c - the storage of the re-entrancy guard (guard.h), and the address
  * its token is mixed with.  Nothing else: the guard is read and set only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * guard.h - the shim's per-thread re-entrancy guard (guard.c): set while
  * the shim runs code that is not its own (dlsym, libconfig, the program's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * heap.c - which allocator the heap is: the next definition of malloc after
  * the shim's, i.e. what the program would call without us (glibc's, or

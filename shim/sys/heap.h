@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * heap.h - the heap the program would have without the shim: the next
  * malloc after ours (glibc's, or an allocator the program links: jemalloc,

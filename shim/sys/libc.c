@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * libc.c - libc's definition of a name the shim interposes (libc.h): the
  * next one after the shim's, found with dlsym.  Never caches (REAL and LIBC

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * libc.h - the door to libc's own definitions of the names the shim
  * interposes (libc.c): the interposers call the real function through it.

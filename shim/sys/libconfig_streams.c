@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * libconfig_streams.c - the standard streams of the shim's private libconfig.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * os.h - the shim's only door to the kernel's memory and signal calls.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * stderr.c - the shim's lines on stderr (fmt.h): the "pmalloc[PID]: "
  * prefix, write(2) of a built line, debug lines and fatal().

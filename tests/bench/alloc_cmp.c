@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * alloc_cmp - one allocator, N small objects (16..256 bytes, the same
  * sequence every run), in a fresh process: the figure a real caller pays.

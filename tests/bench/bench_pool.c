@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * bench_pool - pools in one long-lived process: pmalloc against malloc
  * (glibc's, through the shim's forwarding, as a program linked with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * churn - an allocation-heavy workload for measuring the shim's overhead:
  * malloc/free/realloc of 16..512 bytes over a live working set of 8192

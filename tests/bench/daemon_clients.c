@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * daemon_clients - load for the pmallocd benchmark (tests/bench/daemon).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * no_thp - run a program with transparent huge pages refused to it
  * (prctl(PR_SET_THP_DISABLE), inherited across execve), as on a system

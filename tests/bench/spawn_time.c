@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * spawn_time - wall time of starting a program, for start-up costs, where a
  * shell's own timing is too coarse.  Output discarded, environment

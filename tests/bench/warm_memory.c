@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * warm_memory - touch N MiB of fresh memory, in transparent huge pages where
  * the kernel offers them, and exit: the benchmark runs it right before each

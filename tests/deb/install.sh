@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # tests/deb/install.sh DEBDIR - the packages built by "make deb" on this
 # machine, as an administrator would use them: install libpmalloc0 and
 # pmalloc (never libpmalloc-dev, so libpmalloc_shim.so, the development

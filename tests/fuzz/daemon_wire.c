@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * daemon_wire.c - libFuzzer harness for pmallocd's checks on what a client
  * sends (daemon/pmallocd/wire_decode.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * policy.c - libFuzzer harness for the policy parser (shim/policy/policy.c) and
  * the compiler of its policies (shim/policy/policy_image.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * policy_image.c - libFuzzer harness for the validation of policy images
  * (shim/policy/policy_image.c), the gate every image passes before the shim reads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * shim_wire.c - libFuzzer harness for the shim's checks on what pmallocd
  * sends it (shim/preload/out/client_decode.c, with shim/policy/policy_image.c's validation of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # api_example.sh - the pool API as someone else's program sees it: install
 # into a scratch root, build tests/progs/api_example.c against the installed
 # header and pmalloc.pc (libpmalloc: the pool API without interposition;

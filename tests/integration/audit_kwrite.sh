@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # audit_kwrite.sh - the kernel as the writer into protected pool memory
 # (kwrite_audit: read, readv, accept4, epoll_wait, poll, recv, recvmsg into
 # buffers protected at listen()).  Audit: every call succeeds as it would

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # audit_memcached.sh - audit mode never changes what a program does, also
 # when the kernel is the writer.  Debian's memcached under an audit policy
 # that takes every allocation (sites ["*"]) and protects it after 1 s:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # audit_threads.sh - writes to protected pool memory from the places that
 # used to lose them, under a policy file (no pmallocd: the shim writes the
 # journal itself), checked on stderr, exit status and journal:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # coexist_allocators.sh - programs linked against another allocator
 # (jemalloc, tcmalloc, mimalloc) keep it under the shim, idle and armed:
 # every heap route (malloc, calloc, realloc, the memalign family, strdup,

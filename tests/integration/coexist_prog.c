@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * coexist_prog - a program linked against another allocator (built by
  * coexist_allocators.sh with -DNEXT_JEMALLOC, -DNEXT_TCMALLOC or

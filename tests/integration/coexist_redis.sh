@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # coexist_redis.sh - Debian's redis-server, which links jemalloc, starts
 # under the shim with a policy armed and serves a bounded load on loopback:
 # the pool takes redis's first 4 MiB of allocations (then fills up, so pool

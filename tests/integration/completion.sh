@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # completion.sh - the bash completions make install ships: commands,
 # options per command, preload's actions, pmallocd's options, loaded the
 # way bash-completion loads them.

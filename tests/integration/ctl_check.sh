@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # pmallocctl check [FILE]: "FILE: ok (N policies, M pools)" and a summary on
 # stdout with exit 0, or the parser's "FILE:LINE: message" on stderr with
 # exit 1 -- the same verdict as pmallocd --check.  The shipped

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # ctl_check_warnings.sh - pmallocctl check accepts a valid file whatever it
 # says, but warns (FILE:LINE: warning: ..., on stderr, exit 0) where the
 # file cannot mean what its author meant: an exe glob no real path fits

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # pmallocctl's command line: --help and --version on stdout with exit 0; a
 # missing or unknown command gives the usage on stderr and exit 2; words
 # from the command line are echoed escaped.

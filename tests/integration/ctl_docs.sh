@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The files around the programs: man pages format without a warning and
 # their example policy files pass pmallocctl check; the journal catalog
 # compiles and explains all eight MESSAGE_IDs (and journalctl -x fills in

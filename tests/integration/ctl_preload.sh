@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # ctl_preload.sh - pmallocctl preload enable|disable|status UNIT --root DIR:
 # the drop-in's exact content, naming the runtime library by its SONAME
 # path by default, systemd-analyze verify loading it (its Environment=

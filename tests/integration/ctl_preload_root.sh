@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # ctl_preload_root.sh - pmallocctl preload enable|disable|status --root DIR
 # never writes or removes anything outside DIR, whatever links the owner of
 # the tree put there: a link out at every component of the drop-in's path

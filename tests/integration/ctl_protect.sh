@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # pmallocctl protect PID POOL: pmallocd passes PMW_PROTECT on to a served
 # process whose policy has the pool with a "manual" trigger, answers "ok:"
 # (exit 0) or "pmallocctl: REASON" (exit 1), and refuses a requester who is

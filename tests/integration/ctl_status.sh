@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # pmallocctl status: exit 3 and a clear message when no daemon answers; the
 # reply checked before use (a fake daemon sends good, hostile and malformed
 # replies); and, once build/pmallocd exists, the real daemon's answer.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # pmallocctl status --json against the real pmallocd: one JSON object, valid
 # against man/pmallocctl-status.schema.json (checked by the small validator
 # below: no pip), numbers as numbers and durations in microseconds; a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # pmallocctl violations against a real journald: entries written here with
 # the violation MESSAGE_ID (tests/progs/journal_inject.c), read back as a
 # table and as JSON lines, filtered by --pid and --since, and hostile field

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # pmallocctl violations, the day-two options against a real journald:
 # --policy, --until, -n, journalctl's TIME forms (spans, "ago", HH:MM, a
 # trailing " UTC"), and --follow seeing an entry written after it started.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # pmallocctl violations with journalctl's options, against a real journald:
 # --no-pager, -r, -n, -u/--unit, --cursor, --after-cursor, --show-cursor,
 # -o short|json|json-pretty|cat, a table that fits $COLUMNS and --full, the

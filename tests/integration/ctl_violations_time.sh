@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # pmallocctl violations --since/--until TIME against journalctl itself: a
 # journal file (systemd-journal-remote, from the export format) holds
 # violation entries at known instants, around a fixed day and around now;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_attribution.sh - a violation entry names only what the kernel says
 # about its sender and what was handed to it.  A process keeps its pmallocd
 # connection across an exec of another program (a setuid one: passwd; or

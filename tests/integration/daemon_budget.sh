@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_budget.sh - two unprivileged users with hundreds of connections
 # each, and root: every one of root's reports reaches the journal and root
 # gets its policy however many connections the users hold; each user's

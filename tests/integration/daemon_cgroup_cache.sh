@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_cgroup_cache.sh - pmallocd reads a client's cgroup once per
 # cgroup, then knows it by the cgroup's id (PIDFD_GET_INFO), where that id
 # names systemd's path: cgroup v2, or a hybrid layout (cgroup2 at

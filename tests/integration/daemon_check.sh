@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_check.sh - pmallocd --check: exit 0 on a good file; FILE:LINE:
 # message and exit 1 on a bad one; the ownership rule; a daemon that
 # cannot read its policy does not start.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_handout.sh - HELLO gets the matching policy (or none, or a
 # refusal), logged as "policy handed to a process"; PMW_PROTECTED is logged
 # and totalled; PMW_STATUS lists served, exited and never-checked-in

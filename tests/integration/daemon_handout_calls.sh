@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_handout_calls.sh - what a hand-out costs pmallocd in system calls
 # (their count, not their time: `make bench` measures the rate).  Under
 # strace, every thread of it (the event loop and the identification

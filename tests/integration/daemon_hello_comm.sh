@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_hello_comm.sh - a process's name (comm) comes in its HELLO, as the
 # shim read /proc/self/comm at start, and pmallocd does not read it again:
 #   - a HELLO naming a comm is matched by it (match.comm) and logged with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_hostile.sh - clients that get the protocol wrong, say nothing,
 # vanish, flood, or come by the thousand never take pmallocd down or make
 # it stop answering others; every drop is counted in status and the

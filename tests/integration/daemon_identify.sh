@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_identify.sh - pmallocd reads who a client is (its pidfd, exe,
 # comm, cgroup) in a worker thread while its loop answers others; clients
 # that leave while they are being identified must cost nothing but their

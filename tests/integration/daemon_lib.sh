@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_lib.sh - helpers for the pmallocd tests (daemon_*.sh), sourced
 # after lib.sh.  Run on its own (as tests/run-tests does with every *.sh)
 # it is the start/stop test: READY=1, SIGTERM, exit 0, socket removed.

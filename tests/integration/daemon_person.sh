@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_person.sh - budgets are per person, not per kernel uid: the
 # processes of a user namespace mapped onto a user's subordinate range
 # (pmallocd --subuid, /etc/subuid's format) share that user's quarter of

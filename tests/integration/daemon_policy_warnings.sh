@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_policy_warnings.sh - a valid policy file that cannot mean what it
 # says is served, and each such thing is said once per load in the journal
 # (MESSAGE_ID of the policy file, priority 4, CONFIG_FILE, CONFIG_LINE,

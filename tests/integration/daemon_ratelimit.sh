@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_ratelimit.sh - violations are logged at most report_burst times
 # per process and site in each report_interval_s; the rest are counted and
 # one summary entry says how many, when the interval ends or when the

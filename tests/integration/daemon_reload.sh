@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_reload.sh - SIGHUP re-reads the policy file (inside the sandbox):
 # a good file becomes the next generation; a broken or unsafe one is
 # refused, logged with FILE:LINE, and the old policy is still handed out.

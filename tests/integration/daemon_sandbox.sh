@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_sandbox.sh - after init pmallocd runs under a seccomp allow-list:
 # --test-sandbox starts it up, enters the sandbox and makes a forbidden
 # call, and the kernel must kill it with SIGSYS.  (Every other daemon test

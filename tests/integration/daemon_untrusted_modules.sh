@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_untrusted_modules.sh - module files named in a user's reports are
 # opened only as that user could open them, and cost bounded time and
 # memory: a sparse file claiming a 1 GiB .symtab, and one just under the

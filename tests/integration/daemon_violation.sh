@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # daemon_violation.sh - a violation report (PMW_REPORT, built as the shim
 # builds it) becomes a journal entry with every field of pmallocd(8), the
 # daemon's own symbols, and the kernel's pid: a forked child sharing its

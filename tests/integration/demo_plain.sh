@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # demo_plain.sh - make demo's output into a file (or a pipe) is plain text:
 # no terminal escape sequences, the headings still there.
 . "$(dirname "$0")/lib.sh"

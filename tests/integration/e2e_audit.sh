@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_audit.sh - mode = "audit" handed out by the real pmallocd: the write
 # is reported (stderr line, journal entry at PRIORITY=4 with
 # PMALLOC_MODE=audit) and then allowed; the process carries on and exits

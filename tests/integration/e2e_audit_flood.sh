@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_audit_flood.sh - an audit-mode program that writes to its protected
 # configuration over and over (e2e_hold "write 20000": 20000 violations,
 # each reported from the SIGSEGV handler, faster than pmallocd reads them)

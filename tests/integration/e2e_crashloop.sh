@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_crashloop.sh - a worker killed at every respawn: e2e_respawn forks
 # (then, second run, forks and execs) a worker that writes protected memory,
 # again and again for 4 s (both at once), under the real pmallocd with report_interval_s

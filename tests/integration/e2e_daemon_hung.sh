@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_daemon_hung.sh - a hung daemon never hangs a program.  With pmallocd
 # stopped (SIGSTOP: connections wait in its backlog), and with a socket that
 # accepts and never answers (e2e_mute), a preloaded program still starts

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_daemon_killed.sh - pmallocd killed (SIGKILL) while a hardened program
 # runs.  The running program (e2e_hold, driven through a fifo, so no sleeps)
 # keeps its protection: a later write still kills it with the report line,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_demo.sh - the "Done when", end to end: an unmodified program
 # (pmalloc-demo) gets its policy from the real pmallocd running the shipped
 # conf/pmalloc.conf, with no policy file it could read itself.  It runs to

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_fork.sh - a forked child reports as itself: e2e_fork (setup() with
 # malloc, listen() protects, fork(), the CHILD writes) gets its policy from
 # the real pmallocd; the child dies by SIGSEGV with its own report line, and

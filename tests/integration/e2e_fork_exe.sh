@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_fork_exe.sh - a forked child's violation entry names its executable
 # as the kernel knows it (PMALLOC_EXE_SOURCE=kernel), not as the child's
 # report claims it.  An enforced child dies right after its report is sent,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_handshake_long.sh - a daemon.handshake_timeout_ms above one second is
 # waited for in ppoll(2), not in a busy loop: with a socket that accepts
 # and never answers (e2e_mute) and handshake_timeout_ms = 2500 in the policy

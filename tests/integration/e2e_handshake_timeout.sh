@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_handshake_timeout.sh - daemon.handshake_timeout_ms is "how long a
 # starting process waits for its policy before it falls back to reading
 # this file itself" (pmalloc.conf(5), conf/pmalloc.conf).  With pmallocd hung

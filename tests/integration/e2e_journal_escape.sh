@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_journal_escape.sh - names from users' files reach the journal escaped,
 # never raw: a program whose path holds a newline (and a fake sshd line
 # after it), ESC, U+202E (right-to-left override) and a byte that is not

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_journal_reserve.sh - journald stops reading while an unprivileged
 # user's processes send hundreds of reports: pmallocd queues what journald
 # does not take, but the user's entries never fill the last 64 places of

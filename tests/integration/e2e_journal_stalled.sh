@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_journal_stalled.sh - a systemd-journald that is there but stops
 # reading (stopped, or busy: once its socket's queue is full, a blocking
 # send to it waits until it reads again).  Played by e2e_sink in a private

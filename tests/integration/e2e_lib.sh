@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_lib.sh - shared by the end-to-end tests (e2e_*.sh), sourced after
 # nothing else: it sources lib.sh and daemon_lib.sh itself.  (tests/run-tests
 # does not run *_lib.sh files.)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_manual.sh - the manual trigger from pmallocctl: a program whose policy
 # pool has protect = [ "manual" ] runs its poll() loop, unprotected, until
 # an administrator says `pmallocctl protect PID config`; pmallocd passes the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_nojournal.sh - no systemd-journald: reports still reach stderr and
 # nothing hangs, with the daemon (which cannot log) and without it (the
 # shim cannot log either).  The journal is hidden in a private mount

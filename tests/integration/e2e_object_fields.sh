@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_object_fields.sh - what a violation entry says about the victim, as
 # systemd-coredump's entries do: the systemd unit and cgroup it ran in
 # (OBJECT_SYSTEMD_UNIT, OBJECT_SYSTEMD_CGROUP, taken when it connected: it

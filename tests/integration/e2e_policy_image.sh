@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_policy_image.sh - the policy a process runs under exists in its memory
 # once, as the image pmallocd compiled (or the shim compiled from the file,
 # with the same code), in read-only pages: no copy of it is left writable, a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_protect_target.sh - `pmallocctl protect PID POOL` reaches exactly the
 # process named, also when it makes no interposed call at all: e2e_worker's
 # master waits in a plain read(2) (no event loop) while the worker it forked

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_reload.sh - SIGHUP with a changed policy file, end to end: before it,
 # e2e_hold matches no policy (the daemon says so; it runs unprotected and
 # does not read a file); after a reload that adds a policy for it, a newly

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_report_fallback.sh - no violation report is lost without trace.  An
 # audit-mode program served by pmallocd writes 2000 times into protected
 # memory while the daemon is stopped (SIGSTOP: its socket fills and stops

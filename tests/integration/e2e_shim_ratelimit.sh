@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_shim_ratelimit.sh - with no pmallocd, the shim writes violations to
 # the journal itself, and keeps the same rate limit the daemon would
 # (daemon.report_burst per report_interval_s of the policy file): an

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # fleet_journal_remote.sh - violations of many machines in one place through
 # systemd's own transport: two simulated hosts (distinct machine ids and
 # host names, each a journal file of its own) send with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # The fuzzers' corpora as regression tests: every file under tests/fuzz/NAME/
 # goes once through the libFuzzer harness NAME (built with ASan and UBSan by
 # make check), so an input that once crashed a parser or decoder, or broke

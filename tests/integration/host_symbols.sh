@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # host_symbols.sh - the shim binds to nothing of its host.  Besides libc
 # the shim imports nothing: libconfig and the unwinder are private copies
 # with hidden symbols, so a program's own config_init (lighttpd has one)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # install.sh - make install / uninstall as a distribution package uses them:
 # the multiarch library directory, versioned SONAMEs and their links, the
 # unit and catalog directories systemd.pc names, a program built and run

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # interpose_hostile_elf.sh - the shim reads the symbol tables of the files a
 # process was started from; those files may be anyone's and may lie.  A
 # program whose section headers or symbol table are corrupt still loads

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # interpose_real_programs.sh - real programs keep working under the shim
 # with a policy that routes EVERY allocation of every process into a pool
 # that is never protected (sites "*", max_bytes 256 MiB, no trigger):

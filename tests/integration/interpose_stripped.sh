@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # interpose_stripped.sh - sites in code without a symbol table.
 #
 # ip_static's secret is allocated by make_secret(), a static function that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lazy_symbols.sh - a policy costs a process only the symbol tables it
 # needs, and opens only the files of objects that allocate.  Before main
 # the shim checks the rules against the exported functions (.dynsym, in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # learn_contexts.sh - learning without knowing the program: learn_server
 # (every allocation through one xmalloc wrapper) under the generic learn
 # policy (one pool, sites = [ "*" ], protect = [ "on-wait" ]), built with

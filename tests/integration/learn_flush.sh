@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # learn_flush.sh - pmallocctl learn-flush PID: a process served a learn
 # policy by pmallocd writes what it learned to the journal while it runs
 # (PMALLOC_LEARN_REASON=learn-flush), and again when it exits; a PID that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # learn_propose.sh - learn -> propose -> enforce on a program built with
 # symbols and on the same program stripped.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # learn_propose_chains.sh - pmallocctl propose on learned contexts made up
 # to the byte: journal files written by systemd-journal-remote from the
 # export format (as a host's journald would store them, trusted fields

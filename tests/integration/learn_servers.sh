@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # learn_servers.sh - the generic learn policy, and nothing else, on Debian's
 # nginx, redis-server and lighttpd, each on loopback with a private
 # configuration, served by a pmallocd of ours:

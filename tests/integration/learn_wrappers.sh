@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # learn_wrappers.sh - enforce mode routes by the rule a proposal assumes:
 # along a learned call chain, the frames nearest the allocator are
 # wrappers and the next one is the site, each written as a call offset

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # lib.sh - shared by the integration tests (sourced, not run).
 #
 # Gives: $B (build dir), $B_USR (the build for make install PREFIX=/usr),

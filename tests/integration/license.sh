@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # license.sh - every tracked source file names its licence on an SPDX line,
 # and that licence is the one debian/copyright gives its path (the last
 # matching "Files:" stanza, as DEP-5 reads them; LICENSE says why).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # realloc_move.sh - realloc of a heap block from a site of a pool with
 # take = "until-trigger": moved into the pool while it takes (protected at
 # its trigger, a write into it kills), left on the heap after the trigger;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # rules_waiting.sh - a rule whose object glob fits no object loaded in the
 # process (a library dlopen'ed later, or one only another process of the
 # program loads, as a worker may) is not a rule that "matches nothing": no

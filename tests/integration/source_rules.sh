@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # source_rules.sh - the rules of the tree that a reader relies on, checked
 # on the sources themselves: nothing names the team's contract file (its
 # name is built below, so that this file does not hold it either: the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # startup_cost.sh - what arming a policy costs a process, in the work that
 # makes its start-up slower (make bench times python3; here the counts that
 # time is made of, exact, with no timing asserted):

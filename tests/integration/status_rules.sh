@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # status_rules.sh - no silent non-protection, without PMALLOC_DEBUG: a
 # program served by the real pmallocd with a policy holding a mistyped site
 # (parse_confg), in a policy file with an exe glob that can never match

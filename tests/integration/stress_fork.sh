@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # stress_fork.sh - a fork storm under an armed policy with max_bytes
 # (tests/progs/stress_api_fork.c): 200 children forked while four threads
 # allocate into a capped policy pool, an API pool and the heap.  Nothing

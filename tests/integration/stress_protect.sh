@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # stress_protect.sh - threads racing protect against allocation
 # (tests/progs/stress_api_protect.c): 1000 protects of an API pool and of a
 # policy pool (manual trigger) while four threads allocate from both.  No

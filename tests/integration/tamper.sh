@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # tamper.sh - nothing writable in the shim decides whether a write into
 # protected memory is let through.  tests/progs/api_tamper overwrites, one
 # forked run per target word and value, the shim's .data/.bss, its TLS,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
 # unit_reload.sh - "systemctl reload pmallocd" fails for a refused policy
 # file.  The unit's ExecReload= commands are run here in order as systemd
 # runs them (stop at the first that fails; the reload's result is that

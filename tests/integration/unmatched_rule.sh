@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # unmatched_rule.sh - a site rule that matches nothing (a typo) is said in
 # the journal once per process, without PMALLOC_DEBUG, naming the policy,
 # the pool and the rule; a rule that matches says nothing.

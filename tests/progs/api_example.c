@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * api_example.c - a small program written against include/pmalloc.h as its
  * documentation describes it, and nothing else: it keeps its configuration

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * api_tamper - the shim's writable state decides nothing: a program with a
  * protected object overwrites, one run (a forked child) per target word

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * api_tamper_reload - a victim that parses its configuration (malloc and
  * strdup from parse_config, a site of the policy's pool "config"), is

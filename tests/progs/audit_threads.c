@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * audit_threads - writes to protected pool memory from threads and from
  * hostile contexts, for audit/enforce tests.  make_config() is the site,

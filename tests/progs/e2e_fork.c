@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * e2e_fork - an unmodified-style server that forks a worker after listen():
  * a static setup() builds its configuration with malloc(), listen() (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * e2e_hold - an unmodified-style server driven from its standard input, so
  * a test decides when things happen (no sleeps): a static setup() builds

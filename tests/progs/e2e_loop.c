@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * e2e_loop - an unmodified-style server whose event loop is poll(): a
  * static setup() builds its configuration with malloc() and strdup(),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * e2e_mute PATH - a hung pmallocd: binds and listens on a SOCK_SEQPACKET
  * unix socket at PATH, accepts every client and never answers (the

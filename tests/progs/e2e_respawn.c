@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * e2e_respawn - a server whose worker dies at every respawn, for a bounded
  * time: setup() builds its configuration with malloc(), listen() (the

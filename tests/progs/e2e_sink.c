@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * e2e_sink PATH - a systemd-journald that stalls on command: binds a
  * SOCK_DGRAM unix socket at PATH (the journal's native socket, in a test's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * e2e_worker - a master with no event loop and a forked worker with one:
  * the master builds its configuration in setup() (malloc, strdup), forks a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * host_names - a program that defines and exports (-rdynamic, as nginx and
  * lighttpd are built) every name the shim might otherwise bind to in its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * image_probe.c - looks, from inside a program under the shim, for the
  * policy images in its memory: every anonymous mapping (and the heap) is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_after - the after:DURATION trigger: make_token()'s object is
  * writable right after start-up, and read-only once the delay has passed.

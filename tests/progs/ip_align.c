@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_align - the aligned allocators from a site: posix_memalign,
  * aligned_alloc, memalign, valloc and pvalloc give pool memory with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_audit - audit mode: writes to protected pool memory are reported and
  * let through; the program sees its writes, and the memory is read-only

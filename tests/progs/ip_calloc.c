@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_calloc - calloc() from a site returns zeroed pool memory, also right
  * after the site dirtied the pool, for small, page-sized and dedicated-span

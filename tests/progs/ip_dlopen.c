@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_dlopen - an allocation site in a library loaded with dlopen after
  * start-up.  The plugin's plugin_init() builds its configuration; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_errno - errno survives successful calls of the allocator family, from
  * a site (pool objects) and from elsewhere (heap objects), and the trigger.

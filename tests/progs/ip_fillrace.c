@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_fillrace - the shim's own copies into pool objects race protect:
  * three threads strdup(), strndup() and realloc() from the pool's site

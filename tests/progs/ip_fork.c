@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_fork - the on-call:fork trigger: make_state()'s object is read-only
  * before the child runs, in both processes; a write kills whichever

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_large - objects larger than a pool's first span but smaller than
  * what gets a span of its own (here 100000 bytes, and 70000 bytes with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_manual - the manual trigger: the program protects its pool itself
  * with pmalloc_protect_named() (found with dlsym, as a program that only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_maxbytes - a pool capped by max_bytes: cache_entry() allocates a
  * hundred 1000-byte entries, more than the cap holds; those past the cap

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_ownmalloc - a program whose executable defines the malloc family
  * itself (an allocator linked in statically): every object carries a tag

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_realloc - realloc, reallocarray, free and malloc_usable_size of pool
  * objects, before and after the pool is protected.  cfg_alloc() and

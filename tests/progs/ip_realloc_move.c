@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_realloc_move - a name first allocated from a site of no pool (the
  * heap), then grown by realloc from grow_name(), as redis's sds strings

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_reload - plugins unloaded and others loaded in their place, as PAM,
  * NSS or a server's module reload do: each library given is dlopen'ed, its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_sigsegv - a program with its own SIGSEGV handler: a NULL dereference
  * still reaches it (it siglongjmps and prints "handled"), while a write to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_strdup - strdup() and strndup() charged to the function that called
  * them, not to libc: load_names() is the site, main() is not.

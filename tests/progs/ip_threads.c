@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_threads - four threads allocate from a site (thread_alloc, calloc of
  * 16..200 bytes) while the main thread calls listen(), the trigger.  No

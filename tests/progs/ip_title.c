@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_title - a program that retitles itself as setproctitle() does (nginx,
  * postgres, sshd ...): the argument area, argv[0] included, is rewritten in

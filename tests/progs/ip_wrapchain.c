@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_wrapchain - allocation wrappers several levels deep, shaped like
  * nginx's and redis's (names as theirs, code much smaller):

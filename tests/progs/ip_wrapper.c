@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ip_wrapper - an allocation wrapper looked through to its caller.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * journal_inject.c - write one journal entry with exactly the fields given,
  * as a hostile or a well-behaved process could: the tests of pmallocctl

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * kwrite_audit - the kernel writes into protected pool memory: read(2),
  * readv(2), recv(2), recvmsg(2), epoll_wait(2), poll(2) and accept4(2)

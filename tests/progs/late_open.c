@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * late_open - a preloaded library's file replaced before the library first
  * allocates, as a package upgrade would: argv[1] is renamed over argv[2]

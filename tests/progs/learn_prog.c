@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * learn_prog.c - a small server-shaped program for learn mode: its set-up
  * allocates a configuration (load_config, never written after listen), a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * learn_server.c - a small server-shaped program for learning without
  * knowing the program: every allocation goes through one wrapper

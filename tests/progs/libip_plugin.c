@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libip_plugin - a plugin loaded with dlopen by ip_dlopen.  plugin_init()
  * is the allocation site a policy names ("libip_plugin.so*:plugin_init");

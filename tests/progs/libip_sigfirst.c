@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * libip_sigfirst - a SIGSEGV handler installed before the shim's: this
  * library is preloaded after the shim (LD_PRELOAD="shim this"), so its

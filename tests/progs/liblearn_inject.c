@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * liblearn_inject.c - the attacker, for the server tests of learn mode:
  * preloaded before the shim, it counts the server's epoll_wait calls and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pmalloc-demo - a small "server" written with no knowledge of pmalloc:
  * a static parse_config() builds its configuration with an xmalloc()

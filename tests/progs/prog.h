@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * prog.h - what the test programs run under the shim share: asking the shim
  * whether an address is protected, and calling the "listen" trigger.

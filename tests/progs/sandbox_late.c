@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sandbox_late - a program that restricts itself, then allocates from an
  * object for the first time: no_new_privs and a seccomp filter that kills

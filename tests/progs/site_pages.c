@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * site_pages - what the shim's call-site table costs a program: 64
  * functions, each a call site of malloc that its policy leaves to the heap,

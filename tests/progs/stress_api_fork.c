@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * stress_api_fork - a fork storm under an armed policy with max_bytes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * wire_client.c - a pmallocd client for the daemon tests, speaking
  * shim/shared/wire.h exactly as the shim does (shim/preload/out/client.c), plus the ways a

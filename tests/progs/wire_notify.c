@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * wire_notify.c - stands in for systemd's NOTIFY_SOCKET in the daemon
  * tests: binds a datagram socket at PATH and prints each sd_notify

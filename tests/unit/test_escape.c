@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_escape.c - shim/shared/escape.h, the one escaping of untrusted text for
  * journal fields, log lines and terminals: what is kept, what is escaped

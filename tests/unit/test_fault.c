@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_fault.c - the library's SIGSEGV handler, seen from outside.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_heap.c - white-box tests of shim/sys/heap.c's bootstrap: allocations
  * made by glibc while the next allocator is being found go back to glibc,

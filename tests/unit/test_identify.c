@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_identify.c - daemon/pmallocd/identify.c, pmallocd's identification worker:
  * what it reads about a client, and that every job it finishes comes back

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_interpose.c - the interposition as a user meets it: an unmodified
  * program (tests/progs/ip_*.c, built -O0 -g, not stripped) is run with

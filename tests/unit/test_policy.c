@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_policy.c - the policy file: every refusal with its exact
  * "FILE:LINE: message", defaults, matching, the compiled policy image (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_pool.c - the pool API of include/pmalloc.h, tested as a user sees
  * it: every function, alignment, zeroing, overflow and NULL arguments,

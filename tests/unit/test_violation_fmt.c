@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_violation_fmt.c - shim/shared/violation_fmt.c, the one formatter of a
  * violation record: the same record gives the stderr line and the journal

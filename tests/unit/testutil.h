@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
 /* testutil.h - small helpers shared by the Check unit tests. */
 #ifndef PMALLOC_TESTUTIL_H
 #define PMALLOC_TESTUTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * learn.c - learn mode (see learn.h): allocation contexts, their own
  * pages, their counts, the written marks, and the flush of what was

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * learn.h - learn mode: which allocation contexts a policy can protect
  * without killing the program.

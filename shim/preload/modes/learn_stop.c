@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * learn_stop.c - in learn mode, when the program began to shut down: a
  * terminating signal (SIGTERM, SIGINT, SIGQUIT) delivered to a handler of

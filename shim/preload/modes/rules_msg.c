@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * rules_msg.c - what pmallocd shows about this process's pools
  * (PMW_RULES): each rule of its policy (site, wrapper, on-call trigger)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * rules_msg.h - the rules and per-site table this process tells pmallocd
  * (rules_msg.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * take.c - take = "until-trigger" in enforce mode: an allocation from one
  * of a closed pool's sites (its first trigger fired) goes to the heap;

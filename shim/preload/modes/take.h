@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * take.h - take = "until-trigger" in enforce mode (take.c): late
  * allocations counted per site and said once.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * client.c - the shim's side of pmallocd: the start-up handshake that
  * fetches this process's policy (its image, validated by client_decode.c;

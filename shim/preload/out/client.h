@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * client.h - reports to pmallocd (or the journal); see client.c.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * client_decode.c - the checks on what pmallocd sends the shim: the
  * handshake answer (its policy image checked by policy_image_validate) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * client_decode.h - the checks on what pmallocd sends the shim
  * (client_decode.c).

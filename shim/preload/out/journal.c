@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * journal.c - journal entries written by the shim itself when pmallocd is
  * not there or cannot take them (the MESSAGE_IDs and fields of pmallocd(8)),

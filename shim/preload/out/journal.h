@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * journal.h - the shim's own journal entries, for when no pmallocd runs:
  * the native protocol (one datagram to /run/systemd/journal/socket),

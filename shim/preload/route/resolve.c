@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * resolve.c - from "the function whose code called malloc" to a pool: the
  * policy's site and wrapper rules, read from its image (policy_image.h, in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * resolve.h - from a call site to a pool (resolve.c): the policy's site
  * and wrapper rules turned into address ranges of the objects loaded.

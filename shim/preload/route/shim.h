@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * shim.h - the interposition's state: the policy that applies to this
  * process (its image, policy_image.h) and its pools.  Built once by init.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * state.c - the storage of the interposition's armed state (shim.h), and
  * what the pool core reads of it through its hooks (hooks.h).  Never

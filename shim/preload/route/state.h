@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * state.h - the armed state read for the pool core (state.c).
  */

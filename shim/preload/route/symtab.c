@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * symtab.c - finds and reads the function symbols of an ELF object (see
  * symtab.h): the section headers and the few small sections it needs

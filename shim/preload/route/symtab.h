@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * symtab.h - function symbols of the objects loaded in this process: .symtab
  * where the object's file or its separate debug file has one (static

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * fill.c - the shim's own writes into the pool objects it hands out
  * (strdup's and strndup's copy, realloc's move of a pool object) must

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * fill.h - the shim's own writes into pool objects it has just handed out
  * (strdup's copy, realloc's move) and the protect of interposition pools

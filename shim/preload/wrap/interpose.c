@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * interpose.c - the exported malloc family, thin: pass to the heap (the
  * program's own allocator, heap.c) unless a policy is armed and the caller

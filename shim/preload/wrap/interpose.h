@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * interpose.h - what interpose.c gives the rest of the shim besides the
  * malloc family it exports: the free that knows pool memory, which init.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * kwrite.c - a kernel write into protected pool memory (read(2) into a
  * buffer, epoll_wait(2) into an event array, ...): let through and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * kwrite.h - kernel writes into protected pool memory: let through and
  * reported where the pool says so (audit), refused with EFAULT otherwise.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * restrict.c - prctl(2), interposed: before the program restricts itself
  * (PR_SET_NO_NEW_PRIVS, which an unprivileged seccomp filter needs, or

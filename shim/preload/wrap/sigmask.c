@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * sigmask.c - the signal-mask calls, interposed so that no thread ever
  * blocks the fault signals the shim needs: SIGSEGV always, SIGTRAP while

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * trigger.c - when interposition pools are protected: on calls that mark
  * the end of initialisation (on-call:listen, ...), once after a delay from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * trigger.h - when interposition pools are protected (trigger.c): the
  * interposed calls that mark the end of initialisation, the after: timer,
