@@ -134,6 +134,10 @@ uint64_t ctl_now_usec(void);
  * (malformed reply), -EPROTONOSUPPORT (another protocol version),
  * -EMSGSIZE (reply too large), -ENAMETOOLONG (path). */
 int ctl_request(const char *path, int timeout_ms, const void *req, size_t req_len, char **ret_text);
+/* ctl_client.c: a SOCK_SEQPACKET connection to path, every wait bounded by
+ * timeout_ms (connect too, when the backlog is full): the descriptor, or
+ * -errno (-ETIMEDOUT, -ENAMETOOLONG, -EINVAL for ""). */
+int ctl_connect(const char *path, int timeout_ms);
 /* ctl_client.c: the socket: arg (--socket) when given, else PMALLOC_SOCKET,
  * else CTL_DEFAULT_SOCKET. */
 const char *ctl_socket_path(const char *arg);

@@ -56,7 +56,7 @@ static int status_parse(const unsigned char *buf, size_t n, char **ret_text)
 	return 0;
 }
 
-static int status_connect(const char *path, int timeout_ms)
+int ctl_connect(const char *path, int timeout_ms)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
@@ -91,7 +91,7 @@ int ctl_request(const char *path, int timeout_ms, const void *req, size_t req_le
 	ssize_t n;
 	int fd, r;
 
-	fd = status_connect(path, timeout_ms);
+	fd = ctl_connect(path, timeout_ms);
 	if (fd < 0)
 		return fd;
 	n = send(fd, req, req_len, MSG_NOSIGNAL);

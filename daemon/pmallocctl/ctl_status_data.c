@@ -119,32 +119,6 @@ static int read_all(int fd, size_t len, struct ctl_status *st)
 	return 0;
 }
 
-static int connect_to(const char *path, int timeout_ms)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
-	size_t len = strlen(path);
-	int fd;
-
-	if (len == 0)
-		return -EINVAL;
-	if (len >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, len + 1);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
-	    connect(fd, (const struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int r = errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT : -errno;
-
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
 /* The one descriptor of mh, or -EBADMSG (none, or more than one: all
  * closed). */
 static int take_fd(struct msghdr *mh)
@@ -180,7 +154,7 @@ int ctl_status_data_fetch(const char *path, int timeout_ms, const void *req, siz
 	ssize_t n;
 	int fd, mfd, r;
 
-	fd = connect_to(path, timeout_ms);
+	fd = ctl_connect(path, timeout_ms);
 	if (fd < 0)
 		return fd;
 	n = send(fd, req, req_len, MSG_NOSIGNAL);

@@ -168,6 +168,30 @@ static uint64_t cap_of(const struct pmalloc_pool *p)
 	return 0;
 }
 
+/* What p's cap leaves, under p's lock: false when need bytes more would
+ * pass it.  *ret_max is the cap (0: none), *ret_capped the bytes counted
+ * so far: the smaller of the two counts, so a forged count never lets
+ * more in (a pool of the API has no cap). */
+static bool cap_room(const struct pmalloc_pool *p, size_t need, uint64_t *ret_max, size_t *ret_capped)
+{
+	uint64_t max_bytes = pool_interposed(p) ? cap_of(p) : 0;
+	size_t capped = atomic_load_explicit(&p->capped_used, memory_order_relaxed);
+	size_t mirror = atomic_load_explicit(&p->capped_mirror, memory_order_relaxed);
+	capped = mirror < capped ? mirror : capped;
+	*ret_max = max_bytes;
+	*ret_capped = capped;
+	return !max_bytes || capped + need <= max_bytes;
+}
+
+/* Count need more bytes against p's cap (cap_room() said there was room). */
+static void cap_count(struct pmalloc_pool *p, uint64_t max_bytes, size_t capped, size_t need)
+{
+	if (!max_bytes)
+		return;
+	atomic_store_explicit(&p->capped_used, capped + need, memory_order_relaxed);
+	atomic_store_explicit(&p->capped_mirror, capped + need, memory_order_relaxed);
+}
+
 static struct span *region_span(const struct pmalloc_pool *p, const struct pool_region *r, size_t *ret_end,
 				const char *api);
 
@@ -562,11 +586,9 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 	}
 	/* The cap is counted under the lock: never passed, not even by racing
 	 * threads. */
-	uint64_t max_bytes = pool_interposed(p) ? cap_of(p) : 0;
-	size_t capped = atomic_load_explicit(&p->capped_used, memory_order_relaxed);
-	size_t mirror = atomic_load_explicit(&p->capped_mirror, memory_order_relaxed);
-	capped = mirror < capped ? mirror : capped;
-	if (max_bytes && capped + need > max_bytes) {
+	uint64_t max_bytes;
+	size_t capped;
+	if (!cap_room(p, need, &max_bytes, &capped)) {
 		pthread_mutex_unlock(&p->lock);
 		return cap_reached(p);
 	}
@@ -603,10 +625,8 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 			ret = (void *)at;
 		}
 	}
-	if (ret && max_bytes) {
-		atomic_store_explicit(&p->capped_used, capped + need, memory_order_relaxed);
-		atomic_store_explicit(&p->capped_mirror, capped + need, memory_order_relaxed);
-	}
+	if (ret)
+		cap_count(p, max_bytes, capped, need);
 	pthread_mutex_unlock(&p->lock);
 	/* The region's own memory, which no other thread bumps in: no lock. */
 	if (pop_hi > pop_lo)
@@ -627,13 +647,9 @@ void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, 
 	bool single = need + align - PM_ALIGN > POOL_SMALL_MAX;
 	void *ret = NULL;
 	pool_lock(p, "malloc");
-	/* The cap as pool_alloc_api() counts it: the read-only cap, and the
-	 * smaller of the two counts (a forged count never lets more in). */
-	uint64_t max_bytes = pool_interposed(p) ? cap_of(p) : 0;
-	size_t capped = atomic_load_explicit(&p->capped_used, memory_order_relaxed);
-	size_t mirror = atomic_load_explicit(&p->capped_mirror, memory_order_relaxed);
-	capped = mirror < capped ? mirror : capped;
-	if (atomic_load_explicit(&p->closed, memory_order_relaxed) || (max_bytes && capped + need > max_bytes)) {
+	uint64_t max_bytes;
+	size_t capped;
+	if (atomic_load_explicit(&p->closed, memory_order_relaxed) || !cap_room(p, need, &max_bytes, &capped)) {
 		pthread_mutex_unlock(&p->lock);
 		errno = ENOMEM;
 		return NULL;
@@ -676,10 +692,8 @@ void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, 
 		r->used += need;
 		ret = (void *)at;
 	}
-	if (ret && max_bytes) {
-		atomic_store_explicit(&p->capped_used, capped + need, memory_order_relaxed);
-		atomic_store_explicit(&p->capped_mirror, capped + need, memory_order_relaxed);
-	}
+	if (ret)
+		cap_count(p, max_bytes, capped, need);
 	pthread_mutex_unlock(&p->lock);
 	return ret;
 }
