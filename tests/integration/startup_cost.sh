@@ -42,10 +42,12 @@ fd=$(sed -n '1s/.*) = \([0-9]*\)$/\1/p' "$T/startup")
 reads=$(sed -n "/^close($fd)/q;/^read($fd, /p" "$T/startup" | wc -l)
 [ "$reads" -eq 1 ] || fail "the policy file was read in $reads read(2) calls: $(grep "^read($fd, " "$T/startup")"
 pass "the policy file read in one read(2)"
-if grep -q '^mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0)' "$T/startup"; then
-	fail "a page mapped for the state: $(grep '^mmap(NULL, 4096,' "$T/startup")"
-fi
-pass "no mapping of its own for the state"
+# One page is mapped on purpose: the rules' read-only copy (resolve.c's
+# freeze_rules: rules on the heap were one overflow away from routing
+# nothing).  A second would be the state's.
+pages=$(grep -c '^mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS, -1, 0)' "$T/startup")
+[ "$pages" -le 1 ] || fail "a page mapped for the state: $(grep '^mmap(NULL, 4096,' "$T/startup")"
+pass "no mapping of its own for the state (the rules' read-only page: $pages)"
 # Each "mprotect(A, L, PROT_READ|PROT_WRITE)" later followed by
 # "mprotect(A, L, PROT_READ)": a read-only page opened and locked again.
 reopened=$(awk '
