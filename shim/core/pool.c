@@ -68,7 +68,7 @@ static union {
 	struct pool_ro s;
 	unsigned char pages[ALIGN_UP(sizeof(struct pool_ro), RO_PAGE)];
 } pool_ro __attribute__((aligned(RO_PAGE)));
-static_assert(PMALLOC_POOL_SEAL <= 0xff && POOL_INTERPOSED <= 0xff, "flags fit a byte");
+static_assert(PMALLOC_POOL_SEAL <= 0xff && POOL_INTERPOSED <= 0xff && POOL_CLOSED <= 0xff, "flags fit a byte");
 static bool pool_ro_locked;                 /* registry_lock */
 
 /* What a free slot of pool_tls points to: never a live pool, so the fast
@@ -579,7 +579,7 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 	void *ret = NULL;
 	uintptr_t pop_lo = 0, pop_hi = 0;
 	pool_lock(p, api);
-	if (unlikely(atomic_load_explicit(&p->closed, memory_order_relaxed))) {
+	if (unlikely(pool_closed(p))) {
 		pthread_mutex_unlock(&p->lock);
 		errno = ENOMEM;
 		return NULL;
@@ -649,7 +649,7 @@ void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, 
 	pool_lock(p, "malloc");
 	uint64_t max_bytes;
 	size_t capped;
-	if (atomic_load_explicit(&p->closed, memory_order_relaxed) || !cap_room(p, need, &max_bytes, &capped)) {
+	if (pool_closed(p) || !cap_room(p, need, &max_bytes, &capped)) {
 		pthread_mutex_unlock(&p->lock);
 		errno = ENOMEM;
 		return NULL;
@@ -698,10 +698,21 @@ void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, 
 	return ret;
 }
 
+bool pool_closed(const struct pmalloc_pool *p)
+{
+	return flags_of(p) & POOL_CLOSED;
+}
+
 void pool_close(struct pmalloc_pool *p)
 {
+	/* The mark first (registry_lock, as every flag's change), then the
+	 * stamp under the pool's lock: an allocation holding the lock in
+	 * between sees the mark (lock order: registry, then the pool). */
+	pthread_mutex_lock(&registry_lock);
+	if (set_flags(p, flags_of(p) | POOL_CLOSED) < 0)
+		fatal("pmalloc_protect_pool", "cannot mark a pool closed in the pools' read-only table");
+	pthread_mutex_unlock(&registry_lock);
 	pool_lock(p, "protect");
-	atomic_store_explicit(&p->closed, true, memory_order_release);
 	/* Every fast path from here on fails its stamp compare and finds the
 	 * pool closed under the lock. */
 	atomic_store_explicit(&p->stamp, new_stamp(), memory_order_relaxed);

@@ -87,7 +87,6 @@ struct pmalloc_pool {
 					  * read-only table has the cap); with capped_mirror */
 	_Atomic size_t frees;            /* free()/realloc() of its objects, accepted and ignored */
 	_Atomic int capped_said;         /* max_bytes reached, said once */
-	_Atomic bool closed;             /* pool_close(): takes nothing more; pool's lock to set */
 	int index;                       /* interposition pool number, -1 for API pools */
 	char name[POOL_NAME];
 	char policy[POOL_NAME];          /* "" for API pools */
@@ -105,6 +104,9 @@ void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret);
 
 /* A pool of the interposition (init.c): pool_create's flag, never the API's. */
 #define POOL_INTERPOSED 0x80u
+/* A pool closed (pool_close()): kept with the flags, read-only, because it
+ * decides where allocations go (the heap once closed). */
+#define POOL_CLOSED 0x40u
 
 /* A new pool (flags: PMALLOC_POOL_SEAL, POOL_INTERPOSED), with a cap on
  * the bytes it hands out (0: none; interposition pools only), both kept
@@ -182,13 +184,11 @@ void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, 
  * pool_alloc_in returns NULL (the caller goes to the heap).  Decided under
  * the pool's lock with the stamp changed, so an allocation either lands
  * before it (and the protect that follows sees it) or not at all: nothing
- * enters after the first protect.  Not a protection decision: a closed
- * flag cleared by a stray write only lets allocations back in. */
+ * enters after the first protect.  The closed mark is a flag of pool.c's
+ * read-only table, never a word of the pool struct: a stray write can
+ * neither close a pool (send its sites to the heap) nor open one. */
 void pool_close(struct pmalloc_pool *p);
-static inline bool pool_closed(const struct pmalloc_pool *p)
-{
-	return atomic_load_explicit(&p->closed, memory_order_acquire);
-}
+bool pool_closed(const struct pmalloc_pool *p);
 
 /* Protect what is new; returns the bytes newly made read-only. */
 size_t pool_protect(struct pmalloc_pool *p, const char *api);
