@@ -57,6 +57,19 @@ static void summary(struct uid_budget *u)
 
 static int on_window_end(sd_event_source *src, uint64_t usec, void *userdata);
 
+/* u's timer, armed (or re-armed) for the end of its journal window: 0 or
+ * a negative errno from sd-event. */
+static int arm_window_timer(struct budgets *b, struct uid_budget *u)
+{
+	int r;
+
+	if (!u->timer)
+		return sd_event_add_time(b->event, &u->timer, CLOCK_MONOTONIC, u->window_end, 100 * 1000,
+					 on_window_end, u);
+	r = sd_event_source_set_time(u->timer, u->window_end);
+	return r < 0 ? r : sd_event_source_set_enabled(u->timer, SD_EVENT_ONESHOT);
+}
+
 /* Freed once it holds nothing and its journal window is over: a user
  * whose last process left and who comes straight back (a crash loop)
  * finds its budget as it was, not a fresh one. */
@@ -70,14 +83,7 @@ static void release_if_unused(struct uid_budget *u)
 	if (u->window_end > now_usec(b) && b->event) {
 		int r;
 
-		if (!u->timer)
-			r = sd_event_add_time(b->event, &u->timer, CLOCK_MONOTONIC, u->window_end,
-					      100 * 1000, on_window_end, u);
-		else {
-			r = sd_event_source_set_time(u->timer, u->window_end);
-			if (r >= 0)
-				r = sd_event_source_set_enabled(u->timer, SD_EVENT_ONESHOT);
-		}
+		r = arm_window_timer(b, u);
 		if (r >= 0)
 			return;                  /* on_window_end() frees it */
 	}
@@ -222,14 +228,7 @@ bool budget_journal_admit(struct uid_budget *u)
 	u->dropped++;
 	b->dropped_entries++;
 	if (u->dropped == 1) {
-		if (!u->timer)
-			r = sd_event_add_time(b->event, &u->timer, CLOCK_MONOTONIC, u->window_end,
-					      100 * 1000, on_window_end, u);
-		else {
-			r = sd_event_source_set_time(u->timer, u->window_end);
-			if (r >= 0)
-				r = sd_event_source_set_enabled(u->timer, SD_EVENT_ONESHOT);
-		}
+		r = arm_window_timer(b, u);
 		if (r < 0)
 			log_warning_errno(r, "cannot arm the per-user budget timer: %m");
 	}

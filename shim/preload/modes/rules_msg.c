@@ -143,6 +143,19 @@ static void add_triggers(struct pmw_rules *m, const struct shim_state *st)
 }
 
 /* The PMW_ROWS sites with the most bytes, largest first. */
+/* Call site id as a row's text: its symbol, else module+offset. */
+static void site_text(struct pmw_row *r, uint16_t id)
+{
+	const char *sym = site_symbol(id);
+	struct fmt f;
+	fmt_init(&f, r->text, sizeof(r->text));
+	if (sym)
+		fmt_str(&f, sym);
+	else
+		dynsym_location(&f, site_address(id), true);
+	fmt_cstr(&f);
+}
+
 static void add_sites(struct pmw_rules *m, const struct shim_state *st)
 {
 	struct pool_site_count *c = heap_calloc(SITE_SLOTS, sizeof(*c));
@@ -178,14 +191,7 @@ static void add_sites(struct pmw_rules *m, const struct shim_state *st)
 		r->state = PMW_ROW_COUNTED;
 		r->objects = sc->objects;
 		r->bytes = sc->bytes;
-		const char *sym = site_symbol(id);
-		struct fmt f;
-		fmt_init(&f, r->text, sizeof(r->text));
-		if (sym)
-			fmt_str(&f, sym);
-		else
-			dynsym_location(&f, site_address(id), true);
-		fmt_cstr(&f);
+		site_text(r, id);
 	}
 	/* take = "until-trigger": the sites that allocated after their
 	 * pool's trigger, what went to the heap (take.c), after the others. */
@@ -204,14 +210,7 @@ static void add_sites(struct pmw_rules *m, const struct shim_state *st)
 		r->state = PMW_ROW_LATE;
 		r->objects = objects;
 		r->bytes = bytes;
-		const char *sym = site_symbol(id);
-		struct fmt f;
-		fmt_init(&f, r->text, sizeof(r->text));
-		if (sym)
-			fmt_str(&f, sym);
-		else
-			dynsym_location(&f, site_address(id), true);
-		fmt_cstr(&f);
+		site_text(r, id);
 	}
 	heap_free(c);
 	heap_free(seen);
