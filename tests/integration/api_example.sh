@@ -9,7 +9,7 @@
 
 command -v pkg-config >/dev/null || skip "pkg-config not installed"
 root=$T/root
-make -s -C "$SRC" B="$B_USR" install DESTDIR="$root" PREFIX=/usr >"$T/install.log" 2>&1 ||
+make -s -j"$(nproc)" -C "$SRC" B="$B_USR" install DESTDIR="$root" PREFIX=/usr >"$T/install.log" 2>&1 ||
 	fail "make install failed: $(tail -n 20 "$T/install.log")"
 [ -f "$root/usr/include/pmalloc.h" ] || fail "no header at $root/usr/include/pmalloc.h"
 ma=$(${CC:-cc} -print-multiarch 2>/dev/null); libdir=/usr/lib${ma:+/$ma}

@@ -18,6 +18,7 @@
 # wait, the file).
 . "$(dirname "$0")/e2e_lib.sh"
 
+journald_ensure                  # the daemon's violation entry is read back
 PROG=$B/progs/host_names
 [ -x "$PROG" ] || fail "$PROG not built"
 LIGHTTPD=/usr/sbin/lighttpd
