@@ -631,7 +631,8 @@ size_t pset_render(struct pset *s, uint64_t min_live, FILE *f, FILE *total)
 {
 	struct coverage all = { 0 };
 	/* Each render chooses afresh. */
-	memset(s->ks, 0, s->ks_n * sizeof(s->ks[0]));
+	if (s->ks_n)                     /* ks is NULL while empty: memset(NULL, 0, 0) is undefined */
+		memset(s->ks, 0, s->ks_n * sizeof(s->ks[0]));
 	size_t pools = 0, ordinal = 0;
 	for (size_t i = 0; i < s->ch_n; i++) {
 		const char *pool = s->ch[i].pool;
