@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #define CTL_NAME "pmallocctl"
@@ -138,6 +139,11 @@ int ctl_request(const char *path, int timeout_ms, const void *req, size_t req_le
  * timeout_ms (connect too, when the backlog is full): the descriptor, or
  * -errno (-ETIMEDOUT, -ENAMETOOLONG, -EINVAL for ""). */
 int ctl_connect(const char *path, int timeout_ms);
+/* ctl_client.c: one request and its one answer on a connection of its own
+ * (ctl_connect), into mh (descriptors passed with it stay in its control
+ * data, the caller's to take): the answer's length, or -errno as
+ * ctl_connect, -ETIMEDOUT, -ECONNRESET (closed without an answer). */
+ssize_t ctl_exchange(const char *path, int timeout_ms, const void *req, size_t req_len, struct msghdr *mh);
 /* ctl_client.c: the socket: arg (--socket) when given, else PMALLOC_SOCKET,
  * else CTL_DEFAULT_SOCKET. */
 const char *ctl_socket_path(const char *arg);

@@ -83,11 +83,8 @@ int ctl_connect(const char *path, int timeout_ms)
 	return fd;
 }
 
-int ctl_request(const char *path, int timeout_ms, const void *req, size_t req_len, char **ret_text)
+ssize_t ctl_exchange(const char *path, int timeout_ms, const void *req, size_t req_len, struct msghdr *mh)
 {
-	unsigned char *buf;
-	struct iovec iov;
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	ssize_t n;
 	int fd, r;
 
@@ -100,27 +97,35 @@ int ctl_request(const char *path, int timeout_ms, const void *req, size_t req_le
 		close(fd);
 		return r;
 	}
+	do
+		n = recvmsg(fd, mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	r = n < 0 ? (errno == EAGAIN ? -ETIMEDOUT : -errno) : n == 0 ? -ECONNRESET : 0;
+	close(fd);                       /* descriptors passed with the answer are in mh */
+	return r < 0 ? r : n;
+}
+
+int ctl_request(const char *path, int timeout_ms, const void *req, size_t req_len, char **ret_text)
+{
+	unsigned char *buf;
+	struct iovec iov;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+	int r;
 
 	buf = malloc(PMW_MAX_MSG);
-	if (!buf) {
-		close(fd);
+	if (!buf)
 		return -ENOMEM;
-	}
 	iov.iov_base = buf;
 	iov.iov_len = PMW_MAX_MSG;
-	do
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
+	n = ctl_exchange(path, timeout_ms, req, req_len, &mh);
 	if (n < 0)
-		r = errno == EAGAIN ? -ETIMEDOUT : -errno;
-	else if (n == 0)
-		r = -ECONNRESET;             /* closed without an answer */
+		r = (int)n;              /* -ECONNRESET: closed without an answer */
 	else if (mh.msg_flags & MSG_TRUNC)
 		r = -EMSGSIZE;
 	else
 		r = status_parse(buf, (size_t)n, ret_text);
 	free(buf);
-	close(fd);
 	return r;
 }
 

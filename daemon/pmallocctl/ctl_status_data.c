@@ -152,22 +152,10 @@ int ctl_status_data_fetch(const char *path, int timeout_ms, const void *req, siz
 	};
 	struct ctl_status *st;
 	ssize_t n;
-	int fd, mfd, r;
+	int mfd, r;
 
-	fd = ctl_connect(path, timeout_ms);
-	if (fd < 0)
-		return fd;
-	n = send(fd, req, req_len, MSG_NOSIGNAL);
-	if (n != (ssize_t)req_len) {
-		r = n < 0 ? (errno == EAGAIN ? -ETIMEDOUT : -errno) : -EIO;
-		close(fd);
-		return r;
-	}
-	do
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	r = n < 0 ? (errno == EAGAIN ? -ETIMEDOUT : -errno) : n == 0 ? -ECONNRESET : 0;
-	close(fd);
+	n = ctl_exchange(path, timeout_ms, req, req_len, &mh);
+	r = n < 0 ? (int)n : 0;
 	mfd = n > 0 ? take_fd(&mh) : -EBADMSG;
 	if (r == 0 && ((size_t)n < sizeof(m.h) || m.h.magic != PMW_MAGIC))
 		r = -EBADMSG;
