@@ -460,6 +460,18 @@ static void *alloc_single(struct pmalloc_pool *p, size_t need, size_t align, uin
 	return (void *)(s->base + off);
 }
 
+/* alloc_single() with the pool's counts of a served object.  Lock held. */
+static void *alloc_single_counted(struct pmalloc_pool *p, size_t size, size_t need, size_t align, uint16_t site)
+{
+	void *ret = alloc_single(p, need, align, site);
+	if (ret) {
+		p->objects++;
+		p->requested += size;
+		p->used += need;
+	}
+	return ret;
+}
+
 /* Give region r a span with room for need bytes at align (p's lock held):
  * a partial one if the first on the list has the room, else a new one. */
 static bool region_new_span(struct pmalloc_pool *p, struct pool_region *r, size_t need, size_t align)
@@ -593,12 +605,7 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 		return cap_reached(p);
 	}
 	if (single) {
-		ret = alloc_single(p, need, align, site);
-		if (ret) {
-			p->objects++;
-			p->requested += size;
-			p->used += need;
-		}
+		ret = alloc_single_counted(p, size, need, align, site);
 	} else {
 		/* Catch up with a protect: the page it gave up is not ours.  The
 		 * region (its thread's TLS, writable) is checked first. */
@@ -655,12 +662,7 @@ void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, 
 		return NULL;
 	}
 	if (single) {
-		ret = alloc_single(p, need, align, site);
-		if (ret) {
-			p->objects++;
-			p->requested += size;
-			p->used += need;
-		}
+		ret = alloc_single_counted(p, size, need, align, site);
 	} else {
 		if (r->pool != p) {
 			r->pool = p;
