@@ -141,7 +141,7 @@ static int take_fd(struct msghdr *mh)
 int ctl_status_data_fetch(const char *path, int timeout_ms, const void *req, size_t req_len,
 			  struct ctl_status **ret)
 {
-	struct pmw_status_data m;
+	struct pmw_status_data m = { 0 };   /* filled by the exchange (cppcheck sees through no recvmsg) */
 	union {
 		struct cmsghdr align;
 		char buf[CMSG_SPACE(4 * sizeof(int))];
