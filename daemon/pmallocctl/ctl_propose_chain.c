@@ -9,8 +9,9 @@
  * were never written.  Step 1: along each clean chain, from the allocator
  * up, the first frame through which only clean chains pass (by function,
  * else by its call, pinned to the object's build-id) is its choice, and
- * the frames below it become wrappers (by function name, else by pinned
- * call).  Step 2: enforce mode looks through the pool's wrappers for every
+ * the frames below it become wrappers (by function name when every call
+ * of that function a chain passes is below a choice, else by pinned call).
+ * Step 2: enforce mode looks through the pool's wrappers for every
  * allocation, so with that wrapper set W each chain's site is its first
  * frame not in W; a site is proposed only when every chain whose first
  * frame outside W it is, is clean.  That is the invariant: for every
@@ -40,6 +41,7 @@ struct pchain {
 	struct pframe *f;
 	size_t n;
 	struct pcounts c;
+	ssize_t choice;              /* step 1: the frame chosen, or -1 */
 	ssize_t site;                /* step 2: the first frame outside the wrappers, or -1 */
 };
 
@@ -57,6 +59,9 @@ struct kstat {
 	bool dirty;                  /* step 1: a chain through it is not clean */
 	bool dirty_site;             /* step 2: a chain whose site it is is not clean */
 	bool wrapper, site;
+	bool below;                  /* a call: below a clean chain's choice */
+	bool beyond;                 /* a wrapper name: a call of it is not below a choice */
+	bool partly;                 /* a function: a call of it is a wrapper by its pinned call */
 	bool said;                   /* written into the text already */
 	uint64_t live;               /* protected live bytes through it as a site */
 	size_t chains;
@@ -254,7 +259,7 @@ int pset_add(struct pset *s, const char *pool, const char *triggers, const char 
 		return -ENOMEM;
 	size_t v = key(s, K_CHAIN, ip, it, NULL, 0, false, 0);
 	if (v == SIZE_MAX) {
-		struct pchain ch = { .pool = ip, .text = it, .triggers = itr, .site = -1 };
+		struct pchain ch = { .pool = ip, .text = it, .triggers = itr, .choice = -1, .site = -1 };
 		for (const char *p = chain; *p;) {
 			size_t n = strcspn(p, " ");
 			if (n) {
@@ -363,7 +368,12 @@ static bool wrapped(struct pset *s, const struct pchain *c, const struct pframe 
 }
 
 /* Step 1 for one pool: what passes through only clean chains; each clean
- * chain's choice; the frames below it as wrappers. */
+ * chain's choice; the frames below it as wrappers.  A function is a
+ * wrapper by name only when every call of it that a chain passes through
+ * is below a choice: looking through it by name then looks through no
+ * call beyond the choices.  Otherwise its calls below a choice are the
+ * wrappers, each by its call pinned to the build-id (the function is then
+ * only partly wrapped, and no site by name). */
 static int choose_wrappers(struct pset *s, const char *pool)
 {
 	for (size_t i = 0; i < s->ch_n; i++) {
@@ -383,8 +393,11 @@ static int choose_wrappers(struct pset *s, const char *pool)
 		}
 	}
 	for (size_t i = 0; i < s->ch_n; i++) {
-		const struct pchain *c = &s->ch[i];
-		if (c->pool != pool || !clean(c))
+		struct pchain *c = &s->ch[i];
+		if (c->pool != pool)
+			continue;
+		c->choice = -1;
+		if (!clean(c))
 			continue;
 		size_t d;
 		for (d = 0; d < c->n; d++) {
@@ -397,11 +410,41 @@ static int choose_wrappers(struct pset *s, const char *pool)
 				break;
 			}
 		}
-		for (size_t w = 0; d < c->n && w < d; w++) {
-			const struct pframe *f = &c->f[w];
-			size_t k = function_ok(f) ? wname_key(s, c, f, true) : call_key(s, c, f, false);
+		if (d == c->n)
+			continue;
+		c->choice = (ssize_t)d;
+		for (size_t w = 0; w < d; w++)
+			s->ks[call_key(s, c, &c->f[w], false)].below = true;
+	}
+	/* A name whose calls are not all below a choice. */
+	for (size_t i = 0; i < s->ch_n; i++) {
+		const struct pchain *c = &s->ch[i];
+		if (c->pool != pool)
+			continue;
+		for (size_t d = 0; d < c->n; d++) {
+			if (!function_ok(&c->f[d]) || s->ks[call_key(s, c, &c->f[d], false)].below)
+				continue;
+			size_t k = wname_key(s, c, &c->f[d], true);
 			if (k == SIZE_MAX)
 				return -ENOMEM;
+			s->ks[k].beyond = true;
+		}
+	}
+	for (size_t i = 0; i < s->ch_n; i++) {
+		const struct pchain *c = &s->ch[i];
+		if (c->pool != pool || c->choice < 0)
+			continue;
+		for (size_t w = 0; w < (size_t)c->choice; w++) {
+			const struct pframe *f = &c->f[w];
+			size_t k = function_ok(f) ? wname_key(s, c, f, true) : SIZE_MAX;
+			if (function_ok(f) && k == SIZE_MAX)
+				return -ENOMEM;
+			if (k == SIZE_MAX || (s->ks[k].beyond && by_call_ok(f))) {
+				size_t n = name_key(s, c, f, false);
+				if (n != SIZE_MAX)
+					s->ks[n].partly = true;
+				k = call_key(s, c, f, false);
+			}
 			s->ks[k].wrapper = true;
 			s->ks[k].fr = f;
 		}
@@ -434,7 +477,7 @@ static void choose_sites(struct pset *s, const char *pool)
 			continue;
 		const struct pframe *f = &c->f[c->site];
 		size_t n = name_key(s, c, f, false), k = call_key(s, c, f, false);
-		if (n != SIZE_MAX && by_name_ok(f) && !s->ks[n].dirty_site)
+		if (n != SIZE_MAX && by_name_ok(f) && !s->ks[n].dirty_site && !s->ks[n].partly)
 			s->ks[n].site = true;
 		else if (by_call_ok(f) && !s->ks[k].dirty_site)
 			s->ks[k].site = true;
