@@ -135,9 +135,11 @@ static bool object_matches(const struct rule *r, const char *path)
 }
 
 /* The rules that can name something in the object at path: by function
- * name, and by offset. */
+ * name (a proposal's sites and wrappers: redis's names 63 in its own
+ * object), and how many by offset (collect_points() finds those itself: a
+ * proposal pins hundreds of calls in one object). */
 struct applicable {
-	struct rule *by_name[64], *by_offset[64];
+	struct rule *by_name[256];
 	size_t n_name, n_offset;
 };
 
@@ -150,8 +152,7 @@ static void applicable_rules(const char *path, struct applicable *a)
 		if (object_loaded)
 			object_loaded[i] = true;
 		if (rules[i].by_offset) {
-			if (a->n_offset < ARRAY_SIZE(a->by_offset))
-				a->by_offset[a->n_offset++] = &rules[i];
+			a->n_offset++;
 		} else if (a->n_name < ARRAY_SIZE(a->by_name)) {
 			a->by_name[a->n_name++] = &rules[i];
 		}
@@ -348,16 +349,17 @@ static void mark_scanned(struct object_key obj)
 		scanned[n_scanned++] = obj;
 }
 
-/* The call sites that offset rules name in one object, into p.  A rule
- * pinned to a build-id the object does not have routes nothing there, and
- * says so (once: each object is scanned once). */
-static void collect_points(struct collect *p, struct rule *const *applicable, size_t n, const char *path,
-			   const ElfW(Phdr) *ph, size_t phnum)
+/* The call sites that offset rules name in one object (at path), into p.
+ * A rule pinned to a build-id the object does not have routes nothing
+ * there, and says so (once: each object is scanned once). */
+static void collect_points(struct collect *p, const char *path, const ElfW(Phdr) *ph, size_t phnum)
 {
 	char id[SYMTAB_BUILD_ID_MAX];
 	int have_id = -1;            /* read when a rule first asks */
-	for (size_t i = 0; i < n; i++) {
-		struct rule *ru = applicable[i];
+	for (size_t i = 0; i < n_rules; i++) {
+		struct rule *ru = &rules[i];
+		if (!ru->by_offset || !object_matches(ru, path))
+			continue;
 		if (ru->build_id) {
 			if (have_id < 0)
 				have_id = ph && symtab_build_id(ph, phnum, p->obj.base, id);
@@ -385,7 +387,8 @@ static bool may_name(const struct symtab *t, struct rule *const *list, size_t n)
 {
 	const char *texts[SYMTAB_TEXTS_MAX];
 	size_t lens[SYMTAB_TEXTS_MAX];
-	static_assert(ARRAY_SIZE(((struct applicable *)0)->by_name) <= SYMTAB_TEXTS_MAX, "a text per rule");
+	if (n > SYMTAB_TEXTS_MAX)
+		return true;             /* more than one search looks for: may */
 	for (size_t i = 0; i < n; i++) {
 		texts[i] = list[i]->function;
 		lens[i] = list[i]->prefix_len;
@@ -583,7 +586,7 @@ static void read_loaded(const struct link_map *lm, const char *key_name)
 		return;
 	struct collect p = { .obj = c.obj };
 	if (a.n_offset)
-		collect_points(&p, a.by_offset, a.n_offset, path, q.ph, q.phnum);
+		collect_points(&p, path, q.ph, q.phnum);
 	struct symtab t;
 	size_t unmatched = resolve_unmatched();
 	pthread_mutex_lock(&resolve_lock);
@@ -801,7 +804,7 @@ static void prepare_object(const struct loaded_object *so, uintptr_t self)
 		a.n_name = 0;
 	if (a.n_offset) {
 		struct collect p = { .obj = obj };
-		collect_points(&p, a.by_offset, a.n_offset, path, so->ph, so->phnum);
+		collect_points(&p, path, so->ph, so->phnum);
 		if (p.n)
 			merge(&points, &p, true);
 		heap_free(p.r);
