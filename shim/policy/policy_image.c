@@ -30,10 +30,18 @@
 
 /* ---- compile ---- */
 
+/* The last strings added are kept, and a string equal to one of them is
+ * not added again: a proposal's offset sites repeat their object and its
+ * build-id, site after site (redis: 807 sites, 85 KiB of image written
+ * out, 45 KiB shared; an image must fit a message of PMW_MAX_MSG). */
+#define STRTAB_RECENT 8
+
 struct strtab {
 	char *buf;
 	size_t len, cap;
 	int r;                             /* the first error, sticky */
+	struct pimg_str recent[STRTAB_RECENT];
+	unsigned n_recent;
 };
 
 static struct pimg_str strtab_add(struct strtab *t, const char *s)
@@ -42,6 +50,9 @@ static struct pimg_str strtab_add(struct strtab *t, const char *s)
 	if (!s || t->r < 0)
 		return out;
 	size_t n = strlen(s);
+	for (unsigned i = 0; i < t->n_recent && i < STRTAB_RECENT; i++)
+		if (t->recent[i].len == n && memcmp(t->buf + t->recent[i].off, s, n) == 0)
+			return t->recent[i];
 	if (n >= PIMG_MAX || t->len + n + 1 > PIMG_MAX) {
 		t->r = -E2BIG;
 		return out;
@@ -62,6 +73,7 @@ static struct pimg_str strtab_add(struct strtab *t, const char *s)
 	out.off = (uint32_t)t->len;
 	out.len = (uint32_t)n;
 	t->len += n + 1;
+	t->recent[t->n_recent++ % STRTAB_RECENT] = out;
 	return out;
 }
 
