@@ -4,7 +4,8 @@
 # ip_static's secret is allocated by make_secret(), a static function that
 # only .symtab names.  Stripped, the same program can still be hardened:
 #   - by offset: "ip_static:+0xOFF", OFF taken from a fault report of the
-#     unstripped build (function+0xN) and the function's address (nm);
+#     unstripped build (function+0xN) and the function's address (nm); the
+#     last of 100 offset sites in the object too (a proposal pins hundreds);
 #   - pinned to its build-id ("ip_static@ID:+0xOFF"): another build is never
 #     routed by the rule, and PMALLOC_DEBUG says why;
 #   - by name, from separate debug information: .gnu_debuglink beside the
@@ -59,6 +60,14 @@ policy "ip_static:+$off"
 policy "ip_static@$id:+$off"
 [ "$(protected "$T/stripped")" = 1 ] || fail "stripped: pinned offset site not protected"
 pass "stripped program: the offset site +$off (from a report) protects the secret, pinned or not"
+
+# A proposal pins hundreds of calls in one object: each is routed, the
+# last of 100 too (99 offsets before it where no call returns).
+decoys=
+for i in $(seq 99); do decoys+="ip_static:+$(printf '0x%x' $((0x11 + 2 * i)))\", \""; done
+policy "${decoys}ip_static:+$off"
+[ "$(protected "$T/stripped")" = 1 ] || fail "stripped: the 100th offset site in one object not protected"
+pass "100 offset sites in one object: the last one protects the secret"
 
 # Another build (a different build-id) is never routed by a pinned rule.
 other=$(printf '%s' "$id" | tr '0-9a-f' '1-9a-f0')
