@@ -36,31 +36,28 @@ for f in $shim_c; do
 done
 # (An interposer's definition, PMALLOC_EXPORT, is named for the call it
 # stands in for; it is not a call.)
-for f in $shim_c; do
-	[ "$f" = shim/sys/os.c ] && continue
-	bad=$(grep -nE '\b(syscall|mmap|munmap|mprotect|mremap|madvise|mseal|membarrier|sigaltstack|__sigaction|rt_sigprocmask|tgkill|tkill|gettid|sched_yield|clock_gettime|clock_nanosleep|nanosleep|usleep)[[:space:]]*\(' "$T/code/$f" |
-		grep -v PMALLOC_EXPORT)
-	[ -z "$bad" ] || fail "$f makes a kernel call that belongs in shim/sys/os.c: $bad"
-done
+bad=$(cd "$T/code" && grep -nrE --exclude=os.c '\b(syscall|mmap|munmap|mprotect|mremap|madvise|mseal|membarrier|sigaltstack|__sigaction|rt_sigprocmask|tgkill|tkill|gettid|sched_yield|clock_gettime|clock_nanosleep|nanosleep|usleep)[[:space:]]*\(' shim |
+	grep -v PMALLOC_EXPORT)
+[ -z "$bad" ] || fail "a kernel call that belongs in shim/sys/os.c: $bad"
 pass "the shim's memory, signal, thread and clock calls are in shim/sys/os.c only"
 
 # The re-entrancy guard is set in guard.h only (shim_busy_enter/leave).
-for f in $shim_c; do
-	bad=$(grep -nE 'shim_busy[[:space:]]*(=[^=]|\+\+|--)' "$T/code/$f")
-	[ -z "$bad" ] || fail "$f sets shim_busy itself: $bad"
-done
+bad=$(cd "$T/code" && grep -nrE 'shim_busy[[:space:]]*(=[^=]|\+\+|--)' shim)
+[ -z "$bad" ] || fail "shim_busy set outside guard.h: $bad"
 pass "shim_busy is set through shim/sys/guard.h only"
 
 # No two files of shim/ or daemon/ import each other, nor in a longer
 # circle: a.c including b.h where b.c exists (in any folder of the same
 # tree) is an edge a -> b.  (The calls are make check-layers' to check.)
 for d in shim daemon; do
-	edges=$(for f in $(find $d -name '*.c'); do
-		b=$(basename "$f" .c)
-		sed -n 's/^#include "\([a-z_]*\)\.h".*/\1/p' "$f" | while read -r h; do
-			[ "$h" != "$b" ] && [ -n "$(find $d -name "$h.c")" ] && echo "$b $h"
-		done
+	declare -A has_c=()
+	for f in $(find $d -name '*.c' -printf '%f\n'); do has_c[${f%.c}]=1; done
+	edges=$(grep -rE --include='*.c' '^#include "[a-z_]*\.h"' $d | while IFS=: read -r f inc; do
+		b=${f##*/}; b=${b%.c}
+		h=${inc#*\"}; h=${h%%.h\"*}
+		[ "$h" != "$b" ] && [ -n "${has_c[$h]:-}" ] && echo "$b $h"
 	done)
+	unset has_c
 	loops=$(tsort <<<"$edges" 2>&1 >/dev/null)
 	[ -z "$loops" ] || fail "$d/: files that import each other: $loops"
 done
@@ -71,12 +68,13 @@ pass "no import circles in shim/ or daemon/"
 # every .c file opens with a comment.
 layout=$(sed -n '/^## Layout$/,/^## /p' README.md)
 for f in $(find shim daemon -name '*.[ch]' | sort); do
-	n=$(basename "$f")
+	n=${f##*/}
 	case $n in *.h) [ -f "${f%.h}.c" ] && continue ;; esac   # named with its .c
-	grep -qF "\`$n\`" <<<"$layout" || grep -qF "\`${n%.*}.c\`/\`$n\`" <<<"$layout" ||
+	[[ $layout == *"\`$n\`"* || $layout == *"\`${n%.*}.c\`/\`$n\`"* ]] ||
 		fail "README Layout does not name $f"
 done
 for f in $(find shim daemon -name '*.c'); do
-	head -n 1 "$f" | grep -q '^/\*' || fail "$f does not open with a comment"
+	first=; IFS= read -r first <"$f"
+	[[ $first == '/*'* ]] || fail "$f does not open with a comment"
 done
 pass "README Layout names every source file; every .c file opens with a comment"
