@@ -149,6 +149,10 @@ static int read_entries(const struct popts *o, const char *exe, struct pread *rd
 			.late_bytes = ctl_learned_u64(j, "PMALLOC_LATE_BYTES"),
 			.written = ctl_learned_u64(j, "PMALLOC_WRITTEN") != 0,
 		};
+		char *tl = ctl_learned_field(j, "PMALLOC_TRIGGER_LIVE_OBJECTS");
+		pcounts_split(&e->c, tl && tl[0], ctl_learned_u64(j, "PMALLOC_TRIGGER_LIVE_OBJECTS"),
+			      ctl_learned_u64(j, "PMALLOC_TRIGGER_LIVE_BYTES"));
+		free(tl);
 		rd->n++;
 		if (!e->host || !e->pool || !e->chain || !e->triggers || !e->policy || !e->run || !e->build_id ||
 		    !e->pid || !e->reason) {
