@@ -631,8 +631,9 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 	fputs("      {\n        # pool ", f);
 	ctl_conf_quote(f, pool);
 	fprintf(f, ": %zu contexts learned; a site is the frame nearest the allocator\n"
-		   "        # whose allocations were all made before the trigger, stayed live and\n"
-		   "        # were never written; the frames below it are wrappers.\n", contexts);
+		   "        # whose allocations were all made before the trigger, never written and\n"
+		   "        # never freed after it (freed before it: at most %d times what stayed\n"
+		   "        # live); the frames below it are wrappers.\n", contexts, PROPOSE_EARLY_RATIO);
 	fputs(notes, f);
 	if (small)
 		fprintf(f, "        # %zu sites of fewer than %" PRIu64 " bytes left out: the policy must fit in\n"

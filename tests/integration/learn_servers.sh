@@ -235,15 +235,51 @@ if want lighttpd && [ -x /usr/sbin/lighttpd ]; then
 	echo hello >"$T/lt/www/index.html"
 	echo other >"$T/lt/www/other.html"
 	chmod a+rx "$T" "$T/lt" "$T/lt/www"
+	# Debian's /etc/lighttpd/lighttpd.conf as shipped (its modules, parse
+	# options, feature flags, the MIME table its script makes from
+	# /etc/mime.types, the enabled conf snippets), with a private port and
+	# paths, on loopback (no IPv6 listener), as root without a user switch.
+	[ -x /usr/share/lighttpd/create-mime.conf.pl ] || [ -f /usr/share/lighttpd/create-mime.conf.pl ] ||
+		fail "lighttpd: Debian's create-mime.conf.pl is missing"
 	cat >"$T/lt/lighttpd.conf" <<EOC
-server.document-root = "$T/lt/www"
-server.port = $lport
-server.bind = "127.0.0.1"
-server.tag = "Kept-Config-$$"
-server.errorlog = "$T/lt/error.log"
-index-file.names = ( "index.html" )
-mimetype.assign = ( ".html" => "text/html" )
+server.modules = (
+	"mod_indexfile",
+	"mod_access",
+	"mod_alias",
+	"mod_redirect",
+)
+server.document-root        = "$T/lt/www"
+server.upload-dirs          = ( "$T/lt" )
+server.errorlog             = "$T/lt/error.log"
+server.pid-file             = "$T/lt/lighttpd.pid"
+server.port                 = $lport
+server.bind                 = "127.0.0.1"
+server.tag                  = "Kept-Config-$$"
+server.feature-flags       += ("server.h2proto" => "enable")
+server.feature-flags       += ("server.h2c"     => "enable")
+server.feature-flags       += ("server.graceful-shutdown-timeout" => 5)
+server.http-parseopts = (
+  "header-strict"           => "enable",
+  "host-strict"             => "enable",
+  "host-normalize"          => "enable",
+  "url-normalize-unreserved"=> "enable",
+  "url-normalize-required"  => "enable",
+  "url-ctrls-reject"        => "enable",
+  "url-path-2f-decode"      => "enable",
+  "url-path-dotseg-remove"  => "enable",
+)
+index-file.names            = ( "index.php", "index.html" )
+url.access-deny             = ( "~", ".inc" )
+static-file.exclude-extensions = ( ".php", ".pl", ".fcgi" )
+include_shell "perl /usr/share/lighttpd/create-mime.conf.pl"
+alias.url += ("/javascript" => "/usr/share/javascript")
+server.modules += (
+	"mod_dirlisting",
+	"mod_staticfile",
+)
 EOC
+	n=$(perl /usr/share/lighttpd/create-mime.conf.pl | grep -c '=>')
+	[ "$n" -gt 100 ] || fail "lighttpd: the MIME table has $n entries"
 	lt_start() {
 		/usr/sbin/lighttpd -D -f "$T/lt/lighttpd.conf" >"$T/lt/out" 2>&1 &
 		SERVER_PID=$!
