@@ -264,6 +264,9 @@ $(B)/tests/%: tests/unit/%.c $(SHIM_LIB) $(SHIM_LIB).$(SOVERSION) $(SHARED_OBJS)
 $(B)/tests/test_identify: $(B)/pie/daemon/pmallocd/identify.o $(B)/pie/daemon/pmallocd/proc.o \
 	$(B)/pie/daemon/pmallocd/strbuf.o $(B)/pie/daemon/pmallocd/cgroup_cache.o
 $(B)/tests/test_identify: PIE_CFLAGS += -Idaemon/pmallocd
+# propose's counting and choice, with the one quoting function it writes through.
+$(B)/tests/test_propose: $(B)/pie/daemon/pmallocctl/ctl_propose_chain.o $(B)/pie/daemon/pmallocctl/ctl_quote.o
+$(B)/tests/test_propose: PIE_CFLAGS += -Idaemon/pmallocctl
 
 # Small programs the tests run, built as someone else would build them:
 # no pmalloc headers unless they use the API, symbols kept (not stripped).

@@ -165,6 +165,11 @@ int ctl_put_answer(char *text);
 struct sd_journal;
 char *ctl_learned_field(struct sd_journal *j, const char *name);
 uint64_t ctl_learned_u64(struct sd_journal *j, const char *name);
+/* ctl_learned.c: the fields names[0..n) of that entry in one walk, into
+ * vals (malloc'ed, "" when absent); 0, or a negative errno (vals all NULL).
+ * The value as a number: 0 unless all decimal digits. */
+int ctl_learned_fields(struct sd_journal *j, const char *const *names, size_t n, char **vals);
+uint64_t ctl_learned_num(const char *v);
 
 /* ctl_root.c: files beneath a system root (see there).  The root's
  * directory ("" for /) as an O_PATH descriptor: 0 and *ret_fd, or -errno. */

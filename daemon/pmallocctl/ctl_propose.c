@@ -50,6 +50,7 @@
 
 struct pentry {
 	char *pool, *chain, *triggers, *policy, *run, *build_id, *host, *pid, *reason;
+	char *cursor;                /* where it is in the journal: its chain is read once it is selected */
 	uid_t uid;
 	bool has_uid;
 	int exe;                     /* _EXE: 1 the executable, 0 absent, -1 another program */
@@ -72,8 +73,32 @@ struct popts {
 struct pread {
 	struct pentry *e;
 	size_t n, cap;
+	sd_journal *j;               /* open until the chains are read */
 };
 
+/* The fields of an entry read in its one walk (ctl_learned_fields). */
+enum {
+	F_EXE, F_UID, F_MACHINE_ID, F_HOSTNAME, F_POOL, F_TRIGGERS, F_POLICY, F_RUN, F_BUILD_ID, F_PID, F_REASON,
+	F_LOADED, F_OBJECTS, F_BYTES, F_LIVE_OBJECTS, F_LIVE_BYTES, F_FREED_OBJECTS, F_FREED_BYTES, F_LATE_OBJECTS,
+	F_LATE_BYTES, F_WRITTEN, F_TRIGGER_LIVE_OBJECTS, F_TRIGGER_LIVE_BYTES, F_N
+};
+static const char *const entry_fields[F_N] = {
+	[F_EXE] = "_EXE", [F_UID] = "_UID", [F_MACHINE_ID] = "_MACHINE_ID", [F_HOSTNAME] = "_HOSTNAME",
+	[F_POOL] = "PMALLOC_POOL", [F_TRIGGERS] = "PMALLOC_TRIGGERS", [F_POLICY] = "PMALLOC_POLICY",
+	[F_RUN] = "PMALLOC_RUN", [F_BUILD_ID] = "PMALLOC_EXE_BUILD_ID", [F_PID] = "OBJECT_PID",
+	[F_REASON] = "PMALLOC_LEARN_REASON", [F_LOADED] = "PMALLOC_POLICY_LOADED", [F_OBJECTS] = "PMALLOC_OBJECTS",
+	[F_BYTES] = "PMALLOC_BYTES", [F_LIVE_OBJECTS] = "PMALLOC_LIVE_OBJECTS", [F_LIVE_BYTES] = "PMALLOC_LIVE_BYTES",
+	[F_FREED_OBJECTS] = "PMALLOC_FREED_OBJECTS", [F_FREED_BYTES] = "PMALLOC_FREED_BYTES",
+	[F_LATE_OBJECTS] = "PMALLOC_LATE_OBJECTS", [F_LATE_BYTES] = "PMALLOC_LATE_BYTES",
+	[F_WRITTEN] = "PMALLOC_WRITTEN", [F_TRIGGER_LIVE_OBJECTS] = "PMALLOC_TRIGGER_LIVE_OBJECTS",
+	[F_TRIGGER_LIVE_BYTES] = "PMALLOC_TRIGGER_LIVE_BYTES",
+};
+
+/* Every entry about exe, but its chain: the one large field, stored
+ * compressed, and decompressing it costs more than the rest of the entry
+ * (a journal that kept many runs holds tens of thousands of entries, of
+ * which propose uses one run's).  The chains of the entries selected are
+ * read after, by read_chains(). */
 static int read_entries(const struct popts *o, const char *exe, struct pread *rd)
 {
 	sd_journal *j;
@@ -112,52 +137,83 @@ static int read_entries(const struct popts *o, const char *exe, struct pread *rd
 		}
 		struct pentry *e = &rd->e[rd->n];
 		memset(e, 0, sizeof(*e));
-		char *x = ctl_learned_field(j, "_EXE"), *u = ctl_learned_field(j, "_UID");
-		e->exe = !x || !x[0] ? 0 : strcmp(x, exe) == 0 ? 1 : -1;
+		char *v[F_N];
+		if ((r = ctl_learned_fields(j, entry_fields, F_N, v)) < 0)
+			break;
+		e->exe = !v[F_EXE][0] ? 0 : strcmp(v[F_EXE], exe) == 0 ? 1 : -1;
 		char *end = NULL;
-		if (u && u[0] >= '0' && u[0] <= '9') {
-			unsigned long v = strtoul(u, &end, 10);
-			e->has_uid = !*end && v < (uid_t)-1;
-			e->uid = (uid_t)v;
+		if (v[F_UID][0] >= '0' && v[F_UID][0] <= '9') {
+			unsigned long u = strtoul(v[F_UID], &end, 10);
+			e->has_uid = !*end && u < (uid_t)-1;
+			e->uid = (uid_t)u;
 		}
-		free(x);
-		free(u);
-		e->host = ctl_learned_field(j, "_MACHINE_ID");
-		if (e->host && !e->host[0]) {
-			free(e->host);
-			e->host = ctl_learned_field(j, "_HOSTNAME");
-		}
-		e->pool = ctl_learned_field(j, "PMALLOC_POOL");
-		e->chain = ctl_learned_field(j, "PMALLOC_CHAIN");
-		e->triggers = ctl_learned_field(j, "PMALLOC_TRIGGERS");
-		e->policy = ctl_learned_field(j, "PMALLOC_POLICY");
-		e->run = ctl_learned_field(j, "PMALLOC_RUN");
-		e->build_id = ctl_learned_field(j, "PMALLOC_EXE_BUILD_ID");
-		e->pid = ctl_learned_field(j, "OBJECT_PID");
-		e->reason = ctl_learned_field(j, "PMALLOC_LEARN_REASON");
-		e->loaded = ctl_learned_u64(j, "PMALLOC_POLICY_LOADED");
+		/* Kept (the rest are freed below). */
+		e->host = v[F_MACHINE_ID][0] ? v[F_MACHINE_ID] : v[F_HOSTNAME];
+		e->pool = v[F_POOL];
+		e->triggers = v[F_TRIGGERS];
+		e->policy = v[F_POLICY];
+		e->run = v[F_RUN];
+		e->build_id = v[F_BUILD_ID];
+		e->pid = v[F_PID];
+		e->reason = v[F_REASON];
+		v[e->host == v[F_MACHINE_ID] ? F_MACHINE_ID : F_HOSTNAME] = NULL;
+		v[F_POOL] = v[F_TRIGGERS] = v[F_POLICY] = v[F_RUN] = v[F_BUILD_ID] = v[F_PID] = v[F_REASON] = NULL;
+		if (sd_journal_get_cursor(j, &e->cursor) < 0)
+			e->cursor = NULL;
+		e->loaded = ctl_learned_num(v[F_LOADED]);
 		if (sd_journal_get_realtime_usec(j, &e->usec) < 0)
 			e->usec = 0;
 		e->c = (struct pcounts){
-			.objects = ctl_learned_u64(j, "PMALLOC_OBJECTS"),
-			.bytes = ctl_learned_u64(j, "PMALLOC_BYTES"),
-			.live_objects = ctl_learned_u64(j, "PMALLOC_LIVE_OBJECTS"),
-			.live_bytes = ctl_learned_u64(j, "PMALLOC_LIVE_BYTES"),
-			.freed_objects = ctl_learned_u64(j, "PMALLOC_FREED_OBJECTS"),
-			.freed_bytes = ctl_learned_u64(j, "PMALLOC_FREED_BYTES"),
-			.late_objects = ctl_learned_u64(j, "PMALLOC_LATE_OBJECTS"),
-			.late_bytes = ctl_learned_u64(j, "PMALLOC_LATE_BYTES"),
-			.written = ctl_learned_u64(j, "PMALLOC_WRITTEN") != 0,
+			.objects = ctl_learned_num(v[F_OBJECTS]),
+			.bytes = ctl_learned_num(v[F_BYTES]),
+			.live_objects = ctl_learned_num(v[F_LIVE_OBJECTS]),
+			.live_bytes = ctl_learned_num(v[F_LIVE_BYTES]),
+			.freed_objects = ctl_learned_num(v[F_FREED_OBJECTS]),
+			.freed_bytes = ctl_learned_num(v[F_FREED_BYTES]),
+			.late_objects = ctl_learned_num(v[F_LATE_OBJECTS]),
+			.late_bytes = ctl_learned_num(v[F_LATE_BYTES]),
+			.written = ctl_learned_num(v[F_WRITTEN]) != 0,
 		};
+		pcounts_split(&e->c, v[F_TRIGGER_LIVE_OBJECTS][0] != '\0', ctl_learned_num(v[F_TRIGGER_LIVE_OBJECTS]),
+			      ctl_learned_num(v[F_TRIGGER_LIVE_BYTES]));
+		for (size_t k = 0; k < F_N; k++)
+			free(v[k]);
 		rd->n++;
-		if (!e->host || !e->pool || !e->chain || !e->triggers || !e->policy || !e->run || !e->build_id ||
+		if (!e->host || !e->pool || !e->cursor || !e->triggers || !e->policy || !e->run || !e->build_id ||
 		    !e->pid || !e->reason) {
 			r = -ENOMEM;
 			break;
 		}
 	}
-	sd_journal_close(j);
-	return r < 0 ? r : 0;
+	if (r < 0) {
+		sd_journal_close(j);
+		return r;
+	}
+	rd->j = j;
+	return 0;
+}
+
+/* The chains of the entries selected; an entry that has none (or is gone
+ * from the journal since) is left aside as an older shim's. */
+static int read_chains(struct pread *rd, size_t *old_format)
+{
+	for (size_t i = 0; i < rd->n; i++) {
+		struct pentry *e = &rd->e[i];
+		if (!e->selected)
+			continue;
+		if (sd_journal_seek_cursor(rd->j, e->cursor) < 0 || sd_journal_next(rd->j) <= 0 ||
+		    sd_journal_test_cursor(rd->j, e->cursor) <= 0)
+			e->chain = strdup("");
+		else
+			e->chain = ctl_learned_field(rd->j, "PMALLOC_CHAIN");
+		if (!e->chain)
+			return -ENOMEM;
+		if (!e->chain[0]) {
+			e->selected = false;
+			(*old_format)++;
+		}
+	}
+	return 0;
 }
 
 static void free_entries(struct pread *rd)
@@ -166,6 +222,7 @@ static void free_entries(struct pread *rd)
 		struct pentry *e = &rd->e[i];
 		free(e->pool);
 		free(e->chain);
+		free(e->cursor);
 		free(e->triggers);
 		free(e->policy);
 		free(e->run);
@@ -175,6 +232,8 @@ static void free_entries(struct pread *rd)
 		free(e->reason);
 	}
 	free(rd->e);
+	if (rd->j)
+		sd_journal_close(rd->j);
 }
 
 static bool run_ok(const char *run)
@@ -199,8 +258,9 @@ struct ptally {
 };
 
 /* Marks the entries to use (believed, this build, the runs asked or the
- * latest load's per host, since); says what was left aside. */
-static void select_entries(const struct popts *o, const char *build_id, struct pread *rd, struct ptally *t)
+ * latest load's per host, since) and reads their chains; counts what was
+ * left aside.  0 or -ENOMEM. */
+static int select_entries(const struct popts *o, const char *build_id, struct pread *rd, struct ptally *t)
 {
 	uid_t trusted[UIDS_MAX * 2];
 	size_t n_trusted = 0;
@@ -216,7 +276,7 @@ static void select_entries(const struct popts *o, const char *build_id, struct p
 			t->forged++;
 		else if (e->exe == 0 && (!e->has_uid || !uid_in(trusted, n_trusted, e->uid)))
 			t->unbelieved++;
-		else if (!e->chain[0] || !run_ok(e->run))
+		else if (!run_ok(e->run))
 			t->old_format++;
 		else if (strcmp(e->build_id, build_id) != 0) {
 			t->other_build++;
@@ -232,14 +292,51 @@ static void select_entries(const struct popts *o, const char *build_id, struct p
 			rd->e[i].selected &= asked;
 		}
 	} else {
-		/* The latest load of the learn policy on each host. */
+		/* The latest load of the learn policy on each host: each host's
+		 * latest first (one pass, the hosts being few), then the entries
+		 * of earlier loads left aside.  Linear in the entries: a journal
+		 * that kept many runs of the program has tens of thousands. */
+		struct { const char *host; uint64_t loaded; } latest[64];
+		size_t n_hosts = 0;
+		bool overflow = false;
+		for (size_t i = 0; i < rd->n; i++) {
+			const struct pentry *e = &rd->e[i];
+			if (!e->selected)
+				continue;
+			size_t h = 0;
+			while (h < n_hosts && strcmp(latest[h].host, e->host) != 0)
+				h++;
+			if (h == n_hosts) {
+				if (n_hosts == sizeof(latest) / sizeof(latest[0])) {
+					overflow = true;
+					break;
+				}
+				latest[n_hosts++] = (__typeof__(latest[0])){ e->host, e->loaded };
+			} else if (e->loaded > latest[h].loaded) {
+				latest[h].loaded = e->loaded;
+			}
+		}
 		for (size_t i = 0; i < rd->n; i++) {
 			struct pentry *e = &rd->e[i];
-			for (size_t k = 0; k < rd->n && e->selected; k++)
-				if (rd->e[k].selected && rd->e[k].loaded > e->loaded && strcmp(rd->e[k].host, e->host) == 0)
-					e->selected = false;
+			if (!e->selected)
+				continue;
+			if (overflow) {          /* more hosts than the table: entry by entry */
+				for (size_t k = 0; k < rd->n && e->selected; k++)
+					if (rd->e[k].selected && rd->e[k].loaded > e->loaded &&
+					    strcmp(rd->e[k].host, e->host) == 0)
+						e->selected = false;
+				continue;
+			}
+			for (size_t h = 0; h < n_hosts; h++)
+				if (strcmp(latest[h].host, e->host) == 0) {
+					e->selected = e->loaded >= latest[h].loaded;
+					break;
+				}
 		}
 	}
+	int r = read_chains(rd, &t->old_format);
+	if (r < 0)
+		return r;
 	/* A run flushed while it served (pmallocctl learn-flush to any of its
 	 * processes): what its processes freed as they shut down (nginx
 	 * destroys its configuration's pools before exit()) is not counted,
@@ -273,6 +370,7 @@ static void select_entries(const struct popts *o, const char *build_id, struct p
 		if (e->loaded > t->loaded)
 			t->loaded = e->loaded;
 	}
+	return 0;
 }
 
 static void say_tally(const struct ptally *t, const char *exe, const char *build_id)
@@ -456,7 +554,11 @@ int ctl_cmd_propose(int argc, char **argv)
 		fprintf(stderr, CTL_NAME ": propose: cannot read the journal: %s\n", strerror(-r));
 		goto out;
 	}
-	select_entries(&o, build_id, &rd, &t);
+	r = select_entries(&o, build_id, &rd, &t);
+	if (r < 0) {
+		fprintf(stderr, CTL_NAME ": propose: cannot read the journal: %s\n", strerror(-r));
+		goto out;
+	}
 	for (size_t i = 0; i < rd.n; i++) {
 		if (!rd.e[i].selected)
 			continue;

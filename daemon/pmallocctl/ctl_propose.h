@@ -11,11 +11,24 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* One learned entry's counts (PMALLOC_OBJECTS ... PMALLOC_WRITTEN). */
+/* One learned entry's counts (PMALLOC_OBJECTS ... PMALLOC_WRITTEN).  Of
+ * the frees, early_* were made before the trigger (OBJECTS less
+ * PMALLOC_TRIGGER_LIVE_*) and served_objects after it; an entry without
+ * the TRIGGER_LIVE fields (an older shim) counts every free as served. */
 struct pcounts {
 	uint64_t objects, bytes, live_objects, live_bytes, freed_objects, freed_bytes, late_objects, late_bytes;
+	uint64_t early_objects, early_bytes, served_objects;
 	bool written;
 };
+
+/* The early and served counts of c from its entry's TRIGGER_LIVE fields
+ * (has_trigger: the entry carries them). */
+void pcounts_split(struct pcounts *c, bool has_trigger, uint64_t trigger_live_objects, uint64_t trigger_live_bytes);
+/* Clean: never written, nothing allocated after the trigger, nothing
+ * freed after it, and what was freed before it at most
+ * PROPOSE_EARLY_RATIO times what was kept. */
+#define PROPOSE_EARLY_RATIO 8
+bool pcounts_clean(const struct pcounts *c);
 
 struct pset;
 

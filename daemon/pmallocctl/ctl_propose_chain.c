@@ -5,8 +5,11 @@
  * coverage, and its text.
  *
  * Owns the frame choice and the rule it must keep.  A context is clean when
- * all its allocations were made before the pool's trigger, stayed live and
- * were never written.  Step 1: along each clean chain, from the allocator
+ * all its allocations were made before the pool's trigger, it was never
+ * written, it freed nothing after the trigger, and what it freed before
+ * (start-up objects the program was done with) is at most
+ * PROPOSE_EARLY_RATIO times what it kept: enforce's pool takes those too
+ * and never reuses them, so max_bytes counts them.  Step 1: along each clean chain, from the allocator
  * up, the first frame through which only clean chains pass (by function,
  * else by its call, pinned to the object's build-id) is its choice, and
  * the frames below it become wrappers (by function name when every call
@@ -17,7 +20,7 @@
  * frame outside W it is, is clean.  That is the invariant: for every
  * learned chain, the first frame not in W, if a proposed site, belongs to
  * clean chains only.  Must never propose a site that a written, freed or
- * late chain reaches; never write a value into the text but through
+ * late chain reaches, or one that freed while serving; never write a value into the text but through
  * ctl_conf_quote().  Costs: one hash lookup per frame per step (a few
  * thousand contexts of 16 frames for a server: milliseconds).
  */
@@ -64,6 +67,7 @@ struct kstat {
 	bool partly;                 /* a function: a call of it is a wrapper by its pinned call */
 	bool said;                   /* written into the text already */
 	uint64_t live;               /* protected live bytes through it as a site */
+	uint64_t early;              /* and bytes its chains freed before the trigger */
 	size_t chains;
 	const struct pframe *fr;     /* a frame it names */
 };
@@ -306,13 +310,37 @@ int pset_add(struct pset *s, const char *pool, const char *triggers, const char 
 	a->freed_bytes = umax(a->freed_bytes, c->freed_bytes);
 	a->late_objects = umax(a->late_objects, c->late_objects);
 	a->late_bytes = umax(a->late_bytes, c->late_bytes);
+	a->early_objects = umax(a->early_objects, c->early_objects);
+	a->early_bytes = umax(a->early_bytes, c->early_bytes);
+	a->served_objects = umax(a->served_objects, c->served_objects);
 	a->written |= c->written;
 	return 0;
 }
 
+void pcounts_split(struct pcounts *c, bool has_trigger, uint64_t trigger_live_objects, uint64_t trigger_live_bytes)
+{
+	c->early_objects = c->early_bytes = 0;
+	if (has_trigger) {
+		/* Never more than was freed: an entry's counts may disagree. */
+		uint64_t eo = c->objects > trigger_live_objects ? c->objects - trigger_live_objects : 0;
+		uint64_t eb = c->bytes > trigger_live_bytes ? c->bytes - trigger_live_bytes : 0;
+		c->early_objects = eo < c->freed_objects ? eo : c->freed_objects;
+		c->early_bytes = eb < c->freed_bytes ? eb : c->freed_bytes;
+	}
+	c->served_objects = c->freed_objects - c->early_objects;
+}
+
+bool pcounts_clean(const struct pcounts *c)
+{
+	/* early <= RATIO * live, without overflow. */
+	bool kept_enough = c->live_bytes >= UINT64_MAX / PROPOSE_EARLY_RATIO ||
+			   c->early_bytes <= c->live_bytes * PROPOSE_EARLY_RATIO;
+	return !c->written && c->late_objects == 0 && c->served_objects == 0 && c->objects > 0 && kept_enough;
+}
+
 static bool clean(const struct pchain *c)
 {
-	return !c->c.written && c->c.late_objects == 0 && c->c.freed_objects == 0 && c->c.objects > 0;
+	return pcounts_clean(&c->c);
 }
 
 /* Can a rule name this function ("OBJECT:FUNCTION", a wrapper "FUNCTION")?
@@ -523,6 +551,7 @@ static bool put_triggers(FILE *f, const char *triggers)
 
 struct coverage {
 	uint64_t live, unwritten, written, late, freed;
+	uint64_t early;              /* freed before the trigger by the protected contexts (max_bytes) */
 	size_t sites;
 };
 
@@ -580,8 +609,10 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 		if (r == SIZE_MAX)
 			continue;
 		s->ks[r].live += c->c.live_bytes;
+		s->ks[r].early += c->c.early_bytes;
 		s->ks[r].chains++;
 		v.live += c->c.live_bytes;
+		v.early += c->c.early_bytes;
 	}
 	char *body = NULL, *wrappers = NULL, *notes = NULL;
 	size_t bl = 0, wl = 0, nl = 0, n_wrappers = 0;
@@ -613,6 +644,7 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 				struct kstat *st = &s->ks[keys[q]];
 				if (st->site && st->live < min_live) {
 					v.live -= st->live;     /* too small for the room the policy has */
+					v.early -= st->early;
 					small++;
 					st->said = true;
 				} else if (st->site) {
@@ -620,7 +652,10 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 					put_rule(b, st->fr, q == 0, false);
 					fputs("        #   site ", m);
 					put_rule(m, st->fr, q == 0, false);
-					fprintf(m, ": %" PRIu64 " bytes live in %zu contexts\n", st->live, st->chains);
+					fprintf(m, ": %" PRIu64 " bytes live in %zu contexts", st->live, st->chains);
+					if (st->early)
+						fprintf(m, " (and %" PRIu64 " freed before the trigger)", st->early);
+					fputc('\n', m);
 					v.sites++;
 					st->said = true;
 				}
@@ -639,8 +674,9 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 	fputs("      {\n        # pool ", f);
 	ctl_conf_quote(f, pool);
 	fprintf(f, ": %zu contexts learned; a site is the frame nearest the allocator\n"
-		   "        # whose allocations were all made before the trigger, stayed live and\n"
-		   "        # were never written; the frames below it are wrappers.\n", contexts);
+		   "        # whose allocations were all made before the trigger, never written and\n"
+		   "        # never freed after it (freed before it: at most %d times what stayed\n"
+		   "        # live); the frames below it are wrappers.\n", contexts, PROPOSE_EARLY_RATIO);
 	fputs(notes, f);
 	if (small)
 		fprintf(f, "        # %zu sites of fewer than %" PRIu64 " bytes left out: the policy must fit in\n"
@@ -656,8 +692,11 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 	if (n_wrappers)
 		fprintf(f, "        wrappers = [%s ];\n", wrappers);
 	ok &= put_triggers(f, triggers);
-	fprintf(f, "        take = \"until-trigger\";\n        max_bytes = %" PRIu64 "%s;\n      }", cap_for(v.live),
-		cap_for(v.live) > INT32_MAX ? "L" : "");
+	/* The pool takes what its sites free before the trigger too, and never
+	 * reuses it. */
+	uint64_t cap = cap_for(v.live + v.early);
+	fprintf(f, "        take = \"until-trigger\";\n        max_bytes = %" PRIu64 "%s;\n      }", cap,
+		cap > INT32_MAX ? "L" : "");
 	free(body);
 	free(wrappers);
 	free(notes);
@@ -666,6 +705,7 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 	total->written += v.written;
 	total->late += v.late;
 	total->freed += v.freed;
+	total->early += v.early;
 	total->sites += v.sites;
 	return ok;
 }

@@ -79,13 +79,17 @@ pass "one entry per context, chains through the wrapper (>= 8 frames), run id, b
 cfg=$(with full '=parse_entry ' | jq -c 'select(.PMALLOC_LIVE_OBJECTS != "0")')
 [ "$(printf '%s\n' "$cfg" | grep -c .)" = 6 ] || fail "config contexts (3 per section): $cfg"
 printf '%s\n' "$cfg" | jq -e 'select(.PMALLOC_WRITTEN != "0" or .PMALLOC_OBJECTS != "8"
-	or .PMALLOC_LIVE_OBJECTS != "8" or .PMALLOC_FREED_OBJECTS != "0" or .PMALLOC_LATE_OBJECTS != "0")' \
+	or .PMALLOC_LIVE_OBJECTS != "8" or .PMALLOC_FREED_OBJECTS != "0" or .PMALLOC_LATE_OBJECTS != "0"
+	or .PMALLOC_TRIGGER_LIVE_OBJECTS != "8")' \
 	>/dev/null && fail "a config context written, freed or late: $cfg"
 scratch=$(with full '=xstrdup .*=parse_entry ' | jq -c 'select(.PMALLOC_LIVE_OBJECTS == "0")')
 [ "$(printf '%s\n' "$scratch" | grep -c .)" = 2 ] || fail "scratch contexts: $scratch"
 printf '%s\n' "$scratch" | jq -e 'select(.PMALLOC_FREED_OBJECTS != "8" or .PMALLOC_LIVE_BYTES != "0")' \
 	>/dev/null && fail "scratch not counted as freed: $scratch"
-pass "configuration contexts unwritten and live (6 of them, 8 objects each), scratch lines freed (8 each)"
+# Freed before the trigger: none of them was live when the pool was protected.
+printf '%s\n' "$scratch" | jq -e 'select(.PMALLOC_TRIGGER_LIVE_OBJECTS != "0" or .PMALLOC_TRIGGER_LIVE_BYTES != "0")' \
+	>/dev/null && fail "scratch not counted as freed before the trigger: $scratch"
+pass "configuration contexts unwritten and live (6 of them, 8 objects each, all live at the trigger), scratch lines freed (8 each, before the trigger)"
 
 stats=$(with full '=xmalloc .*=init_stats ')
 [ "$(printf '%s' "$stats" | vals PMALLOC_WRITTEN)" = 1 ] || fail "stats block not written: $stats"

@@ -30,7 +30,9 @@
  * one mutex, a probe of the context table and pool_alloc_in() (a second,
  * uncontended lock).  After the pool's first trigger the same unwind, then
  * the heap: late allocations are counted per context.  A free of a pool
- * object: a page-map load, a record look-up and two atomic adds.
+ * object: a page-map load, a record look-up, a load of the pool's flags
+ * and two atomic adds (four before the trigger: frees before it are
+ * counted apart, PMALLOC_TRIGGER_LIVE_*).
  *
  * learn_let_through() runs in the SIGSEGV handler and in kwrite.c: it
  * touches only pre-mapped tables (atomics) and makes one mprotect call per
@@ -71,7 +73,8 @@ struct lctx {
 	int16_t lane;                      /* the lane it used last (learn_lock) */
 	uint16_t site;                     /* the site routing charged (wrappers looked through) */
 	_Atomic uint64_t objects, bytes;   /* before the pool's first trigger */
-	_Atomic uint64_t freed_objects, freed_bytes;
+	_Atomic uint64_t freed_objects, freed_bytes;   /* before the trigger or after */
+	_Atomic uint64_t early_objects, early_bytes;   /* of those, before the pool's first trigger */
 	_Atomic uint64_t late_objects, late_bytes;
 	_Atomic uint64_t written_bytes;    /* live bytes at the first mark */
 	_Atomic uint8_t written;
@@ -263,8 +266,16 @@ void learn_note_free(const void *p)
 		return;
 	if (learn_stopping())
 		return;                 /* the shutdown's free: live when it began */
-	atomic_fetch_add_explicit(&ctxs[id].freed_objects, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&ctxs[id].freed_bytes, hit.object_size, memory_order_relaxed);
+	struct lctx *c = &ctxs[id];
+	/* Before the trigger, a start-up object the program is done with: it
+	 * never reaches protection (what it held stays pool memory, the pool
+	 * never reuses it). */
+	if (!pool_closed(learn_st->pools[c->pool].pool)) {
+		atomic_fetch_add_explicit(&c->early_objects, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->early_bytes, hit.object_size, memory_order_relaxed);
+	}
+	atomic_fetch_add_explicit(&c->freed_objects, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->freed_bytes, hit.object_size, memory_order_relaxed);
 }
 
 bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
@@ -578,6 +589,9 @@ static void flush_one(const struct flush_ctx *c, const struct lctx *x, const cha
 	uint64_t fo = atomic_load(&x->freed_objects), fb = atomic_load(&x->freed_bytes);
 	fo = fo > objects ? objects : fo;     /* a double free counts once at most */
 	fb = fb > bytes ? bytes : fb;
+	uint64_t eo = atomic_load(&x->early_objects), eb = atomic_load(&x->early_bytes);
+	eo = eo > fo ? fo : eo;
+	eb = eb > fb ? fb : eb;
 	short_frame(first, sizeof(first), c, x->frames[0]);
 	if (x->n_frames > 1)
 		short_frame(second, sizeof(second), c, x->frames[1]);
@@ -607,7 +621,8 @@ static void flush_one(const struct flush_ctx *c, const struct lctx *x, const cha
 		.offset = o ? site_ra - o->bias : site_ra,
 		.policy_loaded_us = st->image->loaded_us,
 		.objects = objects, .bytes = bytes, .live_objects = objects - fo, .live_bytes = bytes - fb,
-		.freed_objects = fo, .freed_bytes = fb, .late_objects = atomic_load(&x->late_objects),
+		.freed_objects = fo, .freed_bytes = fb, .trigger_live_objects = objects - eo,
+		.trigger_live_bytes = bytes - eb, .late_objects = atomic_load(&x->late_objects),
 		.late_bytes = atomic_load(&x->late_bytes), .written_bytes = atomic_load(&x->written_bytes),
 		.written = atomic_load(&x->written) != 0, .named = fr && fr->func[0],
 	};

@@ -276,6 +276,8 @@ void journal_learned(const struct journal_learned *m)
 		   "PMALLOC_WRITTEN_BYTES=%" PRIu64 "\n", m->objects, m->bytes, m->live_objects, m->live_bytes,
 		   m->freed_objects, m->freed_bytes, m->late_objects, m->late_bytes, m->written ? 1 : 0,
 		   m->written_bytes);
+	fmt_printf(&f, "PMALLOC_TRIGGER_LIVE_OBJECTS=%" PRIu64 "\nPMALLOC_TRIGGER_LIVE_BYTES=%" PRIu64 "\n",
+		   m->trigger_live_objects, m->trigger_live_bytes);
 	/* The site routing charged (frame 0 without wrappers), as before
 	 * contexts: for readers of the round-2 entries. */
 	fmt_printf(&f, "PMALLOC_SITE=%s\nPMALLOC_SITE_NAMED=%d\nPMALLOC_SITE_OBJECT=%s\nPMALLOC_SITE_OFFSET=0x%"

@@ -35,6 +35,7 @@ struct journal_learned {
 	size_t n_wrappers;
 	uint64_t offset, policy_loaded_us;
 	uint64_t objects, bytes, live_objects, live_bytes, freed_objects, freed_bytes;
+	uint64_t trigger_live_objects, trigger_live_bytes;   /* not freed before the trigger */
 	uint64_t late_objects, late_bytes, written_bytes;
 	bool written, named;
 };

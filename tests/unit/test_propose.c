@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_propose.c - propose's counting (daemon/pmallocctl/ctl_propose_chain.c):
+ * frees before the trigger told from frees after it (PMALLOC_TRIGGER_LIVE_*),
+ * which contexts are clean, the sites and max_bytes that follow, and the
+ * coverage lines, on contexts made up to the byte.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl_propose.h"
+#include "testutil.h"
+
+/* An entry's counts as the journal gives them: OBJECTS, BYTES, what was
+ * freed in all, and TRIGGER_LIVE (trig_objects < 0: the entry has none). */
+static struct pcounts counts(uint64_t objects, uint64_t bytes, uint64_t freed_objects, uint64_t freed_bytes,
+			     long trig_objects, uint64_t trig_bytes)
+{
+	struct pcounts c = {
+		.objects = objects, .bytes = bytes, .live_objects = objects - freed_objects,
+		.live_bytes = bytes - freed_bytes, .freed_objects = freed_objects, .freed_bytes = freed_bytes,
+	};
+	pcounts_split(&c, trig_objects >= 0, trig_objects >= 0 ? (uint64_t)trig_objects : 0, trig_bytes);
+	return c;
+}
+
+START_TEST(test_split)
+{
+	/* 10 objects, 6 freed, all before the trigger. */
+	struct pcounts c = counts(10, 1000, 6, 600, 4, 400);
+	ck_assert_uint_eq(c.early_objects, 6);
+	ck_assert_uint_eq(c.early_bytes, 600);
+	ck_assert_uint_eq(c.served_objects, 0);
+	/* 8 freed, 6 of them before the trigger. */
+	c = counts(10, 1000, 8, 800, 4, 400);
+	ck_assert_uint_eq(c.early_objects, 6);
+	ck_assert_uint_eq(c.early_bytes, 600);
+	ck_assert_uint_eq(c.served_objects, 2);
+	/* No TRIGGER_LIVE fields (an older shim): every free was while serving. */
+	c = counts(10, 1000, 3, 300, -1, 0);
+	ck_assert_uint_eq(c.early_objects, 0);
+	ck_assert_uint_eq(c.early_bytes, 0);
+	ck_assert_uint_eq(c.served_objects, 3);
+	/* Counts that disagree: never more early than freed, never below zero. */
+	c = counts(10, 1000, 2, 200, 1, 100);
+	ck_assert_uint_eq(c.early_objects, 2);
+	ck_assert_uint_eq(c.early_bytes, 200);
+	ck_assert_uint_eq(c.served_objects, 0);
+	c = counts(10, 1000, 2, 200, 20, 2000);
+	ck_assert_uint_eq(c.early_objects, 0);
+	ck_assert_uint_eq(c.served_objects, 2);
+}
+END_TEST
+
+START_TEST(test_clean)
+{
+	struct pcounts c = counts(4, 400, 0, 0, 4, 400);
+	ck_assert(pcounts_clean(&c));
+	c.written = true;
+	ck_assert(!pcounts_clean(&c));
+	c = counts(4, 400, 0, 0, 4, 400);
+	c.late_objects = 1;
+	c.late_bytes = 16;
+	ck_assert(!pcounts_clean(&c));
+	/* Freed before the trigger: up to 8 times what stayed live. */
+	c = counts(9, 900, 8, 800, 1, 100);
+	ck_assert(pcounts_clean(&c));
+	c = counts(10, 1000, 9, 900, 1, 100);
+	ck_assert(!pcounts_clean(&c));
+	/* Everything freed before the trigger: nothing to protect. */
+	c = counts(3, 300, 3, 300, 0, 0);
+	ck_assert(!pcounts_clean(&c));
+	/* One free after the trigger is enough to leave it out. */
+	c = counts(9, 900, 2, 200, 8, 800);
+	ck_assert_uint_eq(c.served_objects, 1);
+	ck_assert(!pcounts_clean(&c));
+	/* The same frees without the TRIGGER_LIVE fields: served. */
+	c = counts(9, 900, 1, 100, -1, 0);
+	ck_assert(!pcounts_clean(&c));
+	c = counts(0, 0, 0, 0, 0, 0);
+	ck_assert(!pcounts_clean(&c));
+	/* No overflow of 8 times a large count. */
+	c = counts(2, UINT64_MAX - 16, 1, 16, 1, UINT64_MAX - 32);
+	ck_assert(pcounts_clean(&c));
+}
+END_TEST
+
+#define BID "0123456789abcdef"
+#define FR(off, fn) "/srv/app@" BID "+0x" off "=" fn
+
+/* The rendered pools and the total lines. */
+static void render(struct pset *s, char **pools, char **total)
+{
+	size_t pl = 0, tl = 0;
+	FILE *p = open_memstream(pools, &pl), *t = open_memstream(total, &tl);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(t);
+	pset_render(s, 0, p, t);
+	fclose(p);
+	fclose(t);
+}
+
+START_TEST(test_render)
+{
+	struct pset *s = pset_new();
+	ck_assert_ptr_nonnull(s);
+	/* parse_config: 2 contexts through xalloc; one freed 3,000 of 4,000
+	 * bytes before the trigger (a parser's scratch), one freed nothing. */
+	struct pcounts a = counts(40, 4000, 30, 3000, 10, 1000), b = counts(5, 500, 0, 0, 5, 500);
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", FR("10", "xalloc") " " FR("100", "parse_config") " "
+				  FR("900", "main"), &a), 0);
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", FR("10", "xalloc") " " FR("110", "parse_config") " "
+				  FR("900", "main"), &b), 0);
+	/* load_table: kept 100 bytes of 1,000 (freed 900 before the trigger,
+	 * more than 8 times what it kept): left out. */
+	struct pcounts c = counts(10, 1000, 9, 900, 1, 100);
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", FR("10", "xalloc") " " FR("200", "load_table") " "
+				  FR("900", "main"), &c), 0);
+	/* handle: freed after the trigger (a connection's buffer). */
+	struct pcounts d = counts(4, 400, 2, 200, 4, 400);
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", FR("10", "xalloc") " " FR("300", "handle") " "
+				  FR("910", "main"), &d), 0);
+	char *pools = NULL, *total = NULL;
+	render(s, &pools, &total);
+	ck_assert_msg(strstr(pools, "sites = [\n          \"app:parse_config\" ];"), "%s", pools);
+	ck_assert_msg(strstr(pools, "wrappers = [\n          \"xalloc\" ];"), "%s", pools);
+	ck_assert_msg(strstr(pools, "#   site \"app:parse_config\": 1500 bytes live in 2 contexts "
+				    "(and 3000 freed before the trigger)\n"), "%s", pools);
+	ck_assert_msg(!strstr(pools, "load_table\"") && !strstr(pools, "handle\""), "%s", pools);
+	/* Protected: 1,500 live; unwritten: 1,500 + 100 + 200 (live at the end). */
+	ck_assert_msg(strstr(total, "# protected: 1500 bytes live in 1 sites; unwritten at learning: 1800 bytes; "
+				    "coverage 83.3%\n"), "%s", total);
+	ck_assert_msg(strstr(total, "# left out: 0 bytes written, 0 bytes allocating while serving, "
+				    "4100 bytes freed\n"), "%s", total);
+	/* max_bytes: twice the 4,500 bytes the site allocated, in whole MiB. */
+	ck_assert_msg(strstr(pools, "max_bytes = 1048576;"), "%s", pools);
+	free(pools);
+	free(total);
+
+	/* The same chain from a second process that freed one of its objects
+	 * after the trigger: the chain is no longer clean, nor its site. */
+	struct pcounts a2 = counts(40, 4000, 31, 3100, 10, 1000);
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", FR("10", "xalloc") " " FR("100", "parse_config") " "
+				  FR("900", "main"), &a2), 0);
+	render(s, &pools, &total);
+	ck_assert_msg(!strstr(pools, "\"app:parse_config\""), "%s", pools);
+	ck_assert_msg(strstr(pools, "\"app@" BID ":+0x110\""), "%s", pools);
+	free(pools);
+	free(total);
+	pset_free(s);
+}
+END_TEST
+
+START_TEST(test_max_bytes_counts_early)
+{
+	/* 600 KiB kept, 1.5 MiB freed before the trigger: the pool took 2.1 MiB
+	 * and never reuses it; twice that, in whole MiB, is 5 MiB. */
+	struct pset *s = pset_new();
+	struct pcounts a = counts(2100, 2100 * 1024, 1500, 1500 * 1024, 600, 600 * 1024);
+	ck_assert(pcounts_clean(&a));
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", FR("20", "config_init") " " FR("900", "main"), &a), 0);
+	char *pools = NULL, *total = NULL;
+	render(s, &pools, &total);
+	ck_assert_msg(strstr(pools, "max_bytes = 5242880;"), "%s", pools);
+	ck_assert_msg(strstr(total, "# protected: 614400 bytes live in 1 sites; unwritten at learning: 614400 bytes; "
+				    "coverage 100.0%\n"), "%s", total);
+	free(pools);
+	free(total);
+	pset_free(s);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("propose");
+	TCase *tc = tcase_create("counts");
+	tcase_add_test(tc, test_split);
+	tcase_add_test(tc, test_clean);
+	tcase_add_test(tc, test_render);
+	tcase_add_test(tc, test_max_bytes_counts_early);
+	suite_add_tcase(s, tc);
+	return test_run_suite(s);
+}
