@@ -129,7 +129,9 @@ cycle() {
 		# Stopped at the first kill: a master that respawns its worker after its
 		# own trigger gives a worker that dies at start, again and again.
 		killed() { [ "$(kills "$exe" "$since")" != 0 ]; }
-		for n in 1 2 3 4 5 6; do
+		# START did not wait for the server to answer: a load refused
+		# while it starts (a loaded machine) is tried again, 20 times.
+		for n in $(seq 20); do
 			killed && break
 			not_found && break
 			# A load the write cut short waits for answers that never
