@@ -28,29 +28,28 @@ static struct pcounts counts(uint64_t objects, uint64_t bytes, uint64_t freed_ob
 
 START_TEST(test_split)
 {
-	/* 10 objects, 6 freed, all before the trigger. */
-	struct pcounts c = counts(10, 1000, 6, 600, 4, 400);
-	ck_assert_uint_eq(c.early_objects, 6);
-	ck_assert_uint_eq(c.early_bytes, 600);
-	ck_assert_uint_eq(c.served_objects, 0);
-	/* 8 freed, 6 of them before the trigger. */
-	c = counts(10, 1000, 8, 800, 4, 400);
-	ck_assert_uint_eq(c.early_objects, 6);
-	ck_assert_uint_eq(c.early_bytes, 600);
-	ck_assert_uint_eq(c.served_objects, 2);
-	/* No TRIGGER_LIVE fields (an older shim): every free was while serving. */
-	c = counts(10, 1000, 3, 300, -1, 0);
-	ck_assert_uint_eq(c.early_objects, 0);
-	ck_assert_uint_eq(c.early_bytes, 0);
-	ck_assert_uint_eq(c.served_objects, 3);
-	/* Counts that disagree: never more early than freed, never below zero. */
-	c = counts(10, 1000, 2, 200, 1, 100);
-	ck_assert_uint_eq(c.early_objects, 2);
-	ck_assert_uint_eq(c.early_bytes, 200);
-	ck_assert_uint_eq(c.served_objects, 0);
-	c = counts(10, 1000, 2, 200, 20, 2000);
-	ck_assert_uint_eq(c.early_objects, 0);
-	ck_assert_uint_eq(c.served_objects, 2);
+	static const struct {
+		const char *what;
+		uint64_t freed_objects, freed_bytes;
+		long trig_objects;
+		uint64_t trig_bytes, early_objects, early_bytes, served_objects;
+	} t[] = {
+		{ "6 freed, all before the trigger", 6, 600, 4, 400, 6, 600, 0 },
+		{ "8 freed, 6 of them before the trigger", 8, 800, 4, 400, 6, 600, 2 },
+		{ "no TRIGGER_LIVE fields (an older shim): every free while serving", 3, 300, -1, 0, 0, 0, 3 },
+		{ "more live at the trigger than now: never more early than freed", 2, 200, 1, 100, 2, 200, 0 },
+		{ "more live at the trigger than made: never below zero", 2, 200, 20, 2000, 0, 0, 2 },
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		/* Of 10 objects, 1000 bytes. */
+		struct pcounts c = counts(10, 1000, t[i].freed_objects, t[i].freed_bytes, t[i].trig_objects,
+					  t[i].trig_bytes);
+		ck_assert_msg(c.early_objects == t[i].early_objects && c.early_bytes == t[i].early_bytes &&
+				      c.served_objects == t[i].served_objects,
+			      "%s: early %llu objects %llu bytes, served %llu", t[i].what,
+			      (unsigned long long)c.early_objects, (unsigned long long)c.early_bytes,
+			      (unsigned long long)c.served_objects);
+	}
 }
 END_TEST
 
