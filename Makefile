@@ -490,7 +490,7 @@ uninstall:
 clean:
 	rm -rf $(B)
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(B) -path $(B)/boot -prune -o -path $(B)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # pmallocctl status --json of 500 served processes (ctl_status_json.sh, which
 # make check runs with 60): whole and valid against its schema.  Minutes
