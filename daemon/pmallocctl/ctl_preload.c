@@ -5,7 +5,8 @@
  * ROOT/etc/systemd/system/UNIT.d/pmalloc.conf with
  * Environment=LD_PRELOAD=<the installed runtime library, by its SONAME:
  * LIBDIR/libpmalloc_shim.so.0>, the development link libpmalloc_shim.so
- * being absent where the -dev package is not installed.
+ * being absent where the -dev package is not installed, and the unit
+ * ordered after pmallocd.service (wanted), so its processes find it up.
  *
  * Owns the drop-in's name and content and how it composes with an
  * LD_PRELOAD the unit already sets: the shim comes first (the first object
@@ -159,7 +160,11 @@ static int preload_write(int dir_fd, const char *unit, const char *value, const 
 	if (own_from)
 		fprintf(f, "# The shim comes first, then the unit's own LD_PRELOAD as %s\n"
 			"# set it when this was written: enable again after changing that.\n", own_from);
-	fputs("[Service]\n", f);
+	/* Started after pmallocd has started (Type=notify: ready), so that its
+	 * processes find it answering: the first client of a socket-activated
+	 * pmallocd can wait longer than the shim does (100 ms), and then runs
+	 * on /etc/pmalloc.conf alone, out of pmallocd's sight. */
+	fputs("[Unit]\nWants=pmallocd.service\nAfter=pmallocd.service\n[Service]\n", f);
 	preload_put_line(f, value);
 	if (fchmod(fileno(f), 0644) < 0 || fflush(f) != 0 || fsync(fileno(f)) < 0)
 		r = -errno;

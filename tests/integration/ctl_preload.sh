@@ -42,6 +42,9 @@ cat >"$T/want" <<WANT
 # Written by "pmallocctl preload enable demo.service"; "pmallocctl preload disable demo.service" removes it.
 # Every process of the unit loads the pmalloc shim; pmallocd (or
 # /etc/pmalloc.conf) decides what it protects: see pmallocctl(8).
+[Unit]
+Wants=pmallocd.service
+After=pmallocd.service
 [Service]
 Environment=LD_PRELOAD=$lib
 WANT
