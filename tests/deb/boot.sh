@@ -154,8 +154,16 @@ for _ in $(seq 100); do
 done
 [ -s "$bootdir/entry" ] || fail "no violation entry of pid $pid in the container's journal"
 for want in PMALLOC_POLICY=demo PMALLOC_POOL=config 'PMALLOC_OBJECT_SITE=parse_config+0x' \
-	OBJECT_SYSTEMD_UNIT=$unit PMALLOC_MODE=enforce _COMM=pmallocd; do
+	OBJECT_SYSTEMD_UNIT=$unit PMALLOC_MODE=enforce _SYSTEMD_UNIT=pmallocd.service; do
 	grep -qa "^$want" "$bootdir/entry" || fail "the violation entry lacks $want: $(grep -a '^PMALLOC_\|^OBJECT_' "$bootdir/entry")"
 done
 pass "journal: $(grep -am1 '^MESSAGE=' "$bootdir/entry" | cut -c9-) [$(grep -a '^PMALLOC_POLICY=\|^PMALLOC_POOL=\|^PMALLOC_OBJECT_SITE=\|^OBJECT_SYSTEMD_UNIT=' "$bootdir/entry" | tr '\n' ' ' | sed 's/ $//')]"
+# pmallocctl violations names the writer by what journald recorded: this
+# one came from pmallocd.service, whatever name journald had for it then.
+inside pmallocctl violations --no-pager -u $unit -o json >"$bootdir/vio.json" 2>&1 ||
+	fail "pmallocctl violations: $(cat "$bootdir/vio.json")"
+grep -qE "\"OBJECT_PID\": ?\"$pid\"" "$bootdir/vio.json" || fail "violations -u $unit: $(cat "$bootdir/vio.json")"
+grep -qE '"PMALLOCCTL_WRITER": ?"pmallocd"' "$bootdir/vio.json" ||
+	fail "violations does not name pmallocd as the writer: $(cat "$bootdir/vio.json")"
+pass "pmallocctl violations -u $unit: pid $pid, written by pmallocd"
 exit 0
