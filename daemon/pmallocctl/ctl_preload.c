@@ -129,30 +129,13 @@ static void preload_put_line(FILE *f, const char *value)
 	fputs("\"\n", f);
 }
 
-static int preload_write(int dir_fd, const char *unit, const char *value, const char *own_from)
+/* The drop-in's text, malloc'ed in *ret (its length in *ret_len). */
+static int preload_text(const char *unit, const char *value, const char *own_from, char **ret, size_t *ret_len)
 {
-	char tmp[sizeof(".#" PRELOAD_FILE) + 16];
-	uint64_t rnd = 0;
-	FILE *f;
-	int fd = -1, r = 0;
+	FILE *f = open_memstream(ret, ret_len);
 
-	/* O_EXCL|O_NOFOLLOW: a name the tree's owner planted is never opened. */
-	for (int tries = 0; fd < 0 && tries < 16; tries++) {
-		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-			rnd ^= (uint64_t)getpid() << 20 ^ (uint64_t)tries;
-		snprintf(tmp, sizeof(tmp), ".#" PRELOAD_FILE "%08x", (unsigned)rnd);
-		fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (fd < 0 && errno != EEXIST)
-			return -errno;
-	}
-	if (fd < 0)
-		return -EEXIST;
-	f = fdopen(fd, "w");
-	if (!f) {
-		r = -errno;
-		close(fd);
-		goto out;
-	}
+	if (!f)
+		return -errno;
 	fprintf(f, "# Written by \"" CTL_NAME " preload enable %s\"; \"" CTL_NAME
 		" preload disable %s\" removes it.\n"
 		"# Every process of the unit loads the pmalloc shim; pmallocd (or\n"
@@ -166,6 +149,70 @@ static int preload_write(int dir_fd, const char *unit, const char *value, const 
 	 * on /etc/pmalloc.conf alone, out of pmallocd's sight. */
 	fputs("[Unit]\nWants=pmallocd.service\nAfter=pmallocd.service\n[Service]\n", f);
 	preload_put_line(f, value);
+	if (fclose(f) != 0) {
+		free(*ret);
+		*ret = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Whether the drop-in there holds exactly text (a link is not read). */
+static bool preload_same(int dir_fd, const char *text, size_t len)
+{
+	char buf[8192];
+	int fd = openat(dir_fd, PRELOAD_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	return n >= 0 && (size_t)n == len && memcmp(buf, text, len) == 0;
+}
+
+/* Writes the drop-in, unless it holds the same text already: its file is
+ * then left as it is, so that systemd does not see it changed (and warn
+ * "changed on disk" at the next systemctl) when enable is run again. */
+static int preload_write(int dir_fd, const char *unit, const char *value, const char *own_from)
+{
+	char tmp[sizeof(".#" PRELOAD_FILE) + 16];
+	char *text = NULL;
+	size_t len = 0;
+	uint64_t rnd = 0;
+	FILE *f;
+	int fd = -1, r;
+
+	r = preload_text(unit, value, own_from, &text, &len);
+	if (r < 0)
+		return r;
+	if (preload_same(dir_fd, text, len)) {
+		free(text);
+		return 0;
+	}
+	/* O_EXCL|O_NOFOLLOW: a name the tree's owner planted is never opened. */
+	for (int tries = 0; fd < 0 && tries < 16; tries++) {
+		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			rnd ^= (uint64_t)getpid() << 20 ^ (uint64_t)tries;
+		snprintf(tmp, sizeof(tmp), ".#" PRELOAD_FILE "%08x", (unsigned)rnd);
+		fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0 && errno != EEXIST) {
+			r = -errno;
+			free(text);
+			return r;
+		}
+	}
+	if (fd < 0) {
+		free(text);
+		return -EEXIST;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		r = -errno;
+		close(fd);
+		goto out;
+	}
+	fwrite(text, 1, len, f);
 	if (fchmod(fileno(f), 0644) < 0 || fflush(f) != 0 || fsync(fileno(f)) < 0)
 		r = -errno;
 	if (fclose(f) != 0 && r == 0)
@@ -175,6 +222,7 @@ static int preload_write(int dir_fd, const char *unit, const char *value, const 
 out:
 	if (r < 0)
 		unlinkat(dir_fd, tmp, 0);
+	free(text);
 	return r;
 }
 
