@@ -14,8 +14,9 @@
 # mirror; each run boots a fresh copy of it (BOOTDIR/run) with
 # systemd-nspawn and removes the copy afterwards, so every run starts from
 # the same clean machine.  Commands run inside through nsenter.
-# Must never: touch the host's packages, services or journal (the container
-# has its own systemd and journald), or leave the container running.
+# Must never: touch the host's packages, services, journal or network (the
+# container has its own systemd and journald, and only a loopback of its
+# own), or leave the container running.
 # Runs as root.  "make deb-boot-check" runs it (and installs debootstrap and
 # systemd-nspawn when missing).
 set -u
@@ -71,7 +72,7 @@ install -m 0755 "$demo" "$run/usr/local/bin/pmalloc-demo"
 # The container's own name; root may log in on its console (not used).
 echo pmalloc-boot >"$run/etc/hostname"
 
-systemd-nspawn -q -D "$run" -b --register=no --keep-unit -M pmalloc-boot >"$bootdir/console.log" 2>&1 </dev/null &
+systemd-nspawn -q -D "$run" -b --private-network --register=no --keep-unit -M pmalloc-boot >"$bootdir/console.log" 2>&1 </dev/null &
 nspawn_pid=$!
 # The container's PID 1: a systemd below our systemd-nspawn whose pid in
 # its own namespace is 1.
