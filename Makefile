@@ -466,7 +466,7 @@ install: all
 # deb-boot-check (root) does it on a clean Debian booted with systemd in a
 # container (tests/deb/boot.sh: debootstrap once into $(B)/boot, about 4
 # minutes and 250 MB, from DEB_BOOT_MIRROR or debootstrap's default; then
-# about 30 s a run).  None is part of make check: they take minutes and
+# 10 to 20 s a run).  None is part of make check: they take minutes and
 # change the machine's packages.
 DEB_DIR := $(B)/deb
 DEB_BOOT_MIRROR ?=
