@@ -5,6 +5,7 @@
 #   make bench      benchmarks (ratios)           make demo     the whole story, end to end
 #   make install DESTDIR=... PREFIX=...           make lint     cppcheck
 #   make deb        Debian packages, lintian      make deb-install-check (root)
+#   make deb-boot-check (root) the packages on a booted Debian container
 #
 # Build dependencies are Debian packages; a missing one is installed with
 # apt-get when run as root, or the exact command is printed (target deps).
@@ -464,11 +465,30 @@ install: all
 # in $(B)/deb (dpkg-buildpackage -us -uc -b, about a minute on 2 cores) and
 # runs lintian, which must report no error; make deb-install-check (root)
 # installs the runtime and daemon packages, preloads a test unit, shows its
-# program protected and purges them (tests/deb/install.sh).  Neither is part
-# of make check: they take minutes and change the machine's packages.
+# program protected and purges them (tests/deb/install.sh); make
+# deb-boot-check (root) does it on a clean Debian booted with systemd in a
+# container (tests/deb/boot.sh: debootstrap once into $(B)/boot, about 4
+# minutes and 250 MB, from DEB_BOOT_MIRROR or debootstrap's default; then
+# 10 to 20 s a run).  None is part of make check: they take minutes and
+# change the machine's packages.
 DEB_DIR := $(B)/deb
-.PHONY: deb deb-install-check
-deb:
+DEB_BOOT_MIRROR ?=
+# apt_need FILES,PACKAGES: PACKAGES are installed (as root, with apt-get)
+# when one of FILES is missing, else the command is printed.
+apt_need = missing=; for f in $(1); do [ -e $$f ] || missing=yes; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "pmalloc: installing $(2)"; \
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null || exit 1; \
+		else \
+			echo "pmalloc: missing $(2); run: sudo apt-get install $(2)"; exit 1; \
+		fi; \
+	fi
+.PHONY: deb deb-install-check deb-boot-check
+deb: | $(B)/.deps
+	@$(call apt_need,/usr/bin/dpkg-buildpackage /usr/bin/dh /usr/bin/lintian /usr/share/pkgconfig/systemd.pc \
+		/usr/share/pkgconfig/bash-completion.pc,dpkg-dev debhelper lintian systemd bash-completion)
 	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/pmalloc-$(VERSION)
 	if git rev-parse --git-dir >/dev/null 2>&1; then git ls-files -co --exclude-standard; \
 	else find . -path ./$(B) -prune -o -path ./.git -prune -o -type f -print; fi | \
@@ -482,6 +502,11 @@ deb-install-check: $(B)/progs/pmalloc-demo
 	@ls $(DEB_DIR)/pmalloc_*.deb >/dev/null 2>&1 || $(MAKE) --no-print-directory deb
 	tests/deb/install.sh $(DEB_DIR)
 
+deb-boot-check: $(B)/progs/pmalloc-demo
+	@$(call apt_need,/usr/sbin/debootstrap /usr/bin/systemd-nspawn /usr/bin/nsenter,debootstrap systemd-container util-linux)
+	@ls $(DEB_DIR)/pmalloc_*.deb >/dev/null 2>&1 || $(MAKE) --no-print-directory deb
+	DEB_BOOT_MIRROR=$(DEB_BOOT_MIRROR) tests/deb/boot.sh $(DEB_DIR) $(B)/boot
+
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED_FILES))
 	@if cmp -s conf/pmalloc.conf $(DESTDIR)$(SYSCONFDIR)/pmalloc.conf; then \
@@ -493,7 +518,7 @@ uninstall:
 clean:
 	rm -rf $(B)
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(B) -path $(B)/boot -prune -o -path $(B)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # pmallocctl status --json of 500 served processes (ctl_status_json.sh, which
 # make check runs with 60): whole and valid against its schema.  Minutes

@@ -161,7 +161,6 @@ int ctl_cmd_learn(int argc, char **argv)
 	int c, ret;
 
 	opterr = 0;
-	optind = 1;
 	while ((c = ctl_getopt(argc, argv, "learn", &ret)) != -1) {
 		if (c == 'e')
 			exe_arg = optarg;

@@ -5,7 +5,8 @@
  * ROOT/etc/systemd/system/UNIT.d/pmalloc.conf with
  * Environment=LD_PRELOAD=<the installed runtime library, by its SONAME:
  * LIBDIR/libpmalloc_shim.so.0>, the development link libpmalloc_shim.so
- * being absent where the -dev package is not installed.
+ * being absent where the -dev package is not installed, and the unit
+ * ordered after pmallocd.service (wanted), so its processes find it up.
  *
  * Owns the drop-in's name and content and how it composes with an
  * LD_PRELOAD the unit already sets: the shim comes first (the first object
@@ -128,30 +129,13 @@ static void preload_put_line(FILE *f, const char *value)
 	fputs("\"\n", f);
 }
 
-static int preload_write(int dir_fd, const char *unit, const char *value, const char *own_from)
+/* The drop-in's text, malloc'ed in *ret (its length in *ret_len). */
+static int preload_text(const char *unit, const char *value, const char *own_from, char **ret, size_t *ret_len)
 {
-	char tmp[sizeof(".#" PRELOAD_FILE) + 16];
-	uint64_t rnd = 0;
-	FILE *f;
-	int fd = -1, r = 0;
+	FILE *f = open_memstream(ret, ret_len);
 
-	/* O_EXCL|O_NOFOLLOW: a name the tree's owner planted is never opened. */
-	for (int tries = 0; fd < 0 && tries < 16; tries++) {
-		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-			rnd ^= (uint64_t)getpid() << 20 ^ (uint64_t)tries;
-		snprintf(tmp, sizeof(tmp), ".#" PRELOAD_FILE "%08x", (unsigned)rnd);
-		fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (fd < 0 && errno != EEXIST)
-			return -errno;
-	}
-	if (fd < 0)
-		return -EEXIST;
-	f = fdopen(fd, "w");
-	if (!f) {
-		r = -errno;
-		close(fd);
-		goto out;
-	}
+	if (!f)
+		return -errno;
 	fprintf(f, "# Written by \"" CTL_NAME " preload enable %s\"; \"" CTL_NAME
 		" preload disable %s\" removes it.\n"
 		"# Every process of the unit loads the pmalloc shim; pmallocd (or\n"
@@ -159,8 +143,76 @@ static int preload_write(int dir_fd, const char *unit, const char *value, const 
 	if (own_from)
 		fprintf(f, "# The shim comes first, then the unit's own LD_PRELOAD as %s\n"
 			"# set it when this was written: enable again after changing that.\n", own_from);
-	fputs("[Service]\n", f);
+	/* Started after pmallocd has started (Type=notify: ready), so that its
+	 * processes find it answering: the first client of a socket-activated
+	 * pmallocd can wait longer than the shim does (100 ms), and then runs
+	 * on /etc/pmalloc.conf alone, out of pmallocd's sight. */
+	fputs("[Unit]\nWants=pmallocd.service\nAfter=pmallocd.service\n[Service]\n", f);
 	preload_put_line(f, value);
+	if (fclose(f) != 0) {
+		free(*ret);
+		*ret = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Whether the drop-in there holds exactly text (a link is not read). */
+static bool preload_same(int dir_fd, const char *text, size_t len)
+{
+	char buf[8192];
+	int fd = openat(dir_fd, PRELOAD_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	return n >= 0 && (size_t)n == len && memcmp(buf, text, len) == 0;
+}
+
+/* Writes the drop-in, unless it holds the same text already: its file is
+ * then left as it is, so that systemd does not see it changed (and warn
+ * "changed on disk" at the next systemctl) when enable is run again. */
+static int preload_write(int dir_fd, const char *unit, const char *value, const char *own_from)
+{
+	char tmp[sizeof(".#" PRELOAD_FILE) + 16];
+	char *text = NULL;
+	size_t len = 0;
+	uint64_t rnd = 0;
+	FILE *f;
+	int fd = -1, r;
+
+	r = preload_text(unit, value, own_from, &text, &len);
+	if (r < 0)
+		return r;
+	if (preload_same(dir_fd, text, len)) {
+		free(text);
+		return 0;
+	}
+	/* O_EXCL|O_NOFOLLOW: a name the tree's owner planted is never opened. */
+	for (int tries = 0; fd < 0 && tries < 16; tries++) {
+		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			rnd ^= (uint64_t)getpid() << 20 ^ (uint64_t)tries;
+		snprintf(tmp, sizeof(tmp), ".#" PRELOAD_FILE "%08x", (unsigned)rnd);
+		fd = openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0 && errno != EEXIST) {
+			r = -errno;
+			free(text);
+			return r;
+		}
+	}
+	if (fd < 0) {
+		free(text);
+		return -EEXIST;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		r = -errno;
+		close(fd);
+		goto out;
+	}
+	fwrite(text, 1, len, f);
 	if (fchmod(fileno(f), 0644) < 0 || fflush(f) != 0 || fsync(fileno(f)) < 0)
 		r = -errno;
 	if (fclose(f) != 0 && r == 0)
@@ -170,6 +222,7 @@ static int preload_write(int dir_fd, const char *unit, const char *value, const 
 out:
 	if (r < 0)
 		unlinkat(dir_fd, tmp, 0);
+	free(text);
 	return r;
 }
 

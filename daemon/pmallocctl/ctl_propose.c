@@ -409,7 +409,6 @@ static int parse_args(int argc, char **argv, struct popts *o)
 	if (getuid() != 0)
 		o->uids[o->n_uids++] = getuid();
 	opterr = 0;
-	optind = 1;
 	while ((c = ctl_getopt(argc, argv, "propose", &ret)) != -1) {
 		switch (c) {
 		case 'u': {

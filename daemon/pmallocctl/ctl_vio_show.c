@@ -52,9 +52,13 @@ enum vio_writer vio_writer(const struct vio_entry *e)
 		base = strrchr(exe->value, '/');
 		base = base ? base + 1 : exe->value;
 	}
-	/* Root's word is the system's: only root's process named pmallocd. */
+	/* Root's word is the system's: only root's process named pmallocd, or
+	 * root's process of pmallocd.service (journald names a process by what
+	 * it read of it last: for about a second after the start, that can be
+	 * systemd's child "(pmallocd)" before its exec, when it logged). */
 	if (field_is(e, "_UID", "0") &&
-	    (field_is(e, "_COMM", "pmallocd") || (base && strcmp(base, "pmallocd") == 0)))
+	    (field_is(e, "_COMM", "pmallocd") || (base && strcmp(base, "pmallocd") == 0) ||
+	     field_is(e, "_SYSTEMD_UNIT", "pmallocd.service")))
 		return VIO_BY_PMALLOCD;
 	if (same_value(vio_get(e, "_PID"), vio_get(e, "OBJECT_PID")))
 		return VIO_BY_SELF;

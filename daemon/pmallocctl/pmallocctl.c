@@ -106,7 +106,7 @@ static const struct ctl_command ctl_commands[] = {
 	  "                       place of PATH's policy in an existing one (every other\n"
 	  "                       policy and the daemon group kept; FILE.bak the old file)\n"
 	  "Exit status: 0 written, 1 failure, 2 usage.\n",
-	  "+:e:o:h", OPTIONS(ARG("exe", 'e'), ARG("output", 'o'), HELP) },
+	  ":e:o:h", OPTIONS(ARG("exe", 'e'), ARG("output", 'o'), HELP) },
 	{ "propose", ctl_cmd_propose,
 	  "  propose --exe PATH [--run ID]... [--since TIME] [--uid USER]...\n"
 	  "          [--directory DIR | --file FILE]... [--output FILE]\n"
@@ -130,7 +130,7 @@ static const struct ctl_command ctl_commands[] = {
 	  "  -o, --output FILE    put it into the policy file FILE, as learn --output does\n"
 	  CTL_TIME_HELP
 	  "Exit status: 0 proposed, 1 nothing to propose or the journal cannot be read, 2 usage.\n",
-	  "+:e:r:S:o:u:D:h", OPTIONS(ARG("exe", 'e'), ARG("run", 'r'), ARG("since", 'S'), ARG("output", 'o'),
+	  ":e:r:S:o:u:D:h", OPTIONS(ARG("exe", 'e'), ARG("run", 'r'), ARG("since", 'S'), ARG("output", 'o'),
 				     ARG("uid", 'u'), ARG("directory", 'D'), ARG("file", CTL_OPT_FILE), HELP) },
 	{ "learn-flush", ctl_cmd_learn_flush,
 	  "  learn-flush PID [--socket PATH]\n"

@@ -48,6 +48,13 @@ static int protect_send(int fd, const void *msg, size_t len)
  * connected", which status would contradict. */
 static int forked_child(const struct protect_target *t, pid_t pid, struct strbuf *text, const char **ret_why)
 {
+	if (t->via_gone) {
+		strbuf_printf(text, "error: PID %d is a forked child of PID %d, which has exited, and shares its "
+			      "connection: it reads no orders (a learning process writes what it learned when "
+			      "it exits: stop the service)", (int)pid, (int)t->entry->via_pid);
+		*ret_why = "forked child of an exited process";
+		return -ESRCH;
+	}
 	strbuf_printf(text, "error: PID %d is a forked child of PID %d and shares its connection: "
 		      "it reads no orders of its own (ask PID %d; a learning child writes what it "
 		      "learned when it exits)", (int)pid, (int)t->entry->via_pid, (int)t->entry->via_pid);

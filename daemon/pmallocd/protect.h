@@ -6,6 +6,7 @@
 #ifndef PMALLOCD_PROTECT_H
 #define PMALLOCD_PROTECT_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "log.h"
@@ -28,6 +29,7 @@ struct protect {
 struct protect_target {
 	int fd;
 	const struct proc_entry *entry;
+	bool via_gone;                   /* forked child: the parent it shares a connection with exited */
 };
 
 /* Answer one PMW_PROTECT_REQ m (its size checked) from the client with

@@ -632,7 +632,12 @@ static int handle_protect_req(struct client *c, const struct pmw_protect_req *m)
 	 * its own: known, with no descriptor, so that the answer says why. */
 	for (const struct proc_entry *e = s->manager->registry.live; e && !target.entry; e = e->next)
 		if (e->pid == m->pid && e->via_pid && !e->exited_usec)
-			target = (struct protect_target){ .fd = -1, .entry = e };
+			target = (struct protect_target){ .fd = -1, .entry = e, .via_gone = true };
+	/* Whether the parent it names still runs (a daemon that forked away
+	 * from its starter, as nginx's master, outlives it). */
+	for (struct client *t = s->clients; target.via_gone && t; t = t->next)
+		if (t->pid == target.entry->via_pid && t->entry && proc_is_alive(t->pid, t->entry->starttime))
+			target.via_gone = false;
 	strbuf_init_fixed(&text, out->text, PMW_MAX_MSG - sizeof(*out));
 	r = protect_answer(&s->protect, m, c->pid, c->uid, &target, &text);
 	if (r < 0) {

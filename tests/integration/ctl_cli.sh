@@ -77,6 +77,28 @@ for cmd in "check --frob" "status --socket" "violations --since" "propose --exe"
 	[ "$(rc)" = 2 ] && [ "$(head -n 1 "$T/err")" = "$want" ] ||
 		fail "$cmd: exit $(rc): $(cat "$T/err")"
 done
+# Options before or after a command's operands, as each --help shows them
+# (learn UNIT --output FILE was once refused: its options stopped at UNIT).
+if [ "$(id -u)" = 0 ] && [ -d /etc/systemd/system ]; then
+	unit=pmalloc-clitest-$$.service
+	printf '[Service]\nExecStart=/bin/true\n' >/etc/systemd/system/$unit
+	rm_unit() { rm -f /etc/systemd/system/$unit; }
+	at_exit rm_unit
+	run learn $unit --output "$T/after.conf"
+	[ "$(rc)" = 0 ] || fail "learn UNIT --output FILE: exit $(rc): $(cat "$T/err")"
+	run learn --output "$T/before.conf" $unit
+	[ "$(rc)" = 0 ] || fail "learn --output FILE UNIT: exit $(rc): $(cat "$T/err")"
+	grep -qF "exe = [ \"$(readlink -f /bin/true)\"" "$T/after.conf" || fail "learn UNIT --output: $(cat "$T/after.conf")"
+	cmp -s "$T/after.conf" "$T/before.conf" || fail "the two orders wrote different policies"
+	run learn $unit --output "$T/x.conf" extra
+	[ "$(rc)" = 2 ] && grep -q "unexpected argument 'extra'" "$T/err" || fail "learn UNIT extra: exit $(rc): $(cat "$T/err")"
+	pass "learn UNIT --output FILE and learn --output FILE UNIT write the same policy"
+fi
+for order in "learn-flush 1 --socket $T/none.sock" "learn-flush --socket $T/none.sock 1" \
+	"protect 1 p --socket $T/none.sock" "protect --socket $T/none.sock 1 p"; do
+	run $order
+	[ "$(rc)" = 3 ] || fail "$order: exit $(rc), not 3 (pmallocd not running): $(cat "$T/err")"
+done
 run $'\e]0;title\a'
 [ "$(rc)" = 2 ] && [ "$(head -n 1 "$T/err")" = "pmallocctl: unknown command '\\x1b]0;title\\x07'" ] ||
 	fail "escaped command: $(head -n 1 "$T/err" | od -c)"

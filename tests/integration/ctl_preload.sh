@@ -42,6 +42,9 @@ cat >"$T/want" <<WANT
 # Written by "pmallocctl preload enable demo.service"; "pmallocctl preload disable demo.service" removes it.
 # Every process of the unit loads the pmalloc shim; pmallocd (or
 # /etc/pmalloc.conf) decides what it protects: see pmallocctl(8).
+[Unit]
+Wants=pmallocd.service
+After=pmallocd.service
 [Service]
 Environment=LD_PRELOAD=$lib
 WANT
@@ -49,6 +52,13 @@ diff "$T/want" "$dropin" >"$T/diff" || fail "drop-in content: $(cat "$T/diff")"
 [ "$(stat -c %a "$dropin")" = 644 ] || fail "drop-in mode $(stat -c %a "$dropin")"
 grep -q "does not exist" "$T/err" || fail "no warning about the missing library: $(cat "$T/err")"
 pass "enable writes the drop-in: $(tail -n 1 "$dropin")"
+# Again, unchanged: the file is left as it is (systemd would see a new one
+# as changed on disk and warn until daemon-reload).
+before=$(stat -c '%i %Y.%y' "$dropin")
+"$ctl" preload enable demo --root "$root/" --library "$lib" >"$T/out" 2>"$T/err" || fail "enable again: $(cat "$T/out" "$T/err")"
+[ "$(stat -c '%i %Y.%y' "$dropin")" = "$before" ] || fail "enable again rewrote the unchanged drop-in"
+diff "$T/want" "$dropin" >"$T/diff" || fail "drop-in content after enable again: $(cat "$T/diff")"
+pass "enable again: the unchanged drop-in is left as it is"
 
 "$ctl" preload status demo.service --root "$root" >"$T/out" 2>&1; rc=$?
 # The library is missing in this root: status says the unit runs unprotected.

@@ -2,8 +2,10 @@
 # learn_flush.sh - pmallocctl learn-flush PID: a process served a learn
 # policy by pmallocd writes what it learned to the journal while it runs
 # (PMALLOC_LEARN_REASON=learn-flush), and again when it exits; a PID that
-# pmallocd does not serve is refused with exit 1.  pmallocctl sites PID
-# prints the same as a table.
+# pmallocd does not serve is refused with exit 1, and so is the forked
+# child of a process that has exited (a daemon that forked away from its
+# starter, as nginx's master), saying so.  pmallocctl sites PID prints the
+# same as a table.
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
 
@@ -16,7 +18,9 @@ unset PMALLOC_DEBUG
 write_conf "$CONF" <<EOF
 version = 1;
 policies = ( { name = "lp"; match = { exe = [ "*/learn_prog" ]; }; mode = "learn";
-  pools = ( { name = "setup"; sites = [ "*" ]; protect = [ "on-call:listen" ]; } ); } );
+  pools = ( { name = "setup"; sites = [ "*" ]; protect = [ "on-call:listen" ]; } ); },
+  { name = "py"; match = { exe = [ "*/python3*" ]; }; mode = "learn";
+  pools = ( { name = "all"; sites = [ "*" ]; protect = [ "on-wait" ]; } ); } );
 EOF
 start_daemon
 
@@ -69,3 +73,28 @@ pass "learn-flush: a running learn process writes its sites (reason learn-flush)
 "$B/pmallocctl" learn-flush 999999 --socket "$SOCK" >"$T/ans" 2>&1 && fail "learn-flush of an unknown PID succeeded"
 grep -q "^pmallocctl: PID 999999 is not connected" "$T/ans" || fail "unknown PID: $(cat "$T/ans")"
 pass "learn-flush of a process pmallocd does not serve: refused"
+
+# A daemon that forked away from its starter: the child shares the exited
+# parent's connection and reads no orders; the answer says that parent is
+# gone (not "ask PID parent") and how its learning reaches the journal.
+# (The child's first wait, select(2), protects its pool: pmallocd learns of
+# the child from that message on the shared connection.)
+if [ -x /usr/bin/python3 ]; then
+	PMALLOC_SOCKET=$SOCK PMALLOC_CONF=$T/nonexistent LD_PRELOAD=$SHIM /usr/bin/python3 -c '
+import os, select, sys
+if os.fork():
+    sys.exit(0)
+print(os.getpid(), flush=True)
+select.select([], [], [], 60)' >"$T/daemon.out" 2>"$T/daemon.err" &
+	wait $!
+	wait_until 100 test -s "$T/daemon.out" || fail "the daemonized child said nothing: $(cat "$T/daemon.err")"
+	child=$(cat "$T/daemon.out")
+	kill_child() { kill "$child" 2>/dev/null; }
+	at_exit kill_child
+	wait_until 100 sh -c "'$B/pmallocctl' status --socket '$SOCK' | grep -q '^  PID $child .*forked child of PID'" ||
+		fail "status does not list PID $child as a forked child: $("$B/pmallocctl" status --socket "$SOCK")"
+	"$B/pmallocctl" learn-flush "$child" --socket "$SOCK" >"$T/ans" 2>&1 && fail "learn-flush of the daemonized child succeeded"
+	grep -qE "^pmallocctl: PID $child is a forked child of PID [0-9]+, which has exited, .*stop the service" "$T/ans" ||
+		fail "daemonized child: $(cat "$T/ans")"
+	pass "learn-flush of a forked child whose parent exited: $(cat "$T/ans")"
+fi

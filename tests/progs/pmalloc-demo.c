@@ -11,9 +11,12 @@
  *                           corruption bug would (dies by SIGSEGV when hardened)
  *   pmalloc-demo attack-table | attack-struct   other objects, same story
  *   pmalloc-demo before     write to the configuration before listen (allowed)
+ *   pmalloc-demo serve      a service: serve until SIGTERM (exit 0); SIGUSR1
+ *                           is the bug: "attack" then, as the signal comes
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +85,14 @@ static void corrupt(volatile char *where, char what)
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
+	sigset_t waited;
+
+	/* serve: both signals wait for sigwait, from the start on. */
+	sigemptyset(&waited);
+	sigaddset(&waited, SIGUSR1);
+	sigaddset(&waited, SIGTERM);
+	if (strcmp(mode, "serve") == 0)
+		sigprocmask(SIG_BLOCK, &waited, NULL);
 	struct config *c = parse_config("admin=alice;listen=127.0.0.1;port=0;");
 	load_settings(c);
 	if (strcmp(mode, "before") == 0)
@@ -103,6 +114,13 @@ int main(int argc, char **argv)
 	snprintf(request, 128, "GET /status for %s", c->admin);
 	free(request);
 
+	if (strcmp(mode, "serve") == 0) {
+		int sig = 0;
+		while (sigwait(&waited, &sig) != 0)
+			;
+		if (sig == SIGUSR1)
+			mode = "attack";
+	}
 	if (strcmp(mode, "attack") == 0) {
 		printf("pmalloc-demo: simulating a heap overflow into the admin name...\n");
 		fflush(stdout);
