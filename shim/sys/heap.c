@@ -34,7 +34,8 @@
  * the thread, or the thread sees the allocator (both sequentially
  * consistent).  Normally nothing allocates during the search (0 pointers):
  * redis's heap, jemalloc, then serves its free and malloc_usable_size
- * without the check (a boot_find, 8 instructions and a jump each).
+ * without the check (some 15 instructions and a jump each: 7.6 million of
+ * redis's 222 million serving 40,000 requests, callgrind).
  * Never allocates on its own behalf; no lock.
  */
 #define _GNU_SOURCE
