@@ -6,7 +6,8 @@
  * them without a lock.
  *
  * Also the read-only filter of the code the policy names (site.h), which
- * a cached heap route is checked against.
+ * a cached heap route is checked against, and beside it the byte that
+ * says every pool is closed (no route needs checking then).
  *
  * Never allocates through malloc (its table comes from os_map) and never
  * blocks.
@@ -91,11 +92,16 @@ void site_policy_mark(uintptr_t lo, uintptr_t hi)
 		return;
 	uintptr_t g0 = lo >> SITE_POLICY_SHIFT, g1 = (hi - 1) >> SITE_POLICY_SHIFT;
 	if (g1 - g0 >= SITE_POLICY_GRANULES) {
-		memset(&site_policy, 0xff, sizeof(site_policy));
+		memset(site_policy.granule, 0xff, sizeof(site_policy.granule));
 		return;
 	}
 	for (uintptr_t g = g0; g <= g1; g++)
 		site_policy.granule[(uint16_t)g] = 1;
+}
+
+void site_policy_mark_closed(void)
+{
+	site_policy.closed = 1;
 }
 
 void site_policy_close(void)

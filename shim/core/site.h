@@ -119,7 +119,18 @@ static inline struct site_hit site_lookup(uintptr_t ra)
 #define SITE_POLICY_SHIFT 6
 #define SITE_POLICY_GRANULES (1u << 16)
 union site_policy_page {
-	unsigned char granule[SITE_POLICY_GRANULES];
+	struct {
+		unsigned char granule[SITE_POLICY_GRANULES];
+		/* Every pool of the policy closed (take = "until-trigger",
+		 * enforce or audit: each one's trigger fired and its memory
+		 * protected): every allocation goes to the heap, so a heap
+		 * route, cached or not, is the truth and need not be checked.
+		 * Set once (site_policy_mark_closed), never cleared; in the
+		 * same read-only pages as the filter, so that no write can set
+		 * it early and have a forged heap route believed. */
+		unsigned char closed;
+	};
+	unsigned char pages[SITE_POLICY_GRANULES + 4096];
 };
 extern union site_policy_page site_policy __attribute__((visibility("hidden")));
 /* Might ra be a call site in code the policy names?  A shift, a
@@ -128,11 +139,18 @@ static inline bool site_maybe_policy(uintptr_t ra)
 {
 	return site_policy.granule[(uint16_t)(ra >> SITE_POLICY_SHIFT)] != 0;
 }
+/* Is every pool closed (the closed byte above)?  One load. */
+static inline bool site_policy_closed(void)
+{
+	return site_policy.closed != 0;
+}
 /* Are return addresses [lo, hi) all marked already (nothing to open)? */
 bool site_policy_marked(uintptr_t lo, uintptr_t hi);
 void site_policy_open(void);
 /* Return addresses [lo, hi) may be policy sites (bits are never cleared). */
 void site_policy_mark(uintptr_t lo, uintptr_t hi);
+/* Every pool is closed (between site_policy_open and site_policy_close). */
+void site_policy_mark_closed(void);
 void site_policy_close(void);
 
 /* Map the table (shim_init, before the policy is armed): what init.c

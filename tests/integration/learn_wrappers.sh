@@ -88,6 +88,25 @@ wait_until 200 grep -q '^ready' "$T/out" || fail "ip_wrapchain hold: $(cat "$T/o
 "$B/pmallocctl" status "$hpid" --socket "$SOCK" >"$T/status" 2>&1 || fail "status: $(cat "$T/status")"
 [ "$(grep -c "^      site ip_wrapchain+0x[0-9a-f]*  pool \"conf\": 1 objects, [0-9]* bytes to the heap after the pool's trigger (take = \"until-trigger\")$" "$T/status")" = 4 ] ||
 	fail "status: late sites: $(cat "$T/status")"
+# Its one pool closed and protected: the byte that says so (site.h: the
+# granules of the policy's filter, 64 KiB, then the closed byte) is set,
+# in a read-only page of the shim.
+off=$(nm "$SHIM" | awk '$3 == "site_policy" { print $1 }')
+[ -n "$off" ] || fail "no site_policy in $SHIM's symbols"
+closed=$(python3 - "$hpid" "$off" "$(realpath "$SHIM")" <<'EOP'
+import sys
+pid, off, lib = int(sys.argv[1]), int(sys.argv[2], 16), sys.argv[3]
+maps = [l.split() for l in open(f"/proc/{pid}/maps")]
+span = lambda m: [int(x, 16) for x in m[0].split('-')]
+base = min(span(m)[0] for m in maps if len(m) >= 6 and m[5] == lib and int(m[2], 16) == 0)
+addr = base + off + 65536
+perms = next(m[1] for m in maps if span(m)[0] <= addr < span(m)[1])
+with open(f"/proc/{pid}/mem", "rb") as f:
+    f.seek(addr)
+    print(perms, f.read(1)[0])
+EOP
+)
+[ "$closed" = "r--p 1" ] || fail "the closed byte: $closed (want it set, read-only)"
 exec 9>&-
 wait "$hpid" || fail "ip_wrapchain hold exited $?: $(cat "$T/err")"
-pass "pmallocctl status PID: each late site with what went to the heap"
+pass "pmallocctl status PID: each late site with what went to the heap; every pool closed, said by a read-only byte"

@@ -45,15 +45,27 @@ static void watched_free(void *p)
 }
 
 /* Found: the allocator in front of glibc is the shim's (this program does
- * not define malloc), so the checked entry points are in place. */
-static void find_now(void)
+ * not define malloc).  With a bootstrap pointer outstanding the checked
+ * entry points are in place (their allocator's free watched); with none,
+ * the allocator's own. */
+static void find_now(bool outstanding)
 {
 	atomic_store(&heap_state, HEAP_UNKNOWN);
+	atomic_store(&ops_ready, false);
 	heap_init();
 	ck_assert_int_eq(atomic_load(&heap_state), HEAP_FOUND);
-	ck_assert_ptr_eq(heap_next.free, checked_free);
 	allocator_free = real.free;
-	real.free = watched_free;
+	if (outstanding) {
+		ck_assert_ptr_eq(heap_next.free, checked_free);
+		ck_assert_ptr_eq(heap_next.realloc, checked_realloc);
+		ck_assert_ptr_eq(heap_next.usable_size, checked_usable_size);
+		real.free = watched_free;
+	} else {
+		ck_assert_ptr_eq(heap_next.free, real.free);
+		ck_assert_ptr_eq(heap_next.realloc, real.realloc);
+		ck_assert_ptr_eq(heap_next.usable_size, real.usable_size);
+		ck_assert_ptr_ne(heap_next.free, __libc_free);
+	}
 }
 
 START_TEST(test_bootstrap_pointers_go_back_to_glibc)
@@ -71,7 +83,7 @@ START_TEST(test_bootstrap_pointers_go_back_to_glibc)
 	ck_assert_uint_eq(atomic_load(&boot_live), 3);
 	strcpy(a, "from glibc");
 
-	find_now();
+	find_now(true);
 	/* malloc_usable_size of a bootstrap pointer: what was asked. */
 	ck_assert_uint_eq(heap_next.usable_size(a), 100);
 	/* free: glibc's, not the allocator's. */
@@ -105,16 +117,72 @@ START_TEST(test_realloc_during_the_search_stays_recorded)
 	ck_assert_ptr_nonnull(a2);
 	ck_assert_str_eq(a2, "abc");
 	ck_assert_uint_eq(atomic_load(&boot_live), 1);
-	find_now();
+	find_now(true);
 	heap_next.free(a2);
 	ck_assert_int_eq(allocator_frees, 0);
 	ck_assert_uint_eq(atomic_load(&boot_live), 0);
 }
 END_TEST
 
+/* Every bootstrap pointer freed before the search ends: no check is left
+ * on the heap's free, realloc and malloc_usable_size. */
+START_TEST(test_no_pointer_outstanding_no_check)
+{
+	atomic_store(&heap_state, HEAP_FINDING);
+	void *a = heap_next.malloc(100);
+	void *b = heap_next.realloc(NULL, 10);
+	ck_assert_uint_eq(atomic_load(&boot_live), 2);
+	heap_next.free(a);
+	heap_next.free(b);
+	ck_assert_uint_eq(atomic_load(&boot_live), 0);
+	find_now(false);
+	void *c = heap_next.malloc(10);
+	ck_assert_uint_ge(heap_next.usable_size(c), 10);
+	heap_next.free(c);
+	ck_assert_uint_eq(heap_bootstrap_count(), 2);
+}
+END_TEST
+
+/* A thread in a bootstrap allocation when the search ends may be about to
+ * record a glibc pointer: the checks stay. */
+START_TEST(test_allocation_under_way_keeps_the_check)
+{
+	atomic_store(&boot_entered, 1);
+	find_now(true);
+	atomic_store(&boot_entered, 0);
+}
+END_TEST
+
+/* Once the allocator is known (ops_ready) but before its table is written,
+ * a bootstrap allocation is the allocator's, never a glibc pointer, and
+ * the bootstrap free and realloc give it back to the allocator. */
+START_TEST(test_allocator_known_no_glibc_pointer)
+{
+	find_now(false);
+	allocator_free = real.free;
+	found.free = watched_free;
+	found.realloc = real.realloc;
+	atomic_store(&heap_state, HEAP_FINDING);
+	char *a = boot_malloc(100);
+	char *b = boot_calloc(2, 8);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq(atomic_load(&boot_live), 0);
+	ck_assert_uint_eq(heap_bootstrap_count(), 0);
+	strcpy(a, "known");
+	a = boot_realloc(a, 4000);
+	ck_assert_str_eq(a, "known");
+	ck_assert_uint_ge(boot_usable_size(a), 4000);
+	boot_free(a);
+	boot_free(b);
+	ck_assert_int_eq(allocator_frees, 2);
+	ck_assert_uint_eq(atomic_load(&boot_live), 0);
+}
+END_TEST
+
 START_TEST(test_found_allocator_is_one_object)
 {
-	find_now();
+	find_now(false);
 	/* Every entry point from the shim's object, none from glibc. */
 	ck_assert_ptr_eq(object_of((void *)heap_next.malloc), object_of((void *)allocator_free));
 	ck_assert_ptr_eq(object_of((void *)heap_next.calloc), object_of((void *)allocator_free));
@@ -128,8 +196,8 @@ END_TEST
  * reserved, the arena check from then on, whichever comes first. */
 START_TEST(test_free_entry_checks_once_the_arena_exists)
 {
-	find_now();
-	ck_assert_ptr_eq(heap_page.free_entry, checked_free);
+	find_now(false);
+	ck_assert_ptr_eq(heap_page.free_entry, real.free);
 	heap_page.free_entry(malloc(10));
 	ck_assert_int_eq(checked_frees, 0);
 	heap_set_free(free_checked);
@@ -150,6 +218,9 @@ int main(void)
 	TCase *tc = tcase_create("bootstrap");
 	tcase_add_test(tc, test_bootstrap_pointers_go_back_to_glibc);
 	tcase_add_test(tc, test_realloc_during_the_search_stays_recorded);
+	tcase_add_test(tc, test_no_pointer_outstanding_no_check);
+	tcase_add_test(tc, test_allocation_under_way_keeps_the_check);
+	tcase_add_test(tc, test_allocator_known_no_glibc_pointer);
 	tcase_add_test(tc, test_found_allocator_is_one_object);
 	tcase_add_test(tc, test_free_entry_checks_once_the_arena_exists);
 	suite_add_tcase(s, tc);

@@ -665,6 +665,19 @@ int resolve_route(uintptr_t ra, uint16_t id)
 	return route;
 }
 
+void resolve_pools_closed(void)
+{
+	/* The filter's writers take resolve_lock (publish_table): one opens
+	 * the pages at a time. */
+	pthread_mutex_lock(&resolve_lock);
+	if (!site_policy_closed()) {
+		site_policy_open();
+		site_policy_mark_closed();
+		site_policy_close();
+	}
+	pthread_mutex_unlock(&resolve_lock);
+}
+
 int resolve_policy_route(uintptr_t ra)
 {
 	const struct range *r = lookup(ra - 1);

@@ -15,6 +15,11 @@ int resolve_route(uintptr_t ra, uint16_t id);
  * the heap.  What a cached route is checked against before it is believed
  * (interpose.c). */
 int resolve_policy_route(uintptr_t ra);
+/* Every pool is closed for good (take = "until-trigger", the last one's
+ * trigger fired, not in learn mode): the filter's read-only closed byte is
+ * set (site.h), after which interpose.c believes every heap route.  Takes
+ * resolve_lock; idempotent.  Normal context only. */
+void resolve_pools_closed(void);
 /* The site to charge an allocation to, and its route, looking through
  * wrappers from the call at ra: the first caller outside a wrapper. */
 struct site_hit resolve_through_wrapper(uintptr_t ra);

@@ -53,6 +53,23 @@ static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct sit
 	const struct shim_state *st = shim;
 	if (shim_is_busy())
 		return NULL;
+	/* Every pool closed (take = "until-trigger", each one's trigger
+	 * fired; enforce or audit): every allocation goes to the heap, so a
+	 * heap route is the truth whatever its word says, and an allocation
+	 * through a wrapper is resolved to its caller (an unwind, some 9,000
+	 * instructions) only for the first few through each wrapper call, to
+	 * count and say their sites (take.c).  The read-only closed byte
+	 * (site.h), set when the last pool was protected, says so in one
+	 * load: a server's serving then pays nothing here for a heap route
+	 * in code the policy names (the range search of
+	 * resolve_policy_route) and a few loads for a wrapper, not an
+	 * unwind. */
+	if (site_policy_closed()) {
+		if (h.route == SITE_ROUTE_HEAP)
+			return NULL;
+		if (h.route == SITE_ROUTE_WRAPPER && !take_resolve_late(h.id))
+			return NULL;
+	}
 	/* The cached route is a writable word: believed only as far as the
 	 * read-only policy agrees.  A heap route for code the policy names
 	 * (its filter bit sent it here), a wrapper route for code that is no
@@ -68,15 +85,6 @@ static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct sit
 	} else if (h.route >= (int)st->n_pools) {
 		h.route = SITE_ROUTE_UNKNOWN;
 	}
-	/* Every pool closed (take = "until-trigger", each one triggered):
-	 * whoever called a wrapper, its allocation goes to the heap, so the
-	 * stack is not walked (some 9,000 instructions) but for the first few
-	 * allocations through each wrapper call, to count and say their sites
-	 * (take.c).  A server's serving then pays a few loads per allocation
-	 * through a wrapper, not an unwind. */
-	if (h.route == SITE_ROUTE_WRAPPER && st->image->mode != POLICY_MODE_LEARN && take_all_closed(st) &&
-	    !take_resolve_late(h.id))
-		return NULL;
 	if (h.route == SITE_ROUTE_UNKNOWN || h.route == SITE_ROUTE_WRAPPER) {
 		int e = errno;       /* a successful malloc leaves errno alone */
 		int busy = shim_busy_enter();

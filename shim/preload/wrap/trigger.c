@@ -25,7 +25,9 @@
 #include "pmalloc.h"
 #include "kwrite.h"
 #include "learn.h"
+#include "resolve.h"
 #include "rules_msg.h"
+#include "take.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -50,6 +52,11 @@ size_t shim_protect_pool(size_t i, const char *trigger)
 	fill_protect_begin();      /* never half-way through the shim's own copy */
 	size_t n = pool_protect(st->pools[i].pool, trigger);
 	fill_protect_end();
+	/* The last pool closed and protected: from now on every allocation
+	 * goes to the heap, and routing need check no heap route (site.h's
+	 * closed byte).  Learn mode keeps learning what comes late. */
+	if (st->pools[i].until_trigger && st->image->mode != POLICY_MODE_LEARN && take_all_closed(st))
+		resolve_pools_closed();
 	if (n) {
 		debug_printf("pool \"%s\": %zu bytes made read-only (%s)", st->pools[i].pool->name, n,
 			     trigger);
