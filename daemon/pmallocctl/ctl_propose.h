@@ -24,10 +24,14 @@ struct pcounts {
 /* The early and served counts of c from its entry's TRIGGER_LIVE fields
  * (has_trigger: the entry carries them). */
 void pcounts_split(struct pcounts *c, bool has_trigger, uint64_t trigger_live_objects, uint64_t trigger_live_bytes);
-/* Clean: never written, nothing allocated after the trigger, nothing
- * freed after it, and what was freed before it at most
- * PROPOSE_EARLY_RATIO times what was kept. */
+/* Safe: never written, nothing allocated after the trigger, nothing freed
+ * after it.  Kept enough: what was freed before the trigger is at most
+ * PROPOSE_EARLY_RATIO times what stayed live (propose weighs it over all
+ * the contexts of a frame or site: enforce's pool takes them together).
+ * Clean: both, for one context. */
 #define PROPOSE_EARLY_RATIO 8
+bool pcounts_safe(const struct pcounts *c);
+bool pcounts_kept_enough(uint64_t live_bytes, uint64_t early_bytes);
 bool pcounts_clean(const struct pcounts *c);
 
 struct pset;

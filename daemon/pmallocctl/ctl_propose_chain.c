@@ -4,25 +4,32 @@
  * (call chains with their counts) to each pool's sites and wrappers, its
  * coverage, and its text.
  *
- * Owns the frame choice and the rule it must keep.  A context is clean when
+ * Owns the frame choice and the rule it must keep.  A context is safe when
  * all its allocations were made before the pool's trigger, it was never
- * written, it freed nothing after the trigger, and what it freed before
- * (start-up objects the program was done with) is at most
+ * written and it freed nothing after the trigger; clean when also what it
+ * freed before (start-up objects the program was done with) is at most
  * PROPOSE_EARLY_RATIO times what it kept: enforce's pool takes those too
- * and never reuses them, so max_bytes counts them.  Step 1: along each clean chain, from the allocator
- * up, the first frame through which only clean chains pass (by function,
- * else by its call, pinned to the object's build-id) is its choice, and
- * the frames below it become wrappers (by function name when every call
- * of that function a chain passes is below a choice, else by pinned call).
- * Step 2: enforce mode looks through the pool's wrappers for every
- * allocation, so with that wrapper set W each chain's site is its first
- * frame not in W; a site is proposed only when every chain whose first
- * frame outside W it is, is clean.  That is the invariant: for every
- * learned chain, the first frame not in W, if a proposed site, belongs to
- * clean chains only.  Must never propose a site that a written, freed or
- * late chain reaches, or one that freed while serving; never write a value into the text but through
- * ctl_conf_quote().  Costs: one hash lookup per frame per step (a few
- * thousand contexts of 16 frames for a server: milliseconds).
+ * and never reuses them, so max_bytes counts them.  Step 1: along each
+ * clean chain, from the allocator up, the first frame through which only
+ * clean chains pass (by function, else by its call, pinned to the
+ * object's build-id) is its choice, and the frames below it become
+ * wrappers (by function name when every call of that function a chain
+ * passes is below a choice, else by pinned call).  Step 2: enforce mode
+ * looks through the pool's wrappers for every allocation, so with that
+ * wrapper set W each chain's site is its first frame not in W; a site is
+ * proposed only when every chain whose first frame outside W it is, is
+ * safe, and what those chains freed before the trigger, together, is at
+ * most PROPOSE_EARLY_RATIO times what they kept together: the pool takes
+ * a site's allocations as one, so the ratio is the site's (a context that
+ * only made scratch, such as the bucket table a dictionary outgrew before
+ * the trigger, does not leave out the site that keeps the dictionary).
+ * That is the invariant: for every learned chain, the first frame not in
+ * W, if a proposed site, belongs to safe chains only, whose early frees
+ * max_bytes counts.  Must never propose a site that a written or late
+ * chain reaches, or one that freed while serving; never write a value
+ * into the text but through ctl_conf_quote().  Costs: one hash lookup per
+ * frame per step (a few thousand contexts of 16 frames for a server:
+ * milliseconds).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -66,6 +73,8 @@ struct kstat {
 	bool beyond;                 /* a wrapper name: a call of it is not below a choice */
 	bool partly;                 /* a function: a call of it is a wrapper by its pinned call */
 	bool said;                   /* written into the text already */
+	uint64_t site_live;          /* step 2: live bytes of the chains whose site it is */
+	uint64_t site_early;         /* and what they freed before the trigger */
 	uint64_t live;               /* protected live bytes through it as a site */
 	uint64_t early;              /* and bytes its chains freed before the trigger */
 	size_t chains;
@@ -330,17 +339,35 @@ void pcounts_split(struct pcounts *c, bool has_trigger, uint64_t trigger_live_ob
 	c->served_objects = c->freed_objects - c->early_objects;
 }
 
-bool pcounts_clean(const struct pcounts *c)
+bool pcounts_kept_enough(uint64_t live_bytes, uint64_t early_bytes)
 {
 	/* early <= RATIO * live, without overflow. */
-	bool kept_enough = c->live_bytes >= UINT64_MAX / PROPOSE_EARLY_RATIO ||
-			   c->early_bytes <= c->live_bytes * PROPOSE_EARLY_RATIO;
-	return !c->written && c->late_objects == 0 && c->served_objects == 0 && c->objects > 0 && kept_enough;
+	return live_bytes >= UINT64_MAX / PROPOSE_EARLY_RATIO || early_bytes <= live_bytes * PROPOSE_EARLY_RATIO;
+}
+
+bool pcounts_safe(const struct pcounts *c)
+{
+	return !c->written && c->late_objects == 0 && c->served_objects == 0 && c->objects > 0;
+}
+
+bool pcounts_clean(const struct pcounts *c)
+{
+	return pcounts_safe(c) && pcounts_kept_enough(c->live_bytes, c->early_bytes);
 }
 
 static bool clean(const struct pchain *c)
 {
 	return pcounts_clean(&c->c);
+}
+
+static bool safe(const struct pchain *c)
+{
+	return pcounts_safe(&c->c);
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
 /* Can a rule name this function ("OBJECT:FUNCTION", a wrapper "FUNCTION")?
@@ -387,6 +414,14 @@ static size_t call_key(struct pset *s, const struct pchain *c, const struct pfra
 static size_t wname_key(struct pset *s, const struct pchain *c, const struct pframe *f, bool create)
 {
 	return f->function ? key(s, K_WNAME, c->pool, NULL, f->function, 0, create, 0) : SIZE_MAX;
+}
+
+/* Adds c's live bytes and what it freed before the trigger to those of the
+ * site st. */
+static void add_site_bytes(struct kstat *st, const struct pchain *c)
+{
+	st->site_live = add_sat(st->site_live, c->c.live_bytes);
+	st->site_early = add_sat(st->site_early, c->c.early_bytes);
 }
 
 static bool wrapped(struct pset *s, const struct pchain *c, const struct pframe *f)
@@ -481,7 +516,8 @@ static int choose_wrappers(struct pset *s, const char *pool)
 }
 
 /* Step 2 for one pool: each chain's site under the wrappers, and the sites
- * that only clean chains reach. */
+ * that only safe chains reach, which together kept enough of what they
+ * allocated. */
 static void choose_sites(struct pset *s, const char *pool)
 {
 	for (size_t i = 0; i < s->ch_n; i++) {
@@ -495,19 +531,24 @@ static void choose_sites(struct pset *s, const char *pool)
 		if (c->site < 0)
 			continue;
 		size_t n = name_key(s, c, &c->f[c->site], false), k = call_key(s, c, &c->f[c->site], false);
-		if (n != SIZE_MAX)
-			s->ks[n].dirty_site |= !clean(c);
-		s->ks[k].dirty_site |= !clean(c);
+		if (n != SIZE_MAX) {
+			s->ks[n].dirty_site |= !safe(c);
+			add_site_bytes(&s->ks[n], c);
+		}
+		s->ks[k].dirty_site |= !safe(c);
+		add_site_bytes(&s->ks[k], c);
 	}
 	for (size_t i = 0; i < s->ch_n; i++) {
 		struct pchain *c = &s->ch[i];
-		if (c->pool != pool || c->site < 0 || !clean(c))
+		if (c->pool != pool || c->site < 0 || !safe(c))
 			continue;
 		const struct pframe *f = &c->f[c->site];
 		size_t n = name_key(s, c, f, false), k = call_key(s, c, f, false);
-		if (n != SIZE_MAX && by_name_ok(f) && !s->ks[n].dirty_site && !s->ks[n].partly)
+		if (n != SIZE_MAX && by_name_ok(f) && !s->ks[n].dirty_site && !s->ks[n].partly &&
+		    pcounts_kept_enough(s->ks[n].site_live, s->ks[n].site_early))
 			s->ks[n].site = true;
-		else if (by_call_ok(f) && !s->ks[k].dirty_site)
+		else if (by_call_ok(f) && !s->ks[k].dirty_site &&
+			 pcounts_kept_enough(s->ks[k].site_live, s->ks[k].site_early))
 			s->ks[k].site = true;
 	}
 }
@@ -602,7 +643,7 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 		v.unwritten += c->c.live_bytes;
 		if (c->c.late_objects)
 			v.late += c->c.live_bytes;
-		if (!clean(c) || c->site < 0)
+		if (!safe(c) || c->site < 0)
 			continue;
 		size_t n = name_key(s, c, &c->f[c->site], false), k = call_key(s, c, &c->f[c->site], false);
 		size_t r = n != SIZE_MAX && s->ks[n].site ? n : s->ks[k].site ? k : SIZE_MAX;
@@ -675,8 +716,9 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 	ctl_conf_quote(f, pool);
 	fprintf(f, ": %zu contexts learned; a site is the frame nearest the allocator\n"
 		   "        # whose allocations were all made before the trigger, never written and\n"
-		   "        # never freed after it (freed before it: at most %d times what stayed\n"
-		   "        # live); the frames below it are wrappers.\n", contexts, PROPOSE_EARLY_RATIO);
+		   "        # never freed after it (freed before it: at most %d times what its\n"
+		   "        # contexts kept together); the frames below it are wrappers.\n", contexts,
+		PROPOSE_EARLY_RATIO);
 	fputs(notes, f);
 	if (small)
 		fprintf(f, "        # %zu sites of fewer than %" PRIu64 " bytes left out: the policy must fit in\n"

@@ -2,7 +2,8 @@
 /*
  * test_propose.c - propose's counting (daemon/pmallocctl/ctl_propose_chain.c):
  * frees before the trigger told from frees after it (PMALLOC_TRIGGER_LIVE_*),
- * which contexts are clean, the sites and max_bytes that follow, and the
+ * which contexts are clean, the sites and max_bytes that follow (what a
+ * site frees before the trigger weighed over its contexts), and the
  * coverage lines, on contexts made up to the byte.
  */
 #define _GNU_SOURCE
@@ -171,6 +172,64 @@ START_TEST(test_max_bytes_counts_early)
 }
 END_TEST
 
+/* A dictionary filled at start-up: the call that adds an entry also makes
+ * the bucket table, which it outgrew and freed before the trigger.  The
+ * table's context kept nothing, yet its site is the entries' site, and the
+ * pool takes the site as one: proposed while what the site freed before
+ * the trigger is at most 8 times what it kept, not beyond. */
+static struct pset *dict_set(uint64_t table_bytes)
+{
+	struct pset *s = pset_new();
+	ck_assert_ptr_nonnull(s);
+	/* The entries, all kept. */
+	struct pcounts entries = counts(24, 2400, 0, 0, 24, 2400);
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", FR("10", "xalloc") " " FR("50", "dict_add") " "
+				  FR("100", "populate") " " FR("900", "main"), &entries), 0);
+	/* The bucket tables, all freed before the trigger. */
+	struct pcounts table = counts(3, table_bytes, 3, table_bytes, 0, 0);
+	ck_assert(pcounts_safe(&table) && !pcounts_clean(&table));
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", FR("10", "xalloc") " " FR("60", "dict_expand") " "
+				  FR("55", "dict_add") " " FR("100", "populate") " " FR("900", "main"), &table), 0);
+	/* Other callers, clean, that make xalloc, dict_add and dict_expand
+	 * wrappers; a connection's dictionary, freed while serving. */
+	struct pcounts load = counts(1, 100, 0, 0, 1, 100), init = counts(1, 512, 0, 0, 1, 512);
+	struct pcounts conn = counts(4, 400, 2, 200, 4, 400);
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", FR("10", "xalloc") " " FR("50", "dict_add") " "
+				  FR("200", "load") " " FR("900", "main"), &load), 0);
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", FR("10", "xalloc") " " FR("60", "dict_expand") " "
+				  FR("55", "dict_add") " " FR("400", "init") " " FR("900", "main"), &init), 0);
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", FR("10", "xalloc") " " FR("50", "dict_add") " "
+				  FR("300", "handle") " " FR("910", "main"), &conn), 0);
+	return s;
+}
+
+START_TEST(test_site_weighs_early_together)
+{
+	struct pset *s = dict_set(96);
+	char *pools = NULL, *total = NULL;
+	render(s, &pools, &total);
+	ck_assert_msg(strstr(pools, "#   site \"app:populate\": 2400 bytes live in 2 contexts "
+				    "(and 96 freed before the trigger)\n"), "%s", pools);
+	ck_assert_msg(strstr(pools, "\"dict_expand\"") && strstr(pools, "\"dict_add\""), "%s", pools);
+	ck_assert_msg(!strstr(pools, "handle\""), "%s", pools);
+	/* 2,400 + 100 + 512 of 3,012 unwritten (handle's 200 live too). */
+	ck_assert_msg(strstr(total, "# protected: 3012 bytes live in 3 sites; unwritten at learning: 3212 bytes; "
+				    "coverage 93.7%\n"), "%s", total);
+	free(pools);
+	free(total);
+	pset_free(s);
+
+	/* More than 8 times what the site kept: the site stays out. */
+	s = dict_set(8 * 2400 + 16);
+	render(s, &pools, &total);
+	ck_assert_msg(!strstr(pools, "app:populate\""), "%s", pools);
+	ck_assert_msg(strstr(total, "# protected: 612 bytes live in 2 sites;"), "%s", total);
+	free(pools);
+	free(total);
+	pset_free(s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("propose");
@@ -179,6 +238,7 @@ int main(void)
 	tcase_add_test(tc, test_clean);
 	tcase_add_test(tc, test_render);
 	tcase_add_test(tc, test_max_bytes_counts_early);
+	tcase_add_test(tc, test_site_weighs_early_together);
 	suite_add_tcase(s, tc);
 	return test_run_suite(s);
 }
