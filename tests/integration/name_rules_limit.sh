@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# name_rules_limit.sh - the shim applies at most 256 rules by name to one
+# loaded object; a policy naming more never drops the rest silently.
+# many_sites has 300 allocating functions; a pool names them all
+# ("many_sites:site_000" ... "site_299"): the first 256 are applied, and the
+# 44 others are shown as not applied, and why, by pmallocctl status (text
+# and --json; as many as its rows hold, the rest counted), said under
+# PMALLOC_DEBUG, and in the journal's entry for a rule that protects
+# nothing.
+. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$SRC/tests/integration/daemon_lib.sh"
+
+SHIM=$B/libpmalloc_shim.so
+PROG=$B/progs/many_sites
+CTL=$B/pmallocctl
+MID_UNMATCHED=1bbefd08c466424b957c3ee5b5856dbf
+[ -x "$PROG" ] || fail "$PROG is missing: run make check"
+command -v python3 >/dev/null || skip "python3 not installed (checks the JSON)"
+journald_ensure
+unset PMALLOC_DEBUG
+sites=$(for i in $(seq 0 299); do printf '"many_sites:site_%03d", ' "$i"; done)
+write_conf "$CONF" <<EOF
+version = 1;
+policies = ( { name = "many"; match = { exe = [ "*/many_sites" ]; };
+  pools = ( { name = "m"; sites = [ ${sites%, } ]; protect = [ "manual" ]; } ); } );
+EOF
+
+# Without pmallocd, under PMALLOC_DEBUG: each dropped rule said, where.
+PMALLOC_DEBUG=1 PMALLOC_SOCKET=$T/none.sock PMALLOC_CONF=$CONF LD_PRELOAD=$SHIM "$PROG" </dev/null \
+	>"$T/out" 2>"$T/debug" || fail "many_sites: $(cat "$T/out" "$T/debug")"
+n=$(grep -c "site rule \"many_sites:site_[0-9]*\" not applied in $PROG: more than 256 rules by name fit it" "$T/debug")
+[ "$n" = 44 ] || fail "PMALLOC_DEBUG said $n dropped rules, not 44: $(grep 'not applied' "$T/debug")"
+grep -q 'site rule "many_sites:site_255" not applied' "$T/debug" && fail "site_255, the 256th, said dropped"
+grep -q 'site rule "many_sites:site_256" not applied' "$T/debug" || fail "site_256 not said dropped"
+pass "PMALLOC_DEBUG: the 44 rules past the first 256 for the object, each said not applied"
+
+start_daemon
+mkfifo "$T/hold"
+exec 9<>"$T/hold"
+env LD_PRELOAD="$SHIM" PMALLOC_SOCKET="$SOCK" PMALLOC_CONF="$T/no.conf" "$PROG" <"$T/hold" 9<&- >"$T/out" 2>"$T/err" &
+ppid=$!
+wait_until 200 grep -qx ready "$T/out" || fail "many_sites: $(cat "$T/out" "$T/err")"
+# The rules come after the hand-out, asynchronously to the program.
+rules_in() { "$CTL" status --socket "$SOCK" >"$T/status" 2>&1 && grep -q '^      rules: ' "$T/status"; }
+wait_until 200 rules_in || fail "status: no rules for PID $ppid: $(cat "$T/status")"
+sed -n "/^  PID $ppid /,/^  PID /p" "$T/status" >"$T/proc"
+grep -qE '^      rules: [0-9]+ resolved, 0 unresolved, [0-9]+ not applied \(too many rules by name for one object\)$' \
+	"$T/proc" || fail "the pool's rule counts: $(cat "$T/proc")"
+# 32 rows a message (the unmatched first): site_256 to site_287 listed,
+# the 12 others counted.
+grep -qx '      not applied: site many_sites:site_256 (not applied in a loaded object that more than 256 rules by name fit: the shim applies the first 256; pin the others by offset)' \
+	"$T/proc" || fail "site_256 not shown as not applied: $(cat "$T/proc")"
+grep -q 'not applied: site many_sites:site_2[0-4][0-9] \|not applied: site many_sites:site_25[0-5] \|not applied: site many_sites:site_[01]' \
+	"$T/proc" && fail "one of the first 256 shown as not applied: $(cat "$T/proc")"
+grep -qx '    (268 more rules not listed, 12 of them unresolved or not applied)' "$T/proc" ||
+	fail "the rules not listed: $(cat "$T/proc")"
+grep -q 'warning: 44 of 300 rules match nothing' "$T/proc" || fail "the process's warning: $(cat "$T/proc")"
+pass "status: the rules past the first 256 shown not applied, and why ($(grep -c '^      not applied: ' "$T/proc") rows listed)"
+
+"$CTL" status --json --socket "$SOCK" >"$T/json" 2>&1 || fail "status --json: $(cat "$T/json")"
+python3 - "$T/json" "$ppid" <<'PY' || fail "status --json: $(cat "$T/json")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+procs = [p for p in doc["served"] if p["pid"] == int(sys.argv[2])]
+assert len(procs) == 1, procs
+rules = [r for pool in procs[0]["pools"] for r in pool.get("rules", [])]
+dropped = [r["rule"] for r in rules if r["dropped"]]
+assert dropped and all(int(r.rsplit("_", 1)[1]) >= 256 for r in dropped), dropped
+assert all(not r["resolved"] and "first 256" in r["why"] for r in rules if r["dropped"]), rules
+assert procs[0]["rules_total"] == 300 and procs[0]["rules_unresolved"] == 44, procs[0]
+PY
+pass "status --json: those rules \"dropped\": true, with why"
+
+journal_sync
+journalctl --no-pager -o cat --since "$TEST_SINCE" MESSAGE_ID=$MID_UNMATCHED _PID="$ppid" >"$T/journal"
+# (One entry a rule, sent without waiting: journald may not take them all.)
+grep -q 'site rule "many_sites:site_2[5-9][0-9]" of pool "m" (policy "many") is not applied in a loaded object that more than 256 rules by name fit' \
+	"$T/journal" || fail "the journal: $(cat "$T/journal")"
+grep -q 'site_[01][0-9][0-9]"\|site_2[0-4][0-9]"\|site_25[0-5]"\|matches no function' "$T/journal" &&
+	fail "the journal names one of the first 256, or says a rule matches nothing: $(cat "$T/journal")"
+pass "journal: the rules not applied, each said so ($(grep -c . "$T/journal") entries)"
+exec 9>&-
+wait "$ppid" || fail "many_sites exited $?: $(cat "$T/err")"
