@@ -81,3 +81,31 @@ grep -q 'site_[01][0-9][0-9]"\|site_2[0-4][0-9]"\|site_25[0-5]"\|matches no func
 pass "journal: the rules not applied, each said so ($(grep -c . "$T/journal") entries)"
 exec 9>&-
 wait "$ppid" || fail "many_sites exited $?: $(cat "$T/err")"
+
+# propose never writes more names for one object than the shim applies:
+# learned under a learn policy, the 300 sites come back as the first 256 by
+# name and the 44 others pinned by their calls; under that proposal no rule
+# is left out and every one resolves.
+write_conf "$T/learn.conf" <<EOF2
+version = 1;
+policies = ( { name = "ms"; match = { exe = [ "$PROG" ]; }; mode = "learn";
+  pools = ( { name = "setup"; sites = [ "*" ]; protect = [ "on-call:listen" ]; } ); } );
+EOF2
+since=@$(date +%s)
+PMALLOC_SOCKET=$T/none.sock PMALLOC_CONF=$T/learn.conf LD_PRELOAD=$SHIM "$PROG" </dev/null >"$T/out" 2>"$T/err" ||
+	fail "many_sites learning: $(cat "$T/out" "$T/err")"
+journal_sync
+"$CTL" propose --exe "$PROG" --since "$since" --output "$T/proposed.conf" 2>"$T/err" || fail "propose: $(cat "$T/err")"
+sed -n '/sites = \[/,/\]/p' "$T/proposed.conf" >"$T/sites"
+[ "$(grep -c '"many_sites:site_[0-9]*"' "$T/sites")" = 256 ] && [ "$(grep -c '"many_sites@[0-9a-f]*:+0x[0-9a-f]*"' "$T/sites")" = 44 ] ||
+	fail "propose's sites: $(cat "$T/sites")"
+grep -q '"many_sites:site_2[5-9][6-9]"\|"many_sites:site_2[6-9][0-9]"' "$T/sites" && fail "propose named past the first 256: $(cat "$T/sites")"
+grep -q '^ *#   site "many_sites:site_299": .* pinned by its 1 calls$' "$T/proposed.conf" ||
+	fail "propose does not say why site_299 is pinned: $(grep '#' "$T/proposed.conf")"
+"$CTL" check "$T/proposed.conf" >"$T/check" 2>&1 || fail "check refused the proposal: $(cat "$T/check")"
+PMALLOC_DEBUG=1 PMALLOC_SOCKET=$T/none.sock PMALLOC_CONF=$T/proposed.conf LD_PRELOAD=$SHIM "$PROG" </dev/null \
+	>"$T/out" 2>"$T/debug" || fail "many_sites under the proposal: $(cat "$T/out" "$T/debug")"
+grep -q 'not applied' "$T/debug" && fail "a rule of the proposal not applied: $(grep 'not applied' "$T/debug")"
+grep -q 'rules checked: 300 of 300 name a function loaded at start-up' "$T/debug" ||
+	fail "the proposal's rules: $(grep 'rules checked' "$T/debug")"
+pass "propose: 256 sites by name for the object, the 44 others pinned by their calls (said); all 300 resolve"

@@ -3,11 +3,15 @@
  * many_sites - a program with 300 allocating functions, site_000 to
  * site_299, each calling malloc() once: a policy naming them all has more
  * rules by name for this one object than the shim applies, and the tests
- * see how the rest are reported.  Calls each once, prints "ready", then
- * holds until its standard input ends.  Knows nothing of pmalloc.
+ * see how the rest are reported (and what pmallocctl propose writes for
+ * it).  Calls each once, listens on loopback (a policy's trigger), prints
+ * "ready", then holds until its standard input ends; never writes what it
+ * allocated.  Knows nothing of pmalloc.
  */
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* site_ABC(n): malloc(n + ABC), so no two functions are the same code. */
@@ -36,10 +40,15 @@ static void *(*const sites[])(size_t) = { PTRS100(0) PTRS100(1) PTRS100(2) };
 int main(void)
 {
 	char buf[64];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int s;
 
 	for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++)
 		if (!sites[i](16))
 			return 2;
+	s = socket(AF_INET, SOCK_STREAM, 0);
+	if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s, 1) < 0)
+		return 3;
 	printf("ready\n");
 	fflush(stdout);
 	while (read(0, buf, sizeof(buf)) > 0)
