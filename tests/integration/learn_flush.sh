@@ -100,9 +100,10 @@ else
 		fail "sites: $(cat "$T/sites" "$T/sites.err")"
 	wait $upid || fail "the writer in pmallocd.service's cgroup failed"
 	journal_sync
-	e=$(journalctl --no-pager -o json --since "$TEST_SINCE" PMALLOC_SITE=unit_site | head -n 1)
-	printf '%s\n' "$e" | grep -q '"_SYSTEMD_UNIT":"pmallocd.service"' && printf '%s\n' "$e" | grep -q '"_UID":"0"' &&
-		printf '%s\n' "$e" | grep -q '"_COMM":"journal_inject"' || fail "the entry from pmallocd.service: $e"
+	# (Some entries may lack the fields: see below.)
+	e=$(journalctl --no-pager -o json --since "$TEST_SINCE" PMALLOC_SITE=unit_site)
+	printf '%s\n' "$e" | grep '"_SYSTEMD_UNIT":"pmallocd.service"' | grep '"_UID":"0"' |
+		grep -q '"_COMM":"journal_inject"' || fail "no entry from root's journal_inject in pmallocd.service: $e"
 	grep -q '^setup  *unit_site  *1  *777  *no$' "$T/sites" ||
 		fail "sites hides root's rows from pmallocd.service: $(cat "$T/sites" "$T/sites.err")"
 	# (Not asserted: that none is left out.  journald reads a sender's
