@@ -6,7 +6,8 @@
 # 44 others are shown as not applied, and why, by pmallocctl status (text
 # and --json; as many as its rows hold, the rest counted), said under
 # PMALLOC_DEBUG, and in the journal's entry for a rule that protects
-# nothing.
+# nothing; pmallocctl check warns of such a policy.  pmallocctl propose,
+# from a learn run of the program, names 256 and pins the others.
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
 
@@ -24,6 +25,11 @@ version = 1;
 policies = ( { name = "many"; match = { exe = [ "*/many_sites" ]; };
   pools = ( { name = "m"; sites = [ ${sites%, } ]; protect = [ "manual" ]; } ); } );
 EOF
+
+"$CTL" check "$CONF" >"$T/check" 2>&1 || fail "check: $(cat "$T/check")"
+grep -q 'warning: policy "many": 300 rules by name fit an object "many_sites" fits (300 sites for it, 0 rules for any object): the shim applies the first 256; pin the others by offset' \
+	"$T/check" || fail "check does not warn of the rules past 256: $(cat "$T/check")"
+pass "check: warns of 300 rules by name for one object"
 
 # Without pmallocd, under PMALLOC_DEBUG: each dropped rule said, where.
 PMALLOC_DEBUG=1 PMALLOC_SOCKET=$T/none.sock PMALLOC_CONF=$CONF LD_PRELOAD=$SHIM "$PROG" </dev/null \
@@ -103,6 +109,7 @@ grep -q '"many_sites:site_2[5-9][6-9]"\|"many_sites:site_2[6-9][0-9]"' "$T/sites
 grep -q '^ *#   site "many_sites:site_299": .* pinned by its 1 calls$' "$T/proposed.conf" ||
 	fail "propose does not say why site_299 is pinned: $(grep '#' "$T/proposed.conf")"
 "$CTL" check "$T/proposed.conf" >"$T/check" 2>&1 || fail "check refused the proposal: $(cat "$T/check")"
+grep -qi warning "$T/check" && fail "check warns of the proposal: $(cat "$T/check")"
 PMALLOC_DEBUG=1 PMALLOC_SOCKET=$T/none.sock PMALLOC_CONF=$T/proposed.conf LD_PRELOAD=$SHIM "$PROG" </dev/null \
 	>"$T/out" 2>"$T/debug" || fail "many_sites under the proposal: $(cat "$T/out" "$T/debug")"
 grep -q 'not applied' "$T/debug" && fail "a rule of the proposal not applied: $(grep 'not applied' "$T/debug")"
