@@ -4,7 +4,8 @@
  * author meant: an exe glob that no real path can fit, a policy that an
  * earlier one always wins over, a pool with no trigger (never protected; said
  * once, in the words of take = "until-trigger" where the pool has it), a
- * trigger given twice, a site given twice.
+ * trigger given twice, a site given twice, more rules by name for one object
+ * than the shim applies (POLICY_OBJECT_NAME_RULES_MAX).
  *
  * Owns the warnings' words.  Never judges validity (policy.c alone does)
  * and never changes the model: a warning is advice to the person who wrote
@@ -176,6 +177,69 @@ static void lint_pool(struct lint *l, const struct policy *p, const struct polic
 		     p->name, pool->name);
 }
 
+/* Rules by name that fit every object: wrappers by name (one with ':' is
+ * a call by offset), and sites by name without an object glob (but the
+ * catch-all "*", which the shim takes apart). */
+static size_t names_everywhere(const struct policy *p)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < p->n_pools; k++) {
+		const struct policy_pool *pool = &p->pools[k];
+		for (size_t w = 0; w < pool->n_wrappers; w++)
+			n += !strchr(pool->wrappers[w], ':');
+		for (size_t s = 0; s < pool->n_sites; s++)
+			n += !pool->sites[s].by_offset && !pool->sites[s].object &&
+			     strcmp(pool->sites[s].function, "*") != 0;
+	}
+	return n;
+}
+
+/* The shim applies at most POLICY_OBJECT_NAME_RULES_MAX rules by name to
+ * one object: one warning for each object glob whose sites by name, with
+ * the rules for every object, pass that (a lower bound: other globs may
+ * fit the same object too), or one when those alone do. */
+static void lint_names(struct lint *l, const struct policy *p)
+{
+	size_t every = names_everywhere(p);
+	bool said = false;
+
+	for (size_t k = 0; k < p->n_pools; k++)
+		for (size_t s = 0; s < p->pools[k].n_sites; s++) {
+			const struct policy_site *site = &p->pools[k].sites[s];
+			size_t n = 0;
+			bool first = true;
+			if (site->by_offset || !site->object)
+				continue;
+			for (size_t k2 = 0; k2 < p->n_pools && first; k2++)
+				for (size_t s2 = 0; s2 < p->pools[k2].n_sites; s2++) {
+					const struct policy_site *o = &p->pools[k2].sites[s2];
+					if (o == site)
+						break;
+					if (!o->by_offset && o->object && strcmp(o->object, site->object) == 0) {
+						first = false;
+						break;
+					}
+				}
+			if (!first)
+				continue;
+			for (size_t k2 = 0; k2 < p->n_pools; k2++)
+				for (size_t s2 = 0; s2 < p->pools[k2].n_sites; s2++) {
+					const struct policy_site *o = &p->pools[k2].sites[s2];
+					n += !o->by_offset && o->object && strcmp(o->object, site->object) == 0;
+				}
+			if (every + n > POLICY_OBJECT_NAME_RULES_MAX) {
+				warn(l, p->line, "policy \"%s\": %zu rules by name fit an object \"%s\" fits (%zu sites "
+				     "for it, %zu rules for any object): the shim applies the first %d; pin the others "
+				     "by offset", p->name, every + n, site->object, n, every, POLICY_OBJECT_NAME_RULES_MAX);
+				said = true;
+			}
+		}
+	if (!said && every > POLICY_OBJECT_NAME_RULES_MAX)
+		warn(l, p->line, "policy \"%s\": %zu rules by name fit every object: the shim applies the first %d "
+		     "to each", p->name, every, POLICY_OBJECT_NAME_RULES_MAX);
+}
+
 size_t policy_lint(const struct policy_set *set, policy_warn_fn fn, void *ctx)
 {
 	struct lint l = { fn, ctx, 0 };
@@ -192,6 +256,7 @@ size_t policy_lint(const struct policy_set *set, policy_warn_fn fn, void *ctx)
 			}
 		for (size_t k = 0; k < p->n_pools; k++)
 			lint_pool(&l, p, &p->pools[k]);
+		lint_names(&l, p);
 	}
 	return l.n;
 }

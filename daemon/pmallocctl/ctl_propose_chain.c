@@ -25,7 +25,10 @@
  * the trigger, does not leave out the site that keeps the dictionary).
  * That is the invariant: for every learned chain, the first frame not in
  * W, if a proposed site, belongs to safe chains only, whose early frees
- * max_bytes counts.  Must never propose a site that a written or late
+ * max_bytes counts.  A site by name past the POLICY_OBJECT_NAME_RULES_MAX
+ * the shim applies to its object (counting every pool's wrappers by name,
+ * which fit every object) is written as its calls, pinned (offsets have no
+ * limit), never as a name the shim would drop.  Must never propose a site that a written or late
  * chain reaches, or one that freed while serving; never write a value
  * into the text but through ctl_conf_quote().  Costs: one hash lookup per
  * frame per step (a few thousand contexts of 16 frames for a server:
@@ -55,7 +58,7 @@ struct pchain {
 	ssize_t site;                /* step 2: the first frame outside the wrappers, or -1 */
 };
 
-enum kkind { K_CHAIN = 1, K_NAME, K_OFF, K_WNAME };
+enum kkind { K_CHAIN = 1, K_NAME, K_OFF, K_WNAME, K_OBJECT };
 
 struct kslot {
 	const void *pool, *a, *b;
@@ -64,7 +67,9 @@ struct kslot {
 	size_t v;
 };
 
-/* What is known of a function or call (K_NAME, K_OFF) or a wrapper name (K_WNAME). */
+/* What is known of a function or call (K_NAME, K_OFF), a wrapper name
+ * (K_WNAME), or an object (K_OBJECT: chains counts its sites written by
+ * name). */
 struct kstat {
 	bool dirty;                  /* step 1: a chain through it is not clean */
 	bool dirty_site;             /* step 2: a chain whose site it is is not clean */
@@ -90,6 +95,7 @@ struct pset {
 	size_t ks_n, ks_cap;
 	struct pchain *ch;
 	size_t ch_n, ch_cap;
+	size_t name_wrappers;        /* wrappers by name in every pool: each fits every object */
 };
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -618,6 +624,40 @@ static uint64_t cap_for(uint64_t learned)
 	return cap < unit ? unit : cap;
 }
 
+/* The shim applies at most POLICY_OBJECT_NAME_RULES_MAX rules by name to
+ * one object, wrappers by name (which fit every object) first: is there
+ * room for one more site by name in fr's object?  Counts it when there is
+ * (false too without memory: a site pinned by its calls has no limit). */
+static bool name_room(struct pset *s, const struct pframe *fr)
+{
+	size_t o = key(s, K_OBJECT, NULL, fr->object, NULL, 0, true, 0);
+	if (o == SIZE_MAX || s->name_wrappers + s->ks[o].chains >= POLICY_OBJECT_NAME_RULES_MAX)
+		return false;
+	s->ks[o].chains++;
+	return true;
+}
+
+/* The site function name (its K_NAME key) written instead as each call
+ * of it that a chain of pool has as its site, into b; how many. */
+static size_t pin_calls(struct pset *s, const char *pool, size_t name, FILE *b, size_t *sites)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < s->ch_n; i++) {
+		const struct pchain *c = &s->ch[i];
+		if (c->pool != pool || c->site < 0 || !clean(c) || name_key(s, c, &c->f[c->site], false) != name)
+			continue;
+		size_t k = call_key(s, c, &c->f[c->site], false);
+		if (k == SIZE_MAX || s->ks[k].said)
+			continue;
+		fputs(*sites ? ",\n          " : "\n          ", b);
+		put_rule(b, &c->f[c->site], false, false);
+		s->ks[k].said = true;
+		(*sites)++;
+		n++;
+	}
+	return n;
+}
+
 /* Writes pool's element (or a comment saying why none); adds to total. */
 static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64_t min_live, FILE *f, bool first,
 			struct coverage *total)
@@ -626,9 +666,6 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 	size_t small = 0;
 	const char *triggers = "";
 	size_t contexts = 0;
-	if (choose_wrappers(s, pool) < 0)
-		return false;
-	choose_sites(s, pool);
 	for (size_t i = 0; i < s->ch_n; i++) {
 		const struct pchain *c = &s->ch[i];
 		if (c->pool != pool)
@@ -687,6 +724,14 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 					v.live -= st->live;     /* too small for the room the policy has */
 					v.early -= st->early;
 					small++;
+					st->said = true;
+				} else if (st->site && q == 0 && !name_room(s, st->fr)) {
+					size_t calls = pin_calls(s, pool, keys[0], b, &v.sites);
+					fputs("        #   site ", m);
+					put_rule(m, st->fr, true, false);
+					fprintf(m, ": %" PRIu64 " bytes live in %zu contexts, pinned by its %zu calls\n"
+						   "        #     (the shim takes at most %d rules by name for one object)\n",
+						st->live, st->chains, calls, POLICY_OBJECT_NAME_RULES_MAX);
 					st->said = true;
 				} else if (st->site) {
 					fputs(v.sites ? ",\n          " : "\n          ", b);
@@ -759,6 +804,22 @@ size_t pset_render(struct pset *s, uint64_t min_live, FILE *f, FILE *total)
 	if (s->ks_n)                     /* ks is NULL while empty: memset(NULL, 0, 0) is undefined */
 		memset(s->ks, 0, s->ks_n * sizeof(s->ks[0]));
 	size_t pools = 0, ordinal = 0;
+	/* Every pool's choice first: the wrappers by name of all pools count
+	 * against each object's rules by name (name_room). */
+	for (size_t i = 0; i < s->ch_n; i++) {
+		const char *pool = s->ch[i].pool;
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = s->ch[j].pool == pool;
+		if (seen)
+			continue;
+		if (choose_wrappers(s, pool) < 0)
+			return 0;
+		choose_sites(s, pool);
+	}
+	s->name_wrappers = 0;
+	for (size_t i = 0; i < s->k_cap; i++)
+		s->name_wrappers += s->k[i].kind == K_WNAME && s->ks[s->k[i].v].wrapper;
 	for (size_t i = 0; i < s->ch_n; i++) {
 		const char *pool = s->ch[i].pool;
 		bool seen = false;

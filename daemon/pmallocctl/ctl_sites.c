@@ -6,12 +6,14 @@
  * reason learn-flush, from the request on) and prints them, largest
  * first.  Reads the journal only.
  * Believes only rows written by the process they name (journald's
- * trusted _PID is OBJECT_PID) or by pmallocd (_UID 0, _COMM pmallocd):
+ * trusted _PID is OBJECT_PID) or by pmallocd (vio_by_pmallocd(): root's
+ * process named pmallocd or of pmallocd.service, as violations does):
  * any local process can write an entry with any OBJECT_PID; those rows
  * are not shown, and stderr says how many there were.
  */
 #define _GNU_SOURCE
 #include "ctl.h"
+#include "ctl_vio.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -39,20 +41,21 @@ static void rows_free(struct row *rows, size_t n)
 	free(rows);
 }
 
-/* Was the entry at j's cursor written by pid itself or by pmallocd?
- * Fields with '_' come from journald, not from the writer. */
+/* Was the entry at j's cursor written by pid itself or by pmallocd (by
+ * vio_by_pmallocd(), the rule of violations too)?  Fields with '_' come
+ * from journald, not from the writer. */
 static bool written_by_pid_or_daemon(sd_journal *j, int32_t pid)
 {
-	char *spid = ctl_learned_field(j, "_PID"), *suid = ctl_learned_field(j, "_UID");
-	char *comm = ctl_learned_field(j, "_COMM"), want[16];
+	static const char *const names[] = { "_PID", "_UID", "_COMM", "_EXE", "_SYSTEMD_UNIT" };
+	char *v[5], want[16];
 	bool ok;
 
+	if (ctl_learned_fields(j, names, 5, v) < 0)
+		return false;
 	snprintf(want, sizeof(want), "%d", (int)pid);
-	ok = spid && suid && comm &&
-	     (strcmp(spid, want) == 0 || (strcmp(suid, "0") == 0 && strcmp(comm, "pmallocd") == 0));
-	free(spid);
-	free(suid);
-	free(comm);
+	ok = strcmp(v[0], want) == 0 || vio_by_pmallocd(v[1], v[2], v[3], v[4]);
+	for (size_t k = 0; k < 5; k++)
+		free(v[k]);
 	return ok;
 }
 

@@ -172,6 +172,7 @@ static void rule_obj(struct json *j, const struct ctl_srec *r)
 	str(j, "rule", r->strs[PMW_SR_R_TEXT], false);
 	boolean(j, "resolved", state == PMW_ROW_RESOLVED);
 	boolean(j, "waiting", state == PMW_ROW_NOT_LOADED);
+	boolean(j, "dropped", state == PMW_ROW_DROPPED);
 	str(j, "why", ctl_rule_why(state), false);
 	close_obj(j);
 }

@@ -17,6 +17,8 @@
 #include "ctl_status_data.h"
 #include "policy.h"
 
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
 #define REGISTRY_POOLS 32                /* pmallocd's pools tracked a process (registry.h) */
 
 static void age(FILE *f, uint64_t usec)
@@ -53,7 +55,11 @@ const char *ctl_rule_why(uint64_t state)
 	       : state == PMW_ROW_NOT_LOADED ? "no object its glob fits is loaded in this process yet: one "
 					       "dlopen'ed later, or loaded by another process of the program, may have it"
 	       : state == PMW_ROW_NO_OFFSET ? "no loaded object fits its object glob and build-id"
-					    : "no function of that name in any loaded object";
+	       : state == PMW_ROW_DROPPED ? "not applied in a loaded object that more than "
+					    STRINGIFY(POLICY_OBJECT_NAME_RULES_MAX) " rules by name fit: the shim applies"
+					    " the first " STRINGIFY(POLICY_OBJECT_NAME_RULES_MAX) "; pin the others"
+					    " by offset"
+					  : "no function of that name in any loaded object";
 }
 
 const char *ctl_mode_name(uint64_t mode)
@@ -106,18 +112,22 @@ static void daemon_lines(FILE *f, const uint64_t *n, const char *const *s)
 /* The RULE records [from, to) of one pool. */
 static void pool_rules(FILE *f, const struct ctl_status *st, size_t from, size_t to, bool detail)
 {
-	unsigned int resolved = 0, unresolved = 0, waiting = 0;
+	unsigned int resolved = 0, unresolved = 0, waiting = 0, dropped = 0;
 
 	for (size_t k = from; k < to; k++)
 		if (st->recs[k].nums[PMW_SR_R_STATE] == PMW_ROW_RESOLVED)
 			resolved++;
 		else if (st->recs[k].nums[PMW_SR_R_STATE] == PMW_ROW_NOT_LOADED)
 			waiting++;
+		else if (st->recs[k].nums[PMW_SR_R_STATE] == PMW_ROW_DROPPED)
+			dropped++;
 		else
 			unresolved++;
-	if (resolved + unresolved + waiting == 0)
+	if (resolved + unresolved + waiting + dropped == 0)
 		return;
 	fprintf(f, "      rules: %u resolved, %u unresolved", resolved, unresolved);
+	if (dropped)
+		fprintf(f, ", %u not applied (too many rules by name for one object)", dropped);
 	if (waiting)
 		fprintf(f, ", %u waiting for their object", waiting);
 	fputc('\n', f);
@@ -129,6 +139,9 @@ static void pool_rules(FILE *f, const struct ctl_status *st, size_t from, size_t
 			fprintf(f, "      resolved: %s %s\n", ctl_rule_kind(r->nums[PMW_SR_R_KIND]), r->strs[PMW_SR_R_TEXT]);
 		else if (state == PMW_ROW_NOT_LOADED)
 			fprintf(f, "      waiting: %s %s (%s)\n", ctl_rule_kind(r->nums[PMW_SR_R_KIND]),
+				r->strs[PMW_SR_R_TEXT], ctl_rule_why(state));
+		else if (state == PMW_ROW_DROPPED)
+			fprintf(f, "      not applied: %s %s (%s)\n", ctl_rule_kind(r->nums[PMW_SR_R_KIND]),
 				r->strs[PMW_SR_R_TEXT], ctl_rule_why(state));
 		else if (state != PMW_ROW_RESOLVED)
 			fprintf(f, "      unresolved: %s %s (%s)\n", ctl_rule_kind(r->nums[PMW_SR_R_KIND]),
@@ -184,7 +197,21 @@ static void process(FILE *f, const struct ctl_status *st, size_t i, bool detail)
 		pool_rules(f, st, k + 1, r_end, detail);
 	}
 	if (n[PMW_SR_P_RULES_KNOWN]) {
-		if (n[PMW_SR_P_RULES_TOTAL] > n[PMW_SR_P_RULES_LISTED])
+		/* The shim lists the rules that match nothing first: those past
+		 * the rows it sends are resolved, unless more match nothing (or
+		 * were not applied) than it could list. */
+		uint64_t listed_unresolved = 0;
+
+		for (size_t k = i + 1; k < end; k++)
+			if (st->recs[k].type == PMW_SR_RULE && st->recs[k].nums[PMW_SR_R_STATE] != PMW_ROW_RESOLVED &&
+			    st->recs[k].nums[PMW_SR_R_STATE] != PMW_ROW_NOT_LOADED)
+				listed_unresolved++;
+		if (n[PMW_SR_P_RULES_TOTAL] > n[PMW_SR_P_RULES_LISTED] &&
+		    n[PMW_SR_P_RULES_UNRESOLVED] > listed_unresolved)
+			fprintf(f, "    (%" PRIu64 " more rules not listed, %" PRIu64 " of them unresolved or not applied)\n",
+				n[PMW_SR_P_RULES_TOTAL] - n[PMW_SR_P_RULES_LISTED],
+				n[PMW_SR_P_RULES_UNRESOLVED] - listed_unresolved);
+		else if (n[PMW_SR_P_RULES_TOTAL] > n[PMW_SR_P_RULES_LISTED])
 			fprintf(f, "    (%" PRIu64 " more rules, all resolved, not listed)\n",
 				n[PMW_SR_P_RULES_TOTAL] - n[PMW_SR_P_RULES_LISTED]);
 		if (n[PMW_SR_P_RULES_UNRESOLVED])

@@ -32,11 +32,18 @@ struct vio_entry {
 const struct vio_field *vio_get(const struct vio_entry *e, const char *name);
 
 /* Who wrote e, by the fields journald sets itself (_PID, _UID, _COMM,
- * _EXE: no process can forge them): pmallocd (root's process named
- * pmallocd), the process the entry is about (_PID is OBJECT_PID: the shim
+ * _EXE, _SYSTEMD_UNIT: no process can forge them): pmallocd (root's
+ * process named pmallocd or of pmallocd.service), the process the entry is about (_PID is OBJECT_PID: the shim
  * inside it, when no daemon runs), or anybody else: forged. */
 enum vio_writer { VIO_BY_PMALLOCD, VIO_BY_SELF, VIO_FORGED };
 enum vio_writer vio_writer(const struct vio_entry *e);
+
+/* Was an entry with these fields of journald's pmallocd's (violations and
+ * sites both ask this)?  uid, comm, exe, unit: _UID, _COMM, _EXE,
+ * _SYSTEMD_UNIT as plain strings, NULL when absent (or holding a NUL).
+ * Root's process named pmallocd (comm, or exe's last component), or root's
+ * process of pmallocd.service whatever its name. */
+bool vio_by_pmallocd(const char *uid, const char *comm, const char *exe, const char *unit);
 
 enum vio_output { VIO_SHORT, VIO_JSON, VIO_JSON_PRETTY, VIO_CAT };
 

@@ -30,12 +30,12 @@ const struct vio_field *vio_get(const struct vio_entry *e, const char *name)
 	return NULL;
 }
 
-/* The value of name when it is a plain string equal to want. */
-static bool field_is(const struct vio_entry *e, const char *name, const char *want)
+/* The value of name when it is a plain string (no NUL in it), else NULL. */
+static const char *plain(const struct vio_entry *e, const char *name)
 {
 	const struct vio_field *f = vio_get(e, name);
 
-	return f && f->len == strlen(want) && memcmp(f->value, want, f->len) == 0;
+	return f && f->len == strlen(f->value) ? f->value : NULL;
 }
 
 static bool same_value(const struct vio_field *a, const struct vio_field *b)
@@ -43,22 +43,26 @@ static bool same_value(const struct vio_field *a, const struct vio_field *b)
 	return a && b && a->len > 0 && a->len == b->len && memcmp(a->value, b->value, a->len) == 0;
 }
 
-enum vio_writer vio_writer(const struct vio_entry *e)
+bool vio_by_pmallocd(const char *uid, const char *comm, const char *exe, const char *unit)
 {
-	const struct vio_field *exe = vio_get(e, "_EXE");
 	const char *base = NULL;
 
-	if (exe && exe->len == strlen(exe->value)) {
-		base = strrchr(exe->value, '/');
-		base = base ? base + 1 : exe->value;
+	if (exe) {
+		base = strrchr(exe, '/');
+		base = base ? base + 1 : exe;
 	}
 	/* Root's word is the system's: only root's process named pmallocd, or
 	 * root's process of pmallocd.service (journald names a process by what
 	 * it read of it last: for about a second after the start, that can be
 	 * systemd's child "(pmallocd)" before its exec, when it logged). */
-	if (field_is(e, "_UID", "0") &&
-	    (field_is(e, "_COMM", "pmallocd") || (base && strcmp(base, "pmallocd") == 0) ||
-	     field_is(e, "_SYSTEMD_UNIT", "pmallocd.service")))
+	return uid && strcmp(uid, "0") == 0 &&
+	       ((comm && strcmp(comm, "pmallocd") == 0) || (base && strcmp(base, "pmallocd") == 0) ||
+		(unit && strcmp(unit, "pmallocd.service") == 0));
+}
+
+enum vio_writer vio_writer(const struct vio_entry *e)
+{
+	if (vio_by_pmallocd(plain(e, "_UID"), plain(e, "_COMM"), plain(e, "_EXE"), plain(e, "_SYSTEMD_UNIT")))
 		return VIO_BY_PMALLOCD;
 	if (same_value(vio_get(e, "_PID"), vio_get(e, "OBJECT_PID")))
 		return VIO_BY_SELF;

@@ -107,7 +107,7 @@ static bool row_fits(uint32_t what, const struct pmw_row *r)
 	if (r->kind != PMW_ROW_SITE && r->kind != PMW_ROW_WRAPPER && r->kind != PMW_ROW_ON_CALL)
 		return false;
 	return r->state == PMW_ROW_RESOLVED || r->state == PMW_ROW_NO_FUNCTION ||
-	       r->state == PMW_ROW_NO_OFFSET || r->state == PMW_ROW_NOT_LOADED;
+	       r->state == PMW_ROW_NO_OFFSET || r->state == PMW_ROW_NOT_LOADED || r->state == PMW_ROW_DROPPED;
 }
 
 int wire_check_rules(struct pmw_rules *m)
@@ -122,8 +122,8 @@ int wire_check_rules(struct pmw_rules *m)
 	for (uint32_t i = 0; i < m->n_rows; i++) {
 		if (!row_fits(m->what, &m->rows[i]))
 			return -EINVAL;
-		unresolved += m->rows[i].state == PMW_ROW_NO_FUNCTION ||
-			      m->rows[i].state == PMW_ROW_NO_OFFSET;
+		unresolved += m->rows[i].state == PMW_ROW_NO_FUNCTION || m->rows[i].state == PMW_ROW_NO_OFFSET ||
+			      m->rows[i].state == PMW_ROW_DROPPED;
 		FORCE_NUL(m->rows[i].pool);
 		FORCE_NUL(m->rows[i].text);
 		if (!m->rows[i].pool[0] || !m->rows[i].text[0])

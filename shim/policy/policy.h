@@ -28,6 +28,13 @@
 
 #define POLICY_NAME_MAX 63          /* policy and pool names: [A-Za-z0-9_.-]{1,63} */
 #define POLICY_ERR_MAX 512
+/* The shim applies at most this many site and wrapper rules by function
+ * name to one loaded object: those whose object glob fits it (a rule with
+ * none fits every object), wrappers first, then in the file's order.  Any
+ * beyond are not applied there, and said (pmallocctl status, PMALLOC_DEBUG,
+ * the journal); pmallocctl propose pins the rest of an object's sites by
+ * offset, which have no such limit. */
+#define POLICY_OBJECT_NAME_RULES_MAX 256
 
 /* learn: pools protect as usual, a write after protection marks its sites
  * as written and is let through for good; never killed (learn.c). */

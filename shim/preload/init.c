@@ -183,7 +183,7 @@ static void log_unmatched(const struct pimg_header *img)
 {
 	struct resolve_rule_view v;
 	for (size_t i = 0; resolve_rule(i, &v); i++) {
-		if (v.matched || !v.looked_up)
+		if ((v.matched && !v.dropped) || !v.looked_up)
 			continue;
 		const char *kind = v.wrapper ? "wrapper" : "site";
 		char text[600];
@@ -192,6 +192,12 @@ static void log_unmatched(const struct pimg_header *img)
 		 * by another process of the same program (a worker that loads a
 		 * module its master never does).  Not a rule that matches
 		 * nothing; status shows it as waiting. */
+		if (v.dropped) {
+			/* drop_rule() said where, under PMALLOC_DEBUG. */
+			journal_unmatched(pimg_policy_name(img), v.wrapper ? "" : pimg_pool_name(img, (size_t)v.pool),
+					  kind, text, true);
+			continue;
+		}
 		if (!v.object_loaded) {
 			debug_printf("%s rule \"%s\" waits for an object its glob fits (none loaded at start-up)",
 				     kind, text);
@@ -199,7 +205,7 @@ static void log_unmatched(const struct pimg_header *img)
 		}
 		debug_printf("%s rule \"%s\" matches no function loaded at start-up", kind, text);
 		journal_unmatched(pimg_policy_name(img), v.wrapper ? "" : pimg_pool_name(img, (size_t)v.pool),
-				  kind, text);
+				  kind, text, false);
 	}
 }
 

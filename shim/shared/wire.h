@@ -227,6 +227,9 @@ enum pmw_row_state {
 	PMW_ROW_LATE = 6,                /* a call site of a take = "until-trigger" pool that
 					  * allocated after its trigger: objects and bytes that
 					  * went to the heap */
+	PMW_ROW_DROPPED = 7,             /* a rule by name not applied in an object that more
+					  * than POLICY_OBJECT_NAME_RULES_MAX of them fit
+					  * (whether or not it matched in another): unresolved */
 };
 
 struct pmw_row {

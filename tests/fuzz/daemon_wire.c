@@ -88,7 +88,8 @@ static void check_rules(struct pmw_rules *m)
 		if ((m->what == PMW_RULES_SITES) != (r->kind == PMW_ROW_CALL_SITE) ||
 		    (m->what == PMW_RULES_SITES) != (r->state == PMW_ROW_COUNTED || r->state == PMW_ROW_LATE))
 			abort();
-		unresolved += r->state == PMW_ROW_NO_FUNCTION || r->state == PMW_ROW_NO_OFFSET;
+		unresolved += r->state == PMW_ROW_NO_FUNCTION || r->state == PMW_ROW_NO_OFFSET ||
+			      r->state == PMW_ROW_DROPPED;
 	}
 	if (unresolved > m->unresolved)
 		abort();

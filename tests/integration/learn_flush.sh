@@ -5,7 +5,8 @@
 # pmallocd does not serve is refused with exit 1, and so is the forked
 # child of a process that has exited (a daemon that forked away from its
 # starter, as nginx's master), saying so.  pmallocctl sites PID prints the
-# same as a table.
+# same as a table, believing only the rows of the process and pmallocd's
+# (root's process named pmallocd, or in pmallocd.service).
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
 
@@ -65,6 +66,52 @@ grep -q '^setup  *load_config  *1  *4096  *no$' "$T/sites" || fail "sites: no lo
 grep -qE "^pmallocctl: sites: [0-9]+ entr(y|ies) naming PID $ppid written by another process, not shown$" "$T/sites.err" ||
 	fail "sites did not say it left rows out: $(cat "$T/sites.err")"
 pass "sites PID: rows another user wrote naming the process are not shown, and said so"
+
+# Root's process in pmallocd.service's cgroup under another name (for about
+# a second after a start, journald can still name pmallocd by systemd's
+# child before its exec, "(pmallocd)"): pmallocd's rows, shown.  The cgroup is ours, system.slice/pmallocd.service, in
+# systemd's hierarchy (and the unified one on a hybrid layout), where no
+# systemd runs as PID 1 to own one.
+if [ "$(cat /proc/1/comm)" = systemd ]; then
+	pass "sites PID: root's rows from pmallocd.service not tried (systemd is PID 1 and owns that unit)"
+else
+	cg= ucg=
+	if grep -q '^[0-9]*:name=systemd:' /proc/self/cgroup && [ -d /sys/fs/cgroup/systemd ]; then
+		cg=/sys/fs/cgroup/systemd/system.slice/pmallocd.service
+		[ "$(stat -f -c %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ] &&
+			ucg=/sys/fs/cgroup/unified/system.slice/pmallocd.service
+	elif [ -f /sys/fs/cgroup/cgroup.procs ]; then
+		cg=/sys/fs/cgroup/system.slice/pmallocd.service
+	fi
+	[ -n "$cg" ] || fail "no systemd cgroup hierarchy to make pmallocd.service's cgroup in"
+	# The slices too when this made them (rmdir leaves one in use).
+	made=
+	for d in "$cg" $ucg; do [ -d "${d%/*}" ] || made="$made ${d%/*}"; done
+	rm_cgroup() { rmdir "$cg" $ucg $made 2>/dev/null; true; }
+	at_exit rm_cgroup
+	mkdir -p "$cg" $ucg || fail "cannot make $cg $ucg"
+	sh -c 'echo $$ >"$1/cgroup.procs" && { [ -z "$2" ] || echo $$ >"$2/cgroup.procs"; } || exit 1
+		for i in $(seq 30); do "$0" MESSAGE_ID='$MID_LEARNED' OBJECT_PID='$ppid' \
+		PMALLOC_LEARN_REASON=learn-flush PMALLOC_POOL=setup PMALLOC_SITE=unit_site \
+		PMALLOC_OBJECTS=1 PMALLOC_BYTES=777 PMALLOC_WRITTEN=0 MESSAGE=unit; sleep 0.1; done' \
+		"$B/progs/journal_inject" "$cg" "$ucg" &
+	upid=$!
+	"$B/pmallocctl" sites "$ppid" --socket "$SOCK" >"$T/sites" 2>"$T/sites.err" ||
+		fail "sites: $(cat "$T/sites" "$T/sites.err")"
+	wait $upid || fail "the writer in pmallocd.service's cgroup failed"
+	journal_sync
+	# (Some entries may lack the fields: see below.)
+	e=$(journalctl --no-pager -o json --since "$TEST_SINCE" PMALLOC_SITE=unit_site)
+	printf '%s\n' "$e" | grep '"_SYSTEMD_UNIT":"pmallocd.service"' | grep '"_UID":"0"' |
+		grep -q '"_COMM":"journal_inject"' || fail "no entry from root's journal_inject in pmallocd.service: $e"
+	grep -q '^setup  *unit_site  *1  *777  *no$' "$T/sites" ||
+		fail "sites hides root's rows from pmallocd.service: $(cat "$T/sites" "$T/sites.err")"
+	# (Not asserted: that none is left out.  journald reads a sender's
+	# /proc entries after its message, and one already gone has no _UID
+	# or _SYSTEMD_UNIT in its entry: rightly not believed.)
+	grep -q '^setup  *load_config  *1  *4096  *no$' "$T/sites" || fail "sites: no load_config row: $(cat "$T/sites")"
+	pass "sites PID: root's rows from pmallocd.service, under another name (_COMM journal_inject), are pmallocd's"
+fi
 exec 9>&-
 wait "$ppid" || fail "learn_prog exited $?: $(cat "$T/err")"
 wait_until 100 got exit || fail "no exit entries from PID $ppid"

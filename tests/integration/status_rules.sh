@@ -105,7 +105,7 @@ for doc, full in ((summary, False), (detail, True)):
     assert [r["resolved"] for r in cfg["rules"]].count(True) == 2, cfg
     bad = [r for r in cfg["rules"] if not r["resolved"]]
     assert bad == [{"kind": "site", "rule": "parse_confg", "resolved": False, "waiting": False,
-                    "why": "no function of that name in any loaded object"}], cfg["rules"]
+                    "dropped": False, "why": "no function of that name in any loaded object"}], cfg["rules"]
     assert len(cfg["rules"]) == 3, cfg["rules"]
     assert later["protected"] is False, later
     assert p["rules_unresolved"] == 1 and p["rules_total"] == 4, p

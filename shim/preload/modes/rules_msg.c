@@ -68,7 +68,7 @@ static struct pmw_row *row_add(struct pmw_rules *m, const struct shim_state *st,
 			       uint32_t state)
 {
 	m->total++;
-	if (state == PMW_ROW_NO_FUNCTION || state == PMW_ROW_NO_OFFSET)
+	if (state == PMW_ROW_NO_FUNCTION || state == PMW_ROW_NO_OFFSET || state == PMW_ROW_DROPPED)
 		m->unresolved++;
 	if (m->n_rows == PMW_ROWS)
 		return NULL;
@@ -81,6 +81,8 @@ static struct pmw_row *row_add(struct pmw_rules *m, const struct shim_state *st,
 
 static uint32_t rule_state(const struct resolve_rule_view *v)
 {
+	if (v->dropped)
+		return PMW_ROW_DROPPED;
 	if (v->matched)
 		return PMW_ROW_RESOLVED;
 	if (!v->object_loaded)
@@ -88,13 +90,15 @@ static uint32_t rule_state(const struct resolve_rule_view *v)
 	return v->by_offset ? PMW_ROW_NO_OFFSET : PMW_ROW_NO_FUNCTION;
 }
 
-/* Rules that matched nothing first (unmatched == true), then the others:
- * past PMW_ROWS rows only resolved ones are left out. */
+/* Rules that matched nothing or were left out of an object first
+ * (unmatched == true), then the others: past PMW_ROWS rows only resolved
+ * ones are left out. */
 static void add_rules(struct pmw_rules *m, const struct shim_state *st, bool unmatched)
 {
 	struct resolve_rule_view v;
 	for (size_t i = 0; resolve_rule(i, &v); i++) {
-		if (v.pool < 0 || (size_t)v.pool >= st->n_pools || !v.looked_up || v.matched == unmatched)
+		if (v.pool < 0 || (size_t)v.pool >= st->n_pools || !v.looked_up ||
+		    (!v.matched || v.dropped) != unmatched)
 			continue;
 		struct pmw_row *r = row_add(m, st, v.pool, v.wrapper ? PMW_ROW_WRAPPER : PMW_ROW_SITE,
 					    rule_state(&v));

@@ -304,14 +304,18 @@ void journal_take_late(const char *policy, const char *pool, const char *site)
 	entry_end(&f, 0, false);
 }
 
-void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule)
+void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule, bool dropped)
 {
 	struct fmt f;
 	if (!entry_begin(&f, MID_UNMATCHED, 4, false))
 		return;
 	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_RULE_KIND=%s\nPMALLOC_RULE=%s\nPMALLOC_EXE=%s\n"
-		   "MESSAGE=pmalloc: PID %d (%s): %s rule \"%s\" of pool \"%s\" (policy \"%s\") matches no"
-		   " function loaded at start-up: it protects nothing\n", policy, pool, kind, rule, self_exe,
-		   (int)getpid(), self_exe, kind, rule, pool, policy);
+		   "MESSAGE=pmalloc: PID %d (%s): %s rule \"%s\" of pool \"%s\" (policy \"%s\") ", policy, pool,
+		   kind, rule, self_exe, (int)getpid(), self_exe, kind, rule, pool, policy);
+	if (dropped)
+		fmt_printf(&f, "is not applied in a loaded object that more than %d rules by name fit (the first %d"
+			   " are): it protects nothing there\n", POLICY_OBJECT_NAME_RULES_MAX, POLICY_OBJECT_NAME_RULES_MAX);
+	else
+		fmt_printf(&f, "matches no function loaded at start-up: it protects nothing\n");
 	entry_end(&f, 0, false);
 }

@@ -44,7 +44,9 @@ void journal_learned(const struct journal_learned *m);
  * trigger, and went to the heap; said once per site (take.c). */
 void journal_take_late(const char *policy, const char *pool, const char *site);
 /* A site or wrapper rule that matched no function at start-up (resolve.c),
- * said once per process; normal context. */
-void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule);
+ * or, dropped, one left out of an object that more than
+ * POLICY_OBJECT_NAME_RULES_MAX rules by name fit; said once per process;
+ * normal context. */
+void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule, bool dropped);
 
 #endif

@@ -113,11 +113,12 @@ static union {
 #define any_specific (rro.s.any_specific)
 #define table (rro.s.table)
 #define points (rro.s.points)
-/* Which rules matched something, and which rules' object glob fits a
- * loaded object (until then an unmatched rule waits for its object rather
- * than matching nothing): status for pmallocd and the journal, never a
- * decision, so writable beside the read-only rules. */
-static bool *matched, *object_loaded;
+/* Which rules matched something, which rules' object glob fits a loaded
+ * object (until then an unmatched rule waits for its object rather than
+ * matching nothing), and which were left out of an object that more than
+ * POLICY_OBJECT_NAME_RULES_MAX name rules fit: status for pmallocd and the
+ * journal, never a decision, so writable beside the read-only rules. */
+static bool *matched, *object_loaded, *dropped;
 static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct object_key scanned[OBJECTS_MAX];   /* objects already read */
 static size_t n_scanned;
@@ -139,9 +140,24 @@ static bool object_matches(const struct rule *r, const char *path)
  * object), and how many by offset (collect_points() finds those itself: a
  * proposal pins hundreds of calls in one object). */
 struct applicable {
-	struct rule *by_name[256];
+	struct rule *by_name[POLICY_OBJECT_NAME_RULES_MAX];
 	size_t n_name, n_offset;
 };
+
+/* A rule by name past the first POLICY_OBJECT_NAME_RULES_MAX that fit the
+ * object at path is not applied there: marked (status shows it, the
+ * journal says it) and said once under PMALLOC_DEBUG. */
+static void drop_rule(size_t i, const char *path)
+{
+	if (!dropped || dropped[i])
+		return;
+	dropped[i] = true;
+	const struct rule *ru = &rules[i];
+	debug_printf("%s rule \"%s%s%s\" not applied in %s: more than %d rules by name fit it (the first %d are)",
+		     ru->route == SITE_ROUTE_WRAPPER ? "wrapper" : "site", ru->object ? ru->object : "",
+		     ru->object ? ":" : "", ru->function, path, POLICY_OBJECT_NAME_RULES_MAX,
+		     POLICY_OBJECT_NAME_RULES_MAX);
+}
 
 static void applicable_rules(const char *path, struct applicable *a)
 {
@@ -151,11 +167,12 @@ static void applicable_rules(const char *path, struct applicable *a)
 			continue;
 		if (object_loaded)
 			object_loaded[i] = true;
-		if (rules[i].by_offset) {
+		if (rules[i].by_offset)
 			a->n_offset++;
-		} else if (a->n_name < ARRAY_SIZE(a->by_name)) {
+		else if (a->n_name < ARRAY_SIZE(a->by_name))
 			a->by_name[a->n_name++] = &rules[i];
-		}
+		else
+			drop_rule(i, path);
 	}
 }
 
@@ -1026,9 +1043,10 @@ static int freeze_rules(void)
 	}
 	matched = heap_calloc(n_rules ? n_rules : 1, sizeof(*matched));
 	object_loaded = heap_calloc(n_rules ? n_rules : 1, sizeof(*object_loaded));
-	if (!matched || !object_loaded || (r = os_protect_ro(mem, len)) < 0) {
+	dropped = heap_calloc(n_rules ? n_rules : 1, sizeof(*dropped));
+	if (!matched || !object_loaded || !dropped || (r = os_protect_ro(mem, len)) < 0) {
 		os_unmap(mem, len);
-		return matched && object_loaded ? r : -ENOMEM;
+		return matched && object_loaded && dropped ? r : -ENOMEM;
 	}
 	heap_free(rules);
 	rules = fr;
@@ -1154,6 +1172,7 @@ bool resolve_rule(size_t i, struct resolve_rule_view *ret)
 		.by_offset = r->by_offset,
 		.looked_up = any_specific,
 		.matched = matched[i],
+		.dropped = dropped && dropped[i],
 		.object_loaded = !r->object || (object_loaded && object_loaded[i]),
 		.object = r->object,
 		.function = r->function,

@@ -44,6 +44,8 @@ struct resolve_rule_view {
 	bool wrapper, by_offset;
 	bool looked_up;                  /* false: a pool takes everything, nothing was scanned */
 	bool matched;
+	bool dropped;                    /* left out of an object: more than
+					  * POLICY_OBJECT_NAME_RULES_MAX rules by name fit it */
 	bool object_loaded;              /* false: its object glob fits nothing loaded yet */
 	const char *object, *function, *build_id;   /* object, build_id may be NULL */
 };
