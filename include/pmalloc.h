@@ -70,7 +70,8 @@ struct pmalloc_stats {
 /* Fill *st for pool; 0, or -1 with errno = EINVAL. */
 int pmalloc_pool_stats(const struct pmalloc_pool *pool, struct pmalloc_stats *st);
 
-/* 1 if addr lies in protected pool memory, else 0.  Lock-free, O(1). */
+/* 1 if addr lies in protected pool memory, else 0: once it says 1, the
+ * protect is complete and a write there faults.  Lock-free, O(1). */
 int pmalloc_is_protected(const void *addr);
 
 /* For programs run under the shim's interposition (LD_PRELOAD): protect the

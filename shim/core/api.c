@@ -171,7 +171,7 @@ PMALLOC_EXPORT int pmalloc_pool_stats(const struct pmalloc_pool *pool, struct pm
 
 PMALLOC_EXPORT int pmalloc_is_protected(const void *addr)
 {
-	return pool_is_protected(addr);
+	return pool_is_read_only(addr);
 }
 
 /* Interposition pools exist only in the preloaded shim, whose hook this

@@ -71,6 +71,11 @@ struct span {
 	 * protected), a protect starts from the smaller (nothing is skipped
 	 * because one says done). */
 	_Atomic size_t prot_mirror;
+	/* [base, base+prot_done) is read-only now: raised after the mprotect
+	 * returns (prot is raised before it, for the fault handler).  Only
+	 * pmalloc_is_protected() reads it, so a caller that sees 1 knows its
+	 * next write faults; nothing enforces by it. */
+	_Atomic size_t prot_done;
 };
 
 static inline size_t span_prot_hi(const struct span *s)

@@ -867,6 +867,13 @@ static void run_flush(struct protect_run *pr)
 	if (protect_range(pr->p, pr->a, pr->b, pr->api) < 0) {
 		pr->fresh -= protect_undo(pr->range_first, pr->range_last);
 		pr->failed = pr->failed ? pr->failed : pr->range_first;
+	} else if (pr->a < pr->b) {
+		/* Read-only now: the public query may say so. */
+		for (struct span *s = pr->range_first; s; s = s->next) {
+			atomic_store_explicit(&s->prot_done, span_prot_lo(s), memory_order_release);
+			if (s == pr->range_last)
+				break;
+		}
 	}
 	pr->a = pr->b = 0;
 }
@@ -1045,4 +1052,10 @@ bool pool_is_protected(const void *p)
 	/* O(1): the span and its mark, not the object. */
 	struct span *s = arena_span_of(p);
 	return s && (uintptr_t)p - s->base < span_prot_hi(s);
+}
+
+bool pool_is_read_only(const void *p)
+{
+	struct span *s = arena_span_of(p);
+	return s && (uintptr_t)p - s->base < atomic_load_explicit(&s->prot_done, memory_order_acquire);
 }

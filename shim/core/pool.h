@@ -213,8 +213,13 @@ bool pool_lookup(const void *p, struct pool_hit *ret);
 void pool_note_free(void *p, const char *api);
 /* Usable size of pool object p; fatal() like pool_note_free. */
 size_t pool_usable_size(const void *p, const char *api);
-/* 1 if p lies in protected pool memory. */
+/* 1 if p lies in protected pool memory: from the moment a protect
+ * publishes it, before its mprotect (what the fault handler and realloc
+ * must believe). */
 bool pool_is_protected(const void *p);
+/* 1 if p lies in pool memory whose protect has completed: a write into it
+ * faults now (pmalloc_is_protected()'s answer). */
+bool pool_is_read_only(const void *p);
 
 /* Install fork handlers (once).  The fault handler is not pool.c's: whoever
  * creates a pool (api.c, init.c) installs it (fault_install()) before the

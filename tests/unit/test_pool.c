@@ -1407,6 +1407,48 @@ static void *hold_region(void *arg)
 /* fork() while another thread has a region in the pool: in the child that
  * thread is gone, and protect still takes its objects; what the child
  * allocates afterwards is writable. */
+/* A thread that sees pmalloc_is_protected() say 1 writes at once: the
+ * protect, made by another thread, must be complete by then (the marks
+ * the fault handler believes are raised before the mprotect; the query's
+ * only after it).  Each run a child that must die by SIGSEGV. */
+static char *volatile query_obj;
+
+static void *query_then_write(void *arg)
+{
+	(void)arg;
+	while (pmalloc_is_protected(query_obj) != 1)
+		;
+	query_obj[0] = 'X';
+	return NULL;
+}
+
+static void query_child(void *arg)
+{
+	(void)arg;
+	struct pmalloc_pool *p = pmalloc_create_pool();
+	pthread_t tid;
+	if (!p || !(query_obj = pmalloc(p, 64)))
+		_exit(3);
+	memset(query_obj, 'a', 64);
+	if (pthread_create(&tid, NULL, query_then_write, NULL) != 0)
+		_exit(4);
+	pmalloc_protect_pool(p);
+	pthread_join(tid, NULL);
+	_exit(0);                        /* the write went through */
+}
+
+START_TEST(test_is_protected_means_read_only)
+{
+	for (int i = 0; i < 50; i++) {
+		struct child c;
+		run_child(query_child, NULL, &c);
+		ck_assert_msg(WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGSEGV,
+			      "run %d: status 0x%x (0: the write after pmalloc_is_protected() == 1 went through); stderr: %s",
+			      i, c.status, c.err);
+	}
+}
+END_TEST
+
 START_TEST(test_fork_child_protects_other_threads_objects)
 {
 	struct holder h = { .pool = pmalloc_create_pool() };
@@ -1672,6 +1714,7 @@ static Suite *pool_suite(void)
 	tcase_add_test(threads, test_threads_allocate_while_protecting);
 	tcase_add_test(threads, test_exited_threads_leave_no_region_behind);
 	tcase_add_test(threads, test_many_pools_used_in_turn);
+	tcase_add_test(threads, test_is_protected_means_read_only);
 	tcase_add_test(threads, test_fork_child_protects_other_threads_objects);
 	tcase_add_test(threads, test_large_spans_use_huge_pages);
 	tcase_set_timeout(threads, 120);
