@@ -97,16 +97,32 @@ elif mode == "close": pass
 elif mode == "silent": time.sleep(8)
 c.close()
 PY
+	# The fake daemons start at once (a python3 start-up each), one socket
+	# and flag file a mode; fake MODE asks its own.
+	declare -A fake_pid=()
+	start_fake() {
+		python3 "$T/fake.py" "$T/fake-$1.sock" "$1" "$T/flag-$1" "$SRC/shim/shared/wire.h" &
+		fake_pid[$1]=$!
+	}
+	stop_fakes() { local p; for p in "${fake_pid[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; true; }
+	at_exit stop_fakes
 	fake() {
 		local mode=$1 sock=$T/fake-$1.sock
-		rm -f "$T/flag"
-		python3 "$T/fake.py" "$sock" "$mode" "$T/flag" "$SRC/shim/shared/wire.h" &
-		local pid=$!
-		wait_until 100 test -S "$sock" || fail "fake daemon ($mode) did not start"
+		wait_until 200 test -S "$sock" || fail "fake daemon ($mode) did not start"
 		run status --socket "$sock"
-		kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-		[ ! -e "$T/flag" ] || fail "$mode: $(cat "$T/flag")"
+		kill "${fake_pid[$mode]}" 2>/dev/null; wait "${fake_pid[$mode]}" 2>/dev/null
+		[ ! -e "$T/flag-$mode" ] || fail "$mode: $(cat "$T/flag-$mode")"
 	}
+	# A daemon that accepts and never answers: pmallocctl's 5 s wait runs
+	# beside the other cases.
+	start_fake silent
+	wait_until 200 test -S "$T/fake-silent.sock" || fail "fake daemon (silent) did not start"
+	("$ctl" status --socket "$T/fake-silent.sock" >"$T/silent.out" 2>"$T/silent.err"; echo $? >"$T/silent.rc") &
+	silent_ctl=$!
+	for mode in ok hostile badmagic type nofd twofds size datalen toobig records unaligned nonul first counts \
+		short version close; do
+		start_fake $mode
+	done
 	fake ok
 	[ "$(rc)" = 0 ] || fail "ok: exit $(rc): $(cat "$T/err")"
 	grep -q '^pmallocd (PID 4242), running 0s$' "$T/out" &&
@@ -129,9 +145,12 @@ PY
 	fake close
 	[ "$(rc)" = 3 ] && grep -qx "pmallocctl: pmallocd is not answering ($T/fake-close.sock): .*" "$T/err" ||
 		fail "close: exit $(rc): $(cat "$T/err")"
-	fake silent
-	[ "$(rc)" = 3 ] && grep -qx "pmallocctl: pmallocd is not answering ($T/fake-silent.sock): Connection timed out" "$T/err" ||
-		fail "silent: exit $(rc): $(cat "$T/err")"
+	wait "$silent_ctl"
+	kill "${fake_pid[silent]}" 2>/dev/null; wait "${fake_pid[silent]}" 2>/dev/null
+	[ ! -e "$T/flag-silent" ] || fail "silent: $(cat "$T/flag-silent")"
+	[ "$(cat "$T/silent.rc")" = 3 ] &&
+		grep -qx "pmallocctl: pmallocd is not answering ($T/fake-silent.sock): Connection timed out" "$T/silent.err" ||
+		fail "silent: exit $(cat "$T/silent.rc"): $(cat "$T/silent.err")"
 	pass "fake daemon: malformed answers refused (header, descriptor, sizes, records), silence bounded"
 else
 	echo "note: python3 with SOCK_SEQPACKET and send_fds missing: fake-daemon part left out"
