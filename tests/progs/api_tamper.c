@@ -37,7 +37,8 @@
  * program filled with 0x0000000100000001 (garbage as a number, and as a
  * pointer a forged struct saying "audit" in every field); in api-beside,
  * 1 << 32 and the address of the policy pool's struct (a span's owner
- * redirected to it) instead.  About 10,000 runs in all, 2 to 3 ms each (a fork, a fault, an exit).
+ * redirected to it) instead.  About 10,000 runs in all, 2 to 3 ms each
+ * (a fork, a fault, an exit).
  *
  * Prints "api_tamper: N runs (...): all died" and exits 0, else one line per
  * failing run and exits 1; 2 when it could not set itself up.
