@@ -797,6 +797,17 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 	return ok;
 }
 
+/* Whether s->ch[i] is the first context of its pool (pools by pointer:
+ * one interned name each), so that a walk over the contexts visits each
+ * pool once. */
+static bool first_of_pool(const struct pset *s, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (s->ch[j].pool == s->ch[i].pool)
+			return false;
+	return true;
+}
+
 size_t pset_render(struct pset *s, uint64_t min_live, FILE *f, FILE *total)
 {
 	struct coverage all = { 0 };
@@ -808,10 +819,7 @@ size_t pset_render(struct pset *s, uint64_t min_live, FILE *f, FILE *total)
 	 * against each object's rules by name (name_room). */
 	for (size_t i = 0; i < s->ch_n; i++) {
 		const char *pool = s->ch[i].pool;
-		bool seen = false;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = s->ch[j].pool == pool;
-		if (seen)
+		if (!first_of_pool(s, i))
 			continue;
 		if (choose_wrappers(s, pool) < 0)
 			return 0;
@@ -822,10 +830,7 @@ size_t pset_render(struct pset *s, uint64_t min_live, FILE *f, FILE *total)
 		s->name_wrappers += s->k[i].kind == K_WNAME && s->ks[s->k[i].v].wrapper;
 	for (size_t i = 0; i < s->ch_n; i++) {
 		const char *pool = s->ch[i].pool;
-		bool seen = false;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = s->ch[j].pool == pool;
-		if (seen)
+		if (!first_of_pool(s, i))
 			continue;
 		/* Rendered aside: a pool with nothing to protect stays a comment. */
 		char *text = NULL;
