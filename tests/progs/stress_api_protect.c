@@ -108,26 +108,28 @@ static void check_fresh(const void *p, unsigned long done_before)
 static void one(struct worker *w, unsigned int *seed, unsigned long i)
 {
 	size_t n = atomic_load_explicit(&w->n, memory_order_relaxed);
-	struct obj *o = &w->objs[n];
-	bool writer = w->id >= RAW;
+	bool writer = w->id >= RAW, api = i % 2;
 
-	o->api = i % 2;
 	size_t limit = stop ? RECORD_MAX : quota(atomic_load(&started));
 	if (n >= limit || n >= RECORD_MAX) {
 		/* Unrecorded until the next round: a raw thread goes on racing
-		 * the protects with small objects (counted, bounded). */
+		 * the protects with small objects (counted, bounded).  No record
+		 * is touched: objs[RECORD_MAX] is past the array (its api byte
+		 * was the next global's, api_pool, now and then). */
 		if (!writer && w->extra < (atomic_load(&started) + 1) * EXTRA_MAX / ROUNDS && !stop) {
 			unsigned long d = atomic_load(&done);
-			void *p = o->api ? pmalloc(api_pool, 16) : race_alloc(16);
+			void *p = api ? pmalloc(api_pool, 16) : race_alloc(16);
 			if (!p)
 				fail("allocation failed");
 			check_fresh(p, d);
-			w->extra_api += i % 2;
+			w->extra_api += api;
 			w->extra++;
 		} else
 			sched_yield();
 		return;
 	}
+	struct obj *o = &w->objs[n];
+	o->api = api;
 	o->size = 1 + (size_t)(rand_r(seed) % 300);
 	if (writer)
 		pthread_rwlock_rdlock(&gate);
