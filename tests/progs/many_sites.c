@@ -18,24 +18,18 @@
 #define SITE(a, b, c)                                                                                   \
 	__attribute__((noinline)) void *site_##a##b##c(size_t n);                                      \
 	__attribute__((noinline)) void *site_##a##b##c(size_t n) { return malloc(n + (a) * 100 + (b) * 10 + (c)); }
-#define SITES10(a, b)                                                                                   \
-	SITE(a, b, 0) SITE(a, b, 1) SITE(a, b, 2) SITE(a, b, 3) SITE(a, b, 4)                           \
-	SITE(a, b, 5) SITE(a, b, 6) SITE(a, b, 7) SITE(a, b, 8) SITE(a, b, 9)
-#define SITES100(a)                                                                                     \
-	SITES10(a, 0) SITES10(a, 1) SITES10(a, 2) SITES10(a, 3) SITES10(a, 4)                           \
-	SITES10(a, 5) SITES10(a, 6) SITES10(a, 7) SITES10(a, 8) SITES10(a, 9)
-SITES100(0)
-SITES100(1)
-SITES100(2)
+/* M(a, b, c) for every c, then for every b: the functions and their table. */
+#define EACH10(M, a, b) M(a, b, 0) M(a, b, 1) M(a, b, 2) M(a, b, 3) M(a, b, 4) \
+			M(a, b, 5) M(a, b, 6) M(a, b, 7) M(a, b, 8) M(a, b, 9)
+#define EACH100(M, a)                                                                   \
+	EACH10(M, a, 0) EACH10(M, a, 1) EACH10(M, a, 2) EACH10(M, a, 3) EACH10(M, a, 4) \
+	EACH10(M, a, 5) EACH10(M, a, 6) EACH10(M, a, 7) EACH10(M, a, 8) EACH10(M, a, 9)
+EACH100(SITE, 0)
+EACH100(SITE, 1)
+EACH100(SITE, 2)
 
 #define PTR(a, b, c) site_##a##b##c,
-#define PTRS10(a, b)                                                                                    \
-	PTR(a, b, 0) PTR(a, b, 1) PTR(a, b, 2) PTR(a, b, 3) PTR(a, b, 4)                                \
-	PTR(a, b, 5) PTR(a, b, 6) PTR(a, b, 7) PTR(a, b, 8) PTR(a, b, 9)
-#define PTRS100(a)                                                                                      \
-	PTRS10(a, 0) PTRS10(a, 1) PTRS10(a, 2) PTRS10(a, 3) PTRS10(a, 4)                                \
-	PTRS10(a, 5) PTRS10(a, 6) PTRS10(a, 7) PTRS10(a, 8) PTRS10(a, 9)
-static void *(*const sites[])(size_t) = { PTRS100(0) PTRS100(1) PTRS100(2) };
+static void *(*const sites[])(size_t) = { EACH100(PTR, 0) EACH100(PTR, 1) EACH100(PTR, 2) };
 
 int main(void)
 {
