@@ -293,46 +293,32 @@ static int select_entries(const struct popts *o, const char *build_id, struct pr
 		}
 	} else {
 		/* The latest load of the learn policy on each host: each host's
-		 * latest first (one pass, the hosts being few), then the entries
-		 * of earlier loads left aside.  Linear in the entries: a journal
-		 * that kept many runs of the program has tens of thousands. */
-		struct { const char *host; uint64_t loaded; } latest[64];
+		 * latest first (one pass over the entries, the hosts being few),
+		 * then the entries of earlier loads left aside.  A journal that
+		 * kept many runs of the program has tens of thousands. */
+		struct host_latest {
+			const char *host;
+			uint64_t loaded;
+		} *latest = calloc(rd->n ? rd->n : 1, sizeof(*latest));   /* a host an entry at most */
 		size_t n_hosts = 0;
-		bool overflow = false;
-		for (size_t i = 0; i < rd->n; i++) {
-			const struct pentry *e = &rd->e[i];
-			if (!e->selected)
-				continue;
-			size_t h = 0;
-			while (h < n_hosts && strcmp(latest[h].host, e->host) != 0)
-				h++;
-			if (h == n_hosts) {
-				if (n_hosts == sizeof(latest) / sizeof(latest[0])) {
-					overflow = true;
-					break;
-				}
-				latest[n_hosts++] = (__typeof__(latest[0])){ e->host, e->loaded };
-			} else if (e->loaded > latest[h].loaded) {
-				latest[h].loaded = e->loaded;
-			}
-		}
-		for (size_t i = 0; i < rd->n; i++) {
-			struct pentry *e = &rd->e[i];
-			if (!e->selected)
-				continue;
-			if (overflow) {          /* more hosts than the table: entry by entry */
-				for (size_t k = 0; k < rd->n && e->selected; k++)
-					if (rd->e[k].selected && rd->e[k].loaded > e->loaded &&
-					    strcmp(rd->e[k].host, e->host) == 0)
-						e->selected = false;
-				continue;
-			}
-			for (size_t h = 0; h < n_hosts; h++)
-				if (strcmp(latest[h].host, e->host) == 0) {
+		if (!latest)
+			return -ENOMEM;
+		for (size_t pass = 0; pass < 2; pass++)
+			for (size_t i = 0; i < rd->n; i++) {
+				struct pentry *e = &rd->e[i];
+				if (!e->selected)
+					continue;
+				size_t h = 0;
+				while (h < n_hosts && strcmp(latest[h].host, e->host) != 0)
+					h++;
+				if (pass == 1)
 					e->selected = e->loaded >= latest[h].loaded;
-					break;
-				}
-		}
+				else if (h == n_hosts)
+					latest[n_hosts++] = (struct host_latest){ e->host, e->loaded };
+				else if (e->loaded > latest[h].loaded)
+					latest[h].loaded = e->loaded;
+			}
+		free(latest);
 	}
 	int r = read_chains(rd, &t->old_format);
 	if (r < 0)
