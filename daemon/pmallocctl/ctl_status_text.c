@@ -137,15 +137,12 @@ static void pool_rules(FILE *f, const struct ctl_status *st, size_t from, size_t
 
 		if (state == PMW_ROW_RESOLVED && detail)
 			fprintf(f, "      resolved: %s %s\n", ctl_rule_kind(r->nums[PMW_SR_R_KIND]), r->strs[PMW_SR_R_TEXT]);
-		else if (state == PMW_ROW_NOT_LOADED)
-			fprintf(f, "      waiting: %s %s (%s)\n", ctl_rule_kind(r->nums[PMW_SR_R_KIND]),
-				r->strs[PMW_SR_R_TEXT], ctl_rule_why(state));
-		else if (state == PMW_ROW_DROPPED)
-			fprintf(f, "      not applied: %s %s (%s)\n", ctl_rule_kind(r->nums[PMW_SR_R_KIND]),
-				r->strs[PMW_SR_R_TEXT], ctl_rule_why(state));
 		else if (state != PMW_ROW_RESOLVED)
-			fprintf(f, "      unresolved: %s %s (%s)\n", ctl_rule_kind(r->nums[PMW_SR_R_KIND]),
-				r->strs[PMW_SR_R_TEXT], ctl_rule_why(state));
+			fprintf(f, "      %s: %s %s (%s)\n",
+				state == PMW_ROW_NOT_LOADED ? "waiting"
+				: state == PMW_ROW_DROPPED  ? "not applied"
+							    : "unresolved",
+				ctl_rule_kind(r->nums[PMW_SR_R_KIND]), r->strs[PMW_SR_R_TEXT], ctl_rule_why(state));
 	}
 }
 
