@@ -269,6 +269,13 @@ $(B)/tests/test_identify: PIE_CFLAGS += -Idaemon/pmallocd
 $(B)/tests/test_propose: $(B)/pie/daemon/pmallocctl/ctl_propose_chain.o $(B)/pie/daemon/pmallocctl/ctl_quote.o
 $(B)/tests/test_propose: PIE_CFLAGS += -Idaemon/pmallocctl
 
+# The read-only list with the real kernel door, outside the shim (whose
+# copy is hidden): its own list, frozen once per test (Check forks each).
+$(B)/tests/test_ro: tests/unit/test_ro.c shim/sys/ro.c shim/sys/os.c tests/unit/testutil.h | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(PIE_CFLAGS) -fPIE -pie $(LDFLAGS) $(call pc_cflags,check) $(call layer_inc,shim/sys,$(SHIM_LAYERS)) \
+		-o $@ $(filter %.c,$^) $(call pc_libs,check)
+
 # Small programs the tests run, built as someone else would build them:
 # no pmalloc headers unless they use the API, symbols kept (not stripped).
 # wire_client and image_probe read policy images as the shim does.

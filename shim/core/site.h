@@ -10,6 +10,7 @@
 #define PMALLOC_SITE_H
 
 #include "common.h"
+#include "os.h"                     /* RO_PAGE */
 
 #define SITE_NONE 0
 #define SITE_ROUTE_UNKNOWN (-2)      /* not decided yet */
@@ -130,7 +131,7 @@ union site_policy_page {
 		 * it early and have a forged heap route believed. */
 		unsigned char closed;
 	};
-	unsigned char pages[SITE_POLICY_GRANULES + 4096];
+	unsigned char pages[SITE_POLICY_GRANULES + RO_PAGE];
 };
 extern union site_policy_page site_policy __attribute__((visibility("hidden")));
 /* Might ra be a call site in code the policy names?  A shift, a
