@@ -155,7 +155,7 @@ void site_policy_mark_closed(void);
 void site_policy_close(void);
 
 /* Map the table (shim_init, before the policy is armed): what init.c
- * publishes as malloc's "armed?" word, in its read-only page (shim.h).
+ * publishes as malloc's "armed?" word, in its read-only page (armed.h).
  * NULL without memory: malloc then routes nothing. */
 struct site *site_arm(void);
 

@@ -16,7 +16,7 @@
  * once it is complete and read-only.
  */
 #define _GNU_SOURCE
-#include "shim.h"
+#include "armed.h"
 #include "site.h"
 #include "arena.h"
 #include "client.h"
@@ -31,7 +31,6 @@
 #include "resolve.h"
 #include "ro.h"
 #include "rules_msg.h"
-#include "state.h"
 #include "trigger.h"
 #include "pmalloc.h"
 
@@ -235,7 +234,7 @@ static int unarmed(bool installed, int r)
 	return r;
 }
 
-/* The state and the image, in the page of the pointer to them (shim.h)
+/* The state and the image, in the page of the pointer to them (armed.h)
  * when they fit, else in a mapping of their own: the image is copied there
  * and validated again in place (what is armed is what was checked), then
  * the whole is made read-only, and sealed under protection = "seal" where

@@ -47,7 +47,7 @@
 #include "heap.h"
 #include "journal.h"
 #include "os.h"
-#include "shim.h"
+#include "armed.h"
 #include "site.h"
 #include "symtab.h"
 

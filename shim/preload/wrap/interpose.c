@@ -24,7 +24,7 @@
 #define _GNU_SOURCE
 #include "interpose.h"
 #include "resolve.h"
-#include "shim.h"
+#include "armed.h"
 #include "arena.h"
 #include "fault.h"
 #include "fill.h"

@@ -39,7 +39,7 @@
 #include "pmalloc.h"
 #include "pool.h"
 #include "report.h"
-#include "shim.h"
+#include "armed.h"
 
 #include <errno.h>
 #include <string.h>
