@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "policy_lint.h"
 #include "policy.h"
 
 /* ", "-separated escaped globs, after label; nothing when n == 0. */

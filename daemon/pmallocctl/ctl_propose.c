@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include "ctl.h"
+#include "policy_lint.h"
 #include "ctl_propose.h"
 #include "policy_image.h"
 #include "wire.h"

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "site.h"
+#include "stderr.h"
 #include "os.h"
 
 #include <string.h>

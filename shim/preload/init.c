@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include "armed.h"
+#include "stderr.h"
 #include "site.h"
 #include "arena.h"
 #include "client.h"

@@ -40,6 +40,7 @@
  */
 #define _GNU_SOURCE
 #include "heap.h"
+#include "stderr.h"
 #include "os.h"
 #include "guard.h"
 #include "ro.h"

@@ -42,6 +42,7 @@
  */
 #define _GNU_SOURCE
 #include "learn.h"
+#include "stderr.h"
 #include "arena.h"
 #include "fault.h"
 #include "heap.h"

@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include "armed.h"
+#include "stderr.h"
 #include "os.h"
 #include "client.h"
 #include "client_decode.h"

@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include "interpose.h"
+#include "stderr.h"
 #include "resolve.h"
 #include "armed.h"
 #include "arena.h"

@@ -32,6 +32,7 @@
  */
 #define _GNU_SOURCE
 #include "kwrite.h"
+#include "stderr.h"
 #include "learn.h"
 #include "audit.h"
 #include "fault.h"
