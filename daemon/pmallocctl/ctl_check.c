@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctl_escape.h"
+#include "ctl_util.h"
 #include "policy_lint.h"
 #include "policy.h"
 

@@ -25,6 +25,9 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctl_client.h"
+#include "ctl_escape.h"
+#include "ctl_util.h"
 #include "ctl_status_data.h"
 #include "wire.h"
 
