@@ -28,7 +28,6 @@
 #include "ctl_client.h"
 #include "ctl_escape.h"
 #include "ctl_util.h"
-#include "ctl_status_data.h"
 #include "wire.h"
 
 /* Check the packet buf[0, n) is a complete PMW_STATUS with a NUL-terminated

@@ -26,6 +26,15 @@ for id in $ids; do
 done
 pass "the eight MESSAGE_IDs are defined in common/proto/msgid.h only"
 
+# The layer table is written once (mk/layers.mk) and ARCHITECTURE.md quotes
+# it as make reads it.
+lists=$(make -s --no-print-directory print-layers) || fail "make print-layers failed"
+[ -n "$lists" ] || fail "make print-layers printed nothing"
+while IFS= read -r line; do
+	grep -qxF "$line" ARCHITECTURE.md || fail "ARCHITECTURE.md does not quote mk/layers.mk's: $line"
+done <<<"$lists"
+pass "ARCHITECTURE.md quotes the one layer table, mk/layers.mk"
+
 # Calls, not mentions: comments are dropped first (gcc's preprocessor,
 # without expanding includes or macros), once for the checks below.
 shim_c=$(find shim -name '*.c' | sort)
