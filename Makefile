@@ -66,30 +66,28 @@ HARDEN := -fstack-protector-strong -fstack-clash-protection -fcf-protection $(FO
 CFLAGS ?= -O2 -g
 BASE_CFLAGS = -std=gnu11 $(WARN) $(HARDEN) -Iinclude $(LAYER_INC) -I$(B) -MMD -MP $(CPPFLAGS) $(CFLAGS)
 
-# The layers, low to high (README "Source map"; make check-layers checks
-# the calls): each folder sees its own headers (a quoted #include finds
-# those first) and the folders below it, never one above, so an upward
-# #include does not compile.  The daemon sees only what it shares with the
-# shim.  The policy model is written against plain libc for the daemon; in
-# the shim, sys/glue.h sends its malloc and read to the shim's own doors.
-SHIM_DIRS := shim/shared shim/sys shim/core shim/policy shim/preload/route shim/preload/out \
-	shim/preload/modes shim/preload/wrap shim/preload
+# The layers, low to high, are mk/layers.mk's two lists (make check-layers
+# checks the calls and the #include lines against the same lists): each
+# folder sees its own headers (a quoted #include finds those first) and the
+# folders below it in its list, never one above, so an upward #include does
+# not compile.  The programs see only what they share with the shim
+# (common/).  The policy model is written against plain libc for the
+# programs; in the shim, sys/glue.h sends its malloc and read to the shim's
+# own doors.
+include mk/layers.mk
+# $(call layers_upto,FOLDER,LIST): the ranks of LIST up to FOLDER's, FOLDER's
+# own rank reduced to FOLDER (a folder never sees its rank's siblings).
+layers_upto = $(if $(2),$(if $(filter $(1),$(subst +, ,$(firstword $(2)))),$(1),$(subst +, ,$(firstword \
+	$(2))) $(call layers_upto,$(1),$(wordlist 2,$(words $(2)),$(2)))))
+layer_inc = $(patsubst %,-I%,$(call layers_upto,$(1),$(2)))
+SHIM_DIRS := $(SHIM_LAYERS)
+PROGRAM_DIRS := $(subst +, ,$(PROGRAM_LAYERS))
 SHIM_INC := $(SHIM_DIRS:%=-I%)
-DAEMON_INC := -Ishim/shared -Ishim/policy -Idaemon/common
 LAYER_INC = $(SHIM_INC)
-layer_inc = $(patsubst %,-Ishim/%,$(1))
-$(B)/pic/shim/shared/%.o: LAYER_INC = $(call layer_inc,shared)
-$(B)/pic/shim/sys/%.o: LAYER_INC = $(call layer_inc,shared sys)
-$(B)/pic/shim/core/%.o: LAYER_INC = $(call layer_inc,shared sys core)
-$(B)/pic/shim/policy/%.o: LAYER_INC = $(call layer_inc,shared sys policy) -include shim/sys/glue.h
-$(B)/pic/shim/preload/route/%.o: LAYER_INC = $(call layer_inc,shared sys core policy preload/route)
-$(B)/pic/shim/preload/out/%.o: LAYER_INC = $(call layer_inc,shared sys core policy preload/route preload/out)
-$(B)/pic/shim/preload/modes/%.o: LAYER_INC = $(call layer_inc,shared sys core policy preload/route \
-	preload/out preload/modes)
-$(B)/pic/shim/preload/wrap/%.o: LAYER_INC = $(call layer_inc,shared sys core policy preload/route \
-	preload/out preload/modes preload/wrap)
-$(B)/pic/shim/preload/%.o: LAYER_INC = $(SHIM_INC)
-$(B)/pie/daemon/%.o $(B)/pie/shim/%.o: LAYER_INC = $(DAEMON_INC)
+$(foreach d,$(SHIM_DIRS),$(eval $(B)/pic/$(d)/%.o: LAYER_INC = $(call layer_inc,$(d),$(SHIM_LAYERS))))
+$(B)/pic/common/policy/%.o: LAYER_INC += -include shim/sys/glue.h
+$(foreach d,$(PROGRAM_DIRS),$(eval $(B)/pie/$(d)/%.o: LAYER_INC = $(call layer_inc,$(d),$(PROGRAM_LAYERS))))
+PROGRAM_INC := $(call layer_inc,common/policy,$(PROGRAM_LAYERS))
 LDHARDEN := -Wl,-z,defs,-z,relro,-z,now
 
 pc_cflags = $(shell pkg-config --cflags $(1))
@@ -97,7 +95,9 @@ pc_libs = $(shell pkg-config --libs $(1))
 
 # The shim: every .c of its folders, position-independent, only
 # PMALLOC_EXPORT visible.
-SHIM_SRCS := $(foreach d,$(SHIM_DIRS),$(wildcard $(d)/*.c))
+# policy_lint.c is the programs' alone (stdio, no glue): not in the shim.
+PROGRAM_ONLY_SRCS := common/policy/policy_lint.c
+SHIM_SRCS := $(filter-out $(PROGRAM_ONLY_SRCS),$(foreach d,$(SHIM_DIRS),$(wildcard $(d)/*.c)))
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(B)/pic/%.o)
 SHIM_LIB := $(B)/libpmalloc_shim.so
 # libpmalloc.so: the pool API alone, for programs that link it and want no
@@ -106,8 +106,8 @@ SHIM_LIB := $(B)/libpmalloc_shim.so
 # uses (a write to a protected pool is still reported on stderr by the
 # SIGSEGV handler; no hook is set, hooks.h).  Preloading the shim into
 # such a program replaces all of it: the preload's definitions come first.
-POOL_SRCS := $(wildcard shim/core/*.c) shim/sys/os.c shim/sys/stderr.c shim/sys/guard.c shim/shared/fmt.c \
-	shim/shared/violation_fmt.c
+POOL_SRCS := $(wildcard shim/core/*.c) shim/sys/os.c shim/sys/stderr.c shim/sys/guard.c common/proto/fmt.c \
+	common/proto/violation_fmt.c
 POOL_OBJS := $(POOL_SRCS:%.c=$(B)/pic/%.o)
 POOL_LIB := $(B)/libpmalloc.so
 SHIM_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fno-plt -DPMALLOC_BUILDING_SHIM \
@@ -130,7 +130,7 @@ SHIM_LIBS = $(LIBCONFIG_PRIVATE) -static-libgcc $(HIDE_LIBS) -ldl -lpthread
 
 # Code the daemon side shares with the shim (policy model, wire format, the
 # violation record's formatter), and the code pmallocd and pmallocctl share.
-SHARED_SRCS := $(wildcard shim/shared/*.c shim/policy/*.c daemon/common/*.c)
+SHARED_SRCS := $(wildcard common/proto/*.c common/policy/*.c)
 SHARED_OBJS := $(SHARED_SRCS:%.c=$(B)/pie/%.o)
 
 CTL_SRCS := $(wildcard daemon/pmallocctl/*.c)
@@ -165,7 +165,7 @@ ifneq ($(CTL_SRCS),)
 ALL += $(B)/pmallocctl
 endif
 
-.PHONY: all deps test-deps check check-layers unit integration bench demo install uninstall lint clean FORCE check-status-500
+.PHONY: all deps test-deps check check-layers print-layers unit integration bench demo install uninstall lint clean FORCE check-status-500
 all: $(ALL)
 
 deps: $(B)/.deps
@@ -269,10 +269,17 @@ $(B)/tests/test_identify: PIE_CFLAGS += -Idaemon/pmallocd
 $(B)/tests/test_propose: $(B)/pie/daemon/pmallocctl/ctl_propose_chain.o $(B)/pie/daemon/pmallocctl/ctl_quote.o
 $(B)/tests/test_propose: PIE_CFLAGS += -Idaemon/pmallocctl
 
+# The read-only list with the real kernel door, outside the shim (whose
+# copy is hidden): its own list, frozen once per test (Check forks each).
+$(B)/tests/test_ro: tests/unit/test_ro.c shim/sys/ro.c shim/sys/os.c tests/unit/testutil.h | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(PIE_CFLAGS) -fPIE -pie $(LDFLAGS) $(call pc_cflags,check) $(call layer_inc,shim/sys,$(SHIM_LAYERS)) \
+		-o $@ $(filter %.c,$^) $(call pc_libs,check)
+
 # Small programs the tests run, built as someone else would build them:
 # no pmalloc headers unless they use the API, symbols kept (not stripped).
 # wire_client and image_probe read policy images as the shim does.
-$(B)/progs/wire_client $(B)/progs/image_probe: shim/policy/policy_image.c shim/policy/policy_image.h
+$(B)/progs/wire_client $(B)/progs/image_probe: common/policy/policy_image.c common/policy/policy_image.h
 # host_names exports its functions, as nginx-style programs do.
 $(B)/progs/host_names: PROG_LDFLAGS := -rdynamic
 $(B)/progs/%: tests/progs/%.c $(SHIM_LIB)
@@ -300,7 +307,12 @@ check: all check-layers test-deps $(UNIT_BINS) $(PROG_BINS) $(FUZZ_BINS)
 # the shim's own interposers (tests/check-layers, over nm of the objects
 # the libraries and programs are linked from).
 check-layers: all
-	@tests/check-layers $(B) $(SHIM_OBJS) $(SHARED_OBJS) $(DAEMON_OBJS) $(CTL_OBJS)
+	@tests/check-layers --layers mk/layers.mk $(B) $(SHIM_OBJS) $(SHARED_OBJS) $(DAEMON_OBJS) $(CTL_OBJS)
+
+# The layer table as make reads it (mk/layers.mk), for scripts and documents.
+print-layers:
+	@echo 'SHIM_LAYERS := $(SHIM_LAYERS)'
+	@echo 'PROGRAM_LAYERS := $(PROGRAM_LAYERS)'
 
 $(B)/bench/alloc_pool: tests/bench/alloc_cmp.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
@@ -388,16 +400,16 @@ FUZZ_CC := clang
 FUZZ_S ?= 60
 # FUZZ_NAMES and FUZZ_BINS are set near the top: check names them.
 FUZZ_CFLAGS = -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
-	-fno-sanitize-recover=all -Iinclude $(DAEMON_INC) -Ishim/preload/out $(call pc_cflags,libconfig)
+	-fno-sanitize-recover=all -Iinclude $(PROGRAM_INC) -Ishim/preload/uplink $(call pc_cflags,libconfig)
 .PHONY: fuzz check-sanitize stress tamper
 # What each harness is built from besides itself.
-$(B)/fuzz/policy: shim/policy/policy.c shim/policy/policy_image.c
-$(B)/fuzz/daemon_wire: daemon/pmallocd/wire_decode.c daemon/pmallocd/wire_decode.h shim/shared/fmt.c \
-	shim/shared/violation_fmt.c
-$(B)/fuzz/shim_wire: shim/preload/out/client_decode.c shim/preload/out/client_decode.h \
-	shim/policy/policy_image.c shim/policy/policy.c
-$(B)/fuzz/policy_image: shim/policy/policy_image.c shim/policy/policy.c
-$(B)/fuzz/%: tests/fuzz/%.c shim/shared/wire.h shim/policy/policy.h shim/policy/policy_image.h | $(B)/.deps $(B)/.test-deps
+$(B)/fuzz/policy: common/policy/policy.c common/policy/policy_image.c
+$(B)/fuzz/daemon_wire: daemon/pmallocd/wire_decode.c daemon/pmallocd/wire_decode.h common/proto/fmt.c \
+	common/proto/violation_fmt.c
+$(B)/fuzz/shim_wire: shim/preload/uplink/client_decode.c shim/preload/uplink/client_decode.h \
+	common/policy/policy_image.c common/policy/policy.c
+$(B)/fuzz/policy_image: common/policy/policy_image.c common/policy/policy.c
+$(B)/fuzz/%: tests/fuzz/%.c common/proto/wire.h common/policy/policy.h common/policy/policy_image.h | $(B)/.deps $(B)/.test-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Idaemon/pmallocd -o $@ $(filter %.c,$^) $(call pc_libs,libconfig)
 
@@ -417,7 +429,7 @@ fuzz: $(FUZZ_BINS)
 # programs do, and a leak or a bad variadic call there is a wrong result.
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--std=c11 -Iinclude $(SHIM_INC) -Idaemon/common --suppress=missingIncludeSystem shim daemon tests
+		--std=c11 -Iinclude $(SHIM_INC) --suppress=missingIncludeSystem common shim daemon tests
 
 # Every step fails the install when it fails.  The policy file is never
 # overwritten: an edited /etc/pmalloc.conf stays, and uninstall removes it

@@ -12,12 +12,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "ctl_buildid.h"
 
 #define NOTE_MAX (64 * 1024)         /* a note segment larger than this is not read */
 #define PHNUM_MAX 256

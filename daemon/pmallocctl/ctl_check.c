@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_check.c - "pmallocctl check [FILE]": validate a policy file with the
- * parser the shim and pmallocd use (shim/policy/policy.c), and summarise it.
+ * parser the shim and pmallocd use (common/policy/policy.c), and summarise it.
  *
  * Owns only the summary's wording.  Must never judge the content itself:
  * what is valid is policy_set_load_file()'s word alone, ownership rule for
@@ -20,6 +20,9 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctl_escape.h"
+#include "ctl_util.h"
+#include "policy_lint.h"
 #include "policy.h"
 
 /* ", "-separated escaped globs, after label; nothing when n == 0. */

@@ -25,7 +25,9 @@
 #include <unistd.h>
 
 #include "ctl.h"
-#include "ctl_status_data.h"
+#include "ctl_client.h"
+#include "ctl_escape.h"
+#include "ctl_util.h"
 #include "wire.h"
 
 /* Check the packet buf[0, n) is a complete PMW_STATUS with a NUL-terminated

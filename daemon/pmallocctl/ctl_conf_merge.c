@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctl_conf_merge.h"
+#include "ctl_quote.h"
 #include "policy.h"
 
 #define CONF_MAX (16u << 20)         /* a policy file larger than this is not edited */

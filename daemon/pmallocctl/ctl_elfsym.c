@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "ctl_escape.h"
 #include "ctl_vio.h"
 
 #define CTL_ELF_MAX (512LL * 1024 * 1024)

@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "ctl_escape.h"
+#include "escape.h"
 
 /* The length of the well-formed UTF-8 sequence at s (n > 0 bytes left) and
  * its code point, or 0 when s does not start one (stray continuation byte,

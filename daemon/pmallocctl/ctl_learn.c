@@ -19,6 +19,10 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctl_conf_merge.h"
+#include "ctl_escape.h"
+#include "ctl_quote.h"
+#include "ctl_util.h"
 
 /* The program of ExecStart= in a line: its first word after the prefixes
  * systemd allows (-, @, :, +, !), malloc'ed; NULL when none. */

@@ -8,6 +8,8 @@
  */
 #define _GNU_SOURCE
 #include "ctl.h"
+#include "ctl_client.h"
+#include "ctl_learn_flush.h"
 
 #include <getopt.h>
 #include <stdlib.h>

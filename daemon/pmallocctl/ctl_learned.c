@@ -6,7 +6,7 @@
  * journal or interprets a value beyond its number.
  */
 #define _GNU_SOURCE
-#include "ctl.h"
+#include "ctl_learned.h"
 
 #include <errno.h>
 #include <stdlib.h>

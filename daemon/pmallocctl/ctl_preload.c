@@ -34,6 +34,10 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctl_escape.h"
+#include "ctl_root.h"
+#include "ctl_unit_env.h"
+#include "ctl_util.h"
 #include "paths.h"
 
 #define PRELOAD_UNIT_MAX 255         /* systemd's UNIT_NAME_MAX */

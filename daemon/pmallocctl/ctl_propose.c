@@ -28,6 +28,15 @@
  */
 #define _GNU_SOURCE
 #include "ctl.h"
+#include "msgid.h"
+#include "ctl_buildid.h"
+#include "ctl_conf_merge.h"
+#include "ctl_escape.h"
+#include "ctl_learned.h"
+#include "ctl_quote.h"
+#include "ctl_time.h"
+#include "ctl_util.h"
+#include "policy_lint.h"
 #include "ctl_propose.h"
 #include "policy_image.h"
 #include "wire.h"

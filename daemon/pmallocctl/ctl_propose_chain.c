@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "ctl_quote.h"
 #include "ctl_propose.h"
 #include "policy.h"
 

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "ctl_client.h"
+#include "ctl_util.h"
 #include "wire.h"
 
 /* A policy pool name: [A-Za-z0-9_.-]{1,POLICY_NAME_MAX}. */

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "ctl_quote.h"
 
 void ctl_conf_quote(FILE *f, const char *s)
 {

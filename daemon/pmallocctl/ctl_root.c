@@ -24,7 +24,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "ctl_root.h"
 
 int ctl_root_open(const char *dir, int *ret_fd)
 {

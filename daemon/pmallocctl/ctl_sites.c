@@ -13,6 +13,11 @@
  */
 #define _GNU_SOURCE
 #include "ctl.h"
+#include "msgid.h"
+#include "ctl_escape.h"
+#include "ctl_learn_flush.h"
+#include "ctl_learned.h"
+#include "ctl_time.h"
 #include "ctl_vio.h"
 
 #include <errno.h>

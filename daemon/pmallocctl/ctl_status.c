@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctl_client.h"
+#include "ctl_util.h"
 #include "ctl_status_data.h"
 #include "wire.h"
 

@@ -25,7 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "ctl_client.h"
 
 static const struct {
 	uint8_t nums, strs;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "ctl_escape.h"
 #include "ctl_status_data.h"
 #include "policy.h"
 

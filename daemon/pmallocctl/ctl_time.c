@@ -21,13 +21,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "ctl_time.h"
 
 #define USEC_PER_SEC UINT64_C(1000000)
 #define USEC_PER_MINUTE (60 * USEC_PER_SEC)

@@ -25,7 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "ctl_root.h"
+#include "ctl_unit_env.h"
 
 /* systemd's system unit search path, highest priority first. */
 static const char *const unit_dirs[] = {

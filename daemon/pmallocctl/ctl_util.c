@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "ctl_escape.h"
+#include "ctl_util.h"
 
 /* The command table, main()'s (pmallocctl.c): handed over once, first. */
 static const struct ctl_command *ctl_commands;

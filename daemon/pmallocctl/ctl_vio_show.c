@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "ctl_escape.h"
+#include "ctl_time.h"
 #include "ctl_vio.h"
 
 const struct vio_field *vio_get(const struct vio_entry *e, const char *name)

@@ -31,6 +31,9 @@
 #include <systemd/sd-journal.h>
 
 #include "ctl.h"
+#include "ctl_escape.h"
+#include "ctl_time.h"
+#include "ctl_util.h"
 #include "ctl_vio.h"
 #include "msgid.h"
 

@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "ctl_client.h"
+#include "ctl_util.h"
 #include "paths.h"
 
 /* A command's option table: options with a value (ARG) and without (FLAG). */

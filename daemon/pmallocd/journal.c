@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "journal.h"
+#include "policy_lint.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include "status.h"
+#include "policy_lint.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "arena.h"
+#include "stderr.h"
 #include "dlist.h"
 #include "hooks.h"
 #include "os.h"

@@ -18,16 +18,7 @@
 #define PMALLOC_ARENA_H
 
 #include "common.h"
-
-/* The alignment and size of a page of state made read-only after it is
- * written (fault.c, pool.c, arena.c): a static at a link-time address, so
- * no writable pointer leads to it.  The largest page size of the kernels
- * built for: mprotect needs whole pages. */
-#if defined(__x86_64__)
-#define RO_PAGE 4096u
-#else
-#define RO_PAGE 65536u
-#endif
+#include "os.h"                     /* RO_PAGE: the page of state made read-only (fault.c, pool.c, arena.c) */
 
 #define ARENA_UNIT_SHIFT 16
 #define ARENA_UNIT ((size_t)1 << ARENA_UNIT_SHIFT)

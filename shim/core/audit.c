@@ -26,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include "audit.h"
+#include "stderr.h"
 #include "os.h"
 #include "pool.h"
 #include "report.h"

@@ -8,7 +8,9 @@
 
 #include "common.h"
 
-/* The page size the window snapshots; elsewhere nothing is let through. */
+/* The page size the window snapshots; elsewhere nothing is let through.
+ * Not RO_PAGE (os.h): that is the largest page of a kernel, this the one
+ * size of kernel page whose copy fits the window (4 KiB). */
 #define AUDIT_PAGE 4096u
 
 /* Snapshot and make writable the page holding addr (a store at ip) for

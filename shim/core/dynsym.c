@@ -41,15 +41,10 @@ typedef Elf32_Addr addr_t;
 /* The program's path for reports, copied once at start-up into a page of
  * its own made read-only then: a pointer to it in writable data, forged,
  * would make the fault handler fault before its report is written. */
-#if defined(__x86_64__)
-#define PROGRAM_PAGE 4096u
-#else
-#define PROGRAM_PAGE 65536u
-#endif
 static union {
 	char path[DYNSYM_PATH_MAX];
-	unsigned char page[PROGRAM_PAGE];
-} program __attribute__((aligned(PROGRAM_PAGE)));
+	unsigned char page[RO_PAGE];
+} program __attribute__((aligned(RO_PAGE)));
 
 int dynsym_set_program(const char *path)
 {

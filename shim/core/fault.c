@@ -42,6 +42,7 @@
  */
 #define _GNU_SOURCE
 #include "fault.h"
+#include "stderr.h"
 #include "guard.h"
 #include "common.h"
 #include "os.h"

@@ -4,6 +4,7 @@
  * Owns their page; never calls a hook itself (their callers do).
  */
 #include "hooks.h"
+#include "stderr.h"
 #include "os.h"
 
 #include <stdatomic.h>

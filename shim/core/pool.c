@@ -22,6 +22,7 @@
  */
 #define _GNU_SOURCE
 #include "pool.h"
+#include "stderr.h"
 #include "pmalloc.h"
 #include "dlist.h"
 #include "fmt.h"

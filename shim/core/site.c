@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "site.h"
+#include "stderr.h"
 #include "os.h"
 
 #include <string.h>
@@ -64,8 +65,8 @@ static struct site_sym *site_sym_of(uint16_t id)
 	return (struct site_sym *)(void *)(t + SITE_SLOTS) + (id - 1);
 }
 
-union site_policy_page site_policy __attribute__((aligned(4096)));
-static_assert(sizeof(site_policy) % 4096 == 0, "the filter is whole pages");
+union site_policy_page site_policy __attribute__((aligned(RO_PAGE)));
+static_assert(sizeof(site_policy) % RO_PAGE == 0, "the filter is whole pages");
 
 /* Opened and closed without a flag to trust: opening what is writable
  * already, or closing it twice, is harmless. */

@@ -10,6 +10,7 @@
 #define PMALLOC_SITE_H
 
 #include "common.h"
+#include "os.h"                     /* RO_PAGE */
 
 #define SITE_NONE 0
 #define SITE_ROUTE_UNKNOWN (-2)      /* not decided yet */
@@ -130,7 +131,7 @@ union site_policy_page {
 		 * it early and have a forged heap route believed. */
 		unsigned char closed;
 	};
-	unsigned char pages[SITE_POLICY_GRANULES + 4096];
+	unsigned char pages[SITE_POLICY_GRANULES + RO_PAGE];
 };
 extern union site_policy_page site_policy __attribute__((visibility("hidden")));
 /* Might ra be a call site in code the policy names?  A shift, a
@@ -154,7 +155,7 @@ void site_policy_mark_closed(void);
 void site_policy_close(void);
 
 /* Map the table (shim_init, before the policy is armed): what init.c
- * publishes as malloc's "armed?" word, in its read-only page (shim.h).
+ * publishes as malloc's "armed?" word, in its read-only page (armed.h).
  * NULL without memory: malloc then routes nothing. */
 struct site *site_arm(void);
 

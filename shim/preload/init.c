@@ -16,7 +16,8 @@
  * once it is complete and read-only.
  */
 #define _GNU_SOURCE
-#include "shim.h"
+#include "armed.h"
+#include "stderr.h"
 #include "site.h"
 #include "arena.h"
 #include "client.h"
@@ -29,8 +30,8 @@
 #include "learn.h"
 #include "os.h"
 #include "resolve.h"
+#include "ro.h"
 #include "rules_msg.h"
-#include "state.h"
 #include "trigger.h"
 #include "pmalloc.h"
 
@@ -234,7 +235,7 @@ static int unarmed(bool installed, int r)
 	return r;
 }
 
-/* The state and the image, in the page of the pointer to them (shim.h)
+/* The state and the image, in the page of the pointer to them (armed.h)
  * when they fit, else in a mapping of their own: the image is copied there
  * and validated again in place (what is armed is what was checked), then
  * the whole is made read-only, and sealed under protection = "seal" where
@@ -344,6 +345,23 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 	return 0;
 }
 
+/* The one list of the shim's read-only pages (ro.h).  These are frozen by
+ * their owners at times of their own; listed, each is checked against
+ * this kernel's page at start-up, so that none is left writable unsaid.
+ * (pool.c's, fault.c's, dynsym.c's, resolve.c's and client.c's pages are
+ * static there, frozen by their owners, not listed yet.) */
+static int list_ro(void)
+{
+	int r = 0;
+	r |= ro_register("kernel probe", &os_ro, sizeof(os_ro), true);
+	r |= ro_register("heap table", &heap_page, sizeof(heap_page), true);
+	r |= ro_register("arena's units", &units_ro, sizeof(units_ro), true);
+	r |= ro_register("core hooks", &core_hooks_ro, sizeof(core_hooks_ro), true);
+	r |= ro_register("site filter", &site_policy, sizeof(site_policy), true);
+	r |= ro_register("armed state", &shim_ro, sizeof(shim_ro), true);
+	return r < 0 ? -EINVAL : 0;
+}
+
 static void shim_init(void)
 {
 	int saved = errno;
@@ -367,6 +385,15 @@ static void shim_init(void)
 	int loaded = load_policy(exe, comm, &in);
 	/* Where reports go is fixed now, read-only like the policy. */
 	int r = client_freeze();
+	const char *left = "list of read-only pages";
+	int listed = list_ro();
+	if (listed == 0)
+		listed = ro_freeze_all(false, &left);
+	if (listed < 0) {
+		say("the %s cannot be made read-only on this kernel (%zu-byte pages): %s (running unprotected)",
+		    left, os_page_size, strerror(-listed));
+		loaded = 0;
+	}
 	if (frozen < 0 || r < 0) {
 		say("cannot make the shim's own state read-only: %s (running unprotected)",
 		    strerror(-(frozen < 0 ? frozen : r)));

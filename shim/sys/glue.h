@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * glue.h - force-included (-include) when the policy model (shim/policy/,
+ * glue.h - force-included (-include) when the policy model (common/policy/,
  * written against plain libc because pmallocd and pmallocctl build it too)
  * is compiled into the shim: its allocations and reads go to the shim's
  * heap and kernel doors by name (heap.h, os.h), never through the malloc

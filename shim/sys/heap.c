@@ -40,8 +40,10 @@
  */
 #define _GNU_SOURCE
 #include "heap.h"
+#include "stderr.h"
 #include "os.h"
 #include "guard.h"
+#include "ro.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -61,11 +63,11 @@ static void *boot_realloc(void *p, size_t size);
 static void *boot_memalign(size_t align, size_t size);
 static size_t boot_usable_size(void *p);
 
-union heap_page heap_page __attribute__((aligned(HEAP_PAGE))) = { .ops = {
+union heap_page heap_page __attribute__((aligned(RO_PAGE))) = { .ops = {
 	.malloc = boot_malloc, .free = boot_free, .calloc = boot_calloc,
 	.realloc = boot_realloc, .memalign = boot_memalign, .usable_size = boot_usable_size,
 }, .free_entry = boot_free };
-static_assert(sizeof(union heap_page) == HEAP_PAGE, "the table has its page to itself");
+static_assert(sizeof(union heap_page) == RO_PAGE, "the table has its page to itself");
 
 enum { HEAP_UNKNOWN, HEAP_FINDING, HEAP_FOUND };
 static _Atomic int heap_state;
@@ -299,8 +301,12 @@ static void find(void)
 			      (void *)(atomic_load(&arena_reserved) ? atomic_load(&checked_free_fn) : ops.free),
 			      memory_order_release);
 	/* Checked: a table left writable would let one write send the heap's
-	 * calls (or pool pointers' frees) anywhere. */
-	if (os_page_size == HEAP_PAGE && os_protect_ro(&heap_page, HEAP_PAGE) < 0)
+	 * calls (or pool pointers' frees) anywhere.  RO_PAGE is a whole number
+	 * of the kernel's pages on every kernel built for (4 KiB and 64 KiB
+	 * alike); one that is not (ro_fits) is ro.c's to report, listed by
+	 * ro_register("heap table") at start-up. */
+	if (ro_fits(&heap_page, sizeof(heap_page), os_page_size) &&
+	    os_protect_ro(&heap_page, sizeof(heap_page)) < 0)
 		fatal("malloc", "cannot make the heap's table read-only");
 	atomic_store(&heap_state, HEAP_FOUND);
 	/* The arena reserved meanwhile (by another thread): see heap_set_free. */
@@ -314,12 +320,12 @@ static void free_entry_check(void)
 {
 	if (atomic_exchange(&free_entry_checked, true))
 		return;
-	bool page = os_page_size == HEAP_PAGE;
-	if (page && os_protect_rw(&heap_page, HEAP_PAGE) < 0)
+	bool page = ro_fits(&heap_page, sizeof(heap_page), os_page_size);
+	if (page && os_protect_rw(&heap_page, sizeof(heap_page)) < 0)
 		fatal("malloc", "cannot open the heap's table for free()'s pool check");
 	atomic_store_explicit((void *_Atomic *)&heap_page.free_entry, (void *)atomic_load(&checked_free_fn),
 			      memory_order_release);
-	if (page && os_protect_ro(&heap_page, HEAP_PAGE) < 0)
+	if (page && os_protect_ro(&heap_page, sizeof(heap_page)) < 0)
 		fatal("malloc", "cannot make the heap's table read-only again");
 }
 

@@ -9,6 +9,7 @@
 #define PMALLOC_HEAP_H
 
 #include "common.h"
+#include "os.h"                     /* RO_PAGE */
 
 struct heap_ops {
 	void *(*malloc)(size_t size);
@@ -22,7 +23,6 @@ struct heap_ops {
 /* The table lives alone in one page, made read-only once the next
  * allocator is known: a stray write cannot point free() elsewhere.  Until
  * then its entries find the allocator on their first call. */
-#define HEAP_PAGE 4096
 union heap_page {
 	struct {
 		struct heap_ops ops;
@@ -31,7 +31,7 @@ union heap_page {
 		 * checked free (heap_set_free) once the arena is reserved. */
 		void (*free_entry)(void *p);
 	};
-	char page[HEAP_PAGE];
+	char page[RO_PAGE];
 };
 extern union heap_page heap_page __attribute__((visibility("hidden")));
 

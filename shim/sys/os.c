@@ -39,7 +39,7 @@
 #define __NR_mseal 462
 #endif
 
-union os_ro_page os_ro __attribute__((aligned(OS_RO_PAGE))) = { .s = { .page_size = 4096 } };
+union os_ro_page os_ro __attribute__((aligned(RO_PAGE))) = { .s = { .page_size = 4096 } };
 static _Atomic int have_membarrier = 1;   /* until the kernel says otherwise */
 static char *_Atomic barrier_page;   /* the fallback's page, when membarrier is refused */
 

@@ -18,24 +18,29 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The alignment and size of a page of the shim's own state made read-only
+ * after it is written (ro.h lists them): a static at a link-time address,
+ * so no writable pointer leads to it.  The largest page size of the
+ * kernels built for (mprotect needs whole pages): x86-64's kernels have
+ * 4 KiB pages, arm64's and ppc64's up to 64 KiB.  The one definition:
+ * every read-only page of the shim is sized and aligned by it. */
+#if defined(__x86_64__)
+#define RO_PAGE 4096u
+#else
+#define RO_PAGE 65536u
+#endif
+
 /* What os_init() probes, in a page of its own made read-only once probed:
  * whether mseal(2) is used decides what a "seal" policy's protects are,
  * and the page size every protect's range is cut by, so neither may be a
- * writable word.  A static at a link-time address: no pointer leads to it.
- * Page-sized as arena.h's RO_PAGE (the largest page of the kernels built
- * for). */
-#if defined(__x86_64__)
-#define OS_RO_PAGE 4096u
-#else
-#define OS_RO_PAGE 65536u
-#endif
+ * writable word.  A static at a link-time address: no pointer leads to it. */
 struct os_ro {
 	size_t page_size;
 	int have_mseal;              /* 1 when mseal(2) works here */
 };
 union os_ro_page {
 	struct os_ro s;
-	unsigned char page[OS_RO_PAGE];
+	unsigned char page[RO_PAGE];
 };
 extern union os_ro_page os_ro __attribute__((visibility("hidden")));
 #define os_page_size (os_ro.s.page_size)

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "fmt.h"
+#include "stderr.h"
 #include "common.h"
 #include "os.h"
 

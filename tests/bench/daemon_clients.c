@@ -29,7 +29,7 @@
  *       what arrives; prints "ready"; exits when standard input closes.
  */
 #define _GNU_SOURCE
-#include "../../shim/shared/wire.h"
+#include "../../common/proto/wire.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -10,7 +10,7 @@
  * module indices in range and every string NUL-terminated, a passed rules
  * message its counts in bounds, its rows' kinds fitting their table and
  * their strings NUL-terminated and not empty; a refusal says why.  A passed
- * report is then formatted (shim/shared/violation_fmt.c, as pmallocd does): the
+ * report is then formatted (common/proto/violation_fmt.c, as pmallocd does): the
  * stderr line is one line, the fields one a line, with no control byte.
  */
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * policy.c - libFuzzer harness for the policy parser (shim/policy/policy.c) and
- * the compiler of its policies (shim/policy/policy_image.c).
+ * policy.c - libFuzzer harness for the policy parser (common/policy/policy.c) and
+ * the compiler of its policies (common/policy/policy_image.c).
  *
  * Input: the text of a policy file.  What a valid file must also do: each
  * of its policies compiles (pmallocd hands processes the image, the shim's

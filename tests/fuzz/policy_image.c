@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * policy_image.c - libFuzzer harness for the validation of policy images
- * (shim/policy/policy_image.c), the gate every image passes before the shim reads
+ * (common/policy/policy_image.c), the gate every image passes before the shim reads
  * it, whether pmallocd sent it or the shim compiled it.
  *
  * Input: the bytes of an image, copied to 8-byte aligned memory of exactly

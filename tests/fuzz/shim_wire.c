@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * shim_wire.c - libFuzzer harness for the shim's checks on what pmallocd
- * sends it (shim/preload/out/client_decode.c, with shim/policy/policy_image.c's validation of
+ * sends it (shim/preload/uplink/client_decode.c, with common/policy/policy_image.c's validation of
  * the policy image), and what the shim does next with an image it was
  * handed: read every record through the accessors, as init.c and
  * resolve.c do.

@@ -43,8 +43,8 @@ fi
 cat=$SRC/systemd/pmalloc.catalog
 [ -f "$cat" ] || fail "systemd/pmalloc.catalog missing"
 # The MESSAGE_IDs: the one table the shim, pmallocd and pmallocctl include.
-ids=$(sed -n 's/^#define MID_[A-Z]* *"\([0-9a-f]\{32\}\)".*/\1/p' "$SRC/shim/shared/msgid.h")
-[ "$(wc -w <<<"$ids")" = 8 ] || fail "shim/shared/msgid.h: expected 8 MESSAGE_IDs: $ids"
+ids=$(sed -n 's/^#define MID_[A-Z]* *"\([0-9a-f]\{32\}\)".*/\1/p' "$SRC/common/proto/msgid.h")
+[ "$(wc -w <<<"$ids")" = 8 ] || fail "common/proto/msgid.h: expected 8 MESSAGE_IDs: $ids"
 for id in $ids; do
 	grep -q "^\.B $id\$" "$SRC/man/pmallocd.8" || fail "pmallocd(8) does not list MESSAGE_ID $id"
 done

@@ -32,7 +32,7 @@ pass "no daemon: exit 3 and the socket named"
 
 # A fake daemon (Python), one connection per mode: it checks the request is
 # exactly a PMW_STATUS_REQ and answers as the mode says, with status records
-# (shim/shared/wire.h's PMW_STATUS_DATA) in a memfd passed along.
+# (common/proto/wire.h's PMW_STATUS_DATA) in a memfd passed along.
 if command -v python3 >/dev/null && python3 -c 'import socket; socket.SOCK_SEQPACKET; socket.send_fds' 2>/dev/null; then
 	cat >"$T/fake.py" <<'PY'
 import os, re, socket, struct, sys, time
@@ -101,7 +101,7 @@ PY
 	# and flag file a mode; fake MODE asks its own.
 	declare -A fake_pid=()
 	start_fake() {
-		python3 "$T/fake.py" "$T/fake-$1.sock" "$1" "$T/flag-$1" "$SRC/shim/shared/wire.h" &
+		python3 "$T/fake.py" "$T/fake-$1.sock" "$1" "$T/flag-$1" "$SRC/common/proto/wire.h" &
 		fake_pid[$1]=$!
 	}
 	stop_fakes() { local p; for p in "${fake_pid[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; true; }

@@ -5,26 +5,35 @@
 # name is built below, so that this file does not hold it either: the
 # README and the man pages are the documentation); the MESSAGE_IDs are
 # defined once
-# (shim/shared/msgid.h); the shim's kernel calls for memory, signals,
+# (common/proto/msgid.h); the shim's kernel calls for memory, signals,
 # threads and clocks, and its raw system calls, are made in shim/sys/os.c
 # only (the rule is stated in os.c's opening comment).
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 
 cd "$SRC" || fail "cannot enter $SRC"
-dirs="README.md Makefile shim daemon include man conf systemd completion tests"
+dirs="README.md ARCHITECTURE.md Makefile mk common shim daemon include man conf systemd completion tests"
 
 contract=SPEC; contract=$contract.md
 hits=$(grep -rIlF "$contract" $dirs 2>/dev/null)
 [ -z "$hits" ] || fail "files naming $contract: $hits"
 pass "nothing names $contract"
 
-ids=$(sed -n 's/^#define MID_[A-Z]* *"\([0-9a-f]\{32\}\)".*/\1/p' shim/shared/msgid.h)
-[ "$(wc -w <<<"$ids")" = 8 ] || fail "shim/shared/msgid.h: expected 8 MESSAGE_IDs: $ids"
+ids=$(sed -n 's/^#define MID_[A-Z]* *"\([0-9a-f]\{32\}\)".*/\1/p' common/proto/msgid.h)
+[ "$(wc -w <<<"$ids")" = 8 ] || fail "common/proto/msgid.h: expected 8 MESSAGE_IDs: $ids"
 for id in $ids; do
-	other=$(grep -rl --include='*.[ch]' "\"$id\"" shim daemon include | grep -v '^shim/shared/msgid\.h$')
-	[ -z "$other" ] || fail "MESSAGE_ID $id defined outside shim/shared/msgid.h: $other"
+	other=$(grep -rl --include='*.[ch]' "\"$id\"" common shim daemon include | grep -v '^common/proto/msgid\.h$')
+	[ -z "$other" ] || fail "MESSAGE_ID $id defined outside common/proto/msgid.h: $other"
 done
-pass "the eight MESSAGE_IDs are defined in shim/shared/msgid.h only"
+pass "the eight MESSAGE_IDs are defined in common/proto/msgid.h only"
+
+# The layer table is written once (mk/layers.mk) and ARCHITECTURE.md quotes
+# it as make reads it.
+lists=$(make -s --no-print-directory print-layers) || fail "make print-layers failed"
+[ -n "$lists" ] || fail "make print-layers printed nothing"
+while IFS= read -r line; do
+	grep -qxF "$line" ARCHITECTURE.md || fail "ARCHITECTURE.md does not quote mk/layers.mk's: $line"
+done <<<"$lists"
+pass "ARCHITECTURE.md quotes the one layer table, mk/layers.mk"
 
 # Calls, not mentions: comments are dropped first (gcc's preprocessor,
 # without expanding includes or macros), once for the checks below.
@@ -46,10 +55,11 @@ bad=$(cd "$T/code" && grep -nrE 'shim_busy[[:space:]]*(=[^=]|\+\+|--)' shim)
 [ -z "$bad" ] || fail "shim_busy set outside guard.h: $bad"
 pass "shim_busy is set through shim/sys/guard.h only"
 
-# No two files of shim/ or daemon/ import each other, nor in a longer
-# circle: a.c including b.h where b.c exists (in any folder of the same
-# tree) is an edge a -> b.  (The calls are make check-layers' to check.)
-for d in shim daemon; do
+# No two files of shim/ or daemon/ (each with common/) import each other,
+# nor in a longer circle: a.c including b.h where b.c exists (in any folder
+# of the same tree) is an edge a -> b.  (The calls and the ranks are make
+# check-layers' to check.)
+for d in "shim common" "daemon common"; do
 	declare -A has_c=()
 	for f in $(find $d -name '*.c' -printf '%f\n'); do has_c[${f%.c}]=1; done
 	edges=$(grep -rE --include='*.c' '^#include "[a-z_]*\.h"' $d | while IFS=: read -r f inc; do
@@ -59,22 +69,22 @@ for d in shim daemon; do
 	done)
 	unset has_c
 	loops=$(tsort <<<"$edges" 2>&1 >/dev/null)
-	[ -z "$loops" ] || fail "$d/: files that import each other: $loops"
+	[ -z "$loops" ] || fail "$d: files that import each other: $loops"
 done
-pass "no import circles in shim/ or daemon/"
+pass "no import circles in shim/, daemon/ and common/"
 
-# The README's Layout names every source file of shim/ and daemon/ (by its
-# path below shim/ or daemon/, or by its name in its folder's row), and
-# every .c file opens with a comment.
-layout=$(sed -n '/^## Layout$/,/^## /p' README.md)
-for f in $(find shim daemon -name '*.[ch]' | sort); do
+# The README's Layout or ARCHITECTURE.md's table names every source file of
+# common/, shim/ and daemon/ (by its path below its top folder, or by its
+# name in its folder's row), and every .c file opens with a comment.
+layout=$(sed -n '/^## Layout$/,/^## /p' README.md; cat ARCHITECTURE.md)
+for f in $(find common shim daemon -name '*.[ch]' | sort); do
 	n=${f##*/}
 	case $n in *.h) [ -f "${f%.h}.c" ] && continue ;; esac   # named with its .c
 	[[ $layout == *"\`$n\`"* || $layout == *"\`${n%.*}.c\`/\`$n\`"* ]] ||
-		fail "README Layout does not name $f"
+		fail "neither README Layout nor ARCHITECTURE.md names $f"
 done
-for f in $(find shim daemon -name '*.c'); do
+for f in $(find common shim daemon -name '*.c'); do
 	first=; IFS= read -r first <"$f"
 	[[ $first == '/*'* ]] || fail "$f does not open with a comment"
 done
-pass "README Layout names every source file; every .c file opens with a comment"
+pass "README Layout or ARCHITECTURE.md names every source file; every .c file opens with a comment"

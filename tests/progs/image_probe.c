@@ -23,7 +23,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../../shim/policy/policy_image.h"
+#include "../../common/policy/policy_image.h"
 
 #define SCAN_MAX (64u << 20)     /* larger mappings are reservations, not state */
 

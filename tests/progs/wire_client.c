@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * wire_client.c - a pmallocd client for the daemon tests, speaking
- * shim/shared/wire.h exactly as the shim does (shim/preload/out/client.c), plus the ways a
+ * common/proto/wire.h exactly as the shim does (shim/preload/uplink/client.c), plus the ways a
  * broken or hostile client gets it wrong.
  *
  *   wire_client --socket PATH [ACTION...]
@@ -84,8 +84,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../shim/policy/policy_image.h"
-#include "../../shim/shared/wire.h"
+#include "../../common/policy/policy_image.h"
+#include "../../common/proto/wire.h"
 
 static const char *opt_socket;
 static const char *opt_policy = "demo";
@@ -252,7 +252,7 @@ static void wait_closed(int fd, int ms)
 	printf(n == 0 ? "closed\n" : n < 0 ? "still open\n" : "answered\n");
 }
 
-/* ---- a report built the way shim/preload/out/client.c builds one ---- */
+/* ---- a report built the way shim/preload/uplink/client.c builds one ---- */
 
 __attribute__((noinline, used)) void wire_alloc_site(void);
 __attribute__((noinline, used)) void wire_alloc_site(void)

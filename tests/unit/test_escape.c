@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * test_escape.c - shim/shared/escape.h, the one escaping of untrusted text for
+ * test_escape.c - common/proto/escape.h, the one escaping of untrusted text for
  * journal fields, log lines and terminals: what is kept, what is escaped
  * and how, and that a cut output never ends inside an escape or a UTF-8
  * character.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * test_violation_fmt.c - shim/shared/violation_fmt.c, the one formatter of a
+ * test_violation_fmt.c - common/proto/violation_fmt.c, the one formatter of a
  * violation record: the same record gives the stderr line and the journal
  * fields expected (the shim's entry, and pmallocd's with what only it
  * knows); hostile names are escaped everywhere, so a name can neither

@@ -42,12 +42,13 @@
  */
 #define _GNU_SOURCE
 #include "learn.h"
+#include "stderr.h"
 #include "arena.h"
 #include "fault.h"
 #include "heap.h"
 #include "journal.h"
 #include "os.h"
-#include "shim.h"
+#include "armed.h"
 #include "site.h"
 #include "symtab.h"
 

@@ -23,7 +23,7 @@
  */
 #define _GNU_SOURCE
 #include "take.h"
-#include "shim.h"
+#include "armed.h"
 #include "journal.h"
 #include "os.h"
 #include "site.h"

@@ -32,6 +32,7 @@
  */
 #define _GNU_SOURCE
 #include "kwrite.h"
+#include "stderr.h"
 #include "learn.h"
 #include "audit.h"
 #include "fault.h"
@@ -39,7 +40,7 @@
 #include "pmalloc.h"
 #include "pool.h"
 #include "report.h"
-#include "shim.h"
+#include "armed.h"
 
 #include <errno.h>
 #include <string.h>

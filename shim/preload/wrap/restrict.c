@@ -14,7 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "resolve.h"
-#include "shim.h"
+#include "armed.h"
 
 #include <errno.h>
 #include <stdarg.h>

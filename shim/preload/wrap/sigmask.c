@@ -29,7 +29,7 @@
 #define _GNU_SOURCE
 #include "fault.h"
 #include "os.h"
-#include "shim.h"
+#include "armed.h"
 
 #include <errno.h>
 #include <pthread.h>

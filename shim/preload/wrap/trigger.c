@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include "trigger.h"
+#include "stderr.h"
 #include "client.h"
 #include "fault.h"
 #include "fill.h"

@@ -7,7 +7,7 @@
 #ifndef PMALLOC_TRIGGER_H
 #define PMALLOC_TRIGGER_H
 
-#include "shim.h"
+#include "armed.h"
 
 void trigger_call(enum policy_call c);
 void trigger_init(const struct shim_state *st);

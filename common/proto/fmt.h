@@ -46,7 +46,5 @@ void fmt_flush_stderr(struct fmt *f);
 /* A line on stderr, "pmalloc[PID]: " (with_pid) or "pmalloc: " first;
  * printf formatting: normal context only, never a signal handler. */
 void fmt_vline(bool with_pid, const char *format, va_list ap);
-/* A debug line (PMALLOC_DEBUG=1), "pmalloc[PID]: ...". */
-void debug_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -13,6 +13,7 @@
  * silently.  Used by pmallocctl check and pmallocd; not built into the shim.
  */
 #define _GNU_SOURCE
+#include "policy_lint.h"
 #include "policy.h"
 
 #include <fnmatch.h>

@@ -6,7 +6,7 @@
 #ifndef PMALLOC_RESOLVE_H
 #define PMALLOC_RESOLVE_H
 
-#include "shim.h"
+#include "armed.h"
 
 /* The routing decision for return address ra (cold path). */
 int resolve_route(uintptr_t ra, uint16_t id);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * msgid.h - the MESSAGE_IDs of pmalloc's journal entries, one table for
- * the shim (shim/preload/out/journal.c), pmallocd (daemon/pmallocd/journal.c, violation.c) and
+ * the shim (shim/preload/uplink/journal.c), pmallocd (daemon/pmallocd/journal.c, violation.c) and
  * pmallocctl (ctl_violations.c).
  *
  * Owns: the eight identifiers; pmallocd(8) documents them, and

@@ -30,6 +30,7 @@
  */
 #define _GNU_SOURCE
 #include "resolve.h"
+#include "stderr.h"
 #include "os.h"
 #include "site.h"
 #include "symtab.h"

@@ -18,7 +18,8 @@
  * is (report.c's lock serialises it), nothing is allocated or copied.
  */
 #define _GNU_SOURCE
-#include "shim.h"
+#include "armed.h"
+#include "stderr.h"
 #include "os.h"
 #include "client.h"
 #include "client_decode.h"

@@ -26,7 +26,7 @@
 #include "escape.h"
 #include "fmt.h"
 #include "msgid.h"
-#include "shim.h"
+#include "armed.h"
 #include "os.h"
 #include "violation_fmt.h"
 

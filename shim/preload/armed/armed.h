@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * shim.h - the interposition's state: the policy that applies to this
+ * armed.h - the interposition's armed state: the policy that applies to this
  * process (its image, policy_image.h) and its pools.  Built once by init.c
  * in a page or mapping of its own, the image copied right after the state,
  * then read-only (mprotect'ed, as OpenBSD's malloc_readonly is; sealed too under
@@ -8,8 +8,8 @@
  * where allocations go or which pools protect.  Nothing here points into
  * writable memory but the pool structs (pool.h).
  */
-#ifndef PMALLOC_SHIM_H
-#define PMALLOC_SHIM_H
+#ifndef PMALLOC_ARMED_H
+#define PMALLOC_ARMED_H
 
 #include "arena.h"
 #include "common.h"
@@ -69,5 +69,10 @@ static_assert(sizeof(union shim_ro_page) == RO_PAGE, "the state's pointer has it
 extern union shim_ro_page shim_ro;
 #define shim (shim_ro.state)
 #define site_armed (shim_ro.sites)
+
+/* The armed policy's report limits and generation: false when none is
+ * armed.  The pool core's report_limits hook (hooks.h); one load of the
+ * read-only pointer, async-signal-safe (state.c). */
+bool state_report_limits(unsigned int *burst, unsigned int *interval_s, uint64_t *generation);
 
 #endif

@@ -162,12 +162,6 @@ void policy_set_free(struct policy_set *set);
 const struct policy *policy_set_match(const struct policy_set *set, const char *exe,
 				      const char *comm, uid_t uid);
 
-/* Advice on a valid set (policy_lint.c; not in the shim): fn(ctx, line,
- * message) for each exe glob that no real path fits, policy never used
- * because an earlier one matches all it does, repeated trigger or site.  Returns the number of warnings. */
-typedef void (*policy_warn_fn)(void *ctx, int line, const char *msg);
-size_t policy_lint(const struct policy_set *set, policy_warn_fn fn, void *ctx);
-
 /* Durations "250ms", "2s", "1m", "1h" (integer + unit) -> ns; -EINVAL if bad. */
 int policy_parse_duration(const char *s, uint64_t *ret_ns);
 

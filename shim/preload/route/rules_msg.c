@@ -31,7 +31,7 @@
 #include "dynsym.h"
 #include "client.h"
 #include "resolve.h"
-#include "shim.h"
+#include "armed.h"
 #include "take.h"
 
 #include <pthread.h>

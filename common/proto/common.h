@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * common.h - what every file of the shim shares: export marking, branch
- * hints, sizes, and the two error tiers (NULL + errno for exhaustion,
- * fatal() for what must be impossible).
+ * common.h - what every file of the shim and the programs shares: export
+ * marking, branch hints, sizes.  (The shim's fatal() and debug lines are
+ * shim/sys/stderr.h's: the programs link no stderr.c.)
  */
 #ifndef PMALLOC_COMMON_H
 #define PMALLOC_COMMON_H
@@ -23,12 +23,5 @@
 
 /* Object alignment: alignof(max_align_t) on every target we build for. */
 #define PM_ALIGN 16u
-
-/* Write "pmalloc: fatal error in API: msg" to stderr with write(2) and abort.
- * Async-signal-safe; for broken invariants only, never for exhaustion. */
-__attribute__((__noreturn__)) void fatal(const char *api, const char *msg);
-
-/* 1 when PMALLOC_DEBUG=1 (read once at start-up with secure_getenv). */
-extern int pm_debug;
 
 #endif

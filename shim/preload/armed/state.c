@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * state.c - the storage of the interposition's armed state (shim.h), and
+ * state.c - the storage of the interposition's armed state (armed.h), and
  * what the pool core reads of it through its hooks (hooks.h).  Never
  * writes the state: init.c builds it and makes it read-only.
  */
-#include "shim.h"
-#include "state.h"
+#include "armed.h"
 
 union shim_ro_page shim_ro __attribute__((aligned(RO_PAGE)));
 

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * ctl_util.h - the command table's use: usage, help, options, PID arguments (ctl_util.c),
+ * for the pmallocctl files that use it.
+ */
+#ifndef PMALLOC_CTL_UTIL_H
+#define PMALLOC_CTL_UTIL_H
+
+#include "ctl.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* ctl_util.c: the command table main() dispatches from, for the usage,
+ * the help and each command's options; set once, first. */
+void ctl_commands_set(const struct ctl_command *commands, size_t n);
+/* ctl_util.c: the table's entry for name, NULL if none. */
+const struct ctl_command *ctl_command(const char *name);
+/* ctl_util.c: a missing or unknown command: what (and WORD) and the whole
+ * usage on stderr; returns CTL_EXIT_USAGE. */
+int ctl_command_error(const char *what, const char *word);
+/* ctl_util.c: the usage text, on f. */
+void ctl_usage(FILE *f);
+/* ctl_util.c: "pmallocctl NAME --help": the command's usage and options on
+ * stdout; returns the exit status. */
+int ctl_help(const char *name);
+/* ctl_util.c: "pmallocctl: WHAT 'WORD'" (WORD escaped; left out when NULL) and a
+ * pointer to --help on stderr; returns CTL_EXIT_USAGE. */
+int ctl_usage_error(const char *what, const char *word);
+/* ctl_util.c: report getopt_long's '?' or ':' for argv (opterr must be 0). */
+int ctl_option_error(int c, char **argv);
+/* ctl_util.c: getopt_long() over command NAME's options (its entry in the
+ * command table; opterr 0) that answers --help and a bad option itself: the
+ * next option's value, else -1 with *ret_exit: -1 after the last option, or
+ * the exit status to return. */
+int ctl_getopt(int argc, char **argv, const char *name, int *ret_exit);
+/* Options without a short form (violations). */
+#define CTL_OPT_FILE 0x100
+#define CTL_OPT_NO_PAGER 0x101
+#define CTL_OPT_AFTER_CURSOR 0x102
+#define CTL_OPT_SHOW_CURSOR 0x103
+#define CTL_OPT_NO_FULL 0x104
+/* A PID argument: decimal digits only, in [1, INT_MAX]; 0 or -EINVAL. */
+int ctl_parse_pid(const char *s, int32_t *ret);
+
+#endif

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * route.h - the routing decision's cold part (route.c), called by the
+ * malloc family's inline fast test (interpose.c) only.
+ */
+#ifndef PMALLOC_ROUTE_H
+#define PMALLOC_ROUTE_H
+
+#include "common.h"
+#include "site.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The rare part of routing: a site seen for the first time, an allocation
+ * wrapper (whose caller decides), a site that goes to a pool, or the shim
+ * allocating for itself.  size and align (0: PM_ALIGN) of the allocation,
+ * ra its return address, h the site table's hit for it; move: a heap
+ * block moved by realloc.  A pool object, or NULL for "the heap". */
+cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct site_hit h, bool move);
+
+#endif

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * ro.h - the one list of the shim's own read-only pages: each registered
+ * once at start-up (ro_register), all frozen at once (ro_freeze_all), and a
+ * page that cannot be made read-only on this kernel named, never skipped
+ * in silence.  Owns the list only; never allocates, never prints (the
+ * caller says what ro_freeze_all names).
+ *
+ * Two kinds of entry.  "At arm" pages are written during start-up and
+ * frozen by ro_freeze_all.  "By owner" pages are frozen by their owner at
+ * a time of its own (the heap's table, once the allocator is found; the
+ * kernel probe in os_init): ro_freeze_all only checks that they can be,
+ * on this kernel's page size, so that none is left writable unsaid.
+ */
+#ifndef PMALLOC_RO_H
+#define PMALLOC_RO_H
+
+#include "os.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define RO_MAX 24
+
+/* Is [p, p+len) whole pages of size page (so mprotect can cover exactly
+ * it)?  A RO_PAGE-aligned region of RO_PAGE multiples is, wherever the
+ * kernel's page divides RO_PAGE. */
+static inline bool ro_fits(const void *p, size_t len, size_t page)
+{
+	return page && (uintptr_t)p % page == 0 && len % page == 0 && len;
+}
+
+/* List [p, p+len) (RO_PAGE-aligned, whole RO_PAGEs) under name (a string
+ * literal).  by_owner: its owner freezes it (see above).  0, -EINVAL when
+ * not RO_PAGE-aligned, -ENOSPC when the list is full, -EBUSY once the
+ * list is frozen.  Start-up only (the constructor's one thread). */
+int ro_register(const char *name, void *p, size_t len, bool by_owner);
+/* Freeze every "at arm" page not yet frozen (read-only; sealed too when
+ * seal and the kernel has mseal), check every "by owner" one fits the
+ * kernel's page, then freeze the list itself.  0 when all are (or can be)
+ * read-only; else -errno of the first failure, *left its name: the others
+ * are frozen all the same, that one stays writable. */
+int ro_freeze_all(bool seal, const char **left) __attribute__((warn_unused_result));
+/* The same with the kernel's page size given: a test's simulated 64 KiB
+ * page on a 4 KiB kernel (a region that fits only 4 KiB pages is then
+ * named, as a 64 KiB-page kernel would have it). */
+int ro_freeze_all_page(size_t page, bool seal, const char **left) __attribute__((warn_unused_result));
+/* How many pages are listed. */
+size_t ro_count(void);
+
+#endif
