@@ -97,6 +97,8 @@ run -o json --after-cursor "$(sed -n 's/^-- cursor: //p' <<<"-- cursor: $cur")"
 [ ! -s "$T/out" ] || fail "--after-cursor of the last: $(cat "$T/out")"
 run --cursor 'no such cursor'
 [ "$(rc)" = 1 ] || fail "--cursor garbage: exit $(rc)"
+grep -qx "pmallocctl: --cursor no such cursor is not a journal cursor (one that --show-cursor or journalctl --show-cursor printed)" "$T/err" ||
+	fail "--cursor garbage said: $(cat "$T/err")"
 pass "--cursor, --after-cursor, --show-cursor"
 
 # Output modes, each saying who wrote the entry.
