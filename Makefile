@@ -176,8 +176,8 @@ $(B)/.deps:
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			echo "pmalloc: installing build dependencies: $(DEB_PACKAGES)"; \
-			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_PACKAGES) >/dev/null || exit 1; \
+			DEBIAN_FRONTEND=noninteractive apt-get $(APT_LOCK) update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get $(APT_LOCK) install -y -qq $(DEB_PACKAGES) >/dev/null || exit 1; \
 		else \
 			echo "pmalloc: missing build dependencies; run: sudo apt-get install $(DEB_PACKAGES)"; \
 			exit 1; \
@@ -195,8 +195,8 @@ $(B)/.test-deps: | $(B)/.deps
 			echo "pmalloc: installing test dependencies: $(TEST_DEB_PACKAGES)"; \
 			rcd=; if [ ! -e /usr/sbin/policy-rc.d ]; then \
 				printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && rcd=1; fi; \
-			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TEST_DEB_PACKAGES) >/dev/null; r=$$?; \
+			DEBIAN_FRONTEND=noninteractive apt-get $(APT_LOCK) update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get $(APT_LOCK) install -y -qq $(TEST_DEB_PACKAGES) >/dev/null; r=$$?; \
 			[ -n "$$rcd" ] && rm -f /usr/sbin/policy-rc.d; [ $$r = 0 ] || exit 1; \
 		else \
 			echo "pmalloc: missing test dependencies; run: sudo apt-get install $(TEST_DEB_PACKAGES)"; \
@@ -485,22 +485,29 @@ install: all
 # change the machine's packages.
 DEB_DIR := $(B)/deb
 DEB_BOOT_MIRROR ?=
-# apt_need FILES,PACKAGES: PACKAGES are installed (as root, with apt-get)
-# when one of FILES is missing, else the command is printed.
+# apt_need FILES,PACKAGES: when one of FILES is missing, PACKAGES are
+# installed only on an explicit opt-in (make deb INSTALL_DEPS=1, as root:
+# these targets are for a packager's machine, and apt-get would also pull
+# a newer dpkg and friends onto it), waiting at most 120 s for apt's lock;
+# otherwise the exact command is printed and the target fails.
+INSTALL_DEPS ?=
+APT_LOCK = -o DPkg::Lock::Timeout=120
+DEB_TOOL_FILES ?= /usr/bin/dpkg-buildpackage /usr/bin/dh /usr/bin/lintian /usr/share/pkgconfig/systemd.pc \
+	/usr/share/pkgconfig/bash-completion.pc
 apt_need = missing=; for f in $(1); do [ -e $$f ] || missing=yes; done; \
 	if [ -n "$$missing" ]; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		if [ "$(INSTALL_DEPS)" = 1 ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 			echo "pmalloc: installing $(2)"; \
-			DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2) >/dev/null || exit 1; \
+			DEBIAN_FRONTEND=noninteractive apt-get $(APT_LOCK) update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get $(APT_LOCK) install -y -qq $(2) >/dev/null || exit 1; \
 		else \
-			echo "pmalloc: missing $(2); run: sudo apt-get install $(2)"; exit 1; \
+			echo "pmalloc: missing $(2); run: sudo apt-get install $(2)"; \
+			echo "pmalloc: (or, as root: make $@ INSTALL_DEPS=1, which runs that for you)"; exit 1; \
 		fi; \
 	fi
 .PHONY: deb deb-install-check deb-boot-check
 deb: | $(B)/.deps
-	@$(call apt_need,/usr/bin/dpkg-buildpackage /usr/bin/dh /usr/bin/lintian /usr/share/pkgconfig/systemd.pc \
-		/usr/share/pkgconfig/bash-completion.pc,dpkg-dev debhelper lintian systemd bash-completion)
+	@$(call apt_need,$(DEB_TOOL_FILES),dpkg-dev debhelper lintian systemd bash-completion)
 	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/pmalloc-$(VERSION)
 	if git rev-parse --git-dir >/dev/null 2>&1; then git ls-files -co --exclude-standard; \
 	else find . -path ./$(B) -prune -o -path ./.git -prune -o -type f -print; fi | \
@@ -519,7 +526,17 @@ deb-boot-check: $(B)/progs/pmalloc-demo
 	@ls $(DEB_DIR)/pmalloc_*.deb >/dev/null 2>&1 || $(MAKE) --no-print-directory deb
 	DEB_BOOT_MIRROR=$(DEB_BOOT_MIRROR) tests/deb/boot.sh $(DEB_DIR) $(B)/boot
 
+# uninstall stops and disables the daemon's units on a running system
+# first, and removes the enable links systemctl left for them (a link to
+# a unit file that is gone makes every boot complain), saying each.
 uninstall:
+	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null; then \
+		systemctl disable --now pmallocd.socket pmallocd.service 2>/dev/null || true; \
+	fi
+	@for l in $(DESTDIR)$(SYSCONFDIR)/systemd/system/*.wants/pmallocd.socket \
+		  $(DESTDIR)$(SYSCONFDIR)/systemd/system/*.wants/pmallocd.service; do \
+		[ -L "$$l" ] || continue; rm -f "$$l"; echo "pmalloc: removed the enable link $$l"; \
+	done
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED_FILES))
 	@if cmp -s conf/pmalloc.conf $(DESTDIR)$(SYSCONFDIR)/pmalloc.conf; then \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/pmalloc.conf; \

@@ -1223,6 +1223,40 @@ static int refuse_finding(const struct parse_ctx *c, const char *text, const str
 	return r;
 }
 
+/* libconfig's "syntax error" alone tells a newcomer nothing: what was
+ * expected, guessed from the line it names.  A bare word after = or :
+ * (not a number, not true or false) is the usual one: an unquoted string. */
+static const char *syntax_hint(const char *text, int line)
+{
+	const char *p = text;
+
+	for (int l = 1; l < line && *p; p++)
+		l += *p == '\n';
+	for (; *p && *p != '\n' && *p != '#'; p++) {
+		const char *w;
+		size_t n;
+
+		if (*p == '"') {
+			for (p++; *p && *p != '"' && *p != '\n'; p++)
+				p += *p == '\\' && p[1];
+			if (*p != '"')
+				break;
+			continue;
+		}
+		if (*p != '=' && *p != ':')
+			continue;
+		for (w = p + 1; *w == ' ' || *w == '\t'; w++)
+			;
+		for (n = 0; isalpha((unsigned char)w[n]) || w[n] == '_' || w[n] == '/' || w[n] == '.' ||
+			    w[n] == '-' || w[n] == '*' || (n && isdigit((unsigned char)w[n])); n++)
+			;
+		if (n && !(n == 4 && strncasecmp(w, "true", 4) == 0) && !(n == 5 && strncasecmp(w, "false", 5) == 0))
+			return "syntax error: a string value must be in double quotes (name = \"demo\";)";
+	}
+	return "syntax error: expected NAME = VALUE; (strings in double quotes, lists in ( ), "
+	       "arrays in [ ], groups in { }; a ';' or ',' missing or a bracket left open before here?)";
+}
+
 static int load_text(const struct parse_ctx *c, const char *text, struct policy_set **ret)
 {
 	struct finding f;
@@ -1241,7 +1275,9 @@ static int load_text(const struct parse_ctx *c, const char *text, struct policy_
 		int line = config_error_line(&cfg);
 		const char *why = config_error_text(&cfg);
 
-		r = fail(c, line > 0 ? (unsigned int)line : 0, "%s", why ? why : "syntax error");
+		if (!why || strcmp(why, "syntax error") == 0)
+			why = syntax_hint(text, line);
+		r = fail(c, line > 0 ? (unsigned int)line : 0, "%s", why);
 		config_destroy(&cfg);
 		return r;
 	}

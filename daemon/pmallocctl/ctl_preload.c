@@ -264,7 +264,9 @@ static void preload_error(const char *what, const char *root, const char *path, 
 	ctl_put_str(stderr, root, 0);
 	ctl_put_str(stderr, path, 0);
 	fprintf(stderr, ": %s\n", r == -ENOSYS ? "the kernel has no openat2(2), which --root needs"
-						: strerror(-r));
+				 : r == -ELOOP ? "it is, or passes through, a symbolic link (give its real path)"
+				 : r == -EPERM ? "it is owned by another user (chown it to root, or run as its owner)"
+				 : strerror(-r));
 }
 
 /* The effective Environment= of the unit, as "systemctl show -p
@@ -534,7 +536,8 @@ int ctl_cmd_preload(int argc, char **argv)
 		goto oom;
 	r = ctl_root_open(root, &root_fd);
 	if (r < 0) {
-		preload_error("no such root", root[0] ? root : "/", "", r);
+		preload_error(r == -ELOOP || r == -EPERM ? "refusing root" : "no such root",
+			      root[0] ? root : "/", "", r);
 		goto out;
 	}
 

@@ -26,13 +26,35 @@
 
 #include "ctl_root.h"
 
+/* DIR itself is opened without following any link on its way (a user's
+ * "DIR -> /" would make root write the host's own files) and must belong
+ * to root or to the caller: a tree someone else owns can be swapped under
+ * us between the check and the use only inside itself, where every look-up
+ * below resolves beneath it anyway.  -ELOOP: DIR is or passes through a
+ * link; -EPERM: another user's. */
 int ctl_root_open(const char *dir, int *ret_fd)
 {
-	int fd = open(dir[0] ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	struct stat st;
+	long fd;
 
+	fd = syscall(SYS_openat2, AT_FDCWD, dir[0] ? dir : "/", &how, sizeof(how));
 	if (fd < 0)
 		return -errno;
-	*ret_fd = fd;
+	if (fstat((int)fd, &st) < 0) {
+		int r = -errno;
+
+		close((int)fd);
+		return r;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		close((int)fd);
+		return -EPERM;
+	}
+	*ret_fd = (int)fd;
 	return 0;
 }
 

@@ -157,6 +157,37 @@ static int cell(const struct vio_entry *e, const char *name, char **ret)
 	return ctl_escape(f->value, f->len, 0, ret);
 }
 
+/* The exe of an entry the process wrote itself (no daemon): its own word
+ * (PMALLOC_EXE) is anybody's claim, journald's _EXE is what the kernel
+ * said.  The cell shows the attested one, and the claim beside it when the
+ * two differ or journald had none.  pmallocd's entries name the exe it read
+ * itself (cell already set), and a forged entry is marked as a whole. */
+static int exe_cell(const struct vio_entry *e, enum vio_writer w, char **cellp)
+{
+	const struct vio_field *claimed = vio_get(e, "PMALLOC_EXE"), *attested = vio_get(e, "_EXE");
+	char *a = NULL;
+	int r;
+
+	if (w != VIO_BY_SELF || same_value(claimed, attested))
+		return 0;
+	if (!attested || attested->len == 0)
+		r = asprintf(&a, "%s (claimed; not attested)", *cellp);
+	else {
+		char *esc = NULL;
+
+		r = ctl_escape(attested->value, attested->len, 0, &esc);
+		if (r < 0)
+			return r;
+		r = asprintf(&a, "%s (claims %s)", esc, *cellp);
+		free(esc);
+	}
+	if (r < 0)
+		return -ENOMEM;
+	free(*cellp);
+	*cellp = a;
+	return 0;
+}
+
 static int table_add(struct vio_show *s, const struct vio_entry *e)
 {
 	static const char *const simple[N_COLS] = {
@@ -210,6 +241,8 @@ static int table_add(struct vio_show *s, const struct vio_entry *e)
 		r = cell(e, "PMALLOC_FAULT_IP", &(*row)[COL_SYMBOL]);
 	else if (r == 0 && sym && sym->len)
 		r = cell(e, "PMALLOC_FAULT_SYMBOL", &(*row)[COL_SYMBOL]);
+	if (r == 0)
+		r = exe_cell(e, w, &(*row)[COL_EXE]);
 	free(offset);
 	free(size);
 	if (r < 0) {
@@ -386,6 +419,14 @@ static void put_json(FILE *f, const struct vio_entry *e, bool pretty)
 	if (sym)
 		json_pair(f, pretty, &first, "PMALLOCCTL_FAULT_SYMBOL", sym, strlen(sym));
 	free(sym);
+	/* The exe the journal attests (see exe_cell): pmallocd's own reading,
+	 * or journald's _EXE of a process that wrote its entry itself. */
+	{
+		const struct vio_field *x = vio_get(e, w == VIO_BY_SELF ? "_EXE" : "PMALLOC_EXE");
+
+		if (w != VIO_FORGED && x && x->len)
+			json_pair(f, pretty, &first, "PMALLOCCTL_EXE", x->value, x->len);
+	}
 	fputs(pretty ? "\n}\n" : "}\n", f);
 }
 

@@ -242,8 +242,13 @@ static int vio_seek(sd_journal *j, const struct vio_opts *o, struct vio_entry *e
 	size_t n = 0;
 	int r;
 
-	if (o->cursor)
-		return sd_journal_seek_cursor(j, o->cursor);
+	if (o->cursor) {
+		/* sd-journal says only EINVAL for a cursor it cannot parse:
+		 * said by vio_run as what it is. */
+		int r2 = sd_journal_seek_cursor(j, o->cursor);
+
+		return r2 == -EINVAL ? -EBADMSG : r2;
+	}
 	if (o->reverse)
 		return o->until_usec != UINT64_MAX ? sd_journal_seek_realtime_usec(j, o->until_usec + 1)
 						   : sd_journal_seek_tail(j);
@@ -528,7 +533,14 @@ static int vio_run(struct vio_opts *o)
 	size_t count = 0;
 	int r = vio_list(o, f, &count), ret = CTL_EXIT_OK;
 
-	if (r < 0) {
+	if (r == -EBADMSG && o->cursor) {
+		fflush(f);
+		fputs(CTL_NAME ": --cursor ", stderr);
+		ctl_put_str(stderr, o->cursor, 0);
+		fputs(" is not a journal cursor (one that --show-cursor or journalctl --show-cursor printed)\n",
+		      stderr);
+		ret = CTL_EXIT_FAILURE;
+	} else if (r < 0) {
 		fflush(f);
 		fputs(CTL_NAME ": cannot read the journal", stderr);
 		if (o->directory) {

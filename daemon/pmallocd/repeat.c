@@ -41,6 +41,7 @@ struct repeat_site {
 	uint64_t processes;              /* of those, how many processes (pid changes) */
 	pid_t last_pid;
 	uid_t uid;
+	char unit[256];                  /* systemd's unit of the run's first process; "" none */
 	char exe[ESCAPED_SIZE(PMW_PATH)];
 	char policy[ESCAPED_SIZE(PMW_NAME)];
 	char pool[ESCAPED_SIZE(PMW_NAME)];
@@ -114,6 +115,8 @@ static void summary(struct repeat_site *s)
 	jentry_add(&j, "PMALLOC_POOL=%s", s->pool);
 	jentry_add(&j, "PMALLOC_FAULT_SITE=%s", s->where);
 	jentry_add(&j, "PMALLOC_UID=%u", (unsigned)s->uid);
+	if (s->unit[0])
+		jentry_add(&j, "OBJECT_SYSTEMD_UNIT=%s", s->unit);
 	jentry_add(&j, "PMALLOC_RATE_BURST=%u", REPEAT_FIRST);
 	jentry_add(&j, "PMALLOC_RATE_INTERVAL_S=%u", s->interval_s);
 	(void)jentry_send(&j);
@@ -189,12 +192,19 @@ bool repeat_admit(struct repeats *r, enum repeat_kind kind, const struct proc_en
 	}
 	if (kind == REPEAT_VIOLATION && rep)
 		fault_where(e, rep, where, sizeof(where));
-	key = fnv(fnv(fnv(fnv(1469598103934665603ULL + kind, proc_entry_exe(e)), policy), pool ? pool : ""), where);
+	/* Keyed by the person and the unit too: one user's crash loop of a
+	 * program must never fold another's (root's service) violation into a
+	 * summary under her uid. */
+	char person[16];
+	snprintf(person, sizeof(person), "%u", (unsigned)proc_entry_person(e));
+	key = fnv(fnv(fnv(fnv(fnv(fnv(1469598103934665603ULL + kind, proc_entry_exe(e)), policy),
+				  pool ? pool : ""), where), person),
+		  e->object.unit ? e->object.unit : "");
 
 	for (size_t i = 0; i < REPEAT_KEYS && !s; i++) {
 		struct repeat_site *c = &r->sites[i];
 
-		if (c->used && c->kind == kind && c->key == key)
+		if (c->used && c->kind == kind && c->key == key && c->uid == proc_entry_person(e))
 			s = c;
 		else if (!stalest || !c->used || (stalest->used && c->last_seen < stalest->last_seen))
 			stalest = c;
@@ -210,6 +220,7 @@ bool repeat_admit(struct repeats *r, enum repeat_kind kind, const struct proc_en
 		s->window_end = now + (uint64_t)s->interval_s * USEC_PER_SEC;
 		s->uid = proc_entry_person(e);
 		str_copy(s->exe, sizeof(s->exe), proc_entry_exe(e));
+		str_copy(s->unit, sizeof(s->unit), e->object.unit ? e->object.unit : "");
 		str_copy(s->policy, sizeof(s->policy), policy);
 		str_copy(s->pool, sizeof(s->pool), pool ? pool : "");
 		str_copy(s->where, sizeof(s->where), where);

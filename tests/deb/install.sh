@@ -22,9 +22,13 @@ ls "$debdir"/libpmalloc0_*.deb "$debdir"/pmalloc_*.deb >/dev/null || fail "no pa
 demo=$src/build/progs/pmalloc-demo
 [ -x "$demo" ] || fail "$demo not built: make build/progs/pmalloc-demo"
 for p in libpmalloc0 pmalloc libpmalloc-dev; do
-	dpkg-query -W -f='${Status}' $p 2>/dev/null | grep -q 'installed' && fail "$p is installed already: not touching it"
+	dpkg-query -W -f='${Status}' $p 2>/dev/null | grep -q 'installed' &&
+		fail "$p is installed already, and this check installs and purges the packages itself:" \
+			"run 'apt-get purge libpmalloc0 pmalloc libpmalloc-dev' first (your /etc/pmalloc.conf" \
+			"goes with it: copy it aside), then make deb-install-check again"
 done
-[ ! -e /etc/pmalloc.conf ] || fail "/etc/pmalloc.conf exists already: not touching it"
+[ ! -e /etc/pmalloc.conf ] || fail "/etc/pmalloc.conf exists already (the check purges what it installs):" \
+	"move it aside (mv /etc/pmalloc.conf /etc/pmalloc.conf.keep), run the check, then move it back"
 
 T=$(mktemp -d /tmp/pmalloc-deb.XXXXXX)
 unit=pmalloc-debtest.service

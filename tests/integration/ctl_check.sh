@@ -85,6 +85,12 @@ $pol
 bad syntax 3 'syntax error' 'version = 1;
 policies = ( { name = "a"
 '
+bad unquoted 2 'a string value must be in double quotes' 'version = 1;
+policies = ( { name = demo; match = { exe = [ "*/a" ]; }; } );
+'
+bad syntax_hint 3 'expected NAME = VALUE' 'version = 1;
+policies = ( { name = "a"
+'
 bad version 1 version 'version = 2;
 '
 bad mode 2 mode "version = 1;

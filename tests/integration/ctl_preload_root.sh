@@ -75,4 +75,25 @@ mkdir -p "$root$out/etc"
 snapshot >"$T/after"
 diff "$T/before" "$T/after" >/dev/null || fail "the outside tree changed"
 pass "an absolute link is followed inside the root, as the image's own system would; dangling there: refused"
+
+# DIR itself: a link (a user's "DIR -> /" would make root write the host's
+# drop-ins), a path through a link, or a tree another user owns: refused,
+# with the reason, and nothing written anywhere.
+ln -s "$out" "$T/rootlink"
+mkdir -p "$T/real/etc" && ln -s "$T/real" "$T/via"
+for r in "$T/rootlink" "$T/via/etc"; do
+	"$ctl" preload enable demo --root "$r" --library "$lib" >"$T/log" 2>&1 && fail "--root $r (a link) accepted"
+	grep -q 'symbolic link' "$T/log" || fail "--root $r: $(cat "$T/log")"
+done
+if [ "$(id -u)" = 0 ]; then
+	mkdir -p "$T/theirs/etc/systemd/system"
+	chown -R 65534:65534 "$T/theirs"
+	"$ctl" preload enable demo --root "$T/theirs" --library "$lib" >"$T/log" 2>&1 &&
+		fail "--root owned by another user accepted"
+	grep -q 'owned by another user' "$T/log" || fail "--root theirs: $(cat "$T/log")"
+	[ -z "$(find "$T/theirs" -name pmalloc.conf)" ] || fail "wrote into another user's tree"
+fi
+snapshot >"$T/after"
+diff "$T/before" "$T/after" >/dev/null || fail "the outside tree changed"
+pass "--root that is a link, passes through one, or is another user's: refused with the reason"
 exit 0

@@ -97,6 +97,8 @@ run -o json --after-cursor "$(sed -n 's/^-- cursor: //p' <<<"-- cursor: $cur")"
 [ ! -s "$T/out" ] || fail "--after-cursor of the last: $(cat "$T/out")"
 run --cursor 'no such cursor'
 [ "$(rc)" = 1 ] || fail "--cursor garbage: exit $(rc)"
+grep -qx "pmallocctl: --cursor no such cursor is not a journal cursor (one that --show-cursor or journalctl --show-cursor printed)" "$T/err" ||
+	fail "--cursor garbage said: $(cat "$T/err")"
 pass "--cursor, --after-cursor, --show-cursor"
 
 # Output modes, each saying who wrote the entry.
@@ -177,13 +179,26 @@ run -n 2
 grep -qE " self  +[^ ]*/inject .* main\+0x4\$" "$T/out" || fail "self 1 not named main+0x4: $(cat "$T/out")"
 grep -qE " self  +[^ ]*/inject .* 0x55550000abce\$" "$T/out" || fail "self 2 (another build): $(cat "$T/out")"
 run -n 2 -o json
-grep -q '"MESSAGE":"self 1".*"PMALLOCCTL_WRITER":"self","PMALLOCCTL_FAULT_SYMBOL":"main+0x4"}' "$T/out" ||
+grep -qE '"MESSAGE":"self 1".*"PMALLOCCTL_WRITER":"self","PMALLOCCTL_FAULT_SYMBOL":"main\+0x4"[,}]' "$T/out" ||
 	fail "json self 1: $(cat "$T/out")"
 grep '"MESSAGE":"self 2"' "$T/out" | grep -q PMALLOCCTL_FAULT_SYMBOL && fail "json self 2 named"
 # A forged entry naming the same module and offset is not looked up.
 run -o json -n 1 --pid $((base + 0))
 grep -q '"PMALLOCCTL_WRITER":"FORGED"}' "$T/out" || fail "forged entry looked up: $(cat "$T/out")"
 pass "BY self; the fault's function from the module file (build-id checked), never for a forged entry"
+
+# A process's own entry that names another executable: the table shows the
+# exe journald attests, with the claim beside it; JSON adds PMALLOCCTL_EXE.
+since="@$(date +%s.%6N)"
+bash -c 'exec "$0" OBJECT_PID=$$ "$@"' "$T/inject" MESSAGE_ID=$ID PRIORITY=2 PMALLOC_POLICY=$pol \
+	PMALLOC_POOL=config PMALLOC_MODE=enforce PMALLOC_EXE=/usr/sbin/sshd MESSAGE="self claims" \
+	PMALLOC_FAULT_IP=0x55550000abcf || fail "inject claims"
+journal_sync
+run -n 1 --since "$since" --full
+grep -qE " self  +[^ ]*/inject \(claims /usr/sbin/sshd\) " "$T/out" || fail "claimed exe shown as attested: $(cat "$T/out")"
+run -n 1 --since "$since" -o json
+grep -qE '"PMALLOCCTL_EXE":"[^"]*/inject"' "$T/out" || fail "json: no attested exe: $(cat "$T/out")"
+pass "a process's own entry shows the exe journald attests beside the one it claims"
 
 # The shim's real entry (the demo killed with no daemon), and pmallocd's.
 if [ -f "$B/libpmalloc_shim.so" ] && [ -x "$B/progs/pmalloc-demo" ]; then

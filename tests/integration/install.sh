@@ -96,9 +96,16 @@ grep -q -- '-D_FORTIFY_SOURCE=2' <<<"$cmd" && fail "-D_FORTIFY_SOURCE=2 still gi
 grep -q -- '-Werror' <<<"$cmd" && fail "-Werror given without WERROR=1: $cmd"
 pass "CPPFLAGS=-D_FORTIFY_SOURCE=3 replaces the default; -Werror only with WERROR=1"
 
+# As "systemctl enable pmallocd.socket" leaves it: uninstall removes the link too.
+unit=$(find "$root" -name pmallocd.socket -type f | head -n 1)
+[ -n "$unit" ] || fail "no pmallocd.socket installed"
+mkdir -p "$root/etc/systemd/system/sockets.target.wants"
+ln -s "${unit#"$root"}" "$root/etc/systemd/system/sockets.target.wants/pmallocd.socket"
 make -s -C "$SRC" B="$B_USR" uninstall DESTDIR="$root" PREFIX=/usr >"$T/un.log" 2>&1 ||
 	fail "make uninstall failed: $(cat "$T/un.log")"
 left=$(find "$root" ! -type d)
 [ -z "$left" ] || fail "make uninstall left: $left"
-pass "make uninstall removes every file it installed"
+grep -q 'removed the enable link .*sockets.target.wants/pmallocd.socket' "$T/un.log" ||
+	fail "make uninstall did not say it removed the enable link: $(cat "$T/un.log")"
+pass "make uninstall removes every file it installed, and the socket's enable link"
 exit 0

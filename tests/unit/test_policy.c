@@ -121,7 +121,11 @@ struct refusal {
 
 static const struct refusal refusals[] = {
 	/* libconfig's own errors, with libconfig's line */
-	{ "syntax error", DAEMON_KEY("socket = "), 3, "syntax error" },
+	{ "syntax error", DAEMON_KEY("socket = "), 3,
+	  "syntax error: expected NAME = VALUE; (strings in double quotes, lists in ( ), arrays in [ ], "
+	  "groups in { }; a ';' or ',' missing or a bracket left open before here?)" },
+	{ "unquoted string", DAEMON_KEY("socket = run"), 3,
+	  "syntax error: a string value must be in double quotes (name = \"demo\";)" },
 	{ "key given twice", "version = 1;\nversion = 1;\n", 2, "duplicate setting name" },
 	/* what libconfig would let through silently */
 	{ "unknown top-level key", "version = 1;\nverison = 2;\n", 2,
