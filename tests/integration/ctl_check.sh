@@ -6,10 +6,7 @@
 # conf/pmalloc.conf passes.  File names and values are escaped on output.
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 
-ctl=$B/pmallocctl
 [ -x "$ctl" ] || skip "pmallocctl not built"
-run() { "$ctl" "$@" >"$T/out" 2>"$T/err"; echo $? >"$T/rc"; }
-rc() { cat "$T/rc"; }
 
 # The shipped file.
 if [ -f "$SRC/conf/pmalloc.conf" ]; then

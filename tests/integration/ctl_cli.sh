@@ -5,10 +5,7 @@
 # from the command line are echoed escaped.
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 
-ctl=$B/pmallocctl
 [ -x "$ctl" ] || skip "pmallocctl not built"
-run() { "$ctl" "$@" >"$T/out" 2>"$T/err"; echo $? >"$T/rc"; }
-rc() { cat "$T/rc"; }
 
 for args in --help -h; do
 	run $args

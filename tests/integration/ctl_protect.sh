@@ -9,11 +9,7 @@
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
 
-ctl=$B/pmallocctl
 [ -x "$ctl" ] || skip "pmallocctl not built"
-run() { "$ctl" "$@" >"$T/out" 2>"$T/err"; echo $? >"$T/rc"; }
-rc() { cat "$T/rc"; }
-answer() { cat "$T/out" "$T/err"; }
 
 # No daemon yet.
 run protect 1 config --socket "$SOCK"

@@ -49,10 +49,6 @@ for t in timeout nm objdump readelf journalctl; do
 done
 unset PMALLOC_DEBUG
 
-MID_VIOLATION=7df8f2fd7e8542c19da1343c00501acc
-MID_PROTECTED=4861793aed344e45916acf02f15da997
-MID_HANDED=26f986b8445b455b9a3a7a8b0d017fb8
-
 HPID=
 hardened() {
 	local out=$1 err=$2 rc

@@ -14,7 +14,6 @@
 SHIM=$B/libpmalloc_shim.so
 PROG=$B/progs/many_sites
 CTL=$B/pmallocctl
-MID_UNMATCHED=1bbefd08c466424b957c3ee5b5856dbf
 [ -x "$PROG" ] || fail "$PROG is missing: run make check"
 command -v python3 >/dev/null || skip "python3 not installed (checks the JSON)"
 journald_ensure
