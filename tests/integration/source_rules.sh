@@ -3,7 +3,8 @@
 # source_rules.sh - the rules of the tree that a reader relies on, checked
 # on the sources themselves: nothing names the team's contract file (its
 # name is built below, so that this file does not hold it either: the
-# README and the man pages are the documentation); the MESSAGE_IDs are
+# README, ARCHITECTURE.md, HACKING.md, doc/ and the man pages are the
+# documentation); the MESSAGE_IDs are
 # defined once
 # (shim/shared/msgid.h); the shim's kernel calls for memory, signals,
 # threads and clocks, and its raw system calls, are made in shim/sys/os.c
@@ -11,7 +12,7 @@
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 
 cd "$SRC" || fail "cannot enter $SRC"
-dirs="README.md Makefile shim daemon include man conf systemd completion tests"
+dirs="README.md ARCHITECTURE.md HACKING.md doc Makefile shim common daemon include man conf systemd completion debian tests"
 
 contract=SPEC; contract=$contract.md
 hits=$(grep -rIlF "$contract" $dirs 2>/dev/null)
@@ -63,18 +64,20 @@ for d in shim daemon; do
 done
 pass "no import circles in shim/ or daemon/"
 
-# The README's Layout names every source file of shim/ and daemon/ (by its
-# path below shim/ or daemon/, or by its name in its folder's row), and
-# every .c file opens with a comment.
-layout=$(sed -n '/^## Layout$/,/^## /p' README.md)
-for f in $(find shim daemon -name '*.[ch]' | sort); do
+# The rooms of doc/design.md name every source file of shim/, common/ and
+# daemon/ (by its name, in its folder's row), and every .c file opens with
+# a comment.
+src_dirs=$(ls -d shim common daemon 2>/dev/null)
+layout=$(sed -n '/^## The rooms$/,/^## /p' doc/design.md)
+[ -n "$layout" ] || fail "doc/design.md has no section \"The rooms\""
+for f in $(find $src_dirs -name '*.[ch]' | sort); do
 	n=${f##*/}
 	case $n in *.h) [ -f "${f%.h}.c" ] && continue ;; esac   # named with its .c
 	[[ $layout == *"\`$n\`"* || $layout == *"\`${n%.*}.c\`/\`$n\`"* ]] ||
-		fail "README Layout does not name $f"
+		fail "doc/design.md, The rooms, does not name $f"
 done
-for f in $(find shim daemon -name '*.c'); do
+for f in $(find $src_dirs -name '*.c'); do
 	first=; IFS= read -r first <"$f"
 	[[ $first == '/*'* ]] || fail "$f does not open with a comment"
 done
-pass "README Layout names every source file; every .c file opens with a comment"
+pass "doc/design.md names every source file; every .c file opens with a comment"
