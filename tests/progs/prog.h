@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * prog.h - what the test programs run under the shim share: asking the shim
- * whether an address is protected, and calling the "listen" trigger.
+ * whether an address is protected, calling the "listen" trigger, and the
+ * unix socket the fake daemons and journals (e2e_mute, e2e_sink) bind.
  *
  * Header-only: each program is one .c file.  Never allocates, so nothing here
  * is ever a call site a test's policy names.
@@ -14,7 +15,9 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 /* pmalloc_is_protected(p), looked up at run time: 1, 0, or -1 when the shim
@@ -36,6 +39,24 @@ static inline void listen_once(void)
 		exit(2);
 	}
 	close(fd);
+}
+
+/* A unix socket of TYPE (| SOCK_CLOEXEC) bound at PATH, where an old one is
+ * removed first; its address in *SA.  -1 (with errno) when it cannot be
+ * made, or PATH is too long. */
+static inline int unix_bound(const char *path, int type, struct sockaddr_un *sa)
+{
+	*sa = (struct sockaddr_un){ .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa->sun_path))
+		return -1;
+	strcpy(sa->sun_path, path);
+	unlink(path);
+	int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)sa, sizeof(*sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 #endif
