@@ -3,8 +3,8 @@
  * e2e_victim.h - the victim the end-to-end programs (e2e_hold, e2e_loop,
  * e2e_worker, e2e_fork, e2e_respawn) share: a configuration built at
  * start-up by setup(), the call site their tests' policies name ("setup"),
- * the deliberate bug corrupt(), and the loopback listen() that the
- * policies' on-call:listen trigger protects at.
+ * and the loopback listen() that the policies' on-call:listen trigger
+ * protects at (the deliberate bug, corrupt(), is prog.h's).
  *
  * Header-only, one copy per program: setup() must stay a function of its
  * own in each (never inlined into main, or the site would be main), and
@@ -44,12 +44,6 @@ __attribute__((noinline, unused)) static struct config *setup(void)
 #endif
 	c->port = 8080;
 	return c;
-}
-
-/* The deliberate bug: volatile, so the compiler keeps the store. */
-__attribute__((noinline, unused)) static void corrupt(volatile char *where, char what)
-{
-	*where = what;
 }
 
 /* A socket listening on loopback (an ephemeral port), kept open: the
