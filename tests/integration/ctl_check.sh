@@ -4,7 +4,7 @@
 # stdout with exit 0, or the parser's "FILE:LINE: message" on stderr with
 # exit 1 -- the same verdict as pmallocd --check.  The shipped
 # conf/pmalloc.conf passes.  File names and values are escaped on output.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 [ -x "$ctl" ] || skip "pmallocctl not built"
 

@@ -3,7 +3,7 @@
 # pmallocctl's command line: --help and --version on stdout with exit 0; a
 # missing or unknown command gives the usage on stderr and exit 2; words
 # from the command line are echoed escaped.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 [ -x "$ctl" ] || skip "pmallocctl not built"
 

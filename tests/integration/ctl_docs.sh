@@ -4,7 +4,7 @@
 # their example policy files pass pmallocctl check; the journal catalog
 # compiles and explains all eight MESSAGE_IDs (and journalctl -x fills in
 # the fields); the systemd units verify and keep the hardening they promise.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 # Man pages: groff with every warning, and man(1) at a few widths.
 command -v groff >/dev/null || skip "groff not installed"

@@ -5,7 +5,7 @@
 # table and as JSON lines, filtered by --pid and --since, and hostile field
 # values (escape sequences, NUL, newlines, bidi overrides, bytes that are not
 # UTF-8) shown escaped, never raw.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 unset COLUMNS                # the table whole: not a terminal
 [ -x "$ctl" ] || skip "pmallocctl not built"

@@ -3,7 +3,7 @@
 # pmallocctl violations, the day-two options against a real journald:
 # --policy, --until, -n, journalctl's TIME forms (spans, "ago", HH:MM, a
 # trailing " UTC"), and --follow seeing an entry written after it started.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 ctl=$B/pmallocctl
 [ -x "$ctl" ] || skip "pmallocctl not built"

@@ -6,7 +6,7 @@
 # pager on a terminal; who wrote each entry (pmallocd, the process itself,
 # anybody else: FORGED) in every mode; the fault's function named by
 # pmallocctl from the module file when the shim wrote the entry itself.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 ctl=$B/pmallocctl
 [ -x "$ctl" ] || skip "pmallocctl not built"

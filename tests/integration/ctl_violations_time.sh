@@ -5,7 +5,7 @@
 # violation entries at known instants, around a fixed day and around now;
 # for each TIME form, under three local zones, pmallocctl must accept what
 # journalctl accepts, refuse what it refuses, and select the same entries.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 ctl=$B/pmallocctl
 [ -x "$ctl" ] || skip "pmallocctl not built"

@@ -8,7 +8,7 @@
 # PMALLOC_DEBUG, and in the journal's entry for a rule that protects
 # nothing; pmallocctl check warns of such a policy.  pmallocctl propose,
 # from a learn run of the program, names 256 and pins the others.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
 
 SHIM=$B/libpmalloc_shim.so

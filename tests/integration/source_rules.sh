@@ -9,7 +9,7 @@
 # (shim/shared/msgid.h); the shim's kernel calls for memory, signals,
 # threads and clocks, and its raw system calls, are made in shim/sys/os.c
 # only (the rule is stated in os.c's opening comment).
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 cd "$SRC" || fail "cannot enter $SRC"
 dirs="README.md ARCHITECTURE.md HACKING.md doc Makefile shim common daemon include man conf systemd completion debian tests"

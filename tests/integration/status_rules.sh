@@ -16,7 +16,7 @@
 # A client's rules message is checked like a report: one naming a pool not
 # handed to it is refused as forged; past the rate, messages are counted
 # and not kept.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
 
 SHIM=$B/libpmalloc_shim.so
