@@ -81,3 +81,11 @@ for f in $(find $src_dirs -name '*.c'); do
 	[[ $first == '/*'* ]] || fail "$f does not open with a comment"
 done
 pass "doc/design.md names every source file; every .c file opens with a comment"
+
+# The test scripts take the MESSAGE_IDs from lib.sh ($MID_*, read from
+# msgid.h), never write one out.
+for id in $ids; do
+	other=$(grep -l "$id" tests/integration/*.sh)
+	[ -z "$other" ] || fail "MESSAGE_ID $id written out in $other (use lib.sh's \$MID_*)"
+done
+pass "no test script writes a MESSAGE_ID out"
