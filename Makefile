@@ -282,6 +282,8 @@ $(B)/tests/test_ro: tests/unit/test_ro.c shim/sys/ro.c shim/sys/os.c tests/unit/
 $(B)/progs/wire_client $(B)/progs/image_probe: common/policy/policy_image.c common/policy/policy_image.h
 # host_names exports its functions, as nginx-style programs do.
 $(B)/progs/host_names: PROG_LDFLAGS := -rdynamic
+# What the programs share (prog.h, e2e_victim.h): a change rebuilds them all.
+$(filter-out %.so,$(PROG_BINS)): $(wildcard tests/progs/*.h)
 $(B)/progs/%: tests/progs/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O0 -g -Wall -Wextra $(WERROR_FLAG) -Iinclude $(PROG_LDFLAGS) -o $@ $(filter %.c,$^) -L$(B) \

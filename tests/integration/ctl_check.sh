@@ -4,12 +4,9 @@
 # stdout with exit 0, or the parser's "FILE:LINE: message" on stderr with
 # exit 1 -- the same verdict as pmallocd --check.  The shipped
 # conf/pmalloc.conf passes.  File names and values are escaped on output.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
-ctl=$B/pmallocctl
 [ -x "$ctl" ] || skip "pmallocctl not built"
-run() { "$ctl" "$@" >"$T/out" 2>"$T/err"; echo $? >"$T/rc"; }
-rc() { cat "$T/rc"; }
 
 # The shipped file.
 if [ -f "$SRC/conf/pmalloc.conf" ]; then

@@ -3,12 +3,9 @@
 # pmallocctl's command line: --help and --version on stdout with exit 0; a
 # missing or unknown command gives the usage on stderr and exit 2; words
 # from the command line are echoed escaped.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
-ctl=$B/pmallocctl
 [ -x "$ctl" ] || skip "pmallocctl not built"
-run() { "$ctl" "$@" >"$T/out" 2>"$T/err"; echo $? >"$T/rc"; }
-rc() { cat "$T/rc"; }
 
 for args in --help -h; do
 	run $args

@@ -4,7 +4,7 @@
 # their example policy files pass pmallocctl check; the journal catalog
 # compiles and explains all eight MESSAGE_IDs (and journalctl -x fills in
 # the fields); the systemd units verify and keep the hardening they promise.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 # Man pages: groff with every warning, and man(1) at a few widths.
 command -v groff >/dev/null || skip "groff not installed"
@@ -43,8 +43,8 @@ fi
 cat=$SRC/systemd/pmalloc.catalog
 [ -f "$cat" ] || fail "systemd/pmalloc.catalog missing"
 # The MESSAGE_IDs: the one table the shim, pmallocd and pmallocctl include.
-ids=$(sed -n 's/^#define MID_[A-Z]* *"\([0-9a-f]\{32\}\)".*/\1/p' "$SRC/common/proto/msgid.h")
-[ "$(wc -w <<<"$ids")" = 8 ] || fail "common/proto/msgid.h: expected 8 MESSAGE_IDs: $ids"
+ids=$(sed -n 's/^#define MID_[A-Z]* *"\([0-9a-f]\{32\}\)".*/\1/p' "$MSGID_H")
+[ "$(wc -w <<<"$ids")" = 8 ] || fail "$MSGID_H: expected 8 MESSAGE_IDs: $ids"
 for id in $ids; do
 	grep -q "^\.B $id\$" "$SRC/man/pmallocd.8" || fail "pmallocd(8) does not list MESSAGE_ID $id"
 done
@@ -64,7 +64,7 @@ if command -v journalctl >/dev/null; then
 		done
 		grep -q '@[A-Z_]*@' "$T/entry" || fail "catalog entry $id names no field"
 	done
-	journalctl --root="$root" --dump-catalog 7df8f2fd7e8542c19da1343c00501acc >"$T/entry"
+	journalctl --root="$root" --dump-catalog "$MID_VIOLATION" >"$T/entry"
 	for w in '"enforce"' '"audit"' SIGSEGV @PMALLOC_POOL@ @PMALLOC_POLICY@ @OBJECT_PID@ @PMALLOC_EXE@ \
 		'pmallocctl violations --pid @OBJECT_PID@' 'systemctl reload pmallocd'; do
 		grep -qF -- "$w" "$T/entry" || fail "violation catalog entry does not mention $w"
@@ -79,7 +79,7 @@ if command -v journalctl >/dev/null; then
 		gcc -std=gnu11 -O1 -Wall -Wextra -Werror -o "$T/inject" "$SRC/tests/progs/journal_inject.c" -ldl ||
 			fail "cannot build journal_inject"
 		pid=$((5000000 + RANDOM * 100))
-		"$T/inject" MESSAGE_ID=7df8f2fd7e8542c19da1343c00501acc PRIORITY=2 OBJECT_PID=$pid \
+		"$T/inject" MESSAGE_ID=$MID_VIOLATION PRIORITY=2 OBJECT_PID=$pid \
 			MESSAGE="catalog test" PMALLOC_POLICY=demo PMALLOC_POOL=config PMALLOC_MODE=enforce \
 			PMALLOC_ADDRESS=0x7f0000001010 PMALLOC_EXE=/usr/bin/pmalloc-demo || fail "inject"
 		journal_sync

@@ -6,14 +6,10 @@
 # neither root nor the process's user; no daemon is exit 3.  The process
 # here is wire_client (it prints the PMW_PROTECT it receives); the shim's
 # side is e2e_manual.sh's.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
 
-ctl=$B/pmallocctl
 [ -x "$ctl" ] || skip "pmallocctl not built"
-run() { "$ctl" "$@" >"$T/out" 2>"$T/err"; echo $? >"$T/rc"; }
-rc() { cat "$T/rc"; }
-answer() { cat "$T/out" "$T/err"; }
 
 # No daemon yet.
 run protect 1 config --socket "$SOCK"

@@ -5,9 +5,8 @@
 # table and as JSON lines, filtered by --pid and --since, and hostile field
 # values (escape sequences, NUL, newlines, bidi overrides, bytes that are not
 # UTF-8) shown escaped, never raw.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
-ctl=$B/pmallocctl
 unset COLUMNS                # the table whole: not a terminal
 [ -x "$ctl" ] || skip "pmallocctl not built"
 command -v gcc >/dev/null || skip "gcc not installed (builds journal_inject)"
@@ -15,7 +14,7 @@ journald_ensure
 gcc -std=gnu11 -O1 -Wall -Wextra -Werror -o "$T/inject" "$SRC/tests/progs/journal_inject.c" -ldl ||
 	fail "cannot build journal_inject"
 
-ID=7df8f2fd7e8542c19da1343c00501acc
+ID=$MID_VIOLATION
 # OBJECT_PIDs above the kernel's pid_max limit (2^22): no real process, and
 # new for each run, so entries of earlier runs and real ones never count.
 p1=$((5000000 + RANDOM * 100)) p2=$((p1 + 1)) p3=$((p1 + 2)) none=$((p1 + 3))
@@ -33,7 +32,7 @@ start=$(date +%s.%N); start=${start%???}          # µs: @SECONDS.FRACTION
 	PMALLOC_ADDRESS=0x7f0000002000 PMALLOC_FAULT_IP=0x555500005678 \
 	PMALLOC_EXE=/usr/bin/pmalloc-demo || fail "inject 2"
 # An entry of a message ID next to ours, which must not show.
-"$T/inject" MESSAGE_ID=4861793aed344e45916acf02f15da997 OBJECT_PID=$p2 \
+"$T/inject" MESSAGE_ID=$MID_PROTECTED OBJECT_PID=$p2 \
 	PMALLOC_POLICY=demo PMALLOC_POOL=config || fail "inject other"
 
 # The third entry comes in a later second than the first two (--since DATE).
@@ -48,8 +47,6 @@ wait_until 40 next_second || fail "clock did not move"
 	'PMALLOC_ADDRESS=0x1"}{"x' || fail "inject 3"
 journal_sync
 
-run() { "$ctl" "$@" >"$T/out" 2>"$T/err"; echo $? >"$T/rc"; }
-rc() { cat "$T/rc"; }
 # Our rows only (the journal may hold other violations in the same time span).
 ours() { grep -E "^[0-9-]+ [0-9:]+  +($p1|$p2|$p3) " "$T/out"; }
 

@@ -3,7 +3,7 @@
 # pmallocctl violations, the day-two options against a real journald:
 # --policy, --until, -n, journalctl's TIME forms (spans, "ago", HH:MM, a
 # trailing " UTC"), and --follow seeing an entry written after it started.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 ctl=$B/pmallocctl
 [ -x "$ctl" ] || skip "pmallocctl not built"
@@ -12,7 +12,7 @@ journald_ensure
 gcc -std=gnu11 -O1 -Wall -Wextra -Werror -o "$T/inject" "$SRC/tests/progs/journal_inject.c" -ldl ||
 	fail "cannot build journal_inject"
 
-ID=7df8f2fd7e8542c19da1343c00501acc
+ID=$MID_VIOLATION
 # Policy names new for each run: entries of earlier runs never count.
 pol=filt$$_$RANDOM other=filt$$_${RANDOM}x
 p1=$((5000000 + RANDOM * 100)) p2=$((p1 + 1)) p3=$((p1 + 2)) p4=$((p1 + 3))

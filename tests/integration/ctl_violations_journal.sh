@@ -6,7 +6,7 @@
 # pager on a terminal; who wrote each entry (pmallocd, the process itself,
 # anybody else: FORGED) in every mode; the fault's function named by
 # pmallocctl from the module file when the shim wrote the entry itself.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 ctl=$B/pmallocctl
 [ -x "$ctl" ] || skip "pmallocctl not built"
@@ -17,7 +17,7 @@ unset COLUMNS
 gcc -std=gnu11 -O1 -Wall -Wextra -Werror -o "$T/inject" "$SRC/tests/progs/journal_inject.c" -ldl ||
 	fail "cannot build journal_inject"
 
-ID=7df8f2fd7e8542c19da1343c00501acc
+ID=$MID_VIOLATION
 pol=jctl$$_$RANDOM
 base=$((5000000 + RANDOM * 100))
 # Six forged entries (the injector writes about another pid), two of them

@@ -5,7 +5,7 @@
 # violation entries at known instants, around a fixed day and around now;
 # for each TIME form, under three local zones, pmallocctl must accept what
 # journalctl accepts, refuse what it refuses, and select the same entries.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 ctl=$B/pmallocctl
 [ -x "$ctl" ] || skip "pmallocctl not built"
@@ -15,7 +15,7 @@ remote=/lib/systemd/systemd-journal-remote
 command -v python3 >/dev/null || skip "python3 not installed"
 unset COLUMNS
 
-ID=7df8f2fd7e8542c19da1343c00501acc
+ID=$MID_VIOLATION
 # The fixed day: 2025-06-15 12:00:00 UTC, a Sunday; entries every 7.5 min
 # from 6 h before to 6 h after, and at +0.25, +0.5, +0.75 s.  Around now:
 # every 17 min, 9 days back to 2 days ahead.  Each entry's OBJECT_PID is

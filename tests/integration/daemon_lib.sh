@@ -125,12 +125,6 @@ expect_field() {
 	[ "$got" = "$want" ] || fail "$field: want '$want', got '$got' in: $entry"
 }
 
-MID_VIOLATION=7df8f2fd7e8542c19da1343c00501acc
-MID_PROTECTED=4861793aed344e45916acf02f15da997
-MID_HANDED=26f986b8445b455b9a3a7a8b0d017fb8
-MID_POLICY=daf928bc276d4cc7b9b7976f4bb6e0fa
-MID_DROPPED=c1e835285fc54160a43c1065e7656999
-
 if [ -n "${_daemon_lib_main:-}" ]; then
 	# The start/stop test.
 	NOTIFY=$B/progs/wire_notify

@@ -15,18 +15,7 @@
 journald_ensure
 HOLD=$(readlink -f "$HOLD")
 N=20000
-write_conf "$CONF" <<EOF
-version = 1;
-daemon = { report_burst = 20; report_interval_s = 3600; };
-policies = (
-  {
-    name = "held";
-    match = { exe = [ "*/e2e_hold" ]; };
-    mode = "audit";
-    pools = ( { name = "config"; sites = [ "setup" ]; protect = [ "on-call:listen" ]; } );
-  }
-);
-EOF
+victim_conf "$CONF" held e2e_hold config on-call:listen audit "report_burst = 20; report_interval_s = 3600;"
 start_daemon
 
 printf 'write %s\nexit\n' "$N" >"$T/cmds"

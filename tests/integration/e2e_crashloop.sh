@@ -11,18 +11,7 @@
 RESPAWN=$(readlink -f "$B/progs/e2e_respawn")
 [ -x "$RESPAWN" ] || fail "$RESPAWN not built"
 journald_ensure
-write_conf "$CONF" <<EOF2
-version = 1;
-daemon = { report_burst = 20; report_interval_s = 2; };
-policies = (
-  {
-    name = "loop";
-    match = { exe = [ "*/e2e_respawn" ]; };
-    mode = "enforce";
-    pools = ( { name = "settings"; sites = [ "setup" ]; protect = [ "on-call:listen" ]; } );
-  }
-);
-EOF2
+victim_conf "$CONF" loop e2e_respawn settings on-call:listen enforce "report_burst = 20; report_interval_s = 2;"
 start_daemon
 
 # The sum of PMALLOC_DROPPED over entries on stdin.

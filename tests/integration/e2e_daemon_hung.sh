@@ -62,17 +62,7 @@ tens() {
 start_daemon
 
 # A program served before the daemon hangs.
-mkfifo "$T/in"
-exec 7<>"$T/in"
-hold_stop() { [ -n "${hold_bg:-}" ] && kill -KILL "$hold_bg" 2>/dev/null; exec 7>&-; true; }
-at_exit hold_stop
-(timeout -s KILL 60 bash -c 'echo $$ >"$0"; exec "$@"' "$T/hold.pid" \
-	env LD_PRELOAD="$SHIM" PMALLOC_SOCKET="$SOCK" PMALLOC_CONF="$NOFILE" "$HOLD" \
-	<"$T/in" >"$T/hold.out" 2>"$T/hold.err" 7>&-
-exit $?) 2>/dev/null 7>&- &
-hold_bg=$!
-wait_until 200 grep -qx listening "$T/hold.out" || fail "e2e_hold did not start: $(cat "$T/hold.err")"
-hpid=$(cat "$T/hold.pid")
+hold_served
 jsel 1 MESSAGE_ID=$MID_HANDED OBJECT_PID=$hpid >/dev/null || fail "e2e_hold got no policy"
 
 kill -STOP "$DPID"

@@ -13,32 +13,13 @@
 journald_ensure
 DEMO=$(readlink -f "$DEMO")
 HOLD=$(readlink -f "$HOLD")
-write_conf "$CONF" <<EOF
-version = 1;
-policies = (
-  {
-    name = "held";
-    match = { exe = [ "*/e2e_hold" ]; };
-    pools = ( { name = "config"; sites = [ "setup" ]; protect = [ "on-call:listen" ]; } );
-  }
-);
-EOF
+victim_conf "$CONF" held e2e_hold config on-call:listen
 # The file the programs fall back to: the shipped one.
 write_conf "$T/file.conf" <"$SRC/conf/pmalloc.conf"
 start_daemon
 
 # e2e_hold in the background, its stdin a fifo held open here on fd 7.
-mkfifo "$T/in"
-exec 7<>"$T/in"
-hold_stop() { [ -n "${hold_bg:-}" ] && kill -KILL "$hold_bg" 2>/dev/null; exec 7>&-; true; }
-at_exit hold_stop
-(timeout -s KILL 60 bash -c 'echo $$ >"$0"; exec "$@"' "$T/hold.pid" \
-	env LD_PRELOAD="$SHIM" PMALLOC_SOCKET="$SOCK" PMALLOC_CONF="$NOFILE" "$HOLD" \
-	<"$T/in" >"$T/hold.out" 2>"$T/hold.err" 7>&-
-exit $?) 2>/dev/null 7>&- &
-hold_bg=$!
-wait_until 200 grep -qx listening "$T/hold.out" || fail "e2e_hold did not start: $(cat "$T/hold.out" "$T/hold.err")"
-hpid=$(cat "$T/hold.pid")
+hold_served
 e=$(jsel 1 MESSAGE_ID=$MID_HANDED OBJECT_PID=$hpid) || fail "e2e_hold got no policy from pmallocd"
 expect_field "$e" PMALLOC_POLICY held
 e=$(jsel 1 MESSAGE_ID=$MID_PROTECTED OBJECT_PID=$hpid) || fail "e2e_hold: no pool-protected entry"

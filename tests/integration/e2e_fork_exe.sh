@@ -12,16 +12,7 @@
 
 FORK=$(readlink -f "$B/progs/e2e_fork")
 journald_ensure
-write_conf "$CONF" <<EOF
-version = 1;
-policies = (
-  {
-    name = "forked";
-    match = { exe = [ "*/e2e_fork" ]; };
-    pools = ( { name = "settings"; sites = [ "setup" ]; protect = [ "on-call:listen" ]; } );
-  }
-);
-EOF
+victim_conf "$CONF" forked e2e_fork settings on-call:listen
 start_daemon
 
 children=()

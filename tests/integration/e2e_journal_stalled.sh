@@ -12,14 +12,7 @@
 #     program: it runs to the end, or dies by SIGSEGV with its report line;
 #   - pmallocd started while the journal is stalled comes up.
 # Every case runs, bounded by `timeout`; the failures are listed at the end.
-if [ -z "${E2E_PRIVATE_NS:-}" ]; then
-	if [ "$(id -u)" != 0 ] || ! command -v unshare >/dev/null ||
-		! unshare -m --propagation private true 2>/dev/null; then
-		echo "skipped: needs root and unshare -m (a private mount namespace to fake the journal in)"
-		exit 77
-	fi
-	E2E_PRIVATE_NS=1 exec unshare -m --propagation private bash "$0" "$@"
-fi
+E2E_PRIVATE_NS_WHY='to fake the journal in'
 . "$(dirname "$0")/e2e_lib.sh"
 
 private_journal_dir
@@ -57,18 +50,7 @@ grep -q '^pmalloc\[[0-9]*\]: policy "demo" .* from pmallocd$' "$T/err" || fail "
 pass "pmallocd up, the journal read: a program gets its policy"
 
 # e2e_hold, served now, driven through a fifo on fd 7 later.
-HOLD=$(readlink -f "$HOLD")
-mkfifo "$T/in"
-exec 7<>"$T/in"
-hold_stop() { [ -n "${hold_bg:-}" ] && kill -KILL "$hold_bg" 2>/dev/null; exec 7>&-; true; }
-at_exit hold_stop
-(timeout -s KILL 60 bash -c 'echo $$ >"$0"; exec "$@"' "$T/hold.pid" \
-	env LD_PRELOAD="$SHIM" PMALLOC_SOCKET="$SOCK" PMALLOC_CONF="$NOFILE" "$HOLD" \
-	<"$T/in" >"$T/hold.out" 2>"$T/hold.err" 7>&-
-exit $?) 2>/dev/null 7>&- &
-hold_bg=$!
-wait_until 200 grep -qx listening "$T/hold.out" || fail "e2e_hold did not start: $(cat "$T/hold.err")"
-hpid=$(cat "$T/hold.pid")
+hold_served
 
 echo stall >&"${SINK[1]}"
 read -r -t 10 line <&"${SINK[0]}" || fail "e2e_sink did not stall"

@@ -33,6 +33,30 @@
 #                             stderr line gives it), checking LOC is in BIN
 #   count_is N LINES          LINES (JSON entries) are exactly N
 #   at_exit_first FN          FN runs at exit before the clean-ups so far
+#   victim_conf FILE POLICY EXE POOL TRIGGER [MODE] [DAEMON]
+#                             FILE holds one policy POLICY for */EXE (in
+#                             MODE), one pool POOL of the victims' site
+#                             "setup" protected at TRIGGER; DAEMON (e.g.
+#                             "report_burst = 5;") goes in the daemon group
+#   run_fed PROG...           PROG under the shim (hardened, $T/out and
+#                             $T/err) in the background, fed through the
+#                             fifo $T/cmds on fd 3; $runner waits for it
+#   hold_served [TRIES]       e2e_hold under the shim and pmallocd, in the
+#                             background (60 s at most), fed through the
+#                             fifo $T/in on fd 7, "listening": its pid in
+#                             $hpid, its output in $T/hold.out, .err
+#
+# A test that needs a private mount namespace (private_journal_dir) sets
+# E2E_PRIVATE_NS_WHY ("to hide the journal in") before sourcing this file:
+# it then runs again under `unshare -m`, or is skipped without root.
+if [ -n "${E2E_PRIVATE_NS_WHY:-}" ] && [ -z "${E2E_PRIVATE_NS:-}" ]; then
+	if [ "$(id -u)" != 0 ] || ! command -v unshare >/dev/null ||
+		! unshare -m --propagation private true 2>/dev/null; then
+		echo "skipped: needs root and unshare -m (a private mount namespace $E2E_PRIVATE_NS_WHY)"
+		exit 77
+	fi
+	E2E_PRIVATE_NS=1 exec unshare -m --propagation private bash "$0" "$@"
+fi
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/daemon_lib.sh"
 
@@ -48,10 +72,6 @@ for t in timeout nm objdump readelf journalctl; do
 	command -v "$t" >/dev/null || skip "$t not installed"
 done
 unset PMALLOC_DEBUG
-
-MID_VIOLATION=7df8f2fd7e8542c19da1343c00501acc
-MID_PROTECTED=4861793aed344e45916acf02f15da997
-MID_HANDED=26f986b8445b455b9a3a7a8b0d017fb8
 
 HPID=
 hardened() {
@@ -134,9 +154,8 @@ fault_symbol() {
 
 count_is() { [ "$(printf '%s' "$2" | grep -c .)" = "$1" ]; }
 
-# private_journal_dir: in a private mount namespace (the test re-executes
-# itself under `unshare -m` before sourcing this file, see
-# e2e_nojournal.sh), hide the machine's journal sockets under an empty
+# private_journal_dir: in a private mount namespace (E2E_PRIVATE_NS_WHY,
+# above), hide the machine's journal sockets under an empty
 # tmpfs, so "no journald" (or a fake one) is what the pieces see while the
 # machine's journald runs on untouched.  Refuses to mount anything in the
 # machine's own namespace.
@@ -153,6 +172,45 @@ private_journal_dir() {
 	[ -z "$(ls -A "$JOURNAL_DIR")" ] || fail "$JOURNAL_DIR is not empty"
 }
 
+
+victim_conf() {
+	write_conf "$1" <<EOF
+version = 1;
+${7:+daemon = { $7 \};}
+policies = (
+  {
+    name = "$2";
+    match = { exe = [ "*/$3" ]; };
+    ${6:+mode = \"$6\";}
+    pools = ( { name = "$4"; sites = [ "setup" ]; protect = [ "$5" ]; } );
+  }
+);
+EOF
+}
+
+runner=
+run_fed() {
+	mkfifo "$T/cmds"
+	hardened "$T/out" "$T/err" "$@" <"$T/cmds" &
+	runner=$!
+	exec 3>"$T/cmds"
+}
+
+hold_bg= hpid=
+_hold_stop() { [ -n "$hold_bg" ] && kill -KILL "$hold_bg" 2>/dev/null; exec 7>&-; true; }
+hold_served() {
+	mkfifo "$T/in"
+	exec 7<>"$T/in"
+	at_exit _hold_stop
+	(timeout -s KILL 60 bash -c 'echo $$ >"$0"; exec "$@"' "$T/hold.pid" \
+		env LD_PRELOAD="$SHIM" PMALLOC_SOCKET="$SOCK" PMALLOC_CONF="$NOFILE" "$(readlink -f "$HOLD")" \
+		<"$T/in" >"$T/hold.out" 2>"$T/hold.err" 7>&-
+	exit $?) 2>/dev/null 7>&- &
+	hold_bg=$!
+	wait_until "${1:-200}" grep -qx listening "$T/hold.out" ||
+		fail "e2e_hold did not start: $(cat "$T/hold.out" "$T/hold.err")"
+	hpid=$(cat "$T/hold.pid")
+}
 
 # at_exit_first FN: run FN at exit before the clean-ups registered so far
 # (daemon_lib.sh's SIGTERM-and-wait would wait forever on a stopped daemon).

@@ -11,22 +11,10 @@
 LOOP=$B/progs/e2e_loop
 [ -x "$LOOP" ] || fail "$LOOP not built"
 journald_ensure
-write_conf "$CONF" <<EOF2
-version = 1;
-policies = (
-  {
-    name = "loop";
-    match = { exe = [ "*/e2e_loop" ]; };
-    pools = ( { name = "config"; sites = [ "setup" ]; protect = [ "manual" ]; } );
-  }
-);
-EOF2
+victim_conf "$CONF" loop e2e_loop config manual
 start_daemon
 
-mkfifo "$T/cmds"
-hardened "$T/out" "$T/err" "$LOOP" <"$T/cmds" &
-runner=$!
-exec 3>"$T/cmds"
+run_fed "$LOOP"
 wait_until 100 grep -qx ready "$T/out" || fail "e2e_loop did not start: $(cat "$T/out" "$T/err")"
 pid=$(cat "$T/hardened.pid")
 printf 'state\n' >&3

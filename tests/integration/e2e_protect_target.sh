@@ -11,22 +11,10 @@
 WORKER=$B/progs/e2e_worker
 [ -x "$WORKER" ] || fail "$WORKER not built"
 journald_ensure
-write_conf "$CONF" <<EOF2
-version = 1;
-policies = (
-  {
-    name = "masters";
-    match = { exe = [ "*/e2e_worker" ]; };
-    pools = ( { name = "config"; sites = [ "setup" ]; protect = [ "manual" ]; } );
-  }
-);
-EOF2
+victim_conf "$CONF" masters e2e_worker config manual
 start_daemon
 
-mkfifo "$T/cmds"
-hardened "$T/out" "$T/err" "$WORKER" <"$T/cmds" &
-runner=$!
-exec 3>"$T/cmds"
+run_fed "$WORKER"
 wait_until 100 grep -q '^ready worker=' "$T/out" || fail "e2e_worker did not start: $(cat "$T/out" "$T/err")"
 pid=$(cat "$T/hardened.pid")
 worker=$(sed -n 's/^ready worker=//p' "$T/out")

@@ -11,7 +11,6 @@
 journald_ensure
 DEMO=$(readlink -f "$DEMO")
 HOLD=$(readlink -f "$HOLD")
-MID_POLICY=daf928bc276d4cc7b9b7976f4bb6e0fa
 write_conf "$CONF" <"$SRC/conf/pmalloc.conf"
 # The policy file the programs could fall back to has a policy for
 # e2e_hold: not reading it shows the daemon's answer was taken.

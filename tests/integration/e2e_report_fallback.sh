@@ -15,27 +15,13 @@
 N=2000
 journald_ensure
 HOLD=$(readlink -f "$HOLD")
-write_conf "$CONF" <<EOF2
-version = 1;
-daemon = { report_burst = 5; report_interval_s = 3600; };
-policies = (
-  {
-    name = "held";
-    match = { exe = [ "*/e2e_hold" ]; };
-    mode = "audit";
-    pools = ( { name = "config"; sites = [ "setup" ]; protect = [ "on-call:listen" ]; } );
-  }
-);
-EOF2
+victim_conf "$CONF" held e2e_hold config on-call:listen audit "report_burst = 5; report_interval_s = 3600;"
 start_daemon
 stopped=
 cont_daemon() { [ -n "$stopped" ] && [ -n "$DPID" ] && kill -CONT "$DPID" 2>/dev/null; true; }
 at_exit_first cont_daemon
 
-mkfifo "$T/cmds"
-hardened "$T/out" "$T/err" "$HOLD" <"$T/cmds" &
-runner=$!
-exec 3>"$T/cmds"
+run_fed "$HOLD"
 wait_until 100 grep -qx listening "$T/out" || fail "e2e_hold did not start: $(cat "$T/out" "$T/err")"
 pid=$(cat "$T/hardened.pid")
 jsel 1 MESSAGE_ID=$MID_HANDED OBJECT_PID=$pid >/dev/null || fail "e2e_hold got no policy from pmallocd"

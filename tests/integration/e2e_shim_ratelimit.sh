@@ -11,28 +11,14 @@
 
 journald_ensure
 HOLD=$(readlink -f "$HOLD")
-write_conf "$CONF" <<EOF2
-version = 1;
-daemon = { report_burst = 5; report_interval_s = 1; };
-policies = (
-  {
-    name = "held";
-    match = { exe = [ "*/e2e_hold" ]; };
-    mode = "audit";
-    pools = ( { name = "config"; sites = [ "setup" ]; protect = [ "on-call:listen" ]; } );
-  }
-);
-EOF2
+victim_conf "$CONF" held e2e_hold config on-call:listen audit "report_burst = 5; report_interval_s = 1;"
 # No daemon on $SOCK: the program reads the policy file itself.
 E2E_CONF=$CONF
 export E2E_CONF
 
 # Two windows: 500 writes, then (a window later) one more, which carries
 # the summary of the first window's drops.
-mkfifo "$T/cmds"
-hardened "$T/out" "$T/err" "$HOLD" <"$T/cmds" &
-runner=$!
-exec 3>"$T/cmds"
+run_fed "$HOLD"
 printf 'write 500\n' >&3
 wait_until 100 grep -q "wrote 500 times" "$T/out" || fail "e2e_hold did not write: $(cat "$T/out" "$T/err")"
 start=$(date +%s%N)

@@ -30,7 +30,7 @@ for h in 1 2; do
 	# shellcheck disable=SC2086
 	printf '%s\n' "__REALTIME_TIMESTAMP=$((now + h))" "__MONOTONIC_TIMESTAMP=$h" "_BOOT_ID=$mid" \
 		"_MACHINE_ID=$mid" "_HOSTNAME=web$h.example" \
-		MESSAGE_ID=7df8f2fd7e8542c19da1343c00501acc PRIORITY=2 "OBJECT_PID=$((4000 + h))" \
+		MESSAGE_ID=$MID_VIOLATION PRIORITY=2 "OBJECT_PID=$((4000 + h))" \
 		"MESSAGE=pmalloc: PID $((4000 + h)) wrote to protected pool \"config\"" \
 		"PMALLOC_POLICY=$pol" PMALLOC_POOL=config PMALLOC_MODE=enforce \
 		PMALLOC_EXE=/usr/sbin/nginx OBJECT_SYSTEMD_UNIT=nginx.service $writer "" >"$T/host$h.export"

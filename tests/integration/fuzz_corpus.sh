@@ -5,7 +5,7 @@
 # make check), so an input that once crashed a parser or decoder, or broke
 # the policy print->parse round trip, stays fixed.  make fuzz does the
 # fuzzing itself.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 n_names=0
 for dir in "$SRC"/tests/fuzz/*/; do

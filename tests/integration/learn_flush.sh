@@ -12,7 +12,6 @@
 
 SHIM=$B/libpmalloc_shim.so
 PROG=$B/progs/learn_prog
-MID_LEARNED=81abfd4bd92b4d58b67b434bbf0f7ac1
 [ -x "$PROG" ] || fail "$PROG is missing: run make check"
 journald_ensure
 unset PMALLOC_DEBUG

@@ -15,8 +15,6 @@
 
 SHIM=$B/libpmalloc_shim.so
 PROG=$B/progs/learn_prog
-MID_LEARNED=81abfd4bd92b4d58b67b434bbf0f7ac1
-MID_VIOLATION=7df8f2fd7e8542c19da1343c00501acc
 [ -x "$PROG" ] || fail "$PROG is missing: run make check"
 command -v strip >/dev/null || skip "strip (binutils) not installed"
 command -v journalctl >/dev/null || skip "journalctl not installed"

@@ -25,7 +25,6 @@ remote=/lib/systemd/systemd-journal-remote
 [ -x "$remote" ] || skip "systemd-journal-remote not installed"
 command -v python3 >/dev/null || skip "python3 not installed"
 command -v readelf >/dev/null || skip "readelf (binutils) not installed"
-MID_LEARNED=81abfd4bd92b4d58b67b434bbf0f7ac1
 
 # The program learned: a copy of a built test program (it has a build-id).
 EXE=$T/srv
@@ -37,9 +36,9 @@ BID=$(readelf -n "$EXE" | sed -n 's/.*Build ID: //p')
 # on stdin, one a line ('-' for an absent _EXE); writes the journal file $1.
 # Values after the 13 columns may hold anything but a tab (columns are tab-separated).
 mkjournal() {
-	python3 /dev/fd/3 "$1.export" "$EXE" "$BID" 3<<'PY' || return 1
+	python3 /dev/fd/3 "$1.export" "$EXE" "$BID" "$MID_LEARNED" 3<<'PY' || return 1
 import struct, sys, time
-out, exe, bid = sys.argv[1], sys.argv[2], sys.argv[3]
+out, exe, bid, mid_learned = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 now = int(time.time() * 1e6)
 recs = []
 for n, line in enumerate(sys.stdin.read().splitlines()):
@@ -50,7 +49,7 @@ for n, line in enumerate(sys.stdin.read().splitlines()):
     objects = str(max(1, int(b) // 16)) if int(b) else '0'
     f = [('__REALTIME_TIMESTAMP', str(now + n)), ('__MONOTONIC_TIMESTAMP', str(n + 1)),
          ('_BOOT_ID', host), ('_MACHINE_ID', host), ('_HOSTNAME', 'h' + host[:6]), ('_UID', uid),
-         ('_PID', pid), ('MESSAGE_ID', '81abfd4bd92b4d58b67b434bbf0f7ac1'), ('MESSAGE', 'learned'),
+         ('_PID', pid), ('MESSAGE_ID', mid_learned), ('MESSAGE', 'learned'),
          ('OBJECT_PID', pid), ('PMALLOC_POLICY', 'srv'), ('PMALLOC_POOL', pool), ('PMALLOC_EXE', exe),
          ('PMALLOC_TRIGGERS', 'on-wait'), ('PMALLOC_RUN', run), ('PMALLOC_EXE_BUILD_ID', bid),
          ('PMALLOC_POLICY_LOADED', loaded), ('PMALLOC_CHAIN', chain),

@@ -25,7 +25,6 @@
 SHIM=$B/libpmalloc_shim.so
 INJECT=$B/progs/liblearn_inject.so
 ctl=$B/pmallocctl
-MID_LEARNED=81abfd4bd92b4d58b67b434bbf0f7ac1
 [ -f "$INJECT" ] || fail "$INJECT is missing: run make check"
 command -v curl >/dev/null || skip "curl not installed"
 journald_ensure

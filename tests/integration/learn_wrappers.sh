@@ -17,8 +17,6 @@
 
 SHIM=$B/libpmalloc_shim.so
 PROG=$B/progs/ip_wrapchain
-MID_LEARNED=81abfd4bd92b4d58b67b434bbf0f7ac1
-MID_LATE=8060223fb81e4230b9e1d79734447b85
 [ -x "$PROG" ] || fail "$PROG is missing: run make check"
 command -v jq >/dev/null || skip "jq not installed"
 journald_ensure

@@ -4,7 +4,10 @@
 # Gives: $B (build dir), $B_USR (the build for make install PREFIX=/usr),
 # $SRC (source dir), $T (a private scratch dir removed on exit), fail/skip,
 # journald_ensure (a real systemd-journald: the machine's, or one started
-# here as root when none runs), journal_sync, wait_until.
+# here as root when none runs), journal_sync, wait_until; the MESSAGE_IDs
+# as $MID_VIOLATION, $MID_LEARNED, ... (every MID_* of msgid.h, read from
+# it: the one table the shim, pmallocd and pmallocctl include); run_ctl
+# and its $T/out, $T/err, $T/rc (below).
 set -u
 B=${PMALLOC_BUILD:?run through make check}
 SRC=${PMALLOC_SRC:?run through make check}
@@ -18,6 +21,18 @@ B_USR=$B/prefix-usr
 # This script's start: journal queries look no further back (pids are
 # reused, and the journal holds every earlier run's entries).
 TEST_SINCE=@$(date +%s)
+# The MESSAGE_IDs, by the names msgid.h gives them, from msgid.h itself.
+MSGID_H=$(find "$SRC/common" "$SRC/shim" -name msgid.h -print -quit 2>/dev/null)
+[ -n "$MSGID_H" ] || { echo "FAIL: msgid.h not found under $SRC"; exit 1; }
+eval "$(sed -n 's/^#define \(MID_[A-Z_]*\) *"\([0-9a-f]\{32\}\)".*/\1=\2/p' "$MSGID_H")"
+[ -n "${MID_VIOLATION:-}" ] && [ -n "${MID_LEARNED:-}" ] || { echo "FAIL: no MID_* read from $MSGID_H"; exit 1; }
+# run ARGS...: pmallocctl ARGS, its stdout in $T/out, stderr in $T/err and
+# exit status in $T/rc (rc prints it, answer both outputs), for the tests
+# that look at all three.
+ctl=$B/pmallocctl
+run() { "$ctl" "$@" >"$T/out" 2>"$T/err"; echo $? >"$T/rc"; }
+rc() { cat "$T/rc"; }
+answer() { cat "$T/out" "$T/err"; }
 _cleanup_fns=()
 _cleanup() { local f; for f in "${_cleanup_fns[@]}"; do $f; done; rm -rf "$T"; }
 trap _cleanup EXIT

@@ -8,13 +8,12 @@
 # PMALLOC_DEBUG, and in the journal's entry for a rule that protects
 # nothing; pmallocctl check warns of such a policy.  pmallocctl propose,
 # from a learn run of the program, names 256 and pins the others.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
 
 SHIM=$B/libpmalloc_shim.so
 PROG=$B/progs/many_sites
 CTL=$B/pmallocctl
-MID_UNMATCHED=1bbefd08c466424b957c3ee5b5856dbf
 [ -x "$PROG" ] || fail "$PROG is missing: run make check"
 command -v python3 >/dev/null || skip "python3 not installed (checks the JSON)"
 journald_ensure

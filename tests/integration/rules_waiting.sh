@@ -13,7 +13,6 @@
 
 SHIM=$B/libpmalloc_shim.so
 CTL=$B/pmallocctl
-MID_UNMATCHED=1bbefd08c466424b957c3ee5b5856dbf
 [ -x "$B/progs/ip_dlopen" ] || fail "ip_dlopen not built"
 journald_ensure
 unset PMALLOC_DEBUG

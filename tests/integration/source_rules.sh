@@ -3,15 +3,16 @@
 # source_rules.sh - the rules of the tree that a reader relies on, checked
 # on the sources themselves: nothing names the team's contract file (its
 # name is built below, so that this file does not hold it either: the
-# README and the man pages are the documentation); the MESSAGE_IDs are
+# README, ARCHITECTURE.md, HACKING.md, doc/ and the man pages are the
+# documentation); the MESSAGE_IDs are
 # defined once
 # (common/proto/msgid.h); the shim's kernel calls for memory, signals,
 # threads and clocks, and its raw system calls, are made in shim/sys/os.c
 # only (the rule is stated in os.c's opening comment).
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 cd "$SRC" || fail "cannot enter $SRC"
-dirs="README.md ARCHITECTURE.md Makefile mk common shim daemon include man conf systemd completion tests"
+dirs="README.md ARCHITECTURE.md HACKING.md doc Makefile mk shim common daemon include man conf systemd completion debian tests"
 
 contract=SPEC; contract=$contract.md
 hits=$(grep -rIlF "$contract" $dirs 2>/dev/null)
@@ -73,18 +74,28 @@ for d in "shim common" "daemon common"; do
 done
 pass "no import circles in shim/, daemon/ and common/"
 
-# The README's Layout or ARCHITECTURE.md's table names every source file of
-# common/, shim/ and daemon/ (by its path below its top folder, or by its
-# name in its folder's row), and every .c file opens with a comment.
-layout=$(sed -n '/^## Layout$/,/^## /p' README.md; cat ARCHITECTURE.md)
-for f in $(find common shim daemon -name '*.[ch]' | sort); do
+# The rooms of ARCHITECTURE.md name every source file of shim/, common/ and
+# daemon/ (by its name, in its folder's row), and every .c file opens with
+# a comment.
+src_dirs=$(ls -d shim common daemon 2>/dev/null)
+layout=$(sed -n '/^## The rooms$/,/^## /p' ARCHITECTURE.md)
+[ -n "$layout" ] || fail "ARCHITECTURE.md has no section \"The rooms\""
+for f in $(find $src_dirs -name '*.[ch]' | sort); do
 	n=${f##*/}
 	case $n in *.h) [ -f "${f%.h}.c" ] && continue ;; esac   # named with its .c
 	[[ $layout == *"\`$n\`"* || $layout == *"\`${n%.*}.c\`/\`$n\`"* ]] ||
-		fail "neither README Layout nor ARCHITECTURE.md names $f"
+		fail "ARCHITECTURE.md, The rooms, does not name $f"
 done
-for f in $(find common shim daemon -name '*.c'); do
+for f in $(find $src_dirs -name '*.c'); do
 	first=; IFS= read -r first <"$f"
 	[[ $first == '/*'* ]] || fail "$f does not open with a comment"
 done
-pass "README Layout or ARCHITECTURE.md names every source file; every .c file opens with a comment"
+pass "ARCHITECTURE.md names every source file; every .c file opens with a comment"
+
+# The test scripts take the MESSAGE_IDs from lib.sh ($MID_*, read from
+# msgid.h), never write one out.
+for id in $ids; do
+	other=$(grep -l "$id" tests/integration/*.sh)
+	[ -z "$other" ] || fail "MESSAGE_ID $id written out in $other (use lib.sh's \$MID_*)"
+done
+pass "no test script writes a MESSAGE_ID out"

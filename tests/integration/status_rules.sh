@@ -16,13 +16,12 @@
 # A client's rules message is checked like a report: one naming a pool not
 # handed to it is refused as forged; past the rate, messages are counted
 # and not kept.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
 
 SHIM=$B/libpmalloc_shim.so
 PROG=$B/progs/learn_prog
 CTL=$B/pmallocctl
-MID_UNMATCHED=1bbefd08c466424b957c3ee5b5856dbf
 [ -x "$PROG" ] || fail "$PROG is missing: run make check"
 command -v python3 >/dev/null || skip "python3 not installed (checks the JSON)"
 journald_ensure

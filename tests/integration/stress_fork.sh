@@ -7,7 +7,7 @@
 # exits 0 after finding the parent's objects intact, allocating, protecting
 # and checking the pools' accounting, and so does the parent.  Bounded: a
 # few seconds here.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 PROG=$B/progs/stress_api_fork
 MAX=262144

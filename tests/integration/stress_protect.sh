@@ -7,7 +7,7 @@
 # one is read-only, nothing written before a protect is lost, objects never
 # overlap, the pool's count is exact, and it ends (alarm, timeout).  Run
 # three times, as a race shows only sometimes; about a second in all.
-. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 PROG=$B/progs/stress_api_protect
 cat >"$T/pmalloc.conf" <<EOF

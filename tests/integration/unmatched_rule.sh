@@ -6,7 +6,6 @@
 
 SHIM=$B/libpmalloc_shim.so
 PROG=$B/progs/learn_prog
-MID_UNMATCHED=1bbefd08c466424b957c3ee5b5856dbf
 [ -x "$PROG" ] || fail "$PROG is missing: run make check"
 journald_ensure
 unset PMALLOC_DEBUG

@@ -36,11 +36,6 @@ static __attribute__((noinline)) char *make_config(size_t n)
 	return p;
 }
 
-static __attribute__((noinline)) void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
-
 static void *blocked_writer(void *arg)
 {
 	char *s = arg;

@@ -16,36 +16,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-struct config {
-	char name[32];
-	int port;
-};
-
-static struct config *setup(void)
-{
-	struct config *c = malloc(sizeof(*c));
-	if (!c)
-		exit(2);
-	strcpy(c->name, "alice");
-	c->port = 0;
-	return c;
-}
-
-/* The deliberate bug: volatile, so the compiler keeps the store. */
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
+#define E2E_NAME_INLINE
+#include "e2e_victim.h"
 
 int main(void)
 {
 	struct config *c = setup();
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 8) < 0) {
-		perror("listen");
-		return 2;
-	}
+	int fd = listen_loopback();
 	fflush(stdout);
 	pid_t child = fork();
 	if (child < 0) {

@@ -21,38 +21,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-struct config {
-	char *name;
-	int port;
-};
-
-static struct config *setup(void)
-{
-	struct config *c = malloc(sizeof(*c));
-	if (!c)
-		exit(2);
-	c->name = strdup("alice");
-	c->port = 0;
-	if (!c->name)
-		exit(2);
-	return c;
-}
-
-/* The deliberate bug: volatile, so the compiler keeps the store. */
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
+#include "e2e_victim.h"
 
 int main(void)
 {
 	struct config *c = setup();
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 8) < 0) {
-		perror("listen");
-		return 2;
-	}
+	int fd = listen_loopback();
 	printf("listening\n");
 	fflush(stdout);
 	char line[64];

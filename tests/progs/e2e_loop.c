@@ -17,27 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "prog.h"
+#include "e2e_victim.h"
 
-struct config {
-	char *name;
-	int port;
-};
-
-static struct config *setup(void)
-{
-	struct config *c = malloc(sizeof(*c));
-	if (!c)
-		exit(2);
-	c->name = strdup("alice");
-	c->port = 8080;
-	return c;
-}
-
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
 
 int main(void)
 {

@@ -14,15 +14,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "prog.h"
+
 int main(int argc, char **argv)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (argc != 2 || strlen(argv[1]) >= sizeof(sa.sun_path))
+	struct sockaddr_un sa;
+	if (argc != 2)
 		return 2;
-	strcpy(sa.sun_path, argv[1]);
-	unlink(argv[1]);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+	int fd = unix_bound(argv[1], SOCK_SEQPACKET, &sa);
+	if (fd < 0 || listen(fd, 64) < 0) {
 		perror("e2e_mute");
 		return 2;
 	}

@@ -19,38 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-struct config {
-	char name[32];
-	int port;
-};
-
-static struct config *setup(void)
-{
-	struct config *c = malloc(sizeof(*c));
-	if (!c)
-		exit(2);
-	strcpy(c->name, "alice");
-	c->port = 0;
-	return c;
-}
-
-/* The deliberate bug: volatile, so the compiler keeps the store. */
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
-
-static int listen_once(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 8) < 0) {
-		perror("listen");
-		exit(2);
-	}
-	return fd;
-}
+#define E2E_NAME_INLINE
+#include "e2e_victim.h"
 
 static double now(void)
 {
@@ -69,7 +39,7 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && strcmp(argv[1], "worker") == 0) {
 		c = setup();
-		fd = listen_once();
+		fd = listen_loopback();
 		corrupt(c->name, 'm');
 		close(fd);
 		return 0;
@@ -81,7 +51,7 @@ int main(int argc, char **argv)
 	exec_mode = argc == 3;
 	end = now() + atof(argv[1]);
 	c = setup();
-	fd = listen_once();
+	fd = listen_loopback();
 	while (now() < end) {
 		pid_t child;
 		int st;

@@ -21,27 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "prog.h"
+#include "e2e_victim.h"
 
-struct config {
-	char *name;
-	int port;
-};
-
-static struct config *setup(void)
-{
-	struct config *c = malloc(sizeof(*c));
-	if (!c)
-		exit(2);
-	c->name = strdup("alice");
-	c->port = 8080;
-	return c;
-}
-
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
 
 static void worker(const struct config *c, pid_t master)
 {

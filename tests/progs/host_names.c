@@ -172,11 +172,6 @@ static void host_called(const char *name)
 	}
 HOST_NAMES(DEFINE)
 
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
-
 static char *__attribute__((noinline)) load_secret(void)
 {
 	char *s = malloc(64);

@@ -15,11 +15,6 @@
 
 #include "prog.h"
 
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
-
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -27,14 +22,7 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static char *make_token(void)
-{
-	char *t = malloc(24);
-	if (!t)
-		exit(3);
-	strcpy(t, "token-abcdef");
-	return t;
-}
+STRING_SITE(make_token, 24, "token-abcdef")
 
 int main(int argc, char **argv)
 {

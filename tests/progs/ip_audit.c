@@ -25,19 +25,7 @@
 
 #include "prog.h"
 
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
-
-static char *make_secret(void)
-{
-	char *s = malloc(20);
-	if (!s)
-		exit(3);
-	strcpy(s, "secret");
-	return s;
-}
+STRING_SITE(make_secret, 20, "secret")
 
 static char *make_table(void)
 {

@@ -25,11 +25,6 @@ struct plugin_conf {
 	size_t n;
 };
 
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc < 2) {

@@ -16,19 +16,7 @@
 
 #include "prog.h"
 
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
-
-static char *make_state(void)
-{
-	char *s = malloc(32);
-	if (!s)
-		exit(3);
-	strcpy(s, "state: ready");
-	return s;
-}
+STRING_SITE(make_state, 32, "state: ready")
 
 int main(int argc, char **argv)
 {

@@ -15,11 +15,6 @@
 
 #include "prog.h"
 
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
-
 static char *make_key(void)
 {
 	char *k = malloc(64);

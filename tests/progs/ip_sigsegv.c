@@ -34,11 +34,6 @@ static sigjmp_buf env;
 static jmp_buf plain_env;
 static volatile sig_atomic_t hits;
 
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
-
 /* A NULL dereference the compiler cannot prove or drop. */
 static volatile char *volatile null_ptr;
 
@@ -83,14 +78,7 @@ static void on_segv_longjmp(int sig)
 	longjmp(plain_env, 1);
 }
 
-static char *make_secret(void)
-{
-	char *s = malloc(48);
-	if (!s)
-		exit(3);
-	strcpy(s, "the secret");
-	return s;
-}
+STRING_SITE(make_secret, 48, "the secret")
 
 static int install(const char *mode)
 {

@@ -21,31 +21,10 @@
 
 #include "prog.h"
 
-/* -1 when no shim is loaded. */
 
-/* Through a volatile pointer so the compiler keeps the deliberate bug. */
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
+STRING_SITE(make_secret, 20, "secret-0123456789")
 
-static char *make_secret(void)
-{
-	char *s = malloc(20);
-	if (!s)
-		exit(3);
-	strcpy(s, "secret-0123456789");
-	return s;
-}
-
-static char *make_scratch(void)
-{
-	char *s = malloc(20);
-	if (!s)
-		exit(3);
-	strcpy(s, "scratch");
-	return s;
-}
+STRING_SITE(make_scratch, 20, "scratch")
 
 int main(int argc, char **argv)
 {

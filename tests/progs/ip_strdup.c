@@ -18,11 +18,6 @@
 
 #include "prog.h"
 
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
-
 /* Not const: the compiler must not fold the copies into malloc + memcpy. */
 static char admin[] = "administrator";
 static char endpoint[] = "localhost:8080";

@@ -19,19 +19,7 @@
 
 #include "prog.h"
 
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
-
-static char *make_secret(void)
-{
-	char *s = malloc(48);
-	if (!s)
-		exit(3);
-	strcpy(s, "the secret");
-	return s;
-}
+STRING_SITE(make_secret, 48, "the secret")
 
 int main(int argc, char **argv)
 {

@@ -21,11 +21,6 @@
 
 #include "prog.h"
 
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
-
 void *xmalloc(size_t n);
 
 __attribute__((noinline)) void *xmalloc(size_t n)

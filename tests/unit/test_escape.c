@@ -94,17 +94,5 @@ START_TEST(test_every_byte)
 }
 END_TEST
 
-int main(void)
-{
-	Suite *s = suite_create("escape");
-	TCase *tc = tcase_create("escape");
-
-	tcase_add_test(tc, test_kept);
-	tcase_add_test(tc, test_controls);
-	tcase_add_test(tc, test_invalid_utf8);
-	tcase_add_test(tc, test_format_chars);
-	tcase_add_test(tc, test_cut_whole);
-	tcase_add_test(tc, test_every_byte);
-	suite_add_tcase(s, tc);
-	return test_run_suite(s);
-}
+TEST_MAIN("escape", test_kept, test_controls, test_invalid_utf8, test_format_chars,
+	  test_cut_whole, test_every_byte)

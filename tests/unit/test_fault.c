@@ -805,46 +805,33 @@ static Suite *fault_suite(void)
 {
 	Suite *s = suite_create("fault");
 
-	TCase *report = tcase_create("report");
-	tcase_add_test(report, test_write_to_unnamed_pool_is_reported_and_killed);
-	tcase_add_test(report, test_write_to_named_pool_names_it);
-	tcase_add_test(report, test_report_keeps_a_copy_of_a_long_name);
-	tcase_add_test(report, test_write_into_large_object_is_reported);
-	tcase_set_timeout(report, 30);
-	suite_add_tcase(s, report);
+	TCase *report = test_case(s, "report", 30);
+	TEST_ADD(report, test_write_to_unnamed_pool_is_reported_and_killed,
+		 test_write_to_named_pool_names_it, test_report_keeps_a_copy_of_a_long_name,
+		 test_write_into_large_object_is_reported);
 
-	TCase *other = tcase_create("other faults");
-	tcase_add_test(other, test_null_dereference_dies_silently);
-	tcase_add_test(other, test_siginfo_handler_is_chained_for_other_faults);
-	tcase_add_test(other, test_plain_handler_is_chained_for_other_faults);
-	tcase_add_test(other, test_resethand_handler_runs_once_then_default_kills);
-	tcase_add_test(other, test_siginfo_handler_is_not_run_for_pool_writes);
-	tcase_add_test(other, test_plain_handler_is_not_run_for_pool_writes);
-	tcase_add_test(other, test_raised_segv_with_default_action_kills);
-	tcase_add_test(other, test_sent_segv_with_default_action_kills);
-	tcase_add_test(other, test_sent_segv_is_ignored_when_ignored);
-	tcase_add_test(other, test_stack_overflow_with_sigaltstack_kills);
-	tcase_set_timeout(other, 30);
-	suite_add_tcase(s, other);
+	TCase *other = test_case(s, "other faults", 30);
+	TEST_ADD(other, test_null_dereference_dies_silently,
+		 test_siginfo_handler_is_chained_for_other_faults,
+		 test_plain_handler_is_chained_for_other_faults,
+		 test_resethand_handler_runs_once_then_default_kills,
+		 test_siginfo_handler_is_not_run_for_pool_writes,
+		 test_plain_handler_is_not_run_for_pool_writes, test_raised_segv_with_default_action_kills,
+		 test_sent_segv_with_default_action_kills, test_sent_segv_is_ignored_when_ignored,
+		 test_stack_overflow_with_sigaltstack_kills);
 
-	TCase *alt = tcase_create("altstack");
-	tcase_add_test(alt, test_pool_write_on_small_sigaltstack_is_reported);
-	tcase_add_test(alt, test_pool_write_on_7k_sigaltstack_is_reported);
-	tcase_add_test(alt, test_pool_write_on_2k_sigaltstack_is_reported);
-	suite_add_tcase(s, alt);
+	TCase *alt = test_case(s, "altstack", 0);
+	TEST_ADD(alt, test_pool_write_on_small_sigaltstack_is_reported,
+		 test_pool_write_on_7k_sigaltstack_is_reported, test_pool_write_on_2k_sigaltstack_is_reported);
 
-	TCase *blocked = tcase_create("blocked signals");
-	tcase_add_test(blocked, test_write_from_thread_blocking_all_signals_is_reported);
-	tcase_add_test(blocked, test_write_after_sigprocmask_full_is_reported);
-	tcase_add_test(blocked, test_write_from_thread_created_blocked_is_reported);
-	tcase_add_test(blocked, test_write_after_sigblock_is_reported);
-	tcase_add_test(blocked, test_full_mask_keeps_other_signals_blocked);
-	tcase_add_test(blocked, test_write_in_handler_with_full_mask_is_reported);
-	suite_add_tcase(s, blocked);
+	TCase *blocked = test_case(s, "blocked signals", 0);
+	TEST_ADD(blocked, test_write_from_thread_blocking_all_signals_is_reported,
+		 test_write_after_sigprocmask_full_is_reported,
+		 test_write_from_thread_created_blocked_is_reported, test_write_after_sigblock_is_reported,
+		 test_full_mask_keeps_other_signals_blocked, test_write_in_handler_with_full_mask_is_reported);
 
-	TCase *kernel = tcase_create("kernel writes");
-	tcase_add_test(kernel, test_read_into_protected_buffer_fails_with_efault);
-	suite_add_tcase(s, kernel);
+	TCase *kernel = test_case(s, "kernel writes", 0);
+	TEST_ADD(kernel, test_read_into_protected_buffer_fails_with_efault);
 	return s;
 }
 

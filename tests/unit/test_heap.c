@@ -215,14 +215,9 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("heap");
-	TCase *tc = tcase_create("bootstrap");
-	tcase_add_test(tc, test_bootstrap_pointers_go_back_to_glibc);
-	tcase_add_test(tc, test_realloc_during_the_search_stays_recorded);
-	tcase_add_test(tc, test_no_pointer_outstanding_no_check);
-	tcase_add_test(tc, test_allocation_under_way_keeps_the_check);
-	tcase_add_test(tc, test_allocator_known_no_glibc_pointer);
-	tcase_add_test(tc, test_found_allocator_is_one_object);
-	tcase_add_test(tc, test_free_entry_checks_once_the_arena_exists);
-	suite_add_tcase(s, tc);
+	TEST_ADD(test_case(s, "bootstrap", 0), test_bootstrap_pointers_go_back_to_glibc,
+		 test_realloc_during_the_search_stays_recorded, test_no_pointer_outstanding_no_check,
+		 test_allocation_under_way_keeps_the_check, test_allocator_known_no_glibc_pointer,
+		 test_found_allocator_is_one_object, test_free_entry_checks_once_the_arena_exists);
 	return test_run_suite(s);
 }

@@ -1638,87 +1638,53 @@ static Suite *pool_suite(void)
 {
 	Suite *s = suite_create("pool");
 
-	TCase *api = tcase_create("api");
-	tcase_add_test(api, test_create_pool_gives_distinct_pools);
-	tcase_add_test(api, test_alignment_and_usable_size_for_all_sizes);
-	tcase_add_test(api, test_midsize_objects_do_not_overlap);
-	tcase_add_test(api, test_size_zero_gives_distinct_objects);
-	tcase_add_test(api, test_pzalloc_zeroes);
-	tcase_add_test(api, test_pcalloc_zeroes);
-	tcase_add_test(api, test_pzalloc_zeroes_recycled_memory);
-	tcase_add_test(api, test_pcalloc_zeroes_recycled_memory);
-	tcase_add_test(api, test_pmalloc_array_gives_n_times_size);
-	tcase_add_test(api, test_pmalloc_array_overflow_is_enomem);
-	tcase_add_test(api, test_pcalloc_overflow_is_enomem);
-	tcase_add_test(api, test_huge_size_is_enomem);
-	tcase_add_test(api, test_null_pool_allocations_are_einval);
-	tcase_add_test(api, test_null_pool_protect_and_destroy_are_noops);
-	tcase_add_test(api, test_pstrdup_copies);
-	tcase_add_test(api, test_pstrdup_null_is_einval);
-	tcase_set_timeout(api, 30);
-	suite_add_tcase(s, api);
+	TCase *api = test_case(s, "api", 30);
+	TEST_ADD(api, test_create_pool_gives_distinct_pools,
+		 test_alignment_and_usable_size_for_all_sizes, test_midsize_objects_do_not_overlap,
+		 test_size_zero_gives_distinct_objects, test_pzalloc_zeroes, test_pcalloc_zeroes,
+		 test_pzalloc_zeroes_recycled_memory, test_pcalloc_zeroes_recycled_memory,
+		 test_pmalloc_array_gives_n_times_size, test_pmalloc_array_overflow_is_enomem,
+		 test_pcalloc_overflow_is_enomem, test_huge_size_is_enomem,
+		 test_null_pool_allocations_are_einval, test_null_pool_protect_and_destroy_are_noops,
+		 test_pstrdup_copies, test_pstrdup_null_is_einval);
 
-	TCase *prot = tcase_create("protect");
+	TCase *prot = test_case(s, "protect", 30);
 	tcase_add_test_raise_signal(prot, test_protect_makes_earlier_objects_read_only, SIGSEGV);
-	tcase_add_test(prot, test_reads_work_after_protect);
-	tcase_add_test(prot, test_objects_after_protect_stay_writable);
+	TEST_ADD(prot, test_reads_work_after_protect, test_objects_after_protect_stay_writable);
 	tcase_add_test_raise_signal(prot, test_next_protect_covers_later_objects, SIGSEGV);
-	tcase_add_test(prot, test_protect_with_nothing_new_changes_nothing);
-	tcase_add_test(prot, test_protect_of_empty_pool_changes_nothing);
-	tcase_add_test(prot, test_protected_64mib_pool_is_one_mapping);
-	tcase_add_test(prot, test_protect_gives_up_page_tail);
-	tcase_add_test(prot, test_is_protected_outside_pools_is_zero);
-	tcase_add_test(prot, test_is_protected_follows_protect);
-	tcase_add_test(prot, test_is_protected_cost_does_not_depend_on_object_size);
-	tcase_add_test(prot, test_large_objects_work_and_are_protected);
+	TEST_ADD(prot, test_protect_with_nothing_new_changes_nothing,
+		 test_protect_of_empty_pool_changes_nothing, test_protected_64mib_pool_is_one_mapping,
+		 test_protect_gives_up_page_tail, test_is_protected_outside_pools_is_zero,
+		 test_is_protected_follows_protect, test_is_protected_cost_does_not_depend_on_object_size,
+		 test_large_objects_work_and_are_protected);
 	tcase_add_test_raise_signal(prot, test_large_object_write_after_protect_faults, SIGSEGV);
-	tcase_set_timeout(prot, 30);
-	suite_add_tcase(s, prot);
 
-	TCase *maps = tcase_create("mapping exhaustion");
-	tcase_add_test(maps, test_is_protected_is_truthful_when_protect_runs_out_of_mappings);
-	tcase_add_test(maps, test_protect_retries_after_running_out_of_mappings);
-	tcase_set_timeout(maps, 60);
-	suite_add_tcase(s, maps);
+	TCase *maps = test_case(s, "mapping exhaustion", 60);
+	TEST_ADD(maps, test_is_protected_is_truthful_when_protect_runs_out_of_mappings,
+		 test_protect_retries_after_running_out_of_mappings);
 
-	TCase *mem = tcase_create("memory");
-	tcase_add_test(mem, test_small_objects_are_dense);
-	tcase_add_test(mem, test_destroy_returns_memory);
+	TCase *mem = test_case(s, "memory", 60);
+	TEST_ADD(mem, test_small_objects_are_dense, test_destroy_returns_memory);
 	tcase_add_test_raise_signal(mem, test_destroyed_memory_is_inaccessible, SIGSEGV);
-	tcase_add_test(mem, test_many_pools_memory_does_not_grow);
-	tcase_add_test(mem, test_one_object_pool_is_one_page);
-	tcase_add_test(mem, test_memory_is_populated_ahead_within_bound);
-	tcase_add_test(mem, test_large_pool_first_touches_take_huge_pages);
-	tcase_set_timeout(mem, 60);
-	suite_add_tcase(s, mem);
+	TEST_ADD(mem, test_many_pools_memory_does_not_grow, test_one_object_pool_is_one_page,
+		 test_memory_is_populated_ahead_within_bound, test_large_pool_first_touches_take_huge_pages);
 
-	TCase *misuse = tcase_create("misuse");
-	tcase_add_test(misuse, test_destroyed_pool_use_aborts);
-	tcase_add_test(misuse, test_double_destroy_aborts);
-	tcase_add_test(misuse, test_garbage_pool_pointer_aborts);
-	suite_add_tcase(s, misuse);
+	TCase *misuse = test_case(s, "misuse", 0);
+	TEST_ADD(misuse, test_destroyed_pool_use_aborts, test_double_destroy_aborts,
+		 test_garbage_pool_pointer_aborts);
 
-	TCase *ext = tcase_create("extensions");
-	tcase_add_test(ext, test_named_pool_stats);
-	tcase_add_test(ext, test_named_pool_with_null_name_works);
-	tcase_add_test(ext, test_free_of_pool_objects_is_counted_and_harmless);
-	tcase_add_test(ext, test_realloc_of_pool_object_without_policy_moves_to_heap);
-	tcase_add_test(ext, test_pool_stats_null_is_einval);
-	tcase_add_test(ext, test_unknown_flags_are_einval);
-	tcase_add_test(ext, test_sealed_pool_cannot_be_unprotected);
-	tcase_add_test(ext, test_sealed_pool_stats_say_sealed);
-	tcase_add_test(ext, test_sealed_pool_destroy_keeps_memory_readable);
-	suite_add_tcase(s, ext);
+	TCase *ext = test_case(s, "extensions", 0);
+	TEST_ADD(ext, test_named_pool_stats, test_named_pool_with_null_name_works,
+		 test_free_of_pool_objects_is_counted_and_harmless,
+		 test_realloc_of_pool_object_without_policy_moves_to_heap, test_pool_stats_null_is_einval,
+		 test_unknown_flags_are_einval, test_sealed_pool_cannot_be_unprotected,
+		 test_sealed_pool_stats_say_sealed, test_sealed_pool_destroy_keeps_memory_readable);
 
-	TCase *threads = tcase_create("threads");
-	tcase_add_test(threads, test_threads_allocate_while_protecting);
-	tcase_add_test(threads, test_exited_threads_leave_no_region_behind);
-	tcase_add_test(threads, test_many_pools_used_in_turn);
-	tcase_add_test(threads, test_is_protected_means_read_only);
-	tcase_add_test(threads, test_fork_child_protects_other_threads_objects);
-	tcase_add_test(threads, test_large_spans_use_huge_pages);
-	tcase_set_timeout(threads, 120);
-	suite_add_tcase(s, threads);
+	TCase *threads = test_case(s, "threads", 120);
+	TEST_ADD(threads, test_threads_allocate_while_protecting,
+		 test_exited_threads_leave_no_region_behind, test_many_pools_used_in_turn,
+		 test_is_protected_means_read_only, test_fork_child_protects_other_threads_objects,
+		 test_large_spans_use_huge_pages);
 	return s;
 }
 

@@ -233,12 +233,7 @@ END_TEST
 int main(void)
 {
 	Suite *s = suite_create("propose");
-	TCase *tc = tcase_create("counts");
-	tcase_add_test(tc, test_split);
-	tcase_add_test(tc, test_clean);
-	tcase_add_test(tc, test_render);
-	tcase_add_test(tc, test_max_bytes_counts_early);
-	tcase_add_test(tc, test_site_weighs_early_together);
-	suite_add_tcase(s, tc);
+	TEST_ADD(test_case(s, "counts", 0), test_split, test_clean, test_render,
+		 test_max_bytes_counts_early, test_site_weighs_early_together);
 	return test_run_suite(s);
 }
