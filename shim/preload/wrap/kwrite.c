@@ -43,6 +43,10 @@
 
 #include <errno.h>
 #include <string.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -80,6 +84,10 @@ static pread_fn _Atomic real_pread, real_pread64;
 static readv_fn _Atomic real_readv;
 static recvfrom_fn _Atomic real_recvfrom;
 static recvmsg_fn _Atomic real_recvmsg;
+typedef int (*recvmmsg_fn)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
+typedef long (*syscall_fn)(long, long, long, long, long, long, long);
+static recvmmsg_fn _Atomic real_recvmmsg;
+static syscall_fn _Atomic real_syscall;
 
 
 __attribute__((constructor)) static void kwrite_init(void)
@@ -90,6 +98,8 @@ __attribute__((constructor)) static void kwrite_init(void)
 	(void)LIBC(real_readv, "readv");
 	(void)LIBC(real_recvfrom, "recvfrom");
 	(void)LIBC(real_recvmsg, "recvmsg");
+	(void)LIBC(real_recvmmsg, "recvmmsg");
+	(void)LIBC(real_syscall, "syscall");
 }
 
 
@@ -416,6 +426,180 @@ static cold ssize_t recvmsg_slow(ssize_t (*fn)(int, struct msghdr *, int), uintp
 
 KW_WRAP(recvmsg, recvmsg, (int fd, struct msghdr *msg, int flags), (fd, msg, flags),
 	msg && msg_may_touch(msg), recvmsg_slow(fn, CALLER(), fd, msg, flags))
+
+/* ---- calls learn mode opens the pages of, before the kernel writes ----
+ *
+ * recvmmsg, preadv (and preadv2), getsockopt, ioctl and syscall(2): a
+ * learn pool's protected page among the buffers the kernel will write is
+ * opened first and its context marked written (learn_let_through), as a
+ * fault would; the call is then made as it is.  Audit and enforce pools
+ * are not bounced here: their protected buffers get EFAULT, as before
+ * these calls were interposed (the README's "not covered").  ioctl and
+ * syscall do not say how long their buffers are: ioctl's _IOC_SIZE where
+ * the request encodes one, else LEARN_GUESS bytes; syscall's for the calls
+ * that write a buffer of known length (read, pread64, readv, preadv,
+ * preadv2, recvfrom, recvmsg, recvmmsg, getrandom, getsockopt); other
+ * raw calls are not looked at (the README's "not covered").  A guess
+ * too long marks a neighbouring context written (it is then not proposed:
+ * less protection, never a false kill); one too short, a kernel write past
+ * it, is an EFAULT the program sees in learn mode as in enforce. */
+#define LEARN_GUESS 64
+
+/* Learn pools' protected pages of [p, p+len) opened, their contexts marked. */
+static void learn_open(const void *p, size_t len)
+{
+	if (!p || len == 0 || !kwrite_may_touch(p, len) || !learn_active())
+		return;
+	uintptr_t a = (uintptr_t)p, end = a + len;
+	while (a < end && a >= (uintptr_t)p) {
+		struct pool_hit hit;
+		if (pool_lookup((const void *)a, &hit) && hit.is_protected)
+			(void)learn_let_through(&hit, a);
+		a = (a | (os_page_size - 1)) + 1;
+	}
+}
+
+static void learn_open_iov(const struct iovec *iov, size_t cnt)
+{
+	/* The vector itself may lie in pool memory: the kernel only reads it. */
+	for (size_t i = 0; iov && i < cnt && i < 1024; i++)
+		learn_open(iov[i].iov_base, iov[i].iov_len);
+}
+
+static void learn_open_msg(struct msghdr *m)
+{
+	if (!m)
+		return;
+	learn_open(m, sizeof(*m));     /* msg_namelen, msg_controllen, msg_flags */
+	learn_open(m->msg_name, m->msg_namelen);
+	learn_open(m->msg_control, m->msg_controllen);
+	learn_open_iov(m->msg_iov, m->msg_iovlen);
+}
+
+static void learn_open_mmsg(struct mmsghdr *v, size_t n)
+{
+	if (!v)
+		return;
+	learn_open(v, n * sizeof(*v));
+	for (size_t i = 0; i < n && i < 1024; i++)
+		learn_open_msg(&v[i].msg_hdr);
+}
+
+typedef ssize_t (*preadv_fn)(int, const struct iovec *, int, off_t);
+typedef ssize_t (*preadv2_fn)(int, const struct iovec *, int, off_t, int);
+typedef int (*getsockopt_fn)(int, int, int, void *, socklen_t *);
+typedef int (*ioctl_fn)(int, unsigned long, void *);
+static preadv_fn _Atomic real_preadv, real_preadv64;
+static preadv2_fn _Atomic real_preadv2, real_preadv64v2;
+static getsockopt_fn _Atomic real_getsockopt;
+static ioctl_fn _Atomic real_ioctl;
+
+PMALLOC_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *t)
+{
+	recvmmsg_fn fn = LIBC(real_recvmmsg, "recvmmsg");
+	if (unlikely(!fn))
+		return (int)no_libc();
+	if (unlikely(v && learn_active()))
+		learn_open_mmsg(v, n);
+	return fn(fd, v, n, flags, t);
+}
+
+#define PREADV(name, type, params, args) \
+	PMALLOC_EXPORT ssize_t name params \
+	{ \
+		type fn = LIBC(real_##name, #name); \
+		if (unlikely(!fn)) \
+			return no_libc(); \
+		if (unlikely(learn_active()) && cnt > 0) \
+			learn_open_iov(iov, (size_t)cnt); \
+		return fn args; \
+	}
+PREADV(preadv, preadv_fn, (int fd, const struct iovec *iov, int cnt, off_t off), (fd, iov, cnt, off))
+PREADV(preadv64, preadv_fn, (int fd, const struct iovec *iov, int cnt, off_t off), (fd, iov, cnt, off))
+PREADV(preadv2, preadv2_fn, (int fd, const struct iovec *iov, int cnt, off_t off, int flags),
+       (fd, iov, cnt, off, flags))
+PREADV(preadv64v2, preadv2_fn, (int fd, const struct iovec *iov, int cnt, off_t off, int flags),
+       (fd, iov, cnt, off, flags))
+
+PMALLOC_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	getsockopt_fn fn = LIBC(real_getsockopt, "getsockopt");
+	if (unlikely(!fn))
+		return (int)no_libc();
+	if (unlikely(learn_active()) && (kwrite_may_touch(len, sizeof(*len)) || kwrite_may_touch(val, 1))) {
+		learn_open(len, sizeof(*len));
+		learn_open(val, len ? *len : 0);
+	}
+	return fn(fd, level, name, val, len);
+}
+
+PMALLOC_EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	va_start(ap, req);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	ioctl_fn fn = LIBC(real_ioctl, "ioctl");
+	if (unlikely(!fn))
+		return (int)no_libc();
+	if (unlikely(kwrite_may_touch(arg, 1)) && learn_active())
+		learn_open(arg, (_IOC_DIR(req) & _IOC_READ) && _IOC_SIZE(req) ? _IOC_SIZE(req) : LEARN_GUESS);
+	return fn(fd, req, arg);
+}
+
+/* syscall(2)'s arguments a[0..5] for call nr: its written buffers opened. */
+static cold void learn_open_syscall(long nr, const long *a)
+{
+	switch (nr) {
+	case SYS_read: case SYS_pread64:
+		learn_open((void *)a[1], (size_t)a[2]);
+		break;
+	case SYS_readv: case SYS_preadv: case SYS_preadv2:
+		learn_open_iov((const struct iovec *)a[1], (size_t)a[2]);
+		break;
+	case SYS_recvfrom:
+		learn_open((void *)a[1], (size_t)a[2]);
+		learn_open((void *)a[5], sizeof(socklen_t));
+		learn_open((void *)a[4], a[5] ? *(const socklen_t *)a[5] : LEARN_GUESS);
+		break;
+	case SYS_recvmsg:
+		learn_open_msg((struct msghdr *)a[1]);
+		break;
+	case SYS_recvmmsg:
+		learn_open_mmsg((struct mmsghdr *)a[1], (size_t)a[2]);
+		break;
+	case SYS_getrandom:
+		learn_open((void *)a[0], (size_t)a[1]);
+		break;
+	case SYS_getsockopt:
+		learn_open((void *)a[4], sizeof(socklen_t));
+		learn_open((void *)a[3], a[4] ? *(const socklen_t *)a[4] : LEARN_GUESS);
+		break;
+	default:
+		/* Others (the shim's own mprotect and mmap come this way too:
+		 * os.c's calls bind to this export) as they are. */
+		break;
+	}
+}
+
+PMALLOC_EXPORT long syscall(long nr, ...)
+{
+	long a[6];
+	va_list ap;
+	va_start(ap, nr);
+	/* As libc's own: six words whatever the call takes (the registers). */
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	syscall_fn fn = LIBC(real_syscall, "syscall");
+	if (unlikely(!fn))
+		return no_libc();
+	if (unlikely(learn_active()) && (kwrite_may_touch((void *)a[0], 1) || kwrite_may_touch((void *)a[1], 1) ||
+					 kwrite_may_touch((void *)a[2], 1) || kwrite_may_touch((void *)a[3], 1) ||
+					 kwrite_may_touch((void *)a[4], 1) || kwrite_may_touch((void *)a[5], 1)))
+		learn_open_syscall(nr, a);
+	return fn(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
 
 /* ---- the calls trigger.c interposes (it passes their real function) ---- */
 
