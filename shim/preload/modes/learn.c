@@ -50,9 +50,11 @@
 #include "shim.h"
 #include "site.h"
 #include "symtab.h"
+#include "libc.h"
 
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +80,12 @@ struct lctx {
 	_Atomic uint64_t late_objects, late_bytes;
 	_Atomic uint64_t written_bytes;    /* live bytes at the first mark */
 	_Atomic uint8_t written;
+	/* What the journal has of it (flush_lock): its counts as last sent,
+	 * in flush epoch sent_epoch (a forked child starts a new epoch: its
+	 * entries are its own, all sent again). */
+	uint32_t sent_epoch;
+	uint8_t sent_written;
+	uint64_t sent_objects, sent_freed, sent_late;
 };
 
 struct lane {
@@ -97,6 +105,22 @@ static _Atomic uint64_t *opened;       /* per arena page: made writable by learn
 static _Atomic uint64_t lost;          /* allocations no context could take (table full) */
 static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The delivery (README, "Learned entries"): this process's flushes are
+ * numbered (PMALLOC_LEARN_SEQ, from 1 in each process); entries journald
+ * did not take are counted (PMALLOC_LEARN_UNSENT, this process's total)
+ * and their contexts sent again at the next flush.  flush_lock. */
+static uint32_t flush_epoch = 1, flush_seq;
+static uint64_t unsent;
+/* The periodic flush: a thread of the shim's, started at the first protect
+ * of a learn pool, every interval_s (PMALLOC_LEARN_INTERVAL, seconds;
+ * 0: none).  A forked child starts its own. */
+#define LEARN_INTERVAL_S 10
+static unsigned interval_s = LEARN_INTERVAL_S;
+static _Atomic int flusher;            /* 1 once started in this process */
+/* The executable as it was at start-up: a chroot or a dropped privilege
+ * hides /proc/self/exe later (haproxy). */
+static char exe_path[512];
+static char exe_build_id[SYMTAB_BUILD_ID_MAX];
 /* This process's learn run (LEARN-FORMAT: PMALLOC_RUN), hex; a forked
  * child keeps it (the same run of the program). */
 static char run_id[33];
@@ -317,6 +341,41 @@ static void lock_drop(void)
 	pthread_mutex_unlock(&learn_lock);
 }
 
+static void flusher_start(void);
+
+/* The forked child: its own flushes (a new epoch: every context is sent
+ * again under its pid), its own periodic thread where its parent had one;
+ * a flush the fork copied half-way is the parent's (the lock starts
+ * again: the child has one thread). */
+static void lock_child(void)
+{
+	pthread_mutex_unlock(&learn_lock);
+	pthread_mutex_init(&flush_lock, NULL);
+	flush_epoch++;
+	flush_seq = 0;
+	unsent = 0;
+	if (atomic_exchange(&flusher, 0))
+		flusher_start();
+}
+
+static int exe_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	if (info->dlpi_name && info->dlpi_name[0])
+		return 0;
+	if (!symtab_build_id(info->dlpi_phdr, info->dlpi_phnum, info->dlpi_addr, exe_build_id))
+		exe_build_id[0] = '\0';
+	return 1;
+}
+
+static void exe_at_start(void)
+{
+	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+	exe_path[n > 0 ? n : 0] = '\0';
+	dl_iterate_phdr(exe_object, NULL);
+}
+
 static void new_run_id(void)
 {
 	unsigned char r[16];
@@ -348,9 +407,17 @@ bool learn_init(const struct shim_state *st)
 	page_ctx = pg;
 	opened = o;
 	new_run_id();
+	exe_at_start();
+	const char *iv = secure_getenv("PMALLOC_LEARN_INTERVAL");
+	if (iv && *iv) {
+		char *end;
+		unsigned long v = strtoul(iv, &end, 10);
+		if (!*end && v <= 86400)
+			interval_s = (unsigned)v;
+	}
 	/* Registered after pool.c's handlers (the pools exist): taken before
 	 * the pools' locks, the order learn_alloc() takes them in. */
-	pthread_atfork(lock_take, lock_drop, lock_drop);
+	pthread_atfork(lock_take, lock_drop, lock_child);
 	learn_stop_init();
 	learn_st = st;
 	return true;
@@ -380,6 +447,12 @@ struct flush_ctx {
 	char exe_build_id[SYMTAB_BUILD_ID_MAX];
 	size_t lo, hi;                     /* the frames of the object being read */
 };
+
+/* The frames named by the last flush, by address (flush_lock): a periodic
+ * flush reads no symbol file for them again, and names them still once a
+ * chroot hides the files. */
+static struct lframe *named;
+static size_t n_named;
 
 static int uptr_cmp(const void *a, const void *b)
 {
@@ -564,8 +637,8 @@ static const char *grouped(char *buf, size_t len, uint64_t v)
 	return buf;
 }
 
-static void flush_one(const struct flush_ctx *c, const struct lctx *x, const char *reason, char *chain,
-		      size_t chain_len)
+static bool flush_one(const struct flush_ctx *c, const struct lctx *x, uint32_t id, const char *reason,
+		      char *chain, size_t chain_len)
 {
 	const struct shim_state *st = learn_st;
 	const struct pimg_pool *pp = pimg_pool(st->image, x->pool);
@@ -625,48 +698,80 @@ static void flush_one(const struct flush_ctx *c, const struct lctx *x, const cha
 		.trigger_live_bytes = bytes - eb, .late_objects = atomic_load(&x->late_objects),
 		.late_bytes = atomic_load(&x->late_bytes), .written_bytes = atomic_load(&x->written_bytes),
 		.written = atomic_load(&x->written) != 0, .named = fr && fr->func[0],
+		.seq = flush_seq, .ctx = id, .unsent = unsent, .protected = pool_closed(st->pools[x->pool].pool),
 	};
-	journal_learned(&j);
+	return journal_learned(&j);
 }
 
-static void flush_locked(const char *reason)
+/* Does context x need an entry in this flush? all: every context with
+ * objects; else those whose counts moved since the journal took them. */
+static bool flush_due(const struct lctx *x, bool all)
+{
+	uint64_t objects = atomic_load(&x->objects), late = atomic_load(&x->late_objects);
+	if (!objects && !late)
+		return false;
+	return all || x->sent_epoch != flush_epoch || x->sent_objects != objects || x->sent_late != late ||
+	       x->sent_freed != atomic_load(&x->freed_objects) || x->sent_written != atomic_load(&x->written);
+}
+
+static void flush_locked(const char *reason, bool all)
 {
 	struct flush_ctx c;
 	memset(&c, 0, sizeof(c));
 	uint32_t n_ctx_now = __atomic_load_n(&n_ctx, __ATOMIC_ACQUIRE);
+	size_t due = 0;
+	for (uint32_t id = 1; id < n_ctx_now; id++)
+		due += flush_due(&ctxs[id], all);
+	if (!due)
+		return;
 	/* Every frame of every context, once. */
-	uintptr_t *all = heap_malloc((size_t)n_ctx_now * (LEARN_FRAMES + 1) * sizeof(*all) + 1);
+	uintptr_t *all_fr = heap_malloc((size_t)n_ctx_now * (LEARN_FRAMES + 1) * sizeof(*all_fr) + 1);
 	char *chain = heap_malloc(8192);
-	if (!all || !chain) {
-		heap_free(all);
+	if (!all_fr || !chain) {
+		heap_free(all_fr);
 		heap_free(chain);
 		return;
 	}
 	size_t n_all = 0;
 	for (uint32_t id = 1; id < n_ctx_now; id++) {
 		for (unsigned k = 0; k < ctxs[id].n_frames && k < LEARN_FRAMES; k++)
-			all[n_all++] = ctxs[id].frames[k];
+			all_fr[n_all++] = ctxs[id].frames[k];
 		uintptr_t sa = site_address(ctxs[id].site);
 		if (sa)
-			all[n_all++] = sa;
+			all_fr[n_all++] = sa;
 	}
-	qsort(all, n_all, sizeof(*all), uptr_cmp);
+	qsort(all_fr, n_all, sizeof(*all_fr), uptr_cmp);
 	c.fr = heap_calloc(n_all + 1, sizeof(*c.fr));
 	if (!c.fr) {
-		heap_free(all);
+		heap_free(all_fr);
 		heap_free(chain);
 		return;
 	}
-	for (size_t k = 0; k < n_all; k++)
-		if (k == 0 || all[k] != all[k - 1]) {
-			c.fr[c.n].ra = all[k];
+	/* Frames the last flush named keep their names (a binary search in
+	 * the old table); only objects with frames new since are read. */
+	bool *known = heap_calloc(n_all + 1, sizeof(*known));
+	for (size_t k = 0, o = 0; k < n_all; k++)
+		if (k == 0 || all_fr[k] != all_fr[k - 1]) {
+			c.fr[c.n].ra = all_fr[k];
 			c.fr[c.n].obj = -1;
+			while (o < n_named && named[o].ra < all_fr[k])
+				o++;
+			if (o < n_named && named[o].ra == all_fr[k]) {
+				memcpy(c.fr[c.n].func, named[o].func, sizeof(c.fr[c.n].func));
+				if (known)
+					known[c.n] = true;
+			}
 			c.n++;
 		}
-	heap_free(all);
-	ssize_t n = readlink("/proc/self/exe", c.exe, sizeof(c.exe) - 1);
-	c.exe[n > 0 ? n : 0] = '\0';
+	heap_free(all_fr);
+	snprintf(c.exe, sizeof(c.exe), "%s", exe_path);
+	if (!c.exe[0]) {
+		ssize_t n = readlink("/proc/self/exe", c.exe, sizeof(c.exe) - 1);
+		c.exe[n > 0 ? n : 0] = '\0';
+	}
 	dl_iterate_phdr(visit_object, &c);
+	if (exe_build_id[0])
+		memcpy(c.exe_build_id, exe_build_id, sizeof(c.exe_build_id));
 	/* Name the frames of each object from its symbol table (read once per
 	 * object); the frames are sorted by address, an object's adjacent. */
 	for (size_t o = 0; o < c.n_objs; o++) {
@@ -674,40 +779,119 @@ static void flush_locked(const char *reason)
 		while (lo < c.n && c.fr[lo].obj != (int)o)
 			lo++;
 		size_t hi = lo;
-		while (hi < c.n && c.fr[hi].obj == (int)o)
+		bool fresh = false;
+		while (hi < c.n && c.fr[hi].obj == (int)o) {
+			fresh |= !known || !known[hi];
 			hi++;
+		}
 		c.lo = lo;
 		c.hi = hi;
-		if (hi > lo)
+		if (hi > lo && fresh)
 			symtab_for_each_function(c.objs[o].path, c.objs[o].bias, name_frames, &c);
 	}
-	size_t written = 0;
+	heap_free(known);
+	flush_seq++;
+	size_t written = 0, failed = 0;
 	for (uint32_t id = 1; id < n_ctx_now; id++) {
-		const struct lctx *x = &ctxs[id];
-		if (atomic_load(&x->objects) || atomic_load(&x->late_objects)) {
-			flush_one(&c, x, reason, chain, 8192);
+		struct lctx *x = &ctxs[id];
+		if (!flush_due(x, all))
+			continue;
+		uint64_t objects = atomic_load(&x->objects), late = atomic_load(&x->late_objects);
+		uint64_t freed = atomic_load(&x->freed_objects);
+		uint8_t wr = atomic_load(&x->written);
+		if (flush_one(&c, x, id, reason, chain, 8192)) {
+			x->sent_epoch = flush_epoch;
+			x->sent_objects = objects;
+			x->sent_late = late;
+			x->sent_freed = freed;
+			x->sent_written = wr;
 			written++;
+		} else {
+			/* Sent again at the next flush (its counts do not match). */
+			x->sent_epoch = 0;
+			failed++;
 		}
 	}
-	debug_printf("learn: %zu contexts written to the journal (%s); %llu allocations without a context",
-		     written, reason, (unsigned long long)atomic_load(&lost));
-	heap_free(c.fr);
+	unsent += failed;
+	debug_printf("learn: flush %u (%s): %zu contexts written to the journal, %zu not taken; "
+		     "%llu allocations without a context", flush_seq, reason, written, failed,
+		     (unsigned long long)atomic_load(&lost));
+	heap_free(named);
+	named = c.fr;
+	n_named = c.n;
 	heap_free(c.objs);
 	heap_free(chain);
+}
+
+/* Once the exit flush is done, the periodic thread stops: an entry after
+ * the last would say the process did not end. */
+static _Atomic int exited;
+
+static void flush_as(const char *reason, bool all)
+{
+	int busy = shim_busy_enter();
+	pthread_mutex_lock(&flush_lock);
+	if (!atomic_load(&exited) || strcmp(reason, "exit") == 0)
+		flush_locked(reason, all);
+	if (strcmp(reason, "exit") == 0)
+		atomic_store(&exited, 1);
+	pthread_mutex_unlock(&flush_lock);
+	shim_busy_leave(busy);
 }
 
 void learn_flush(const char *reason)
 {
 	if (!learn_st)
 		return;
-	int busy = shim_busy_enter();
-	/* A flush under way (another thread's, or one a fork copied half-way)
-	 * is left alone: its entries say the same. */
-	if (pthread_mutex_trylock(&flush_lock) == 0) {
-		flush_locked(reason);
-		pthread_mutex_unlock(&flush_lock);
+	flush_as(reason, true);
+}
+
+/* The periodic thread: every context at the first protect, then every
+ * interval_s those that changed. */
+static void *flusher_main(void *arg)
+{
+	(void)arg;
+	flush_as("trigger", true);
+	while (interval_s && !atomic_load(&exited)) {
+		os_sleep_until_ns(os_monotonic_ns(false) + (uint64_t)interval_s * 1000000000u);
+		flush_as("periodic", false);
 	}
-	shim_busy_leave(busy);
+	return NULL;
+}
+
+/* A detached thread of the shim's, every signal blocked (the program's
+ * handlers never run on it), a small stack. */
+static void flusher_start(void)
+{
+	if (atomic_exchange(&flusher, 1))
+		return;
+	typedef int (*create_t)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	create_t create = REAL(pthread_create, create_t);
+	typedef int (*mask_t)(int, const sigset_t *, sigset_t *);
+	mask_t mask = REAL(pthread_sigmask, mask_t);   /* libc's: this is not the program's call */
+	if (!create || !mask)
+		return;
+	sigset_t every, old;
+	sigfillset(&every);
+	fault_filter_mask(&every);
+	mask(SIG_SETMASK, &every, &old);
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);   /* the flush's frames and the unwinder's */
+	if (create(&t, &attr, flusher_main, NULL) == 0)
+		pthread_setname_np(t, "pmalloc-learn");
+	else
+		debug_printf("learn: no thread for the periodic flush: entries at exit only");
+	pthread_attr_destroy(&attr);
+	mask(SIG_SETMASK, &old, NULL);
+}
+
+void learn_note_protected(void)
+{
+	if (learn_st)
+		flusher_start();
 }
 
 __attribute__((destructor)) static void learn_at_exit(void)

@@ -52,6 +52,10 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr);
  * "exec", "learn-flush").  Normal context only: reads symbol files,
  * allocates with the shim's guard set. */
 void learn_flush(const char *reason);
+/* A learn pool was protected (trigger.c): the first time, the periodic
+ * flush starts (its first flush, every context, at once; then every
+ * PMALLOC_LEARN_INTERVAL seconds, 10 by default, what changed). */
+void learn_note_protected(void);
 /* 1 while this process learns. */
 bool learn_active(void);
 

@@ -24,6 +24,7 @@
 #include "os.h"
 #include "pmalloc.h"
 #include "kwrite.h"
+#include "journal.h"
 #include "learn.h"
 #include "resolve.h"
 #include "rules_msg.h"
@@ -57,6 +58,8 @@ size_t shim_protect_pool(size_t i, const char *trigger)
 	 * closed byte).  Learn mode keeps learning what comes late. */
 	if (st->pools[i].until_trigger && st->image->mode != POLICY_MODE_LEARN && take_all_closed(st))
 		resolve_pools_closed();
+	if (n && st->image->mode == POLICY_MODE_LEARN)
+		learn_note_protected();    /* the periodic flush of what is learned */
 	if (n) {
 		debug_printf("pool \"%s\": %zu bytes made read-only (%s)", st->pools[i].pool->name, n,
 			     trigger);
@@ -114,6 +117,11 @@ void trigger_call(enum policy_call c)
 	if (unlikely(st->has_manual) && !atomic_load_explicit(&orders_thread, memory_order_relaxed)) {
 		int e = errno;
 		check_orders();
+		errno = e;
+	}
+	if (unlikely(c == POLICY_CALL_CHROOT)) {
+		int e = errno;
+		journal_keep_socket();  /* the journal's socket stays reachable inside */
 		errno = e;
 	}
 	if (unlikely(c == POLICY_CALL_EXECVE) && learn_active()) {
