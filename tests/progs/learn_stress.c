@@ -11,7 +11,8 @@
  * Context k (the function ctx_k) is, after listen:
  *   k % 3 == 0  written by the program (its first and its last byte),
  *   k % 3 == 1  written by the kernel (read, readv, recv, recvmsg,
- *               recvmmsg, pread, preadv, syscall(SYS_read), getsockopt),
+ *               recvmmsg, pread, preadv, syscall(SYS_read), getsockopt,
+ *               __read_chk, __recv_chk),
  *   k % 3 == 2  never written.
  * Which object each thread writes is fixed by its index, whoever allocated
  * it, so learn and enforce runs of this program make the same writes: a
@@ -61,6 +62,11 @@ static char *(*const ctx[N_CTX + N_STRAG_CTX])(void) = {
 	EACH8(PTR, 1) PTR(18) PTR(19) EACH8(PTR, 2) PTR(28) PTR(29) EACH8(PTR, 3) PTR(38) PTR(39)
 	EACH8(PTR, 4) PTR(48) PTR(49) EACH8(PTR, 5) PTR(58) PTR(59) PTR(60) PTR(61) PTR(62) PTR(63)
 };
+
+/* libc's fortified entry points (what _FORTIFY_SOURCE makes of read and
+ * recv when the buffer's size is known). */
+extern ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+extern ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
 
 struct obj {
 	char *p;
@@ -116,6 +122,14 @@ static void kernel_write(char *p, size_t n, int m, int pfd[2], int sv[2], int mf
 		check(write(pfd[1], src, n) == (ssize_t)n, "write");
 		r = syscall(SYS_read, pfd[0], p, n);
 		break;
+	case 8:   /* read() as a program built with _FORTIFY_SOURCE calls it */
+		check(write(pfd[1], src, n) == (ssize_t)n, "write");
+		r = __read_chk(pfd[0], p, n, n);
+		break;
+	case 9:
+		check(send(sv[1], src, n, 0) == (ssize_t)n, "send");
+		r = __recv_chk(sv[0], p, n, n, 0);
+		break;
 	default: {
 		socklen_t len = sizeof(int);
 		int type = 0;
@@ -148,7 +162,7 @@ static void write_share(int w)
 			o->p[size - 1] = 1;
 		} else if (o->k % 3 == 1) {
 			size_t n = o->k % 9 == 7 ? sizeof(int) : size < 64 ? size : 64;
-			kernel_write(o->p + size - n, n, n == sizeof(int) ? 8 : m++ % 8, pfd, sv, mfd);
+			kernel_write(o->p + size - n, n, n == sizeof(int) ? 10 : m++ % 10, pfd, sv, mfd);
 		}
 	}
 	close(pfd[0]);

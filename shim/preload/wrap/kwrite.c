@@ -427,6 +427,80 @@ static cold ssize_t recvmsg_slow(ssize_t (*fn)(int, struct msghdr *, int), uintp
 KW_WRAP(recvmsg, recvmsg, (int fd, struct msghdr *msg, int flags), (fd, msg, flags),
 	msg && msg_may_touch(msg), recvmsg_slow(fn, CALLER(), fd, msg, flags))
 
+/* ---- the fortified entry points (_FORTIFY_SOURCE: Debian builds its
+ * servers so) ----
+ * A program built with _FORTIFY_SOURCE calls __read_chk where its source
+ * says read, when the buffer's size is known: libc's __read_chk reads
+ * through its internal read, not the exported one, so without these the
+ * calls above are not interposed at all in such a program.  The check is
+ * libc's (a length past the buffer: the real __*_chk, which aborts); the
+ * call, when its buffer may be pool memory, is the one above. */
+typedef ssize_t (*read_chk_fn)(int, void *, size_t, size_t);
+typedef ssize_t (*pread_chk_fn)(int, void *, size_t, off_t, size_t);
+typedef ssize_t (*recv_chk_fn)(int, void *, size_t, size_t, int);
+typedef ssize_t (*recvfrom_chk_fn)(int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
+static read_chk_fn _Atomic real___read_chk;
+static pread_chk_fn _Atomic real___pread_chk, real___pread64_chk;
+static recv_chk_fn _Atomic real___recv_chk;
+static recvfrom_chk_fn _Atomic real___recvfrom_chk;
+
+PMALLOC_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	read_chk_fn chk = LIBC(real___read_chk, "__read_chk");
+	read_fn fn = LIBC(real_read, "read");
+	if (unlikely(!chk || !fn))
+		return no_libc();
+	if (likely(!kwrite_may_touch(buf, n)) || n > buflen)
+		return chk(fd, buf, n, buflen);
+	return read_slow(fn, CALLER(), fd, buf, n);
+}
+
+PMALLOC_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+	pread_chk_fn chk = LIBC(real___pread_chk, "__pread_chk");
+	pread_fn fn = LIBC(real_pread, "pread");
+	if (unlikely(!chk || !fn))
+		return no_libc();
+	if (likely(!kwrite_may_touch(buf, n)) || n > buflen)
+		return chk(fd, buf, n, off, buflen);
+	return pread_slow(fn, CALLER(), fd, buf, n, off);
+}
+
+PMALLOC_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+	pread_chk_fn chk = LIBC(real___pread64_chk, "__pread64_chk");
+	pread_fn fn = LIBC(real_pread64, "pread64");
+	if (unlikely(!chk || !fn))
+		return no_libc();
+	if (likely(!kwrite_may_touch(buf, n)) || n > buflen)
+		return chk(fd, buf, n, off, buflen);
+	return pread_slow(fn, CALLER(), fd, buf, n, off);
+}
+
+PMALLOC_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+	recv_chk_fn chk = LIBC(real___recv_chk, "__recv_chk");
+	recvfrom_fn fn = LIBC(real_recvfrom, "recvfrom");
+	if (unlikely(!chk || !fn))
+		return no_libc();
+	if (likely(!kwrite_may_touch(buf, n)) || n > buflen)
+		return chk(fd, buf, n, buflen, flags);
+	return recvfrom_slow(fn, CALLER(), "recv", fd, buf, n, flags, NULL, NULL);
+}
+
+PMALLOC_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+				      struct sockaddr *addr, socklen_t *alen)
+{
+	recvfrom_chk_fn chk = LIBC(real___recvfrom_chk, "__recvfrom_chk");
+	recvfrom_fn fn = LIBC(real_recvfrom, "recvfrom");
+	if (unlikely(!chk || !fn))
+		return no_libc();
+	if (n > buflen || (likely(!kwrite_may_touch(buf, n)) && !kwrite_may_touch(alen, sizeof(*alen)) &&
+			   !kwrite_may_touch(addr, alen ? *alen : 0)))
+		return chk(fd, buf, n, buflen, flags, addr, alen);
+	return recvfrom_slow(fn, CALLER(), "recvfrom", fd, buf, n, flags, addr, alen);
+}
+
 /* ---- calls learn mode opens the pages of, before the kernel writes ----
  *
  * recvmmsg, preadv (and preadv2), getsockopt, ioctl and syscall(2): a
