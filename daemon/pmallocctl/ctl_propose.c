@@ -57,6 +57,7 @@ struct pentry {
 	uint64_t loaded, usec;
 	uint64_t seq, ctx;           /* PMALLOC_LEARN_SEQ, _CTX: 0 for an older shim's entry */
 	int protected;               /* PMALLOC_LEARN_PROTECTED: 1, 0, -1 absent */
+	bool secure_exec;            /* PMALLOC_LEARN_SECURE_EXEC: the exec that followed ran without the shim */
 	struct pcounts c;
 	bool selected;
 };
@@ -82,7 +83,7 @@ struct pread {
 enum {
 	F_EXE, F_UID, F_MACHINE_ID, F_HOSTNAME, F_POOL, F_TRIGGERS, F_POLICY, F_RUN, F_BUILD_ID, F_PID, F_REASON,
 	F_LOADED, F_OBJECTS, F_BYTES, F_LIVE_OBJECTS, F_LIVE_BYTES, F_FREED_OBJECTS, F_FREED_BYTES, F_LATE_OBJECTS,
-	F_LATE_BYTES, F_WRITTEN, F_TRIGGER_LIVE_OBJECTS, F_TRIGGER_LIVE_BYTES, F_SEQ, F_CTX, F_PROTECTED, F_N
+	F_LATE_BYTES, F_WRITTEN, F_TRIGGER_LIVE_OBJECTS, F_TRIGGER_LIVE_BYTES, F_SEQ, F_CTX, F_PROTECTED, F_SECURE_EXEC, F_N
 };
 static const char *const entry_fields[F_N] = {
 	[F_EXE] = "_EXE", [F_UID] = "_UID", [F_MACHINE_ID] = "_MACHINE_ID", [F_HOSTNAME] = "_HOSTNAME",
@@ -95,6 +96,7 @@ static const char *const entry_fields[F_N] = {
 	[F_WRITTEN] = "PMALLOC_WRITTEN", [F_TRIGGER_LIVE_OBJECTS] = "PMALLOC_TRIGGER_LIVE_OBJECTS",
 	[F_TRIGGER_LIVE_BYTES] = "PMALLOC_TRIGGER_LIVE_BYTES", [F_SEQ] = "PMALLOC_LEARN_SEQ",
 	[F_CTX] = "PMALLOC_LEARN_CTX", [F_PROTECTED] = "PMALLOC_LEARN_PROTECTED",
+	[F_SECURE_EXEC] = "PMALLOC_LEARN_SECURE_EXEC",
 };
 
 /* Every entry about exe, but its chain: the one large field, stored
@@ -167,6 +169,7 @@ static int read_entries(const struct popts *o, const char *exe, struct pread *rd
 		e->seq = ctl_learned_num(v[F_SEQ]);
 		e->ctx = ctl_learned_num(v[F_CTX]);
 		e->protected = v[F_PROTECTED][0] ? ctl_learned_num(v[F_PROTECTED]) != 0 : -1;
+		e->secure_exec = ctl_learned_num(v[F_SECURE_EXEC]) != 0;
 		if (sd_journal_get_realtime_usec(j, &e->usec) < 0)
 			e->usec = 0;
 		e->c = (struct pcounts){
@@ -263,6 +266,7 @@ struct ptally {
 	size_t superseded;               /* a later flush of the same process and context says more */
 	size_t unfinished;               /* processes whose last flush was not at exit or exec */
 	size_t unprotected;              /* processes none of whose pools a trigger protected */
+	size_t secure_execs;             /* processes that exec'd a program the loader ran without the shim */
 	const char *other_id;
 	uint64_t loaded;
 };
@@ -310,7 +314,7 @@ static void supersede(struct pread *rd, struct ptally *t)
 	qsort(v, n, sizeof(*v), by_flush);
 	for (size_t i = 0; i < n;) {
 		size_t k = i;
-		bool final = false, protected = false, said = false;
+		bool final = false, protected = false, said = false, secure = false;
 		uint64_t last_seq = 0;
 		/* One process: [i, k). */
 		while (k < n && strcmp(v[k]->host, v[i]->host) == 0 && strcmp(v[k]->run, v[i]->run) == 0 &&
@@ -322,6 +326,7 @@ static void supersede(struct pread *rd, struct ptally *t)
 				final |= final_reason(v[k]->reason);
 			}
 			protected |= v[k]->protected != 0;
+			secure |= v[k]->secure_exec;
 			said |= v[k]->protected >= 0;
 			if (k > i && v[k]->ctx == v[k - 1]->ctx) {
 				v[k]->selected = false;
@@ -331,6 +336,7 @@ static void supersede(struct pread *rd, struct ptally *t)
 		}
 		t->unfinished += !final;
 		t->unprotected += said && !protected;
+		t->secure_execs += secure;
 		i = k;
 	}
 	free(v);
@@ -463,8 +469,17 @@ static void put_processes(FILE *f, const char *prefix, const struct ptally *t)
 			t->unprotected);
 }
 
+static void put_secure(FILE *f, const char *prefix, const struct ptally *t)
+{
+	if (t->secure_execs)
+		fprintf(f, "%s%zu of the processes exec'd a program in secure mode (set-user-ID, set-group-ID or "
+			   "file capabilities; PMALLOC_LEARN_EXEC names it): the loader ignored LD_PRELOAD, it ran "
+			   "without the shim and learned nothing\n", prefix, t->secure_execs);
+}
+
 static void say_tally(const struct ptally *t, const char *exe, const char *build_id)
 {
+	put_secure(stderr, CTL_NAME ": propose: ", t);
 	put_counts(stderr, CTL_NAME ": propose: ", t);
 	put_processes(stderr, CTL_NAME ": propose: ", t);
 	if (t->forged)
@@ -587,6 +602,7 @@ static int render(struct pset *set, uint64_t min_live, const char *exe, const ch
 	fputs(".\n", f);
 	put_counts(f, "    # ", t);
 	put_processes(f, "    # ", t);
+	put_secure(f, "    # ", t);
 	fputs("    # In total:\n", f);
 	fputs(total, f);
 	fputs("    # Each pool takes what its sites allocate until its trigger and none\n"

@@ -8,7 +8,9 @@
 #    says the process sent no entry at exit;
 #  - a process that chroots into an empty directory and drops to nobody
 #    still delivers at exit, under its executable's path (taken at start),
-#    with its functions named (names kept from the first flush).
+#    with its functions named (names kept from the first flush);
+#  - a process that execs a set-user-ID program (the loader then ignores
+#    LD_PRELOAD) says so in its exec entries, and propose counts it.
 . "$(dirname "$0")/lib.sh"
 
 SHIM=$B/libpmalloc_shim.so
@@ -48,7 +50,7 @@ cmd() {
 	wait_until 100 test "$(grep -c '^ok$' "$T/out")" -ge $OKS || fail "no ok for $1: $(cat "$T/out" "$T/err")"
 }
 entries() {
-	journal_sync
+	wait_until 40 journalctl --sync || fail "journalctl --sync keeps failing"
 	journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED OBJECT_PID="$PID" >"$T/$1.json"
 }
 # some FILTER: true when an entry on stdin passes it (jq 1.6's -e looks
@@ -59,7 +61,7 @@ ctx() { jq -c --arg f "=$2 " 'select(.PMALLOC_CHAIN | contains($f))' "$T/$1.json
 
 # has_entries: the trigger's flush (on the shim's thread) reached the journal.
 has_entries() {
-	journal_sync
+	wait_until 40 journalctl --sync || fail "journalctl --sync keeps failing"
 	[ -n "$(journalctl --no-pager -o cat --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED OBJECT_PID="$PID" \
 		PMALLOC_LEARN_REASON=trigger)" ]
 }
@@ -110,3 +112,23 @@ ctx jail make_counter | some ".PMALLOC_LEARN_REASON == \"exit\" and .PMALLOC_WRI
 	and .PMALLOC_EXE == \"$exe\"" ||
 	fail "no exit entry of the written counter under $exe after chroot: $(jq -c '[.PMALLOC_LEARN_REASON, .PMALLOC_EXE, .PMALLOC_WRITTEN]' "$T/jail.json")"
 pass "after chroot into an empty directory and setuid(nobody): exit entries arrive, executable and functions named"
+
+# A set-user-ID program of another user: the loader runs it in secure mode.
+cp /bin/true "$T/bin/suid_true"
+chown nobody "$T/bin/suid_true"
+chmod 4755 "$T/bin/suid_true"
+start
+cmd write
+echo "exec $T/bin/suid_true" >&3
+wait $PID || fail "the exec'd program exited $?: $(cat "$T/err")"
+exec 3>&-
+entries secure
+some ".PMALLOC_LEARN_REASON == \"exec\" and .PMALLOC_LEARN_SECURE_EXEC == \"1\"
+	and .PMALLOC_LEARN_EXEC == \"$T/bin/suid_true\"" <"$T/secure.json" ||
+	fail "no exec entry says the secure exec: $(jq -c '[.PMALLOC_LEARN_REASON, .PMALLOC_LEARN_EXEC, .PMALLOC_LEARN_SECURE_EXEC]' "$T/secure.json")"
+"$B/pmallocctl" propose --exe "$exe" --since "$TEST_SINCE" --run "$(jq -r .PMALLOC_RUN "$T/secure.json" | head -n 1)" \
+	>"$T/proposed.conf" 2>"$T/perr" || fail "propose: $(cat "$T/perr")"
+grep -q "1 of the processes exec'd a program in secure mode" "$T/perr" || fail "secure exec not said: $(cat "$T/perr")"
+grep -q "^ *# 1 of the processes exec'd a program in secure mode" "$T/proposed.conf" ||
+	fail "secure exec not in the proposal: $(grep '#' "$T/proposed.conf")"
+pass "an exec of a set-user-ID program (no LD_PRELOAD there) said in the exec entries and by propose"

@@ -9,6 +9,7 @@
  *   chroot DIR    chroot(2) into DIR (and chdir("/")): /proc and the
  *                 journal's socket are gone from its view
  *   setuid UID    drops to UID (setgid too)
+ *   exec PATH     execve(PATH) (no "ok": PATH's output instead)
  *   exit          exits 0 (so does the end of its input)
  * Knows nothing of pmalloc.
  */
@@ -59,6 +60,11 @@ int main(void)
 				perror("setuid");
 				return 3;
 			}
+		} else if (strncmp(line, "exec ", 5) == 0) {
+			char *args[] = { line + 5, NULL };
+			execve(line + 5, args, environ);
+			perror("execve");
+			return 3;
 		} else if (strcmp(line, "exit") == 0) {
 			break;
 		}

@@ -28,8 +28,10 @@
  * _Unwind_Backtrace over the shim's own frames and up to LEARN_FRAMES of
  * the program's, some 1,000 a frame); then a hash of the chain and, under
  * one mutex, a probe of the context table and pool_alloc_in() (a second,
- * uncontended lock).  After the pool's first trigger the same unwind, then
- * the heap: late allocations are counted per context.  A free of a pool
+ * uncontended lock).  After the pool's first trigger the heap, and the
+ * unwind only for a sample (late_weight(): each site's first 32, then one
+ * in up to 1,024): late allocations are counted per context, the others a
+ * load and an atomic add on their site's counter.  A free of a pool
  * object: a page-map load, a record look-up, a load of the pool's flags
  * and two atomic adds (four before the trigger: frees before it are
  * counted apart, PMALLOC_TRIGGER_LIVE_*).
@@ -53,6 +55,8 @@
 #include "libc.h"
 
 #include <link.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -102,6 +106,7 @@ static struct lane *lanes;             /* [SHIM_POOLS_MAX][LANES] */
 static uint64_t tick;                  /* learn_lock */
 static _Atomic uint32_t *page_ctx;     /* per arena page: its context id */
 static _Atomic uint64_t *opened;       /* per arena page: made writable by learning */
+static _Atomic uint64_t *open_done;    /* per arena page: its mprotect returned */
 static _Atomic uint64_t lost;          /* allocations no context could take (table full) */
 static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -121,6 +126,10 @@ static _Atomic int flusher;            /* 1 once started in this process */
  * hides /proc/self/exe later (haproxy). */
 static char exe_path[512];
 static char exe_build_id[SYMTAB_BUILD_ID_MAX];
+/* The exec about to be made (learn_note_exec), for the exec flush; "" when
+ * none.  flush_lock. */
+static char exec_path[512];
+static bool exec_secure;
 /* This process's learn run (LEARN-FORMAT: PMALLOC_RUN), hex; a forked
  * child keeps it (the same run of the program). */
 static char run_id[33];
@@ -238,11 +247,43 @@ static struct lane *lane_for(size_t i, uint32_t id, bool *fresh)
 	return &pl[best];
 }
 
+/* A late allocation's weight: 0 when it is not unwound, else how many
+ * late allocations of its site it stands for.  Each site's first
+ * LATE_EACH are unwound one by one, then one in stride, the stride
+ * doubling with the site's count up to LATE_STRIDE_MAX: a chain that
+ * makes at least one in LATE_STRIDE_MAX of its site's late allocations is
+ * seen, and its late mark set, within a few thousand of them.
+ *
+ * Why sampling is safe: a late allocation goes to the heap, in learn mode
+ * as in enforce, so a chain whose late mark is missed is at worst
+ * proposed while it also allocates as it serves, and its later objects go
+ * to the heap under the proposal (take = "until-trigger"): no write is
+ * missed (the written marks are its objects' from before the trigger,
+ * every one of them unwound).  The late counts are estimates (each sample
+ * counted stride times). */
+#define LATE_EACH 32
+#define LATE_STRIDE_MAX 1024u
+static _Atomic uint32_t *late_calls;   /* [65536], per site id */
+
+static uint32_t late_weight(uint16_t site)
+{
+	uint32_t n = atomic_fetch_add_explicit(&late_calls[site], 1, memory_order_relaxed);
+	if (n < LATE_EACH)
+		return 1;
+	uint32_t stride = 2;
+	while (stride < LATE_STRIDE_MAX && stride * LATE_EACH <= n)
+		stride *= 2;
+	return n % stride == 0 ? stride : 0;
+}
+
 void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t site)
 {
 	uintptr_t f[LEARN_FRAMES];
-	unsigned n = chain_of(ra, f);
 	struct pmalloc_pool *p = learn_st->pools[i].pool;
+	uint32_t weight = 1;
+	if (pool_closed(p) && (weight = late_weight(site)) == 0)
+		return NULL;               /* counted in its site's stride */
+	unsigned n = chain_of(ra, f);
 	size_t need = ALIGN_UP(size ? size : 1, PM_ALIGN);
 	void *obj = NULL;
 	pthread_mutex_lock(&learn_lock);
@@ -266,8 +307,8 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 		atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->bytes, need, memory_order_relaxed);
 	} else if (pool_closed(p)) {
-		atomic_fetch_add_explicit(&c->late_objects, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&c->late_bytes, need, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->late_objects, weight, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->late_bytes, need * weight, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&learn_lock);
 	return obj;
@@ -328,7 +369,21 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 			atomic_fetch_and_explicit(&opened[bit / 64], ~m, memory_order_acq_rel);
 		return false;
 	}
+	atomic_fetch_or_explicit(&open_done[bit / 64], m, memory_order_release);
 	return true;
+}
+
+bool learn_kernel_write(const struct pool_hit *hit, uintptr_t addr)
+{
+	if (fault_mode_of(hit) != FAULT_LEARN || !hit->span || !open_done)
+		return false;
+	/* Opened already (its context marked then): no system call.  A bit
+	 * forged here makes the kernel's write fail with EFAULT, as it would
+	 * without learn mode; a fault never trusts it (learn_let_through). */
+	size_t bit = page_of(addr & ~(uintptr_t)(os_page_size - 1));
+	if (atomic_load_explicit(&open_done[bit / 64], memory_order_acquire) & (UINT64_C(1) << (bit % 64)))
+		return true;
+	return learn_let_through(hit, addr);
 }
 
 static void lock_take(void)
@@ -391,13 +446,14 @@ static void new_run_id(void)
 
 bool learn_init(const struct shim_state *st)
 {
-	void *c, *x, *l, *pg, *o;
+	void *c, *x, *l, *pg, *o, *lc, *od;
 	size_t pages = arena_size / os_page_size;
 	size_t words = (pages + 63) / 64;
 	if (os_map_lazy(CTX_MAX * sizeof(struct lctx), &c) < 0 ||
 	    os_map_lazy(CTX_HASH * sizeof(uint32_t), &x) < 0 ||
 	    os_map_lazy(SHIM_POOLS_MAX * LANES * sizeof(struct lane), &l) < 0 ||
-	    os_map_lazy(pages * sizeof(uint32_t), &pg) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0) {
+	    os_map_lazy(pages * sizeof(uint32_t), &pg) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0 ||
+	    os_map_lazy(65536 * sizeof(*late_calls), &lc) < 0 || os_map_lazy(words * sizeof(uint64_t), &od) < 0) {
 		debug_printf("learn mode: no memory for its tables; pools enforce");
 		return false;
 	}
@@ -406,6 +462,8 @@ bool learn_init(const struct shim_state *st)
 	lanes = l;
 	page_ctx = pg;
 	opened = o;
+	late_calls = lc;
+	open_done = od;
 	new_run_id();
 	exe_at_start();
 	const char *iv = secure_getenv("PMALLOC_LEARN_INTERVAL");
@@ -429,7 +487,7 @@ bool learn_init(const struct shim_state *st)
 struct lframe {
 	uintptr_t ra;
 	int obj;                           /* index in objs, -1: none found */
-	char func[256];
+	char *func;                        /* the shim's heap, NULL: not named; owned by the table */
 };
 
 struct lobj {
@@ -515,8 +573,15 @@ static int name_frames(void *arg, const char *name, uintptr_t start, size_t size
 			hi = mid;
 	}
 	for (size_t k = lo; k < c->hi && c->fr[k].ra - 1 < start + size; k++)
-		if (!c->fr[k].func[0])
-			snprintf(c->fr[k].func, sizeof(c->fr[k].func), "%s", name);
+		if (!c->fr[k].func) {
+			size_t len = strnlen(name, 255);
+			char *f = heap_malloc(len + 1);
+			if (f) {
+				memcpy(f, name, len);
+				f[len] = '\0';
+				c->fr[k].func = f;
+			}
+		}
 	return 0;
 }
 
@@ -578,7 +643,7 @@ static void put_frame(struct sbuf *b, const struct flush_ctx *c, uintptr_t ra)
 	}
 	put_path(b, o->path);
 	sb_add(b, "@%s+0x%lx", o->build_id[0] ? o->build_id : "-", (unsigned long)(ra - o->bias));
-	if (fr->func[0])
+	if (fr->func)
 		sb_add(b, "=%s", fr->func);
 }
 
@@ -593,7 +658,7 @@ static void short_frame(char *buf, size_t len, const struct flush_ctx *c, uintpt
 	}
 	const char *base = strrchr(o->path, '/');
 	base = base ? base + 1 : o->path;
-	if (fr->func[0])
+	if (fr->func)
 		snprintf(buf, len, "%s:%s", base, fr->func);
 	else
 		snprintf(buf, len, "%s+0x%lx", base, (unsigned long)(ra - o->bias));
@@ -681,7 +746,7 @@ static bool flush_one(const struct flush_ctx *c, const struct lctx *x, uint32_t 
 	const struct lobj *o = fr && fr->obj >= 0 ? &c->objs[fr->obj] : NULL;
 	char site_short[300];
 	short_frame(site_short, sizeof(site_short), c, site_ra);
-	snprintf(site, sizeof(site), "%.299s", fr && fr->func[0] ? fr->func : site_short);
+	snprintf(site, sizeof(site), "%.299s", fr && fr->func ? fr->func : site_short);
 	const char *wrappers[64];
 	size_t n_wrappers = 0;
 	for (; n_wrappers < pp->n_wrappers && n_wrappers < ARRAY_SIZE(wrappers); n_wrappers++)
@@ -697,8 +762,9 @@ static bool flush_one(const struct flush_ctx *c, const struct lctx *x, uint32_t 
 		.freed_objects = fo, .freed_bytes = fb, .trigger_live_objects = objects - eo,
 		.trigger_live_bytes = bytes - eb, .late_objects = atomic_load(&x->late_objects),
 		.late_bytes = atomic_load(&x->late_bytes), .written_bytes = atomic_load(&x->written_bytes),
-		.written = atomic_load(&x->written) != 0, .named = fr && fr->func[0],
+		.written = atomic_load(&x->written) != 0, .named = fr && fr->func,
 		.seq = flush_seq, .ctx = id, .unsent = unsent, .protected = pool_closed(st->pools[x->pool].pool),
+		.exec = strcmp(reason, "exec") == 0 ? exec_path : "", .secure_exec = exec_secure,
 	};
 	return journal_learned(&j);
 }
@@ -741,15 +807,21 @@ static void flush_locked(const char *reason, bool all)
 			all_fr[n_all++] = sa;
 	}
 	qsort(all_fr, n_all, sizeof(*all_fr), uptr_cmp);
-	c.fr = heap_calloc(n_all + 1, sizeof(*c.fr));
-	if (!c.fr) {
+	size_t n_uniq = 0;
+	for (size_t k = 0; k < n_all; k++)
+		n_uniq += k == 0 || all_fr[k] != all_fr[k - 1];
+	c.fr = heap_calloc(n_uniq + 1, sizeof(*c.fr));
+	bool *known = heap_calloc(n_uniq + 1, sizeof(*known));
+	if (!c.fr || !known) {
+		heap_free(c.fr);
+		heap_free(known);
 		heap_free(all_fr);
 		heap_free(chain);
 		return;
 	}
-	/* Frames the last flush named keep their names (a binary search in
-	 * the old table); only objects with frames new since are read. */
-	bool *known = heap_calloc(n_all + 1, sizeof(*known));
+	/* Frames the last flush named keep their names (taken over from the
+	 * old table, in address order); only objects with frames new since
+	 * are read. */
 	for (size_t k = 0, o = 0; k < n_all; k++)
 		if (k == 0 || all_fr[k] != all_fr[k - 1]) {
 			c.fr[c.n].ra = all_fr[k];
@@ -757,9 +829,9 @@ static void flush_locked(const char *reason, bool all)
 			while (o < n_named && named[o].ra < all_fr[k])
 				o++;
 			if (o < n_named && named[o].ra == all_fr[k]) {
-				memcpy(c.fr[c.n].func, named[o].func, sizeof(c.fr[c.n].func));
-				if (known)
-					known[c.n] = true;
+				c.fr[c.n].func = named[o].func;
+				named[o].func = NULL;
+				known[c.n] = true;
 			}
 			c.n++;
 		}
@@ -781,7 +853,7 @@ static void flush_locked(const char *reason, bool all)
 		size_t hi = lo;
 		bool fresh = false;
 		while (hi < c.n && c.fr[hi].obj == (int)o) {
-			fresh |= !known || !known[hi];
+			fresh |= !known[hi];
 			hi++;
 		}
 		c.lo = lo;
@@ -816,6 +888,8 @@ static void flush_locked(const char *reason, bool all)
 	debug_printf("learn: flush %u (%s): %zu contexts written to the journal, %zu not taken; "
 		     "%llu allocations without a context", flush_seq, reason, written, failed,
 		     (unsigned long long)atomic_load(&lost));
+	for (size_t k = 0; k < n_named; k++)
+		heap_free(named[k].func);      /* frames no context has any more (none, today) */
 	heap_free(named);
 	named = c.fr;
 	n_named = c.n;
@@ -833,6 +907,10 @@ static void flush_as(const char *reason, bool all)
 	pthread_mutex_lock(&flush_lock);
 	if (!atomic_load(&exited) || strcmp(reason, "exit") == 0)
 		flush_locked(reason, all);
+	if (strcmp(reason, "exec") == 0) {
+		exec_path[0] = '\0';     /* said once: an exec that failed is not the next one */
+		exec_secure = false;
+	}
 	if (strcmp(reason, "exit") == 0)
 		atomic_store(&exited, 1);
 	pthread_mutex_unlock(&flush_lock);
@@ -886,6 +964,26 @@ static void flusher_start(void)
 		debug_printf("learn: no thread for the periodic flush: entries at exit only");
 	pthread_attr_destroy(&attr);
 	mask(SIG_SETMASK, &old, NULL);
+}
+
+void learn_note_exec(const char *path)
+{
+	struct stat st;
+	if (!learn_st || !path)
+		return;
+	bool secure = false;
+	if (stat(path, &st) == 0) {
+		secure = ((st.st_mode & S_ISUID) && st.st_uid != geteuid()) ||
+			 ((st.st_mode & S_ISGID) && st.st_gid != getegid()) ||
+			 getxattr(path, "security.capability", NULL, 0) > 0;
+	}
+	pthread_mutex_lock(&flush_lock);
+	snprintf(exec_path, sizeof(exec_path), "%s", path);
+	exec_secure = secure;
+	pthread_mutex_unlock(&flush_lock);
+	if (secure)
+		debug_printf("learn: exec of %s in secure mode (set-id or capabilities): the loader ignores "
+			     "LD_PRELOAD, it runs without the shim and learns nothing", path);
 }
 
 void learn_note_protected(void)

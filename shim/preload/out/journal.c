@@ -338,6 +338,8 @@ bool journal_learned(const struct journal_learned *m)
 		fmt_printf(&f, "PMALLOC_WRAPPER=%s\n", m->wrappers[i]);
 	fmt_printf(&f, "PMALLOC_LEARN_SEQ=%" PRIu32 "\nPMALLOC_LEARN_CTX=%" PRIu32 "\nPMALLOC_LEARN_UNSENT=%" PRIu64
 		   "\nPMALLOC_LEARN_PROTECTED=%d\n", m->seq, m->ctx, m->unsent, m->protected ? 1 : 0);
+	if (m->exec && m->exec[0])
+		fmt_printf(&f, "PMALLOC_LEARN_EXEC=%s\nPMALLOC_LEARN_SECURE_EXEC=%d\n", m->exec, m->secure_exec ? 1 : 0);
 	fmt_printf(&f, "PMALLOC_TRIGGERS=%s\nPMALLOC_LEARN_REASON=%s\nPMALLOC_EXE=%s\nMESSAGE=pmalloc: %s\n",
 		   m->triggers, m->reason, m->exe, m->message);
 	return entry_end(&f, 250, false);

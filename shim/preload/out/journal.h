@@ -41,6 +41,8 @@ struct journal_learned {
 	uint32_t seq, ctx;             /* the flush of this process, the context's id in it */
 	uint64_t unsent;               /* entries journald did not take so far, this process */
 	bool protected;                /* its pool protected by a trigger when flushed */
+	const char *exec;              /* the exec flush: the program about to run, else "" */
+	bool secure_exec;              /* that program runs in secure mode: without the shim */
 };
 /* Connect a socket to the journal now (before a chroot): later entries go
  * through it where the journal's path cannot be reached.  Normal context. */

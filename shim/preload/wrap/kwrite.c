@@ -120,7 +120,7 @@ static uintptr_t first_protected(const void *p, size_t len, bool *refused)
 	while (a < end) {
 		struct pool_hit hit;
 		if (pool_lookup((const void *)a, &hit) && hit.is_protected &&
-		    !learn_let_through(&hit, a)) {     /* learn mode: the page is writable now */
+		    !learn_kernel_write(&hit, a)) {    /* learn mode: the page is writable now */
 			*refused = !kw_lets_through(&hit);
 			return a;
 		}
@@ -528,7 +528,7 @@ static void learn_open(const void *p, size_t len)
 	while (a < end && a >= (uintptr_t)p) {
 		struct pool_hit hit;
 		if (pool_lookup((const void *)a, &hit) && hit.is_protected)
-			(void)learn_let_through(&hit, a);
+			(void)learn_kernel_write(&hit, a);
 		a = (a | (os_page_size - 1)) + 1;
 	}
 }

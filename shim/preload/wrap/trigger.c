@@ -210,8 +210,25 @@ WRAP(int, pthread_create, POLICY_CALL_PTHREAD_CREATE,
      (pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), void *arg), (t, a, f, arg))
 WRAP(pid_t, fork, POLICY_CALL_FORK, (void), ())
 WRAP(int, daemon, POLICY_CALL_DAEMON, (int nochdir, int noclose), (nochdir, noclose))
-WRAP(int, execve, POLICY_CALL_EXECVE, (const char *p, char *const argv[], char *const envp[]),
-     (p, argv, envp))
+/* execve: learn mode first notes whether the loader will run the new
+ * program in secure mode (it then ignores LD_PRELOAD: learn.h), for the
+ * flush the trigger call makes. */
+PMALLOC_EXPORT int execve(const char *p, char *const argv[], char *const envp[])
+{
+	typedef int (*fn_t)(const char *, char *const[], char *const[]);
+	if (learn_active() && shim && !shim_is_busy()) {
+		int e = errno;
+		learn_note_exec(p);
+		errno = e;
+	}
+	trigger_call(POLICY_CALL_EXECVE);
+	fn_t fn = REAL(execve, fn_t);
+	if (unlikely(!fn)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return fn(p, argv, envp);
+}
 
 /* after:DURATION - a thread that sleeps until each deadline and protects.
  * It blocks every signal (the program's handlers never run on it) and is
