@@ -10,6 +10,7 @@
  *                 journal's socket are gone from its view
  *   setuid UID    drops to UID (setgid too)
  *   exec PATH     execve(PATH) (no "ok": PATH's output instead)
+ *   closefds      closes every descriptor but 0, 1 and 2 (as daemons do)
  *   exit          exits 0 (so does the end of its input)
  * Knows nothing of pmalloc.
  */
@@ -65,6 +66,9 @@ int main(void)
 			execve(line + 5, args, environ);
 			perror("execve");
 			return 3;
+		} else if (strcmp(line, "closefds") == 0) {
+			for (int fd = 3; fd < 1024; fd++)
+				close(fd);
 		} else if (strcmp(line, "exit") == 0) {
 			break;
 		}
