@@ -70,7 +70,13 @@ has_entries() {
 start
 wait_until 300 has_entries || fail "no entries at the trigger"
 cmd write
-sleep 2.5
+# The next periodic flush (1 s) carries the write: awaited, then the kill.
+counter_written() {
+	journal_sync
+	journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED OBJECT_PID="$PID" \
+		PMALLOC_LEARN_REASON=periodic PMALLOC_WRITTEN=1 | grep -q '=make_counter '
+}
+wait_until 300 counter_written || fail "no periodic entry with the counter written"
 kill -KILL $PID
 wait $PID 2>/dev/null
 exec 3>&-
