@@ -5,8 +5,8 @@
 # allocating when the trigger (listen) fires; after it, thirteen threads
 # (born before it, one still starting, four born after) write a third of
 # the contexts themselves and have the kernel write another third (read,
-# readv, recv, recvmsg, recvmmsg, pread, preadv, syscall(SYS_read),
-# getsockopt, __read_chk, __recv_chk).  Each round: learn, propose, then enforce the proposal on
+# readv, recv, recvmsg, recvmmsg, pread, preadv, getsockopt,
+# __read_chk, __recv_chk).  Each round: learn, propose, then enforce the proposal on
 # the same program: it must never be killed; the proposal protects only
 # never-written contexts (ctx_K, K % 3 == 2), and an injected write into
 # one of them dies.  LEARN_STRESS_ROUNDS rounds (3 by default: make check;

@@ -46,7 +46,6 @@
 #include <stdarg.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -85,9 +84,7 @@ static readv_fn _Atomic real_readv;
 static recvfrom_fn _Atomic real_recvfrom;
 static recvmsg_fn _Atomic real_recvmsg;
 typedef int (*recvmmsg_fn)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
-typedef long (*syscall_fn)(long, long, long, long, long, long, long);
 static recvmmsg_fn _Atomic real_recvmmsg;
-static syscall_fn _Atomic real_syscall;
 
 
 __attribute__((constructor)) static void kwrite_init(void)
@@ -99,7 +96,6 @@ __attribute__((constructor)) static void kwrite_init(void)
 	(void)LIBC(real_recvfrom, "recvfrom");
 	(void)LIBC(real_recvmsg, "recvmsg");
 	(void)LIBC(real_recvmmsg, "recvmmsg");
-	(void)LIBC(real_syscall, "syscall");
 }
 
 
@@ -503,20 +499,18 @@ PMALLOC_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen
 
 /* ---- calls learn mode opens the pages of, before the kernel writes ----
  *
- * recvmmsg, preadv (and preadv2), getsockopt, ioctl and syscall(2): a
- * learn pool's protected page among the buffers the kernel will write is
- * opened first and its context marked written (learn_let_through), as a
- * fault would; the call is then made as it is.  Audit and enforce pools
- * are not bounced here: their protected buffers get EFAULT, as before
- * these calls were interposed (the README's "not covered").  ioctl and
- * syscall do not say how long their buffers are: ioctl's _IOC_SIZE where
- * the request encodes one, else LEARN_GUESS bytes; syscall's for the calls
- * that write a buffer of known length (read, pread64, readv, preadv,
- * preadv2, recvfrom, recvmsg, recvmmsg, getrandom, getsockopt); other
- * raw calls are not looked at (the README's "not covered").  A guess
- * too long marks a neighbouring context written (it is then not proposed:
- * less protection, never a false kill); one too short, a kernel write past
- * it, is an EFAULT the program sees in learn mode as in enforce. */
+ * recvmmsg, preadv (and preadv2), getsockopt and ioctl: a learn pool's
+ * protected page among the buffers the kernel will write is opened first
+ * and its context marked written (learn_kernel_write), as a fault would;
+ * the call is then made as it is.  Audit and enforce pools are not
+ * bounced here: their protected buffers get EFAULT, as before these calls
+ * were interposed (the README's "not covered").  ioctl does not say how
+ * long its buffer is: _IOC_SIZE where the request encodes one, else
+ * LEARN_GUESS bytes.  A guess too long marks a neighbouring context
+ * written (it is then not proposed: less protection, never a false kill);
+ * one too short, a kernel write past it, is an EFAULT the program sees in
+ * learn mode as in enforce.  syscall(2) is not interposed: the shim's own
+ * system calls (os.c) go through libc's, and must not come here. */
 #define LEARN_GUESS 64
 
 /* Learn pools' protected pages of [p, p+len) opened, their contexts marked. */
@@ -619,60 +613,6 @@ PMALLOC_EXPORT int ioctl(int fd, unsigned long req, ...)
 	if (unlikely(kwrite_may_touch(arg, 1)) && learn_active())
 		learn_open(arg, (_IOC_DIR(req) & _IOC_READ) && _IOC_SIZE(req) ? _IOC_SIZE(req) : LEARN_GUESS);
 	return fn(fd, req, arg);
-}
-
-/* syscall(2)'s arguments a[0..5] for call nr: its written buffers opened. */
-static cold void learn_open_syscall(long nr, const long *a)
-{
-	switch (nr) {
-	case SYS_read: case SYS_pread64:
-		learn_open((void *)a[1], (size_t)a[2]);
-		break;
-	case SYS_readv: case SYS_preadv: case SYS_preadv2:
-		learn_open_iov((const struct iovec *)a[1], (size_t)a[2]);
-		break;
-	case SYS_recvfrom:
-		learn_open((void *)a[1], (size_t)a[2]);
-		learn_open((void *)a[5], sizeof(socklen_t));
-		learn_open((void *)a[4], a[5] ? *(const socklen_t *)a[5] : LEARN_GUESS);
-		break;
-	case SYS_recvmsg:
-		learn_open_msg((struct msghdr *)a[1]);
-		break;
-	case SYS_recvmmsg:
-		learn_open_mmsg((struct mmsghdr *)a[1], (size_t)a[2]);
-		break;
-	case SYS_getrandom:
-		learn_open((void *)a[0], (size_t)a[1]);
-		break;
-	case SYS_getsockopt:
-		learn_open((void *)a[4], sizeof(socklen_t));
-		learn_open((void *)a[3], a[4] ? *(const socklen_t *)a[4] : LEARN_GUESS);
-		break;
-	default:
-		/* Others (the shim's own mprotect and mmap come this way too:
-		 * os.c's calls bind to this export) as they are. */
-		break;
-	}
-}
-
-PMALLOC_EXPORT long syscall(long nr, ...)
-{
-	long a[6];
-	va_list ap;
-	va_start(ap, nr);
-	/* As libc's own: six words whatever the call takes (the registers). */
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
-	syscall_fn fn = LIBC(real_syscall, "syscall");
-	if (unlikely(!fn))
-		return no_libc();
-	if (unlikely(learn_active()) && (kwrite_may_touch((void *)a[0], 1) || kwrite_may_touch((void *)a[1], 1) ||
-					 kwrite_may_touch((void *)a[2], 1) || kwrite_may_touch((void *)a[3], 1) ||
-					 kwrite_may_touch((void *)a[4], 1) || kwrite_may_touch((void *)a[5], 1)))
-		learn_open_syscall(nr, a);
-	return fn(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* ---- the calls trigger.c interposes (it passes their real function) ---- */
