@@ -703,7 +703,7 @@ static const char *grouped(char *buf, size_t len, uint64_t v)
 }
 
 static bool flush_one(const struct flush_ctx *c, const struct lctx *x, uint32_t id, const char *reason,
-		      char *chain, size_t chain_len)
+		      char *chain, size_t chain_len, unsigned wait_ms)
 {
 	const struct shim_state *st = learn_st;
 	const struct pimg_pool *pp = pimg_pool(st->image, x->pool);
@@ -765,6 +765,7 @@ static bool flush_one(const struct flush_ctx *c, const struct lctx *x, uint32_t 
 		.written = atomic_load(&x->written) != 0, .named = fr && fr->func,
 		.seq = flush_seq, .ctx = id, .unsent = unsent, .protected = pool_closed(st->pools[x->pool].pool),
 		.exec = strcmp(reason, "exec") == 0 ? exec_path : "", .secure_exec = exec_secure,
+		.wait_ms = wait_ms,
 	};
 	return journal_learned(&j);
 }
@@ -864,6 +865,11 @@ static void flush_locked(const char *reason, bool all)
 	heap_free(known);
 	flush_seq++;
 	size_t written = 0, failed = 0;
+	/* A busy journald gets a quarter second an entry at exit or exec (the
+	 * last chance), none on the shim's thread (sent again next time);
+	 * once one entry did not go, none waits: a stalled journald must not
+	 * hold the exit. */
+	unsigned wait_ms = strcmp(reason, "periodic") == 0 || strcmp(reason, "trigger") == 0 ? 0 : 250;
 	for (uint32_t id = 1; id < n_ctx_now; id++) {
 		struct lctx *x = &ctxs[id];
 		if (!flush_due(x, all))
@@ -871,7 +877,7 @@ static void flush_locked(const char *reason, bool all)
 		uint64_t objects = atomic_load(&x->objects), late = atomic_load(&x->late_objects);
 		uint64_t freed = atomic_load(&x->freed_objects);
 		uint8_t wr = atomic_load(&x->written);
-		if (flush_one(&c, x, id, reason, chain, 8192)) {
+		if (flush_one(&c, x, id, reason, chain, 8192, failed ? 0 : wait_ms)) {
 			x->sent_epoch = flush_epoch;
 			x->sent_objects = objects;
 			x->sent_late = late;

@@ -342,7 +342,7 @@ bool journal_learned(const struct journal_learned *m)
 		fmt_printf(&f, "PMALLOC_LEARN_EXEC=%s\nPMALLOC_LEARN_SECURE_EXEC=%d\n", m->exec, m->secure_exec ? 1 : 0);
 	fmt_printf(&f, "PMALLOC_TRIGGERS=%s\nPMALLOC_LEARN_REASON=%s\nPMALLOC_EXE=%s\nMESSAGE=pmalloc: %s\n",
 		   m->triggers, m->reason, m->exe, m->message);
-	return entry_end(&f, 250, false);
+	return entry_end(&f, m->wait_ms, false);
 }
 
 void journal_take_late(const char *policy, const char *pool, const char *site)

@@ -43,6 +43,7 @@ struct journal_learned {
 	bool protected;                /* its pool protected by a trigger when flushed */
 	const char *exec;              /* the exec flush: the program about to run, else "" */
 	bool secure_exec;              /* that program runs in secure mode: without the shim */
+	unsigned wait_ms;              /* up to this long for room in journald's queue (0: none) */
 };
 /* Connect a socket to the journal now (before a chroot): later entries go
  * through it where the journal's path cannot be reached.  Normal context. */
