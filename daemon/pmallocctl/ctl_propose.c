@@ -267,6 +267,7 @@ struct ptally {
 	size_t unfinished;               /* processes whose last flush was not at exit or exec */
 	size_t unprotected;              /* processes none of whose pools a trigger protected */
 	size_t secure_execs;             /* processes that exec'd a program the loader ran without the shim */
+	size_t empty_exe;                /* entries of this build-id without an executable's path */
 	const char *other_id;
 	uint64_t loaded;
 };
@@ -447,6 +448,28 @@ static int select_entries(const struct popts *o, const char *build_id, struct pr
 	return 0;
 }
 
+/* Entries of this build-id whose executable's path is empty: an older
+ * shim's, in a process that had chrooted (/proc/self/exe unreadable).
+ * Not used (whose they are cannot be told), counted.  After the chains
+ * were read (the journal's matches are replaced). */
+static size_t count_empty_exe(struct pread *rd, const char *build_id, uint64_t since)
+{
+	char *m = NULL;
+	size_t n = 0;
+	if (!rd->j || !build_id[0] || asprintf(&m, "PMALLOC_EXE_BUILD_ID=%s", build_id) < 0)
+		return 0;
+	sd_journal_flush_matches(rd->j);
+	if (sd_journal_add_match(rd->j, "MESSAGE_ID=" MID_LEARNED, 0) >= 0 &&
+	    sd_journal_add_match(rd->j, "PMALLOC_EXE=", 0) >= 0 && sd_journal_add_match(rd->j, m, 0) >= 0 &&
+	    sd_journal_seek_head(rd->j) >= 0) {
+		uint64_t usec;
+		while (sd_journal_next(rd->j) > 0)
+			n += !since || (sd_journal_get_realtime_usec(rd->j, &usec) >= 0 && usec >= since);
+	}
+	free(m);
+	return n;
+}
+
 /* The count of entries, one line: read, used, and each reason not to. */
 static void put_counts(FILE *f, const char *prefix, const struct ptally *t)
 {
@@ -454,6 +477,9 @@ static void put_counts(FILE *f, const char *prefix, const struct ptally *t)
 		   "before --since %zu, another build %zu, not believed %zu, older format %zu, unreadable chain %zu\n",
 		   prefix, t->read, t->used, t->superseded, t->earlier, t->other_build, t->forged + t->unbelieved,
 		   t->old_format, t->bad_chain);
+	if (t->empty_exe)
+		fprintf(f, "%sand %zu entries of this build-id without the executable's path (an older shim in a "
+			   "chroot): not used\n", prefix, t->empty_exe);
 }
 
 /* What the processes' entries say of their delivery and their trigger. */
@@ -683,6 +709,7 @@ int ctl_cmd_propose(int argc, char **argv)
 		}
 	}
 	t.read = rd.n;
+	t.empty_exe = count_empty_exe(&rd, build_id, o.since);
 	{
 		size_t accounted = t.forged + t.unbelieved + t.other_build + t.old_format + t.bad_chain + t.used +
 				   t.superseded;
