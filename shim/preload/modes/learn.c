@@ -386,26 +386,29 @@ bool learn_kernel_write(const struct pool_hit *hit, uintptr_t addr)
 	return learn_let_through(hit, addr);
 }
 
-static void lock_take(void)
+static void flusher_start(void);
+
+/* A fork waits for a flush under way (the shim's thread's, at most a
+ * symbol read and a burst of sends that never wait): the child must not
+ * get the flush's tables half-way changed. */
+static void lock_take_fork(void)
 {
+	pthread_mutex_lock(&flush_lock);
 	pthread_mutex_lock(&learn_lock);
 }
 
-static void lock_drop(void)
+static void lock_drop_fork(void)
 {
 	pthread_mutex_unlock(&learn_lock);
+	pthread_mutex_unlock(&flush_lock);
 }
 
-static void flusher_start(void);
-
 /* The forked child: its own flushes (a new epoch: every context is sent
- * again under its pid), its own periodic thread where its parent had one;
- * a flush the fork copied half-way is the parent's (the lock starts
- * again: the child has one thread). */
+ * again under its pid), its own periodic thread where its parent had
+ * one. */
 static void lock_child(void)
 {
-	pthread_mutex_unlock(&learn_lock);
-	pthread_mutex_init(&flush_lock, NULL);
+	lock_drop_fork();
 	flush_epoch++;
 	flush_seq = 0;
 	unsent = 0;
@@ -474,8 +477,9 @@ bool learn_init(const struct shim_state *st)
 			interval_s = (unsigned)v;
 	}
 	/* Registered after pool.c's handlers (the pools exist): taken before
-	 * the pools' locks, the order learn_alloc() takes them in. */
-	pthread_atfork(lock_take, lock_drop, lock_child);
+	 * the pools' locks, the order learn_alloc() takes them in; the flush's
+	 * lock first (a flush never takes the others). */
+	pthread_atfork(lock_take_fork, lock_drop_fork, lock_child);
 	learn_stop_init();
 	learn_st = st;
 	return true;
