@@ -38,9 +38,18 @@
  *
  * learn_let_through() runs in the SIGSEGV handler and in kwrite.c: it
  * touches only pre-mapped tables (atomics) and makes one mprotect call per
- * page, once.  learn_flush() runs in normal context (exit, execve,
- * pmallocctl learn-flush): it reads symbol files and allocates with the
- * shim's guard set; never from a signal handler.
+ * page, once (learn_kernel_write: none for a page opened already).
+ * learn_flush() runs in normal context (exit, execve, pmallocctl
+ * learn-flush) and on the shim's "pmalloc-learn" thread (every signal
+ * blocked), started at the first protect of a learn pool: every context
+ * then, those that changed every PMALLOC_LEARN_INTERVAL seconds (10), all
+ * at exit and exec; numbered flushes of cumulative counts (propose keeps
+ * each context's latest per process).  It reads symbol files once per
+ * frame (names kept between flushes) and allocates with the shim's guard
+ * set; never from a signal handler; the thread never waits on journald.
+ * Also owns: the executable's path and build-id taken at start-up (a
+ * chroot hides /proc/self/exe later), and the note of an exec the loader
+ * will run in secure mode (learn_note_exec).
  */
 #define _GNU_SOURCE
 #include "learn.h"
