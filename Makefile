@@ -46,11 +46,11 @@ PC_MODULES := libconfig libsystemd libseccomp check libelf libdw
 # system-wide (a policy-rc.d that refuses, for the length of apt's run).
 TEST_DEB_PACKAGES := redis-server redis-tools nginx-light memcached lighttpd curl libjemalloc2 \
 	libjemalloc-dev libmimalloc-dev libgoogle-perftools4 clang libclang-rt-14-dev \
-	systemd-journal-remote strace bash-completion
+	systemd-journal-remote strace bash-completion haproxy
 TEST_DEB_FILES := /usr/bin/redis-server /usr/bin/redis-benchmark /usr/sbin/nginx /usr/bin/memcached /usr/sbin/lighttpd \
 	/usr/bin/curl /usr/include/jemalloc/jemalloc.h /usr/include/mimalloc.h \
 	/usr/bin/clang /lib/systemd/systemd-journal-remote /usr/bin/strace \
-	/usr/share/bash-completion/bash_completion
+	/usr/share/bash-completion/bash_completion /usr/sbin/haproxy
 
 # Warnings are errors only when asked (make WERROR=1; CI does): a newer
 # compiler's new warning must not break a distribution's build.  CPPFLAGS,

@@ -335,7 +335,9 @@ enum pmw_sr_unserved { PMW_SR_U_PID, PMW_SR_U_UID, PMW_SR_U_N_NUMS };
 enum pmw_sr_unserved_str { PMW_SR_U_EXE, PMW_SR_U_COMM, PMW_SR_U_POLICY, PMW_SR_U_N_STRS };
 
 /* PMW_SR_PROCESS: a process served (connected) or exited. */
-enum pmw_sr_state { PMW_SR_ALIVE = 0, PMW_SR_EXITED = 1, PMW_SR_GONE_CONNECTED = 2 };
+/* PMW_SR_DISCONNECTED: it closed its connection (a daemon that closes
+ * every descriptor) but runs still, with what it was handed. */
+enum pmw_sr_state { PMW_SR_ALIVE = 0, PMW_SR_EXITED = 1, PMW_SR_GONE_CONNECTED = 2, PMW_SR_DISCONNECTED = 3 };
 enum pmw_sr_process {
 	PMW_SR_P_EXITED,                 /* 0 served (connected), 1 exited */
 	PMW_SR_P_PID, PMW_SR_P_UID,      /* the uid the process runs as now (exited: when it connected) */
@@ -343,7 +345,7 @@ enum pmw_sr_process {
 	PMW_SR_P_HAS_POLICY, PMW_SR_P_MODE,     /* enum policy_mode's number */
 	PMW_SR_P_GENERATION,
 	PMW_SR_P_STATE,                  /* enum pmw_sr_state */
-	PMW_SR_P_AGE_USEC,               /* alive: served for; exited: since it exited; else NONE */
+	PMW_SR_P_AGE_USEC,               /* alive: served for; exited, disconnected: since then; else NONE */
 	PMW_SR_P_EXE_DELETED, PMW_SR_P_POOLS_UNTRACKED, PMW_SR_P_VIOLATIONS,
 	PMW_SR_P_VIOLATIONS_NOT_LOGGED, PMW_SR_P_PROTECTS_NOT_LOGGED,
 	PMW_SR_P_RULES_KNOWN,            /* 1 once it said its rules */

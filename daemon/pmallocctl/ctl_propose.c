@@ -64,6 +64,9 @@ struct pentry {
 	bool has_uid;
 	int exe;                     /* _EXE: 1 the executable, 0 absent, -1 another program */
 	uint64_t loaded, usec;
+	uint64_t seq, ctx;           /* PMALLOC_LEARN_SEQ, _CTX: 0 for an older shim's entry */
+	int protected;               /* PMALLOC_LEARN_PROTECTED: 1, 0, -1 absent */
+	bool secure_exec;            /* PMALLOC_LEARN_SECURE_EXEC: the exec that followed ran without the shim */
 	struct pcounts c;
 	bool selected;
 };
@@ -89,7 +92,7 @@ struct pread {
 enum {
 	F_EXE, F_UID, F_MACHINE_ID, F_HOSTNAME, F_POOL, F_TRIGGERS, F_POLICY, F_RUN, F_BUILD_ID, F_PID, F_REASON,
 	F_LOADED, F_OBJECTS, F_BYTES, F_LIVE_OBJECTS, F_LIVE_BYTES, F_FREED_OBJECTS, F_FREED_BYTES, F_LATE_OBJECTS,
-	F_LATE_BYTES, F_WRITTEN, F_TRIGGER_LIVE_OBJECTS, F_TRIGGER_LIVE_BYTES, F_N
+	F_LATE_BYTES, F_WRITTEN, F_TRIGGER_LIVE_OBJECTS, F_TRIGGER_LIVE_BYTES, F_SEQ, F_CTX, F_PROTECTED, F_SECURE_EXEC, F_N
 };
 static const char *const entry_fields[F_N] = {
 	[F_EXE] = "_EXE", [F_UID] = "_UID", [F_MACHINE_ID] = "_MACHINE_ID", [F_HOSTNAME] = "_HOSTNAME",
@@ -100,7 +103,9 @@ static const char *const entry_fields[F_N] = {
 	[F_FREED_OBJECTS] = "PMALLOC_FREED_OBJECTS", [F_FREED_BYTES] = "PMALLOC_FREED_BYTES",
 	[F_LATE_OBJECTS] = "PMALLOC_LATE_OBJECTS", [F_LATE_BYTES] = "PMALLOC_LATE_BYTES",
 	[F_WRITTEN] = "PMALLOC_WRITTEN", [F_TRIGGER_LIVE_OBJECTS] = "PMALLOC_TRIGGER_LIVE_OBJECTS",
-	[F_TRIGGER_LIVE_BYTES] = "PMALLOC_TRIGGER_LIVE_BYTES",
+	[F_TRIGGER_LIVE_BYTES] = "PMALLOC_TRIGGER_LIVE_BYTES", [F_SEQ] = "PMALLOC_LEARN_SEQ",
+	[F_CTX] = "PMALLOC_LEARN_CTX", [F_PROTECTED] = "PMALLOC_LEARN_PROTECTED",
+	[F_SECURE_EXEC] = "PMALLOC_LEARN_SECURE_EXEC",
 };
 
 /* Every entry about exe, but its chain: the one large field, stored
@@ -170,6 +175,10 @@ static int read_entries(const struct popts *o, const char *exe, struct pread *rd
 		if (sd_journal_get_cursor(j, &e->cursor) < 0)
 			e->cursor = NULL;
 		e->loaded = ctl_learned_num(v[F_LOADED]);
+		e->seq = ctl_learned_num(v[F_SEQ]);
+		e->ctx = ctl_learned_num(v[F_CTX]);
+		e->protected = v[F_PROTECTED][0] ? ctl_learned_num(v[F_PROTECTED]) != 0 : -1;
+		e->secure_exec = ctl_learned_num(v[F_SECURE_EXEC]) != 0;
 		if (sd_journal_get_realtime_usec(j, &e->usec) < 0)
 			e->usec = 0;
 		e->c = (struct pcounts){
@@ -261,10 +270,87 @@ static bool uid_in(const uid_t *uids, size_t n, uid_t u)
 
 /* What was read, what was not believed or refused, and why. */
 struct ptally {
-	size_t forged, unbelieved, other_build, old_format, bad_chain, used, runs, processes;
+	size_t read, forged, unbelieved, other_build, old_format, bad_chain, used, runs, processes;
+	size_t earlier;                  /* of other loads of the learn policy, other runs, before --since */
+	size_t superseded;               /* a later flush of the same process and context says more */
+	size_t unfinished;               /* processes whose last flush was not at exit or exec */
+	size_t unprotected;              /* processes none of whose pools a trigger protected */
+	size_t secure_execs;             /* processes that exec'd a program the loader ran without the shim */
+	size_t empty_exe;                /* entries of this build-id without an executable's path */
 	const char *other_id;
 	uint64_t loaded;
 };
+
+/* Entries of one process (host, run, pid) together, each context's
+ * latest flush first. */
+static int by_flush(const void *a, const void *b)
+{
+	const struct pentry *x = *(const struct pentry *const *)a, *y = *(const struct pentry *const *)b;
+	int c = strcmp(x->host, y->host);
+	if (!c)
+		c = strcmp(x->run, y->run);
+	if (!c)
+		c = strcmp(x->pid, y->pid);
+	if (!c)
+		c = x->ctx < y->ctx ? -1 : x->ctx > y->ctx;
+	if (!c)
+		c = x->seq > y->seq ? -1 : x->seq < y->seq;
+	return c;
+}
+
+static bool final_reason(const char *reason)
+{
+	return strcmp(reason, "exit") == 0 || strcmp(reason, "exec") == 0;
+}
+
+/* A learning process sends its contexts at its first protect, those that
+ * changed every interval, and all at exit or exec, each flush numbered
+ * (PMALLOC_LEARN_SEQ) with cumulative counts: only each context's latest
+ * entry per process is used, the earlier ones are superseded (counted,
+ * said).  A process whose latest flush was not its exit's or exec's was
+ * killed (or runs still): what it learned since is missing, at most one
+ * interval; one whose pools no trigger protected learned no write at all.
+ * Both are counted per process.  Entries without a sequence (an older
+ * shim's) are used as they are. */
+static void supersede(struct pread *rd, struct ptally *t)
+{
+	struct pentry **v = calloc(rd->n ? rd->n : 1, sizeof(*v));
+	size_t n = 0;
+	if (!v)
+		return;                 /* nothing superseded: the maxima are the same */
+	for (size_t i = 0; i < rd->n; i++)
+		if (rd->e[i].selected && rd->e[i].seq)
+			v[n++] = &rd->e[i];
+	qsort(v, n, sizeof(*v), by_flush);
+	for (size_t i = 0; i < n;) {
+		size_t k = i;
+		bool final = false, protected = false, said = false, secure = false;
+		uint64_t last_seq = 0;
+		/* One process: [i, k). */
+		while (k < n && strcmp(v[k]->host, v[i]->host) == 0 && strcmp(v[k]->run, v[i]->run) == 0 &&
+		       strcmp(v[k]->pid, v[i]->pid) == 0) {
+			if (v[k]->seq > last_seq) {
+				last_seq = v[k]->seq;
+				final = final_reason(v[k]->reason);
+			} else if (v[k]->seq == last_seq) {
+				final |= final_reason(v[k]->reason);
+			}
+			protected |= v[k]->protected != 0;
+			secure |= v[k]->secure_exec;
+			said |= v[k]->protected >= 0;
+			if (k > i && v[k]->ctx == v[k - 1]->ctx) {
+				v[k]->selected = false;
+				t->superseded++;
+			}
+			k++;
+		}
+		t->unfinished += !final;
+		t->unprotected += said && !protected;
+		t->secure_execs += secure;
+		i = k;
+	}
+	free(v);
+}
 
 /* Marks the entries to use (believed, this build, the runs asked or the
  * latest load's per host, since) and reads their chains; counts what was
@@ -349,6 +435,9 @@ static int select_entries(const struct popts *o, const char *build_id, struct pr
 			}
 		}
 	}
+	/* After the above, which reads the learn-flush entries that a later
+	 * flush supersedes. */
+	supersede(rd, t);
 	for (size_t i = 0; i < rd->n; i++) {
 		const struct pentry *e = &rd->e[i];
 		if (!e->selected)
@@ -368,8 +457,66 @@ static int select_entries(const struct popts *o, const char *build_id, struct pr
 	return 0;
 }
 
+/* Entries of this build-id whose executable's path is empty: an older
+ * shim's, in a process that had chrooted (/proc/self/exe unreadable).
+ * Not used (whose they are cannot be told), counted.  After the chains
+ * were read (the journal's matches are replaced). */
+static size_t count_empty_exe(struct pread *rd, const char *build_id, uint64_t since)
+{
+	char *m = NULL;
+	size_t n = 0;
+	if (!rd->j || !build_id[0] || asprintf(&m, "PMALLOC_EXE_BUILD_ID=%s", build_id) < 0)
+		return 0;
+	sd_journal_flush_matches(rd->j);
+	if (sd_journal_add_match(rd->j, "MESSAGE_ID=" MID_LEARNED, 0) >= 0 &&
+	    sd_journal_add_match(rd->j, "PMALLOC_EXE=", 0) >= 0 && sd_journal_add_match(rd->j, m, 0) >= 0 &&
+	    sd_journal_seek_head(rd->j) >= 0) {
+		uint64_t usec;
+		while (sd_journal_next(rd->j) > 0)
+			n += !since || (sd_journal_get_realtime_usec(rd->j, &usec) >= 0 && usec >= since);
+	}
+	free(m);
+	return n;
+}
+
+/* The count of entries, one line: read, used, and each reason not to. */
+static void put_counts(FILE *f, const char *prefix, const struct ptally *t)
+{
+	fprintf(f, "%sentries read %zu: used %zu, superseded by a later flush %zu, of other runs or loads or "
+		   "before --since %zu, another build %zu, not believed %zu, older format %zu, unreadable chain %zu\n",
+		   prefix, t->read, t->used, t->superseded, t->earlier, t->other_build, t->forged + t->unbelieved,
+		   t->old_format, t->bad_chain);
+	if (t->empty_exe)
+		fprintf(f, "%sand %zu entries of this build-id without the executable's path (an older shim in a "
+			   "chroot): not used\n", prefix, t->empty_exe);
+}
+
+/* What the processes' entries say of their delivery and their trigger. */
+static void put_processes(FILE *f, const char *prefix, const struct ptally *t)
+{
+	if (t->unfinished)
+		fprintf(f, "%s%zu of the processes sent no entry at exit or exec (killed by a signal, or running "
+			   "still): what they learned after their last flush (at most PMALLOC_LEARN_INTERVAL, 10 s by "
+			   "default) is missing\n", prefix, t->unfinished);
+	if (t->unprotected)
+		fprintf(f, "%s%zu of the processes never had a pool protected by a trigger: they learned no write, "
+			   "and their contexts are proposed only where other processes' entries agree\n", prefix,
+			t->unprotected);
+}
+
+static void put_secure(FILE *f, const char *prefix, const struct ptally *t)
+{
+	if (t->secure_execs)
+		fprintf(f, "%s%zu of the processes exec'd a program in secure mode (set-user-ID, set-group-ID or "
+			   "file capabilities; PMALLOC_LEARN_EXEC names it): the loader ignored LD_PRELOAD, it ran "
+			   "without the shim and learned nothing\n", prefix, t->secure_execs);
+}
+
 static void say_tally(const struct ptally *t, const char *exe, const char *build_id)
 {
+	put_secure(stderr, CTL_NAME ": propose: ", t);
+	put_counts(stderr, CTL_NAME ": propose: ", t);
+	put_processes(stderr, CTL_NAME ": propose: ", t);
 	if (t->forged)
 		fprintf(stderr, CTL_NAME ": propose: %zu entries not believed: written by processes that were not "
 				"running %s (journald's _EXE)\n", t->forged, exe);
@@ -487,7 +634,11 @@ static int render(struct pset *set, uint64_t min_live, const char *exe, const ch
 	ctl_conf_quote(f, exe);
 	fputs(", build-id ", f);
 	ctl_conf_quote(f, build_id[0] ? build_id : "none");
-	fputs(".\n    # In total:\n", f);
+	fputs(".\n", f);
+	put_counts(f, "    # ", t);
+	put_processes(f, "    # ", t);
+	put_secure(f, "    # ", t);
+	fputs("    # In total:\n", f);
 	fputs(total, f);
 	fputs("    # Each pool takes what its sites allocate until its trigger and none\n"
 	      "    # after (take = \"until-trigger\"): a path learning did not see goes to\n"
@@ -565,6 +716,13 @@ int ctl_cmd_propose(int argc, char **argv)
 		} else {
 			t.used++;
 		}
+	}
+	t.read = rd.n;
+	t.empty_exe = count_empty_exe(&rd, build_id, o.since);
+	{
+		size_t accounted = t.forged + t.unbelieved + t.other_build + t.old_format + t.bad_chain + t.used +
+				   t.superseded;
+		t.earlier = t.read > accounted ? t.read - accounted : 0;
 	}
 	say_tally(&t, exe, build_id);
 	for (size_t k = 0; k < o.n_runs; k++) {

@@ -184,7 +184,7 @@ static void process_obj(struct json *j, const struct ctl_status *st, size_t i, b
 	const char *const *s = st->recs[i].strs;
 	size_t end = ctl_status_children_end(st, i);
 	bool known = n[PMW_SR_P_RULES_KNOWN];
-	static const char *const states[] = { "alive", "exited", "connection-open" };
+	static const char *const states[] = { "alive", "exited", "connection-open", "running-disconnected" };
 
 	open_obj(j, NULL);
 	num(j, "pid", n[PMW_SR_P_PID]);
@@ -196,7 +196,7 @@ static void process_obj(struct json *j, const struct ctl_status *st, size_t i, b
 	str(j, "policy", n[PMW_SR_P_HAS_POLICY] ? s[PMW_SR_P_POLICY] : NULL, false);
 	str(j, "mode", n[PMW_SR_P_HAS_POLICY] ? ctl_mode_name(n[PMW_SR_P_MODE]) : NULL, false);
 	num(j, "generation", n[PMW_SR_P_GENERATION]);
-	str(j, "state", n[PMW_SR_P_STATE] < 3 ? states[n[PMW_SR_P_STATE]] : "unknown", false);
+	str(j, "state", n[PMW_SR_P_STATE] < 4 ? states[n[PMW_SR_P_STATE]] : "unknown", false);
 	num_or_null(j, "served_usec", n[PMW_SR_P_STATE] == PMW_SR_ALIVE ? n[PMW_SR_P_AGE_USEC] : PMW_SR_NONE);
 	num_or_null(j, "exited_usec", n[PMW_SR_P_STATE] == PMW_SR_EXITED ? n[PMW_SR_P_AGE_USEC] : PMW_SR_NONE);
 	open_arr(j, "pools");

@@ -166,6 +166,10 @@ static void process(FILE *f, const struct ctl_status *st, size_t i, bool detail)
 		fputs("  exited ", f);
 		age(f, n[PMW_SR_P_AGE_USEC]);
 		fputs(" ago\n", f);
+	} else if (n[PMW_SR_P_STATE] == PMW_SR_DISCONNECTED) {
+		fputs("  running, disconnected from pmallocd ", f);
+		age(f, n[PMW_SR_P_AGE_USEC]);
+		fputs(" ago (it keeps what it was handed)\n", f);
 	} else if (n[PMW_SR_P_STATE] == PMW_SR_ALIVE) {
 		fputs("  alive, served ", f);
 		age(f, n[PMW_SR_P_AGE_USEC]);

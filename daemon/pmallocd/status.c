@@ -60,7 +60,12 @@ static void emit_entry(struct status_data *d, const struct proc_entry *e, uid_t 
 	n[PMW_SR_P_HAS_POLICY] = e->has_policy;
 	n[PMW_SR_P_MODE] = (uint64_t)e->mode;
 	n[PMW_SR_P_GENERATION] = e->generation;
-	if (e->exited_usec) {
+	if (e->exited_usec && proc_is_alive(e->pid, e->starttime)) {
+		/* Its connection closed, the process runs on (the same start
+		 * time: not a reused pid): never called exited. */
+		n[PMW_SR_P_STATE] = PMW_SR_DISCONNECTED;
+		n[PMW_SR_P_AGE_USEC] = now - e->exited_usec;
+	} else if (e->exited_usec) {
 		n[PMW_SR_P_STATE] = PMW_SR_EXITED;
 		n[PMW_SR_P_AGE_USEC] = now - e->exited_usec;
 	} else if (proc_is_alive(e->pid, e->starttime)) {

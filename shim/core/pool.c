@@ -679,14 +679,16 @@ void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, 
 			r->cur = ALIGN_UP(r->cur, os_page_size);
 		uintptr_t at = ALIGN_UP(r->cur, align);
 		if (!s || at + need > s->base + s->bytes) {
-			/* Room for the page skipped too: a partial span may start mid-page. */
-			if (!region_new_span(p, r, need + (fresh_page ? os_page_size : 0), align)) {
+			/* A new span starts on a page of its own whatever fresh_page
+			 * says: a partial one may start mid-page, on a page whose
+			 * objects are another owner's (learn.c: one context a page).
+			 * Room for the page skipped too. */
+			if (!region_new_span(p, r, need + os_page_size, align)) {
 				pthread_mutex_unlock(&p->lock);
 				errno = ENOMEM;
 				return NULL;
 			}
-			if (fresh_page)
-				r->cur = ALIGN_UP(r->cur, os_page_size);
+			r->cur = ALIGN_UP(r->cur, os_page_size);
 			at = ALIGN_UP(r->cur, align);
 		}
 		r->cur = r->end = at + need;     /* end == cur: no fast path ever uses r */

@@ -173,7 +173,8 @@ static inline void *pool_alloc(struct pmalloc_pool *p, size_t size, size_t align
  * lanes: one per allocation context, so that a page holds one context's
  * objects); the caller serialises every use of r, which must stay mapped
  * and zeroed until its first use, and is never given back.  fresh_page:
- * start on a page no earlier object of r touches.  Takes p's lock (one
+ * start on a page no earlier object of r touches (a new span always starts
+ * on a page of its own, so a page holds objects of r only).  Takes p's lock (one
  * uncontended lock: no fast path).  NULL with errno = ENOMEM, also once p
  * is closed. */
 void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, size_t align, uint16_t site,

@@ -44,7 +44,8 @@ EOC
 	[ ! -s "$T/err" ] || fail "$1: learn mode wrote to stderr: $(cat "$T/err")"
 	grep -q "^served 5 requests, config 16 entries, port 8080$" "$T/out" || fail "$1: output $(cat "$T/out")"
 	journal_sync
-	journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED OBJECT_PID=$pid >"$T/$1.json"
+	journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED OBJECT_PID=$pid \
+		PMALLOC_LEARN_REASON=exit >"$T/$1.json"   # the last flush: every context
 	LOADED_WANT=$(( $(stat -c %Y "$T/learn.conf") ))
 	PID=$pid
 }
@@ -138,7 +139,8 @@ since=@$(date +%s.%6N)
 rc=0; PMALLOC_CONF=$T/learn.conf LD_PRELOAD=$SHIM "$T/stripped/learn_server" stop >"$T/out" 2>"$T/err" || rc=$?
 [ $rc = 0 ] || fail "stop run exited $rc: $(cat "$T/err")"
 journal_sync
-journalctl --no-pager -o json --since "$since" MESSAGE_ID=$MID_LEARNED PMALLOC_EXE="$T/stripped/learn_server" >"$T/all.json"
+journalctl --no-pager -o json --since "$since" MESSAGE_ID=$MID_LEARNED PMALLOC_EXE="$T/stripped/learn_server" \
+	PMALLOC_LEARN_REASON=exit >"$T/all.json"
 pids=$(jq -r .OBJECT_PID "$T/all.json" | sort -u)
 [ "$(printf '%s\n' "$pids" | grep -c .)" = 2 ] || fail "stop run: entries of $(printf '%s ' $pids)(want the server and its worker)"
 for p in $pids; do

@@ -28,17 +28,28 @@
  * _Unwind_Backtrace over the shim's own frames and up to LEARN_FRAMES of
  * the program's, some 1,000 a frame); then a hash of the chain and, under
  * one mutex, a probe of the context table and pool_alloc_in() (a second,
- * uncontended lock).  After the pool's first trigger the same unwind, then
- * the heap: late allocations are counted per context.  A free of a pool
+ * uncontended lock).  After the pool's first trigger the heap, and the
+ * unwind only for a sample (late_weight(): each site's first 32, then one
+ * in up to 1,024): late allocations are counted per context, the others a
+ * load and an atomic add on their site's counter.  A free of a pool
  * object: a page-map load, a record look-up, a load of the pool's flags
  * and two atomic adds (four before the trigger: frees before it are
  * counted apart, PMALLOC_TRIGGER_LIVE_*).
  *
  * learn_let_through() runs in the SIGSEGV handler and in kwrite.c: it
  * touches only pre-mapped tables (atomics) and makes one mprotect call per
- * page, once.  learn_flush() runs in normal context (exit, execve,
- * pmallocctl learn-flush): it reads symbol files and allocates with the
- * shim's guard set; never from a signal handler.
+ * page, once (learn_kernel_write: none for a page opened already).
+ * learn_flush() runs in normal context (exit, execve, pmallocctl
+ * learn-flush) and on the shim's "pmalloc-learn" thread (every signal
+ * blocked), started at the first protect of a learn pool: every context
+ * then, those that changed every PMALLOC_LEARN_INTERVAL seconds (10), all
+ * at exit and exec; numbered flushes of cumulative counts (propose keeps
+ * each context's latest per process).  It reads symbol files once per
+ * frame (names kept between flushes) and allocates with the shim's guard
+ * set; never from a signal handler; the thread never waits on journald.
+ * Also owns: the executable's path and build-id taken at start-up (a
+ * chroot hides /proc/self/exe later), and the note of an exec the loader
+ * will run in secure mode (learn_note_exec).
  */
 #define _GNU_SOURCE
 #include "learn.h"
@@ -51,9 +62,13 @@
 #include "armed.h"
 #include "site.h"
 #include "symtab.h"
+#include "libc.h"
 
 #include <link.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +94,12 @@ struct lctx {
 	_Atomic uint64_t late_objects, late_bytes;
 	_Atomic uint64_t written_bytes;    /* live bytes at the first mark */
 	_Atomic uint8_t written;
+	/* What the journal has of it (flush_lock): its counts as last sent,
+	 * in flush epoch sent_epoch (a forked child starts a new epoch: its
+	 * entries are its own, all sent again). */
+	uint32_t sent_epoch;
+	uint8_t sent_written;
+	uint64_t sent_objects, sent_freed, sent_late;
 };
 
 struct lane {
@@ -95,9 +116,30 @@ static struct lane *lanes;             /* [SHIM_POOLS_MAX][LANES] */
 static uint64_t tick;                  /* learn_lock */
 static _Atomic uint32_t *page_ctx;     /* per arena page: its context id */
 static _Atomic uint64_t *opened;       /* per arena page: made writable by learning */
+static _Atomic uint64_t *open_done;    /* per arena page: its mprotect returned */
 static _Atomic uint64_t lost;          /* allocations no context could take (table full) */
 static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t flush_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The delivery (README, "Learned entries"): this process's flushes are
+ * numbered (PMALLOC_LEARN_SEQ, from 1 in each process); entries journald
+ * did not take are counted (PMALLOC_LEARN_UNSENT, this process's total)
+ * and their contexts sent again at the next flush.  flush_lock. */
+static uint32_t flush_epoch = 1, flush_seq;
+static uint64_t unsent;
+/* The periodic flush: a thread of the shim's, started at the first protect
+ * of a learn pool, every interval_s (PMALLOC_LEARN_INTERVAL, seconds;
+ * 0: none).  A forked child starts its own. */
+#define LEARN_INTERVAL_S 10
+static unsigned interval_s = LEARN_INTERVAL_S;
+static _Atomic int flusher;            /* 1 once started in this process */
+/* The executable as it was at start-up: a chroot or a dropped privilege
+ * hides /proc/self/exe later (haproxy). */
+static char exe_path[512];
+static char exe_build_id[SYMTAB_BUILD_ID_MAX];
+/* The exec about to be made (learn_note_exec), for the exec flush; "" when
+ * none.  flush_lock. */
+static char exec_path[512];
+static bool exec_secure;
 /* This process's learn run (LEARN-FORMAT: PMALLOC_RUN), hex; a forked
  * child keeps it (the same run of the program). */
 static char run_id[33];
@@ -215,11 +257,43 @@ static struct lane *lane_for(size_t i, uint32_t id, bool *fresh)
 	return &pl[best];
 }
 
+/* A late allocation's weight: 0 when it is not unwound, else how many
+ * late allocations of its site it stands for.  Each site's first
+ * LATE_EACH are unwound one by one, then one in stride, the stride
+ * doubling with the site's count up to LATE_STRIDE_MAX: a chain that
+ * makes at least one in LATE_STRIDE_MAX of its site's late allocations is
+ * seen, and its late mark set, within a few thousand of them.
+ *
+ * Why sampling is safe: a late allocation goes to the heap, in learn mode
+ * as in enforce, so a chain whose late mark is missed is at worst
+ * proposed while it also allocates as it serves, and its later objects go
+ * to the heap under the proposal (take = "until-trigger"): no write is
+ * missed (the written marks are its objects' from before the trigger,
+ * every one of them unwound).  The late counts are estimates (each sample
+ * counted stride times). */
+#define LATE_EACH 32
+#define LATE_STRIDE_MAX 1024u
+static _Atomic uint32_t *late_calls;   /* [65536], per site id */
+
+static uint32_t late_weight(uint16_t site)
+{
+	uint32_t n = atomic_fetch_add_explicit(&late_calls[site], 1, memory_order_relaxed);
+	if (n < LATE_EACH)
+		return 1;
+	uint32_t stride = 2;
+	while (stride < LATE_STRIDE_MAX && stride * LATE_EACH <= n)
+		stride *= 2;
+	return n % stride == 0 ? stride : 0;
+}
+
 void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t site)
 {
 	uintptr_t f[LEARN_FRAMES];
-	unsigned n = chain_of(ra, f);
 	struct pmalloc_pool *p = learn_st->pools[i].pool;
+	uint32_t weight = 1;
+	if (pool_closed(p) && (weight = late_weight(site)) == 0)
+		return NULL;               /* counted in its site's stride */
+	unsigned n = chain_of(ra, f);
 	size_t need = ALIGN_UP(size ? size : 1, PM_ALIGN);
 	void *obj = NULL;
 	pthread_mutex_lock(&learn_lock);
@@ -243,8 +317,8 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 		atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->bytes, need, memory_order_relaxed);
 	} else if (pool_closed(p)) {
-		atomic_fetch_add_explicit(&c->late_objects, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&c->late_bytes, need, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->late_objects, weight, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->late_bytes, need * weight, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&learn_lock);
 	return obj;
@@ -305,17 +379,69 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 			atomic_fetch_and_explicit(&opened[bit / 64], ~m, memory_order_acq_rel);
 		return false;
 	}
+	atomic_fetch_or_explicit(&open_done[bit / 64], m, memory_order_release);
 	return true;
 }
 
-static void lock_take(void)
+bool learn_kernel_write(const struct pool_hit *hit, uintptr_t addr)
 {
+	if (fault_mode_of(hit) != FAULT_LEARN || !hit->span || !open_done)
+		return false;
+	/* Opened already (its context marked then): no system call.  A bit
+	 * forged here makes the kernel's write fail with EFAULT, as it would
+	 * without learn mode; a fault never trusts it (learn_let_through). */
+	size_t bit = page_of(addr & ~(uintptr_t)(os_page_size - 1));
+	if (atomic_load_explicit(&open_done[bit / 64], memory_order_acquire) & (UINT64_C(1) << (bit % 64)))
+		return true;
+	return learn_let_through(hit, addr);
+}
+
+static void flusher_start(void);
+
+/* A fork waits for a flush under way (the shim's thread's, at most a
+ * symbol read and a burst of sends that never wait): the child must not
+ * get the flush's tables half-way changed. */
+static void lock_take_fork(void)
+{
+	pthread_mutex_lock(&flush_lock);
 	pthread_mutex_lock(&learn_lock);
 }
 
-static void lock_drop(void)
+static void lock_drop_fork(void)
 {
 	pthread_mutex_unlock(&learn_lock);
+	pthread_mutex_unlock(&flush_lock);
+}
+
+/* The forked child: its own flushes (a new epoch: every context is sent
+ * again under its pid), its own periodic thread where its parent had
+ * one. */
+static void lock_child(void)
+{
+	lock_drop_fork();
+	flush_epoch++;
+	flush_seq = 0;
+	unsent = 0;
+	if (atomic_exchange(&flusher, 0))
+		flusher_start();
+}
+
+static int exe_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	if (info->dlpi_name && info->dlpi_name[0])
+		return 0;
+	if (!symtab_build_id(info->dlpi_phdr, info->dlpi_phnum, info->dlpi_addr, exe_build_id))
+		exe_build_id[0] = '\0';
+	return 1;
+}
+
+static void exe_at_start(void)
+{
+	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+	exe_path[n > 0 ? n : 0] = '\0';
+	dl_iterate_phdr(exe_object, NULL);
 }
 
 static void new_run_id(void)
@@ -333,13 +459,14 @@ static void new_run_id(void)
 
 bool learn_init(const struct shim_state *st)
 {
-	void *c, *x, *l, *pg, *o;
+	void *c, *x, *l, *pg, *o, *lc, *od;
 	size_t pages = arena_size / os_page_size;
 	size_t words = (pages + 63) / 64;
 	if (os_map_lazy(CTX_MAX * sizeof(struct lctx), &c) < 0 ||
 	    os_map_lazy(CTX_HASH * sizeof(uint32_t), &x) < 0 ||
 	    os_map_lazy(SHIM_POOLS_MAX * LANES * sizeof(struct lane), &l) < 0 ||
-	    os_map_lazy(pages * sizeof(uint32_t), &pg) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0) {
+	    os_map_lazy(pages * sizeof(uint32_t), &pg) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0 ||
+	    os_map_lazy(65536 * sizeof(*late_calls), &lc) < 0 || os_map_lazy(words * sizeof(uint64_t), &od) < 0) {
 		debug_printf("learn mode: no memory for its tables; pools enforce");
 		return false;
 	}
@@ -348,10 +475,21 @@ bool learn_init(const struct shim_state *st)
 	lanes = l;
 	page_ctx = pg;
 	opened = o;
+	late_calls = lc;
+	open_done = od;
 	new_run_id();
+	exe_at_start();
+	const char *iv = secure_getenv("PMALLOC_LEARN_INTERVAL");
+	if (iv && *iv) {
+		char *end;
+		unsigned long v = strtoul(iv, &end, 10);
+		if (!*end && v <= 86400)
+			interval_s = (unsigned)v;
+	}
 	/* Registered after pool.c's handlers (the pools exist): taken before
-	 * the pools' locks, the order learn_alloc() takes them in. */
-	pthread_atfork(lock_take, lock_drop, lock_drop);
+	 * the pools' locks, the order learn_alloc() takes them in; the flush's
+	 * lock first (a flush never takes the others). */
+	pthread_atfork(lock_take_fork, lock_drop_fork, lock_child);
 	learn_stop_init();
 	learn_st = st;
 	return true;
@@ -363,7 +501,7 @@ bool learn_init(const struct shim_state *st)
 struct lframe {
 	uintptr_t ra;
 	int obj;                           /* index in objs, -1: none found */
-	char func[256];
+	char *func;                        /* the shim's heap, NULL: not named; owned by the table */
 };
 
 struct lobj {
@@ -381,6 +519,12 @@ struct flush_ctx {
 	char exe_build_id[SYMTAB_BUILD_ID_MAX];
 	size_t lo, hi;                     /* the frames of the object being read */
 };
+
+/* The frames named by the last flush, by address (flush_lock): a periodic
+ * flush reads no symbol file for them again, and names them still once a
+ * chroot hides the files. */
+static struct lframe *named;
+static size_t n_named;
 
 static int uptr_cmp(const void *a, const void *b)
 {
@@ -443,8 +587,15 @@ static int name_frames(void *arg, const char *name, uintptr_t start, size_t size
 			hi = mid;
 	}
 	for (size_t k = lo; k < c->hi && c->fr[k].ra - 1 < start + size; k++)
-		if (!c->fr[k].func[0])
-			snprintf(c->fr[k].func, sizeof(c->fr[k].func), "%s", name);
+		if (!c->fr[k].func) {
+			size_t len = strnlen(name, 255);
+			char *f = heap_malloc(len + 1);
+			if (f) {
+				memcpy(f, name, len);
+				f[len] = '\0';
+				c->fr[k].func = f;
+			}
+		}
 	return 0;
 }
 
@@ -506,7 +657,7 @@ static void put_frame(struct sbuf *b, const struct flush_ctx *c, uintptr_t ra)
 	}
 	put_path(b, o->path);
 	sb_add(b, "@%s+0x%lx", o->build_id[0] ? o->build_id : "-", (unsigned long)(ra - o->bias));
-	if (fr->func[0])
+	if (fr->func)
 		sb_add(b, "=%s", fr->func);
 }
 
@@ -521,7 +672,7 @@ static void short_frame(char *buf, size_t len, const struct flush_ctx *c, uintpt
 	}
 	const char *base = strrchr(o->path, '/');
 	base = base ? base + 1 : o->path;
-	if (fr->func[0])
+	if (fr->func)
 		snprintf(buf, len, "%s:%s", base, fr->func);
 	else
 		snprintf(buf, len, "%s+0x%lx", base, (unsigned long)(ra - o->bias));
@@ -565,8 +716,8 @@ static const char *grouped(char *buf, size_t len, uint64_t v)
 	return buf;
 }
 
-static void flush_one(const struct flush_ctx *c, const struct lctx *x, const char *reason, char *chain,
-		      size_t chain_len)
+static bool flush_one(const struct flush_ctx *c, const struct lctx *x, uint32_t id, const char *reason,
+		      char *chain, size_t chain_len, unsigned wait_ms)
 {
 	const struct shim_state *st = learn_st;
 	const struct pimg_pool *pp = pimg_pool(st->image, x->pool);
@@ -609,7 +760,7 @@ static void flush_one(const struct flush_ctx *c, const struct lctx *x, const cha
 	const struct lobj *o = fr && fr->obj >= 0 ? &c->objs[fr->obj] : NULL;
 	char site_short[300];
 	short_frame(site_short, sizeof(site_short), c, site_ra);
-	snprintf(site, sizeof(site), "%.299s", fr && fr->func[0] ? fr->func : site_short);
+	snprintf(site, sizeof(site), "%.299s", fr && fr->func ? fr->func : site_short);
 	const char *wrappers[64];
 	size_t n_wrappers = 0;
 	for (; n_wrappers < pp->n_wrappers && n_wrappers < ARRAY_SIZE(wrappers); n_wrappers++)
@@ -625,49 +776,89 @@ static void flush_one(const struct flush_ctx *c, const struct lctx *x, const cha
 		.freed_objects = fo, .freed_bytes = fb, .trigger_live_objects = objects - eo,
 		.trigger_live_bytes = bytes - eb, .late_objects = atomic_load(&x->late_objects),
 		.late_bytes = atomic_load(&x->late_bytes), .written_bytes = atomic_load(&x->written_bytes),
-		.written = atomic_load(&x->written) != 0, .named = fr && fr->func[0],
+		.written = atomic_load(&x->written) != 0, .named = fr && fr->func,
+		.seq = flush_seq, .ctx = id, .unsent = unsent, .protected = pool_closed(st->pools[x->pool].pool),
+		.exec = strcmp(reason, "exec") == 0 ? exec_path : "", .secure_exec = exec_secure,
+		.wait_ms = wait_ms,
 	};
-	journal_learned(&j);
+	return journal_learned(&j);
 }
 
-static void flush_locked(const char *reason)
+/* Does context x need an entry in this flush? all: every context with
+ * objects; else those whose counts moved since the journal took them. */
+static bool flush_due(const struct lctx *x, bool all)
+{
+	uint64_t objects = atomic_load(&x->objects), late = atomic_load(&x->late_objects);
+	if (!objects && !late)
+		return false;
+	return all || x->sent_epoch != flush_epoch || x->sent_objects != objects || x->sent_late != late ||
+	       x->sent_freed != atomic_load(&x->freed_objects) || x->sent_written != atomic_load(&x->written);
+}
+
+static void flush_locked(const char *reason, bool all)
 {
 	struct flush_ctx c;
 	memset(&c, 0, sizeof(c));
 	uint32_t n_ctx_now = __atomic_load_n(&n_ctx, __ATOMIC_ACQUIRE);
+	size_t due = 0;
+	for (uint32_t id = 1; id < n_ctx_now; id++)
+		due += flush_due(&ctxs[id], all);
+	if (!due)
+		return;
 	/* Every frame of every context, once. */
-	uintptr_t *all = heap_malloc((size_t)n_ctx_now * (LEARN_FRAMES + 1) * sizeof(*all) + 1);
+	uintptr_t *all_fr = heap_malloc((size_t)n_ctx_now * (LEARN_FRAMES + 1) * sizeof(*all_fr) + 1);
 	char *chain = heap_malloc(8192);
-	if (!all || !chain) {
-		heap_free(all);
+	if (!all_fr || !chain) {
+		heap_free(all_fr);
 		heap_free(chain);
 		return;
 	}
 	size_t n_all = 0;
 	for (uint32_t id = 1; id < n_ctx_now; id++) {
 		for (unsigned k = 0; k < ctxs[id].n_frames && k < LEARN_FRAMES; k++)
-			all[n_all++] = ctxs[id].frames[k];
+			all_fr[n_all++] = ctxs[id].frames[k];
 		uintptr_t sa = site_address(ctxs[id].site);
 		if (sa)
-			all[n_all++] = sa;
+			all_fr[n_all++] = sa;
 	}
-	qsort(all, n_all, sizeof(*all), uptr_cmp);
-	c.fr = heap_calloc(n_all + 1, sizeof(*c.fr));
-	if (!c.fr) {
-		heap_free(all);
+	qsort(all_fr, n_all, sizeof(*all_fr), uptr_cmp);
+	size_t n_uniq = 0;
+	for (size_t k = 0; k < n_all; k++)
+		n_uniq += k == 0 || all_fr[k] != all_fr[k - 1];
+	c.fr = heap_calloc(n_uniq + 1, sizeof(*c.fr));
+	bool *known = heap_calloc(n_uniq + 1, sizeof(*known));
+	if (!c.fr || !known) {
+		heap_free(c.fr);
+		heap_free(known);
+		heap_free(all_fr);
 		heap_free(chain);
 		return;
 	}
-	for (size_t k = 0; k < n_all; k++)
-		if (k == 0 || all[k] != all[k - 1]) {
-			c.fr[c.n].ra = all[k];
+	/* Frames the last flush named keep their names (taken over from the
+	 * old table, in address order); only objects with frames new since
+	 * are read. */
+	for (size_t k = 0, o = 0; k < n_all; k++)
+		if (k == 0 || all_fr[k] != all_fr[k - 1]) {
+			c.fr[c.n].ra = all_fr[k];
 			c.fr[c.n].obj = -1;
+			while (o < n_named && named[o].ra < all_fr[k])
+				o++;
+			if (o < n_named && named[o].ra == all_fr[k]) {
+				c.fr[c.n].func = named[o].func;
+				named[o].func = NULL;
+				known[c.n] = true;
+			}
 			c.n++;
 		}
-	heap_free(all);
-	ssize_t n = readlink("/proc/self/exe", c.exe, sizeof(c.exe) - 1);
-	c.exe[n > 0 ? n : 0] = '\0';
+	heap_free(all_fr);
+	snprintf(c.exe, sizeof(c.exe), "%s", exe_path);
+	if (!c.exe[0]) {
+		ssize_t n = readlink("/proc/self/exe", c.exe, sizeof(c.exe) - 1);
+		c.exe[n > 0 ? n : 0] = '\0';
+	}
 	dl_iterate_phdr(visit_object, &c);
+	if (exe_build_id[0])
+		memcpy(c.exe_build_id, exe_build_id, sizeof(c.exe_build_id));
 	/* Name the frames of each object from its symbol table (read once per
 	 * object); the frames are sorted by address, an object's adjacent. */
 	for (size_t o = 0; o < c.n_objs; o++) {
@@ -675,40 +866,150 @@ static void flush_locked(const char *reason)
 		while (lo < c.n && c.fr[lo].obj != (int)o)
 			lo++;
 		size_t hi = lo;
-		while (hi < c.n && c.fr[hi].obj == (int)o)
+		bool fresh = false;
+		while (hi < c.n && c.fr[hi].obj == (int)o) {
+			fresh |= !known[hi];
 			hi++;
+		}
 		c.lo = lo;
 		c.hi = hi;
-		if (hi > lo)
+		if (hi > lo && fresh)
 			symtab_for_each_function(c.objs[o].path, c.objs[o].bias, name_frames, &c);
 	}
-	size_t written = 0;
+	heap_free(known);
+	flush_seq++;
+	size_t written = 0, failed = 0;
+	/* A busy journald gets a quarter second an entry at exit or exec (the
+	 * last chance), none on the shim's thread (sent again next time);
+	 * once one entry did not go, none waits: a stalled journald must not
+	 * hold the exit. */
+	unsigned wait_ms = strcmp(reason, "periodic") == 0 || strcmp(reason, "trigger") == 0 ? 0 : 250;
 	for (uint32_t id = 1; id < n_ctx_now; id++) {
-		const struct lctx *x = &ctxs[id];
-		if (atomic_load(&x->objects) || atomic_load(&x->late_objects)) {
-			flush_one(&c, x, reason, chain, 8192);
+		struct lctx *x = &ctxs[id];
+		if (!flush_due(x, all))
+			continue;
+		uint64_t objects = atomic_load(&x->objects), late = atomic_load(&x->late_objects);
+		uint64_t freed = atomic_load(&x->freed_objects);
+		uint8_t wr = atomic_load(&x->written);
+		if (flush_one(&c, x, id, reason, chain, 8192, failed ? 0 : wait_ms)) {
+			x->sent_epoch = flush_epoch;
+			x->sent_objects = objects;
+			x->sent_late = late;
+			x->sent_freed = freed;
+			x->sent_written = wr;
 			written++;
+		} else {
+			/* Sent again at the next flush (its counts do not match). */
+			x->sent_epoch = 0;
+			failed++;
 		}
 	}
-	debug_printf("learn: %zu contexts written to the journal (%s); %llu allocations without a context",
-		     written, reason, (unsigned long long)atomic_load(&lost));
-	heap_free(c.fr);
+	unsent += failed;
+	debug_printf("learn: flush %u (%s): %zu contexts written to the journal, %zu not taken; "
+		     "%llu allocations without a context", flush_seq, reason, written, failed,
+		     (unsigned long long)atomic_load(&lost));
+	for (size_t k = 0; k < n_named; k++)
+		heap_free(named[k].func);      /* frames no context has any more (none, today) */
+	heap_free(named);
+	named = c.fr;
+	n_named = c.n;
 	heap_free(c.objs);
 	heap_free(chain);
+}
+
+/* Once the exit flush is done, the periodic thread stops: an entry after
+ * the last would say the process did not end. */
+static _Atomic int exited;
+
+static void flush_as(const char *reason, bool all)
+{
+	int busy = shim_busy_enter();
+	pthread_mutex_lock(&flush_lock);
+	if (!atomic_load(&exited) || strcmp(reason, "exit") == 0)
+		flush_locked(reason, all);
+	if (strcmp(reason, "exec") == 0) {
+		exec_path[0] = '\0';     /* said once: an exec that failed is not the next one */
+		exec_secure = false;
+	}
+	if (strcmp(reason, "exit") == 0)
+		atomic_store(&exited, 1);
+	pthread_mutex_unlock(&flush_lock);
+	shim_busy_leave(busy);
 }
 
 void learn_flush(const char *reason)
 {
 	if (!learn_st)
 		return;
-	int busy = shim_busy_enter();
-	/* A flush under way (another thread's, or one a fork copied half-way)
-	 * is left alone: its entries say the same. */
-	if (pthread_mutex_trylock(&flush_lock) == 0) {
-		flush_locked(reason);
-		pthread_mutex_unlock(&flush_lock);
+	flush_as(reason, true);
+}
+
+/* The periodic thread: every context at the first protect, then every
+ * interval_s those that changed. */
+static void *flusher_main(void *arg)
+{
+	(void)arg;
+	flush_as("trigger", true);
+	while (interval_s && !atomic_load(&exited)) {
+		os_sleep_until_ns(os_monotonic_ns(false) + (uint64_t)interval_s * 1000000000u);
+		flush_as("periodic", false);
 	}
-	shim_busy_leave(busy);
+	return NULL;
+}
+
+/* A detached thread of the shim's, every signal blocked (the program's
+ * handlers never run on it), a small stack. */
+static void flusher_start(void)
+{
+	if (atomic_exchange(&flusher, 1))
+		return;
+	typedef int (*create_t)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	create_t create = REAL(pthread_create, create_t);
+	typedef int (*mask_t)(int, const sigset_t *, sigset_t *);
+	mask_t mask = REAL(pthread_sigmask, mask_t);   /* libc's: this is not the program's call */
+	if (!create || !mask)
+		return;
+	sigset_t every, old;
+	sigfillset(&every);
+	fault_filter_mask(&every);
+	mask(SIG_SETMASK, &every, &old);
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);   /* the flush's frames and the unwinder's */
+	if (create(&t, &attr, flusher_main, NULL) == 0)
+		pthread_setname_np(t, "pmalloc-learn");
+	else
+		debug_printf("learn: no thread for the periodic flush: entries at exit only");
+	pthread_attr_destroy(&attr);
+	mask(SIG_SETMASK, &old, NULL);
+}
+
+void learn_note_exec(const char *path)
+{
+	struct stat st;
+	if (!learn_st || !path)
+		return;
+	bool secure = false;
+	if (stat(path, &st) == 0) {
+		secure = ((st.st_mode & S_ISUID) && st.st_uid != geteuid()) ||
+			 ((st.st_mode & S_ISGID) && st.st_gid != getegid()) ||
+			 getxattr(path, "security.capability", NULL, 0) > 0;
+	}
+	pthread_mutex_lock(&flush_lock);
+	snprintf(exec_path, sizeof(exec_path), "%s", path);
+	exec_secure = secure;
+	pthread_mutex_unlock(&flush_lock);
+	if (secure)
+		debug_printf("learn: exec of %s in secure mode (set-id or capabilities): the loader ignores "
+			     "LD_PRELOAD, it runs without the shim and learns nothing", path);
+}
+
+void learn_note_protected(void)
+{
+	if (learn_st)
+		flusher_start();
 }
 
 __attribute__((destructor)) static void learn_at_exit(void)

@@ -48,10 +48,23 @@ void learn_note_free(const void *p);
  * decision (fault_mode_of) for the pool is not learn.  Async-signal-safe:
  * atomic operations on pre-mapped tables and one mprotect. */
 bool learn_let_through(const struct pool_hit *hit, uintptr_t addr);
+/* The same for a kernel write about to be made (kwrite.c, normal
+ * context): a page learning opened already costs no system call. */
+bool learn_kernel_write(const struct pool_hit *hit, uintptr_t addr);
 /* Write one journal entry per learned pool and context (reason: "exit",
  * "exec", "learn-flush").  Normal context only: reads symbol files,
  * allocates with the shim's guard set. */
 void learn_flush(const char *reason);
+/* A learn pool was protected (trigger.c): the first time, the periodic
+ * flush starts (its first flush, every context, at once; then every
+ * PMALLOC_LEARN_INTERVAL seconds, 10 by default, what changed). */
+void learn_note_protected(void);
+/* This process is about to execve(path): when the loader will run it in
+ * secure mode (set-user-ID or set-group-ID to another id, or file
+ * capabilities), it ignores LD_PRELOAD: the new program runs without the
+ * shim, unprotected, and learns nothing.  The exec flush's entries say so
+ * (PMALLOC_LEARN_EXEC, PMALLOC_LEARN_SECURE_EXEC), and propose counts it. */
+void learn_note_exec(const char *path);
 /* 1 while this process learns. */
 bool learn_active(void);
 

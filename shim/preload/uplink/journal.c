@@ -38,6 +38,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -60,6 +61,48 @@ static char self_comm[17];
 static char self_cgroup[512];
 static char self_unit[256];
 
+/* The journal's socket, connected before a chroot (journal_keep_socket):
+ * inside, its path is gone (haproxy's /var/lib/haproxy), the connected
+ * socket still reaches journald.  Believed only while the descriptor is
+ * still the socket opened (device and inode): a program that closes every
+ * descriptor may have reused its number; then the path is tried alone. */
+static _Atomic int kept_fd = -1;
+static dev_t kept_dev;
+static ino_t kept_ino;
+
+void journal_keep_socket(void)
+{
+	if (atomic_load(&kept_fd) >= 0) {
+		struct stat st;
+		int fd = atomic_load(&kept_fd);
+		if (fstat(fd, &st) == 0 && st.st_dev == kept_dev && st.st_ino == kept_ino)
+			return;
+		atomic_store(&kept_fd, -1);
+	}
+	struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = JOURNAL_SOCKET };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct stat st;
+	if (fd < 0)
+		return;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || fstat(fd, &st) < 0) {
+		close(fd);
+		return;
+	}
+	kept_dev = st.st_dev;
+	kept_ino = st.st_ino;
+	atomic_store(&kept_fd, fd);
+}
+
+/* The kept socket, when it is still ours; -1 else. */
+static int kept_socket(void)
+{
+	int fd = atomic_load(&kept_fd);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != kept_dev || st.st_ino != kept_ino)
+		return -1;
+	return fd;
+}
+
 /* true when journald took the entry.  Never blocks, unless wait_ms: then
  * up to that long for room in journald's queue (at exit only: a busy
  * journald must not cost the summary, a stalled one not the exit). */
@@ -76,7 +119,11 @@ static bool send_entry_wait(struct fmt *f, unsigned int wait_ms)
 			flags &= ~MSG_DONTWAIT;
 	}
 	ssize_t n = sendto(fd, f->start, fmt_len(f), flags, (struct sockaddr *)&sa, sizeof(sa));
+	int e = errno;
 	close(fd);
+	int kept;
+	if (n < 0 && (e == ENOENT || e == ECONNREFUSED || e == EACCES) && (kept = kept_socket()) >= 0)
+		n = send(kept, f->start, fmt_len(f), MSG_NOSIGNAL | MSG_DONTWAIT);
 	return n == (ssize_t)fmt_len(f);
 }
 
@@ -231,12 +278,14 @@ static bool entry_begin(struct fmt *f, const char *mid, int priority, bool limit
 
 /* Send the entry (wait_ms as for send_entry_wait) and give the buffer
  * back; a limited entry journald did not take is counted. */
-static void entry_end(struct fmt *f, unsigned int wait_ms, bool limited)
+static bool entry_end(struct fmt *f, unsigned int wait_ms, bool limited)
 {
-	if (!send_entry_wait(f, wait_ms) && limited)
+	bool sent = send_entry_wait(f, wait_ms);
+	if (!sent && limited)
 		journal_note_dropped();
 	errno = entry_errno;
 	atomic_flag_clear(&entry_busy);
+	return sent;
 }
 
 void journal_violation(const struct pmw_report *r)
@@ -262,11 +311,11 @@ void journal_protected(const struct pmw_protected *m)
 	entry_end(&f, 0, false);
 }
 
-void journal_learned(const struct journal_learned *m)
+bool journal_learned(const struct journal_learned *m)
 {
 	struct fmt f;
 	if (!entry_begin(&f, MID_LEARNED, 6, false))
-		return;
+		return false;
 	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_RUN=%s\nPMALLOC_EXE_BUILD_ID=%s\n"
 		   "PMALLOC_POLICY_LOADED=%" PRIu64 "\nPMALLOC_CHAIN=%s\n", m->policy, m->pool, m->run,
 		   m->exe_build_id, m->policy_loaded_us, m->chain);
@@ -287,9 +336,13 @@ void journal_learned(const struct journal_learned *m)
 		fmt_printf(&f, "PMALLOC_BUILD_ID=%s\n", m->build_id);
 	for (size_t i = 0; i < m->n_wrappers; i++)
 		fmt_printf(&f, "PMALLOC_WRAPPER=%s\n", m->wrappers[i]);
+	fmt_printf(&f, "PMALLOC_LEARN_SEQ=%" PRIu32 "\nPMALLOC_LEARN_CTX=%" PRIu32 "\nPMALLOC_LEARN_UNSENT=%" PRIu64
+		   "\nPMALLOC_LEARN_PROTECTED=%d\n", m->seq, m->ctx, m->unsent, m->protected ? 1 : 0);
+	if (m->exec && m->exec[0])
+		fmt_printf(&f, "PMALLOC_LEARN_EXEC=%s\nPMALLOC_LEARN_SECURE_EXEC=%d\n", m->exec, m->secure_exec ? 1 : 0);
 	fmt_printf(&f, "PMALLOC_TRIGGERS=%s\nPMALLOC_LEARN_REASON=%s\nPMALLOC_EXE=%s\nMESSAGE=pmalloc: %s\n",
 		   m->triggers, m->reason, m->exe, m->message);
-	entry_end(&f, 250, false);
+	return entry_end(&f, m->wait_ms, false);
 }
 
 void journal_take_late(const char *policy, const char *pool, const char *site)

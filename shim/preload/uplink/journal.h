@@ -38,8 +38,18 @@ struct journal_learned {
 	uint64_t trigger_live_objects, trigger_live_bytes;   /* not freed before the trigger */
 	uint64_t late_objects, late_bytes, written_bytes;
 	bool written, named;
+	uint32_t seq, ctx;             /* the flush of this process, the context's id in it */
+	uint64_t unsent;               /* entries journald did not take so far, this process */
+	bool protected;                /* its pool protected by a trigger when flushed */
+	const char *exec;              /* the exec flush: the program about to run, else "" */
+	bool secure_exec;              /* that program runs in secure mode: without the shim */
+	unsigned wait_ms;              /* up to this long for room in journald's queue (0: none) */
 };
-void journal_learned(const struct journal_learned *m);
+/* Connect a socket to the journal now (before a chroot): later entries go
+ * through it where the journal's path cannot be reached.  Normal context. */
+void journal_keep_socket(void);
+/* true when journald took it. */
+bool journal_learned(const struct journal_learned *m);
 /* take = "until-trigger": site of pool allocated after the pool's first
  * trigger, and went to the heap; said once per site (take.c). */
 void journal_take_late(const char *policy, const char *pool, const char *site);

@@ -44,6 +44,9 @@
 
 #include <errno.h>
 #include <string.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -81,6 +84,8 @@ static pread_fn _Atomic real_pread, real_pread64;
 static readv_fn _Atomic real_readv;
 static recvfrom_fn _Atomic real_recvfrom;
 static recvmsg_fn _Atomic real_recvmsg;
+typedef int (*recvmmsg_fn)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
+static recvmmsg_fn _Atomic real_recvmmsg;
 
 
 __attribute__((constructor)) static void kwrite_init(void)
@@ -91,6 +96,7 @@ __attribute__((constructor)) static void kwrite_init(void)
 	(void)LIBC(real_readv, "readv");
 	(void)LIBC(real_recvfrom, "recvfrom");
 	(void)LIBC(real_recvmsg, "recvmsg");
+	(void)LIBC(real_recvmmsg, "recvmmsg");
 }
 
 
@@ -111,7 +117,7 @@ static uintptr_t first_protected(const void *p, size_t len, bool *refused)
 	while (a < end) {
 		struct pool_hit hit;
 		if (pool_lookup((const void *)a, &hit) && hit.is_protected &&
-		    !learn_let_through(&hit, a)) {     /* learn mode: the page is writable now */
+		    !learn_kernel_write(&hit, a)) {    /* learn mode: the page is writable now */
 			*refused = !kw_lets_through(&hit);
 			return a;
 		}
@@ -417,6 +423,198 @@ static cold ssize_t recvmsg_slow(ssize_t (*fn)(int, struct msghdr *, int), uintp
 
 KW_WRAP(recvmsg, recvmsg, (int fd, struct msghdr *msg, int flags), (fd, msg, flags),
 	msg && msg_may_touch(msg), recvmsg_slow(fn, CALLER(), fd, msg, flags))
+
+/* ---- the fortified entry points (_FORTIFY_SOURCE: Debian builds its
+ * servers so) ----
+ * A program built with _FORTIFY_SOURCE calls __read_chk where its source
+ * says read, when the buffer's size is known: libc's __read_chk reads
+ * through its internal read, not the exported one, so without these the
+ * calls above are not interposed at all in such a program.  The check is
+ * libc's (a length past the buffer: the real __*_chk, which aborts); the
+ * call, when its buffer may be pool memory, is the one above. */
+typedef ssize_t (*read_chk_fn)(int, void *, size_t, size_t);
+typedef ssize_t (*pread_chk_fn)(int, void *, size_t, off_t, size_t);
+typedef ssize_t (*recv_chk_fn)(int, void *, size_t, size_t, int);
+typedef ssize_t (*recvfrom_chk_fn)(int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
+static read_chk_fn _Atomic real___read_chk;
+static pread_chk_fn _Atomic real___pread_chk, real___pread64_chk;
+static recv_chk_fn _Atomic real___recv_chk;
+static recvfrom_chk_fn _Atomic real___recvfrom_chk;
+
+PMALLOC_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	read_chk_fn chk = LIBC(real___read_chk, "__read_chk");
+	read_fn fn = LIBC(real_read, "read");
+	if (unlikely(!chk || !fn))
+		return no_libc();
+	if (likely(!kwrite_may_touch(buf, n)) || n > buflen)
+		return chk(fd, buf, n, buflen);
+	return read_slow(fn, CALLER(), fd, buf, n);
+}
+
+PMALLOC_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+	pread_chk_fn chk = LIBC(real___pread_chk, "__pread_chk");
+	pread_fn fn = LIBC(real_pread, "pread");
+	if (unlikely(!chk || !fn))
+		return no_libc();
+	if (likely(!kwrite_may_touch(buf, n)) || n > buflen)
+		return chk(fd, buf, n, off, buflen);
+	return pread_slow(fn, CALLER(), fd, buf, n, off);
+}
+
+PMALLOC_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+	pread_chk_fn chk = LIBC(real___pread64_chk, "__pread64_chk");
+	pread_fn fn = LIBC(real_pread64, "pread64");
+	if (unlikely(!chk || !fn))
+		return no_libc();
+	if (likely(!kwrite_may_touch(buf, n)) || n > buflen)
+		return chk(fd, buf, n, off, buflen);
+	return pread_slow(fn, CALLER(), fd, buf, n, off);
+}
+
+PMALLOC_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+	recv_chk_fn chk = LIBC(real___recv_chk, "__recv_chk");
+	recvfrom_fn fn = LIBC(real_recvfrom, "recvfrom");
+	if (unlikely(!chk || !fn))
+		return no_libc();
+	if (likely(!kwrite_may_touch(buf, n)) || n > buflen)
+		return chk(fd, buf, n, buflen, flags);
+	return recvfrom_slow(fn, CALLER(), "recv", fd, buf, n, flags, NULL, NULL);
+}
+
+PMALLOC_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+				      struct sockaddr *addr, socklen_t *alen)
+{
+	recvfrom_chk_fn chk = LIBC(real___recvfrom_chk, "__recvfrom_chk");
+	recvfrom_fn fn = LIBC(real_recvfrom, "recvfrom");
+	if (unlikely(!chk || !fn))
+		return no_libc();
+	if (n > buflen || (likely(!kwrite_may_touch(buf, n)) && !kwrite_may_touch(alen, sizeof(*alen)) &&
+			   !kwrite_may_touch(addr, alen ? *alen : 0)))
+		return chk(fd, buf, n, buflen, flags, addr, alen);
+	return recvfrom_slow(fn, CALLER(), "recvfrom", fd, buf, n, flags, addr, alen);
+}
+
+/* ---- calls learn mode opens the pages of, before the kernel writes ----
+ *
+ * recvmmsg, preadv (and preadv2), getsockopt and ioctl: a learn pool's
+ * protected page among the buffers the kernel will write is opened first
+ * and its context marked written (learn_kernel_write), as a fault would;
+ * the call is then made as it is.  Audit and enforce pools are not
+ * bounced here: their protected buffers get EFAULT, as before these calls
+ * were interposed (the README's "not covered").  ioctl does not say how
+ * long its buffer is: _IOC_SIZE where the request encodes one, else
+ * LEARN_GUESS bytes.  A guess too long marks a neighbouring context
+ * written (it is then not proposed: less protection, never a false kill);
+ * one too short, a kernel write past it, is an EFAULT the program sees in
+ * learn mode as in enforce.  syscall(2) is not interposed: the shim's own
+ * system calls (os.c) go through libc's, and must not come here. */
+#define LEARN_GUESS 64
+
+/* Learn pools' protected pages of [p, p+len) opened, their contexts marked. */
+static void learn_open(const void *p, size_t len)
+{
+	if (!p || len == 0 || !kwrite_may_touch(p, len) || !learn_active())
+		return;
+	uintptr_t a = (uintptr_t)p, end = a + len;
+	while (a < end && a >= (uintptr_t)p) {
+		struct pool_hit hit;
+		if (pool_lookup((const void *)a, &hit) && hit.is_protected)
+			(void)learn_kernel_write(&hit, a);
+		a = (a | (os_page_size - 1)) + 1;
+	}
+}
+
+static void learn_open_iov(const struct iovec *iov, size_t cnt)
+{
+	/* The vector itself may lie in pool memory: the kernel only reads it. */
+	for (size_t i = 0; iov && i < cnt && i < 1024; i++)
+		learn_open(iov[i].iov_base, iov[i].iov_len);
+}
+
+static void learn_open_msg(struct msghdr *m)
+{
+	if (!m)
+		return;
+	learn_open(m, sizeof(*m));     /* msg_namelen, msg_controllen, msg_flags */
+	learn_open(m->msg_name, m->msg_namelen);
+	learn_open(m->msg_control, m->msg_controllen);
+	learn_open_iov(m->msg_iov, m->msg_iovlen);
+}
+
+static void learn_open_mmsg(struct mmsghdr *v, size_t n)
+{
+	if (!v)
+		return;
+	learn_open(v, n * sizeof(*v));
+	for (size_t i = 0; i < n && i < 1024; i++)
+		learn_open_msg(&v[i].msg_hdr);
+}
+
+typedef ssize_t (*preadv_fn)(int, const struct iovec *, int, off_t);
+typedef ssize_t (*preadv2_fn)(int, const struct iovec *, int, off_t, int);
+typedef int (*getsockopt_fn)(int, int, int, void *, socklen_t *);
+typedef int (*ioctl_fn)(int, unsigned long, void *);
+static preadv_fn _Atomic real_preadv, real_preadv64;
+static preadv2_fn _Atomic real_preadv2, real_preadv64v2;
+static getsockopt_fn _Atomic real_getsockopt;
+static ioctl_fn _Atomic real_ioctl;
+
+PMALLOC_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *t)
+{
+	recvmmsg_fn fn = LIBC(real_recvmmsg, "recvmmsg");
+	if (unlikely(!fn))
+		return (int)no_libc();
+	if (unlikely(v && learn_active()))
+		learn_open_mmsg(v, n);
+	return fn(fd, v, n, flags, t);
+}
+
+#define PREADV(name, type, params, args) \
+	PMALLOC_EXPORT ssize_t name params \
+	{ \
+		type fn = LIBC(real_##name, #name); \
+		if (unlikely(!fn)) \
+			return no_libc(); \
+		if (unlikely(learn_active()) && cnt > 0) \
+			learn_open_iov(iov, (size_t)cnt); \
+		return fn args; \
+	}
+PREADV(preadv, preadv_fn, (int fd, const struct iovec *iov, int cnt, off_t off), (fd, iov, cnt, off))
+PREADV(preadv64, preadv_fn, (int fd, const struct iovec *iov, int cnt, off_t off), (fd, iov, cnt, off))
+PREADV(preadv2, preadv2_fn, (int fd, const struct iovec *iov, int cnt, off_t off, int flags),
+       (fd, iov, cnt, off, flags))
+PREADV(preadv64v2, preadv2_fn, (int fd, const struct iovec *iov, int cnt, off_t off, int flags),
+       (fd, iov, cnt, off, flags))
+
+PMALLOC_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	getsockopt_fn fn = LIBC(real_getsockopt, "getsockopt");
+	if (unlikely(!fn))
+		return (int)no_libc();
+	if (unlikely(learn_active()) && (kwrite_may_touch(len, sizeof(*len)) || kwrite_may_touch(val, 1))) {
+		learn_open(len, sizeof(*len));
+		learn_open(val, len ? *len : 0);
+	}
+	return fn(fd, level, name, val, len);
+}
+
+PMALLOC_EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	va_start(ap, req);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	ioctl_fn fn = LIBC(real_ioctl, "ioctl");
+	if (unlikely(!fn))
+		return (int)no_libc();
+	if (unlikely(kwrite_may_touch(arg, 1)) && learn_active())
+		learn_open(arg, (_IOC_DIR(req) & _IOC_READ) && _IOC_SIZE(req) ? _IOC_SIZE(req) : LEARN_GUESS);
+	return fn(fd, req, arg);
+}
 
 /* ---- the calls trigger.c interposes (it passes their real function) ---- */
 

@@ -25,6 +25,7 @@
 #include "os.h"
 #include "pmalloc.h"
 #include "kwrite.h"
+#include "journal.h"
 #include "learn.h"
 #include "resolve.h"
 #include "rules_msg.h"
@@ -58,6 +59,8 @@ size_t shim_protect_pool(size_t i, const char *trigger)
 	 * closed byte).  Learn mode keeps learning what comes late. */
 	if (st->pools[i].until_trigger && st->image->mode != POLICY_MODE_LEARN && take_all_closed(st))
 		resolve_pools_closed();
+	if (n && st->image->mode == POLICY_MODE_LEARN)
+		learn_note_protected();    /* the periodic flush of what is learned */
 	if (n) {
 		debug_printf("pool \"%s\": %zu bytes made read-only (%s)", st->pools[i].pool->name, n,
 			     trigger);
@@ -115,6 +118,11 @@ void trigger_call(enum policy_call c)
 	if (unlikely(st->has_manual) && !atomic_load_explicit(&orders_thread, memory_order_relaxed)) {
 		int e = errno;
 		check_orders();
+		errno = e;
+	}
+	if (unlikely(c == POLICY_CALL_CHROOT)) {
+		int e = errno;
+		journal_keep_socket();  /* the journal's socket stays reachable inside */
 		errno = e;
 	}
 	if (unlikely(c == POLICY_CALL_EXECVE) && learn_active()) {
@@ -203,8 +211,25 @@ WRAP(int, pthread_create, POLICY_CALL_PTHREAD_CREATE,
      (pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), void *arg), (t, a, f, arg))
 WRAP(pid_t, fork, POLICY_CALL_FORK, (void), ())
 WRAP(int, daemon, POLICY_CALL_DAEMON, (int nochdir, int noclose), (nochdir, noclose))
-WRAP(int, execve, POLICY_CALL_EXECVE, (const char *p, char *const argv[], char *const envp[]),
-     (p, argv, envp))
+/* execve: learn mode first notes whether the loader will run the new
+ * program in secure mode (it then ignores LD_PRELOAD: learn.h), for the
+ * flush the trigger call makes. */
+PMALLOC_EXPORT int execve(const char *p, char *const argv[], char *const envp[])
+{
+	typedef int (*fn_t)(const char *, char *const[], char *const[]);
+	if (learn_active() && shim && !shim_is_busy()) {
+		int e = errno;
+		learn_note_exec(p);
+		errno = e;
+	}
+	trigger_call(POLICY_CALL_EXECVE);
+	fn_t fn = REAL(execve, fn_t);
+	if (unlikely(!fn)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return fn(p, argv, envp);
+}
 
 /* after:DURATION - a thread that sleeps until each deadline and protects.
  * It blocks every signal (the program's handlers never run on it) and is

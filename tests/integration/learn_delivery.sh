@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# learn_delivery.sh - learned entries arrive while the process runs
+# (tests/progs/learn_deliver.c, PMALLOC_LEARN_INTERVAL=1):
+#  - every context at the trigger, then what changed each interval: a
+#    process killed by SIGKILL after its counter was written has that
+#    write in the journal (a periodic entry), and propose uses each
+#    context's latest entry, counts the earlier ones as superseded and
+#    says the process sent no entry at exit;
+#  - a process that chroots into an empty directory and drops to nobody
+#    still delivers at exit, under its executable's path (taken at start),
+#    with its functions named (names kept from the first flush);
+#  - a process that execs a set-user-ID program (the loader then ignores
+#    LD_PRELOAD) says so in its exec entries, and propose counts it.
+. "$(dirname "$0")/lib.sh"
+
+SHIM=$B/libpmalloc_shim.so
+PROG=$B/progs/learn_deliver
+MID_LEARNED=81abfd4bd92b4d58b67b434bbf0f7ac1
+[ -x "$PROG" ] || fail "$PROG is missing: run make check"
+command -v jq >/dev/null || skip "jq not installed"
+journald_ensure
+unset PMALLOC_DEBUG
+export PMALLOC_SOCKET=$T/no-daemon.sock PMALLOC_LEARN_INTERVAL=1
+
+mkdir -p "$T/bin" "$T/jail"
+chmod 755 "$T" "$T/bin"
+exe=$T/bin/learn_deliver
+cp "$PROG" "$exe"
+cat >"$T/learn.conf" <<EOC
+version = 1;
+policies = ( { name = "deliver"; match = { exe = [ "$exe" ]; }; mode = "learn";
+  pools = ( { name = "all"; sites = [ "*" ]; protect = [ "on-call:listen" ]; } ); } );
+EOC
+chmod 644 "$T/learn.conf"
+
+# start: the program, its input on fd 3 (a fifo), its pid in PID.
+start() {
+	rm -f "$T/in"
+	mkfifo "$T/in"
+	PMALLOC_CONF=$T/learn.conf LD_PRELOAD=$SHIM "$exe" <"$T/in" >"$T/out" 2>"$T/err" &
+	PID=$!
+	exec 3>"$T/in"
+	wait_until 100 grep -q '^ready' "$T/out" || fail "no ready: $(cat "$T/out" "$T/err")"
+	OKS=0
+}
+# cmd LINE: one command, its "ok" awaited.
+cmd() {
+	echo "$1" >&3
+	OKS=$((OKS + 1))
+	wait_until 100 test "$(grep -c '^ok$' "$T/out")" -ge $OKS || fail "no ok for $1: $(cat "$T/out" "$T/err")"
+}
+entries() {
+	wait_until 40 journalctl --sync || fail "journalctl --sync keeps failing"
+	journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED OBJECT_PID="$PID" >"$T/$1.json"
+}
+# some FILTER: true when an entry on stdin passes it (jq 1.6's -e looks
+# at the last entry only).
+some() { jq -s -e "any(.[]; $1)" >/dev/null; }
+# ctx FILE FUNCTION: the entries of the context allocated by FUNCTION.
+ctx() { jq -c --arg f "=$2 " 'select(.PMALLOC_CHAIN | contains($f))' "$T/$1.json"; }
+
+# has_entries: the trigger's flush (on the shim's thread) reached the journal.
+has_entries() {
+	wait_until 40 journalctl --sync || fail "journalctl --sync keeps failing"
+	[ -n "$(journalctl --no-pager -o cat --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED OBJECT_PID="$PID" \
+		PMALLOC_LEARN_REASON=trigger)" ]
+}
+
+# Killed: what the last interval before the kill saw is there.
+start
+wait_until 300 has_entries || fail "no entries at the trigger"
+cmd write
+# The next periodic flush (1 s) carries the write: awaited, then the kill.
+counter_written() {
+	journal_sync
+	journalctl --no-pager -o json --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED OBJECT_PID="$PID" \
+		PMALLOC_LEARN_REASON=periodic PMALLOC_WRITTEN=1 | grep -q '=make_counter '
+}
+wait_until 300 counter_written || fail "no periodic entry with the counter written"
+kill -KILL $PID
+wait $PID 2>/dev/null
+exec 3>&-
+entries killed
+some '.PMALLOC_LEARN_REASON == "exit"' <"$T/killed.json" &&
+	fail "an exit entry from a process killed by SIGKILL"
+ctx killed make_counter | some '.PMALLOC_LEARN_REASON == "trigger" and .PMALLOC_WRITTEN == "0"
+	and .PMALLOC_LEARN_SEQ == "1"' ||
+	fail "no unwritten counter at the trigger: $(ctx killed make_counter | jq -c '[.PMALLOC_LEARN_REASON, .PMALLOC_LEARN_SEQ, .PMALLOC_WRITTEN]')"
+ctx killed make_counter | some '.PMALLOC_LEARN_REASON == "periodic" and .PMALLOC_WRITTEN == "1"
+	and (.PMALLOC_LEARN_SEQ | tonumber) >= 2' ||
+	fail "the counter's write did not arrive before the kill: $(ctx killed make_counter)"
+[ "$(ctx killed make_config | jq -r .PMALLOC_WRITTEN | sort -u)" = 0 ] || fail "the configuration written: $(ctx killed make_config)"
+[ "$(jq -r '.PMALLOC_LEARN_CTX' "$T/killed.json" | sort | uniq -d | head -n 1)" != "" ] ||
+	fail "no context sent twice (trigger, then periodic)"
+pass "a process killed by SIGKILL: its counter's write arrived in a periodic entry (interval 1 s)"
+
+"$B/pmallocctl" propose --exe "$exe" --since "$TEST_SINCE" --run "$(jq -r .PMALLOC_RUN "$T/killed.json" | head -n 1)" \
+	>"$T/proposed.conf" 2>"$T/perr" || fail "propose: $(cat "$T/perr")"
+grep -q 'learn_deliver:make_config' "$T/proposed.conf" || fail "make_config not proposed: $(cat "$T/proposed.conf")"
+grep -q 'make_counter"' "$T/proposed.conf" && fail "the written counter proposed: $(cat "$T/proposed.conf")"
+grep -q 'superseded by a later flush [1-9]' "$T/perr" || fail "no superseded entries said: $(cat "$T/perr")"
+grep -q '1 of the processes sent no entry at exit or exec' "$T/perr" || fail "the killed process not said: $(cat "$T/perr")"
+grep -q '^ *# entries read [0-9]*: used [0-9]*, superseded by a later flush [1-9]' "$T/proposed.conf" ||
+	fail "no count of entries in the proposal: $(grep '#' "$T/proposed.conf")"
+pass "propose uses the latest entry per context, counts the superseded ones and the process without an exit entry"
+
+# chroot and setuid: delivered at exit, the executable named.
+[ "$(id -u)" = 0 ] || skip "not root: chroot and setuid cannot be tried"
+start
+cmd "chroot $T/jail"
+cmd "setuid 65534"
+cmd write
+echo exit >&3
+wait $PID || fail "the chrooted run exited $?: $(cat "$T/err")"
+exec 3>&-
+entries jail
+ctx jail make_counter | some ".PMALLOC_LEARN_REASON == \"exit\" and .PMALLOC_WRITTEN == \"1\"
+	and .PMALLOC_EXE == \"$exe\"" ||
+	fail "no exit entry of the written counter under $exe after chroot: $(jq -c '[.PMALLOC_LEARN_REASON, .PMALLOC_EXE, .PMALLOC_WRITTEN]' "$T/jail.json")"
+pass "after chroot into an empty directory and setuid(nobody): exit entries arrive, executable and functions named"
+
+# A set-user-ID program of another user: the loader runs it in secure mode.
+cp /bin/true "$T/bin/suid_true"
+chown nobody "$T/bin/suid_true"
+chmod 4755 "$T/bin/suid_true"
+start
+cmd write
+echo "exec $T/bin/suid_true" >&3
+wait $PID || fail "the exec'd program exited $?: $(cat "$T/err")"
+exec 3>&-
+entries secure
+some ".PMALLOC_LEARN_REASON == \"exec\" and .PMALLOC_LEARN_SECURE_EXEC == \"1\"
+	and .PMALLOC_LEARN_EXEC == \"$T/bin/suid_true\"" <"$T/secure.json" ||
+	fail "no exec entry says the secure exec: $(jq -c '[.PMALLOC_LEARN_REASON, .PMALLOC_LEARN_EXEC, .PMALLOC_LEARN_SECURE_EXEC]' "$T/secure.json")"
+"$B/pmallocctl" propose --exe "$exe" --since "$TEST_SINCE" --run "$(jq -r .PMALLOC_RUN "$T/secure.json" | head -n 1)" \
+	>"$T/proposed.conf" 2>"$T/perr" || fail "propose: $(cat "$T/perr")"
+grep -q "1 of the processes exec'd a program in secure mode" "$T/perr" || fail "secure exec not said: $(cat "$T/perr")"
+grep -q "^ *# 1 of the processes exec'd a program in secure mode" "$T/proposed.conf" ||
+	fail "secure exec not in the proposal: $(grep '#' "$T/proposed.conf")"
+pass "an exec of a set-user-ID program (no LD_PRELOAD there) said in the exec entries and by propose"
