@@ -1145,6 +1145,11 @@ size_t resolve_n_rules(void)
 	return n_rules;
 }
 
+bool resolve_may_route(void)
+{
+	return state && (state->match_all >= 0 || resolve_unmatched() < n_rules);
+}
+
 size_t resolve_unmatched(void)
 {
 	size_t n = 0;

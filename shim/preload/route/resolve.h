@@ -50,6 +50,10 @@ struct resolve_rule_view {
 	const char *object, *function, *build_id;   /* object, build_id may be NULL */
 };
 size_t resolve_n_rules(void);
+/* Can the policy route anything here: a pool takes every site ("*"), or a
+ * rule resolved among the objects read?  false: every allocation goes to
+ * the heap until a new object comes (interpose.c then stops routing). */
+bool resolve_may_route(void);
 size_t resolve_unmatched(void);
 /* Of those, the rules whose object glob fits no object loaded yet. */
 size_t resolve_waiting(void);

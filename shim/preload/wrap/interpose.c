@@ -37,6 +37,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
@@ -162,21 +163,6 @@ static __attribute__((noinline)) void *malloc_routed(size_t size, uintptr_t ra)
 	return p ? p : heap_next.malloc(size);
 }
 
-/* Fast paths (x86-64, callgrind): no policy, 5 instructions (endbr64, a
- * load and a test of site_armed, in the read-only page, the jump to the
- * heap's malloc); armed, a site seen before that goes to the heap, 20
- * (site_is_heap: the return address hashed, its slot's one word, address
- * and route, compared; then the heap route, a writable word, checked
- * against the read-only filter of the policy's code, site_maybe_policy:
- * 6).  Everything else: malloc_routed. */
-PMALLOC_EXPORT void *malloc(size_t size)
-{
-	struct site *t = site_armed;
-	if (likely(!t) || likely(site_is_heap(t, CALLER()) && !site_maybe_policy(CALLER())))
-		return heap_next.malloc(size);
-	return malloc_routed(size, CALLER());
-}
-
 /* free() of pool object p: checked and counted (for learning too). */
 static void note_free(void *p, const char *api)
 {
@@ -184,6 +170,8 @@ static void note_free(void *p, const char *api)
 	learn_note_free(p);
 }
 
+/* free once the arena is reserved: 6 instructions past the entry's jump
+ * (the range compare of arena_contains, a jump to the heap's free). */
 void free_checked(void *p)
 {
 	if (unlikely(arena_contains(p))) {
@@ -194,15 +182,25 @@ void free_checked(void *p)
 	heap_next.free(p);
 }
 
-/* Fast path: one indirect jump through the read-only table (heap.h) to the
- * heap's free while no arena exists (2 instructions with endbr64), else to
- * free_checked (8: the range compare of arena_contains). */
-PMALLOC_EXPORT void free(void *p)
+static void *realloc_from(void *old, size_t size, uintptr_t ra);
+static void *realloc_heap(void *old, size_t size, uintptr_t ra);
+
+/* The routing entries, in force while a policy routes (heap_set_routed).
+ * malloc from a site seen before that goes to the heap: 16 instructions
+ * past the entry's jump (site_is_heap: the return address hashed, its
+ * slot's one word, address and route, compared, 9; then that writable
+ * word's heap route checked against the read-only filter of the policy's
+ * code, site_maybe_policy: a shift, a truncation, a byte compared, 4; the
+ * jump to the heap's malloc).  Everything else: malloc_routed. */
+static inline void *malloc_at(size_t size, uintptr_t ra)
 {
-	heap_page.free_entry(p);
+	struct site *t = site_armed;
+	if (likely(site_is_heap(t, ra)) && likely(!site_maybe_policy(ra)))
+		return heap_next.malloc(size);
+	return malloc_routed(size, ra);
 }
 
-PMALLOC_EXPORT void *calloc(size_t n, size_t size)
+static inline void *calloc_at(size_t n, size_t size, uintptr_t ra)
 {
 	size_t total;
 	if (unlikely(__builtin_mul_overflow(n, size, &total))) {
@@ -211,9 +209,103 @@ PMALLOC_EXPORT void *calloc(size_t n, size_t size)
 	}
 	/* Pool memory is never reused inside a span and spans are committed
 	 * fresh, so it is already zero (checked by the unit tests). */
-	void *p = shim ? route(total, PM_ALIGN, CALLER()) : NULL;
+	void *p = route(total, PM_ALIGN, ra);
 	return p ? p : heap_next.calloc(n, size);
 }
+
+/* Heap objects stay on the heap (but realloc_heap's moves); realloc(NULL)
+ * is a malloc to route. */
+static inline void *realloc_at(void *old, size_t size, uintptr_t ra)
+{
+	if (likely(!arena_contains(old)) && likely(old != NULL))
+		return realloc_heap(old, size, ra);
+	return realloc_from(old, size, ra);
+}
+
+/* realloc once the arena is reserved and no policy routes: the range
+ * compare (realloc(NULL) is not in the arena), 6 instructions past the
+ * entry's jump. */
+static void *realloc_checked(void *old, size_t size)
+{
+	if (likely(!arena_contains(old)))
+		return heap_next.realloc(old, size);
+	return realloc_from(old, size, 0);
+}
+
+/* The exported malloc, free, calloc and realloc are one jump through the
+ * read-only entry table (heap.h): the heap's own functions while nothing
+ * routes and no pool memory exists (2 instructions more than the
+ * allocator's own: the endbr64 and the jump), the checked free and
+ * realloc once the arena is reserved, the routing entries while a policy
+ * routes.  On x86-64 each is two instructions of assembly, so that the
+ * entry reached by the jump finds the program's return address where a
+ * call left it, whatever the optimisation (a C tail call is not one at
+ * -O1); elsewhere, C that passes the return address on. */
+#define ENTRY_STR_(x) #x
+#define ENTRY_STR(x) ENTRY_STR_(x)
+#if defined(__x86_64__)
+#define INTERPOSE_ASM_ENTRIES 1
+#ifdef __CET__
+#define ENTRY_ENDBR "endbr64\n"
+#else
+#define ENTRY_ENDBR ""
+#endif
+#define ENTRY_STUB(name, off)                                                                     \
+	".globl " #name "\n.type " #name ", @function\n.p2align 4\n" #name ":\n" ENTRY_ENDBR        \
+	"jmp *heap_page+" ENTRY_STR(off) "(%rip)\n.size " #name ", .-" #name "\n"
+__asm__(".text\n" ENTRY_STUB(malloc, HEAP_ENTRY_MALLOC) ENTRY_STUB(free, HEAP_ENTRY_FREE)
+	ENTRY_STUB(calloc, HEAP_ENTRY_CALLOC) ENTRY_STUB(realloc, HEAP_ENTRY_REALLOC));
+
+static void *malloc_entry(size_t size)
+{
+	return malloc_at(size, CALLER());
+}
+
+static void *calloc_entry(size_t n, size_t size)
+{
+	return calloc_at(n, size, CALLER());
+}
+
+static void *realloc_entry(void *old, size_t size)
+{
+	return realloc_at(old, size, CALLER());
+}
+
+static const struct heap_entries routing_entries = {
+	.malloc = malloc_entry, .free = free_checked, .calloc = calloc_entry, .realloc = realloc_entry,
+};
+#else
+#define INTERPOSE_ASM_ENTRIES 0
+/* The routing functions are called here with the return address; the
+ * table's routing entries are never jumped through. */
+static const struct heap_entries routing_entries = { .free = free_checked, .realloc = realloc_checked };
+
+PMALLOC_EXPORT void *malloc(size_t size)
+{
+	if (likely(!heap_page.routed))
+		return heap_page.entry.malloc(size);
+	return malloc_at(size, CALLER());
+}
+
+PMALLOC_EXPORT void free(void *p)
+{
+	heap_page.entry.free(p);
+}
+
+PMALLOC_EXPORT void *calloc(size_t n, size_t size)
+{
+	if (likely(!heap_page.routed))
+		return heap_page.entry.calloc(n, size);
+	return calloc_at(n, size, CALLER());
+}
+
+PMALLOC_EXPORT void *realloc(void *old, size_t size)
+{
+	if (likely(!heap_page.routed))
+		return heap_page.entry.realloc(old, size);
+	return realloc_at(old, size, CALLER());
+}
+#endif
 
 /* p, a pool object of size bytes just routed from ra, made safe for the
  * shim to copy into: the caller holds a fill (fill.c) until its copy is
@@ -234,7 +326,7 @@ static cold void *pool_fillable(void *p, size_t size, uintptr_t ra, const char *
 static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 {
 	if (!old) {
-		void *p = shim ? route(size, PM_ALIGN, ra) : NULL;
+		void *p = heap_page.routed ? route(size, PM_ALIGN, ra) : NULL;
 		return p ? p : heap_next.malloc(size);
 	}
 	if (likely(!arena_contains(old)))
@@ -246,7 +338,7 @@ static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 	size_t have = pool_usable_size(old, "realloc");
 	if (size <= have && !pool_is_protected(old))
 		return old;
-	void *p = shim ? route(size, PM_ALIGN, ra) : NULL;
+	void *p = heap_page.routed ? route(size, PM_ALIGN, ra) : NULL;
 	bool fill = p != NULL;
 	p = fill ? pool_fillable(p, size, ra, "realloc") : heap_next.malloc(size);
 	if (p) {
@@ -269,7 +361,7 @@ static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 static cold void *realloc_heap(void *old, size_t size, uintptr_t ra)
 {
 	struct site *t = site_armed;
-	if (!t || size == 0 || site_is_heap(t, ra))
+	if (size == 0 || site_is_heap(t, ra))
 		return heap_next.realloc(old, size);
 	void *p = route_as(size, PM_ALIGN, ra, true);
 	if (!p)
@@ -284,17 +376,6 @@ static cold void *realloc_heap(void *old, size_t size, uintptr_t ra)
 	return p;
 }
 
-PMALLOC_EXPORT void *realloc(void *old, size_t size)
-{
-	/* Heap objects stay on the heap (but realloc_heap's moves);
-	 * realloc(NULL) is a malloc to route. */
-	if (likely(!arena_contains(old)) && likely(old != NULL))
-		return shim ? realloc_heap(old, size, CALLER()) : heap_next.realloc(old, size);
-	if (!old && !shim)
-		return heap_next.realloc(old, size);
-	return realloc_from(old, size, CALLER());
-}
-
 PMALLOC_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 {
 	size_t total;
@@ -307,7 +388,7 @@ PMALLOC_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 
 static void *aligned_from(size_t align, size_t size, uintptr_t ra)
 {
-	void *p = shim ? route(size, align, ra) : NULL;
+	void *p = heap_page.routed ? route(size, align, ra) : NULL;
 	return p ? p : heap_next.memalign(align, size);
 }
 
@@ -381,7 +462,7 @@ PMALLOC_EXPORT size_t malloc_usable_size(void *p)
 PMALLOC_EXPORT char *strdup(const char *s)
 {
 	size_t n = strlen(s) + 1;
-	void *p = shim ? route(n, PM_ALIGN, CALLER()) : NULL;
+	void *p = heap_page.routed ? route(n, PM_ALIGN, CALLER()) : NULL;
 	if (likely(!p)) {
 		p = heap_next.malloc(n);
 		return p ? memcpy(p, s, n) : NULL;
@@ -396,7 +477,7 @@ PMALLOC_EXPORT char *strdup(const char *s)
 PMALLOC_EXPORT char *strndup(const char *s, size_t max)
 {
 	size_t n = strnlen(s, max);
-	char *p = shim ? route(n + 1, PM_ALIGN, CALLER()) : NULL;
+	char *p = heap_page.routed ? route(n + 1, PM_ALIGN, CALLER()) : NULL;
 	bool fill = p != NULL;
 	p = fill ? pool_fillable(p, n + 1, CALLER(), "strndup") : heap_next.malloc(n + 1);
 	if (p) {
@@ -467,4 +548,62 @@ PMALLOC_EXPORT int dlclose(void *handle)
 		errno = e;
 	}
 	return r;
+}
+
+/* Whether allocations are routed: the routing entries in the heap's table
+ * (heap_set_routed) or not.  A policy none of whose rules resolves among
+ * the objects loaded cannot route anything: its process runs the idle
+ * entries, as one with no policy, until a dlopen (interposed below) may
+ * bring in an object a rule names; the routing entries are then put in,
+ * and the new object is found at its first allocation as ever (resolve.c).
+ * Only where dlopen is interposed (x86-64): elsewhere a policy always
+ * routes.  mode_lock orders the deciders (start-up, dlopen). */
+static pthread_mutex_t mode_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool dlopen_seen;
+
+static void route_now(void)
+{
+	if (shim && site_armed && !heap_page.routed)
+		heap_set_routed(&routing_entries);
+}
+
+void interpose_armed(void)
+{
+	pthread_mutex_lock(&mode_lock);
+	if (!INTERPOSE_ASM_ENTRIES || dlopen_seen || resolve_may_route())
+		route_now();
+	else
+		debug_printf("no rule of the policy resolves among the objects loaded: allocations not routed until a dlopen");
+	pthread_mutex_unlock(&mode_lock);
+}
+
+#if INTERPOSE_ASM_ENTRIES
+/* dlopen: the routing entries put in (when not yet), then glibc's dlopen
+ * by a jump, never a call: glibc takes the object to load relative to its
+ * caller (the caller's RUNPATH, $ORIGIN, namespace), which must stay the
+ * program's.  The stub keeps the two arguments across the note. */
+__attribute__((used, visibility("hidden"))) void *interpose_dlopen_note(void);
+void *interpose_dlopen_note(void)
+{
+	int e = errno;
+	pthread_mutex_lock(&mode_lock);
+	dlopen_seen = true;
+	route_now();
+	pthread_mutex_unlock(&mode_lock);
+	typedef void *(*fn_t)(const char *, int);
+	fn_t fn = REAL(dlopen, fn_t);
+	if (!fn)
+		fatal("dlopen", "glibc's dlopen not found");
+	errno = e;
+	return (void *)fn;
+}
+
+__asm__(".text\n.globl dlopen\n.type dlopen, @function\n.p2align 4\ndlopen:\n" ENTRY_ENDBR
+	"push %rdi\npush %rsi\nsub $8, %rsp\ncall interpose_dlopen_note\nadd $8, %rsp\n"
+	"pop %rsi\npop %rdi\njmp *%rax\n.size dlopen, .-dlopen\n");
+#endif
+
+void interpose_arena_reserved(void)
+{
+	heap_set_checked(&(struct heap_entries){ .free = free_checked, .realloc = realloc_checked });
 }
