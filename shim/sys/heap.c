@@ -276,7 +276,9 @@ static void find(void)
 	if (!(before_us && ops_for(RTLD_DEFAULT, first, &ops)) &&
 	    !ops_for(RTLD_NEXT, dlsym(RTLD_NEXT, "malloc"), &ops)) {
 		/* No next allocator (or an incomplete one): glibc's, whole. */
-		void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+		/* glibc's dlopen, not the shim's (interpose.c). */
+		void *(*open_fn)(const char *, int) = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+		void *libc = open_fn ? open_fn("libc.so.6", RTLD_LAZY | RTLD_NOLOAD) : NULL;
 		memset(&ops, 0, sizeof(ops));
 		if (!libc || !ops_for(libc, (void *)__libc_malloc, &ops)) {
 			ops = (struct heap_ops){ __libc_malloc, __libc_free, __libc_calloc, __libc_realloc,
