@@ -99,6 +99,16 @@ void site_policy_mark(uintptr_t lo, uintptr_t hi)
 		site_policy.granule[(uint16_t)g] = 1;
 }
 
+void site_policy_unmark(uintptr_t lo, uintptr_t hi, const unsigned char *keep)
+{
+	if (hi <= lo)
+		return;
+	uintptr_t g0 = lo >> SITE_POLICY_SHIFT, g1 = (hi - 1) >> SITE_POLICY_SHIFT;
+	for (uintptr_t g = g0; g <= g1 && g - g0 < SITE_POLICY_GRANULES; g++)
+		if (!keep[(uint16_t)g])
+			site_policy.granule[(uint16_t)g] = 0;
+}
+
 void site_policy_mark_closed(void)
 {
 	site_policy.closed = 1;

@@ -116,7 +116,7 @@ static inline struct site_hit site_lookup(uintptr_t ra)
  * path; 64 KiB of .bss, read through the zero page but where marked.
  * Written only between site_policy_open() and site_policy_close()
  * (resolve.c, resolve_lock held, or start-up), whose mprotects fail hard. */
-#define SITE_POLICY_SHIFT 6
+#define SITE_POLICY_SHIFT 8
 #define SITE_POLICY_GRANULES (1u << 16)
 union site_policy_page {
 	struct {
@@ -147,8 +147,20 @@ static inline bool site_policy_closed(void)
 /* Are return addresses [lo, hi) all marked already (nothing to open)? */
 bool site_policy_marked(uintptr_t lo, uintptr_t hi);
 void site_policy_open(void);
-/* Return addresses [lo, hi) may be policy sites (bits are never cleared). */
+/* Return addresses [lo, hi) may be policy sites (cleared only by
+ * site_policy_unmark, resolve.c's narrowing). */
 void site_policy_mark(uintptr_t lo, uintptr_t hi);
+/* Clear the granules of [lo, hi) whose byte in keep (SITE_POLICY_GRANULES
+ * of them, indexed as the filter is) is 0: what a narrowing leaves marked
+ * is what keep says, and a granule kept is never cleared on the way, so a
+ * concurrent reader never sees a site the policy names unmarked.  Between
+ * site_policy_open and site_policy_close. */
+void site_policy_unmark(uintptr_t lo, uintptr_t hi, const unsigned char *keep);
+/* The filter's index of code address a. */
+static inline uint16_t site_policy_index(uintptr_t a)
+{
+	return (uint16_t)(a >> SITE_POLICY_SHIFT);
+}
 /* Every pool is closed (between site_policy_open and site_policy_close). */
 void site_policy_mark_closed(void);
 void site_policy_close(void);

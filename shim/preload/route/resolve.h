@@ -15,6 +15,12 @@ int resolve_route(uintptr_t ra, uint16_t id);
  * the heap.  What a cached route is checked against before it is believed
  * (interpose.c). */
 int resolve_policy_route(uintptr_t ra);
+/* A call site at ra whose granule of site.h's filter is marked, but which
+ * no rule names: the objects whose symbols are not read yet and whose code
+ * shares that granule (the filter folds addresses) have them read now, and
+ * their marks narrowed to what the rules name, so that the next call from
+ * ra finds its granule clear.  Takes resolve_lock; normal context. */
+void resolve_read_sharing(uintptr_t ra);
 /* Every pool is closed for good (take = "until-trigger", the last one's
  * trigger fired, not in learn mode): the filter's read-only closed byte is
  * set (site.h), after which interpose.c believes every heap route.  Takes

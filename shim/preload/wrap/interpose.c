@@ -37,6 +37,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -77,8 +78,17 @@ static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct sit
 	 * wrapper, or a pool number past the state's pools is decided again. */
 	if (h.route == SITE_ROUTE_HEAP || h.route == SITE_ROUTE_WRAPPER) {
 		int truth = resolve_policy_route(ra);
-		if (truth == SITE_ROUTE_HEAP && h.route == SITE_ROUTE_HEAP)
+		if (truth == SITE_ROUTE_HEAP && h.route == SITE_ROUTE_HEAP) {
+			/* Sent here by the filter, named by no rule: perhaps by
+			 * the code of an object not read yet sharing its
+			 * granule; read now, so that the next call is not. */
+			int e = errno;
+			int busy = shim_busy_enter();
+			resolve_read_sharing(ra);
+			shim_busy_leave(busy);
+			errno = e;
 			return NULL;
+		}
 		if (truth != h.route) {
 			h.route = truth;
 			site_set_route(h.id, truth);
@@ -256,29 +266,77 @@ static void *realloc_checked(void *old, size_t size)
 __asm__(".text\n" ENTRY_STUB(malloc, HEAP_ENTRY_MALLOC) ENTRY_STUB(free, HEAP_ENTRY_FREE)
 	ENTRY_STUB(calloc, HEAP_ENTRY_CALLOC) ENTRY_STUB(realloc, HEAP_ENTRY_REALLOC));
 
-static void *malloc_entry(size_t size)
+/* The table's entries (also where the filter's send what they do not
+ * take: hidden and kept for the assembly's jumps). */
+__attribute__((used, visibility("hidden"))) void *malloc_entry(size_t size);
+__attribute__((used, visibility("hidden"))) void *calloc_entry(size_t n, size_t size);
+__attribute__((used, visibility("hidden"))) void *realloc_entry(void *old, size_t size);
+
+void *malloc_entry(size_t size)
 {
 	return malloc_at(size, CALLER());
 }
 
-static void *calloc_entry(size_t n, size_t size)
+void *calloc_entry(size_t n, size_t size)
 {
 	return calloc_at(n, size, CALLER());
 }
 
-static void *realloc_entry(void *old, size_t size)
+void *realloc_entry(void *old, size_t size)
 {
 	return realloc_at(old, size, CALLER());
 }
 
+/* The filter's entries, in force while the policy's rules resolve and the
+ * filter marks every call site a rule may name: the read-only filter of
+ * the code the policy names (site.h) first, so that a call from code no
+ * rule can name goes to the heap without a look at the site table.  The
+ * code of each object loaded when the policy was armed is marked whole
+ * until its symbols are read (resolve.c); an object a dlopen brings puts
+ * the table's entries back in (its code is not in the filter until it is
+ * read, at its first allocation, from the table's path); a pool that
+ * takes every site ("*") keeps the table's entries.
+ *
+ * In assembly too: the filter's index is bits 8..23
+ * of the return address, one load from the stack where the call left it
+ * (C loads, shifts and truncates: 3 instructions more).  malloc and
+ * calloc 6 instructions (endbr64, the index, the filter's address, the
+ * byte compared, the branch, the jump to the heap); realloc 10 (and the
+ * range compare of arena_contains).  What the filter sends on is the
+ * table's entry, reached by a jump: the return address stays the
+ * program's. */
+static_assert(SITE_POLICY_SHIFT == 8 && SITE_POLICY_GRANULES == 1u << 16, "the index is the return address's bytes 1 and 2");
+static_assert(offsetof(struct unit_map, base) == 0 && offsetof(struct unit_map, size) == 8, "arena_contains in assembly");
+static_assert(offsetof(struct heap_ops, malloc) == 0 && offsetof(struct heap_ops, calloc) == 16 &&
+		      offsetof(struct heap_ops, realloc) == 24, "the heap's entries in assembly");
+#define FILTER_ENTRY(name, slow, heap_off)                                                         \
+	".globl " #name "\n.hidden " #name "\n.type " #name ", @function\n.p2align 4\n" #name ":\n"    \
+	ENTRY_ENDBR "movzwl 1(%rsp), %eax\nlea site_policy(%rip), %rdx\ncmpb $0, (%rdx,%rax)\n"          \
+	"jne " #slow "\n" "jmp *heap_page+" #heap_off "(%rip)\n.size " #name ", .-" #name "\n"
+__asm__(".text\n" FILTER_ENTRY(malloc_filter_entry, malloc_entry, 0)
+	FILTER_ENTRY(calloc_filter_entry, calloc_entry, 16)
+	".globl realloc_filter_entry\n.hidden realloc_filter_entry\n.type realloc_filter_entry, @function\n"
+	".p2align 4\nrealloc_filter_entry:\n" ENTRY_ENDBR
+	"movzwl 1(%rsp), %eax\nlea site_policy(%rip), %rdx\ncmpb $0, (%rdx,%rax)\njne realloc_entry\n"
+	"mov %rdi, %rax\nsub units_ro(%rip), %rax\ncmp units_ro+8(%rip), %rax\njb realloc_entry\n"
+	"jmp *heap_page+24(%rip)\n.size realloc_filter_entry, .-realloc_filter_entry\n");
+void *malloc_filter_entry(size_t size) __attribute__((visibility("hidden")));
+void *calloc_filter_entry(size_t n, size_t size) __attribute__((visibility("hidden")));
+void *realloc_filter_entry(void *old, size_t size) __attribute__((visibility("hidden")));
+
+/* free needs no routing: the heap's own until the first span is made,
+ * the checked one from then on (heap_set_checked). */
 static const struct heap_entries routing_entries = {
-	.malloc = malloc_entry, .free = free_checked, .calloc = calloc_entry, .realloc = realloc_entry,
+	.malloc = malloc_entry, .calloc = calloc_entry, .realloc = realloc_entry,
+};
+static const struct heap_entries filter_entries = {
+	.malloc = malloc_filter_entry, .calloc = calloc_filter_entry, .realloc = realloc_filter_entry,
 };
 #else
 #define INTERPOSE_ASM_ENTRIES 0
 /* The routing functions are called here with the return address; the
  * table's routing entries are never jumped through. */
-static const struct heap_entries routing_entries = { .free = free_checked, .realloc = realloc_checked };
+static const struct heap_entries routing_entries = { .realloc = realloc_checked };
 
 PMALLOC_EXPORT void *malloc(size_t size)
 {
@@ -560,20 +618,28 @@ PMALLOC_EXPORT int dlclose(void *handle)
  * routes.  mode_lock orders the deciders (start-up, dlopen). */
 static pthread_mutex_t mode_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool dlopen_seen;
+static const struct heap_entries *mode_entries;
 
-static void route_now(void)
+static void route_by(const struct heap_entries *e)
 {
-	if (shim && site_armed && !heap_page.routed)
-		heap_set_routed(&routing_entries);
+	if (shim && site_armed && mode_entries != e) {
+		heap_set_routed(e);
+		mode_entries = e;
+	}
 }
 
 void interpose_armed(void)
 {
 	pthread_mutex_lock(&mode_lock);
-	if (!INTERPOSE_ASM_ENTRIES || dlopen_seen || resolve_may_route())
-		route_now();
-	else
+	if (!INTERPOSE_ASM_ENTRIES || dlopen_seen || (resolve_may_route() && shim && shim->match_all >= 0)) {
+		route_by(&routing_entries);
+	} else if (resolve_may_route()) {
+#if INTERPOSE_ASM_ENTRIES
+		route_by(&filter_entries);
+#endif
+	} else {
 		debug_printf("no rule of the policy resolves among the objects loaded: allocations not routed until a dlopen");
+	}
 	pthread_mutex_unlock(&mode_lock);
 }
 
@@ -588,7 +654,7 @@ void *interpose_dlopen_note(void)
 	int e = errno;
 	pthread_mutex_lock(&mode_lock);
 	dlopen_seen = true;
-	route_now();
+	route_by(&routing_entries);
 	pthread_mutex_unlock(&mode_lock);
 	typedef void *(*fn_t)(const char *, int);
 	fn_t fn = REAL(dlopen, fn_t);
