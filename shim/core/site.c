@@ -68,9 +68,15 @@ union site_policy_page site_policy __attribute__((aligned(4096)));
 static_assert(sizeof(site_policy) % 4096 == 0, "the filter is whole pages");
 
 /* Opened and closed without a flag to trust: opening what is writable
- * already, or closing it twice, is harmless. */
+ * already, or closing it twice, is harmless.  Before its first close it is
+ * the .bss it was loaded as, writable: nothing to open (a flag forged to
+ * say so only makes the writes fault). */
+static bool policy_closed_once;
+
 void site_policy_open(void)
 {
+	if (!policy_closed_once)
+		return;
 	if (os_protect_rw(&site_policy, sizeof(site_policy)) < 0)
 		fatal("malloc", "cannot open the filter of the policy's sites");
 }
@@ -116,6 +122,7 @@ void site_policy_mark_closed(void)
 
 void site_policy_close(void)
 {
+	policy_closed_once = true;
 	if (os_protect_ro(&site_policy, sizeof(site_policy)) < 0)
 		fatal("malloc", "cannot make the filter of the policy's sites read-only");
 }

@@ -1149,6 +1149,25 @@ static int freeze_rules(void)
 
 static int init_rules(struct shim_state *st, const char *exe);
 
+/* The filter as the policy is armed, in one open and close (the first
+ * close makes it read-only: site.c): every site when a pool takes every
+ * site (a heap route cached for any is confirmed), else, beside the
+ * ranges published already, the code of what check_rules left unread
+ * (narrow()). */
+static void mark_filter(const struct shim_state *st)
+{
+	site_policy_open();
+	if (st->match_all >= 0) {
+		site_policy_mark(0, UINTPTR_MAX);
+	} else if (atomic_load(&n_unread)) {
+		for (size_t i = 0; i < n_pending; i++)
+			if (!atomic_load_explicit(&pending[i].read, memory_order_relaxed))
+				each_text(pending[i].ph, pending[i].phnum, pending[i].obj.base, mark_text, NULL);
+		texts_marked = true;
+	}
+	site_policy_close();
+}
+
 int resolve_init(struct shim_state *st, const char *exe)
 {
 	int r = init_rules(st, exe);
@@ -1213,13 +1232,10 @@ static int init_rules(struct shim_state *st, const char *exe)
 	int r = freeze_rules();
 	if (r < 0)
 		return r;
-	/* A pool takes every site: a heap route cached for any is confirmed. */
-	site_policy_open();
-	if (st->match_all >= 0)
-		site_policy_mark(0, UINTPTR_MAX);
-	site_policy_close();
-	if (!any_specific)
+	if (!any_specific) {
+		mark_filter(st);
 		return 0;            /* "*" alone needs no symbols */
+	}
 	struct loaded_list l = { 0 };
 	dl_iterate_phdr(visit_object, &l);
 	struct dl_find_object self;
@@ -1229,15 +1245,7 @@ static int init_rules(struct shim_state *st, const char *exe)
 		prepare_object(&l.o[i], self_base);
 	heap_free(l.o);
 	check_rules();
-	/* The code of what check_rules left unread, marked (narrow()). */
-	if (st->match_all < 0 && atomic_load(&n_unread)) {
-		site_policy_open();
-		for (size_t i = 0; i < n_pending; i++)
-			if (!atomic_load_explicit(&pending[i].read, memory_order_relaxed))
-				each_text(pending[i].ph, pending[i].phnum, pending[i].obj.base, mark_text, NULL);
-		site_policy_close();
-		texts_marked = true;
-	}
+	mark_filter(st);
 	debug_printf("rules checked: %zu of %zu name a function loaded at start-up", n_rules - resolve_unmatched(),
 		     n_rules);
 	return 0;
