@@ -376,13 +376,19 @@ void heap_set_routed(const struct heap_entries *e)
 	entries_set(NULL, e);
 }
 
-static void entry_lock_take(void)
+/* The child of a fork made while another thread wrote the entries: the
+ * lock made free again, and the page read-only (it may have been open).
+ * Nothing taken before the fork: its prepare handler could wait on a
+ * thread that waits for a pool's lock the fork's other handlers hold. */
+static void entry_lock_child(void)
 {
-	pthread_mutex_lock(&entry_lock);
-}
-
-static void entry_lock_drop(void)
-{
+	if (pthread_mutex_trylock(&entry_lock) != 0) {
+		pthread_mutex_init(&entry_lock, NULL);
+		pthread_mutex_lock(&entry_lock);
+		if (os_page_size == HEAP_PAGE && atomic_load(&heap_state) == HEAP_FOUND &&
+		    os_protect_ro(&heap_page, HEAP_PAGE) < 0)
+			fatal("malloc", "cannot make the heap's table read-only again");
+	}
 	pthread_mutex_unlock(&entry_lock);
 }
 
@@ -404,11 +410,9 @@ static bool heap_found(void)
 void heap_init(void)
 {
 	heap_found();
-	/* A fork while another thread writes the entries leaves the child its
-	 * lock free. */
 	static _Atomic bool once;
 	if (!atomic_exchange(&once, true))
-		pthread_atfork(entry_lock_take, entry_lock_drop, entry_lock_drop);
+		pthread_atfork(NULL, NULL, entry_lock_child);
 }
 
 unsigned int heap_bootstrap_count(void)

@@ -628,8 +628,21 @@ static void route_by(const struct heap_entries *e)
 	}
 }
 
+/* The child of a fork made while another thread decided: the lock free
+ * again (what it decided is in the heap's table, whole or not yet). */
+static void mode_lock_child(void)
+{
+	if (pthread_mutex_trylock(&mode_lock) != 0)
+		pthread_mutex_init(&mode_lock, NULL);
+	else
+		pthread_mutex_unlock(&mode_lock);
+}
+
 void interpose_armed(void)
 {
+	static _Atomic bool once;
+	if (!atomic_exchange(&once, true))
+		pthread_atfork(NULL, NULL, mode_lock_child);
 	pthread_mutex_lock(&mode_lock);
 	if (!INTERPOSE_ASM_ENTRIES || dlopen_seen || (resolve_may_route() && shim && shim->match_all >= 0)) {
 		route_by(&routing_entries);
