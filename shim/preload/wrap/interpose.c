@@ -4,18 +4,23 @@
  * program's own allocator, heap.c) unless a policy is armed and the caller
  * is a named site, and keep the heap's hands off pool pointers.
  *
- * Costs (x86-64 instructions, callgrind; make bench measures the churn):
- * no policy, malloc 5 (a test of site_armed, then the heap's malloc by one
- * indirect jump, as through a PLT), free 2 (one jump through the read-only
- * table: the heap's free until pool memory exists, then free_checked, 6
- * more: one range compare), realloc 8 (the range compare and a NULL test);
- * armed policy, malloc from a site that goes to the heap 20 (site_is_heap:
- * its return address hashed, its slot's one word compared; then that
- * writable word's heap route checked against the read-only filter of the
- * policy's code, site_maybe_policy: a shift and a byte), realloc of a heap
- * block the same probe more (realloc_heap).  No lock, no syscall,
- * no symbol look-up on these paths: decisions are made once per call site
- * in resolve.c.
+ * Costs (x86-64 instructions, callgrind; make bench measures the churn).
+ * malloc, free, calloc and realloc are each an endbr64 and one jump
+ * through the read-only entry table (heap.h), 2 instructions, to:
+ * - no policy, or a policy none of whose rules resolves here (until a
+ *   dlopen): the heap's own functions; free and realloc checked for pool
+ *   pointers once the first span is made (free_checked, realloc_checked:
+ *   6 more, a range compare);
+ * - a policy whose rules resolve: the filter's entries (6 more for malloc
+ *   and calloc, the read-only filter of the code the policy names looked
+ *   at first; 10 for realloc, and the range compare);
+ * - after a dlopen, or with a pool that takes every site: the table's
+ *   entries (malloc from a site seen before that goes to the heap 16 more:
+ *   the site table probed, the writable heap route checked against the
+ *   filter), as before the filter's.
+ * No lock, no syscall, no symbol look-up on these paths: decisions are
+ * made once per call site in resolve.c, and which entries are in force
+ * once per arming or dlopen (interpose_armed, the dlopen stub).
  *
  * The heap's table works from the first instruction of the process (it
  * finds the allocator on its first call, heap.c).  errno is left as the
