@@ -255,10 +255,11 @@ static void *realloc_checked(void *old, size_t size)
  * routes.  On x86-64 each is two instructions of assembly, so that the
  * entry reached by the jump finds the program's return address where a
  * call left it, whatever the optimisation (a C tail call is not one at
- * -O1); elsewhere, C that passes the return address on. */
+ * -O1); elsewhere (or built with -DPMALLOC_C_ENTRIES), C that passes the
+ * return address on, and dlopen is not interposed: a policy always routes. */
 #define ENTRY_STR_(x) #x
 #define ENTRY_STR(x) ENTRY_STR_(x)
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(PMALLOC_C_ENTRIES)
 #define INTERPOSE_ASM_ENTRIES 1
 #ifdef __CET__
 #define ENTRY_ENDBR "endbr64\n"
