@@ -69,7 +69,7 @@ int arena_init(void)
 		n_units = units;
 		/* Published with the page's freeze: no pool object exists yet,
 		 * so a free() that sees the range before its check is switched
-		 * on (heap_arena_reserved) has no pool pointer to misroute. */
+		 * on (the hook, at the first span) has no pool pointer to misroute. */
 		units_ro.m.base = (uintptr_t)p;
 		units_ro.m.size = size;
 		if (os_protect_ro(&units_ro, sizeof(units_ro)) < 0) {
@@ -78,12 +78,6 @@ int arena_init(void)
 			os_unmap(res, size + HUGE);
 			break;
 		}
-		/* Told after the range is published (with the page's freeze),
-		 * before any pool memory exists: in the shim, free() checks for
-		 * pool pointers from now on. */
-		void (*reserved)(void) = __atomic_load_n(&core_hook.arena_on_reserve, __ATOMIC_SEQ_CST);
-		if (reserved)
-			reserved();
 		return 0;
 	}
 	return -ENOMEM;
@@ -214,6 +208,19 @@ int arena_span_alloc(size_t bytes, bool single, bool interposed, struct pmalloc_
 {
 	if (arena_size == 0 || bytes == 0 || bytes > arena_size)
 		return -ENOMEM;
+	/* Told once, before the first span's memory can be handed out (the
+	 * range is published already, with the page's freeze): in the shim,
+	 * free() and realloc() check for pool pointers from then on.  Not at
+	 * the reservation: a policy's pools that never get an object (none of
+	 * its rules resolves here) leave free() its 2 instructions. */
+	static _Atomic bool told;
+	if (unlikely(!atomic_load_explicit(&told, memory_order_acquire))) {
+		void (*reserved)(void) = __atomic_load_n(&core_hook.arena_on_reserve, __ATOMIC_SEQ_CST);
+		if (reserved) {
+			reserved();
+			atomic_store(&told, true);
+		}
+	}
 	bytes = ALIGN_UP(bytes, ARENA_UNIT);
 	uint32_t units = (uint32_t)(bytes >> ARENA_UNIT_SHIFT), first;
 	void *meta = NULL;

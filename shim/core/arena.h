@@ -148,11 +148,14 @@ struct span *arena_span_of(const void *p);
 bool arena_span_valid(const struct span *s);
 
 /* The record of an object of len bytes at address at, from site: shifts
- * and ors only, for the allocation fast path. */
+ * and ors only, for the allocation fast path.  at and len are granules
+ * (at's low bits are zero, len's field holds it whole): at shifted up to
+ * len's place first, or'ed, then both shifted at once, one shift and a
+ * register copy fewer than apart (the same bits). */
 static inline uint64_t span_record(uintptr_t at, size_t len, uint64_t site)
 {
-	return (uint64_t)at << (REC_START_SHIFT - ARENA_GRANULE_SHIFT) |
-	       (uint64_t)len << (REC_SIZE_SHIFT - ARENA_GRANULE_SHIFT) | site;
+	return ((uint64_t)at << (REC_START_SHIFT - REC_SIZE_SHIFT) | (uint64_t)len)
+		       << (REC_SIZE_SHIFT - ARENA_GRANULE_SHIFT) | site;
 }
 
 struct span_object {

@@ -27,8 +27,9 @@ struct core_hooks {
 	 * generation, read from read-only state (async-signal-safe); false:
 	 * none armed, the defaults and generation 0.  NULL: the same. */
 	bool (*report_limits)(unsigned int *burst, unsigned int *interval_s, uint64_t *generation);
-	/* arena.c: the arena was reserved (once, before any pool memory is
-	 * handed out).  NULL: nothing to do. */
+	/* arena.c: the arena's first span is being made (once, before any
+	 * pool memory is handed out).  NULL: nothing to do (told at the next
+	 * span; init.c tells itself of an arena reserved before its hook). */
 	void (*arena_on_reserve)(void);
 	/* api.c: pmalloc_protect_named(pool).  NULL: no pool has a name a
 	 * policy gave it (ENOENT). */

@@ -69,9 +69,15 @@ union site_policy_page site_policy __attribute__((aligned(RO_PAGE)));
 static_assert(sizeof(site_policy) % RO_PAGE == 0, "the filter is whole pages");
 
 /* Opened and closed without a flag to trust: opening what is writable
- * already, or closing it twice, is harmless. */
+ * already, or closing it twice, is harmless.  Before its first close it is
+ * the .bss it was loaded as, writable: nothing to open (a flag forged to
+ * say so only makes the writes fault). */
+static bool policy_closed_once;
+
 void site_policy_open(void)
 {
+	if (!policy_closed_once)
+		return;
 	if (os_protect_rw(&site_policy, sizeof(site_policy)) < 0)
 		fatal("malloc", "cannot open the filter of the policy's sites");
 }
@@ -100,6 +106,16 @@ void site_policy_mark(uintptr_t lo, uintptr_t hi)
 		site_policy.granule[(uint16_t)g] = 1;
 }
 
+void site_policy_unmark(uintptr_t lo, uintptr_t hi, const unsigned char *keep)
+{
+	if (hi <= lo)
+		return;
+	uintptr_t g0 = lo >> SITE_POLICY_SHIFT, g1 = (hi - 1) >> SITE_POLICY_SHIFT;
+	for (uintptr_t g = g0; g <= g1 && g - g0 < SITE_POLICY_GRANULES; g++)
+		if (!keep[(uint16_t)g])
+			site_policy.granule[(uint16_t)g] = 0;
+}
+
 void site_policy_mark_closed(void)
 {
 	site_policy.closed = 1;
@@ -107,6 +123,7 @@ void site_policy_mark_closed(void)
 
 void site_policy_close(void)
 {
+	policy_closed_once = true;
 	if (os_protect_ro(&site_policy, sizeof(site_policy)) < 0)
 		fatal("malloc", "cannot make the filter of the policy's sites read-only");
 }

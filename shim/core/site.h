@@ -108,16 +108,21 @@ static inline struct site_hit site_lookup(uintptr_t ra)
 	struct site_hit h;
 	return site_lookup_home(ra, &h) ? h : site_lookup_slow(ra);
 }
-/* The code the policy names, in 64-byte granules, a byte each, folded
- * modulo 4 MiB: a read-only filter for the heap routes cached in the table
- * (which any write can forge).  A call site whose granule's byte is set
- * is looked up in resolve.c's read-only ranges before its cached heap
- * route is believed; one whose byte is clear is no policy site.  Bytes,
- * not bits: one instruction less than a bit test on the armed malloc's
- * path; 64 KiB of .bss, read through the zero page but where marked.
+/* The code the policy names, in 256-byte granules, a byte each, folded
+ * modulo 16 MiB: a read-only filter for the heap routes cached in the
+ * table (which any write can forge), and, while the policy's rules
+ * resolve, what the armed malloc looks at first (interpose.c's filter
+ * entries: its index is the return address's bytes 1 and 2, one load).
+ * Also marked whole: the code of each object loaded at arming whose
+ * symbols are not read yet (narrowed to its ranges once they are,
+ * resolve.c).  A call site whose granule's byte is set is looked up in
+ * resolve.c's read-only ranges before its cached heap route is believed;
+ * one whose byte is clear is no policy site.  Bytes, not bits: one
+ * instruction less than a bit test on the armed malloc's path; 64 KiB of
+ * .bss, read through the zero page but where marked.
  * Written only between site_policy_open() and site_policy_close()
  * (resolve.c, resolve_lock held, or start-up), whose mprotects fail hard. */
-#define SITE_POLICY_SHIFT 6
+#define SITE_POLICY_SHIFT 8
 #define SITE_POLICY_GRANULES (1u << 16)
 union site_policy_page {
 	struct {
@@ -148,8 +153,20 @@ static inline bool site_policy_closed(void)
 /* Are return addresses [lo, hi) all marked already (nothing to open)? */
 bool site_policy_marked(uintptr_t lo, uintptr_t hi);
 void site_policy_open(void);
-/* Return addresses [lo, hi) may be policy sites (bits are never cleared). */
+/* Return addresses [lo, hi) may be policy sites (cleared only by
+ * site_policy_unmark, resolve.c's narrowing). */
 void site_policy_mark(uintptr_t lo, uintptr_t hi);
+/* Clear the granules of [lo, hi) whose byte in keep (SITE_POLICY_GRANULES
+ * of them, indexed as the filter is) is 0: what a narrowing leaves marked
+ * is what keep says, and a granule kept is never cleared on the way, so a
+ * concurrent reader never sees a site the policy names unmarked.  Between
+ * site_policy_open and site_policy_close. */
+void site_policy_unmark(uintptr_t lo, uintptr_t hi, const unsigned char *keep);
+/* The filter's index of code address a. */
+static inline uint16_t site_policy_index(uintptr_t a)
+{
+	return (uint16_t)(a >> SITE_POLICY_SHIFT);
+}
 /* Every pool is closed (between site_policy_open and site_policy_close). */
 void site_policy_mark_closed(void);
 void site_policy_close(void);

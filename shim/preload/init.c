@@ -157,7 +157,7 @@ static int load_policy(const char *exe, const char *comm, struct policy_image_bu
  * read-only from here on (hooks.h, the state's rules_changed). */
 static void on_arena_reserved(void)
 {
-	heap_set_free(free_checked);   /* free() checks for pool pointers from now on */
+	interpose_arena_reserved();    /* free() checks for pool pointers from now on */
 }
 
 static void rules_changed(void)
@@ -341,6 +341,7 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		shim = NULL;
 		return unarmed(installed, r);
 	}
+	interpose_armed();
 	trigger_init(st);
 	return 0;
 }

@@ -36,7 +36,10 @@
  * redis's heap, jemalloc, then serves its free and malloc_usable_size
  * without the check (some 15 instructions and a jump each: 7.6 million of
  * redis's 222 million serving 40,000 requests, callgrind).
- * Never allocates on its own behalf; no lock.
+ * The exported entry points (heap_page.entry) are written here too, from
+ * what the layer above asks (heap_set_checked, heap_set_routed), under
+ * one mutex held only for those stores and the page's two mprotects.
+ * Never allocates on its own behalf; no other lock.
  */
 #define _GNU_SOURCE
 #include "heap.h"
@@ -48,6 +51,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 extern void *__libc_malloc(size_t);
@@ -60,23 +65,31 @@ static void *boot_malloc(size_t size);
 static void boot_free(void *p);
 static void *boot_calloc(size_t n, size_t size);
 static void *boot_realloc(void *p, size_t size);
+static void entries_store(void);
 static void *boot_memalign(size_t align, size_t size);
 static size_t boot_usable_size(void *p);
 
 union heap_page heap_page __attribute__((aligned(RO_PAGE))) = { .ops = {
 	.malloc = boot_malloc, .free = boot_free, .calloc = boot_calloc,
 	.realloc = boot_realloc, .memalign = boot_memalign, .usable_size = boot_usable_size,
-}, .free_entry = boot_free };
+}, .entry = {
+	.malloc = boot_malloc, .free = boot_free, .calloc = boot_calloc, .realloc = boot_realloc,
+} };
 static_assert(sizeof(union heap_page) == RO_PAGE, "the table has its page to itself");
+static_assert(offsetof(union heap_page, entry.malloc) == HEAP_ENTRY_MALLOC &&
+		      offsetof(union heap_page, entry.free) == HEAP_ENTRY_FREE &&
+		      offsetof(union heap_page, entry.calloc) == HEAP_ENTRY_CALLOC &&
+		      offsetof(union heap_page, entry.realloc) == HEAP_ENTRY_REALLOC,
+	      "the entry stubs' offsets");
 
 enum { HEAP_UNKNOWN, HEAP_FINDING, HEAP_FOUND };
 static _Atomic int heap_state;
-static _Atomic bool arena_reserved;      /* free() must check for pool pointers */
-static _Atomic bool free_entry_checked;  /* free_entry is the checked free (written once) */
-/* The checked free (heap_set_free), read only to write it into the
- * read-only table, in the same call or the search that ends just after. */
-static void (*_Atomic checked_free_fn)(void *p);
-static void free_entry_check(void);
+/* What the layer above asked the entries to be (heap_set_checked,
+ * heap_set_routed; NULL: the heap's own), written into the table under
+ * entry_lock: the table is opened for one writer's stores at a time. */
+static struct heap_entries want_checked, want_routed;
+static bool want_is_routed;
+static pthread_mutex_t entry_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The allocator's own functions, behind the checked entry points; written
  * once, before the table. */
@@ -265,7 +278,9 @@ static void find(void)
 	if (!(before_us && ops_for(RTLD_DEFAULT, first, &ops)) &&
 	    !ops_for(RTLD_NEXT, dlsym(RTLD_NEXT, "malloc"), &ops)) {
 		/* No next allocator (or an incomplete one): glibc's, whole. */
-		void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+		/* glibc's dlopen, not the shim's (interpose.c). */
+		void *(*open_fn)(const char *, int) = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+		void *libc = open_fn ? open_fn("libc.so.6", RTLD_LAZY | RTLD_NOLOAD) : NULL;
 		memset(&ops, 0, sizeof(ops));
 		if (!libc || !ops_for(libc, (void *)__libc_malloc, &ops)) {
 			ops = (struct heap_ops){ __libc_malloc, __libc_free, __libc_calloc, __libc_realloc,
@@ -297,47 +312,90 @@ static void find(void)
 	atomic_store_explicit((void *_Atomic *)&t->memalign, (void *)ops.memalign, memory_order_release);
 	atomic_store_explicit((void *_Atomic *)&t->calloc, (void *)ops.calloc, memory_order_release);
 	atomic_store_explicit((void *_Atomic *)&t->malloc, (void *)ops.malloc, memory_order_release);
-	atomic_store_explicit((void *_Atomic *)&heap_page.free_entry,
-			      (void *)(atomic_load(&arena_reserved) ? atomic_load(&checked_free_fn) : ops.free),
-			      memory_order_release);
+	/* The entries, then the page closed and the state found, under
+	 * entry_lock: heap_set_checked and heap_set_routed write them again
+	 * from then on. */
+	pthread_mutex_lock(&entry_lock);
+	entries_store();
 	/* Checked: a table left writable would let one write send the heap's
-	 * calls (or pool pointers' frees) anywhere.  RO_PAGE is a whole number
-	 * of the kernel's pages on every kernel built for (4 KiB and 64 KiB
-	 * alike); one that is not (ro_fits) is ro.c's to report, listed by
-	 * ro_register("heap table") at start-up. */
+	 * calls (or pool pointers' frees) anywhere. */
+	/* RO_PAGE is a whole number of the kernel's pages on every kernel
+	 * built for (4 KiB and 64 KiB alike); one that is not (ro_fits) is
+	 * ro.c's to report, listed by ro_register("heap table") at start-up. */
 	if (ro_fits(&heap_page, sizeof(heap_page), os_page_size) &&
 	    os_protect_ro(&heap_page, sizeof(heap_page)) < 0)
 		fatal("malloc", "cannot make the heap's table read-only");
 	atomic_store(&heap_state, HEAP_FOUND);
-	/* The arena reserved meanwhile (by another thread): see heap_set_free. */
-	if (atomic_load(&arena_reserved))
-		free_entry_check();
+	pthread_mutex_unlock(&entry_lock);
 }
 
-/* Point free_entry at the checked free, once (the page is writable only
- * meanwhile, and only by the one thread that does it). */
-static void free_entry_check(void)
+/* The entries from the heap's table and what was asked (entry_lock held);
+ * consumers before producers, as above. */
+static void entries_store(void)
 {
-	if (atomic_exchange(&free_entry_checked, true))
-		return;
-	bool page = ro_fits(&heap_page, sizeof(heap_page), os_page_size);
-	if (page && os_protect_rw(&heap_page, sizeof(heap_page)) < 0)
-		fatal("malloc", "cannot open the heap's table for free()'s pool check");
-	atomic_store_explicit((void *_Atomic *)&heap_page.free_entry, (void *)atomic_load(&checked_free_fn),
-			      memory_order_release);
-	if (page && os_protect_ro(&heap_page, sizeof(heap_page)) < 0)
-		fatal("malloc", "cannot make the heap's table read-only again");
+	const struct heap_ops *o = &heap_page.ops;
+	struct heap_entries e = {
+		.malloc = want_routed.malloc ? want_routed.malloc : o->malloc,
+		.free = want_routed.free ? want_routed.free : want_checked.free ? want_checked.free : o->free,
+		.calloc = want_routed.calloc ? want_routed.calloc : o->calloc,
+		.realloc = want_routed.realloc ? want_routed.realloc
+			   : want_checked.realloc ? want_checked.realloc : o->realloc,
+	};
+	struct heap_entries *t = &heap_page.entry;
+	atomic_store_explicit((void *_Atomic *)&t->realloc, (void *)e.realloc, memory_order_release);
+	atomic_store_explicit((void *_Atomic *)&t->free, (void *)e.free, memory_order_release);
+	atomic_store_explicit((void *_Atomic *)&t->calloc, (void *)e.calloc, memory_order_release);
+	atomic_store_explicit((void *_Atomic *)&t->malloc, (void *)e.malloc, memory_order_release);
+	atomic_store_explicit((_Atomic bool *)&heap_page.routed, want_is_routed, memory_order_release);
 }
 
-/* The flag first, then the state: either find() sees the flag when it
- * writes the table or re-checks it after HEAP_FOUND, or this sees
- * HEAP_FOUND and rewrites the entry itself (both sequentially consistent). */
-void heap_set_free(void (*fn)(void *p))
+/* What was asked, written now when the table is (else find() writes it). */
+static void entries_set(const struct heap_entries *checked, const struct heap_entries *routed)
 {
-	atomic_store(&checked_free_fn, fn);
-	atomic_store(&arena_reserved, true);
-	if (atomic_load(&heap_state) == HEAP_FOUND)
-		free_entry_check();
+	pthread_mutex_lock(&entry_lock);
+	if (checked) {
+		want_checked.free = checked->free;
+		want_checked.realloc = checked->realloc;
+	}
+	if (routed != &want_routed) {
+		want_routed = routed ? *routed : (struct heap_entries){ 0 };
+		want_is_routed = routed != NULL;
+	}
+	if (atomic_load(&heap_state) == HEAP_FOUND) {
+		bool page = ro_fits(&heap_page, sizeof(heap_page), os_page_size);
+		if (page && os_protect_rw(&heap_page, sizeof(heap_page)) < 0)
+			fatal("malloc", "cannot open the heap's table");
+		entries_store();
+		if (page && os_protect_ro(&heap_page, sizeof(heap_page)) < 0)
+			fatal("malloc", "cannot make the heap's table read-only again");
+	}
+	pthread_mutex_unlock(&entry_lock);
+}
+
+void heap_set_checked(const struct heap_entries *e)
+{
+	entries_set(e, &want_routed);
+}
+
+void heap_set_routed(const struct heap_entries *e)
+{
+	entries_set(NULL, e);
+}
+
+/* The child of a fork made while another thread wrote the entries: the
+ * lock made free again, and the page read-only (it may have been open).
+ * Nothing taken before the fork: its prepare handler could wait on a
+ * thread that waits for a pool's lock the fork's other handlers hold. */
+static void entry_lock_child(void)
+{
+	if (pthread_mutex_trylock(&entry_lock) != 0) {
+		pthread_mutex_init(&entry_lock, NULL);
+		pthread_mutex_lock(&entry_lock);
+		if (ro_fits(&heap_page, sizeof(heap_page), os_page_size) &&
+		    atomic_load(&heap_state) == HEAP_FOUND && os_protect_ro(&heap_page, sizeof(heap_page)) < 0)
+			fatal("malloc", "cannot make the heap's table read-only again");
+	}
+	pthread_mutex_unlock(&entry_lock);
 }
 
 /* true when heap_next holds the allocator (found now or before); false
@@ -358,6 +416,9 @@ static bool heap_found(void)
 void heap_init(void)
 {
 	heap_found();
+	static _Atomic bool once;
+	if (!atomic_exchange(&once, true))
+		pthread_atfork(NULL, NULL, entry_lock_child);
 }
 
 unsigned int heap_bootstrap_count(void)

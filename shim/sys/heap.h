@@ -20,20 +20,41 @@ struct heap_ops {
 	size_t (*usable_size)(void *p);
 };
 
+/* What the exported malloc, free, calloc and realloc jump to (interpose.c:
+ * on x86-64 each is an endbr64 and this one indirect jump, 2 instructions;
+ * the heap's own malloc is then what a call through a PLT costs, plus
+ * one): the heap's own functions while no pool memory exists and no
+ * policy routes; free and realloc the checked ones (heap_set_checked) once
+ * the arena is reserved; all four the routing ones (heap_set_routed) while
+ * a policy routes allocations. */
+struct heap_entries {
+	void *(*malloc)(size_t size);
+	void (*free)(void *p);
+	void *(*calloc)(size_t n, size_t size);
+	void *(*realloc)(void *p, size_t size);
+};
+
 /* The table lives alone in one page, made read-only once the next
  * allocator is known: a stray write cannot point free() elsewhere.  Until
- * then its entries find the allocator on their first call. */
+ * then its entries find the allocator on their first call.  Its writers
+ * open it for their stores one at a time (a lock of heap.c's). */
 union heap_page {
 	struct {
 		struct heap_ops ops;
-		/* What the exported free() jumps to: the heap's free while no
-		 * pool memory can exist (no arena: 2 instructions a free), the
-		 * checked free (heap_set_free) once the arena is reserved. */
-		void (*free_entry)(void *p);
+		struct heap_entries entry;
+		/* The routing entries are in (heap_set_routed): what the shim's
+		 * other exported allocators (strdup, memalign ...) test before
+		 * routing, one load. */
+		bool routed;
 	};
 	char page[RO_PAGE];
 };
 extern union heap_page heap_page __attribute__((visibility("hidden")));
+/* Offsets the entry stubs' assembly jumps through (interpose.c). */
+#define HEAP_ENTRY_MALLOC 48
+#define HEAP_ENTRY_FREE 56
+#define HEAP_ENTRY_CALLOC 64
+#define HEAP_ENTRY_REALLOC 72
 
 /* The heap's entry points.  Calling one costs what calling the allocator
  * through a PLT does: one indirect jump. */
@@ -66,12 +87,15 @@ static inline void heap_free(void *p)
 char *heap_strdup(const char *s);
 char *heap_strndup(const char *s, size_t n);
 
-/* The arena is being reserved: from now on free() must check for pool
- * pointers (free_entry becomes fn, the interposer's free with the arena
- * check, which this layer cannot know by name).  Called from the
- * arena's reserve hook (init.c), before any pool memory is handed out;
- * idempotent. */
-void heap_set_free(void (*fn)(void *p));
+/* The arena is being reserved: from now on free() and realloc() must check
+ * for pool pointers (e's free and realloc, the interposer's, which this
+ * layer cannot know by name).  Called from the arena's reserve hook
+ * (init.c), before any pool memory is handed out; idempotent. */
+void heap_set_checked(const struct heap_entries *e);
+/* A policy routes allocations (e: all four entries), or no longer does
+ * (NULL: the heap's own, or the checked ones).  Normal context; a mutex
+ * orders the writers (the page is opened for the stores). */
+void heap_set_routed(const struct heap_entries *e);
 
 /* Find the next allocator now (idempotent; shim_init calls it so that the
  * table is read-only before main).  Safe before constructors have run. */

@@ -551,6 +551,67 @@ static int find_phdrs(struct dl_phdr_info *info, size_t size, void *ctx)
 	return 1;
 }
 
+/* The executable segments of an object, [lo, hi) each, to fn. */
+static void each_text(const ElfW(Phdr) *ph, size_t phnum, uintptr_t base,
+		      void (*fn)(uintptr_t lo, uintptr_t hi, void *ctx), void *ctx)
+{
+	for (size_t i = 0; ph && i < phnum; i++)
+		if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X) && ph[i].p_memsz)
+			fn(base + ph[i].p_vaddr, base + ph[i].p_vaddr + ph[i].p_memsz, ctx);
+}
+
+/* The return addresses of code [lo, hi) (a call's return address is past
+ * it, so one byte on), into the filter: between site_policy_open and
+ * site_policy_close. */
+static void mark_text(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+	(void)ctx;
+	site_policy_mark(lo + 1, hi + 1);
+}
+
+static void keep_text(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+	unsigned char *keep = ctx;
+	uintptr_t g0 = (lo + 1) >> SITE_POLICY_SHIFT, g1 = hi >> SITE_POLICY_SHIFT;
+	for (uintptr_t g = g0; g <= g1 && g - g0 < SITE_POLICY_GRANULES; g++)
+		keep[(uint16_t)g] = 1;
+}
+
+static void unmark_text(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+	site_policy_unmark(lo + 1, hi + 1, ctx);
+}
+
+/* The code of an object whose symbols wait for its first allocation is
+ * marked in site.c's filter whole (resolve_init): the filter may be what
+ * malloc looks at first (interpose.c), and one of its call sites may be a
+ * rule's.  Once its symbols are read (pe, just read; resolve_lock held),
+ * only the ranges the rules name stay marked: its other granules are
+ * cleared unless a range, or the code of another object still unread,
+ * shares them (the filter folds addresses).  Without memory for the
+ * narrowing the marks stay (slower, never wrong). */
+static bool texts_marked;          /* start-up's unread objects are (resolve_init) */
+
+static void narrow(const struct pending *pe)
+{
+	if (!texts_marked)
+		return;
+	unsigned char *keep = heap_calloc(SITE_POLICY_GRANULES, 1);
+	if (!keep)
+		return;
+	struct range_table *tabs[] = { atomic_load(&table), atomic_load(&points) };
+	for (size_t k = 0; k < ARRAY_SIZE(tabs); k++)
+		for (size_t i = 0; tabs[k] && i < tabs[k]->n; i++)
+			keep_text(tabs[k]->r[i].start, tabs[k]->r[i].end, keep);
+	for (size_t i = 0; i < n_pending; i++)
+		if (&pending[i] != pe && !atomic_load_explicit(&pending[i].read, memory_order_relaxed))
+			each_text(pending[i].ph, pending[i].phnum, pending[i].obj.base, keep_text, keep);
+	site_policy_open();
+	each_text(pe->ph, pe->phnum, pe->obj.base, unmark_text, keep);
+	site_policy_close();
+	heap_free(keep);
+}
+
 /* An object loaded at start-up, at the first allocation from it (or before
  * main, for the rule check): its table located now, its functions read,
  * the table released (resolve_lock held: a second thread allocating from
@@ -583,6 +644,7 @@ static void read_pending(struct pending *pe, struct collect *c)
 	publish(c, NULL);
 	atomic_store_explicit(&pe->read, true, memory_order_release);
 	atomic_fetch_sub(&n_unread, 1);
+	narrow(pe);
 }
 
 /* An object loaded after start-up (dlopen), at the first allocation from
@@ -681,6 +743,38 @@ int resolve_route(uintptr_t ra, uint16_t id)
 	}
 	site_set_route(id, route);
 	return route;
+}
+
+/* Does code [lo, hi), folded as the filter folds it, cover index g? */
+struct fold_query {
+	uint16_t g;
+	bool covers;
+};
+
+static void text_covers(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+	struct fold_query *q = ctx;
+	uintptr_t g0 = (lo + 1) >> SITE_POLICY_SHIFT, g1 = hi >> SITE_POLICY_SHIFT;
+	if (g1 - g0 >= SITE_POLICY_GRANULES)
+		q->covers = true;
+	else if ((uint16_t)(q->g - (uint16_t)g0) <= (uint16_t)(g1 - g0))
+		q->covers = true;
+}
+
+static void read_one(struct pending *pe, bool once_only);
+
+void resolve_read_sharing(uintptr_t ra)
+{
+	if (!atomic_load_explicit(&n_unread, memory_order_acquire))
+		return;
+	for (size_t i = 0; i < n_pending; i++) {
+		struct fold_query q = { site_policy_index(ra), false };
+		if (atomic_load_explicit(&pending[i].read, memory_order_acquire))
+			continue;
+		each_text(pending[i].ph, pending[i].phnum, pending[i].obj.base, text_covers, &q);
+		if (q.covers)
+			read_one(&pending[i], true);
+	}
 }
 
 void resolve_pools_closed(void)
@@ -1056,6 +1150,25 @@ static int freeze_rules(void)
 
 static int init_rules(struct shim_state *st, const char *exe);
 
+/* The filter as the policy is armed, in one open and close (the first
+ * close makes it read-only: site.c): every site when a pool takes every
+ * site (a heap route cached for any is confirmed), else, beside the
+ * ranges published already, the code of what check_rules left unread
+ * (narrow()). */
+static void mark_filter(const struct shim_state *st)
+{
+	site_policy_open();
+	if (st->match_all >= 0) {
+		site_policy_mark(0, UINTPTR_MAX);
+	} else if (atomic_load(&n_unread)) {
+		for (size_t i = 0; i < n_pending; i++)
+			if (!atomic_load_explicit(&pending[i].read, memory_order_relaxed))
+				each_text(pending[i].ph, pending[i].phnum, pending[i].obj.base, mark_text, NULL);
+		texts_marked = true;
+	}
+	site_policy_close();
+}
+
 int resolve_init(struct shim_state *st, const char *exe)
 {
 	int r = init_rules(st, exe);
@@ -1120,13 +1233,10 @@ static int init_rules(struct shim_state *st, const char *exe)
 	int r = freeze_rules();
 	if (r < 0)
 		return r;
-	/* A pool takes every site: a heap route cached for any is confirmed. */
-	site_policy_open();
-	if (st->match_all >= 0)
-		site_policy_mark(0, UINTPTR_MAX);
-	site_policy_close();
-	if (!any_specific)
+	if (!any_specific) {
+		mark_filter(st);
 		return 0;            /* "*" alone needs no symbols */
+	}
 	struct loaded_list l = { 0 };
 	dl_iterate_phdr(visit_object, &l);
 	struct dl_find_object self;
@@ -1136,6 +1246,7 @@ static int init_rules(struct shim_state *st, const char *exe)
 		prepare_object(&l.o[i], self_base);
 	heap_free(l.o);
 	check_rules();
+	mark_filter(st);
 	debug_printf("rules checked: %zu of %zu name a function loaded at start-up", n_rules - resolve_unmatched(),
 		     n_rules);
 	return 0;
@@ -1144,6 +1255,11 @@ static int init_rules(struct shim_state *st, const char *exe)
 size_t resolve_n_rules(void)
 {
 	return n_rules;
+}
+
+bool resolve_may_route(void)
+{
+	return state && (state->match_all >= 0 || resolve_unmatched() < n_rules);
 }
 
 size_t resolve_unmatched(void)

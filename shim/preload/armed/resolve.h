@@ -15,6 +15,12 @@ int resolve_route(uintptr_t ra, uint16_t id);
  * the heap.  What a cached route is checked against before it is believed
  * (interpose.c). */
 int resolve_policy_route(uintptr_t ra);
+/* A call site at ra whose granule of site.h's filter is marked, but which
+ * no rule names: the objects whose symbols are not read yet and whose code
+ * shares that granule (the filter folds addresses) have them read now, and
+ * their marks narrowed to what the rules name, so that the next call from
+ * ra finds its granule clear.  Takes resolve_lock; normal context. */
+void resolve_read_sharing(uintptr_t ra);
 /* Every pool is closed for good (take = "until-trigger", the last one's
  * trigger fired, not in learn mode): the filter's read-only closed byte is
  * set (site.h), after which interpose.c believes every heap route.  Takes
@@ -50,6 +56,10 @@ struct resolve_rule_view {
 	const char *object, *function, *build_id;   /* object, build_id may be NULL */
 };
 size_t resolve_n_rules(void);
+/* Can the policy route anything here: a pool takes every site ("*"), or a
+ * rule resolved among the objects read?  false: every allocation goes to
+ * the heap until a new object comes (interpose.c then stops routing). */
+bool resolve_may_route(void);
 size_t resolve_unmatched(void);
 /* Of those, the rules whose object glob fits no object loaded yet. */
 size_t resolve_waiting(void);

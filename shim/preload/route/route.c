@@ -50,8 +50,17 @@ cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct site_hit h
 	 * wrapper, or a pool number past the state's pools is decided again. */
 	if (h.route == SITE_ROUTE_HEAP || h.route == SITE_ROUTE_WRAPPER) {
 		int truth = resolve_policy_route(ra);
-		if (truth == SITE_ROUTE_HEAP && h.route == SITE_ROUTE_HEAP)
+		if (truth == SITE_ROUTE_HEAP && h.route == SITE_ROUTE_HEAP) {
+			/* Sent here by the filter, named by no rule: perhaps by
+			 * the code of an object not read yet sharing its
+			 * granule; read now, so that the next call is not. */
+			int e = errno;
+			int busy = shim_busy_enter();
+			resolve_read_sharing(ra);
+			shim_busy_leave(busy);
+			errno = e;
 			return NULL;
+		}
 		if (truth != h.route) {
 			h.route = truth;
 			site_set_route(h.id, truth);

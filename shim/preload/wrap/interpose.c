@@ -4,18 +4,23 @@
  * program's own allocator, heap.c) unless a policy is armed and the caller
  * is a named site, and keep the heap's hands off pool pointers.
  *
- * Costs (x86-64 instructions, callgrind; make bench measures the churn):
- * no policy, malloc 5 (a test of site_armed, then the heap's malloc by one
- * indirect jump, as through a PLT), free 2 (one jump through the read-only
- * table: the heap's free until pool memory exists, then free_checked, 6
- * more: one range compare), realloc 8 (the range compare and a NULL test);
- * armed policy, malloc from a site that goes to the heap 20 (site_is_heap:
- * its return address hashed, its slot's one word compared; then that
- * writable word's heap route checked against the read-only filter of the
- * policy's code, site_maybe_policy: a shift and a byte), realloc of a heap
- * block the same probe more (realloc_heap).  No lock, no syscall,
- * no symbol look-up on these paths: decisions are made once per call site
- * in resolve.c.
+ * Costs (x86-64 instructions, callgrind; make bench measures the churn).
+ * malloc, free, calloc and realloc are each an endbr64 and one jump
+ * through the read-only entry table (heap.h), 2 instructions, to:
+ * - no policy, or a policy none of whose rules resolves here (until a
+ *   dlopen): the heap's own functions; free and realloc checked for pool
+ *   pointers once the first span is made (free_checked, realloc_checked:
+ *   6 more, a range compare);
+ * - a policy whose rules resolve: the filter's entries (6 more for malloc
+ *   and calloc, the read-only filter of the code the policy names looked
+ *   at first; 10 for realloc, and the range compare);
+ * - after a dlopen, or with a pool that takes every site: the table's
+ *   entries (malloc from a site seen before that goes to the heap 16 more:
+ *   the site table probed, the writable heap route checked against the
+ *   filter), as before the filter's.
+ * No lock, no syscall, no symbol look-up on these paths: decisions are
+ * made once per call site in resolve.c, and which entries are in force
+ * once per arming or dlopen (interpose_armed, the dlopen stub).
  *
  * The heap's table works from the first instruction of the process (it
  * finds the allocator on its first call, heap.c).  errno is left as the
@@ -37,6 +42,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <stddef.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
@@ -78,21 +85,6 @@ static __attribute__((noinline)) void *malloc_routed(size_t size, uintptr_t ra)
 	return p ? p : heap_next.malloc(size);
 }
 
-/* Fast paths (x86-64, callgrind): no policy, 5 instructions (endbr64, a
- * load and a test of site_armed, in the read-only page, the jump to the
- * heap's malloc); armed, a site seen before that goes to the heap, 20
- * (site_is_heap: the return address hashed, its slot's one word, address
- * and route, compared; then the heap route, a writable word, checked
- * against the read-only filter of the policy's code, site_maybe_policy:
- * 6).  Everything else: malloc_routed. */
-PMALLOC_EXPORT void *malloc(size_t size)
-{
-	struct site *t = site_armed;
-	if (likely(!t) || likely(site_is_heap(t, CALLER()) && !site_maybe_policy(CALLER())))
-		return heap_next.malloc(size);
-	return malloc_routed(size, CALLER());
-}
-
 /* free() of pool object p: checked and counted (for learning too). */
 static void note_free(void *p, const char *api)
 {
@@ -100,6 +92,8 @@ static void note_free(void *p, const char *api)
 	learn_note_free(p);
 }
 
+/* free once the arena is reserved: 6 instructions past the entry's jump
+ * (the range compare of arena_contains, a jump to the heap's free). */
 void free_checked(void *p)
 {
 	if (unlikely(arena_contains(p))) {
@@ -110,15 +104,25 @@ void free_checked(void *p)
 	heap_next.free(p);
 }
 
-/* Fast path: one indirect jump through the read-only table (heap.h) to the
- * heap's free while no arena exists (2 instructions with endbr64), else to
- * free_checked (8: the range compare of arena_contains). */
-PMALLOC_EXPORT void free(void *p)
+static void *realloc_from(void *old, size_t size, uintptr_t ra);
+static void *realloc_heap(void *old, size_t size, uintptr_t ra);
+
+/* The routing entries, in force while a policy routes (heap_set_routed).
+ * malloc from a site seen before that goes to the heap: 16 instructions
+ * past the entry's jump (site_is_heap: the return address hashed, its
+ * slot's one word, address and route, compared, 9; then that writable
+ * word's heap route checked against the read-only filter of the policy's
+ * code, site_maybe_policy: a shift, a truncation, a byte compared, 4; the
+ * jump to the heap's malloc).  Everything else: malloc_routed. */
+static inline void *malloc_at(size_t size, uintptr_t ra)
 {
-	heap_page.free_entry(p);
+	struct site *t = site_armed;
+	if (likely(site_is_heap(t, ra)) && likely(!site_maybe_policy(ra)))
+		return heap_next.malloc(size);
+	return malloc_routed(size, ra);
 }
 
-PMALLOC_EXPORT void *calloc(size_t n, size_t size)
+static inline void *calloc_at(size_t n, size_t size, uintptr_t ra)
 {
 	size_t total;
 	if (unlikely(__builtin_mul_overflow(n, size, &total))) {
@@ -127,9 +131,152 @@ PMALLOC_EXPORT void *calloc(size_t n, size_t size)
 	}
 	/* Pool memory is never reused inside a span and spans are committed
 	 * fresh, so it is already zero (checked by the unit tests). */
-	void *p = shim ? route(total, PM_ALIGN, CALLER()) : NULL;
+	void *p = route(total, PM_ALIGN, ra);
 	return p ? p : heap_next.calloc(n, size);
 }
+
+/* Heap objects stay on the heap (but realloc_heap's moves); realloc(NULL)
+ * is a malloc to route. */
+static inline void *realloc_at(void *old, size_t size, uintptr_t ra)
+{
+	if (likely(!arena_contains(old)) && likely(old != NULL))
+		return realloc_heap(old, size, ra);
+	return realloc_from(old, size, ra);
+}
+
+/* realloc once the arena is reserved and no policy routes: the range
+ * compare (realloc(NULL) is not in the arena), 6 instructions past the
+ * entry's jump. */
+static void *realloc_checked(void *old, size_t size)
+{
+	if (likely(!arena_contains(old)))
+		return heap_next.realloc(old, size);
+	return realloc_from(old, size, 0);
+}
+
+/* The exported malloc, free, calloc and realloc are one jump through the
+ * read-only entry table (heap.h): the heap's own functions while nothing
+ * routes and no pool memory exists (2 instructions more than the
+ * allocator's own: the endbr64 and the jump), the checked free and
+ * realloc once the arena is reserved, the routing entries while a policy
+ * routes.  On x86-64 each is two instructions of assembly, so that the
+ * entry reached by the jump finds the program's return address where a
+ * call left it, whatever the optimisation (a C tail call is not one at
+ * -O1); elsewhere (or built with -DPMALLOC_C_ENTRIES), C that passes the
+ * return address on, and dlopen is not interposed: a policy always routes. */
+#define ENTRY_STR_(x) #x
+#define ENTRY_STR(x) ENTRY_STR_(x)
+#if defined(__x86_64__) && !defined(PMALLOC_C_ENTRIES)
+#define INTERPOSE_ASM_ENTRIES 1
+#ifdef __CET__
+#define ENTRY_ENDBR "endbr64\n"
+#else
+#define ENTRY_ENDBR ""
+#endif
+#define ENTRY_STUB(name, off)                                                                     \
+	".globl " #name "\n.type " #name ", @function\n.p2align 4\n" #name ":\n" ENTRY_ENDBR        \
+	"jmp *heap_page+" ENTRY_STR(off) "(%rip)\n.size " #name ", .-" #name "\n"
+__asm__(".text\n" ENTRY_STUB(malloc, HEAP_ENTRY_MALLOC) ENTRY_STUB(free, HEAP_ENTRY_FREE)
+	ENTRY_STUB(calloc, HEAP_ENTRY_CALLOC) ENTRY_STUB(realloc, HEAP_ENTRY_REALLOC));
+
+/* The table's entries (also where the filter's send what they do not
+ * take: hidden and kept for the assembly's jumps). */
+__attribute__((used, visibility("hidden"))) void *malloc_entry(size_t size);
+__attribute__((used, visibility("hidden"))) void *calloc_entry(size_t n, size_t size);
+__attribute__((used, visibility("hidden"))) void *realloc_entry(void *old, size_t size);
+
+void *malloc_entry(size_t size)
+{
+	return malloc_at(size, CALLER());
+}
+
+void *calloc_entry(size_t n, size_t size)
+{
+	return calloc_at(n, size, CALLER());
+}
+
+void *realloc_entry(void *old, size_t size)
+{
+	return realloc_at(old, size, CALLER());
+}
+
+/* The filter's entries, in force while the policy's rules resolve and the
+ * filter marks every call site a rule may name: the read-only filter of
+ * the code the policy names (site.h) first, so that a call from code no
+ * rule can name goes to the heap without a look at the site table.  The
+ * code of each object loaded when the policy was armed is marked whole
+ * until its symbols are read (resolve.c); an object a dlopen brings puts
+ * the table's entries back in (its code is not in the filter until it is
+ * read, at its first allocation, from the table's path); a pool that
+ * takes every site ("*") keeps the table's entries.
+ *
+ * In assembly too: the filter's index is bits 8..23
+ * of the return address, one load from the stack where the call left it
+ * (C loads, shifts and truncates: 3 instructions more).  malloc and
+ * calloc 6 instructions (endbr64, the index, the filter's address, the
+ * byte compared, the branch, the jump to the heap); realloc 10 (and the
+ * range compare of arena_contains).  What the filter sends on is the
+ * table's entry, reached by a jump: the return address stays the
+ * program's. */
+static_assert(SITE_POLICY_SHIFT == 8 && SITE_POLICY_GRANULES == 1u << 16, "the index is the return address's bytes 1 and 2");
+static_assert(offsetof(struct unit_map, base) == 0 && offsetof(struct unit_map, size) == 8, "arena_contains in assembly");
+static_assert(offsetof(struct heap_ops, malloc) == 0 && offsetof(struct heap_ops, calloc) == 16 &&
+		      offsetof(struct heap_ops, realloc) == 24, "the heap's entries in assembly");
+#define FILTER_ENTRY(name, slow, heap_off)                                                         \
+	".globl " #name "\n.hidden " #name "\n.type " #name ", @function\n.p2align 4\n" #name ":\n"    \
+	ENTRY_ENDBR "movzwl 1(%rsp), %eax\nlea site_policy(%rip), %rdx\ncmpb $0, (%rdx,%rax)\n"          \
+	"jne " #slow "\n" "jmp *heap_page+" #heap_off "(%rip)\n.size " #name ", .-" #name "\n"
+__asm__(".text\n" FILTER_ENTRY(malloc_filter_entry, malloc_entry, 0)
+	FILTER_ENTRY(calloc_filter_entry, calloc_entry, 16)
+	".globl realloc_filter_entry\n.hidden realloc_filter_entry\n.type realloc_filter_entry, @function\n"
+	".p2align 4\nrealloc_filter_entry:\n" ENTRY_ENDBR
+	"movzwl 1(%rsp), %eax\nlea site_policy(%rip), %rdx\ncmpb $0, (%rdx,%rax)\njne realloc_entry\n"
+	"mov %rdi, %rax\nsub units_ro(%rip), %rax\ncmp units_ro+8(%rip), %rax\njb realloc_entry\n"
+	"jmp *heap_page+24(%rip)\n.size realloc_filter_entry, .-realloc_filter_entry\n");
+void *malloc_filter_entry(size_t size) __attribute__((visibility("hidden")));
+void *calloc_filter_entry(size_t n, size_t size) __attribute__((visibility("hidden")));
+void *realloc_filter_entry(void *old, size_t size) __attribute__((visibility("hidden")));
+
+/* free needs no routing: the heap's own until the first span is made,
+ * the checked one from then on (heap_set_checked). */
+static const struct heap_entries routing_entries = {
+	.malloc = malloc_entry, .calloc = calloc_entry, .realloc = realloc_entry,
+};
+static const struct heap_entries filter_entries = {
+	.malloc = malloc_filter_entry, .calloc = calloc_filter_entry, .realloc = realloc_filter_entry,
+};
+#else
+#define INTERPOSE_ASM_ENTRIES 0
+/* The routing functions are called here with the return address; the
+ * table's routing entries are never jumped through. */
+static const struct heap_entries routing_entries = { .realloc = realloc_checked };
+
+PMALLOC_EXPORT void *malloc(size_t size)
+{
+	if (likely(!heap_page.routed))
+		return heap_page.entry.malloc(size);
+	return malloc_at(size, CALLER());
+}
+
+PMALLOC_EXPORT void free(void *p)
+{
+	heap_page.entry.free(p);
+}
+
+PMALLOC_EXPORT void *calloc(size_t n, size_t size)
+{
+	if (likely(!heap_page.routed))
+		return heap_page.entry.calloc(n, size);
+	return calloc_at(n, size, CALLER());
+}
+
+PMALLOC_EXPORT void *realloc(void *old, size_t size)
+{
+	if (likely(!heap_page.routed))
+		return heap_page.entry.realloc(old, size);
+	return realloc_at(old, size, CALLER());
+}
+#endif
 
 /* p, a pool object of size bytes just routed from ra, made safe for the
  * shim to copy into: the caller holds a fill (fill.c) until its copy is
@@ -150,7 +297,7 @@ static cold void *pool_fillable(void *p, size_t size, uintptr_t ra, const char *
 static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 {
 	if (!old) {
-		void *p = shim ? route(size, PM_ALIGN, ra) : NULL;
+		void *p = heap_page.routed ? route(size, PM_ALIGN, ra) : NULL;
 		return p ? p : heap_next.malloc(size);
 	}
 	if (likely(!arena_contains(old)))
@@ -162,7 +309,7 @@ static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 	size_t have = pool_usable_size(old, "realloc");
 	if (size <= have && !pool_is_protected(old))
 		return old;
-	void *p = shim ? route(size, PM_ALIGN, ra) : NULL;
+	void *p = heap_page.routed ? route(size, PM_ALIGN, ra) : NULL;
 	bool fill = p != NULL;
 	p = fill ? pool_fillable(p, size, ra, "realloc") : heap_next.malloc(size);
 	if (p) {
@@ -185,7 +332,7 @@ static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 static cold void *realloc_heap(void *old, size_t size, uintptr_t ra)
 {
 	struct site *t = site_armed;
-	if (!t || size == 0 || site_is_heap(t, ra))
+	if (size == 0 || site_is_heap(t, ra))
 		return heap_next.realloc(old, size);
 	void *p = route_as(size, PM_ALIGN, ra, true);
 	if (!p)
@@ -200,17 +347,6 @@ static cold void *realloc_heap(void *old, size_t size, uintptr_t ra)
 	return p;
 }
 
-PMALLOC_EXPORT void *realloc(void *old, size_t size)
-{
-	/* Heap objects stay on the heap (but realloc_heap's moves);
-	 * realloc(NULL) is a malloc to route. */
-	if (likely(!arena_contains(old)) && likely(old != NULL))
-		return shim ? realloc_heap(old, size, CALLER()) : heap_next.realloc(old, size);
-	if (!old && !shim)
-		return heap_next.realloc(old, size);
-	return realloc_from(old, size, CALLER());
-}
-
 PMALLOC_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 {
 	size_t total;
@@ -223,7 +359,7 @@ PMALLOC_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 
 static void *aligned_from(size_t align, size_t size, uintptr_t ra)
 {
-	void *p = shim ? route(size, align, ra) : NULL;
+	void *p = heap_page.routed ? route(size, align, ra) : NULL;
 	return p ? p : heap_next.memalign(align, size);
 }
 
@@ -297,7 +433,7 @@ PMALLOC_EXPORT size_t malloc_usable_size(void *p)
 PMALLOC_EXPORT char *strdup(const char *s)
 {
 	size_t n = strlen(s) + 1;
-	void *p = shim ? route(n, PM_ALIGN, CALLER()) : NULL;
+	void *p = heap_page.routed ? route(n, PM_ALIGN, CALLER()) : NULL;
 	if (likely(!p)) {
 		p = heap_next.malloc(n);
 		return p ? memcpy(p, s, n) : NULL;
@@ -312,7 +448,7 @@ PMALLOC_EXPORT char *strdup(const char *s)
 PMALLOC_EXPORT char *strndup(const char *s, size_t max)
 {
 	size_t n = strnlen(s, max);
-	char *p = shim ? route(n + 1, PM_ALIGN, CALLER()) : NULL;
+	char *p = heap_page.routed ? route(n + 1, PM_ALIGN, CALLER()) : NULL;
 	bool fill = p != NULL;
 	p = fill ? pool_fillable(p, n + 1, CALLER(), "strndup") : heap_next.malloc(n + 1);
 	if (p) {
@@ -383,4 +519,83 @@ PMALLOC_EXPORT int dlclose(void *handle)
 		errno = e;
 	}
 	return r;
+}
+
+/* Whether allocations are routed: the routing entries in the heap's table
+ * (heap_set_routed) or not.  A policy none of whose rules resolves among
+ * the objects loaded cannot route anything: its process runs the idle
+ * entries, as one with no policy, until a dlopen (interposed below) may
+ * bring in an object a rule names; the routing entries are then put in,
+ * and the new object is found at its first allocation as ever (resolve.c).
+ * Only where dlopen is interposed (x86-64): elsewhere a policy always
+ * routes.  mode_lock orders the deciders (start-up, dlopen). */
+static pthread_mutex_t mode_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool dlopen_seen;
+static const struct heap_entries *mode_entries;
+
+static void route_by(const struct heap_entries *e)
+{
+	if (shim && site_armed && mode_entries != e) {
+		heap_set_routed(e);
+		mode_entries = e;
+	}
+}
+
+/* The child of a fork made while another thread decided: the lock free
+ * again (what it decided is in the heap's table, whole or not yet). */
+static void mode_lock_child(void)
+{
+	if (pthread_mutex_trylock(&mode_lock) != 0)
+		pthread_mutex_init(&mode_lock, NULL);
+	else
+		pthread_mutex_unlock(&mode_lock);
+}
+
+void interpose_armed(void)
+{
+	static _Atomic bool once;
+	if (!atomic_exchange(&once, true))
+		pthread_atfork(NULL, NULL, mode_lock_child);
+	pthread_mutex_lock(&mode_lock);
+	if (!INTERPOSE_ASM_ENTRIES || dlopen_seen || (resolve_may_route() && shim && shim->match_all >= 0)) {
+		route_by(&routing_entries);
+	} else if (resolve_may_route()) {
+#if INTERPOSE_ASM_ENTRIES
+		route_by(&filter_entries);
+#endif
+	} else {
+		debug_printf("no rule of the policy resolves among the objects loaded: allocations not routed until a dlopen");
+	}
+	pthread_mutex_unlock(&mode_lock);
+}
+
+#if INTERPOSE_ASM_ENTRIES
+/* dlopen: the routing entries put in (when not yet), then glibc's dlopen
+ * by a jump, never a call: glibc takes the object to load relative to its
+ * caller (the caller's RUNPATH, $ORIGIN, namespace), which must stay the
+ * program's.  The stub keeps the two arguments across the note. */
+__attribute__((used, visibility("hidden"))) void *interpose_dlopen_note(void);
+void *interpose_dlopen_note(void)
+{
+	int e = errno;
+	pthread_mutex_lock(&mode_lock);
+	dlopen_seen = true;
+	route_by(&routing_entries);
+	pthread_mutex_unlock(&mode_lock);
+	typedef void *(*fn_t)(const char *, int);
+	fn_t fn = REAL(dlopen, fn_t);
+	if (!fn)
+		fatal("dlopen", "glibc's dlopen not found");
+	errno = e;
+	return (void *)fn;
+}
+
+__asm__(".text\n.globl dlopen\n.type dlopen, @function\n.p2align 4\ndlopen:\n" ENTRY_ENDBR
+	"push %rdi\npush %rsi\nsub $8, %rsp\ncall interpose_dlopen_note\nadd $8, %rsp\n"
+	"pop %rsi\npop %rdi\njmp *%rax\n.size dlopen, .-dlopen\n");
+#endif
+
+void interpose_arena_reserved(void)
+{
+	heap_set_checked(&(struct heap_entries){ .free = free_checked, .realloc = realloc_checked });
 }
