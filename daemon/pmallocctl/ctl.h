@@ -7,9 +7,10 @@
  * pmallocctl.c; the helpers under them (which return 0 or -errno, write
  * results only on success, and never print) have a header each, beside
  * their file (ctl_util.h, ctl_client.h, ctl_escape.h ...).  Nothing here is used by pmallocd or the
- * shim; pmallocctl never writes to the journal, the policy file or the
- * daemon's state: it reads, and asks pmallocd (protect) to pass a request
- * on to a process.
+ * shim; pmallocctl never writes to the journal or the daemon's state: it
+ * reads, and asks pmallocd (protect, learn-flush, sites) to pass a request
+ * on to a process.  It writes a file only where the command line names it:
+ * learn and propose --output FILE, preload's drop-in.
  */
 #ifndef PMALLOC_CTL_H
 #define PMALLOC_CTL_H

@@ -168,7 +168,7 @@ int ctl_cmd_learn(int argc, char **argv)
 	while ((c = ctl_getopt(argc, argv, "learn", &ret)) != -1) {
 		if (c == 'e')
 			exe_arg = optarg;
-		else if (c == 'o')
+		else if (c == CTL_OPT_OUTPUT_FILE)
 			output = optarg;
 	}
 	if (ret >= 0)

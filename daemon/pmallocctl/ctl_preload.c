@@ -500,9 +500,9 @@ int ctl_cmd_preload(int argc, char **argv)
 	int c, r, root_fd = -1, ret = CTL_EXIT_FAILURE;
 
 	while ((c = ctl_getopt(argc, argv, "preload", &r)) != -1) {
-		if (c == 'r')
+		if (c == CTL_OPT_ROOT)
 			root = optarg;
-		else
+		else if (c == CTL_OPT_LIBRARY)
 			lib = optarg;
 	}
 	if (r >= 0)

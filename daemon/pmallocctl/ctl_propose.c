@@ -553,7 +553,7 @@ static int parse_args(int argc, char **argv, struct popts *o)
 	opterr = 0;
 	while ((c = ctl_getopt(argc, argv, "propose", &ret)) != -1) {
 		switch (c) {
-		case 'u': {
+		case CTL_OPT_UID: {
 			const struct passwd *pw = getpwnam(optarg);
 			char *end;
 			unsigned long u;
@@ -566,7 +566,7 @@ static int parse_args(int argc, char **argv, struct popts *o)
 			o->uids[o->n_uids++] = (uid_t)u;
 			break;
 		}
-		case 'r':
+		case CTL_OPT_RUN:
 			if (!run_ok(optarg))
 				return ctl_usage_error("--run takes a run id (32 lower-case hex digits), not", optarg);
 			if (o->n_runs == RUNS_MAX)
@@ -580,7 +580,7 @@ static int parse_args(int argc, char **argv, struct popts *o)
 			if (ctl_parse_time(optarg, ctl_now_usec(), &o->since) < 0)
 				return ctl_usage_error("invalid --since", optarg);
 			break;
-		case 'o':
+		case CTL_OPT_OUTPUT_FILE:
 			o->output = optarg;
 			break;
 		case 'D':
@@ -754,9 +754,11 @@ int ctl_cmd_propose(int argc, char **argv)
 		if (r < 0)
 			goto out;
 		if (pools == 0) {
+			/* The message first, as every other; then what was learned,
+			 * a commented policy that says why each context was left out. */
+			fprintf(stderr, CTL_NAME ": propose: no context of %s can be protected without being "
+					"written; what was learned:\n", exe);
 			fputs(text, stderr);
-			fprintf(stderr, "\n" CTL_NAME ": propose: no context of %s can be protected without being "
-					"written\n", exe);
 			goto out;
 		}
 		/* Checked whole, as pmallocctl check would, before anything is written. */

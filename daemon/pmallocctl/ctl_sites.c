@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "ctl.h"
+#include "ctl_client.h"
 #include "msgid.h"
 #include "ctl_escape.h"
 #include "ctl_learn_flush.h"
@@ -135,12 +136,8 @@ int ctl_cmd_sites(int argc, char **argv)
 
 	if (r >= 0)
 		return r;
-	if (strncmp(text, "ok:", 3) != 0) {
-		ctl_put_text(stderr, text, strlen(text), CTL_ESC_MULTILINE);
-		fputc('\n', stderr);
-		free(text);
-		return CTL_EXIT_FAILURE;
-	}
+	if (strncmp(text, "ok:", 3) != 0)
+		return ctl_put_answer(text);    /* "pmallocctl: REASON", as learn-flush says it */
 	free(text);
 	/* The process writes its entries when its orders thread wakes: wait
 	 * (at most 3 s) until two looks 200 ms apart see the same number. */

@@ -193,6 +193,12 @@ static void process(FILE *f, const struct ctl_status *st, size_t i, bool detail)
 			fprintf(f, ": %" PRIu64 " bytes protected in %" PRIu64 " objects, %" PRIu64 " protects (last: %s)\n",
 				p->nums[PMW_SR_O_PROTECTED_BYTES], p->nums[PMW_SR_O_OBJECTS], p->nums[PMW_SR_O_PROTECTS],
 				p->strs[PMW_SR_O_LAST_TRIGGER][0] ? p->strs[PMW_SR_O_LAST_TRIGGER] : "?");
+		} else if (p->strs[PMW_SR_O_LAST_TRIGGER][0]) {
+			/* pmallocd passed a pmallocctl protect on; an empty pool
+			 * sends no protect message: nothing was there to protect. */
+			fprintf(f, "    pool \"%s\": protect asked (%s), nothing protected: the pool was empty "
+				"or the process has not acted on it yet\n",
+				p->strs[PMW_SR_O_NAME], p->strs[PMW_SR_O_LAST_TRIGGER]);
 		} else {
 			fprintf(f, "    pool \"%s\": not protected yet (no trigger has fired)\n", p->strs[PMW_SR_O_NAME]);
 		}
@@ -208,14 +214,17 @@ static void process(FILE *f, const struct ctl_status *st, size_t i, bool detail)
 			if (st->recs[k].type == PMW_SR_RULE && st->recs[k].nums[PMW_SR_R_STATE] != PMW_ROW_RESOLVED &&
 			    st->recs[k].nums[PMW_SR_R_STATE] != PMW_ROW_NOT_LOADED)
 				listed_unresolved++;
+		/* What is hidden and how it counts, in one line: the pools'
+		 * "rules:" lines above count the listed ones only. */
 		if (n[PMW_SR_P_RULES_TOTAL] > n[PMW_SR_P_RULES_LISTED] &&
 		    n[PMW_SR_P_RULES_UNRESOLVED] > listed_unresolved)
-			fprintf(f, "    (%" PRIu64 " more rules not listed, %" PRIu64 " of them unresolved or not applied)\n",
-				n[PMW_SR_P_RULES_TOTAL] - n[PMW_SR_P_RULES_LISTED],
+			fprintf(f, "    %" PRIu64 " of %" PRIu64 " rules not listed: %" PRIu64
+				" of them unresolved or not applied\n",
+				n[PMW_SR_P_RULES_TOTAL] - n[PMW_SR_P_RULES_LISTED], n[PMW_SR_P_RULES_TOTAL],
 				n[PMW_SR_P_RULES_UNRESOLVED] - listed_unresolved);
 		else if (n[PMW_SR_P_RULES_TOTAL] > n[PMW_SR_P_RULES_LISTED])
-			fprintf(f, "    (%" PRIu64 " more rules, all resolved, not listed)\n",
-				n[PMW_SR_P_RULES_TOTAL] - n[PMW_SR_P_RULES_LISTED]);
+			fprintf(f, "    %" PRIu64 " of %" PRIu64 " rules not listed: all resolved\n",
+				n[PMW_SR_P_RULES_TOTAL] - n[PMW_SR_P_RULES_LISTED], n[PMW_SR_P_RULES_TOTAL]);
 		if (n[PMW_SR_P_RULES_UNRESOLVED])
 			fprintf(f, "    warning: %" PRIu64 " of %" PRIu64 " rules match nothing: they protect nothing\n",
 				n[PMW_SR_P_RULES_UNRESOLVED], n[PMW_SR_P_RULES_TOTAL]);

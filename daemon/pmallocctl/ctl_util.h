@@ -34,12 +34,21 @@ int ctl_option_error(int c, char **argv);
  * next option's value, else -1 with *ret_exit: -1 after the last option, or
  * the exit status to return. */
 int ctl_getopt(int argc, char **argv, const char *name, int *ret_exit);
-/* Options without a short form (violations). */
+/* Options without a short form. */
 #define CTL_OPT_FILE 0x100
 #define CTL_OPT_NO_PAGER 0x101
 #define CTL_OPT_AFTER_CURSOR 0x102
 #define CTL_OPT_SHOW_CURSOR 0x103
 #define CTL_OPT_NO_FULL 0x104
+/* One short letter means one thing in every command (violations' -o output
+ * mode, -u unit, -r reverse, -l full, as journalctl's): these long options,
+ * whose letters would mean something else there, have none.  0x120 on, so
+ * that options another command adds at 0x105 on never collide. */
+#define CTL_OPT_RUN 0x120              /* propose --run */
+#define CTL_OPT_UID 0x121              /* propose --uid */
+#define CTL_OPT_OUTPUT_FILE 0x122      /* learn, propose --output FILE */
+#define CTL_OPT_ROOT 0x123             /* preload --root */
+#define CTL_OPT_LIBRARY 0x124          /* preload --library */
 /* A PID argument: decimal digits only, in [1, INT_MAX]; 0 or -EINVAL. */
 int ctl_parse_pid(const char *s, int32_t *ret);
 

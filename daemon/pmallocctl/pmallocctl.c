@@ -104,11 +104,11 @@ static const struct ctl_command ctl_commands[] = {
 	  "a program that is not a server and what to do next.\n"
 	  "Options:\n"
 	  "  -e, --exe PATH       the program\n"
-	  "  -o, --output FILE    put it into the policy file FILE: a new file, or in\n"
+	  "      --output FILE    put it into the policy file FILE: a new file, or in\n"
 	  "                       place of PATH's policy in an existing one (every other\n"
 	  "                       policy and the daemon group kept; FILE.bak the old file)\n"
 	  "Exit status: 0 written, 1 failure, 2 usage.\n",
-	  ":e:o:h", OPTIONS(ARG("exe", 'e'), ARG("output", 'o'), HELP) },
+	  ":e:h", OPTIONS(ARG("exe", 'e'), ARG("output", CTL_OPT_OUTPUT_FILE), HELP) },
 	{ "propose", ctl_cmd_propose,
 	  "  propose --exe PATH [--run ID]... [--since TIME] [--uid USER]...\n"
 	  "          [--directory DIR | --file FILE]... [--output FILE]\n"
@@ -123,17 +123,18 @@ static const struct ctl_command ctl_commands[] = {
 	  "PATH are not believed.\n"
 	  "Options:\n"
 	  "  -e, --exe PATH       the program (required)\n"
-	  "  -r, --run ID         this learn run (PMALLOC_RUN; may be given more than once)\n"
+	  "      --run ID         this learn run (PMALLOC_RUN; may be given more than once)\n"
 	  "  -S, --since TIME     only entries from TIME on\n"
-	  "  -u, --uid USER       also believe entries of USER's processes that the journal\n"
+	  "      --uid USER       also believe entries of USER's processes that the journal\n"
 	  "                       could not tie to PATH (they had exited)\n"
 	  "  -D, --directory DIR  read the journal files in DIR (collected from hosts)\n"
-	  "  --file FILE          read the journal file FILE (may be given more than once)\n"
-	  "  -o, --output FILE    put it into the policy file FILE, as learn --output does\n"
+	  "      --file FILE      read the journal file FILE (may be given more than once)\n"
+	  "      --output FILE    put it into the policy file FILE, as learn --output does\n"
 	  CTL_TIME_HELP
 	  "Exit status: 0 proposed, 1 nothing to propose or the journal cannot be read, 2 usage.\n",
-	  ":e:r:S:o:u:D:h", OPTIONS(ARG("exe", 'e'), ARG("run", 'r'), ARG("since", 'S'), ARG("output", 'o'),
-				     ARG("uid", 'u'), ARG("directory", 'D'), ARG("file", CTL_OPT_FILE), HELP) },
+	  ":e:S:D:h", OPTIONS(ARG("exe", 'e'), ARG("run", CTL_OPT_RUN), ARG("since", 'S'),
+			      ARG("output", CTL_OPT_OUTPUT_FILE), ARG("uid", CTL_OPT_UID),
+			      ARG("directory", 'D'), ARG("file", CTL_OPT_FILE), HELP) },
 	{ "learn-flush", ctl_cmd_learn_flush,
 	  "  learn-flush PID [--socket PATH]\n"
 	  "                              have PID (under a learn policy) write what it\n"
@@ -153,7 +154,7 @@ static const struct ctl_command ctl_commands[] = {
 	  "Exit status: 0 protected, 1 refused, 2 usage, 3 pmallocd not running.\n",
 	  CTL_SOCKET_OPTIONS },
 	{ "preload", ctl_cmd_preload,
-	  "  preload enable|disable|status UNIT [--root DIR]\n"
+	  "  preload enable|disable|status UNIT [--root DIR] [--library PATH]\n"
 	  "                              preload the shim into a systemd service (drop-in)\n",
 	  "enable writes DIR/etc/systemd/system/UNIT.d/pmalloc.conf with\n"
 	  "  Environment=LD_PRELOAD=" PMALLOC_SHIM_PATH "\n"
@@ -166,7 +167,7 @@ static const struct ctl_command ctl_commands[] = {
 	  "                   path resolves inside DIR, links included\n"
 	  "  --library PATH   preload PATH instead of the installed shim\n"
 	  "Exit status: 0 ok (status: preloaded), 1 failure (status: not preloaded), 2 usage.\n",
-	  ":r:l:h", OPTIONS(ARG("root", 'r'), ARG("library", 'l'), HELP) },
+	  ":h", OPTIONS(ARG("root", CTL_OPT_ROOT), ARG("library", CTL_OPT_LIBRARY), HELP) },
 };
 
 int main(int argc, char **argv)

@@ -77,7 +77,8 @@ struct proc_entry {
 	struct report_limit *limit;      /* journal.c's (it alone writes it), allocated on first report */
 	struct uid_budget *budget;       /* its uid's (budget.h); NULL once retired */
 	/* The pools of the policy handed out, for pmallocctl protect: each
-	 * "M" (a manual trigger) or "-", then the name and its NUL.  NULL
+	 * "M" (a manual trigger), "A" (one pmallocctl protect asked for)
+	 * or "-", then the name and its NUL.  NULL
 	 * without a hand-out; freed when the entry retires. */
 	char *handed_pools;
 	size_t handed_pools_len;

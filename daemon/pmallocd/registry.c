@@ -150,8 +150,33 @@ int proc_entry_handed_manual(const struct proc_entry *e, const char *name)
 	end = e->handed_pools + e->handed_pools_len;
 	for (q = e->handed_pools; q < end; q += 1 + strlen(q + 1) + 1)
 		if (strcmp(q + 1, name) == 0)
-			return q[0] == 'M' ? 0 : -EPERM;
+			return q[0] == 'M' || q[0] == 'A' ? 0 : -EPERM;
 	return -ENOENT;
+}
+
+void proc_entry_manual_asked(struct proc_entry *e, const char *name)
+{
+	const char *end;
+
+	if (!e->handed_pools)
+		return;
+	end = e->handed_pools + e->handed_pools_len;
+	for (char *q = e->handed_pools; q < end; q += 1 + strlen(q + 1) + 1)
+		if (q[0] == 'M' && strcmp(q + 1, name) == 0)
+			q[0] = 'A';
+}
+
+bool proc_entry_manual_was_asked(const struct proc_entry *e, const char *name)
+{
+	const char *end;
+
+	if (!e->handed_pools)
+		return false;
+	end = e->handed_pools + e->handed_pools_len;
+	for (const char *q = e->handed_pools; q < end; q += 1 + strlen(q + 1) + 1)
+		if (strcmp(q + 1, name) == 0)
+			return q[0] == 'A';
+	return false;
 }
 
 int proc_entry_handed_check(const struct proc_entry *e, const char *policy, const char *pool)

@@ -49,6 +49,10 @@ int proc_entry_set_handed(struct proc_entry *e, const struct policy *p);
 /* Whether e's handed policy has pool name with a manual trigger: 0 yes,
  * -ENOENT no such pool, -EPERM no manual trigger, -ENODATA no hand-out. */
 int proc_entry_handed_manual(const struct proc_entry *e, const char *name);
+/* pmallocctl protect passed a request for e's manual pool name on: status
+ * says so while no protect message came (an empty pool sends none). */
+void proc_entry_manual_asked(struct proc_entry *e, const char *name);
+bool proc_entry_manual_was_asked(const struct proc_entry *e, const char *name);
 /* Whether a report or protect message naming (policy, pool) can come from
  * a process handed e's policy: 0 when policy is e's and pool one of its
  * pools, or policy is "" (an API pool, outside any policy); -EPERM else. */

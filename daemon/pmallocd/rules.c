@@ -82,7 +82,7 @@ static bool reads_orders(const struct proc_entry *e)
 	if (e->mode == POLICY_MODE_LEARN)
 		return true;
 	for (const char *q = e->handed_pools; q < end; q += 1 + strlen(q + 1) + 1)
-		if (q[0] == 'M')
+		if (q[0] == 'M' || q[0] == 'A')
 			return true;
 	return false;
 }
@@ -173,7 +173,9 @@ static void emit_unprotected(struct status_data *d, const struct proc_entry *e, 
 	const char *q = e->handed_pools;
 	char pool[ESCAPED_SIZE(PMW_NAME)];
 	uint64_t n[PMW_SR_O_N_NUMS] = { 0 };
-	const char *strs[PMW_SR_O_N_STRS] = { pool, e->policy, "" };
+	/* Not protected: the trigger pmallocctl protect asked for, else none. */
+	const char *strs[PMW_SR_O_N_STRS] = { pool, e->policy,
+					      proc_entry_manual_was_asked(e, raw) ? "manual:pmallocctl" : "" };
 
 	text_escape(pool, sizeof(pool), raw);
 	for (size_t k = 0; k < e->n_pools; k++)

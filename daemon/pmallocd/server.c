@@ -646,6 +646,10 @@ static int handle_protect_req(struct client *c, const struct pmw_protect_req *m)
 	}
 	if (r > 0)
 		s->counters.protect_sent++;
+	/* Status tells a pool asked for from one no trigger reached. */
+	for (struct client *t = s->clients; r > 0 && m->reserved == 0 && t; t = t->next)
+		if (t->entry == target.entry && t->fd == target.fd && memchr(m->pool, '\0', sizeof(m->pool)))
+			proc_entry_manual_asked(t->entry, m->pool);
 	return send_status_text(c, text.len, "protect answer");
 }
 

@@ -5,13 +5,24 @@
 # an administrator says `pmallocctl protect PID config`; pmallocd passes the
 # order on, the shim applies it on receipt, the pool is
 # logged as protected (trigger manual:pmallocctl), and a later write kills
-# the process with the report.
+# the process with the report.  A manual pool left empty: status says the
+# protect was asked, and that nothing was there to protect.
 . "$(dirname "$0")/e2e_lib.sh"
 
 LOOP=$B/progs/e2e_loop
 [ -x "$LOOP" ] || fail "$LOOP not built"
 journald_ensure
-victim_conf "$CONF" loop e2e_loop config manual
+write_conf "$CONF" <<EOF2
+version = 1;
+policies = (
+  {
+    name = "loop";
+    match = { exe = [ "*/e2e_loop" ]; };
+    pools = ( { name = "config"; sites = [ "setup" ]; protect = [ "manual" ]; },
+              { name = "empty"; sites = [ "corrupt" ]; protect = [ "manual" ]; } );
+  }
+);
+EOF2
 start_daemon
 
 run_fed "$LOOP"
@@ -32,6 +43,17 @@ pass "pmallocctl protect: $(head -n 1 "$T/ctl.out")"
 
 e=$(jsel 1 MESSAGE_ID=$MID_PROTECTED OBJECT_PID=$pid) || fail "no protected entry"
 printf '%s\n' "$e" | grep -q '"PMALLOC_TRIGGER":"manual:pmallocctl"' || fail "protected entry: $e"
+
+# A manual pool nothing was allocated into: the protect is passed on, the
+# shim has nothing to make read-only and sends no protect message; status
+# says what was asked, not that no trigger fired.
+st() { "$B/pmallocctl" status --socket "$SOCK" >"$T/st" 2>&1; grep -qxF "$1" "$T/st"; }
+wait_until 100 st '    pool "empty": not protected yet (no trigger has fired)' || fail "status before: $(cat "$T/st")"
+"$B/pmallocctl" protect "$pid" empty --socket "$SOCK" >"$T/ctl.out" 2>&1 || fail "protect empty: $(cat "$T/ctl.out")"
+wait_until 100 st '    pool "empty": protect asked (manual:pmallocctl), nothing protected: the pool was empty or the process has not acted on it yet' ||
+	fail "status after protecting an empty pool: $(cat "$T/st")"
+grep -q '^    pool "config": .* bytes protected' "$T/st" || fail "config's line: $(cat "$T/st")"
+pass "status after a protect of an empty pool: $(grep 'pool "empty"' "$T/st")"
 
 printf 'write\n' >&3
 exec 3>&-

@@ -6,7 +6,8 @@
 # 44 others are shown as not applied, and why, by pmallocctl status (text
 # and --json; as many as its rows hold, the rest counted), said under
 # PMALLOC_DEBUG, and in the journal's entry for a rule that protects
-# nothing; pmallocctl check warns of such a policy.  pmallocctl propose,
+# nothing; pmallocctl check warns of such a policy.  Past the rows a
+# message holds, status counts the rest in one line.  pmallocctl propose,
 # from a learn run of the program, names 256 and pins the others.
 . "$(dirname "$0")/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
@@ -57,7 +58,7 @@ grep -qx '      not applied: site many_sites:site_256 (not applied in a loaded o
 	"$T/proc" || fail "site_256 not shown as not applied: $(cat "$T/proc")"
 grep -q 'not applied: site many_sites:site_2[0-4][0-9] \|not applied: site many_sites:site_25[0-5] \|not applied: site many_sites:site_[01]' \
 	"$T/proc" && fail "one of the first 256 shown as not applied: $(cat "$T/proc")"
-grep -qx '    (268 more rules not listed, 12 of them unresolved or not applied)' "$T/proc" ||
+grep -qx '    268 of 300 rules not listed: 12 of them unresolved or not applied' "$T/proc" ||
 	fail "the rules not listed: $(cat "$T/proc")"
 grep -q 'warning: 44 of 300 rules match nothing' "$T/proc" || fail "the process's warning: $(cat "$T/proc")"
 pass "status: the rules past the first 256 shown not applied, and why ($(grep -c '^      not applied: ' "$T/proc") rows listed)"
@@ -86,6 +87,32 @@ grep -q 'site_[01][0-9][0-9]"\|site_2[0-4][0-9]"\|site_25[0-5]"\|matches no func
 pass "journal: the rules not applied, each said so ($(grep -c . "$T/journal") entries)"
 exec 9>&-
 wait "$ppid" || fail "many_sites exited $?: $(cat "$T/err")"
+
+# 40 rules that all resolve, 32 rows a message: status says what it does
+# not list, and how it counts, in one line.
+sites=$(for i in $(seq 0 39); do printf '"many_sites:site_%03d", ' "$i"; done)
+write_conf "$CONF" <<EOF
+version = 1;
+policies = ( { name = "many"; match = { exe = [ "*/many_sites" ]; };
+  pools = ( { name = "m"; sites = [ ${sites%, } ]; protect = [ "manual" ]; } ); } );
+EOF
+kill -HUP "$DPID"
+gen2() { "$CTL" status --json --socket "$SOCK" | python3 -c 'import json, sys; sys.exit(json.load(sys.stdin)["policy_file"]["generation"] < 2)'; }
+wait_until 200 gen2 || fail "pmallocd did not reload: $(cat "$T/daemon.log")"
+mkfifo "$T/hold2"
+exec 8<>"$T/hold2"
+env LD_PRELOAD="$SHIM" PMALLOC_SOCKET="$SOCK" PMALLOC_CONF="$T/no.conf" "$PROG" <"$T/hold2" 8<&- >"$T/out2" 2>"$T/err2" &
+ppid2=$!
+hidden() {
+	"$CTL" status --socket "$SOCK" >"$T/status2" 2>&1
+	sed -n "/^  PID $ppid2 /,/^  PID /p" "$T/status2" >"$T/proc2"
+	grep -qx '    8 of 40 rules not listed: all resolved' "$T/proc2"
+}
+wait_until 200 hidden || fail "the 8 rules not listed: $(cat "$T/proc2")"
+grep -qx '      rules: 32 resolved, 0 unresolved' "$T/proc2" || fail "the listed rules: $(cat "$T/proc2")"
+pass "status: $(grep -x '    8 of 40 .*' "$T/proc2")"
+exec 8>&-
+wait "$ppid2" || fail "many_sites exited $?: $(cat "$T/err2")"
 
 # propose never writes more names for one object than the shim applies:
 # learned under a learn policy, the 300 sites come back as the first 256 by
