@@ -192,23 +192,25 @@ START_TEST(test_found_allocator_is_one_object)
 }
 END_TEST
 
-/* free() jumps to free_entry: the heap's own free until the arena is
- * reserved, the arena check from then on, whichever comes first. */
+/* free() jumps through entry.free: the heap's own free until the arena is
+ * reserved (heap_set_checked), the checked free from then on, whichever
+ * comes first. */
 START_TEST(test_free_entry_checks_once_the_arena_exists)
 {
+	const struct heap_entries checked = { .free = free_checked };
+
 	find_now(false);
-	ck_assert_ptr_eq(heap_page.free_entry, real.free);
-	heap_page.free_entry(malloc(10));
+	ck_assert_ptr_eq(heap_page.entry.free, real.free);
+	heap_page.entry.free(malloc(10));
 	ck_assert_int_eq(checked_frees, 0);
-	heap_set_free(free_checked);
-	ck_assert_ptr_eq(heap_page.free_entry, free_checked);
-	heap_page.free_entry(malloc(10));
+	heap_set_checked(&checked);
+	ck_assert_ptr_eq(heap_page.entry.free, free_checked);
+	heap_page.entry.free(malloc(10));
 	ck_assert_int_eq(checked_frees, 1);
-	/* Reserved before the allocator is found: found with the check. */
+	/* Asked before the allocator is found: found with the check. */
 	atomic_store(&heap_state, HEAP_UNKNOWN);
-	atomic_store(&free_entry_checked, false);
 	heap_init();
-	ck_assert_ptr_eq(heap_page.free_entry, free_checked);
+	ck_assert_ptr_eq(heap_page.entry.free, free_checked);
 }
 END_TEST
 
