@@ -179,6 +179,12 @@ static inline void *pool_alloc(struct pmalloc_pool *p, size_t size, size_t align
 void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, size_t align, uint16_t site,
 		    bool fresh_page);
 
+/* pool_alloc_in() for a closed pool: a reload's new generation (reload.c,
+ * the main thread in a reload window), in region r of the caller's; never
+ * for a page of an earlier protect (the region skips past it). */
+void *pool_alloc_reopened(struct pmalloc_pool *p, struct pool_region *r, size_t size, size_t align,
+			  uint16_t site, bool fresh_page);
+
 /* The pool takes nothing more (take = "until-trigger", and every pool of a
  * learn policy, at its first trigger): every later pool_alloc and
  * pool_alloc_in returns NULL (the caller goes to the heap).  Decided under
@@ -192,6 +198,10 @@ bool pool_closed(const struct pmalloc_pool *p);
 
 /* Protect what is new; returns the bytes newly made read-only. */
 size_t pool_protect(struct pmalloc_pool *p, const char *api);
+/* Everything protected so far read-only again (pages a reload window
+ * opened, reload.c); fatal() with api's name when mprotect fails.  Not for
+ * sealed pools (their memory was never opened). */
+void pool_reprotect(struct pmalloc_pool *p, const char *api);
 void pool_destroy(struct pmalloc_pool *p);
 
 struct pool_hit {

@@ -114,6 +114,7 @@ struct pmw_protected {
 	uint64_t new_bytes;              /* made read-only by this protect */
 	uint64_t protected_bytes;        /* pool total */
 	uint64_t objects;                /* pool total */
+	uint64_t pool_generation;        /* this protect's: 1 the first, then one per reload (reload.c) */
 };
 
 struct pmw_module {

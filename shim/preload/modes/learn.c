@@ -47,6 +47,7 @@
 #include "heap.h"
 #include "journal.h"
 #include "os.h"
+#include "reload.h"
 #include "shim.h"
 #include "site.h"
 #include "symtab.h"
@@ -229,10 +230,14 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 		return NULL;
 	}
 	struct lctx *c = &ctxs[id];
-	if (!pool_closed(p)) {
+	/* A reload's allocations (reload.c) are learned as the first ones
+	 * were: in the lanes, before the window's protect. */
+	bool reload = pool_closed(p) && reload_takes();
+	if (!pool_closed(p) || reload) {
 		bool fresh;
 		struct lane *l = lane_for(i, id, &fresh);
-		obj = pool_alloc_in(p, &l->r, size, align, site, fresh);
+		obj = reload ? pool_alloc_reopened(p, &l->r, size, align, site, fresh)
+			     : pool_alloc_in(p, &l->r, size, align, site, fresh);
 	}
 	if (obj) {
 		/* Every page the object touches is its context's: the lane's

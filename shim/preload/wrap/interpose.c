@@ -31,6 +31,7 @@
 #include "heap.h"
 #include "learn.h"
 #include "site.h"
+#include "reload.h"
 #include "rules_msg.h"
 #include "take.h"
 
@@ -67,7 +68,7 @@ static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct sit
 	if (site_policy_closed()) {
 		if (h.route == SITE_ROUTE_HEAP)
 			return NULL;
-		if (h.route == SITE_ROUTE_WRAPPER && !take_resolve_late(h.id))
+		if (h.route == SITE_ROUTE_WRAPPER && !reload_open() && !take_resolve_late(h.id))
 			return NULL;
 	}
 	/* The cached route is a writable word: believed only as far as the
@@ -111,6 +112,9 @@ static cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct sit
 		if (st->image->mode == POLICY_MODE_LEARN && learn_active())
 			return learn_alloc((size_t)h.route, size, align, ra, h.id);
 		if (pool_closed(st->pools[h.route].pool)) {
+			/* A reload's new generation (reload.c). */
+			if (unlikely(reload_takes()))
+				return reload_alloc((size_t)h.route, size, align, h.id);
 			switch (take_note_late((size_t)h.route, h.id, size)) {
 			case TAKE_TELL_NOW:
 				rules_msg_answer();
@@ -414,15 +418,16 @@ extern sighandler_t bsd_signal(int, sighandler_t);
 
 PMALLOC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (learn_stop_signal(sig)) {
-		/* Learn mode notes the shutdown (learn_stop.c). */
+	if (reload_signal(sig) || learn_stop_signal(sig)) {
+		/* A reload opens a window (reload.c); learn mode notes the
+		 * shutdown (learn_stop.c). */
 		struct sigaction copy;
 		if (act) {
 			copy = *act;
 			fault_filter_mask(&copy.sa_mask);
 			act = &copy;
 		}
-		int r = learn_stop_sigaction(sig, act, old);
+		int r = reload_signal(sig) ? reload_sigaction(sig, act, old) : learn_stop_sigaction(sig, act, old);
 		if (r < 0) {
 			errno = -r;
 			return -1;
@@ -440,7 +445,7 @@ PMALLOC_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	sigaddset(&sa.sa_mask, sig);     /* BSD semantics, as glibc's signal() */
-	if (sig != SIGSEGV && sig != SIGTRAP && !learn_stop_signal(sig))
+	if (sig != SIGSEGV && sig != SIGTRAP && !learn_stop_signal(sig) && !reload_signal(sig))
 		return bsd_signal(sig, handler);
 	if (sigaction(sig, &sa, &old) < 0)
 		return SIG_ERR;

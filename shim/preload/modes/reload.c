@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * reload.c - a service's reload: SIGHUP delivered to a handler of the
+ * program's (nginx's reload, systemctl reload with ExecReload=kill -HUP or
+ * nginx -s reload, lighttpd's and many daemons' re-read of their files).
+ *
+ * What a reload does to a protected process: it rebuilds its
+ * configuration on its main thread, after its first trigger.  It writes
+ * start-up state that was protected (glibc's NSS state when nginx looks its
+ * user up again, the old configuration's listening sockets that the new
+ * one takes over), frees the old configuration (pool memory is never
+ * reused: counted) and allocates the new one from the same sites, which
+ * go to the heap once the pools closed.  So, without this file: a kill at
+ * the reload, or a service that runs on unprotected after it.
+ *
+ * The window.  It opens when the reload signal is delivered to the
+ * program's handler (a trampoline of the shim's runs first, then the
+ * program's handler, with the flags and mask the program asked for), and
+ * ends when the main thread (the one that ran main(); trigger.c) next
+ * enters a wait call (epoll_wait, sigsuspend, ...: POLICY_WAIT_CALLS),
+ * which is where an event loop goes back once the reload is done.  A
+ * second reload signal delivered while the window is open keeps it open
+ * through the next wait (the program may handle it on its next turn).
+ * Meanwhile:
+ *   - a write by the main thread into protected pool memory is let
+ *     through (its page made writable until the window's end) and counted
+ *     (reload_writes); other threads' writes are enforced as always,
+ *     unless they hit a page the main thread opened;
+ *   - the main thread's allocations from the sites of pools whose first
+ *     trigger fired go to those pools (a region of the window's: new spans),
+ *     at most RELOAD_GENERATIONS_MAX windows per process (then the heap, as
+ *     before: a bound on what reloads add, since pool memory is never given
+ *     back; the old configuration, freed, is counted and stays mapped);
+ *   - at the window's end every pool whose memory was protected before is
+ *     protected again: what the reload built (a new generation: the "pool
+ *     protected" entry's PMALLOC_GENERATION, pmallocctl status), and the
+ *     pages opened during the window.
+ * Learn mode sees the same window: the main thread's writes in it are not
+ * marked written (enforce lets them through), its allocations are learned
+ * as allocated before that generation's protect, not as late ones.
+ *
+ * Threat model.  Only a process that may signal the service (root, or the
+ * service's own user) can open a window: such a process can already stop
+ * or ptrace it (ptrace_scope permitting).  What it gains: during the
+ * window, writes by the main thread to protected memory are not killed.
+ * A memory-corruption bug reached on the main thread while the window is
+ * open (in nginx the master, which serves no client) can then change
+ * protected configuration undetected; the window ends at the main
+ * thread's next wait, and the pages are read-only again.  Workers, other
+ * threads and other processes are unchanged.  Sealed pools (protection =
+ * "seal") cannot be opened: a reload that writes them is still killed;
+ * use mprotect for services that reload.  The window's state and the
+ * program's handler are kept in a read-only page (mprotect'ed writable
+ * only to change them, under a spin lock, with the reload signal blocked):
+ * a stray write can neither open a window nor aim the trampoline at its
+ * own code.  Programs that take SIGHUP through signalfd or sigwaitinfo run
+ * no handler: their reloads are not seen (no window).
+ *
+ * Async-signal-safe: the trampoline and reload_let_through (the SIGSEGV
+ * handler's hook) make system calls and atomic operations only.
+ */
+#define _GNU_SOURCE
+#include "reload.h"
+#include "shim.h"
+#include "os.h"
+#include "pool.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RELOAD_SIGNAL SIGHUP
+#define RELOAD_GENERATIONS_MAX 64
+
+struct reload_state {
+	uintptr_t prog_fn;               /* the program's handler; 0: none (SIG_DFL/SIG_IGN) */
+	int prog_info;                   /* it takes siginfo */
+	int armed;                       /* reload_init ran */
+	int open;                        /* a window is open */
+	uint64_t seq;                    /* reload signals delivered */
+	uint64_t open_seq;               /* seq when the window opened (or went on) */
+	uint64_t reloads;                /* windows opened */
+	uint64_t taken;                  /* windows whose allocations went to the pools */
+};
+static union {
+	struct reload_state s;
+	unsigned char page[RO_PAGE];
+} ro __attribute__((aligned(RO_PAGE)));
+static_assert(sizeof(ro) == RO_PAGE, "the reload state is one page");
+
+static atomic_flag ro_busy = ATOMIC_FLAG_INIT;
+static _Atomic uint64_t writes;                /* let through in windows */
+static _Atomic int taking;                     /* this window has counted against the bound */
+/* The window's region per pool (pool_alloc_reopened): used by the main
+ * thread only, in a window. */
+static struct pool_region gen_region[SHIM_POOLS_MAX];
+
+/* Change ro: the reload signal blocked on this thread (the trampoline
+ * takes the same lock), the page writable for fn's length. */
+static void ro_change(void (*fn)(struct reload_state *, void *), void *arg)
+{
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, RELOAD_SIGNAL);
+	os_sigmask(SIG_BLOCK, &block, &old);
+	while (atomic_flag_test_and_set_explicit(&ro_busy, memory_order_acquire))
+		os_yield();
+	if (os_protect_rw(&ro, sizeof(ro)) < 0)
+		fatal("sigaction", "cannot open the reload state");
+	fn(&ro.s, arg);
+	if (os_protect_ro(&ro, sizeof(ro)) < 0)
+		fatal("sigaction", "cannot make the reload state read-only");
+	atomic_flag_clear_explicit(&ro_busy, memory_order_release);
+	os_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void set_armed(struct reload_state *s, void *arg)
+{
+	(void)arg;
+	s->armed = 1;
+}
+
+void reload_init(const struct shim_state *st)
+{
+	(void)st;
+	ro_change(set_armed, NULL);
+}
+
+bool reload_signal(int sig)
+{
+	return sig == RELOAD_SIGNAL && ro.s.armed;
+}
+
+bool reload_open(void)
+{
+	return __atomic_load_n(&ro.s.open, __ATOMIC_ACQUIRE) != 0;
+}
+
+static bool main_thread(void)
+{
+	return os_gettid() == (int)getpid();
+}
+
+bool reload_takes(void)
+{
+	if (!reload_open() || !main_thread())
+		return false;
+	if (atomic_load_explicit(&taking, memory_order_relaxed))
+		return true;
+	if (ro.s.taken >= RELOAD_GENERATIONS_MAX)
+		return false;            /* the bound: the heap, as without reloads */
+	atomic_store_explicit(&taking, 1, memory_order_relaxed);
+	return true;
+}
+
+void *reload_alloc(size_t i, size_t size, size_t align, uint16_t site)
+{
+	const struct shim_state *st = shim;
+	if (i >= st->n_pools)
+		return NULL;
+	return pool_alloc_reopened(st->pools[i].pool, &gen_region[i], size, align, site, false);
+}
+
+bool reload_let_through(const struct pool_hit *hit, uintptr_t addr)
+{
+	if (!reload_open() || pool_seals(hit->pool) || !main_thread())
+		return false;
+	uintptr_t page = addr & ~(uintptr_t)(os_page_size - 1);
+	if (os_protect_rw((void *)page, os_page_size) < 0)
+		return false;
+	atomic_fetch_add_explicit(&writes, 1, memory_order_relaxed);
+	return true;
+}
+
+static void note_signal(struct reload_state *s, void *arg)
+{
+	(void)arg;
+	s->seq++;
+	if (!s->open) {
+		s->open = 1;
+		s->open_seq = s->seq;
+		s->reloads++;
+	}
+}
+
+static void on_reload(int sig, siginfo_t *si, void *uctx)
+{
+	int e = errno;
+	ro_change(note_signal, NULL);
+	errno = e;
+	uintptr_t fn = __atomic_load_n(&ro.s.prog_fn, __ATOMIC_ACQUIRE);
+	if (!fn)
+		return;
+	if (ro.s.prog_info)
+		((void (*)(int, siginfo_t *, void *))fn)(sig, si, uctx);
+	else
+		((void (*)(int))fn)(sig);
+}
+
+struct at_wait {
+	bool ends;
+};
+
+static void wait_step(struct reload_state *s, void *arg)
+{
+	struct at_wait *w = arg;
+	if (s->seq != s->open_seq) {
+		s->open_seq = s->seq;    /* a reload signal came meanwhile: go on */
+		w->ends = false;
+		return;
+	}
+	s->open = 0;
+	if (atomic_exchange_explicit(&taking, 0, memory_order_relaxed))
+		s->taken++;
+	w->ends = true;
+}
+
+bool reload_at_wait(void)
+{
+	struct at_wait w = { false };
+	if (!reload_open())
+		return false;
+	ro_change(wait_step, &w);
+	return w.ends;
+}
+
+void reload_done(void)
+{
+	const struct shim_state *st = shim;
+	for (size_t i = 0; st && i < st->n_pools; i++)
+		if (!pool_seals(st->pools[i].pool))
+			pool_reprotect(st->pools[i].pool, "reload");
+}
+
+uint64_t reload_count(void)
+{
+	return ro.s.reloads;
+}
+
+uint64_t reload_writes(void)
+{
+	return atomic_load_explicit(&writes, memory_order_relaxed);
+}
+
+struct set_handler {
+	uintptr_t fn;
+	int info;
+};
+
+static void set_handler(struct reload_state *s, void *arg)
+{
+	const struct set_handler *h = arg;
+	s->prog_info = h->info;
+	__atomic_store_n(&s->prog_fn, h->fn, __ATOMIC_RELEASE);
+}
+
+static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int reload_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	pthread_mutex_lock(&handler_lock);
+	struct set_handler was = { ro.s.prog_fn, ro.s.prog_info };
+	int r;
+	if (!act) {
+		r = os_sigaction(sig, NULL, old);
+	} else {
+		bool info = (act->sa_flags & SA_SIGINFO) != 0;
+		struct set_handler now = { info ? (uintptr_t)act->sa_sigaction : (uintptr_t)act->sa_handler, info };
+		if (!info && (act->sa_handler == SIG_DFL || act->sa_handler == SIG_IGN)) {
+			r = os_sigaction(sig, act, old);
+			if (r == 0) {
+				struct set_handler none = { 0, 0 };
+				ro_change(set_handler, &none);
+			}
+		} else {
+			/* Published before the kernel can call the trampoline. */
+			ro_change(set_handler, &now);
+			struct sigaction tramp = *act;
+			tramp.sa_flags |= SA_SIGINFO;
+			tramp.sa_sigaction = on_reload;
+			r = os_sigaction(sig, &tramp, old);
+			if (r < 0)
+				ro_change(set_handler, &was);
+		}
+	}
+	/* old as the program set it: the trampoline replaced by its handler. */
+	if (r == 0 && old && (old->sa_flags & SA_SIGINFO) && old->sa_sigaction == on_reload) {
+		if (was.info) {
+			old->sa_sigaction = (void (*)(int, siginfo_t *, void *))was.fn;
+		} else {
+			old->sa_flags &= ~SA_SIGINFO;
+			old->sa_handler = (void (*)(int))was.fn;
+		}
+	}
+	pthread_mutex_unlock(&handler_lock);
+	return r;
+}
