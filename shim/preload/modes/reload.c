@@ -16,11 +16,15 @@
  * The window.  It opens when the reload signal is delivered to the
  * program's handler (a trampoline of the shim's runs first, then the
  * program's handler, with the flags and mask the program asked for), and
- * ends when the main thread (the one that ran main(); trigger.c) next
- * enters a wait call (epoll_wait, sigsuspend, ...: POLICY_WAIT_CALLS),
- * which is where an event loop goes back once the reload is done.  A
- * second reload signal delivered while the window is open keeps it open
- * through the next wait (the program may handle it on its next turn).
+ * ends when the main thread (the one that ran main(); trigger.c) enters a
+ * wait call (epoll_wait, sigsuspend, ...: POLICY_WAIT_CALLS) after one of
+ * its wait calls returned since the signal: an event loop handles the
+ * signal after a wait returns (nginx's sigsuspend, a self-pipe's
+ * epoll_wait) and goes back to wait once the reload is done.  A signal
+ * that comes just before a wait call (the program will see its flag or
+ * its pipe when that call returns) keeps the window open through it; so
+ * does a second signal during the reload; a program that checks its flag
+ * before waiting has a window one loop turn longer.
  * Meanwhile:
  *   - a write by the main thread into protected pool memory is let
  *     through (its page made writable until the window's end) and counted
@@ -78,8 +82,7 @@ struct reload_state {
 	int prog_info;                   /* it takes siginfo */
 	int armed;                       /* reload_init ran */
 	int open;                        /* a window is open */
-	uint64_t seq;                    /* reload signals delivered */
-	uint64_t open_seq;               /* seq when the window opened (or went on) */
+	int returned;                    /* the main thread returned from a wait since the last signal */
 	uint64_t reloads;                /* windows opened */
 	uint64_t taken;                  /* windows whose allocations went to the pools */
 };
@@ -176,10 +179,9 @@ bool reload_let_through(const struct pool_hit *hit, uintptr_t addr)
 static void note_signal(struct reload_state *s, void *arg)
 {
 	(void)arg;
-	s->seq++;
+	s->returned = 0;
 	if (!s->open) {
 		s->open = 1;
-		s->open_seq = s->seq;
 		s->reloads++;
 	}
 }
@@ -205,9 +207,8 @@ struct at_wait {
 static void wait_step(struct reload_state *s, void *arg)
 {
 	struct at_wait *w = arg;
-	if (s->seq != s->open_seq) {
-		s->open_seq = s->seq;    /* a reload signal came meanwhile: go on */
-		w->ends = false;
+	if (!s->returned) {
+		w->ends = false;         /* no wait has returned since the signal: go on */
 		return;
 	}
 	s->open = 0;
@@ -219,10 +220,23 @@ static void wait_step(struct reload_state *s, void *arg)
 bool reload_at_wait(void)
 {
 	struct at_wait w = { false };
-	if (!reload_open())
+	if (!reload_open() || !ro.s.returned)
 		return false;
 	ro_change(wait_step, &w);
 	return w.ends;
+}
+
+static void set_returned(struct reload_state *s, void *arg)
+{
+	(void)arg;
+	if (s->open)
+		s->returned = 1;
+}
+
+void reload_returned(void)
+{
+	if (reload_open() && !ro.s.returned && main_thread())
+		ro_change(set_returned, NULL);
 }
 
 void reload_done(void)

@@ -39,9 +39,11 @@ void *reload_alloc(size_t i, size_t size, size_t align, uint16_t site);
 bool reload_let_through(const struct pool_hit *hit, uintptr_t addr);
 /* At a wait call of the main thread with a window open: true when the
  * window ends now (it is marked closed; the caller protects the pools,
- * then calls reload_done), false when a reload signal came since the
- * window opened (the window goes on through this wait). */
+ * then calls reload_done), false when no wait call of the main thread
+ * returned since the last reload signal (the window goes on). */
 bool reload_at_wait(void);
+/* A wait call returned (any thread; only the main thread's count). */
+void reload_returned(void);
 /* The window's end: pages opened meanwhile are read-only again. */
 void reload_done(void);
 /* Counts for reports: reloads seen, writes let through, generations bound. */

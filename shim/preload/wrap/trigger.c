@@ -200,6 +200,16 @@ void trigger_call(enum policy_call c)
 	errno = e;
 }
 
+/* A wait call returned with a reload window open (reload.h). */
+static void trigger_returned(enum policy_call c)
+{
+	if (!((1u << c) & POLICY_WAIT_CALLS))
+		return;
+	int e = errno;
+	reload_returned();
+	errno = e;
+}
+
 /* pmalloc_protect_named (api.c) in the preloaded shim: init.c hands it to
  * the pool API as its protect_named hook. */
 int trigger_protect_named(const char *name)
@@ -226,7 +236,10 @@ int trigger_protect_named(const char *name)
 			errno = ENOSYS; \
 			return (ret)-1; \
 		} \
-		return invoke; \
+		ret r_ = invoke; \
+		if (unlikely(reload_open())) \
+			trigger_returned(call); \
+		return r_; \
 	}
 #define WRAP(ret, name, call, params, args) WRAP_WITH(ret, name, call, params, fn args)
 
