@@ -274,8 +274,9 @@ void learn_note_free(const void *p)
 	struct lctx *c = &ctxs[id];
 	/* Before the trigger, a start-up object the program is done with: it
 	 * never reaches protection (what it held stays pool memory, the pool
-	 * never reuses it). */
-	if (!pool_closed(learn_st->pools[c->pool].pool)) {
+	 * never reuses it).  So is the old configuration a reload frees
+	 * (reload.h): counted with those, not as a free while serving. */
+	if (!pool_closed(learn_st->pools[c->pool].pool) || reload_in_window()) {
 		atomic_fetch_add_explicit(&c->early_objects, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->early_bytes, hit.object_size, memory_order_relaxed);
 	}

@@ -145,6 +145,11 @@ static bool main_thread(void)
 	return os_gettid() == (int)getpid();
 }
 
+bool reload_in_window(void)
+{
+	return reload_open() && main_thread();
+}
+
 bool reload_takes(void)
 {
 	if (!reload_open() || !main_thread())

@@ -27,6 +27,9 @@ bool reload_signal(int sig);
 int reload_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 /* Is a reload window open?  One load of a read-only page. */
 bool reload_open(void);
+/* A window open, and this is the main thread (what it frees there is the
+ * old configuration: learn.c counts it as freed before a trigger). */
+bool reload_in_window(void);
 /* Does this allocation go to the reload's generation: a window open, on
  * the main thread, and the generations' bound not reached? */
 bool reload_takes(void);
