@@ -65,18 +65,18 @@ enum policy_call {
 	POLICY_CALL_CHROOT, POLICY_CALL_PTHREAD_CREATE, POLICY_CALL_FORK,
 	POLICY_CALL_DAEMON, POLICY_CALL_EXECVE,
 	POLICY_CALL_EPOLL_PWAIT2, POLICY_CALL_SIGSUSPEND, POLICY_CALL_SIGWAITINFO,
-	POLICY_CALL_SIGTIMEDWAIT, POLICY_CALL_PAUSE, POLICY_CALL_PTHREAD_JOIN, POLICY_CALL_SIGWAIT,
+	POLICY_CALL_SIGTIMEDWAIT, POLICY_CALL_PAUSE, POLICY_CALL_SIGWAIT,
 	POLICY_CALL__COUNT
 };
-/* The calls by which a program waits for events (or, its main thread, for
- * its workers: pthread_join): what on-wait fires on, and what ends a
- * reload window (reload.c). */
+/* The calls by which a program waits for events (or signals): what on-wait
+ * fires on, and what ends a reload window (reload.c).  Not pthread_join: a
+ * main thread may join a helper in the middle of its start-up. */
 #define POLICY_WAIT_CALLS \
 	(1u << POLICY_CALL_EPOLL_WAIT | 1u << POLICY_CALL_EPOLL_PWAIT | 1u << POLICY_CALL_EPOLL_PWAIT2 | \
 	 1u << POLICY_CALL_POLL | 1u << POLICY_CALL_PPOLL | 1u << POLICY_CALL_SELECT | \
 	 1u << POLICY_CALL_PSELECT | 1u << POLICY_CALL_ACCEPT | 1u << POLICY_CALL_ACCEPT4 | \
 	 1u << POLICY_CALL_SIGSUSPEND | 1u << POLICY_CALL_SIGWAITINFO | 1u << POLICY_CALL_SIGTIMEDWAIT | \
-	 1u << POLICY_CALL_PAUSE | 1u << POLICY_CALL_PTHREAD_JOIN | 1u << POLICY_CALL_SIGWAIT)
+	 1u << POLICY_CALL_PAUSE | 1u << POLICY_CALL_SIGWAIT)
 /* "listen" for POLICY_CALL_LISTEN, ...; NULL when out of range. */
 const char *policy_call_name(enum policy_call c);
 /* The call named name, or -1. */

@@ -18,13 +18,15 @@
  * program's handler, with the flags and mask the program asked for), and
  * ends when the main thread (the one that ran main(); trigger.c) enters a
  * wait call (epoll_wait, sigsuspend, ...: POLICY_WAIT_CALLS) after one of
- * its wait calls returned since the signal: an event loop handles the
- * signal after a wait returns (nginx's sigsuspend, a self-pipe's
- * epoll_wait) and goes back to wait once the reload is done.  A signal
- * that comes just before a wait call (the program will see its flag or
- * its pipe when that call returns) keeps the window open through it; so
- * does a second signal during the reload; a program that checks its flag
- * before waiting has a window one loop turn longer.
+ * its wait calls returned since the signal, for an event (a wait for
+ * events that the handler interrupted, EINTR, does not count; a signal
+ * wait's return does): an event loop handles the signal after a wait
+ * returns (nginx's sigsuspend, a self-pipe's epoll_wait) and goes back to
+ * wait once the reload is done.  A signal that comes just before a wait
+ * call (the program will see its flag or its pipe when that call returns)
+ * keeps the window open through it; so does a second signal during the
+ * reload; a program that checks its flag before waiting, or at EINTR, has
+ * a window one loop turn longer.
  * Meanwhile:
  *   - a write by the main thread into protected pool memory is let
  *     through (its page made writable until the window's end) and counted

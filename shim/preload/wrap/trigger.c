@@ -200,10 +200,19 @@ void trigger_call(enum policy_call c)
 	errno = e;
 }
 
-/* A wait call returned with a reload window open (reload.h). */
-static void trigger_returned(enum policy_call c)
+/* The calls by which a program waits for signals: their return after a
+ * handler ran is the signal's delivery (nginx's sigsuspend). */
+#define SIGNAL_WAIT_CALLS \
+	(1u << POLICY_CALL_SIGSUSPEND | 1u << POLICY_CALL_PAUSE | 1u << POLICY_CALL_SIGWAITINFO | \
+	 1u << POLICY_CALL_SIGTIMEDWAIT | 1u << POLICY_CALL_SIGWAIT)
+
+/* A wait call returned with a reload window open (reload.h): one that
+ * returned for an event (or a signal wait's return), not a wait for events
+ * that a handler interrupted (EINTR: a loop may just call it again and
+ * find the reload's pipe or flag then). */
+static void trigger_returned(enum policy_call c, bool interrupted)
 {
-	if (!((1u << c) & POLICY_WAIT_CALLS))
+	if (!((1u << c) & POLICY_WAIT_CALLS) || (interrupted && !((1u << c) & SIGNAL_WAIT_CALLS)))
 		return;
 	int e = errno;
 	reload_returned();
@@ -238,7 +247,7 @@ int trigger_protect_named(const char *name)
 		} \
 		ret r_ = invoke; \
 		if (unlikely(reload_open())) \
-			trigger_returned(call); \
+			trigger_returned(call, r_ == (ret)-1 && errno == EINTR); \
 		return r_; \
 	}
 #define WRAP(ret, name, call, params, args) WRAP_WITH(ret, name, call, params, fn args)
@@ -272,9 +281,7 @@ WRAP(int, sigwaitinfo, POLICY_CALL_SIGWAITINFO, (const sigset_t *m, siginfo_t *i
 WRAP(int, sigtimedwait, POLICY_CALL_SIGTIMEDWAIT, (const sigset_t *m, siginfo_t *i, const struct timespec *t),
      (m, i, t))
 WRAP(int, pause, POLICY_CALL_PAUSE, (void), ())
-/* The main thread that waits for its workers, or for signals by sigwait
- * (glibc's sigwait does not go through sigtimedwait's PLT entry). */
-WRAP(int, pthread_join, POLICY_CALL_PTHREAD_JOIN, (pthread_t t, void **ret), (t, ret))
+/* glibc's sigwait does not go through sigtimedwait's PLT entry. */
 WRAP(int, sigwait, POLICY_CALL_SIGWAIT, (const sigset_t *m, int *sig), (m, sig))
 WRAP(int, setuid, POLICY_CALL_SETUID, (uid_t u), (u))
 WRAP(int, setgid, POLICY_CALL_SETGID, (gid_t g), (g))
