@@ -227,6 +227,7 @@ static void process_obj(struct json *j, const struct ctl_status *st, size_t i, b
 			num(j, "new_bytes", gn[PMW_SR_G_NEW_BYTES]);
 			num(j, "protected_bytes", gn[PMW_SR_G_PROTECTED_BYTES]);
 			num(j, "age_usec", gn[PMW_SR_G_AGE_USEC]);
+			num(j, "freed_bytes", gn[PMW_SR_G_FREED_BYTES]);
 			str(j, "trigger", st->recs[r].strs[PMW_SR_G_TRIGGER], true);
 			close_obj(j);
 		}

@@ -51,8 +51,8 @@ static void pool_generations(FILE *f, const struct ctl_status *st, size_t k, siz
 		fprintf(f, "      generation %" PRIu64 ": %" PRIu64 " bytes made read-only ", gn[PMW_SR_G_GENERATION],
 			gn[PMW_SR_G_NEW_BYTES]);
 		age(f, gn[PMW_SR_G_AGE_USEC]);
-		fprintf(f, " ago (%s), %" PRIu64 " in all\n", st->recs[g].strs[PMW_SR_G_TRIGGER],
-			gn[PMW_SR_G_PROTECTED_BYTES]);
+		fprintf(f, " ago (%s), %" PRIu64 " in all, %" PRIu64 " of them freed since\n",
+			st->recs[g].strs[PMW_SR_G_TRIGGER], gn[PMW_SR_G_PROTECTED_BYTES], gn[PMW_SR_G_FREED_BYTES]);
 	}
 }
 

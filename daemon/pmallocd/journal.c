@@ -170,6 +170,7 @@ void journal_protected(const struct proc_entry *e, const struct pmw_protected *m
 	jentry_add(&j, "PMALLOC_NEW_BYTES=%" PRIu64, msg->new_bytes);
 	jentry_add(&j, "PMALLOC_PROTECTED_BYTES=%" PRIu64, msg->protected_bytes);
 	jentry_add(&j, "PMALLOC_OBJECTS=%" PRIu64, msg->objects);
+	jentry_add(&j, "PMALLOC_FREED_BYTES=%" PRIu64, msg->freed_bytes);
 	jentry_add(&j, "PMALLOC_EXE=%s", exe_of(e));
 	/* This entry's generation is the pool's (1 the first trigger's
 	 * protect, then one per reload: reload.c); the policy's, which the

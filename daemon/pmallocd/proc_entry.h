@@ -38,7 +38,7 @@ struct reg_pool {
 	/* Its generations (protects that made memory read-only), the latest
 	 * PMW_SR_G_KEPT: a ring, gens[(n_gens - 1) % PMW_SR_G_KEPT] the last. */
 	struct reg_generation {
-		uint64_t generation, new_bytes, protected_bytes, usec;
+		uint64_t generation, new_bytes, protected_bytes, usec, freed_bytes;
 		char trigger[PMW_NAME];
 	} gens[PMW_SR_G_KEPT];
 	uint64_t n_gens;

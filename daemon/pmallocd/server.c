@@ -719,6 +719,7 @@ static int handle_protected(struct client *c, struct pmw_protected *m, const str
 			g->generation = m->pool_generation ? m->pool_generation : rp->n_gens + 1;
 			g->new_bytes = m->new_bytes;
 			g->protected_bytes = m->protected_bytes;
+			g->freed_bytes = m->freed_bytes;
 			g->usec = now_usec(s);
 			str_copy(g->trigger, sizeof(g->trigger), trigger);
 			rp->n_gens++;

@@ -1018,6 +1018,7 @@ void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret)
 	t.mapped = p->mapped;
 	t.protect_calls = p->protect_calls;
 	t.protect_failures = p->protect_failures;
+	t.freed_protected = atomic_load_explicit(&p->freed_protected, memory_order_relaxed);
 	pthread_mutex_unlock(&p->lock);
 	*ret = t;
 }
@@ -1090,6 +1091,8 @@ void pool_note_free(void *p, const char *api)
 {
 	struct pool_hit hit = object_of(p, api);
 	atomic_fetch_add_explicit(&hit.pool->frees, 1, memory_order_relaxed);
+	if (hit.is_protected)
+		atomic_fetch_add_explicit(&hit.pool->freed_protected, hit.object_size, memory_order_relaxed);
 }
 
 size_t pool_usable_size(const void *p, const char *api)

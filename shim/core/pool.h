@@ -61,6 +61,7 @@ extern __thread struct pool_thread pool_tls __attribute__((tls_model("initial-ex
 
 struct pool_totals {
 	size_t objects, requested, used, protected_bytes, mapped, protect_calls, protect_failures;
+	size_t freed_protected;
 };
 
 #define POOL_SHIFT 9
@@ -86,6 +87,9 @@ struct pmalloc_pool {
 	_Atomic size_t capped_used;      /* bytes handed out, kept only under a cap (pool.c's
 					  * read-only table has the cap); with capped_mirror */
 	_Atomic size_t frees;            /* free()/realloc() of its objects, accepted and ignored */
+	_Atomic size_t freed_protected;  /* bytes of those objects that lay in protected memory (a
+					  * reload's old configuration): what protected_bytes holds
+					  * that the program no longer uses */
 	_Atomic int capped_said;         /* max_bytes reached, said once */
 	int index;                       /* interposition pool number, -1 for API pools */
 	char name[POOL_NAME];

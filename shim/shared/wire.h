@@ -115,6 +115,8 @@ struct pmw_protected {
 	uint64_t protected_bytes;        /* pool total */
 	uint64_t objects;                /* pool total */
 	uint64_t pool_generation;        /* this protect's: 1 the first, then one per reload (reload.c) */
+	uint64_t freed_bytes;            /* of protected_bytes, objects the program freed since (a
+					  * reload's old configuration): live = protected - freed */
 };
 
 struct pmw_module {
@@ -369,6 +371,7 @@ enum pmw_sr_pool_str { PMW_SR_O_NAME, PMW_SR_O_POLICY, PMW_SR_O_LAST_TRIGGER, PM
 enum pmw_sr_generation {
 	PMW_SR_G_GENERATION, PMW_SR_G_NEW_BYTES, PMW_SR_G_PROTECTED_BYTES,
 	PMW_SR_G_AGE_USEC,               /* how long ago */
+	PMW_SR_G_FREED_BYTES,            /* of PROTECTED_BYTES, freed by the program then */
 	PMW_SR_G_N_NUMS
 };
 enum pmw_sr_generation_str { PMW_SR_G_TRIGGER, PMW_SR_G_N_STRS };

@@ -102,17 +102,25 @@ gens=$(jwait 3 MESSAGE_ID=$MID_PROTECTED OBJECT_PID=$PID) || fail "3 pool-protec
 	fail "generations: $(printf '%s\n' "$gens" | jfield PMALLOC_GENERATION | tr '\n' ' ')"
 [ "$(printf '%s\n' "$gens" | jfield PMALLOC_TRIGGER | tr '\n' ' ')" = "on-wait reload reload " ] ||
 	fail "triggers: $(printf '%s\n' "$gens" | jfield PMALLOC_TRIGGER | tr '\n' ' ')"
+# Each reload's generation as large as the first; the protected bytes the
+# program still uses (protected less freed: the old configuration) after
+# each reload >= 90% of those after the first trigger.
 bytes=($(printf '%s\n' "$gens" | jfield PMALLOC_NEW_BYTES))
+prot=($(printf '%s\n' "$gens" | jfield PMALLOC_PROTECTED_BYTES))
+freed=($(printf '%s\n' "$gens" | jfield PMALLOC_FREED_BYTES))
 for k in 1 2; do
 	[ $(( bytes[k] * 10 )) -ge $(( bytes[0] * 9 )) ] ||
 		fail "generation $((k + 1)): ${bytes[k]} bytes, generation 1: ${bytes[0]}"
+	[ $(( (prot[k] - freed[k]) * 10 )) -ge $(( (prot[0] - freed[0]) * 9 )) ] ||
+		fail "after reload $k: $((prot[k] - freed[k])) bytes protected in use, before: $((prot[0] - freed[0]))"
 done
+[ "${freed[2]}" -gt 0 ] || fail "the old configurations' frees are not counted: ${freed[*]}"
 [ -n "$(printf '%s\n' "$gens" | jfield PMALLOC_POLICY_GENERATION | head -n 1)" ] ||
 	fail "no PMALLOC_POLICY_GENERATION: $gens"
-pass "enforce: 2 reloads lived through; generations 1 2 3 of ${bytes[*]} bytes in the journal"
+pass "enforce: 2 reloads lived through; generations 1 2 3 of ${bytes[*]} bytes in the journal, in use after each: $((prot[0] - freed[0])) $((prot[1] - freed[1])) $((prot[2] - freed[2]))"
 
 "$ctl" status --socket "$SOCK" "$PID" >"$T/status" 2>&1 || fail "status: $(cat "$T/status")"
-grep -q "generation 3: ${bytes[2]} bytes made read-only .* ago (reload)" "$T/status" ||
+grep -q "generation 3: ${bytes[2]} bytes made read-only .* ago (reload), ${prot[2]} in all, ${freed[2]} of them freed since" "$T/status" ||
 	fail "status shows no generations: $(cat "$T/status")"
 "$ctl" status --socket "$SOCK" --json "$PID" >"$T/status.json" 2>&1 || fail "status --json: $(cat "$T/status.json")"
 jq -e '[(.served + .exited)[] | .pools[].generations[] | .generation] == [1, 2, 3]' "$T/status.json" >/dev/null ||

@@ -238,6 +238,7 @@ bool client_notify_protected(size_t i, const char *trigger, size_t new_bytes, ui
 	pool_totals(p, &t);
 	m.protected_bytes = t.protected_bytes;
 	m.objects = t.objects;
+	m.freed_bytes = t.freed_protected < t.protected_bytes ? t.freed_protected : t.protected_bytes;
 	if (send_to_daemon(&m, sizeof(m)))
 		return true;
 	journal_protected(&m);
