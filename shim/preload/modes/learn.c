@@ -269,7 +269,7 @@ void learn_note_free(const void *p)
 	struct pool_hit hit;
 	if (!id || !pool_lookup(p, &hit) || !hit.in_object)
 		return;
-	if (learn_stopping())
+	if (learn_stopping() || reload_superseded())
 		return;                 /* the shutdown's free: live when it began */
 	struct lctx *c = &ctxs[id];
 	/* Before the trigger, a start-up object the program is done with: it

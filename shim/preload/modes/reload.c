@@ -101,6 +101,20 @@ static _Atomic int taking;                     /* this window has counted agains
  * thread only, in a window. */
 static struct pool_region gen_region[SHIM_POOLS_MAX];
 
+/* Learn mode: the processes a reload replaces.  nginx's master, at a
+ * reload, starts new workers and tells the old ones to quit by its
+ * channel (no signal the shim sees); they free their configuration as
+ * they go, which is no free while serving (it would leave the
+ * configuration out of the proposal).  So each process counts its reload
+ * windows in a word of a page shared with its children (a new one in each
+ * forked child); a child remembers its parent's count at the fork, and
+ * once that count has grown (a reload after the child was forked) the
+ * child is superseded: learn.c leaves its frees uncounted, as those of a
+ * process that was stopped.  A writable hint read only by learning. */
+static _Atomic uint64_t *epoch_word;          /* this process's reloads */
+static _Atomic uint64_t *parent_epoch;        /* its parent's, NULL in the first process */
+static uint64_t parent_epoch_at_fork;
+
 /* Change ro: the reload signal blocked on this thread (the trampoline
  * takes the same lock), the page writable for fn's length. */
 static void ro_change(void (*fn)(struct reload_state *, void *), void *arg)
@@ -126,10 +140,28 @@ static void set_armed(struct reload_state *s, void *arg)
 	s->armed = 1;
 }
 
+static void epoch_after_fork_child(void)
+{
+	void *w;
+	parent_epoch = epoch_word;
+	parent_epoch_at_fork = parent_epoch ? atomic_load(parent_epoch) : 0;
+	epoch_word = os_map_shared(sizeof(*epoch_word), &w) == 0 ? w : NULL;
+}
+
 void reload_init(const struct shim_state *st)
 {
-	(void)st;
+	void *w;
+	if (st->image->mode == POLICY_MODE_LEARN && os_map_shared(sizeof(*epoch_word), &w) == 0) {
+		epoch_word = w;
+		pthread_atfork(NULL, NULL, epoch_after_fork_child);
+	}
 	ro_change(set_armed, NULL);
+}
+
+bool reload_superseded(void)
+{
+	_Atomic uint64_t *p = parent_epoch;
+	return p && atomic_load_explicit(p, memory_order_relaxed) != parent_epoch_at_fork;
 }
 
 bool reload_signal(int sig)
@@ -197,6 +229,8 @@ static void on_reload(int sig, siginfo_t *si, void *uctx)
 {
 	int e = errno;
 	ro_change(note_signal, NULL);
+	if (epoch_word)
+		atomic_fetch_add_explicit(epoch_word, 1, memory_order_relaxed);
 	errno = e;
 	uintptr_t fn = __atomic_load_n(&ro.s.prog_fn, __ATOMIC_ACQUIRE);
 	if (!fn)

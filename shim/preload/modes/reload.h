@@ -30,6 +30,10 @@ bool reload_open(void);
 /* A window open, and this is the main thread (what it frees there is the
  * old configuration: learn.c counts it as freed before a trigger). */
 bool reload_in_window(void);
+/* Learn mode: was this process's parent reloaded since it forked this
+ * process (nginx's old workers, told to quit at a reload)?  Its frees are
+ * then those of a process that stops (learn.c). */
+bool reload_superseded(void);
 /* Does this allocation go to the reload's generation: a window open, on
  * the main thread, and the generations' bound not reached? */
 bool reload_takes(void);
