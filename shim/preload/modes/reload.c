@@ -140,6 +140,13 @@ static void set_armed(struct reload_state *s, void *arg)
 	s->armed = 1;
 }
 
+/* Only the forking thread lives on in a child: a change of ro that
+ * another thread had under way is no one's now. */
+static void ro_after_fork_child(void)
+{
+	atomic_flag_clear_explicit(&ro_busy, memory_order_release);
+}
+
 static void epoch_after_fork_child(void)
 {
 	void *w;
@@ -155,6 +162,7 @@ void reload_init(const struct shim_state *st)
 		epoch_word = w;
 		pthread_atfork(NULL, NULL, epoch_after_fork_child);
 	}
+	pthread_atfork(NULL, NULL, ro_after_fork_child);
 	ro_change(set_armed, NULL);
 }
 
