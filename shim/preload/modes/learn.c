@@ -631,6 +631,7 @@ static void flush_one(const struct flush_ctx *c, const struct lctx *x, const cha
 		.trigger_live_bytes = bytes - eb, .late_objects = atomic_load(&x->late_objects),
 		.late_bytes = atomic_load(&x->late_bytes), .written_bytes = atomic_load(&x->written_bytes),
 		.written = atomic_load(&x->written) != 0, .named = fr && fr->func[0],
+		.trigger_fired = pool_closed(st->pools[x->pool].pool),
 	};
 	journal_learned(&j);
 }

@@ -289,6 +289,10 @@ void journal_learned(const struct journal_learned *m)
 		fmt_printf(&f, "PMALLOC_BUILD_ID=%s\n", m->build_id);
 	for (size_t i = 0; i < m->n_wrappers; i++)
 		fmt_printf(&f, "PMALLOC_WRAPPER=%s\n", m->wrappers[i]);
+	/* 0: the pool was never protected in this process (on-wait's main
+	 * thread never waited, and its fallback had not come): nothing it
+	 * learned was seen after a trigger. */
+	fmt_printf(&f, "PMALLOC_TRIGGER_FIRED=%d\n", m->trigger_fired ? 1 : 0);
 	fmt_printf(&f, "PMALLOC_TRIGGERS=%s\nPMALLOC_LEARN_REASON=%s\nPMALLOC_EXE=%s\nMESSAGE=pmalloc: %s\n",
 		   m->triggers, m->reason, m->exe, m->message);
 	entry_end(&f, 250, false);

@@ -38,6 +38,7 @@ struct journal_learned {
 	uint64_t trigger_live_objects, trigger_live_bytes;   /* not freed before the trigger */
 	uint64_t late_objects, late_bytes, written_bytes;
 	bool written, named;
+	bool trigger_fired;          /* the pool's first trigger fired (PMALLOC_TRIGGER_FIRED) */
 };
 void journal_learned(const struct journal_learned *m);
 /* take = "until-trigger": site of pool allocated after the pool's first
