@@ -134,12 +134,6 @@ static void ro_change(void (*fn)(struct reload_state *, void *), void *arg)
 	os_sigmask(SIG_SETMASK, &old, NULL);
 }
 
-static void set_armed(struct reload_state *s, void *arg)
-{
-	(void)arg;
-	s->armed = 1;
-}
-
 /* Only the forking thread lives on in a child: a change of ro that
  * another thread had under way is no one's now. */
 static void ro_after_fork_child(void)
@@ -163,7 +157,10 @@ void reload_init(const struct shim_state *st)
 		pthread_atfork(NULL, NULL, epoch_after_fork_child);
 	}
 	pthread_atfork(NULL, NULL, ro_after_fork_child);
-	ro_change(set_armed, NULL);
+	/* Still writable (never protected before): one mprotect at start-up. */
+	ro.s.armed = 1;
+	if (os_protect_ro(&ro, sizeof(ro)) < 0)
+		fatal("pmalloc", "cannot make the reload state read-only");
 }
 
 bool reload_superseded(void)
