@@ -89,6 +89,7 @@ static const char *const call_names[POLICY_CALL__COUNT] = {
 	[POLICY_CALL_SIGWAITINFO] = "sigwaitinfo",
 	[POLICY_CALL_SIGTIMEDWAIT] = "sigtimedwait",
 	[POLICY_CALL_PAUSE] = "pause",
+	[POLICY_CALL_SIGWAIT] = "sigwait",
 };
 static_assert(POLICY_CALL__COUNT <= 32, "a call is a bit of a 32-bit mask");
 
@@ -1002,7 +1003,7 @@ static int parse_trigger(const struct parse_ctx *c, const config_setting_t *e, v
 				    "accept4, epoll_wait, epoll_pwait, poll, ppoll, select, pselect, "
 				    "setuid, setgid, setresuid, setresgid, seteuid, setegid, chroot, "
 				    "pthread_create, fork, daemon, execve, epoll_pwait2, sigsuspend, sigwaitinfo, "
-				    "sigtimedwait, pause", Q(s));
+				    "sigtimedwait, pause, sigwait", Q(s));
 		t->kind = POLICY_TRIGGER_ON_CALL;
 		t->call = (enum policy_call)call;
 	} else if (strncmp(s, "after:", 6) == 0) {

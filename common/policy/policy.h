@@ -42,8 +42,10 @@ enum policy_mode { POLICY_MODE_ENFORCE, POLICY_MODE_AUDIT, POLICY_MODE_LEARN };
 /* "enforce", "audit", "learn". */
 const char *policy_mode_name(enum policy_mode m);
 enum policy_protection { POLICY_PROT_MPROTECT, POLICY_PROT_SEAL };
-/* on-wait: on-call for every call of POLICY_WAIT_CALLS (a server's first
- * wait for events, whatever its event loop calls). */
+/* on-wait: the first call of POLICY_WAIT_CALLS made by the process's
+ * main thread (the one that ran main(): a server's first wait for events,
+ * whatever its event loop calls, once its own start-up is done, whatever
+ * other threads do meanwhile); see trigger.c for the fallback. */
 enum policy_trigger_kind { POLICY_TRIGGER_ON_CALL, POLICY_TRIGGER_AFTER, POLICY_TRIGGER_MANUAL,
 			   POLICY_TRIGGER_ON_WAIT };
 /* always: a pool takes its sites' allocations for the life of the process;
@@ -63,16 +65,18 @@ enum policy_call {
 	POLICY_CALL_CHROOT, POLICY_CALL_PTHREAD_CREATE, POLICY_CALL_FORK,
 	POLICY_CALL_DAEMON, POLICY_CALL_EXECVE,
 	POLICY_CALL_EPOLL_PWAIT2, POLICY_CALL_SIGSUSPEND, POLICY_CALL_SIGWAITINFO,
-	POLICY_CALL_SIGTIMEDWAIT, POLICY_CALL_PAUSE,
+	POLICY_CALL_SIGTIMEDWAIT, POLICY_CALL_PAUSE, POLICY_CALL_SIGWAIT,
 	POLICY_CALL__COUNT
 };
-/* The calls by which a program waits for events: what on-wait fires on. */
+/* The calls by which a program waits for events (or signals): what on-wait
+ * fires on, and what ends a reload window (reload.c).  Not pthread_join: a
+ * main thread may join a helper in the middle of its start-up. */
 #define POLICY_WAIT_CALLS \
 	(1u << POLICY_CALL_EPOLL_WAIT | 1u << POLICY_CALL_EPOLL_PWAIT | 1u << POLICY_CALL_EPOLL_PWAIT2 | \
 	 1u << POLICY_CALL_POLL | 1u << POLICY_CALL_PPOLL | 1u << POLICY_CALL_SELECT | \
 	 1u << POLICY_CALL_PSELECT | 1u << POLICY_CALL_ACCEPT | 1u << POLICY_CALL_ACCEPT4 | \
 	 1u << POLICY_CALL_SIGSUSPEND | 1u << POLICY_CALL_SIGWAITINFO | 1u << POLICY_CALL_SIGTIMEDWAIT | \
-	 1u << POLICY_CALL_PAUSE)
+	 1u << POLICY_CALL_PAUSE | 1u << POLICY_CALL_SIGWAIT)
 /* "listen" for POLICY_CALL_LISTEN, ...; NULL when out of range. */
 const char *policy_call_name(enum policy_call c);
 /* The call named name, or -1. */

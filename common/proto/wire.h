@@ -114,6 +114,9 @@ struct pmw_protected {
 	uint64_t new_bytes;              /* made read-only by this protect */
 	uint64_t protected_bytes;        /* pool total */
 	uint64_t objects;                /* pool total */
+	uint64_t pool_generation;        /* this protect's: 1 the first, then one per reload (reload.c) */
+	uint64_t freed_bytes;            /* of protected_bytes, objects the program freed since (a
+					  * reload's old configuration): live = protected - freed */
 };
 
 struct pmw_module {
@@ -297,7 +300,7 @@ struct pmw_srec {
 
 enum pmw_srec_type {
 	PMW_SR_DAEMON = 1, PMW_SR_WARNING = 2, PMW_SR_UNSERVED = 3, PMW_SR_PROCESS = 4,
-	PMW_SR_POOL = 5, PMW_SR_RULE = 6, PMW_SR_SITE = 7,
+	PMW_SR_POOL = 5, PMW_SR_RULE = 6, PMW_SR_SITE = 7, PMW_SR_GENERATION = 8,
 };
 
 /* PMW_SR_DAEMON: pmallocd, its policy file, socket, counters, budgets, journal. */
@@ -363,6 +366,18 @@ enum pmw_sr_pool {
 	PMW_SR_O_PROTECTED_BYTES, PMW_SR_O_OBJECTS, PMW_SR_O_PROTECTS, PMW_SR_O_N_NUMS
 };
 enum pmw_sr_pool_str { PMW_SR_O_NAME, PMW_SR_O_POLICY, PMW_SR_O_LAST_TRIGGER, PMW_SR_O_N_STRS };
+
+/* PMW_SR_GENERATION: a protect of the pool above that made memory
+ * read-only (its generations: 1 the first trigger's, then one per reload),
+ * after the pool's rules; the latest PMW_SR_G_KEPT of them, oldest first. */
+enum pmw_sr_generation {
+	PMW_SR_G_GENERATION, PMW_SR_G_NEW_BYTES, PMW_SR_G_PROTECTED_BYTES,
+	PMW_SR_G_AGE_USEC,               /* how long ago */
+	PMW_SR_G_FREED_BYTES,            /* of PROTECTED_BYTES, freed by the program then */
+	PMW_SR_G_N_NUMS
+};
+enum pmw_sr_generation_str { PMW_SR_G_TRIGGER, PMW_SR_G_N_STRS };
+#define PMW_SR_G_KEPT 8
 
 /* PMW_SR_RULE: a rule of the pool above (enum pmw_row_kind, pmw_row_state). */
 enum pmw_sr_rule { PMW_SR_R_KIND, PMW_SR_R_STATE, PMW_SR_R_N_NUMS };

@@ -37,6 +37,7 @@ static const struct {
 	[PMW_SR_POOL] = { PMW_SR_O_N_NUMS, PMW_SR_O_N_STRS },
 	[PMW_SR_RULE] = { PMW_SR_R_N_NUMS, PMW_SR_R_N_STRS },
 	[PMW_SR_SITE] = { PMW_SR_S_N_NUMS, PMW_SR_S_N_STRS },
+	[PMW_SR_GENERATION] = { PMW_SR_G_N_NUMS, PMW_SR_G_N_STRS },
 };
 #define N_KNOWN (sizeof(known) / sizeof(known[0]))
 
@@ -187,7 +188,7 @@ size_t ctl_status_children_end(const struct ctl_status *st, size_t i)
 	size_t k = i + 1;
 
 	while (k < st->n && (st->recs[k].type == PMW_SR_POOL || st->recs[k].type == PMW_SR_RULE ||
-			     st->recs[k].type == PMW_SR_SITE))
+			     st->recs[k].type == PMW_SR_SITE || st->recs[k].type == PMW_SR_GENERATION))
 		k++;
 	return k;
 }

@@ -214,8 +214,24 @@ static void process_obj(struct json *j, const struct ctl_status *st, size_t i, b
 		num(j, "protects", p->nums[PMW_SR_O_PROTECTS]);
 		str(j, "last_trigger", p->strs[PMW_SR_O_LAST_TRIGGER], true);
 		open_arr(j, "rules");
-		for (size_t r = k + 1; r < end && st->recs[r].type == PMW_SR_RULE; r++)
+		size_t r = k + 1;
+		for (; r < end && st->recs[r].type == PMW_SR_RULE; r++)
 			rule_obj(j, &st->recs[r]);
+		close_arr(j);
+		/* Its generations (the latest kept by pmallocd), oldest first. */
+		open_arr(j, "generations");
+		for (; r < end && st->recs[r].type == PMW_SR_GENERATION; r++) {
+			const uint64_t *gn = st->recs[r].nums;
+
+			open_obj(j, NULL);
+			num(j, "generation", gn[PMW_SR_G_GENERATION]);
+			num(j, "new_bytes", gn[PMW_SR_G_NEW_BYTES]);
+			num(j, "protected_bytes", gn[PMW_SR_G_PROTECTED_BYTES]);
+			num(j, "age_usec", gn[PMW_SR_G_AGE_USEC]);
+			num(j, "freed_bytes", gn[PMW_SR_G_FREED_BYTES]);
+			str(j, "trigger", st->recs[r].strs[PMW_SR_G_TRIGGER], true);
+			close_obj(j);
+		}
 		close_arr(j);
 		close_obj(j);
 	}

@@ -36,6 +36,27 @@ static void age(FILE *f, uint64_t usec)
 		fprintf(f, "%" PRIu64 "d%02" PRIu64 "h", s / 86400, (s / 3600) % 24);
 }
 
+/* The generations of a pool (its rows from k on), when it has more than
+ * one: a reload made memory read-only again (reload.c in the shim). */
+static void pool_generations(FILE *f, const struct ctl_status *st, size_t k, size_t end)
+{
+	size_t n = 0;
+
+	while (k + n < end && st->recs[k + n].type == PMW_SR_GENERATION)
+		n++;
+	if (n < 2)
+		return;
+	for (size_t g = k; g < k + n; g++) {
+		const uint64_t *gn = st->recs[g].nums;
+
+		fprintf(f, "      generation %" PRIu64 ": %" PRIu64 " bytes made read-only ", gn[PMW_SR_G_GENERATION],
+			gn[PMW_SR_G_NEW_BYTES]);
+		age(f, gn[PMW_SR_G_AGE_USEC]);
+		fprintf(f, " ago (%s), %" PRIu64 " in all, %" PRIu64 " of them freed since\n",
+			st->recs[g].strs[PMW_SR_G_TRIGGER], gn[PMW_SR_G_PROTECTED_BYTES], gn[PMW_SR_G_FREED_BYTES]);
+	}
+}
+
 const char *ctl_rule_kind(uint64_t kind)
 {
 	switch (kind) {
@@ -203,6 +224,7 @@ static void process(FILE *f, const struct ctl_status *st, size_t i, bool detail)
 			fprintf(f, "    pool \"%s\": not protected yet (no trigger has fired)\n", p->strs[PMW_SR_O_NAME]);
 		}
 		pool_rules(f, st, k + 1, r_end, detail);
+		pool_generations(f, st, r_end, end);
 	}
 	if (n[PMW_SR_P_RULES_KNOWN]) {
 		/* The shim lists the rules that match nothing first: those past

@@ -159,10 +159,11 @@ void journal_protected(const struct proc_entry *e, const struct pmw_protected *m
 
 	jentry_init(&j, MID_PROTECTED, LOG_DEBUG);
 	jentry_about(&j, proc_entry_person(e));
-	jentry_add(&j, "MESSAGE=pmalloc: PID %d (%s) protected pool \"%s\"%s%s%s (%s): %" PRIu64
-		   " new bytes, %" PRIu64 " bytes in %" PRIu64 " objects read-only",
+	jentry_add(&j, "MESSAGE=pmalloc: PID %d (%s) protected pool \"%s\"%s%s%s (%s, generation %" PRIu64
+		   "): %" PRIu64 " new bytes, %" PRIu64 " bytes in %" PRIu64 " objects read-only",
 		   (int)e->pid, exe_of(e), pool, *policy ? " of policy \"" : "", policy,
-		   *policy ? "\"" : "", trigger, msg->new_bytes, msg->protected_bytes, msg->objects);
+		   *policy ? "\"" : "", trigger, msg->pool_generation, msg->new_bytes, msg->protected_bytes,
+		   msg->objects);
 	jentry_add(&j, "OBJECT_PID=%d", (int)e->pid);
 	jentry_add(&j, "PMALLOC_POLICY=%s", policy);
 	jentry_add(&j, "PMALLOC_POOL=%s", pool);
@@ -170,8 +171,13 @@ void journal_protected(const struct proc_entry *e, const struct pmw_protected *m
 	jentry_add(&j, "PMALLOC_NEW_BYTES=%" PRIu64, msg->new_bytes);
 	jentry_add(&j, "PMALLOC_PROTECTED_BYTES=%" PRIu64, msg->protected_bytes);
 	jentry_add(&j, "PMALLOC_OBJECTS=%" PRIu64, msg->objects);
+	jentry_add(&j, "PMALLOC_FREED_BYTES=%" PRIu64, msg->freed_bytes);
 	jentry_add(&j, "PMALLOC_EXE=%s", exe_of(e));
-	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, e->generation);
+	/* This entry's generation is the pool's (1 the first trigger's
+	 * protect, then one per reload: reload.c); the policy's, which the
+	 * other entries call PMALLOC_GENERATION, is PMALLOC_POLICY_GENERATION. */
+	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, msg->pool_generation);
+	jentry_add(&j, "PMALLOC_POLICY_GENERATION=%" PRIu64, e->generation);
 	(void)jentry_send(&j);
 }
 

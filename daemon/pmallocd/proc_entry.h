@@ -35,6 +35,13 @@ struct reg_pool {
 	uint64_t protected_bytes;        /* as last reported by the process */
 	uint64_t objects;
 	uint64_t protects;
+	/* Its generations (protects that made memory read-only), the latest
+	 * PMW_SR_G_KEPT: a ring, gens[(n_gens - 1) % PMW_SR_G_KEPT] the last. */
+	struct reg_generation {
+		uint64_t generation, new_bytes, protected_bytes, usec, freed_bytes;
+		char trigger[PMW_NAME];
+	} gens[PMW_SR_G_KEPT];
+	uint64_t n_gens;
 };
 
 struct proc_entry {

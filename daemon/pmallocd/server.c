@@ -715,6 +715,19 @@ static int handle_protected(struct client *c, struct pmw_protected *m, const str
 		rp->objects = m->objects;
 		rp->protects++;
 		str_copy(rp->last_trigger, sizeof(rp->last_trigger), trigger);
+		/* A generation: a protect that made memory read-only (the
+		 * shim numbers them; an older shim sends 0, numbered here). */
+		if (m->new_bytes) {
+			struct reg_generation *g = &rp->gens[rp->n_gens % PMW_SR_G_KEPT];
+
+			g->generation = m->pool_generation ? m->pool_generation : rp->n_gens + 1;
+			g->new_bytes = m->new_bytes;
+			g->protected_bytes = m->protected_bytes;
+			g->freed_bytes = m->freed_bytes;
+			g->usec = now_usec(s);
+			str_copy(g->trigger, sizeof(g->trigger), trigger);
+			rp->n_gens++;
+		}
 	} else
 		e->pools_untracked++;
 

@@ -102,6 +102,15 @@ static void emit_entry(struct status_data *d, const struct proc_entry *e, uid_t 
 
 		status_data_add(d, PMW_SR_POOL, pn, PMW_SR_O_N_NUMS, ps, PMW_SR_O_N_STRS);
 		rules_emit_pool(d, e, p->name);
+		/* Its generations, oldest kept first. */
+		for (uint64_t g = p->n_gens > PMW_SR_G_KEPT ? p->n_gens - PMW_SR_G_KEPT : 0; g < p->n_gens; g++) {
+			const struct reg_generation *rg = &p->gens[g % PMW_SR_G_KEPT];
+			uint64_t gn[PMW_SR_G_N_NUMS] = { rg->generation, rg->new_bytes, rg->protected_bytes,
+							 now > rg->usec ? now - rg->usec : 0, rg->freed_bytes };
+			const char *gs[PMW_SR_G_N_STRS] = { rg->trigger };
+
+			status_data_add(d, PMW_SR_GENERATION, gn, PMW_SR_G_N_NUMS, gs, PMW_SR_G_N_STRS);
+		}
 	}
 	rules_emit_unprotected(d, e);
 	if (detail)

@@ -77,6 +77,7 @@ struct fault_ro {
 	size_t n_pools;
 	const struct pmalloc_pool *pools[FAULT_POOLS_MAX];
 	bool (*learn)(const struct pool_hit *, uintptr_t);
+	bool (*reload)(const struct pool_hit *, uintptr_t);
 	char policy[POOL_NAME];             /* the reports' names of the armed pools */
 	char names[FAULT_POOLS_MAX][POOL_NAME];
 };
@@ -434,8 +435,13 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 		 * (a sanitizer's report) gets the heap, never a site look-up. */
 		int busy = shim_busy_enter();
 		enum fault_mode mode = fault_mode_of(&hit);
-		/* learn mode: the page is writable now; the store is retried. */
-		if (!(mode == FAULT_LEARN && ro.s.learn && ro.s.learn(&hit, (uintptr_t)si->si_addr)))
+		uintptr_t addr = (uintptr_t)si->si_addr;
+		/* A reload under way (reload.c), whatever the mode, for the
+		 * armed pools only; then learn mode.  Either way the page is
+		 * writable now and the store is retried. */
+		bool reload = ro.s.reload && armed_index(hit.pool) >= 0 && arena_interposed((const void *)addr) &&
+			      ro.s.reload(&hit, addr);
+		if (!reload && !(mode == FAULT_LEARN && ro.s.learn && ro.s.learn(&hit, addr)))
 			on_violation(sig, si, uctx, &hit, mode);
 		shim_busy_leave(busy);
 	} else if (si->si_code == SEGV_ACCERR && arena_contains(si->si_addr)) {
@@ -548,7 +554,8 @@ static void copy_name(char dst[POOL_NAME], const char *src)
 }
 
 int fault_arm(enum fault_mode mode, struct pmalloc_pool *const *pools, size_t n,
-	      bool (*learn)(const struct pool_hit *hit, uintptr_t addr), bool seal)
+	      bool (*learn)(const struct pool_hit *hit, uintptr_t addr),
+	      bool (*reload)(const struct pool_hit *hit, uintptr_t addr), bool seal)
 {
 	if (n > FAULT_POOLS_MAX)
 		return -E2BIG;
@@ -566,6 +573,7 @@ int fault_arm(enum fault_mode mode, struct pmalloc_pool *const *pools, size_t n,
 		}
 		copy_name(ro.s.policy, n ? pools[0]->policy : "");
 		ro.s.learn = learn;
+		ro.s.reload = reload;
 		ro.s.armed = true;
 		atomic_store(&ro_locked, 0);
 		ro_lock();

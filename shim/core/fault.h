@@ -48,10 +48,13 @@ enum fault_mode { FAULT_ENFORCE = 0, FAULT_AUDIT = 1, FAULT_LEARN = 2 };
  * read-only page from here on (sealed too when seal and mseal works).
  * learn (learn.c, not in libpmalloc.so): asked about every write into
  * those pools when mode is learn; true: let through.  Once, by init.c,
- * before any of pools can be protected; 0, -E2BIG (too many pools), -EBUSY
+ * before any of pools can be protected.  reload (reload.c): asked first
+ * about every write into those pools, whatever the mode; true: let
+ * through (a service's reload under way).  0, -E2BIG (too many pools), -EBUSY
  * (armed already) or -errno of mprotect. */
 int fault_arm(enum fault_mode mode, struct pmalloc_pool *const *pools, size_t n,
-	      bool (*learn)(const struct pool_hit *hit, uintptr_t addr), bool seal);
+	      bool (*learn)(const struct pool_hit *hit, uintptr_t addr),
+	      bool (*reload)(const struct pool_hit *hit, uintptr_t addr), bool seal);
 /* The decision for a write into hit's protected memory, from the read-only
  * page only: enforce for every pool but the armed ones, and for those too
  * unless the page says audit or learn.  Async-signal-safe. */

@@ -644,8 +644,8 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 	return ret;
 }
 
-void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, size_t align, uint16_t site,
-		    bool fresh_page)
+static void *alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, size_t align, uint16_t site,
+		      bool fresh_page, bool reopened)
 {
 	size_t need = ALIGN_UP(size ? size : 1, PM_ALIGN);
 	if (unlikely(need < size || need > ((size_t)1 << 46))) {
@@ -657,7 +657,7 @@ void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, 
 	pool_lock(p, "malloc");
 	uint64_t max_bytes;
 	size_t capped;
-	if (pool_closed(p) || !cap_room(p, need, &max_bytes, &capped)) {
+	if ((pool_closed(p) && !reopened) || !cap_room(p, need, &max_bytes, &capped)) {
 		pthread_mutex_unlock(&p->lock);
 		errno = ENOMEM;
 		return NULL;
@@ -701,6 +701,18 @@ void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, 
 		cap_count(p, max_bytes, capped, need);
 	pthread_mutex_unlock(&p->lock);
 	return ret;
+}
+
+void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, size_t align, uint16_t site,
+		    bool fresh_page)
+{
+	return alloc_in(p, r, size, align, site, fresh_page, false);
+}
+
+void *pool_alloc_reopened(struct pmalloc_pool *p, struct pool_region *r, size_t size, size_t align,
+			  uint16_t site, bool fresh_page)
+{
+	return alloc_in(p, r, size, align, site, fresh_page, true);
 }
 
 bool pool_closed(const struct pmalloc_pool *p)
@@ -948,6 +960,44 @@ size_t pool_protect(struct pmalloc_pool *p, const char *api)
 	return pr.fresh;
 }
 
+struct reprotect_run {
+	struct pmalloc_pool *p;
+	const char *api;
+	uintptr_t a, b;
+};
+
+static void reprotect_flush(struct reprotect_run *rr)
+{
+	if (rr->a < rr->b && os_protect_ro((void *)rr->a, rr->b - rr->a) < 0)
+		fatal(rr->api, "cannot make pool memory read-only again");
+	rr->a = rr->b = 0;
+}
+
+static bool span_reprotect(struct span *s, void *ctx)
+{
+	struct reprotect_run *rr = ctx;
+	size_t done = atomic_load_explicit(&s->prot_done, memory_order_acquire);
+	if (!done)
+		return true;
+	if (s->base != rr->b) {
+		reprotect_flush(rr);
+		rr->a = s->base;
+	}
+	rr->b = s->base + done;
+	if (done < s->bytes)
+		reprotect_flush(rr);
+	return true;
+}
+
+void pool_reprotect(struct pmalloc_pool *p, const char *api)
+{
+	struct reprotect_run rr = { .p = p, .api = api };
+	pool_lock(p, api);
+	for_each_span(p, api, span_reprotect, &rr);
+	reprotect_flush(&rr);
+	pthread_mutex_unlock(&p->lock);
+}
+
 void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret)
 {
 	struct pool_totals t = { 0 };
@@ -971,6 +1021,7 @@ void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret)
 	t.mapped = p->mapped;
 	t.protect_calls = p->protect_calls;
 	t.protect_failures = p->protect_failures;
+	t.freed_protected = atomic_load_explicit(&p->freed_protected, memory_order_relaxed);
 	pthread_mutex_unlock(&p->lock);
 	*ret = t;
 }
@@ -1043,6 +1094,8 @@ void pool_note_free(void *p, const char *api)
 {
 	struct pool_hit hit = object_of(p, api);
 	atomic_fetch_add_explicit(&hit.pool->frees, 1, memory_order_relaxed);
+	if (hit.is_protected)
+		atomic_fetch_add_explicit(&hit.pool->freed_protected, hit.object_size, memory_order_relaxed);
 }
 
 size_t pool_usable_size(const void *p, const char *api)

@@ -61,6 +61,7 @@ extern __thread struct pool_thread pool_tls __attribute__((tls_model("initial-ex
 
 struct pool_totals {
 	size_t objects, requested, used, protected_bytes, mapped, protect_calls, protect_failures;
+	size_t freed_protected;
 };
 
 #define POOL_SHIFT 9
@@ -86,6 +87,9 @@ struct pmalloc_pool {
 	_Atomic size_t capped_used;      /* bytes handed out, kept only under a cap (pool.c's
 					  * read-only table has the cap); with capped_mirror */
 	_Atomic size_t frees;            /* free()/realloc() of its objects, accepted and ignored */
+	_Atomic size_t freed_protected;  /* bytes of those objects that lay in protected memory (a
+					  * reload's old configuration): what protected_bytes holds
+					  * that the program no longer uses */
 	_Atomic int capped_said;         /* max_bytes reached, said once */
 	int index;                       /* interposition pool number, -1 for API pools */
 	char name[POOL_NAME];
@@ -180,6 +184,12 @@ static inline void *pool_alloc(struct pmalloc_pool *p, size_t size, size_t align
 void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, size_t align, uint16_t site,
 		    bool fresh_page);
 
+/* pool_alloc_in() for a closed pool: a reload's new generation (reload.c,
+ * the main thread in a reload window), in region r of the caller's; never
+ * for a page of an earlier protect (the region skips past it). */
+void *pool_alloc_reopened(struct pmalloc_pool *p, struct pool_region *r, size_t size, size_t align,
+			  uint16_t site, bool fresh_page);
+
 /* The pool takes nothing more (take = "until-trigger", and every pool of a
  * learn policy, at its first trigger): every later pool_alloc and
  * pool_alloc_in returns NULL (the caller goes to the heap).  Decided under
@@ -193,6 +203,10 @@ bool pool_closed(const struct pmalloc_pool *p);
 
 /* Protect what is new; returns the bytes newly made read-only. */
 size_t pool_protect(struct pmalloc_pool *p, const char *api);
+/* Everything protected so far read-only again (pages a reload window
+ * opened, reload.c); fatal() with api's name when mprotect fails.  Not for
+ * sealed pools (their memory was never opened). */
+void pool_reprotect(struct pmalloc_pool *p, const char *api);
 void pool_destroy(struct pmalloc_pool *p);
 
 struct pool_hit {

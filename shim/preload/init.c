@@ -28,6 +28,7 @@
 #include "interpose.h"
 #include "journal.h"
 #include "learn.h"
+#include "reload.h"
 #include "os.h"
 #include "resolve.h"
 #include "ro.h"
@@ -287,12 +288,13 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		sp->pool->index = (int)i;
 		/* Learning takes what a proposal will: until the first trigger. */
 		sp->until_trigger = pp->take == POLICY_TAKE_UNTIL_TRIGGER || img->mode == POLICY_MODE_LEARN;
+		uint32_t named_calls = 0;
 		for (size_t t = 0; t < pp->n_triggers; t++) {
 			const struct pimg_trigger *tr = pimg_pool_trigger(img, pp, t);
 			if (tr->kind == POLICY_TRIGGER_ON_CALL) {
-				sp->call_mask |= 1u << tr->call;
+				named_calls |= 1u << tr->call;
 			} else if (tr->kind == POLICY_TRIGGER_ON_WAIT) {
-				sp->call_mask |= POLICY_WAIT_CALLS;
+				sp->wait_mask = POLICY_WAIT_CALLS;
 			} else if (tr->kind == POLICY_TRIGGER_AFTER) {
 				if (!sp->after_ns || tr->after_ns < sp->after_ns)
 					sp->after_ns = tr->after_ns;
@@ -301,6 +303,9 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 				st->has_manual = true;
 			}
 		}
+		/* A call named by on-call fires on any thread, as it always did. */
+		sp->wait_mask &= ~named_calls;
+		sp->call_mask = named_calls | sp->wait_mask;
 		if (sp->after_ns)
 			snprintf(sp->after_text, sizeof(sp->after_text), "after:%llums",
 				 (unsigned long long)(sp->after_ns / 1000000u));
@@ -329,7 +334,8 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		pools[i] = st->pools[i].pool;
 	enum fault_mode fm = img->mode == POLICY_MODE_AUDIT ? FAULT_AUDIT
 			     : img->mode == POLICY_MODE_LEARN && learn_init(st) ? FAULT_LEARN : FAULT_ENFORCE;
-	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL, seal);
+	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL, reload_let_through,
+		      seal);
 	if (r < 0)
 		return unarmed(installed, r);
 	/* Published in the page frozen right after: a write into the shim's
@@ -342,6 +348,7 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		return unarmed(installed, r);
 	}
 	interpose_armed();
+	reload_init(st);
 	trigger_init(st);
 	return 0;
 }

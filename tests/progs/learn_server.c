@@ -25,9 +25,22 @@
  * (the child told only by the pipe, as nginx's workers by their channel).
  * learn_server fork: after serving, forks a child that exits at once (a
  * worker of the same run), and waits for it.
+ * learn_server race: a thread started before the configuration is read
+ * waits (epoll_wait) at a time that varies from run to run, while the main
+ * thread fills a table it allocated, 20 ms after allocating it: the
+ * on-wait trigger must not fire on that thread's wait (the table would be
+ * protected before it is filled in one run and not in another).
+ * learn_server reload [inject]: SIGHUP (sent by the client thread after
+ * requests 1 and 3) re-reads the configuration on the main thread, as
+ * nginx's master does: the resolver state allocated at start-up is
+ * written (as glibc's NSS state is when nginx looks its user up again),
+ * the old configuration freed and a new one read.  inject: then writes
+ * into the new configuration (death by SIGSEGV when it is protected).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +48,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define REQUESTS 5
@@ -120,6 +134,48 @@ NOINLINE static char *init_io(size_t n)
 	return xmalloc(n);
 }
 
+/* The resolver's state, allocated at start-up, written at each lookup
+ * (start-up, then each reload). */
+struct resolver {
+	long lookups;
+	char user[32];
+};
+
+NOINLINE static struct resolver *init_resolver(void)
+{
+	struct resolver *r = xmalloc(sizeof(*r));
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+NOINLINE static void lookup_user(struct resolver *r, const char *user)
+{
+	r->lookups++;
+	snprintf(r->user, sizeof(r->user), "%s", user);
+}
+
+/* race: a table allocated, then filled 20 ms later. */
+struct table {
+	int slot[64];
+};
+
+NOINLINE static struct table *init_table(void)
+{
+	return xmalloc(sizeof(struct table));
+}
+
+static void *early_waiter(void *arg)
+{
+	int delay_ms = *(int *)arg;
+	struct timespec ts = { 0, (long)delay_ms * 1000000L };
+	nanosleep(&ts, NULL);
+	int ep = epoll_create1(0);
+	struct epoll_event got;
+	epoll_wait(ep, &got, 1, 0);
+	close(ep);
+	return NULL;
+}
+
 NOINLINE static char *make_reply(const char *req, long n)
 {
 	char *r = xmalloc(64);
@@ -127,7 +183,19 @@ NOINLINE static char *make_reply(const char *req, long n)
 	return r;
 }
 
-static volatile sig_atomic_t terminated;
+static volatile sig_atomic_t terminated, reload_asked;
+static int reload_pipe[2] = { -1, -1 };
+
+static void on_hup(int sig)
+{
+	int e = errno;
+	(void)sig;
+	reload_asked = 1;
+	if (write(reload_pipe[1], "", 1) < 0) {
+		/* the flag is enough */
+	}
+	errno = e;
+}
 
 static void on_term(int sig)
 {
@@ -154,6 +222,8 @@ static const char *lookup(const struct entry *e, const char *key)
 	return "";
 }
 
+static bool reloading;
+
 static void *client(void *arg)
 {
 	int fd = *(int *)arg;
@@ -163,6 +233,12 @@ static void *client(void *arg)
 		int n = snprintf(req, sizeof(req), "GET /%d", i);
 		if (send(fd, req, (size_t)n, 0) != n || recv(fd, reply, sizeof(reply), 0) <= 0)
 			break;
+		if (reloading && (i == 1 || i == 3)) {
+			kill(getpid(), SIGHUP);
+			/* The next request after the reload is done. */
+			struct timespec ts = { 0, 50 * 1000000L };
+			nanosleep(&ts, NULL);
+		}
 	}
 	shutdown(fd, SHUT_WR);
 	return NULL;
@@ -170,10 +246,36 @@ static void *client(void *arg)
 
 int main(int argc, char **argv)
 {
+	const char *mode = argc > 1 ? argv[1] : "";
+	reloading = strcmp(mode, "reload") == 0;
+	if (strcmp(mode, "race") == 0) {
+		/* The other thread waits between 0 and 40 ms from now. */
+		static int delay_ms;
+		delay_ms = (int)(getpid() % 41);
+		pthread_t w;
+		struct table *tab = init_table();
+		if (pthread_create(&w, NULL, early_waiter, &delay_ms) != 0)
+			return 2;
+		struct timespec ts = { 0, 20 * 1000000L };
+		nanosleep(&ts, NULL);
+		for (int i = 0; i < 64; i++)
+			tab->slot[i] = i;
+		pthread_join(w, NULL);
+	}
+	struct resolver *res = init_resolver();
+	lookup_user(res, "www-data");
 	struct entry *cfg = read_config(section_a, sizeof(section_a) / sizeof(section_a[0]), NULL);
 	struct stats *stats = init_stats();
 	char *io = init_io(512);
 	cfg = read_config(section_b, sizeof(section_b) / sizeof(section_b[0]), cfg);
+	long reloads = 0;
+	if (reloading) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_hup;
+		if (pipe(reload_pipe) < 0 || sigaction(SIGHUP, &sa, NULL) < 0)
+			return 2;
+	}
 
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
@@ -182,14 +284,36 @@ int main(int argc, char **argv)
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = sv[0] };
 	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev) < 0)
 		return 2;
+	struct epoll_event pev = { .events = EPOLLIN, .data.fd = reload_pipe[0] };
+	if (reloading && epoll_ctl(ep, EPOLL_CTL_ADD, reload_pipe[0], &pev) < 0)
+		return 2;
 	pthread_t t;
 	if (pthread_create(&t, NULL, client, &sv[1]) != 0)
 		return 2;
 	/* The event loop: its first epoll_wait is the on-wait trigger. */
 	for (;;) {
 		struct epoll_event got;
-		if (epoll_wait(ep, &got, 1, 5000) != 1)
+		int r = epoll_wait(ep, &got, 1, 5000);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r != 1)
 			return 3;
+		if (reload_asked) {
+			/* The reload, on the main thread: the resolver state
+			 * written, the old configuration freed, a new one read. */
+			reload_asked = 0;
+			lookup_user(res, "www-data");
+			free_config(cfg);
+			cfg = read_config(section_a, sizeof(section_a) / sizeof(section_a[0]), NULL);
+			cfg = read_config(section_b, sizeof(section_b) / sizeof(section_b[0]), cfg);
+			reloads++;
+		}
+		if (reloading && got.data.fd == reload_pipe[0]) {
+			char c;
+			if (read(reload_pipe[0], &c, 1) < 0)
+				return 3;
+			continue;
+		}
 		ssize_t n = recv(sv[0], io, 511, 0);
 		if (n <= 0)
 			break;
@@ -205,7 +329,10 @@ int main(int argc, char **argv)
 	int entries = 0;
 	for (const struct entry *e = cfg; e; e = e->next)
 		entries++;
-	printf("served %ld requests, config %d entries, port %s\n", stats->requests, entries, lookup(cfg, "listen"));
+	printf("served %ld requests, config %d entries, port %s", stats->requests, entries, lookup(cfg, "listen"));
+	if (reloading)
+		printf(", %ld reloads, %ld lookups", reloads, res->lookups);
+	printf("\n");
 	fflush(stdout);
 	if (argc > 1 && strcmp(argv[1], "fork") == 0) {
 		pid_t child = fork();
@@ -237,7 +364,7 @@ int main(int argc, char **argv)
 			return 5;
 		free_config(cfg);
 	}
-	if (argc > 1 && strcmp(argv[1], "inject") == 0) {
+	if ((argc > 1 && strcmp(argv[1], "inject") == 0) || (argc > 2 && strcmp(argv[2], "inject") == 0)) {
 		char *v = cfg->value;        /* the last entry's value, read-only if protected */
 		v[0] = 'X';
 		printf("injected\n");

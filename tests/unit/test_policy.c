@@ -109,7 +109,7 @@ static void expect_error(int r, const char *err, int want_r, int line, const cha
 #define ON_CALL_LIST "on-call takes one of listen, accept, accept4, epoll_wait, epoll_pwait, " \
 	"poll, ppoll, select, pselect, setuid, setgid, setresuid, setresgid, seteuid, setegid, " \
 	"chroot, pthread_create, fork, daemon, execve, epoll_pwait2, sigsuspend, sigwaitinfo, " \
-	"sigtimedwait, pause"
+	"sigtimedwait, pause, sigwait"
 #define DURATION_RULE "the duration must be an integer > 0 with unit ms, s, m or h, at most 24h"
 
 struct refusal {

@@ -27,6 +27,8 @@
 struct shim_pool {
 	struct pmalloc_pool *pool;
 	uint32_t call_mask;              /* bit c: on-call trigger for call c */
+	uint32_t wait_mask;              /* bits of call_mask that are on-wait's only: they fire
+					  * on the main thread's call alone (trigger.c) */
 	uint64_t after_ns;               /* after: trigger, 0 when none */
 	bool manual;                     /* manual trigger: pmalloc_protect_named, pmallocctl protect */
 	bool until_trigger;              /* take = "until-trigger" (every pool of a learn policy):

@@ -60,6 +60,7 @@
 #include "journal.h"
 #include "os.h"
 #include "armed.h"
+#include "reload.h"
 #include "site.h"
 #include "symtab.h"
 #include "libc.h"
@@ -304,10 +305,14 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 		return NULL;
 	}
 	struct lctx *c = &ctxs[id];
-	if (!pool_closed(p)) {
+	/* A reload's allocations (reload.c) are learned as the first ones
+	 * were: in the lanes, before the window's protect. */
+	bool reload = pool_closed(p) && reload_takes();
+	if (!pool_closed(p) || reload) {
 		bool fresh;
 		struct lane *l = lane_for(i, id, &fresh);
-		obj = pool_alloc_in(p, &l->r, size, align, site, fresh);
+		obj = reload ? pool_alloc_reopened(p, &l->r, size, align, site, fresh)
+			     : pool_alloc_in(p, &l->r, size, align, site, fresh);
 	}
 	if (obj) {
 		/* Every page the object touches is its context's: the lane's
@@ -339,13 +344,14 @@ void learn_note_free(const void *p)
 	struct pool_hit hit;
 	if (!id || !pool_lookup(p, &hit) || !hit.in_object)
 		return;
-	if (learn_stopping())
+	if (learn_stopping() || reload_superseded())
 		return;                 /* the shutdown's free: live when it began */
 	struct lctx *c = &ctxs[id];
 	/* Before the trigger, a start-up object the program is done with: it
 	 * never reaches protection (what it held stays pool memory, the pool
-	 * never reuses it). */
-	if (!pool_closed(learn_st->pools[c->pool].pool)) {
+	 * never reuses it).  So is the old configuration a reload frees
+	 * (reload.h): counted with those, not as a free while serving. */
+	if (!pool_closed(learn_st->pools[c->pool].pool) || reload_in_window()) {
 		atomic_fetch_add_explicit(&c->early_objects, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->early_bytes, hit.object_size, memory_order_relaxed);
 	}

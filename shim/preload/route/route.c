@@ -13,6 +13,7 @@
 #include "resolve.h"
 #include "armed.h"
 #include "learn.h"
+#include "reload.h"
 #include "site.h"
 #include "rules_msg.h"
 #include "take.h"
@@ -41,7 +42,7 @@ cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct site_hit h
 	if (site_policy_closed()) {
 		if (h.route == SITE_ROUTE_HEAP)
 			return NULL;
-		if (h.route == SITE_ROUTE_WRAPPER && !take_resolve_late(h.id))
+		if (h.route == SITE_ROUTE_WRAPPER && !reload_open() && !take_resolve_late(h.id))
 			return NULL;
 	}
 	/* The cached route is a writable word: believed only as far as the
@@ -94,6 +95,9 @@ cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct site_hit h
 		if (st->image->mode == POLICY_MODE_LEARN && learn_active())
 			return learn_alloc((size_t)h.route, size, align, ra, h.id);
 		if (pool_closed(st->pools[h.route].pool)) {
+			/* A reload's new generation (reload.c). */
+			if (unlikely(reload_takes()))
+				return reload_alloc((size_t)h.route, size, align, h.id);
 			switch (take_note_late((size_t)h.route, h.id, size)) {
 			case TAKE_TELL_NOW:
 				rules_msg_answer();

@@ -222,7 +222,7 @@ static void copy_name(char *dst, size_t len, const char *src)
 	memset(dst + n, 0, len - n);
 }
 
-bool client_notify_protected(size_t i, const char *trigger, size_t new_bytes)
+bool client_notify_protected(size_t i, const char *trigger, size_t new_bytes, uint32_t pool_generation)
 {
 	const struct shim_state *st = shim;
 	struct pmalloc_pool *p = st->pools[i].pool;
@@ -234,10 +234,12 @@ bool client_notify_protected(size_t i, const char *trigger, size_t new_bytes)
 	copy_name(m.trigger, sizeof(m.trigger), trigger);
 	m.generation = st->generation;
 	m.new_bytes = new_bytes;
+	m.pool_generation = pool_generation;
 	struct pool_totals t;
 	pool_totals(p, &t);
 	m.protected_bytes = t.protected_bytes;
 	m.objects = t.objects;
+	m.freed_bytes = t.freed_protected < t.protected_bytes ? t.freed_protected : t.protected_bytes;
 	if (send_to_daemon(&m, sizeof(m)))
 		return true;
 	journal_protected(&m);

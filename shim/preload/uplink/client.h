@@ -35,9 +35,10 @@ void client_read_orders(void (*fn)(const char *pool), void (*status_ask)(void));
 /* Wait up to timeout_ms for an order: 1 one is there, 0 not yet, -errno
  * no connection of this process's (-ENOTCONN) or the daemon went away. */
 int client_wait_orders(int timeout_ms);
-/* Tell pmallocd (else the journal) that pool_index was protected: true
- * when pmallocd took it (then it wants the sites table too). */
-bool client_notify_protected(size_t pool_index, const char *trigger, size_t new_bytes);
+/* Tell pmallocd (else the journal) that pool_index was protected, its
+ * pool_generation-th protect (1: the first trigger's; then reloads'):
+ * true when pmallocd took it (then it wants the sites table too). */
+bool client_notify_protected(size_t pool_index, const char *trigger, size_t new_bytes, uint32_t pool_generation);
 /* Hand msg to pmallocd without blocking: false without a daemon of this
  * process's (or a full socket).  Async-signal-safe. */
 bool client_send_msg(const void *msg, size_t len);

@@ -304,10 +304,12 @@ void journal_protected(const struct pmw_protected *m)
 	if (!entry_begin(&f, MID_PROTECTED, 7, false))
 		return;
 	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_TRIGGER=%s\nPMALLOC_PROTECTED_BYTES=%" PRIu64
-		   "\nPMALLOC_NEW_BYTES=%" PRIu64 "\nPMALLOC_OBJECTS=%" PRIu64 "\n"
-		   "MESSAGE=pmalloc: pool \"%s\" of policy \"%s\": %" PRIu64 " bytes made read-only (%s)\n",
-		   m->policy, m->pool, m->trigger, m->protected_bytes, m->new_bytes, m->objects, m->pool, m->policy,
-		   m->new_bytes, m->trigger);
+		   "\nPMALLOC_NEW_BYTES=%" PRIu64 "\nPMALLOC_OBJECTS=%" PRIu64 "\nPMALLOC_GENERATION=%" PRIu64
+		   "\nPMALLOC_FREED_BYTES=%" PRIu64 "\n"
+		   "MESSAGE=pmalloc: pool \"%s\" of policy \"%s\": %" PRIu64 " bytes made read-only (%s, "
+		   "generation %" PRIu64 ")\n",
+		   m->policy, m->pool, m->trigger, m->protected_bytes, m->new_bytes, m->objects, m->pool_generation,
+		   m->freed_bytes, m->pool, m->policy, m->new_bytes, m->trigger, m->pool_generation);
 	entry_end(&f, 0, false);
 }
 

@@ -38,6 +38,7 @@
 #include "learn.h"
 #include "site.h"
 #include "route.h"
+#include "reload.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -466,15 +467,16 @@ extern sighandler_t bsd_signal(int, sighandler_t);
 
 PMALLOC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (learn_stop_signal(sig)) {
-		/* Learn mode notes the shutdown (learn_stop.c). */
+	if (reload_signal(sig) || learn_stop_signal(sig)) {
+		/* A reload opens a window (reload.c); learn mode notes the
+		 * shutdown (learn_stop.c). */
 		struct sigaction copy;
 		if (act) {
 			copy = *act;
 			fault_filter_mask(&copy.sa_mask);
 			act = &copy;
 		}
-		int r = learn_stop_sigaction(sig, act, old);
+		int r = reload_signal(sig) ? reload_sigaction(sig, act, old) : learn_stop_sigaction(sig, act, old);
 		if (r < 0) {
 			errno = -r;
 			return -1;
@@ -492,7 +494,7 @@ PMALLOC_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	sa.sa_flags = SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	sigaddset(&sa.sa_mask, sig);     /* BSD semantics, as glibc's signal() */
-	if (sig != SIGSEGV && sig != SIGTRAP && !learn_stop_signal(sig))
+	if (sig != SIGSEGV && sig != SIGTRAP && !learn_stop_signal(sig) && !reload_signal(sig))
 		return bsd_signal(sig, handler);
 	if (sigaction(sig, &sa, &old) < 0)
 		return SIG_ERR;

@@ -29,6 +29,7 @@
 #include "learn.h"
 #include "resolve.h"
 #include "rules_msg.h"
+#include "reload.h"
 #include "take.h"
 
 #include <dlfcn.h>
@@ -43,6 +44,12 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Each pool's protects that made something read-only: its generations
+ * (1 the first trigger's, then one per reload window, reload.h).  For
+ * reports only, and for the window's end: a pool protected before is
+ * protected again there. */
+static _Atomic uint32_t generation[SHIM_POOLS_MAX];
 
 size_t shim_protect_pool(size_t i, const char *trigger)
 {
@@ -64,7 +71,8 @@ size_t shim_protect_pool(size_t i, const char *trigger)
 	if (n) {
 		debug_printf("pool \"%s\": %zu bytes made read-only (%s)", st->pools[i].pool->name, n,
 			     trigger);
-		if (client_notify_protected(i, trigger, n))
+		uint32_t g = atomic_fetch_add_explicit(&generation[i], 1, memory_order_relaxed) + 1;
+		if (client_notify_protected(i, trigger, n, g))
 			rules_msg_send(RULES_MSG_SITES);   /* what this protect covered, per site */
 	}
 	return n;
@@ -110,6 +118,38 @@ static void check_orders(void)
 	client_read_orders(obey, rules_msg_answer);
 }
 
+/* Is this the process's main thread, the one that ran main()?  Its kernel
+ * id is the process id (in a forked child too: the thread that forked).
+ * Two system calls, asked only on a wait call that an on-wait pool has
+ * not fired on yet. */
+static bool on_main_thread(void)
+{
+	return os_gettid() == (int)getpid();
+}
+
+/* The main thread waits again after a reload (reload.h): the pools
+ * protected before take what the reload built (a new generation), then
+ * the pages the window opened are read-only again. */
+static void reload_end(void)
+{
+	const struct shim_state *st = shim;
+	if (!reload_at_wait())
+		return;
+	size_t n = 0;
+	for (size_t i = 0; i < st->n_pools; i++)
+		if (atomic_load_explicit(&generation[i], memory_order_relaxed))
+			n += shim_protect_pool(i, "reload");
+	reload_done();
+	debug_printf("reload %llu done: %zu bytes of a new generation made read-only; %llu writes let "
+		     "through so far", (unsigned long long)reload_count(), n,
+		     (unsigned long long)reload_writes());
+}
+
+/* Pools whose on-wait fired (bit i): a writable hint that spares the
+ * main thread's later waits a protect walk and tells the fallback it is
+ * not needed; forged, it only delays protection to the next trigger. */
+static _Atomic uint32_t wait_fired;
+
 void trigger_call(enum policy_call c)
 {
 	const struct shim_state *st = shim;
@@ -130,14 +170,61 @@ void trigger_call(enum policy_call c)
 		learn_flush("exec");    /* what this image learned, before it is gone */
 		errno = e;
 	}
-	if (likely(!(st->call_mask & (1u << c))))
+	uint32_t bit = 1u << c;
+	/* A reload under way ends at the main thread's next wait (reload.c). */
+	if (unlikely(reload_open()) && (bit & POLICY_WAIT_CALLS)) {
+		int e = errno;
+		if (on_main_thread())
+			reload_end();
+		errno = e;
+	}
+	if (likely(!(st->call_mask & bit)))
 		return;
 	int e = errno;              /* the program sees only the real call's errno */
 	char trigger[48];
 	snprintf(trigger, sizeof(trigger), "on-call:%s", policy_call_name(c));
-	for (size_t i = 0; i < st->n_pools; i++)
-		if (st->pools[i].call_mask & (1u << c))
+	int main_thread = -1;       /* not asked yet */
+	for (size_t i = 0; i < st->n_pools; i++) {
+		const struct shim_pool *sp = &st->pools[i];
+		if (!(sp->call_mask & bit))
+			continue;
+		if (!(sp->wait_mask & bit)) {
 			shim_protect_pool(i, trigger);
+			continue;
+		}
+		/* on-wait: the main thread's waits only.  Another thread that
+		 * waits first (a worker started early) may find the main
+		 * thread still building state: firing then would protect a
+		 * different part of start-up from one run to the next. */
+		if (atomic_load_explicit(&wait_fired, memory_order_relaxed) & (1u << i) &&
+		    sp->until_trigger && pool_closed(sp->pool))
+			continue;
+		if (main_thread < 0)
+			main_thread = on_main_thread();
+		if (!main_thread)
+			continue;
+		atomic_fetch_or_explicit(&wait_fired, 1u << i, memory_order_relaxed);
+		shim_protect_pool(i, "on-wait");
+	}
+	errno = e;
+}
+
+/* The calls by which a program waits for signals: their return after a
+ * handler ran is the signal's delivery (nginx's sigsuspend). */
+#define SIGNAL_WAIT_CALLS \
+	(1u << POLICY_CALL_SIGSUSPEND | 1u << POLICY_CALL_PAUSE | 1u << POLICY_CALL_SIGWAITINFO | \
+	 1u << POLICY_CALL_SIGTIMEDWAIT | 1u << POLICY_CALL_SIGWAIT)
+
+/* A wait call returned with a reload window open (reload.h): one that
+ * returned for an event (or a signal wait's return), not a wait for events
+ * that a handler interrupted (EINTR: a loop may just call it again and
+ * find the reload's pipe or flag then). */
+static void trigger_returned(enum policy_call c, bool interrupted)
+{
+	if (!((1u << c) & POLICY_WAIT_CALLS) || (interrupted && !((1u << c) & SIGNAL_WAIT_CALLS)))
+		return;
+	int e = errno;
+	reload_returned();
 	errno = e;
 }
 
@@ -167,7 +254,10 @@ int trigger_protect_named(const char *name)
 			errno = ENOSYS; \
 			return (ret)-1; \
 		} \
-		return invoke; \
+		ret r_ = invoke; \
+		if (unlikely(reload_open())) \
+			trigger_returned(call, r_ == (ret)-1 && errno == EINTR); \
+		return r_; \
 	}
 #define WRAP(ret, name, call, params, args) WRAP_WITH(ret, name, call, params, fn args)
 
@@ -200,6 +290,8 @@ WRAP(int, sigwaitinfo, POLICY_CALL_SIGWAITINFO, (const sigset_t *m, siginfo_t *i
 WRAP(int, sigtimedwait, POLICY_CALL_SIGTIMEDWAIT, (const sigset_t *m, siginfo_t *i, const struct timespec *t),
      (m, i, t))
 WRAP(int, pause, POLICY_CALL_PAUSE, (void), ())
+/* glibc's sigwait does not go through sigtimedwait's PLT entry. */
+WRAP(int, sigwait, POLICY_CALL_SIGWAIT, (const sigset_t *m, int *sig), (m, sig))
 WRAP(int, setuid, POLICY_CALL_SETUID, (uid_t u), (u))
 WRAP(int, setgid, POLICY_CALL_SETGID, (gid_t g), (g))
 WRAP(int, setresuid, POLICY_CALL_SETRESUID, (uid_t r, uid_t e, uid_t s), (r, e, s))
@@ -233,31 +325,54 @@ PMALLOC_EXPORT int execve(const char *p, char *const argv[], char *const envp[])
 
 /* after:DURATION - a thread that sleeps until each deadline and protects.
  * It blocks every signal (the program's handlers never run on it) and is
- * started again in a forked child whose deadlines are still ahead. */
+ * started again in a forked child whose deadlines are still ahead.
+ *
+ * It also holds on-wait's fallback: a pool whose on-wait has not fired
+ * WAIT_FALLBACK_NS after start-up (a main thread that never makes a wait
+ * call the shim sees: it blocks on a condition variable, a semaphore, a
+ * raw futex, or a read of a pipe) is protected then, with the trigger
+ * "on-wait:fallback" in the journal and pmallocctl status: a point as late
+ * in start-up for every run, so that learning and enforce still agree, and
+ * a program that never waits is still protected (and said to be so late). */
+#define WAIT_FALLBACK_NS (UINT64_C(30) * 1000000000u)
 static _Atomic int timer_running;
+
+/* Pool i's deadline of kind k (0: after:, 1: on-wait's fallback), 0 for none. */
+static uint64_t deadline(const struct shim_state *st, size_t i, int k)
+{
+	const struct shim_pool *sp = &st->pools[i];
+	if (k == 0)
+		return sp->after_ns ? st->start_ns + sp->after_ns : 0;
+	return sp->wait_mask ? st->start_ns + WAIT_FALLBACK_NS : 0;
+}
 
 static void *timer_main(void *arg)
 {
 	(void)arg;
 	const struct shim_state *st = shim;
-	bool fired[SHIM_POOLS_MAX] = { false };
+	bool fired[SHIM_POOLS_MAX][2] = { { false } };
 	uint64_t started = os_monotonic_ns(false);
 	for (;;) {
 		uint64_t next = UINT64_MAX, now = os_monotonic_ns(false);
-		for (size_t i = 0; i < st->n_pools; i++) {
-			uint64_t d = st->pools[i].after_ns ? st->start_ns + st->pools[i].after_ns : 0;
-			if (!d || fired[i])
-				continue;
-			if (d <= now) {
-				fired[i] = true;
+		for (size_t i = 0; i < st->n_pools; i++)
+			for (int k = 0; k < 2; k++) {
+				uint64_t d = deadline(st, i, k);
+				if (!d || fired[i][k])
+					continue;
+				if (d > now) {
+					next = d < next ? d : next;
+					continue;
+				}
+				fired[i][k] = true;
 				/* Once; a forked child's thread leaves alone what
 				 * fired in the parent before the fork. */
-				if (d > started)
+				if (d <= started)
+					continue;
+				if (k == 0)
 					shim_protect_pool(i, st->pools[i].after_text);
-			} else if (d < next) {
-				next = d;
+				else if (!(atomic_load(&wait_fired) & (1u << i)))
+					shim_protect_pool(i, "on-wait:fallback");
 			}
-		}
 		if (next == UINT64_MAX)
 			break;
 		os_sleep_until_ns(next);
@@ -299,8 +414,9 @@ static void timer_start(void)
 	uint64_t now = os_monotonic_ns(false);
 	bool ahead = false;
 	for (size_t i = 0; st && i < st->n_pools; i++)
-		if (st->pools[i].after_ns && st->start_ns + st->pools[i].after_ns > now)
-			ahead = true;
+		for (int k = 0; k < 2; k++)
+			if (deadline(st, i, k) > now)
+				ahead = true;
 	if (!ahead || atomic_exchange(&timer_running, 1))
 		return;
 	if (!shim_thread(timer_main, "pmalloc-timer")) {
