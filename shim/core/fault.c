@@ -48,6 +48,7 @@
 #include "pool.h"
 #include "report.h"
 #include "audit.h"
+#include "life.h"
 #include "site.h"
 #include "fmt.h"
 #include "pmalloc.h"
@@ -421,6 +422,17 @@ static cold void unexplained_pool_write(int sig, siginfo_t *si)
 	die_by_default(sig, si);
 }
 
+/* A write from the thread that began exit (life.c): its page made
+ * writable for the rest of the process's short life.  False when exit has
+ * not begun on this thread, or the page cannot be opened (sealed). */
+static bool exit_let_through(uintptr_t addr)
+{
+	if (likely(!life_exiting_here()))
+		return false;
+	uintptr_t page = addr & ~(uintptr_t)(os_page_size - 1);
+	return os_protect_rw((void *)page, os_page_size) == 0;
+}
+
 static void on_segv(int sig, siginfo_t *si, void *uctx)
 {
 	int saved = errno;
@@ -433,8 +445,13 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 		 * (a sanitizer's report) gets the heap, never a site look-up. */
 		int busy = shim_busy_enter();
 		enum fault_mode mode = fault_mode_of(&hit);
+		/* Exit's cleanup (life.h): the page opened and the store retried,
+		 * neither reported nor learned; sealed memory cannot be opened and
+		 * is enforced as before. */
+		if (exit_let_through((uintptr_t)si->si_addr))
+			;
 		/* learn mode: the page is writable now; the store is retried. */
-		if (!(mode == FAULT_LEARN && ro.s.learn && ro.s.learn(&hit, (uintptr_t)si->si_addr)))
+		else if (!(mode == FAULT_LEARN && ro.s.learn && ro.s.learn(&hit, (uintptr_t)si->si_addr)))
 			on_violation(sig, si, uctx, &hit, mode);
 		shim_busy_leave(busy);
 	} else if (si->si_code == SEGV_ACCERR && arena_contains(si->si_addr)) {

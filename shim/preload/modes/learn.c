@@ -46,6 +46,7 @@
 #include "fault.h"
 #include "heap.h"
 #include "journal.h"
+#include "life.h"
 #include "os.h"
 #include "shim.h"
 #include "site.h"
@@ -264,8 +265,8 @@ void learn_note_free(const void *p)
 	struct pool_hit hit;
 	if (!id || !pool_lookup(p, &hit) || !hit.in_object)
 		return;
-	if (learn_stopping())
-		return;                 /* the shutdown's free: live when it began */
+	if (learn_stopping() || life_exiting())
+		return;                 /* the shutdown's or exit's free: live when it began */
 	struct lctx *c = &ctxs[id];
 	/* Before the trigger, a start-up object the program is done with: it
 	 * never reaches protection (what it held stays pool memory, the pool

@@ -49,9 +49,14 @@ size_t shim_protect_pool(size_t i, const char *trigger)
 	 * (pool.h: closed under the pool's lock, before the protect). */
 	if (st->pools[i].until_trigger && !pool_closed(st->pools[i].pool))
 		pool_close(st->pools[i].pool);
-	fill_protect_begin();      /* never half-way through the shim's own copy */
-	size_t n = pool_protect(st->pools[i].pool, trigger);
-	fill_protect_end();
+	/* A pool whose roles do not name this process's is closed like the
+	 * others but never protected here (respawn.c). */
+	size_t n = 0;
+	if (shim_pool_protects_here(st, i)) {
+		fill_protect_begin();      /* never half-way through the shim's own copy */
+		n = pool_protect(st->pools[i].pool, trigger);
+		fill_protect_end();
+	}
 	/* The last pool closed and protected: from now on every allocation
 	 * goes to the heap, and routing need check no heap route (site.h's
 	 * closed byte).  Learn mode keeps learning what comes late. */
@@ -210,6 +215,18 @@ WRAP(int, execve, POLICY_CALL_EXECVE, (const char *p, char *const argv[], char *
  * started again in a forked child whose deadlines are still ahead. */
 static _Atomic int timer_running;
 
+/* Pool i's after: deadline, 0 for none: from start-up, or, in a child
+ * forked once it had passed (respawn.c reopened the pool), from the fork:
+ * a respawned child is protected as long after its start as the children
+ * learning saw. */
+static uint64_t deadline_of(const struct shim_state *st, size_t i)
+{
+	uint64_t after = st->pools[i].after_ns, forked = life_fork_ns();
+	if (!after)
+		return 0;
+	return forked && st->start_ns + after <= forked ? forked + after : st->start_ns + after;
+}
+
 static void *timer_main(void *arg)
 {
 	(void)arg;
@@ -219,7 +236,7 @@ static void *timer_main(void *arg)
 	for (;;) {
 		uint64_t next = UINT64_MAX, now = os_monotonic_ns(false);
 		for (size_t i = 0; i < st->n_pools; i++) {
-			uint64_t d = st->pools[i].after_ns ? st->start_ns + st->pools[i].after_ns : 0;
+			uint64_t d = deadline_of(st, i);
 			if (!d || fired[i])
 				continue;
 			if (d <= now) {
@@ -273,7 +290,7 @@ static void timer_start(void)
 	uint64_t now = os_monotonic_ns(false);
 	bool ahead = false;
 	for (size_t i = 0; st && i < st->n_pools; i++)
-		if (st->pools[i].after_ns && st->start_ns + st->pools[i].after_ns > now)
+		if (deadline_of(st, i) > now)
 			ahead = true;
 	if (!ahead || atomic_exchange(&timer_running, 1))
 		return;
