@@ -15,7 +15,7 @@
  * system call.
  */
 #include "policy_image.h"
-#include "role.h"
+#include "../shared/role.h"   /* relative: test programs compile this file alone */
 
 #include <errno.h>
 #include <stdbool.h>

@@ -2,7 +2,9 @@
 /*
  * e2e_fork - an unmodified-style server that forks a worker after listen():
  * a static setup() builds its configuration with malloc(), listen() (the
- * policy's trigger) makes it read-only, then fork(); the CHILD writes to the
+ * policy's trigger) makes it read-only, then fork(); the CHILD starts as a
+ * worker does, writing the configuration it inherited (its port), prints
+ * "child: started", listens itself (its own trigger), then writes to the
  * configuration, as a bug in a worker would.  The parent prints
  * "parent=PID child=PID", then the child's fate ("child: signal N" or
  * "child: exit N") and its own configuration (untouched), and exits 0.
@@ -53,6 +55,12 @@ int main(void)
 		return 2;
 	}
 	if (child == 0) {
+		c->port = 1;                /* the worker's start-up write */
+		printf("child: started\n");
+		fflush(stdout);
+		int wfd = socket(AF_INET, SOCK_STREAM, 0);
+		if (wfd < 0 || bind(wfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(wfd, 8) < 0)
+			_exit(2);
 		corrupt(c->name, 'm');
 		_exit(0);
 	}

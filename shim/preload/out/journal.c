@@ -120,7 +120,8 @@ static void common_fields(struct fmt *f, const char *mid, int priority)
 		   (int)getpid());
 	if (self_comm[0])
 		fmt_printf(f, "PMALLOC_COMM=%s\n", self_comm);
-	fmt_printf(f, "PMALLOC_ROLE=%s\n", life_role());   /* life.h: its place since exec */
+	if (strcmp(mid, MID_VIOLATION) != 0)        /* a violation's record carries it */
+		fmt_printf(f, "PMALLOC_ROLE=%s\n", life_role());   /* life.h: its place since exec */
 	if (self_unit[0])
 		fmt_printf(f, "OBJECT_SYSTEMD_UNIT=%s\n", self_unit);
 	if (self_cgroup[0])
