@@ -742,12 +742,15 @@ static bool render_pool(struct pset *s, const char *pool, uint32_t roles, bool w
 		contexts++;
 		triggers = c->triggers;
 		if (whole) {
+			/* Written: in every role learning saw it in (a role
+			 * that did not write it may protect it). */
+			bool written = c->c.written && !site_roles(c->c.roles, c->c.dirty_roles);
 			v.freed += c->c.freed_bytes;
-			if (c->c.written)
+			if (written)
 				v.written += c->c.live_bytes;
 			else
 				v.unwritten += c->c.live_bytes;
-			if (!c->c.written && c->c.late_objects)
+			if (!written && c->c.late_objects)
 				v.late += c->c.live_bytes;
 		}
 		size_t r = site_key(s, c, roles);
@@ -831,22 +834,26 @@ static bool render_pool(struct pset *s, const char *pool, uint32_t roles, bool w
 	fputs("      {\n        # pool ", f);
 	ctl_conf_quote(f, pool);
 	if (roles != all) {
-		fputs(": its sites safe in role", f);
+		fputs(", the sites safe in role", f);
 		for (unsigned int d = 0; d <= ROLE_DEPTH_MAX; d++)
 			if (roles & (1u << d))
 				fprintf(f, " %s", role_name(d));
-		fputs(" only (written or freed in another role learning saw);\n        #", f);
+		fputs(" only\n        # (the other roles learning saw write or free them);\n        #", f);
 	}
-	fprintf(f, ": %zu contexts learned; a site is the frame nearest the allocator\n"
+	fprintf(f, "%s%zu contexts learned; a site is the frame nearest the allocator\n"
 		   "        # whose allocations were all made before the trigger, never written and\n"
 		   "        # never freed after it (freed before it: at most %d times what its\n"
-		   "        # contexts kept together); the frames below it are wrappers.\n", contexts,
-		PROPOSE_EARLY_RATIO);
+		   "        # contexts kept together); the frames below it are wrappers.\n", roles != all ? " " : ": ",
+		contexts, PROPOSE_EARLY_RATIO);
 	fputs(notes, f);
 	if (small)
 		fprintf(f, "        # %zu sites of fewer than %" PRIu64 " bytes left out: the policy must fit in\n"
 			   "        # what pmallocd hands out.\n", small, min_live);
-	put_coverage(f, "        ", &v);
+	if (whole)
+		put_coverage(f, "        ", &v);
+	else
+		fprintf(f, "        # protected: %" PRIu64 " bytes live in %zu sites (the coverage is the first pool's)\n",
+			v.live, v.sites);
 	bool ok = v.sites > 0;
 	fputs("        name = ", f);
 	char name[64];
