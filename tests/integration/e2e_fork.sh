@@ -30,8 +30,9 @@ hardened "$T/out" "$T/err" "$FORK" || fail "e2e_fork: exit $?: $(cat "$T/out" "$
 parent=$(sed -n 's/^parent=\([0-9]*\) child=[0-9]*$/\1/p' "$T/out")
 child=$(sed -n 's/^parent=[0-9]* child=\([0-9]*\)$/\1/p' "$T/out")
 [ "$parent" = "$HPID" ] && [ -n "$child" ] && [ "$child" != "$parent" ] || fail "pids: $(cat "$T/out") (program $HPID)"
-grep -qx 'child: started' "$T/out" ||
+grep -qx 'child: started, protected 0' "$T/out" ||
 	fail "the child's start-up write into what its parent protected killed it: $(cat "$T/out" "$T/err")"
+grep -qx 'child: protected 1' "$T/out" || fail "the child's own trigger did not protect: $(cat "$T/out")"
 grep -qx 'child: signal 11' "$T/out" || fail "the child was not killed by SIGSEGV: $(cat "$T/out" "$T/err")"
 grep -qx 'parent: name "alice"' "$T/out" || fail "parent: $(cat "$T/out")"
 [ "$(wc -l <"$T/err")" = 1 ] || fail "want one stderr line: $(cat "$T/err")"
@@ -100,7 +101,7 @@ start_daemon
 hardened "$T/out" "$T/err" "$FORK" || fail "e2e_fork (seal): exit $?: $(cat "$T/out" "$T/err")"
 child=$(sed -n 's/^parent=[0-9]* child=\([0-9]*\)$/\1/p' "$T/out")
 grep -qx 'child: signal 11' "$T/out" || fail "seal: the child was not killed: $(cat "$T/out" "$T/err")"
-if grep -qx 'child: started' "$T/out"; then
+if grep -q '^child: started' "$T/out"; then
 	pass "seal: no mseal(2) here: the child started as with mprotect, and its later write was killed"
 else
 	parse_report "$(cat "$T/err")" || fail "seal: not a report line: $(cat "$T/err")"

@@ -4,8 +4,10 @@
  * a static setup() builds its configuration with malloc(), listen() (the
  * policy's trigger) makes it read-only, then fork(); the CHILD starts as a
  * worker does, writing the configuration it inherited (its port), prints
- * "child: started", listens itself (its own trigger), then writes to the
- * configuration, as a bug in a worker would.  The parent prints
+ * "child: started, protected N" (pmalloc_is_protected() before that write:
+ * 0 under the shim, -1 without), listens itself (its own trigger), prints
+ * "child: protected N" again, then writes to the configuration, as a bug in
+ * a worker would.  The parent prints
  * "parent=PID child=PID", then the child's fate ("child: signal N" or
  * "child: exit N") and its own configuration (untouched), and exits 0.
  * Knows nothing of pmalloc.
@@ -17,6 +19,8 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "prog.h"
 
 struct config {
 	char name[32];
@@ -55,12 +59,13 @@ int main(void)
 		return 2;
 	}
 	if (child == 0) {
+		int before = is_protected(c);
 		c->port = 1;                /* the worker's start-up write */
-		printf("child: started\n");
+		printf("child: started, protected %d\n", before);
 		fflush(stdout);
-		int wfd = socket(AF_INET, SOCK_STREAM, 0);
-		if (wfd < 0 || bind(wfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(wfd, 8) < 0)
-			_exit(2);
+		listen_once();
+		printf("child: protected %d\n", is_protected(c));
+		fflush(stdout);
 		corrupt(c->name, 'm');
 		_exit(0);
 	}

@@ -29,12 +29,12 @@ static main_t program_main;
 
 PMALLOC_EXPORT __attribute__((noreturn)) void exit(int status)
 {
-	typedef void (*fn_t)(int) __attribute__((noreturn));
+	typedef void (*fn_t)(int);
 	life_exit_begin();
 	fn_t fn = REAL(exit, fn_t);
-	if (unlikely(!fn))
-		_exit(status);
-	fn(status);
+	if (likely(fn))
+		fn(status);
+	_exit(status);             /* libc's exit does not return */
 }
 
 static int main_then_exit(int argc, char **argv, char **envp)
