@@ -447,11 +447,10 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 		enum fault_mode mode = fault_mode_of(&hit);
 		/* Exit's cleanup (life.h): the page opened and the store retried,
 		 * neither reported nor learned; sealed memory cannot be opened and
-		 * is enforced as before. */
-		if (exit_let_through((uintptr_t)si->si_addr))
-			;
-		/* learn mode: the page is writable now; the store is retried. */
-		else if (!(mode == FAULT_LEARN && ro.s.learn && ro.s.learn(&hit, (uintptr_t)si->si_addr)))
+		 * is enforced as before.  learn mode: the page is writable now;
+		 * the store is retried. */
+		if (!exit_let_through((uintptr_t)si->si_addr) &&
+		    !(mode == FAULT_LEARN && ro.s.learn && ro.s.learn(&hit, (uintptr_t)si->si_addr)))
 			on_violation(sig, si, uctx, &hit, mode);
 		shim_busy_leave(busy);
 	} else if (si->si_code == SEGV_ACCERR && arena_contains(si->si_addr)) {
