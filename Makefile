@@ -46,11 +46,11 @@ PC_MODULES := libconfig libsystemd libseccomp check libelf libdw
 # system-wide (a policy-rc.d that refuses, for the length of apt's run).
 TEST_DEB_PACKAGES := redis-server redis-tools nginx-light memcached lighttpd curl libjemalloc2 \
 	libjemalloc-dev libmimalloc-dev libgoogle-perftools4 clang libclang-rt-14-dev \
-	systemd-journal-remote strace bash-completion haproxy
+	systemd-journal-remote strace bash-completion haproxy g++ libssl-dev
 TEST_DEB_FILES := /usr/bin/redis-server /usr/bin/redis-benchmark /usr/sbin/nginx /usr/bin/memcached /usr/sbin/lighttpd \
 	/usr/bin/curl /usr/include/jemalloc/jemalloc.h /usr/include/mimalloc.h \
 	/usr/bin/clang /lib/systemd/systemd-journal-remote /usr/bin/strace \
-	/usr/share/bash-completion/bash_completion /usr/sbin/haproxy
+	/usr/share/bash-completion/bash_completion /usr/sbin/haproxy /usr/bin/g++ /usr/include/openssl/ssl.h
 
 # Warnings are errors only when asked (make WERROR=1; CI does): a newer
 # compiler's new warning must not break a distribution's build.  CPPFLAGS,
@@ -149,7 +149,10 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 # Test programs; tests/progs/libNAME.c are shared libraries they dlopen.
 PROG_LIB_SRCS := $(wildcard tests/progs/lib*.c)
 PROG_SRCS := $(filter-out $(PROG_LIB_SRCS),$(wildcard tests/progs/*.c))
-PROG_BINS := $(PROG_SRCS:tests/progs/%.c=$(B)/progs/%) $(PROG_LIB_SRCS:tests/progs/%.c=$(B)/progs/%.so)
+# tests/progs/*.cpp: C++ programs (static destructors at exit), built with g++.
+PROG_CXX_SRCS := $(wildcard tests/progs/*.cpp)
+PROG_BINS := $(PROG_SRCS:tests/progs/%.c=$(B)/progs/%) $(PROG_LIB_SRCS:tests/progs/%.c=$(B)/progs/%.so) \
+	$(PROG_CXX_SRCS:tests/progs/%.cpp=$(B)/progs/%)
 BENCH_SRCS := $(filter-out tests/bench/alloc_cmp.c,$(wildcard tests/bench/*.c))
 BENCH_BINS := $(BENCH_SRCS:tests/bench/%.c=$(B)/bench/%)
 # One allocation benchmark, built once with the pool API and once linked
@@ -284,10 +287,16 @@ $(B)/progs/wire_client $(B)/progs/image_probe: common/policy/policy_image.c comm
 $(B)/progs/host_names: PROG_LDFLAGS := -rdynamic
 # What the programs share (prog.h, e2e_victim.h): a change rebuilds them all.
 $(filter-out %.so,$(PROG_BINS)): $(wildcard tests/progs/*.h)
+# exit_openssl: OpenSSL's atexit clean-up, as a TLS server has it.
+$(B)/progs/exit_openssl: PROG_LIBS := -lssl -lcrypto
 $(B)/progs/%: tests/progs/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O0 -g -Wall -Wextra $(WERROR_FLAG) -Iinclude $(PROG_LDFLAGS) -o $@ $(filter %.c,$^) -L$(B) \
-		-Wl,-rpath,'$$ORIGIN/..' $(if $(findstring api_,$*),-lpmalloc_shim) -ldl -lpthread
+		-Wl,-rpath,'$$ORIGIN/..' $(if $(findstring api_,$*),-lpmalloc_shim) -ldl -lpthread $(PROG_LIBS)
+
+$(B)/progs/%: tests/progs/%.cpp $(SHIM_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 -O0 -g -Wall -Wextra $(WERROR_FLAG) -o $@ $(filter %.cpp,$^)
 
 $(B)/progs/lib%.so: tests/progs/lib%.c
 	@mkdir -p $(dir $@)

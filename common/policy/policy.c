@@ -38,6 +38,7 @@
 
 #include "common.h"
 #include "policy.h"
+#include "role.h"
 
 #define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
 
@@ -840,7 +841,7 @@ static const char *const daemon_keys[] = {
 static const char *const policy_keys[] = { "name", "match", "mode", "protection", "pools", NULL };
 static const char *const match_keys[] = { "exe", "comm", "uid", NULL };
 static const char *const pool_keys[] = {
-	"name", "sites", "wrappers", "protect", "max_bytes", "take", NULL
+	"name", "sites", "wrappers", "protect", "max_bytes", "take", "roles", NULL
 };
 
 static int parse_uint_member(const struct parse_ctx *c, const config_setting_t *group,
@@ -1018,6 +1019,32 @@ static int parse_trigger(const struct parse_ctx *c, const config_setting_t *e, v
 	return 0;
 }
 
+/* roles = [ "main", "child" ]: the processes the pool protects in (role.h);
+ * absent: every role.  Empty, unknown or repeated names are errors: a pool
+ * that protects in no process is a typo, never a choice. */
+static int parse_roles(const struct parse_ctx *c, const config_setting_t *g, uint32_t *ret)
+{
+	const config_setting_t *s = config_setting_get_member(g, "roles");
+	*ret = 0;
+	if (!s)
+		return 0;
+	if (!config_setting_is_array(s) || config_setting_length(s) == 0)
+		return fail(c, LINE(s), "roles must be a non-empty list of role names (\"main\", \"child\", "
+			    "\"child.child\", \"child.child.child\"); leave it out for every role");
+	for (int k = 0; k < config_setting_length(s); k++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned int)k);
+		const char *name = config_setting_get_string(e);
+		int d = name ? role_depth(name) : -1;
+		if (d < 0)
+			return fail(c, LINE(s), "unknown role %s in roles (\"main\", \"child\", \"child.child\", "
+				    "\"child.child.child\")", name ? Q(name) : "(not a string)");
+		if (*ret & (1u << d))
+			return fail(c, LINE(s), "role %s is named twice in roles", Q(name));
+		*ret |= 1u << d;
+	}
+	return 0;
+}
+
 static int parse_pool(const struct parse_ctx *c, const config_setting_t *g, void *record,
 		      size_t i)
 {
@@ -1064,7 +1091,7 @@ static int parse_pool(const struct parse_ctx *c, const config_setting_t *g, void
 	if (r < 0)
 		return r;
 	pool->take = (enum policy_take)take;
-	return 0;
+	return parse_roles(c, g, &pool->roles);
 }
 
 static int parse_uid(const struct parse_ctx *c, const config_setting_t *e, void *record, size_t i)

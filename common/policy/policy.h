@@ -110,6 +110,7 @@ struct policy_pool {
 	size_t n_triggers;
 	uint64_t max_bytes;          /* 0: no cap */
 	enum policy_take take;       /* take = "always" (default) | "until-trigger" */
+	uint32_t roles;              /* roles = [...]: role.h's mask; 0 (absent): every role */
 	int line;
 };
 

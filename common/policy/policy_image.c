@@ -15,6 +15,7 @@
  * system call.
  */
 #include "policy_image.h"
+#include "../proto/role.h"   /* relative: test programs compile this file alone */
 
 #include <errno.h>
 #include <stdbool.h>
@@ -120,6 +121,7 @@ int policy_image_compile(const struct policy_set *set, const struct policy *p, v
 		ip->name = strtab_add(&t, pp->name);
 		ip->max_bytes = pp->max_bytes;
 		ip->take = (uint32_t)pp->take;
+		ip->roles = pp->roles;
 		ip->first_site = (uint32_t)s_at;
 		ip->n_sites = (uint32_t)pp->n_sites;
 		ip->first_wrapper = (uint32_t)w_at;
@@ -310,7 +312,7 @@ int policy_image_validate(const void *buf, size_t len)
 	for (uint32_t i = 0; i < h->n_pools; i++) {
 		const struct pimg_pool *p = pimg_pool(h, i);
 		if (!name_ok(&c, p->name) || p->max_bytes > (uint64_t)INT64_MAX || p->n_sites == 0 ||
-		    p->take > POLICY_TAKE_UNTIL_TRIGGER || p->reserved != 0 ||
+		    p->take > POLICY_TAKE_UNTIL_TRIGGER || (p->roles & ~ROLE_MASK_ALL) ||
 		    p->first_site != s_at || p->first_wrapper != w_at || p->first_trigger != t_at)
 			return -EPROTO;
 		s_at += p->n_sites;

@@ -68,7 +68,7 @@ struct pimg_pool {
 	uint32_t first_wrapper, n_wrappers;
 	uint32_t first_trigger, n_triggers;
 	uint32_t take;                    /* enum policy_take */
-	uint32_t reserved;                /* 0 */
+	uint32_t roles;                   /* role.h's mask; 0: every role */
 };
 
 #define PIMG_SITE_BY_OFFSET 1u

@@ -186,6 +186,8 @@ void violation_fmt_fields(struct fmt *f, const struct pmw_report *r, const struc
 	fmt_str(f, "PMALLOC_EXE=");
 	text(f, s->exe, r->exe);
 	fmt_printf(f, "\nPMALLOC_GENERATION=%" PRIu64 "\n", s->generation);
+	if (r->role[0])
+		fmt_printf(f, "PMALLOC_ROLE=%s\n", r->role);
 	/* The signal the process dies of, as coredump's COREDUMP_SIGNAL. */
 	if (!audit)
 		fmt_printf(f, "PMALLOC_SIGNAL=%d\nPMALLOC_SIGNAL_NAME=SIGSEGV\n", SIGSEGV);

@@ -38,6 +38,7 @@
 #ifndef PMALLOC_WIRE_H
 #define PMALLOC_WIRE_H
 
+#include "role.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <assert.h>
@@ -171,6 +172,7 @@ struct pmw_report {
 	uint32_t cause;                  /* enum pmw_cause */
 	struct pmw_module modules[PMW_MODULES];
 	char kernel_call[PMW_KCALL];     /* PMW_CAUSE_KERNEL: "read", ...; else "" */
+	char role[ROLE_NAME_MAX];        /* the writer's role (role.h): "main", "child", ... */
 };
 
 struct pmw_status_req {
@@ -356,6 +358,8 @@ enum pmw_sr_process {
 	PMW_SR_P_SITES_KNOWN, PMW_SR_P_SITES_TOTAL, PMW_SR_P_SITES_AGE_USEC,
 	PMW_SR_P_SITES_ASKED_USEC,       /* a fresh table asked for that long ago, not come; else NONE */
 	PMW_SR_P_RULES_REFUSED,          /* rules and sites messages over the rate limit */
+	PMW_SR_P_ROLE,                   /* its role's depth (role.h): 0 main, 1 child, ... */
+	PMW_SR_P_ROLE_UNPROTECTED,       /* 1: no pool of its policy protects in its role */
 	PMW_SR_P_N_NUMS
 };
 enum pmw_sr_process_str { PMW_SR_P_EXE, PMW_SR_P_POLICY, PMW_SR_P_COMM, PMW_SR_P_N_STRS };

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "role.h"
 #include "ctl.h"
 #include "ctl_escape.h"
 #include "ctl_util.h"
@@ -86,7 +87,7 @@ static void put_trigger(FILE *f, const struct policy_trigger *t)
  * hundreds of sites, which no terminal shows on one line). */
 #define CHECK_WIDTH 100
 #define CHECK_WRAP 80
-#define CHECK_PARTS 5
+#define CHECK_PARTS 6
 
 /* One part: its label ("sites") and its items, each escaped. */
 struct check_part {
@@ -148,7 +149,7 @@ static void put_pool(FILE *f, const struct policy_pool *pool)
 {
 	struct check_part parts[CHECK_PARTS] = {
 		{ "sites", NULL, 0 }, { "wrappers", NULL, 0 }, { "protect", NULL, 0 },
-		{ "max_bytes", NULL, 0 }, { "take", NULL, 0 },
+		{ "max_bytes", NULL, 0 }, { "take", NULL, 0 }, { "roles", NULL, 0 },
 	};
 	char *name = NULL, *one = NULL;
 	size_t width = 0;
@@ -185,6 +186,9 @@ static void put_pool(FILE *f, const struct policy_pool *pool)
 	}
 	if (ok && pool->take != POLICY_TAKE_ALWAYS)
 		ok = part_add(&parts[4], policy_take_name(pool->take));
+	for (unsigned int d = 0; ok && d <= ROLE_DEPTH_MAX; d++)
+		if (pool->roles & (1u << d))
+			ok = part_add(&parts[5], role_name(d));
 	if (!ok) {
 		fputs("    pool (out of memory)\n", f);
 		goto out;

@@ -27,6 +27,7 @@
  * or --output.
  */
 #define _GNU_SOURCE
+#include "role.h"
 #include "ctl.h"
 #include "msgid.h"
 #include "ctl_buildid.h"
@@ -92,7 +93,7 @@ struct pread {
 enum {
 	F_EXE, F_UID, F_MACHINE_ID, F_HOSTNAME, F_POOL, F_TRIGGERS, F_POLICY, F_RUN, F_BUILD_ID, F_PID, F_REASON,
 	F_LOADED, F_OBJECTS, F_BYTES, F_LIVE_OBJECTS, F_LIVE_BYTES, F_FREED_OBJECTS, F_FREED_BYTES, F_LATE_OBJECTS,
-	F_LATE_BYTES, F_WRITTEN, F_TRIGGER_LIVE_OBJECTS, F_TRIGGER_LIVE_BYTES, F_SEQ, F_CTX, F_PROTECTED, F_SECURE_EXEC, F_N
+	F_LATE_BYTES, F_WRITTEN, F_TRIGGER_LIVE_OBJECTS, F_TRIGGER_LIVE_BYTES, F_SEQ, F_CTX, F_PROTECTED, F_SECURE_EXEC, F_ROLE, F_N
 };
 static const char *const entry_fields[F_N] = {
 	[F_EXE] = "_EXE", [F_UID] = "_UID", [F_MACHINE_ID] = "_MACHINE_ID", [F_HOSTNAME] = "_HOSTNAME",
@@ -105,7 +106,7 @@ static const char *const entry_fields[F_N] = {
 	[F_WRITTEN] = "PMALLOC_WRITTEN", [F_TRIGGER_LIVE_OBJECTS] = "PMALLOC_TRIGGER_LIVE_OBJECTS",
 	[F_TRIGGER_LIVE_BYTES] = "PMALLOC_TRIGGER_LIVE_BYTES", [F_SEQ] = "PMALLOC_LEARN_SEQ",
 	[F_CTX] = "PMALLOC_LEARN_CTX", [F_PROTECTED] = "PMALLOC_LEARN_PROTECTED",
-	[F_SECURE_EXEC] = "PMALLOC_LEARN_SECURE_EXEC",
+	[F_SECURE_EXEC] = "PMALLOC_LEARN_SECURE_EXEC", [F_ROLE] = "PMALLOC_ROLE",
 };
 
 /* Every entry about exe, but its chain: the one large field, stored
@@ -194,6 +195,13 @@ static int read_entries(const struct popts *o, const char *exe, struct pread *rd
 		};
 		pcounts_split(&e->c, v[F_TRIGGER_LIVE_OBJECTS][0] != '\0', ctl_learned_num(v[F_TRIGGER_LIVE_OBJECTS]),
 			      ctl_learned_num(v[F_TRIGGER_LIVE_BYTES]));
+		/* Its process's role: the chooser proposes per role (a role
+		 * is never protected from another's entries). */
+		int depth = role_depth(v[F_ROLE]);
+		if (depth >= 0) {
+			e->c.roles = 1u << depth;
+			e->c.dirty_roles = pcounts_safe(&e->c) ? 0 : e->c.roles;
+		}
 		for (size_t k = 0; k < F_N; k++)
 			free(v[k]);
 		rd->n++;

@@ -19,7 +19,12 @@ struct pcounts {
 	uint64_t objects, bytes, live_objects, live_bytes, freed_objects, freed_bytes, late_objects, late_bytes;
 	uint64_t early_objects, early_bytes, served_objects;
 	bool written;
+	/* The roles (role.h's bits) of the processes whose entries these are,
+	 * and those of them in which it was not safe (pcounts_safe); 0: the
+	 * entry says no role (an older shim), PROLE_UNKNOWN for pset_add. */
+	uint32_t roles, dirty_roles;
 };
+#define PROLE_UNKNOWN (1u << 7)
 
 /* The early and served counts of c from its entry's TRIGGER_LIVE fields
  * (has_trigger: the entry carries them). */

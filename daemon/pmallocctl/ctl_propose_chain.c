@@ -44,6 +44,10 @@
 #include "ctl_quote.h"
 #include "ctl_propose.h"
 #include "policy.h"
+#include "role.h"
+
+/* A learned pool's name and its roles (group_name). */
+#define POOL_GROUP_NAME 128
 
 struct pframe {
 	const char *object, *build_id, *function;  /* interned; build_id "" when none, function NULL */
@@ -74,6 +78,8 @@ struct kslot {
 struct kstat {
 	bool dirty;                  /* step 1: a chain through it is not clean */
 	bool dirty_site;             /* step 2: a chain whose site it is is not clean */
+	uint32_t unsafe_roles;       /* step 2: roles in which a chain whose site it is is not safe */
+	uint32_t site_roles;         /* a site: the roles it is proposed for (site_roles()) */
 	bool wrapper, site;
 	bool below;                  /* a call: below a clean chain's choice */
 	bool beyond;                 /* a wrapper name: a call of it is not below a choice */
@@ -330,6 +336,8 @@ int pset_add(struct pset *s, const char *pool, const char *triggers, const char 
 	a->early_bytes = umax(a->early_bytes, c->early_bytes);
 	a->served_objects = umax(a->served_objects, c->served_objects);
 	a->written |= c->written;
+	a->roles |= c->roles ? c->roles : PROLE_UNKNOWN;
+	a->dirty_roles |= c->roles ? c->dirty_roles : pcounts_safe(c) ? 0 : PROLE_UNKNOWN;
 	return 0;
 }
 
@@ -370,6 +378,33 @@ static bool clean(const struct pchain *c)
 static bool safe(const struct pchain *c)
 {
 	return pcounts_safe(&c->c);
+}
+
+/* Roles: a site is proposed for the roles learning saw for its pool in
+ * which every chain whose site it is was safe; a role learning never saw
+ * is proposed nothing (it runs unprotected).  Entries without a role (an
+ * older shim) stand for every process: a pool holding any is proposed as
+ * before, a site only when safe everywhere, for every role. */
+static uint32_t pool_roles(const struct pset *s, const char *pool)
+{
+	uint32_t roles = 0;
+	for (size_t i = 0; i < s->ch_n; i++)
+		if (s->ch[i].pool == pool)
+			roles |= s->ch[i].c.roles;
+	return roles;
+}
+
+static uint32_t site_roles(uint32_t roles, uint32_t unsafe)
+{
+	if (roles & PROLE_UNKNOWN)
+		return unsafe ? 0 : roles;
+	return roles & ~unsafe;
+}
+
+/* Safe in at least one role of roles. */
+static bool safe_in(const struct pchain *c, uint32_t roles)
+{
+	return c->c.objects > 0 && (site_roles(c->c.roles, c->c.dirty_roles) & roles) != 0;
 }
 
 static uint64_t add_sat(uint64_t a, uint64_t b)
@@ -538,25 +573,35 @@ static void choose_sites(struct pset *s, const char *pool)
 		if (c->site < 0)
 			continue;
 		size_t n = name_key(s, c, &c->f[c->site], false), k = call_key(s, c, &c->f[c->site], false);
+		/* A chain that is not safe in some role keeps the site out of
+		 * that role (and of every role, without roles: dirty_site). */
+		uint32_t unsafe = c->c.objects > 0 ? c->c.dirty_roles : UINT32_MAX;
 		if (n != SIZE_MAX) {
 			s->ks[n].dirty_site |= !safe(c);
+			s->ks[n].unsafe_roles |= unsafe;
 			add_site_bytes(&s->ks[n], c);
 		}
 		s->ks[k].dirty_site |= !safe(c);
+		s->ks[k].unsafe_roles |= unsafe;
 		add_site_bytes(&s->ks[k], c);
 	}
+	uint32_t roles = pool_roles(s, pool);
 	for (size_t i = 0; i < s->ch_n; i++) {
 		struct pchain *c = &s->ch[i];
-		if (c->pool != pool || c->site < 0 || !safe(c))
+		if (c->pool != pool || c->site < 0 || !safe_in(c, roles))
 			continue;
 		const struct pframe *f = &c->f[c->site];
 		size_t n = name_key(s, c, f, false), k = call_key(s, c, f, false);
-		if (n != SIZE_MAX && by_name_ok(f) && !s->ks[n].dirty_site && !s->ks[n].partly &&
-		    pcounts_kept_enough(s->ks[n].site_live, s->ks[n].site_early))
+		uint32_t rn = n != SIZE_MAX ? site_roles(roles, s->ks[n].unsafe_roles) : 0;
+		uint32_t rk = site_roles(roles, s->ks[k].unsafe_roles);
+		if (n != SIZE_MAX && by_name_ok(f) && rn && !s->ks[n].partly &&
+		    pcounts_kept_enough(s->ks[n].site_live, s->ks[n].site_early)) {
 			s->ks[n].site = true;
-		else if (by_call_ok(f) && !s->ks[k].dirty_site &&
-			 pcounts_kept_enough(s->ks[k].site_live, s->ks[k].site_early))
+			s->ks[n].site_roles = rn;
+		} else if (by_call_ok(f) && rk && pcounts_kept_enough(s->ks[k].site_live, s->ks[k].site_early)) {
 			s->ks[k].site = true;
+			s->ks[k].site_roles = rk;
+		}
 	}
 }
 
@@ -659,9 +704,33 @@ static size_t pin_calls(struct pset *s, const char *pool, size_t name, FILE *b, 
 	return n;
 }
 
-/* Writes pool's element (or a comment saying why none); adds to total. */
-static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64_t min_live, FILE *f, bool first,
-			struct coverage *total)
+/* The site key chain c's site is, proposed for the roles roles; SIZE_MAX
+ * when none. */
+static size_t site_key(struct pset *s, const struct pchain *c, uint32_t roles)
+{
+	if (c->site < 0 || !safe_in(c, roles))
+		return SIZE_MAX;
+	size_t n = name_key(s, c, &c->f[c->site], false), k = call_key(s, c, &c->f[c->site], false);
+	size_t r = n != SIZE_MAX && s->ks[n].site ? n : k != SIZE_MAX && s->ks[k].site ? k : SIZE_MAX;
+	return r != SIZE_MAX && s->ks[r].site_roles == roles ? r : SIZE_MAX;
+}
+
+/* pool, and the roles its element protects in, as a policy's pool name:
+ * the learned pool's own name for the roles learning saw, else with the
+ * roles after it ("learned-main"). */
+static void group_name(char *out, size_t len, const char *pool, uint32_t roles, uint32_t all)
+{
+	int n = snprintf(out, len, "%s", pool);
+	for (unsigned int d = 0; roles != all && d <= ROLE_DEPTH_MAX && n > 0 && (size_t)n < len; d++)
+		if (roles & (1u << d))
+			n += snprintf(out + n, len - (size_t)n, "-%s", role_name(d));
+}
+
+/* Writes pool's element for the sites proposed for roles (or a comment
+ * saying why none); adds to total.  whole: the first element of pool,
+ * which counts what the pool learned (written, late, freed) once. */
+static bool render_pool(struct pset *s, const char *pool, uint32_t roles, bool whole, size_t ordinal,
+			uint64_t min_live, FILE *f, bool first, struct coverage *total)
 {
 	struct coverage v = { 0 };
 	size_t small = 0;
@@ -673,18 +742,19 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 			continue;
 		contexts++;
 		triggers = c->triggers;
-		v.freed += c->c.freed_bytes;
-		if (c->c.written) {
-			v.written += c->c.live_bytes;
-			continue;
+		if (whole) {
+			/* Written: in every role learning saw it in (a role
+			 * that did not write it may protect it). */
+			bool written = c->c.written && !site_roles(c->c.roles, c->c.dirty_roles);
+			v.freed += c->c.freed_bytes;
+			if (written)
+				v.written += c->c.live_bytes;
+			else
+				v.unwritten += c->c.live_bytes;
+			if (!written && c->c.late_objects)
+				v.late += c->c.live_bytes;
 		}
-		v.unwritten += c->c.live_bytes;
-		if (c->c.late_objects)
-			v.late += c->c.live_bytes;
-		if (!safe(c) || c->site < 0)
-			continue;
-		size_t n = name_key(s, c, &c->f[c->site], false), k = call_key(s, c, &c->f[c->site], false);
-		size_t r = n != SIZE_MAX && s->ks[n].site ? n : s->ks[k].site ? k : SIZE_MAX;
+		size_t r = site_key(s, c, roles);
 		if (r == SIZE_MAX)
 			continue;
 		s->ks[r].live += c->c.live_bytes;
@@ -721,12 +791,13 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 				if (keys[q] == SIZE_MAX || s->ks[keys[q]].said)
 					continue;
 				struct kstat *st = &s->ks[keys[q]];
-				if (st->site && st->live < min_live) {
+				bool site = st->site && st->site_roles == roles;
+				if (site && st->live < min_live) {
 					v.live -= st->live;     /* too small for the room the policy has */
 					v.early -= st->early;
 					small++;
 					st->said = true;
-				} else if (st->site && q == 0 && !name_room(s, st->fr)) {
+				} else if (site && q == 0 && !name_room(s, st->fr)) {
 					size_t calls = pin_calls(s, pool, keys[0], b, &v.sites);
 					fputs("        #   site ", m);
 					put_rule(m, st->fr, true, false);
@@ -734,7 +805,7 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 						   "        #     (the shim takes at most %d rules by name for one object)\n",
 						st->live, st->chains, calls, POLICY_OBJECT_NAME_RULES_MAX);
 					st->said = true;
-				} else if (st->site) {
+				} else if (site) {
 					fputs(v.sites ? ",\n          " : "\n          ", b);
 					put_rule(b, st->fr, q == 0, false);
 					fputs("        #   site ", m);
@@ -758,25 +829,47 @@ static bool render_pool(struct pset *s, const char *pool, size_t ordinal, uint64
 	fclose(w);
 	fclose(m);
 	fputs(first ? "\n" : ",\n", f);
+	char gname[POOL_GROUP_NAME];
+	uint32_t all = pool_roles(s, pool);
+	group_name(gname, sizeof(gname), pool, roles, all);
 	fputs("      {\n        # pool ", f);
 	ctl_conf_quote(f, pool);
-	fprintf(f, ": %zu contexts learned; a site is the frame nearest the allocator\n"
+	if (roles != all) {
+		fputs(", the sites safe in role", f);
+		for (unsigned int d = 0; d <= ROLE_DEPTH_MAX; d++)
+			if (roles & (1u << d))
+				fprintf(f, " %s", role_name(d));
+		fputs(" only\n        # (the other roles learning saw write or free them);\n        #", f);
+	}
+	fprintf(f, "%s%zu contexts learned; a site is the frame nearest the allocator\n"
 		   "        # whose allocations were all made before the trigger, never written and\n"
 		   "        # never freed after it (freed before it: at most %d times what its\n"
-		   "        # contexts kept together); the frames below it are wrappers.\n", contexts,
-		PROPOSE_EARLY_RATIO);
+		   "        # contexts kept together); the frames below it are wrappers.\n", roles != all ? " " : ": ",
+		contexts, PROPOSE_EARLY_RATIO);
 	fputs(notes, f);
 	if (small)
 		fprintf(f, "        # %zu sites of fewer than %" PRIu64 " bytes left out: the policy must fit in\n"
 			   "        # what pmallocd hands out.\n", small, min_live);
-	put_coverage(f, "        ", &v);
+	if (whole)
+		put_coverage(f, "        ", &v);
+	else
+		fprintf(f, "        # protected: %" PRIu64 " bytes live in %zu sites (the coverage is the first pool's)\n",
+			v.live, v.sites);
 	bool ok = v.sites > 0;
 	fputs("        name = ", f);
 	char name[64];
-	if (!ctl_conf_ident(pool, name, sizeof(name)))
+	if (!ctl_conf_ident(gname, name, sizeof(name)))
 		snprintf(name, sizeof(name), "pool%zu", ordinal);   /* two made-up names must differ */
 	ctl_conf_quote(f, name);
 	fprintf(f, ";\n        sites = [%s ];\n", ok ? body : " \"-\"");
+	/* Only the roles learning saw: another role runs unprotected. */
+	if (!(roles & PROLE_UNKNOWN)) {
+		fputs("        roles = [", f);
+		for (unsigned int d = 0, k = 0; d <= ROLE_DEPTH_MAX; d++)
+			if (roles & (1u << d))
+				fprintf(f, "%s \"%s\"", k++ ? "," : "", role_name(d));
+		fputs(" ];\n", f);
+	}
 	if (n_wrappers)
 		fprintf(f, "        wrappers = [%s ];\n", wrappers);
 	ok &= put_triggers(f, triggers);
@@ -833,23 +926,42 @@ size_t pset_render(struct pset *s, uint64_t min_live, FILE *f, FILE *total)
 		const char *pool = s->ch[i].pool;
 		if (!first_of_pool(s, i))
 			continue;
-		/* Rendered aside: a pool with nothing to protect stays a comment. */
-		char *text = NULL;
-		size_t len = 0;
-		FILE *p = open_memstream(&text, &len);
-		if (!p)
-			break;
-		bool ok = render_pool(s, pool, ++ordinal, min_live, p, pools == 0, &all);
-		fclose(p);
-		if (ok) {
-			fputs(text, f);
-			pools++;
-		} else {
-			fputs("\n      # pool ", f);
-			ctl_conf_quote(f, pool);
-			fputs(" left out: no site can be protected without being written\n", f);
+		/* One element per set of roles its sites are proposed for: the
+		 * roles learning saw first (under the pool's own name). */
+		uint32_t roles = pool_roles(s, pool), groups[256] = { roles };
+		size_t n_groups = 1;
+		bool seen[256] = { false };
+		seen[roles & 0xff] = true;
+		for (size_t j = i; j < s->ch_n; j++) {
+			const struct pchain *c = &s->ch[j];
+			if (c->pool != pool || c->site < 0)
+				continue;
+			size_t n = name_key(s, c, &c->f[c->site], false), k = call_key(s, c, &c->f[c->site], false);
+			size_t r = n != SIZE_MAX && s->ks[n].site ? n : k != SIZE_MAX && s->ks[k].site ? k : SIZE_MAX;
+			if (r != SIZE_MAX && !seen[s->ks[r].site_roles & 0xff]) {
+				seen[s->ks[r].site_roles & 0xff] = true;
+				groups[n_groups++] = s->ks[r].site_roles & 0xff;
+			}
 		}
-		free(text);
+		for (size_t g = 0; g < n_groups; g++) {
+			/* Rendered aside: a pool with nothing to protect stays a comment. */
+			char *text = NULL;
+			size_t len = 0;
+			FILE *p = open_memstream(&text, &len);
+			if (!p)
+				break;
+			bool ok = render_pool(s, pool, groups[g], g == 0, ++ordinal, min_live, p, pools == 0, &all);
+			fclose(p);
+			if (ok) {
+				fputs(text, f);
+				pools++;
+			} else if (g == 0 && n_groups == 1) {
+				fputs("\n      # pool ", f);
+				ctl_conf_quote(f, pool);
+				fputs(" left out: no site can be protected without being written\n", f);
+			}
+			free(text);
+		}
 	}
 	put_coverage(total, "    ", &all);
 	return pools;

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "role.h"
 #include "ctl.h"
 #include "ctl_escape.h"
 #include "ctl_status_data.h"
@@ -193,6 +194,8 @@ static void process_obj(struct json *j, const struct ctl_status *st, size_t i, b
 	num(j, "uid", n[PMW_SR_P_UID]);
 	str(j, "comm", s[PMW_SR_P_COMM], true);
 	num_or_null(j, "forked_from", n[PMW_SR_P_VIA_PID] ? n[PMW_SR_P_VIA_PID] : PMW_SR_NONE);
+	str(j, "role", role_name((unsigned int)n[PMW_SR_P_ROLE]), false);
+	boolean(j, "role_unprotected", n[PMW_SR_P_ROLE_UNPROTECTED]);
 	str(j, "policy", n[PMW_SR_P_HAS_POLICY] ? s[PMW_SR_P_POLICY] : NULL, false);
 	str(j, "mode", n[PMW_SR_P_HAS_POLICY] ? ctl_mode_name(n[PMW_SR_P_MODE]) : NULL, false);
 	num(j, "generation", n[PMW_SR_P_GENERATION]);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "role.h"
 #include "ctl.h"
 #include "ctl_escape.h"
 #include "ctl_status_data.h"
@@ -176,8 +177,13 @@ static void process(FILE *f, const struct ctl_status *st, size_t i, bool detail)
 
 	fprintf(f, "  PID %" PRIu64 "  %s%s  uid %" PRIu64, n[PMW_SR_P_PID], s[PMW_SR_P_EXE][0] ? s[PMW_SR_P_EXE] : "(exe unknown)",
 		n[PMW_SR_P_EXE_DELETED] ? " (deleted)" : "", n[PMW_SR_P_UID]);
+	/* A process that said hello is its executable's main: its role is
+	 * said for the children only. */
 	if (n[PMW_SR_P_VIA_PID])
-		fprintf(f, "  forked child of PID %" PRIu64, n[PMW_SR_P_VIA_PID]);
+		fprintf(f, "  forked child of PID %" PRIu64 ", role %s", n[PMW_SR_P_VIA_PID],
+			role_name((unsigned int)n[PMW_SR_P_ROLE]));
+	if (n[PMW_SR_P_ROLE_UNPROTECTED])
+		fprintf(f, "  unprotected: no pool of its policy names role %s", role_name((unsigned int)n[PMW_SR_P_ROLE]));
 	if (n[PMW_SR_P_HAS_POLICY])
 		fprintf(f, "  policy \"%s\" (%s, generation %" PRIu64 ")", s[PMW_SR_P_POLICY],
 			ctl_mode_name(n[PMW_SR_P_MODE]), n[PMW_SR_P_GENERATION]);

@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include "journal.h"
 #include "policy_lint.h"
+#include "role.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -148,6 +149,9 @@ void journal_handed(const struct proc_entry *e, const char *policy)
 	jentry_add(&j, "PMALLOC_COMM=%s", e->comm);
 	jentry_add(&j, "PMALLOC_UID=%u", (unsigned)e->uid);
 	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, e->generation);
+	/* A policy is handed at the hello, which only a process that exec'd
+	 * says (a forked child shares its parent's connection). */
+	jentry_add(&j, "PMALLOC_ROLE=%s", role_name(0));
 	journal_add_object(&j, &e->object);
 	(void)jentry_send(&j);
 }

@@ -48,6 +48,10 @@ struct proc_entry {
 	struct proc_entry *prev, *next;
 	pid_t pid;
 	pid_t via_pid;                   /* 0, or the peer whose connection a forked child used */
+	uint8_t role_depth;              /* its role (role.h): 0 main (it said hello), else its
+					  * depth below via_pid in the kernel's process tree */
+	uint32_t roles_named;            /* the roles its policy's pools protect in (role.h's mask;
+					  * a pool without roles names all); 0 before a hand-out */
 	uid_t uid;
 	gid_t gid;                       /* its effective gid as it connected (module files are
 					  * opened with uid and gid: symbolize.h) */

@@ -8,6 +8,7 @@
  * by REGISTRY_HISTORY, pools by REGISTRY_POOLS).
  */
 #define _GNU_SOURCE
+#include "role.h"
 #include "registry.h"
 #include "journal.h"
 #include "list.h"
@@ -135,6 +136,9 @@ int proc_entry_set_handed(struct proc_entry *e, const struct policy *p)
 		memcpy(buf + off, pp->name, n);
 		off += n;
 	}
+	e->roles_named = 0;
+	for (size_t i = 0; i < p->n_pools; i++)
+		e->roles_named |= p->pools[i].roles ? p->pools[i].roles : ROLE_MASK_ALL;
 	free(e->handed_pools);
 	e->handed_pools = buf;
 	e->handed_pools_len = len;

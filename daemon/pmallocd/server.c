@@ -36,6 +36,7 @@
  * client's traffic stop others (bounded work per wake-up).
  */
 #define _GNU_SOURCE
+#include "role.h"
 #include "server.h"
 
 #include <errno.h>
@@ -300,6 +301,24 @@ static unsigned int silent_limit_ms(const struct server *s)
  * shares its connection (SCM_CREDENTIALS of this packet says which).
  * NULL when that is a child over its uid's entry cap (budget.h): the
  * message is then counted and not logged. */
+/* pid's role below peer, the process that said hello (main): its depth in
+ * the kernel's process tree, capped (role.h).  A child whose parent died
+ * was adopted by a subreaper and is no longer below peer: "child", the
+ * least it can be. */
+static unsigned int child_depth(pid_t pid, pid_t peer)
+{
+	for (unsigned int depth = 1; depth <= 16; depth++) {
+		pid_t ppid;
+
+		if (proc_read_stat(pid, &ppid, NULL) < 0 || ppid <= 1)
+			break;
+		if (ppid == peer)
+			return depth > ROLE_DEPTH_MAX ? ROLE_DEPTH_MAX : depth;
+		pid = ppid;
+	}
+	return 1;
+}
+
 static struct proc_entry *sender_entry(struct client *c, const struct ucred *cred)
 {
 	struct registry *reg = &c->server->manager->registry;
@@ -329,7 +348,9 @@ static struct proc_entry *sender_entry(struct client *c, const struct ucred *cre
 	e->budget = c->budget;
 	e->gid = cred->gid;
 	e->via_pid = c->pid;
+	e->role_depth = (uint8_t)child_depth(cred->pid, c->pid);
 	/* The child inherited its parent's shim state, hence its hand-out. */
+	e->roles_named = c->entry->roles_named;
 	e->has_policy = c->entry->has_policy;
 	memcpy(e->policy, c->entry->policy, sizeof(e->policy));
 	e->mode = c->entry->mode;

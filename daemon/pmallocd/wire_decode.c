@@ -81,6 +81,7 @@ int wire_check_report(struct pmw_report *m)
 	if (m->cause > PMW_CAUSE_OTHER_THREAD)
 		return -EINVAL;
 	FORCE_NUL(m->kernel_call);
+	FORCE_NUL(m->role);
 	if (m->n_frames > PMW_FRAMES || m->n_modules > PMW_MODULES)
 		return -EINVAL;
 	for (uint32_t i = 0; i < m->n_frames; i++)

@@ -49,6 +49,7 @@
 #include "pool.h"
 #include "report.h"
 #include "audit.h"
+#include "life.h"
 #include "site.h"
 #include "fmt.h"
 #include "pmalloc.h"
@@ -423,6 +424,17 @@ static cold void unexplained_pool_write(int sig, siginfo_t *si)
 	die_by_default(sig, si);
 }
 
+/* A write from the thread that began exit (life.c): its page made
+ * writable for the rest of the process's short life.  False when exit has
+ * not begun on this thread, or the page cannot be opened (sealed). */
+static bool exit_let_through(uintptr_t addr)
+{
+	if (likely(!life_exiting_here()))
+		return false;
+	uintptr_t page = addr & ~(uintptr_t)(os_page_size - 1);
+	return os_protect_rw((void *)page, os_page_size) == 0;
+}
+
 static void on_segv(int sig, siginfo_t *si, void *uctx)
 {
 	int saved = errno;
@@ -436,12 +448,15 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 		int busy = shim_busy_enter();
 		enum fault_mode mode = fault_mode_of(&hit);
 		uintptr_t addr = (uintptr_t)si->si_addr;
-		/* A reload under way (reload.c), whatever the mode, for the
-		 * armed pools only; then learn mode.  Either way the page is
-		 * writable now and the store is retried. */
+		/* Exit's cleanup (life.h): the page opened and the store retried,
+		 * neither reported nor learned; sealed memory cannot be opened and
+		 * is enforced as before.  A reload under way (reload.c), whatever
+		 * the mode, for the armed pools only; then learn mode.  Either way
+		 * the page is writable now and the store is retried. */
 		bool reload = ro.s.reload && armed_index(hit.pool) >= 0 && arena_interposed((const void *)addr) &&
 			      ro.s.reload(&hit, addr);
-		if (!reload && !(mode == FAULT_LEARN && ro.s.learn && ro.s.learn(&hit, addr)))
+		if (!reload && !exit_let_through(addr) &&
+		    !(mode == FAULT_LEARN && ro.s.learn && ro.s.learn(&hit, addr)))
 			on_violation(sig, si, uctx, &hit, mode);
 		shim_busy_leave(busy);
 	} else if (si->si_code == SEGV_ACCERR && arena_contains(si->si_addr)) {

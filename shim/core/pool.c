@@ -998,6 +998,39 @@ void pool_reprotect(struct pmalloc_pool *p, const char *api)
 	pthread_mutex_unlock(&p->lock);
 }
 
+static bool span_reopen(struct span *s, void *ctx)
+{
+	size_t *reopened = ctx;
+	size_t hi = span_prot_hi(s);
+	if (!hi)
+		return true;
+	/* Out of memory mappings: this span and those after it stay
+	 * read-only, as the parent made them (the marks still say so). */
+	if (os_protect_rw((void *)s->base, hi) < 0)
+		return false;
+	/* Not protected now: the marks say so, for the fault handler, for
+	 * pmalloc_is_protected() and for the next protect, which takes it
+	 * all again. */
+	atomic_store_explicit(&s->prot_done, 0, memory_order_release);
+	span_set_prot(s, 0);
+	s->prot_before = 0;
+	*reopened += hi;
+	return true;
+}
+
+size_t pool_reopen(struct pmalloc_pool *p)
+{
+	if (pool_seals(p) && os_have_mseal)
+		return 0;                 /* the kernel keeps sealed memory read-only */
+	size_t reopened = 0;
+	pool_lock(p, "fork");
+	atomic_store_explicit(&p->stamp, new_stamp(), memory_order_relaxed);
+	for_each_span(p, "fork", span_reopen, &reopened);
+	p->protected_bytes = 0;
+	pthread_mutex_unlock(&p->lock);
+	return reopened;
+}
+
 void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret)
 {
 	struct pool_totals t = { 0 };

@@ -208,6 +208,11 @@ size_t pool_protect(struct pmalloc_pool *p, const char *api);
  * sealed pools (their memory was never opened). */
 void pool_reprotect(struct pmalloc_pool *p, const char *api);
 void pool_destroy(struct pmalloc_pool *p);
+/* In a forked child only (its private copy of the pages): make what p
+ * protected writable again and its marks say unprotected, so the child's
+ * own next protect takes it all again.  Returns the bytes reopened; 0 for
+ * a sealed pool, which the kernel keeps read-only.  Takes p's lock. */
+size_t pool_reopen(struct pmalloc_pool *p);
 
 struct pool_hit {
 	uintptr_t addr;                  /* the address looked up */

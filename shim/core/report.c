@@ -33,6 +33,7 @@
  */
 #define _GNU_SOURCE
 #include "report.h"
+#include "life.h"
 #include "dynsym.h"
 #include "hooks.h"
 #include "os.h"
@@ -296,6 +297,7 @@ static void record_fill(struct pmw_report *r, const struct pool_hit *hit, const 
 		record_site(r, hit->site);
 	}
 	copy_str(r->exe, sizeof(r->exe), dynsym_program());
+	copy_str(r->role, sizeof(r->role), life_role());
 	r->fault_ip = ip;
 	r->frames[0].ip = ip;
 	r->n_frames = ip ? 1 : 0;

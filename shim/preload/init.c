@@ -28,9 +28,11 @@
 #include "interpose.h"
 #include "journal.h"
 #include "learn.h"
+#include "life.h"
 #include "reload.h"
 #include "os.h"
 #include "resolve.h"
+#include "respawn.h"
 #include "ro.h"
 #include "rules_msg.h"
 #include "trigger.h"
@@ -349,6 +351,7 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 	}
 	interpose_armed();
 	reload_init(st);
+	respawn_init(st);          /* its fork handler before the timer's */
 	trigger_init(st);
 	return 0;
 }
@@ -379,6 +382,7 @@ static void shim_init(void)
 	/* What os.c probed is frozen (the page size and whether mseal is
 	 * used decide every protect): when it cannot be, nothing is armed. */
 	int frozen = os_init();
+	life_init();               /* its fork handler first: the others read the role */
 	set_hooks();
 	heap_init();
 	debug_printf("heap allocator: %s (%u allocations from glibc while finding it)", heap_name(),

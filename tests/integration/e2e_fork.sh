@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # e2e_fork.sh - a forked child reports as itself: e2e_fork (setup() with
-# malloc, listen() protects, fork(), the CHILD writes) gets its policy from
-# the real pmallocd; the child dies by SIGSEGV with its own report line, and
+# malloc, listen() protects, fork(), the CHILD writes what it inherited at
+# its start-up: it lives, as the workers forked before the trigger did;
+# then it listens itself, its own trigger, and writes) gets its policy from
+# the real pmallocd; the child dies by SIGSEGV with its own report line
+# (role child), and
 # the journal entry's OBJECT_PID is the child's pid, which the daemon took
 # from the kernel (SCM_CREDENTIALS) on the connection the child inherited.
 # The parent, untouched, is not blamed.
@@ -27,6 +30,9 @@ hardened "$T/out" "$T/err" "$FORK" || fail "e2e_fork: exit $?: $(cat "$T/out" "$
 parent=$(sed -n 's/^parent=\([0-9]*\) child=[0-9]*$/\1/p' "$T/out")
 child=$(sed -n 's/^parent=[0-9]* child=\([0-9]*\)$/\1/p' "$T/out")
 [ "$parent" = "$HPID" ] && [ -n "$child" ] && [ "$child" != "$parent" ] || fail "pids: $(cat "$T/out") (program $HPID)"
+grep -qx 'child: started, protected 0' "$T/out" ||
+	fail "the child's start-up write into what its parent protected killed it: $(cat "$T/out" "$T/err")"
+grep -qx 'child: protected 1' "$T/out" || fail "the child's own trigger did not protect: $(cat "$T/out")"
 grep -qx 'child: signal 11' "$T/out" || fail "the child was not killed by SIGSEGV: $(cat "$T/out" "$T/err")"
 grep -qx 'parent: name "alice"' "$T/out" || fail "parent: $(cat "$T/out")"
 [ "$(wc -l <"$T/err")" = 1 ] || fail "want one stderr line: $(cat "$T/err")"
@@ -58,6 +64,7 @@ expect_field "$e" PMALLOC_OBJECT_SITE "$R_SITE"
 expect_field "$e" PMALLOC_FAULT_IP "$R_IP"
 expect_field "$e" PMALLOC_FAULT_SYMBOL "$fsym"
 expect_field "$e" PMALLOC_EXE "$FORK"
+expect_field "$e" PMALLOC_ROLE child
 # Where the exe came from (the kernel, or the report when the child is dead
 # before pmallocd reads /proc) is e2e_fork_exe.sh's business.
 src=$(printf '%s\n' "$e" | jfield PMALLOC_EXE_SOURCE)
@@ -68,9 +75,40 @@ pass "journal: OBJECT_PID=$child (the child), PMALLOC_VIA_PID=$parent, nothing f
 
 status=$("$B/pmallocctl" status --socket "$SOCK") || fail "pmallocctl status: $status"
 # (Its exe: "(exe unknown)" when pmallocd read /proc too late, see e2e_fork_exe.sh.)
-printf '%s\n' "$status" | grep -Eq "^  PID $child  ($FORK|\(exe unknown\))  uid 0  forked child of PID $parent" ||
+printf '%s\n' "$status" | grep -Eq "^  PID $child  ($FORK|\(exe unknown\))  uid 0  forked child of PID $parent, role child " ||
 	fail "status lacks the child: $status"
-pass "pmallocctl status lists PID $child as a forked child of PID $parent"
+pass "pmallocctl status lists PID $child as a forked child of PID $parent, role child"
 
+stop_daemon || fail "pmallocd exit status $?: $(cat "$T/daemon.log")"
+
+# Sealed pools cannot be made writable again: the child keeps them
+# read-only, and its start-up write kills it (pmalloc.conf(5), "Forks after
+# the trigger").  Where the kernel has no mseal(2), "seal" protects as
+# mprotect does, and the child starts as above.
+write_conf "$CONF" <<EOF
+version = 1;
+policies = (
+  {
+    name = "forked";
+    match = { exe = [ "*/e2e_fork" ]; };
+    mode = "enforce";
+    protection = "seal";
+    pools = ( { name = "settings"; sites = [ "setup" ]; protect = [ "on-call:listen" ]; } );
+  }
+);
+EOF
+start_daemon
+hardened "$T/out" "$T/err" "$FORK" || fail "e2e_fork (seal): exit $?: $(cat "$T/out" "$T/err")"
+child=$(sed -n 's/^parent=[0-9]* child=\([0-9]*\)$/\1/p' "$T/out")
+grep -qx 'child: signal 11' "$T/out" || fail "seal: the child was not killed: $(cat "$T/out" "$T/err")"
+if grep -q '^child: started' "$T/out"; then
+	pass "seal: no mseal(2) here: the child started as with mprotect, and its later write was killed"
+else
+	parse_report "$(cat "$T/err")" || fail "seal: not a report line: $(cat "$T/err")"
+	[ "$R_PID" = "$child" ] && [ "$R_OFF" = 32 ] || fail "seal: not the child's start-up write: $(cat "$T/err")"
+	e=$(jsel 1 MESSAGE_ID=$MID_VIOLATION OBJECT_PID=$child) || fail "seal: no violation entry for $child"
+	expect_field "$e" PMALLOC_ROLE child
+	pass "seal: the child's start-up write into sealed inherited memory killed it (role child)"
+fi
 stop_daemon || fail "pmallocd exit status $?: $(cat "$T/daemon.log")"
 exit 0

@@ -2,8 +2,12 @@
 /*
  * e2e_fork - an unmodified-style server that forks a worker after listen():
  * a static setup() builds its configuration with malloc(), listen() (the
- * policy's trigger) makes it read-only, then fork(); the CHILD writes to the
- * configuration, as a bug in a worker would.  The parent prints
+ * policy's trigger) makes it read-only, then fork(); the CHILD starts as a
+ * worker does, writing the configuration it inherited (its port), prints
+ * "child: started, protected N" (pmalloc_is_protected() before that write:
+ * 0 under the shim, -1 without), listens itself (its own trigger), prints
+ * "child: protected N" again, then writes to the configuration, as a bug in
+ * a worker would.  The parent prints
  * "parent=PID child=PID", then the child's fate ("child: signal N" or
  * "child: exit N") and its own configuration (untouched), and exits 0.
  * Knows nothing of pmalloc.
@@ -16,13 +20,38 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define E2E_NAME_INLINE
-#include "e2e_victim.h"
+#include "prog.h"
+
+struct config {
+	char name[32];
+	int port;
+};
+
+static struct config *setup(void)
+{
+	struct config *c = malloc(sizeof(*c));
+	if (!c)
+		exit(2);
+	strcpy(c->name, "alice");
+	c->port = 0;
+	return c;
+}
+
+/* The deliberate bug: volatile, so the compiler keeps the store. */
+static void corrupt(volatile char *where, char what)
+{
+	*where = what;
+}
 
 int main(void)
 {
 	struct config *c = setup();
-	int fd = listen_loopback();
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 8) < 0) {
+		perror("listen");
+		return 2;
+	}
 	fflush(stdout);
 	pid_t child = fork();
 	if (child < 0) {
@@ -30,6 +59,13 @@ int main(void)
 		return 2;
 	}
 	if (child == 0) {
+		int before = is_protected(c);
+		c->port = 1;                /* the worker's start-up write */
+		printf("child: started, protected %d\n", before);
+		fflush(stdout);
+		listen_once();
+		printf("child: protected %d\n", is_protected(c));
+		fflush(stdout);
 		corrupt(c->name, 'm');
 		_exit(0);
 	}

@@ -3,8 +3,8 @@
  * e2e_respawn - a server whose worker dies at every respawn, for a bounded
  * time: setup() builds its configuration with malloc(), listen() (the
  * policy's trigger) makes it read-only, then for SECONDS it forks a worker
- * that writes the configuration (and dies by SIGSEGV under an enforce
- * policy) and forks the next one as soon as it is gone.  With "exec", each
+ * that listens (its own trigger) and writes the configuration (and dies by
+ * SIGSEGV under an enforce policy) and forks the next one as soon as it is gone.  With "exec", each
  * worker execs this program again (argument "worker"), which sets up,
  * listens and writes on its own: a new process with its own hand-out.
  * Prints "workers=N killed=K" (K: died by SIGSEGV) and exits 0.
@@ -67,6 +67,9 @@ int main(int argc, char **argv)
 				execl("/proc/self/exe", argv[0], "worker", (char *)NULL);
 				_exit(3);
 			}
+			/* A worker starts (its own listen: its own trigger),
+			 * then writes what it inherited. */
+			close(listen_once());
 			corrupt(c->name, 'm');
 			_exit(0);
 		}

@@ -325,6 +325,12 @@ static const struct refusal refusals[] = {
 	{ "take unknown", POOL_KEY("take = \"later\""), 10,
 	  "take must be \"always\" or \"until-trigger\", not \"later\"" },
 	{ "take not a string", POOL_KEY("take = 1"), 10, "take must be a string, not an integer" },
+	{ "roles empty", POOL_KEY("roles = [ ]"), 10,
+	  "roles must be a non-empty list of role names (\"main\", \"child\", \"child.child\", "
+	  "\"child.child.child\"); leave it out for every role" },
+	{ "roles unknown", POOL_KEY("roles = [ \"worker\" ]"), 10,
+	  "unknown role \"worker\" in roles (\"main\", \"child\", \"child.child\", \"child.child.child\")" },
+	{ "roles twice", POOL_KEY("roles = [ \"child\", \"child\" ]"), 10, "role \"child\" is named twice in roles" },
 	{ "max_bytes a string", POOL_KEY("max_bytes = \"16M\""), 10,
 	  "max_bytes must be an integer, not a string" },
 };
@@ -463,6 +469,27 @@ START_TEST(test_take_on_wait)
 	ck_assert_uint_eq(pimg_pool(h, 0)->take, POLICY_TAKE_UNTIL_TRIGGER);
 	ck_assert_uint_eq(pimg_pool_trigger(h, pimg_pool(h, 0), 0)->kind, POLICY_TRIGGER_ON_WAIT);
 	ck_assert_uint_eq(h->loaded_us, 0);     /* the loader's to set */
+	free(img);
+	policy_set_free(set);
+}
+END_TEST
+
+/* roles = [...]: parsed into role.h's mask, carried by the image; absent:
+ * 0, every role. */
+START_TEST(test_roles)
+{
+	struct policy_set *set = load_ok(P_HEAD P_NAME P_MATCH
+		"    pools = ( { name = \"p\"; sites = [ \"*\" ]; roles = [ \"main\", \"child.child\" ]; },\n"
+		"              { name = \"q\"; sites = [ \"f\" ]; } );\n" P_TAIL);
+	ck_assert_uint_eq(set->policies[0].pools[0].roles, 1u << 0 | 1u << 2);
+	ck_assert_uint_eq(set->policies[0].pools[1].roles, 0);
+	void *img;
+	size_t len;
+	ck_assert_int_eq(policy_image_compile(set, &set->policies[0], &img, &len), 0);
+	ck_assert_int_eq(policy_image_validate(img, len), 0);
+	const struct pimg_header *h = img;
+	ck_assert_uint_eq(pimg_pool(h, 0)->roles, 1u << 0 | 1u << 2);
+	ck_assert_uint_eq(pimg_pool(h, 1)->roles, 0);
 	free(img);
 	policy_set_free(set);
 }
@@ -1100,7 +1127,7 @@ START_TEST(test_image_bad_records)
 	REC_CASE(F_POOL(&f, 1)->first_trigger = 2);
 	REC_CASE(F_POOL(&f, 0)->max_bytes = (uint64_t)INT64_MAX + 1);
 	REC_CASE(F_POOL(&f, 0)->take = POLICY_TAKE_UNTIL_TRIGGER + 1);
-	REC_CASE(F_POOL(&f, 0)->reserved = 1);
+	REC_CASE(F_POOL(&f, 0)->roles = 1u << 4);           /* past the deepest role */
 	/* Names: duplicate, bad characters, absent. */
 	REC_CASE(F_POOL(&f, 1)->name = F_POOL(&f, 0)->name);
 	REC_CASE(F_POOL(&f, 0)->name = pimg_pool_site(f.h, pimg_pool(f.h, 0), 0)->function);
@@ -1235,6 +1262,7 @@ int main(void)
 	tcase_add_test(tc, test_spec_example);
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_take_on_wait);
+	tcase_add_test(tc, test_roles);
 	tcase_add_test(tc, test_no_policies);
 	tcase_add_test(tc, test_all_options);
 	tcase_add_test(tc, test_limits_inclusive);

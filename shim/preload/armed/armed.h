@@ -13,6 +13,7 @@
 
 #include "arena.h"
 #include "common.h"
+#include "life.h"
 #include "guard.h"                  /* shim_busy_enter/leave, for the files above */
 #include "libc.h"                   /* REAL/LIBC, for the interposers */
 #include "fmt.h"
@@ -48,6 +49,22 @@ struct shim_state {
 					  * dlopen); init.c's, read-only here like the rest */
 	struct shim_pool pools[SHIM_POOLS_MAX];
 };
+
+/* Does pool i of st protect in this process?  Its roles (the image's, read
+ * only) name this process's (life.h); none named: every role. */
+static inline bool shim_pool_protects_here(const struct shim_state *st, size_t i)
+{
+	uint32_t roles = pimg_pool(st->image, i)->roles;
+	return !roles || (roles >> life_depth()) & 1u;
+}
+
+/* Does it take allocations here: a role of its at this process's depth or
+ * below (what a process allocates, the children it forks inherit)? */
+static inline bool shim_pool_takes_here(const struct shim_state *st, size_t i)
+{
+	uint32_t roles = pimg_pool(st->image, i)->roles;
+	return !roles || (roles >> life_depth()) != 0;
+}
 
 /* The armed state: NULL until a policy with pools is armed.  The pointer
  * itself sits in a page of its own that init.c makes read-only (and seals

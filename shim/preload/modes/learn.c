@@ -58,6 +58,7 @@
 #include "fault.h"
 #include "heap.h"
 #include "journal.h"
+#include "life.h"
 #include "os.h"
 #include "armed.h"
 #include "reload.h"
@@ -344,8 +345,8 @@ void learn_note_free(const void *p)
 	struct pool_hit hit;
 	if (!id || !pool_lookup(p, &hit) || !hit.in_object)
 		return;
-	if (learn_stopping() || reload_superseded())
-		return;                 /* the shutdown's free: live when it began */
+	if (learn_stopping() || reload_superseded() || life_exiting())
+		return;                 /* the shutdown's or exit's free: live when it began */
 	struct lctx *c = &ctxs[id];
 	/* Before the trigger, a start-up object the program is done with: it
 	 * never reaches protection (what it held stays pool memory, the pool

@@ -22,6 +22,7 @@
  */
 #define _GNU_SOURCE
 #include "journal.h"
+#include "life.h"
 #include "cgroup.h"
 #include "escape.h"
 #include "fmt.h"
@@ -166,6 +167,8 @@ static void common_fields(struct fmt *f, const char *mid, int priority)
 		   (int)getpid());
 	if (self_comm[0])
 		fmt_printf(f, "PMALLOC_COMM=%s\n", self_comm);
+	if (strcmp(mid, MID_VIOLATION) != 0)        /* a violation's record carries it */
+		fmt_printf(f, "PMALLOC_ROLE=%s\n", life_role());   /* life.h: its place since exec */
 	if (self_unit[0])
 		fmt_printf(f, "OBJECT_SYSTEMD_UNIT=%s\n", self_unit);
 	if (self_cgroup[0])
@@ -372,5 +375,17 @@ void journal_unmatched(const char *policy, const char *pool, const char *kind, c
 			   " are): it protects nothing there\n", POLICY_OBJECT_NAME_RULES_MAX, POLICY_OBJECT_NAME_RULES_MAX);
 	else
 		fmt_printf(&f, "matches no function loaded at start-up: it protects nothing\n");
+	entry_end(&f, 0, false);
+}
+
+void journal_role_unprotected(const char *policy, const char *role)
+{
+	struct fmt f;
+	if (!entry_begin(&f, MID_ROLE, 4, false))
+		return;
+	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_EXE=%s\nPMALLOC_PROTECTION=none\n"
+		   "MESSAGE=pmalloc: PID %d (%s): no pool of policy \"%s\" names role %s: this process runs "
+		   "unprotected (learning never saw this role)\n", policy, self_exe, (int)getpid(), self_exe, policy,
+		   role);
 	entry_end(&f, 0, false);
 }

@@ -59,4 +59,9 @@ void journal_take_late(const char *policy, const char *pool, const char *site);
  * normal context. */
 void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule, bool dropped);
 
+/* No pool of policy protects in this process's role (its PMALLOC_ROLE,
+ * as every entry of the shim's): it runs unprotected; said once per
+ * process (respawn.c).  Async-signal-safe (a fork child handler). */
+void journal_role_unprotected(const char *policy, const char *role);
+
 #endif

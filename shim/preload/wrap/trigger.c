@@ -58,9 +58,14 @@ size_t shim_protect_pool(size_t i, const char *trigger)
 	 * (pool.h: closed under the pool's lock, before the protect). */
 	if (st->pools[i].until_trigger && !pool_closed(st->pools[i].pool))
 		pool_close(st->pools[i].pool);
-	fill_protect_begin();      /* never half-way through the shim's own copy */
-	size_t n = pool_protect(st->pools[i].pool, trigger);
-	fill_protect_end();
+	/* A pool whose roles do not name this process's is closed like the
+	 * others but never protected here (respawn.c). */
+	size_t n = 0;
+	if (shim_pool_protects_here(st, i)) {
+		fill_protect_begin();      /* never half-way through the shim's own copy */
+		n = pool_protect(st->pools[i].pool, trigger);
+		fill_protect_end();
+	}
 	/* The last pool closed and protected: from now on every allocation
 	 * goes to the heap, and routing need check no heap route (site.h's
 	 * closed byte).  Learn mode keeps learning what comes late. */
@@ -337,13 +342,18 @@ PMALLOC_EXPORT int execve(const char *p, char *const argv[], char *const envp[])
 #define WAIT_FALLBACK_NS (UINT64_C(30) * 1000000000u)
 static _Atomic int timer_running;
 
-/* Pool i's deadline of kind k (0: after:, 1: on-wait's fallback), 0 for none. */
+/* Pool i's deadline of kind k (0: after:, 1: on-wait's fallback), 0 for
+ * none: from start-up, or, in a child forked once it had passed (respawn.c
+ * reopened the pool), from the fork: a respawned child is protected as long
+ * after its start as the children learning saw. */
 static uint64_t deadline(const struct shim_state *st, size_t i, int k)
 {
 	const struct shim_pool *sp = &st->pools[i];
-	if (k == 0)
-		return sp->after_ns ? st->start_ns + sp->after_ns : 0;
-	return sp->wait_mask ? st->start_ns + WAIT_FALLBACK_NS : 0;
+	uint64_t after = k == 0 ? sp->after_ns : sp->wait_mask ? WAIT_FALLBACK_NS : 0;
+	uint64_t forked = life_fork_ns();
+	if (!after)
+		return 0;
+	return forked && st->start_ns + after <= forked ? forked + after : st->start_ns + after;
 }
 
 static void *timer_main(void *arg)
@@ -455,6 +465,10 @@ static void timer_after_fork_child(void)
 	atomic_store(&timer_running, 0);
 	/* No orders thread here: the orders are the parent's. */
 	atomic_store(&orders_thread, 0);
+	/* The child's own on-wait: the pools respawn.c reopened are protected
+	 * again at this process's main thread's first wait (a pool with
+	 * nothing new costs a lock there, no system call). */
+	atomic_store(&wait_fired, 0);
 	timer_start();
 }
 
