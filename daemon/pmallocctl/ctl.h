@@ -94,6 +94,8 @@ int ctl_getopt(int argc, char **argv, const char *name, int *ret_exit);
 #define CTL_OPT_AFTER_CURSOR 0x102
 #define CTL_OPT_SHOW_CURSOR 0x103
 #define CTL_OPT_NO_FULL 0x104
+#define CTL_OPT_UNIT 0x105
+#define CTL_OPT_MIN_TIME 0x106
 /* A PID argument: decimal digits only, in [1, INT_MAX]; 0 or -EINVAL. */
 int ctl_parse_pid(const char *s, int32_t *ret);
 

@@ -16,19 +16,36 @@
  *
  * Whose entries: any local process can write an entry that says
  * PMALLOC_EXE=/usr/sbin/nginx.  journald adds what the kernel says of the
- * sender: _EXE when the process still ran when it was read.  An entry whose
- * _EXE is another program is forged: not believed, counted, said.  An
- * entry without _EXE (written at exit, read after the process was gone) is
- * believed when its _UID is root's, the caller's, one named with --uid, or
- * that of an entry whose _EXE is the executable (the service's own user,
- * found without the caller knowing it).  A forged entry could otherwise
+ * sender: _EXE when the process still ran when it was read, and _UID.  An
+ * entry whose _EXE is another program (and not pmallocd's, which names the
+ * process's uid in PMALLOC_UID) is forged: not believed, counted, said.
+ * Any local user can also run a world-executable program under the learn
+ * policy: her entries are the program's own.  So an entry is believed only
+ * when its process's uid is trusted: root's, the caller's, one named with
+ * --uid, or the User= of the unit named with --unit; or when it belongs to
+ * a run (PMALLOC_RUN, on the same host) that a trusted process started
+ * (nginx's workers, forked by root's master, then www-data's: a run id is
+ * random and only the system journal's readers see it).  Every other
+ * entry is refused and counted by uid.  A believed entry could otherwise
  * leave a context out (less protection) or put one in that the program
- * writes (a kill in enforce mode).  Reads the journal only; writes stdout
- * or --output.
+ * writes (a kill in enforce mode).
+ *
+ * Refine from audit: violation entries of the executable in audit mode
+ * (MESSAGE_ID MID_VIOLATION, PMALLOC_MODE=audit), believed by the same rule
+ * (their writer pmallocd or the process itself; the uid trusted or one seen
+ * in a trusted run), name the site that allocated the object written
+ * (PMALLOC_OBJECT_SITE, "function+0xOFF").  That site is left out of the
+ * proposal (ctl_propose_chain.c's pset_leave_out) and a comment names the
+ * writing function and how often.  A write by another build of the
+ * executable (its PMALLOC_FAULT_BUILD_ID where the executable wrote) is
+ * refused like a learned entry of it.
+ *
+ * Reads the journal only; writes stdout or --output.
  */
 #define _GNU_SOURCE
 #include "ctl.h"
 #include "ctl_propose.h"
+#include "ctl_vio.h"
 #include "policy_image.h"
 #include "wire.h"
 
@@ -68,6 +85,8 @@ struct popts {
 	uid_t uids[UIDS_MAX];
 	size_t n_uids;
 	uint64_t since;
+	const char *mode;            /* "audit" (the default) or "enforce" */
+	const char *unit;            /* --unit: its User= is trusted */
 };
 
 struct pread {
@@ -80,7 +99,7 @@ struct pread {
 enum {
 	F_EXE, F_UID, F_MACHINE_ID, F_HOSTNAME, F_POOL, F_TRIGGERS, F_POLICY, F_RUN, F_BUILD_ID, F_PID, F_REASON,
 	F_LOADED, F_OBJECTS, F_BYTES, F_LIVE_OBJECTS, F_LIVE_BYTES, F_FREED_OBJECTS, F_FREED_BYTES, F_LATE_OBJECTS,
-	F_LATE_BYTES, F_WRITTEN, F_TRIGGER_LIVE_OBJECTS, F_TRIGGER_LIVE_BYTES, F_N
+	F_LATE_BYTES, F_WRITTEN, F_TRIGGER_LIVE_OBJECTS, F_TRIGGER_LIVE_BYTES, F_COMM, F_UNIT, F_PUID, F_N
 };
 static const char *const entry_fields[F_N] = {
 	[F_EXE] = "_EXE", [F_UID] = "_UID", [F_MACHINE_ID] = "_MACHINE_ID", [F_HOSTNAME] = "_HOSTNAME",
@@ -91,28 +110,56 @@ static const char *const entry_fields[F_N] = {
 	[F_FREED_OBJECTS] = "PMALLOC_FREED_OBJECTS", [F_FREED_BYTES] = "PMALLOC_FREED_BYTES",
 	[F_LATE_OBJECTS] = "PMALLOC_LATE_OBJECTS", [F_LATE_BYTES] = "PMALLOC_LATE_BYTES",
 	[F_WRITTEN] = "PMALLOC_WRITTEN", [F_TRIGGER_LIVE_OBJECTS] = "PMALLOC_TRIGGER_LIVE_OBJECTS",
-	[F_TRIGGER_LIVE_BYTES] = "PMALLOC_TRIGGER_LIVE_BYTES",
+	[F_TRIGGER_LIVE_BYTES] = "PMALLOC_TRIGGER_LIVE_BYTES", [F_COMM] = "_COMM", [F_UNIT] = "_SYSTEMD_UNIT",
+	[F_PUID] = "PMALLOC_UID",
 };
+
+/* The process uid of an entry: PMALLOC_UID when pmallocd wrote it (its
+ * word, from the socket's credentials), else journald's _UID.  Sets
+ * *ret_exe: 1 the executable (or pmallocd about it), 0 no _EXE, -1
+ * another program. */
+static bool entry_uid(char *const *v, const char *exe, uid_t *ret_uid, int *ret_exe)
+{
+	const char *u = v[F_UID];
+	if (vio_by_pmallocd(v[F_UID], v[F_COMM], v[F_EXE], v[F_UNIT])) {
+		*ret_exe = 1;
+		u = v[F_PUID];
+	} else {
+		*ret_exe = !v[F_EXE][0] ? 0 : strcmp(v[F_EXE], exe) == 0 ? 1 : -1;
+	}
+	char *end = NULL;
+	if (u[0] < '0' || u[0] > '9')
+		return false;
+	errno = 0;
+	unsigned long n = strtoul(u, &end, 10);
+	if (errno || *end || n >= (uid_t)-1)
+		return false;
+	*ret_uid = (uid_t)n;
+	return true;
+}
 
 /* Every entry about exe, but its chain: the one large field, stored
  * compressed, and decompressing it costs more than the rest of the entry
  * (a journal that kept many runs holds tens of thousands of entries, of
  * which propose uses one run's).  The chains of the entries selected are
  * read after, by read_chains(). */
+static int open_journal(const struct popts *o, sd_journal **j)
+{
+	if (o->directory)
+		return sd_journal_open_directory(j, o->directory, 0);
+	if (o->n_files) {
+		const char *files[FILES_MAX + 1] = { NULL };
+		memcpy(files, o->files, o->n_files * sizeof(files[0]));
+		return sd_journal_open_files(j, files, 0);
+	}
+	return sd_journal_open(j, SD_JOURNAL_LOCAL_ONLY);
+}
+
 static int read_entries(const struct popts *o, const char *exe, struct pread *rd)
 {
 	sd_journal *j;
 	char *match = NULL;
-	int r;
-	if (o->directory)
-		r = sd_journal_open_directory(&j, o->directory, 0);
-	else if (o->n_files) {
-		const char *files[FILES_MAX + 1] = { NULL };
-		memcpy(files, o->files, o->n_files * sizeof(files[0]));
-		r = sd_journal_open_files(&j, files, 0);
-	}
-	else
-		r = sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
+	int r = open_journal(o, &j);
 	if (r < 0)
 		return r;
 	if (asprintf(&match, "PMALLOC_EXE=%s", exe) < 0)
@@ -140,13 +187,7 @@ static int read_entries(const struct popts *o, const char *exe, struct pread *rd
 		char *v[F_N];
 		if ((r = ctl_learned_fields(j, entry_fields, F_N, v)) < 0)
 			break;
-		e->exe = !v[F_EXE][0] ? 0 : strcmp(v[F_EXE], exe) == 0 ? 1 : -1;
-		char *end = NULL;
-		if (v[F_UID][0] >= '0' && v[F_UID][0] <= '9') {
-			unsigned long u = strtoul(v[F_UID], &end, 10);
-			e->has_uid = !*end && u < (uid_t)-1;
-			e->uid = (uid_t)u;
-		}
+		e->has_uid = entry_uid(v, exe, &e->uid, &e->exe);
 		/* Kept (the rest are freed below). */
 		e->host = v[F_MACHINE_ID][0] ? v[F_MACHINE_ID] : v[F_HOSTNAME];
 		e->pool = v[F_POOL];
@@ -252,31 +293,59 @@ static bool uid_in(const uid_t *uids, size_t n, uid_t u)
 
 /* What was read, what was not believed or refused, and why. */
 struct ptally {
-	size_t forged, unbelieved, other_build, old_format, bad_chain, used, runs, processes;
+	size_t forged, unbelieved, stranger, other_build, old_format, bad_chain, used, runs, processes;
+	uid_t stranger_uid[8];       /* the first few refused uids, to say */
+	size_t n_stranger_uid;
 	const char *other_id;
 	uint64_t loaded;
+	uid_t run_uids[UIDS_MAX];    /* uids seen in trusted runs (a service's workers) */
+	size_t n_run_uids;
 };
+
+static void note_uid(uid_t *uids, size_t *n, size_t max, uid_t u)
+{
+	if (*n < max && !uid_in(uids, *n, u))
+		uids[(*n)++] = u;
+}
+
+/* Is e of a run a trusted process started (on its host)? */
+static bool run_trusted(const struct pread *rd, const struct pentry *e, const uid_t *trusted, size_t n_trusted)
+{
+	for (size_t k = 0; k < rd->n; k++) {
+		const struct pentry *f = &rd->e[k];
+		if (f->exe >= 0 && f->has_uid && uid_in(trusted, n_trusted, f->uid) && f->run[0] &&
+		    strcmp(f->run, e->run) == 0 && strcmp(f->host, e->host) == 0)
+			return true;
+	}
+	return false;
+}
 
 /* Marks the entries to use (believed, this build, the runs asked or the
  * latest load's per host, since) and reads their chains; counts what was
  * left aside.  0 or -ENOMEM. */
 static int select_entries(const struct popts *o, const char *build_id, struct pread *rd, struct ptally *t)
 {
-	uid_t trusted[UIDS_MAX * 2];
-	size_t n_trusted = 0;
-	for (size_t i = 0; i < o->n_uids; i++)
-		trusted[n_trusted++] = o->uids[i];
-	/* The service's own user: whoever wrote entries while running it. */
-	for (size_t i = 0; i < rd->n && n_trusted < sizeof(trusted) / sizeof(trusted[0]); i++)
-		if (rd->e[i].exe == 1 && rd->e[i].has_uid && !uid_in(trusted, n_trusted, rd->e[i].uid))
-			trusted[n_trusted++] = rd->e[i].uid;
+	const uid_t *trusted = o->uids;
+	size_t n_trusted = o->n_uids;
 	for (size_t i = 0; i < rd->n; i++) {
 		struct pentry *e = &rd->e[i];
-		if (e->exe < 0)
+		if (e->exe < 0) {
 			t->forged++;
-		else if (e->exe == 0 && (!e->has_uid || !uid_in(trusted, n_trusted, e->uid)))
+			continue;
+		}
+		if (!e->has_uid) {
 			t->unbelieved++;
-		else if (!run_ok(e->run))
+			continue;
+		}
+		if (!uid_in(trusted, n_trusted, e->uid)) {
+			if (!run_trusted(rd, e, trusted, n_trusted)) {
+				t->stranger++;
+				note_uid(t->stranger_uid, &t->n_stranger_uid, 8, e->uid);
+				continue;
+			}
+			note_uid(t->run_uids, &t->n_run_uids, UIDS_MAX, e->uid);
+		}
+		if (!run_ok(e->run))
 			t->old_format++;
 		else if (strcmp(e->build_id, build_id) != 0) {
 			t->other_build++;
@@ -359,15 +428,162 @@ static int select_entries(const struct popts *o, const char *build_id, struct pr
 	return 0;
 }
 
+/* A site written in audit mode: its writes, by function. */
+struct paudit {
+	char *site, *symbol;         /* PMALLOC_OBJECT_SITE, PMALLOC_FAULT_SYMBOL (the first seen) */
+	uint64_t writes;             /* reports, plus the counts of writes not reported again */
+	size_t processes;
+	char *last_pid;
+	size_t contexts;             /* learned contexts left out for it */
+};
+
+struct paudits {
+	struct paudit *a;
+	size_t n;
+	size_t forged, stranger, other_build, used;
+};
+
+enum {
+	A_EXE, A_UID, A_COMM, A_UNIT, A_PUID, A_PID, A_OPID, A_SITE, A_SYMBOL, A_MODULE, A_BUILD_ID, A_MACHINE,
+	A_COUNT, A_N
+};
+static const char *const audit_fields[A_N] = {
+	[A_EXE] = "_EXE", [A_UID] = "_UID", [A_COMM] = "_COMM", [A_UNIT] = "_SYSTEMD_UNIT", [A_PUID] = "PMALLOC_UID",
+	[A_PID] = "_PID", [A_OPID] = "OBJECT_PID", [A_SITE] = "PMALLOC_OBJECT_SITE",
+	[A_SYMBOL] = "PMALLOC_FAULT_SYMBOL", [A_MODULE] = "PMALLOC_FAULT_MODULE",
+	[A_BUILD_ID] = "PMALLOC_FAULT_BUILD_ID", [A_MACHINE] = "_MACHINE_ID", [A_COUNT] = "PMALLOC_AUDIT_WRITES",
+};
+
+static void free_audits(struct paudits *au)
+{
+	for (size_t i = 0; i < au->n; i++) {
+		free(au->a[i].site);
+		free(au->a[i].symbol);
+		free(au->a[i].last_pid);
+	}
+	free(au->a);
+}
+
+/* One believed audit entry's site folded in; 0 or -ENOMEM. */
+static int audit_add(struct paudits *au, char **v)
+{
+	struct paudit *a = NULL;
+	for (size_t i = 0; i < au->n && !a; i++)
+		if (strcmp(au->a[i].site, v[A_SITE]) == 0)
+			a = &au->a[i];
+	if (!a) {
+		struct paudit *t = realloc(au->a, (au->n + 1) * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		au->a = t;
+		a = &au->a[au->n++];
+		memset(a, 0, sizeof(*a));
+		a->site = v[A_SITE];
+		v[A_SITE] = NULL;
+	}
+	if (!a->symbol || !a->symbol[0]) {
+		free(a->symbol);
+		a->symbol = v[A_SYMBOL];
+		v[A_SYMBOL] = NULL;
+	}
+	uint64_t more = ctl_learned_num(v[A_COUNT]);
+	a->writes += more ? more : 1;
+	char key[160];
+	snprintf(key, sizeof(key), "%s/%s", v[A_MACHINE], v[A_OPID]);
+	if (!a->last_pid || strcmp(a->last_pid, key) != 0) {
+		a->processes++;
+		free(a->last_pid);
+		a->last_pid = strdup(key);
+		if (!a->last_pid)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The audit-mode violations of exe: believed (pmallocd's, or the process's
+ * own, of a trusted uid or one seen in a trusted run), of this build, since
+ * --since, folded by site.  0 or a negative errno. */
+static int read_audits(const struct popts *o, const char *exe, const char *build_id, const struct ptally *t,
+		       struct paudits *au)
+{
+	sd_journal *j;
+	char *match = NULL;
+	int r = open_journal(o, &j);
+	if (r < 0)
+		return r;
+	if (asprintf(&match, "PMALLOC_EXE=%s", exe) < 0)
+		match = NULL;
+	if (!match || (r = sd_journal_add_match(j, "MESSAGE_ID=" MID_VIOLATION, 0)) < 0 ||
+	    (r = sd_journal_add_match(j, "PMALLOC_MODE=audit", 0)) < 0 || (r = sd_journal_add_match(j, match, 0)) < 0 ||
+	    (r = o->since ? sd_journal_seek_realtime_usec(j, o->since) : sd_journal_seek_head(j)) < 0) {
+		free(match);
+		sd_journal_close(j);
+		return r < 0 ? r : -ENOMEM;
+	}
+	free(match);
+	while ((r = sd_journal_next(j)) > 0) {
+		char *v[A_N];
+		if ((r = ctl_learned_fields(j, audit_fields, A_N, v)) < 0)
+			break;
+		const char *u = NULL;
+		if (vio_by_pmallocd(v[A_UID], v[A_COMM], v[A_EXE], v[A_UNIT]))
+			u = v[A_PUID];
+		else if (strcmp(v[A_EXE], exe) == 0 && v[A_PID][0] && strcmp(v[A_PID], v[A_OPID]) == 0)
+			u = v[A_UID];
+		char *end = NULL;
+		unsigned long uid = u && u[0] >= '0' && u[0] <= '9' ? strtoul(u, &end, 10) : (unsigned long)-1;
+		if (!u)
+			au->forged++;
+		else if (!end || *end || uid >= (uid_t)-1 ||
+			 (!uid_in(o->uids, o->n_uids, (uid_t)uid) && !uid_in(t->run_uids, t->n_run_uids, (uid_t)uid)))
+			au->stranger++;
+		else if (strcmp(v[A_MODULE], exe) == 0 && v[A_BUILD_ID][0] && strcmp(v[A_BUILD_ID], build_id) != 0)
+			au->other_build++;
+		else if (v[A_SITE][0]) {
+			au->used++;
+			r = audit_add(au, v);
+		}
+		for (size_t k = 0; k < A_N; k++)
+			free(v[k]);
+		if (r < 0)
+			break;
+	}
+	sd_journal_close(j);
+	return r < 0 ? r : 0;
+}
+
+static void say_audits(const struct paudits *au, const char *exe)
+{
+	if (au->forged)
+		fprintf(stderr, CTL_NAME ": propose: %zu audit reports not believed: written by neither pmallocd nor "
+				"a process running %s\n", au->forged, exe);
+	if (au->stranger)
+		fprintf(stderr, CTL_NAME ": propose: %zu audit reports refused: processes of a uid not trusted "
+				"(root, yours, --uid, the --unit's User=, or one seen in a trusted learn run)\n",
+			au->stranger);
+	if (au->other_build)
+		fprintf(stderr, CTL_NAME ": propose: %zu audit reports refused: another build of %s\n",
+			au->other_build, exe);
+	if (au->used)
+		fprintf(stderr, CTL_NAME ": propose: %zu audit reports read: %zu sites written in audit mode\n",
+			au->used, au->n);
+}
+
 static void say_tally(const struct ptally *t, const char *exe, const char *build_id)
 {
 	if (t->forged)
 		fprintf(stderr, CTL_NAME ": propose: %zu entries not believed: written by processes that were not "
 				"running %s (journald's _EXE)\n", t->forged, exe);
 	if (t->unbelieved)
-		fprintf(stderr, CTL_NAME ": propose: %zu entries not believed: their process was gone when journald "
-				"read them, and its uid is neither root's, yours, one given with --uid, nor one seen "
-				"running %s\n", t->unbelieved, exe);
+		fprintf(stderr, CTL_NAME ": propose: %zu entries not believed: the journal does not say their "
+				"process's uid\n", t->unbelieved);
+	if (t->stranger) {
+		fprintf(stderr, CTL_NAME ": propose: %zu entries refused: runs of %s by uid", t->stranger, exe);
+		for (size_t i = 0; i < t->n_stranger_uid; i++)
+			fprintf(stderr, "%s%u", i ? ", " : " ", (unsigned)t->stranger_uid[i]);
+		fprintf(stderr, ", not root, yours, one given with --uid or the --unit's User= (another user's "
+				"runs decide nothing for yours)\n");
+	}
 	if (t->other_build) {
 		fprintf(stderr, CTL_NAME ": propose: %zu entries refused: another build of %s (build-id ", t->other_build,
 			exe);
@@ -386,6 +602,50 @@ static void count_warning(void *ctx, int line, const char *msg)
 {
 	fprintf(stderr, CTL_NAME ": propose: line %d: %s\n", line, msg);
 	(*(size_t *)ctx)++;
+}
+
+/* --unit UNIT: the User= of its files (on this system) is trusted; a unit
+ * without User= runs as root, trusted already.  -1, or the exit status. */
+static int unit_user(const char *arg, struct popts *o)
+{
+	char unit[256];
+	int root_fd, r;
+	struct ctl_unit_env env;
+	if (snprintf(unit, sizeof(unit), "%s%s", arg, strchr(arg, '.') ? "" : ".service") >= (int)sizeof(unit) ||
+	    strchr(arg, '/'))
+		return ctl_usage_error("--unit takes a unit name, not", arg);
+	if ((r = ctl_root_open("", &root_fd)) < 0) {
+		fprintf(stderr, CTL_NAME ": propose: cannot open /: %s\n", strerror(-r));
+		return CTL_EXIT_FAILURE;
+	}
+	r = ctl_unit_env_read(root_fd, unit, NULL, &env);
+	close(root_fd);
+	if (r < 0) {
+		fprintf(stderr, CTL_NAME ": propose: cannot read unit %s: %s\n", unit, strerror(-r));
+		return CTL_EXIT_FAILURE;
+	}
+	if (!env.fragment) {
+		ctl_unit_env_free(&env);
+		fprintf(stderr, CTL_NAME ": propose: no unit file for %s\n", unit);
+		return CTL_EXIT_FAILURE;
+	}
+	if (env.user) {
+		const struct passwd *pw = getpwnam(env.user);
+		char *end;
+		errno = 0;
+		unsigned long u = pw ? pw->pw_uid : strtoul(env.user, &end, 10);
+		if (!pw && (errno || end == env.user || *end || u >= (uid_t)-1)) {
+			fprintf(stderr, CTL_NAME ": propose: %s: User=", unit);
+			ctl_put_str(stderr, env.user, 0);
+			fprintf(stderr, " is no user of this system\n");
+			ctl_unit_env_free(&env);
+			return CTL_EXIT_FAILURE;
+		}
+		if (o->n_uids < UIDS_MAX)
+			o->uids[o->n_uids++] = (uid_t)u;
+	}
+	ctl_unit_env_free(&env);
+	return -1;
 }
 
 static int parse_args(int argc, char **argv, struct popts *o)
@@ -435,6 +695,14 @@ static int parse_args(int argc, char **argv, struct popts *o)
 				return ctl_usage_error("too many --file:", optarg);
 			o->files[o->n_files++] = optarg;
 			break;
+		case 'm':
+			if (strcmp(optarg, "audit") != 0 && strcmp(optarg, "enforce") != 0)
+				return ctl_usage_error("--mode takes audit or enforce, not", optarg);
+			o->mode = optarg;
+			break;
+		case CTL_OPT_UNIT:
+			o->unit = optarg;
+			break;
 		}
 	}
 	if (ret >= 0)
@@ -445,12 +713,19 @@ static int parse_args(int argc, char **argv, struct popts *o)
 		return ctl_usage_error("--exe PATH is required", NULL);
 	if (o->directory && o->n_files)
 		return ctl_usage_error("--directory and --file exclude each other", NULL);
+	if (!o->mode)
+		o->mode = "audit";
+	if (o->unit) {
+		int r = unit_user(o->unit, o);
+		if (r >= 0)
+			return r;
+	}
 	return -1;
 }
 
 /* The policy element: header comments, the executable, the pools. */
 static int render(struct pset *set, uint64_t min_live, const char *exe, const char *build_id, const char *policy,
-		  const struct ptally *t, char **ret, size_t *ret_pools)
+		  const struct ptally *t, const struct paudits *au, const char *mode, char **ret, size_t *ret_pools)
 {
 	char *pools = NULL, *total = NULL, *text = NULL;
 	size_t pl = 0, tl = 0, len = 0;
@@ -480,6 +755,21 @@ static int render(struct pset *set, uint64_t min_live, const char *exe, const ch
 	ctl_conf_quote(f, build_id[0] ? build_id : "none");
 	fputs(".\n    # In total:\n", f);
 	fputs(total, f);
+	for (size_t i = 0; i < au->n; i++) {
+		const struct paudit *a = &au->a[i];
+		fputs(a->contexts ? "    # Left out after audit: the site " : "    # Written in audit, no site proposed: ", f);
+		ctl_conf_quote(f, a->site);
+		fputs(", written by ", f);
+		ctl_conf_quote(f, a->symbol && a->symbol[0] ? a->symbol : "(unknown function)");
+		fprintf(f, " %" PRIu64 " times in %zu processes", a->writes, a->processes);
+		if (a->contexts)
+			fprintf(f, " (%zu contexts)", a->contexts);
+		fputs(".\n", f);
+	}
+	if (strcmp(mode, "audit") == 0)
+		fputs("    # mode = \"audit\": a write to protected memory is reported once per site\n"
+		      "    # and process and let through.  pmallocctl ready says when it is time for\n"
+		      "    # pmallocctl propose --mode enforce.\n", f);
 	fputs("    # Each pool takes what its sites allocate until its trigger and none\n"
 	      "    # after (take = \"until-trigger\"): a path learning did not see goes to\n"
 	      "    # the heap, never to protected memory.\n"
@@ -487,7 +777,7 @@ static int render(struct pset *set, uint64_t min_live, const char *exe, const ch
 	ctl_conf_quote(f, policy);
 	fputs(";\n    match = { exe = [ ", f);
 	ctl_conf_quote(f, exe);
-	fprintf(f, " ]; };\n    mode = \"enforce\";\n    pools = (%s\n    );\n  }", pools);
+	fprintf(f, " ]; };\n    mode = \"%s\";\n    pools = (%s\n    );\n  }", mode, pools);
 	free(pools);
 	free(total);
 	if (fclose(f) != 0) {
@@ -531,6 +821,7 @@ int ctl_cmd_propose(int argc, char **argv)
 	}
 	struct pread rd = { 0 };
 	struct ptally t = { 0 };
+	struct paudits au = { 0 };
 	struct pset *set = pset_new();
 	char *text = NULL, *whole = NULL;
 	int status = CTL_EXIT_FAILURE;
@@ -558,6 +849,26 @@ int ctl_cmd_propose(int argc, char **argv)
 		}
 	}
 	say_tally(&t, exe, build_id);
+	r = read_audits(&o, exe, build_id, &t, &au);
+	if (r < 0) {
+		fprintf(stderr, CTL_NAME ": propose: cannot read the journal's audit reports: %s\n", strerror(-r));
+		goto out;
+	}
+	say_audits(&au, exe);
+	if (au.n && t.used) {
+		/* A first choice tells each context's site; those audit saw
+		 * written are then taken as written. */
+		char *scratch = NULL;
+		size_t len = 0;
+		FILE *sf = open_memstream(&scratch, &len);
+		if (!sf)
+			goto out;
+		pset_render(set, 0, sf, sf);
+		fclose(sf);
+		free(scratch);
+		for (size_t i = 0; i < au.n; i++)
+			au.a[i].contexts = pset_leave_out(set, au.a[i].site);
+	}
 	for (size_t k = 0; k < o.n_runs; k++) {
 		bool found = false;
 		for (size_t i = 0; i < rd.n && !found; i++)
@@ -583,7 +894,7 @@ int ctl_cmd_propose(int argc, char **argv)
 		free(text);
 		free(whole);
 		text = whole = NULL;
-		r = render(set, min_live, exe, build_id, name, &t, &text, &pools);
+		r = render(set, min_live, exe, build_id, name, &t, &au, o.mode, &text, &pools);
 		if (r < 0)
 			goto out;
 		if (pools == 0) {
@@ -631,6 +942,7 @@ out:
 	free(text);
 	free(whole);
 	free_entries(&rd);
+	free_audits(&au);
 	pset_free(set);
 	return status;
 }

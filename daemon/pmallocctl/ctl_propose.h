@@ -50,5 +50,10 @@ size_t pset_chains(const struct pset *s);
  * than min_live bytes are left out (and said).  Returns the number of
  * pools written.  May be called again (with another min_live). */
 size_t pset_render(struct pset *s, uint64_t min_live, FILE *f, FILE *total);
+/* After a render: the contexts whose site is site ("function+0xOFF" or
+ * "object+0xOFF", a violation's PMALLOC_OBJECT_SITE) are taken as written,
+ * so that the next render leaves that site out.  The number of contexts
+ * so marked (0: no proposed site is it). */
+size_t pset_leave_out(struct pset *s, const char *site);
 
 #endif

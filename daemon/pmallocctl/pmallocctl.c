@@ -108,30 +108,36 @@ static const struct ctl_command ctl_commands[] = {
 	  "Exit status: 0 written, 1 failure, 2 usage.\n",
 	  ":e:o:h", OPTIONS(ARG("exe", 'e'), ARG("output", 'o'), HELP) },
 	{ "propose", ctl_cmd_propose,
-	  "  propose --exe PATH [--run ID]... [--since TIME] [--uid USER]...\n"
-	  "          [--directory DIR | --file FILE]... [--output FILE]\n"
-	  "                              an enforce policy from what learn mode recorded\n",
-	  "Reads the learned contexts of PATH (its real path) and prints its policy in\n"
-	  "enforce mode: for each call chain, the frame nearest the allocator whose\n"
-	  "allocations were all made before the trigger, stayed live and were never\n"
-	  "written becomes a site, the frames below it wrappers; each pool takes until\n"
-	  "its trigger (take = \"until-trigger\") and says its coverage in comments.\n"
+	  "  propose --exe PATH [--mode audit|enforce] [--run ID]... [--since TIME]\n"
+	  "          [--uid USER]... [--unit UNIT] [--directory DIR | --file FILE]... [--output FILE]\n"
+	  "                              a policy from what learn mode (and audit mode) recorded\n",
+	  "Reads the learned contexts of PATH (its real path) and prints its policy: for\n"
+	  "each call chain, the frame nearest the allocator whose allocations were all\n"
+	  "made before the trigger, stayed live and were never written becomes a site,\n"
+	  "the frames below it wrappers; each pool takes until its trigger (take =\n"
+	  "\"until-trigger\") and says its coverage in comments.  Sites that audit mode\n"
+	  "saw written (the journal's audit reports of PATH, same build) are left out,\n"
+	  "each named in a comment with the writing function and how often.\n"
 	  "By default the latest runs since the learn policy was loaded; entries of\n"
 	  "another build of PATH are refused, entries from processes that did not run\n"
-	  "PATH are not believed.\n"
+	  "PATH are not believed, entries of other users' runs are refused (counted).\n"
 	  "Options:\n"
 	  "  -e, --exe PATH       the program (required)\n"
+	  "  -m, --mode MODE      audit (the default: the safe stage, writes reported and\n"
+	  "                       let through) or enforce (a write kills)\n"
 	  "  -r, --run ID         this learn run (PMALLOC_RUN; may be given more than once)\n"
 	  "  -S, --since TIME     only entries from TIME on\n"
-	  "  -u, --uid USER       also believe entries of USER's processes that the journal\n"
-	  "                       could not tie to PATH (they had exited)\n"
+	  "  -u, --uid USER       also believe runs of USER (root's and yours are believed;\n"
+	  "                       may be given more than once)\n"
+	  "      --unit UNIT      also believe runs of UNIT's User=\n"
 	  "  -D, --directory DIR  read the journal files in DIR (collected from hosts)\n"
 	  "  --file FILE          read the journal file FILE (may be given more than once)\n"
 	  "  -o, --output FILE    put it into the policy file FILE, as learn --output does\n"
 	  CTL_TIME_HELP
 	  "Exit status: 0 proposed, 1 nothing to propose or the journal cannot be read, 2 usage.\n",
-	  ":e:r:S:o:u:D:h", OPTIONS(ARG("exe", 'e'), ARG("run", 'r'), ARG("since", 'S'), ARG("output", 'o'),
-				     ARG("uid", 'u'), ARG("directory", 'D'), ARG("file", CTL_OPT_FILE), HELP) },
+	  ":e:m:r:S:o:u:D:h", OPTIONS(ARG("exe", 'e'), ARG("mode", 'm'), ARG("run", 'r'), ARG("since", 'S'),
+				     ARG("output", 'o'), ARG("uid", 'u'), ARG("unit", CTL_OPT_UNIT),
+				     ARG("directory", 'D'), ARG("file", CTL_OPT_FILE), HELP) },
 	{ "learn-flush", ctl_cmd_learn_flush,
 	  "  learn-flush PID [--socket PATH]\n"
 	  "                              have PID (under a learn policy) write what it\n"

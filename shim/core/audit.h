@@ -34,6 +34,15 @@ bool audit_window_mine(void);
  * write let through: kwrite.c), in a window of its own; 0, or -errno when
  * a page cannot be opened (nothing copied then).  Normal context. */
 int audit_copy_in(void *dst, const void *src, size_t len);
+/* Is this the first audited write into an object of site in this
+ * process (then it is reported)?  Marks it reported.  True for SITE_NONE. */
+bool audit_site_first(uint16_t site);
+/* A later audited write of a reported site, at addr: counted, and its page
+ * made writable for good (the store is retried and goes through).  0, or
+ * -errno when the page cannot be opened.  Async-signal-safe. */
+int audit_repeat(uintptr_t addr, uint16_t site);
+/* Writes let through without a report so far in this process. */
+unsigned long audit_repeats(void);
 /* After fork, in the child (normal context). */
 void audit_after_fork_child(void);
 
