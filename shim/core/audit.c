@@ -302,8 +302,8 @@ __attribute__((destructor)) static void audit_at_exit(void)
 	struct fmt f;
 	fmt_init(&f, buf, sizeof(buf));
 	fmt_line_start(&f);
-	fmt_printf(&f, "audit: %lu more writes to protected memory of %lu reported sites were let through "
-		       "without a report (their pages left writable)\n", n, sites);
+	fmt_printf(&f, "audit: %lu later writes of %lu sites reported once were let through unreported; "
+		       "their pages were left writable\n", n, sites);
 	fmt_flush_stderr(&f);
 }
 
