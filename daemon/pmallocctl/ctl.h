@@ -59,6 +59,8 @@ int ctl_cmd_propose(int argc, char **argv);
 int ctl_cmd_learn_flush(int argc, char **argv);
 int ctl_cmd_sites(int argc, char **argv);
 int ctl_cmd_learn(int argc, char **argv);
+int ctl_cmd_exercise(int argc, char **argv);
+int ctl_cmd_ready(int argc, char **argv);
 /* ctl_learn_flush.c: the command line of learn-flush and sites (NAME PID
  * [--socket PATH]) and the learn-flush request to pmallocd: -1 with
  * *ret_pid and *ret_text (pmallocd's answer, as ctl_request()), else the

@@ -107,6 +107,45 @@ static const struct ctl_command ctl_commands[] = {
 	  "                       policy and the daemon group kept; FILE.bak the old file)\n"
 	  "Exit status: 0 written, 1 failure, 2 usage.\n",
 	  ":e:o:h", OPTIONS(ARG("exe", 'e'), ARG("output", 'o'), HELP) },
+	{ "exercise", ctl_cmd_exercise,
+	  "  exercise UNIT [--reload] [--respawn] [--stop]\n"
+	  "                              do to a running service what a day does to it\n",
+	  "While it learns or audits: a reload through the unit's ExecReload, one worker\n"
+	  "(a child of the main process) killed by SIGKILL and its respawn awaited, a\n"
+	  "stop through systemd.  Each step is said and checked: the unit active, its\n"
+	  "main process alive, every TCP port its processes listen on answers.  A step\n"
+	  "that does not apply (no ExecReload, no children) is refused with its reason.\n"
+	  "Without an option: every step that applies, the stop last.  systemctl is\n"
+	  "$PMALLOC_SYSTEMCTL when set.\n"
+	  "Options:\n"
+	  "  -r, --reload    systemctl reload UNIT\n"
+	  "  -w, --respawn   one worker killed by SIGKILL, its respawn awaited\n"
+	  "  -s, --stop      systemctl stop UNIT\n"
+	  "Exit status: 0 every step done and checked, 1 a check failed or a step asked\n"
+	  "for does not apply, 2 usage.\n",
+	  ":rwsh", OPTIONS(FLAG("reload", 'r'), FLAG("respawn", 'w'), FLAG("stop", 's'), HELP) },
+	{ "ready", ctl_cmd_ready,
+	  "  ready (--exe PATH | POLICY) [--config FILE] [--min-time DURATION] [--since TIME] [--json]\n"
+	  "                              is a policy in audit ready to enforce?\n",
+	  "Reads the journal for the policy's executable since it was first handed out in\n"
+	  "audit mode: time in audit, processes per role (PMALLOC_ROLE; none: main),\n"
+	  "life-cycle events per role (reloads: pools protected in a generation > 1;\n"
+	  "respawns: processes of a child role that started after the main process's\n"
+	  "first protect), sites written in audit and whether the policy file still\n"
+	  "names them; then the verdict and its reasons.  Ready when: the policy is in\n"
+	  "audit mode, it has been for --min-time (default 24h), and no site it names\n"
+	  "was written in audit.  Reloads and respawns not seen are said as reasons to\n"
+	  "wait where the service does them.\n"
+	  "Options:\n"
+	  "  -e, --exe PATH        the policy that matches PATH\n"
+	  "  -c, --config FILE     the policy file (default " CTL_DEFAULT_CONF ")\n"
+	  "  -t, --min-time DUR    time in audit required (\"24h\", \"30min\", \"90s\", \"0\")\n"
+	  "  -S, --since TIME      only evidence from TIME on\n"
+	  "  -j, --json            one JSON object\n"
+	  CTL_TIME_HELP
+	  "Exit status: 0 ready, 1 not ready (or it cannot be told), 2 usage.\n",
+	  ":e:c:t:S:jh", OPTIONS(ARG("exe", 'e'), ARG("config", 'c'), ARG("min-time", 't'), ARG("since", 'S'),
+			       FLAG("json", 'j'), HELP) },
 	{ "propose", ctl_cmd_propose,
 	  "  propose --exe PATH [--mode audit|enforce] [--run ID]... [--since TIME]\n"
 	  "          [--uid USER]... [--unit UNIT] [--directory DIR | --file FILE]... [--output FILE]\n"
