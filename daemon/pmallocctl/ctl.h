@@ -223,6 +223,12 @@ bool ctl_conf_ident(const char *s, char *out, size_t len);
  * executable's policy replaced in an existing one (path.bak keeps the old
  * bytes).  Says what it did on stderr, as command cmd; 0 or -errno. */
 int ctl_conf_put_policy(const char *path, const char *exe, const char *policy, const char *cmd);
+/* ctl_writer.c: the function of exe that wrote, from a violation entry's
+ * PMALLOC_BACKTRACE and PMALLOC_FAULT_SYMBOL ("" when absent): its first
+ * frame in exe, with the store's own function when another's
+ * ("cache_set+0x34 (the store in __vsnprintf_internal+0x8f)"); else the
+ * fault symbol; into out (cut to len). */
+void ctl_audit_writer(const char *backtrace, const char *exe, const char *fault_symbol, char *out, size_t len);
 /* ctl_buildid.c: the GNU build-id of the ELF file path as lower-case hex
  * ("" when it has none); 0, -ENOEXEC when not an ELF file, -errno. */
 int ctl_file_build_id(const char *path, char *hex, size_t hexlen);

@@ -430,7 +430,7 @@ static int select_entries(const struct popts *o, const char *build_id, struct pr
 
 /* A site written in audit mode: its writes, by function. */
 struct paudit {
-	char *site, *symbol;         /* PMALLOC_OBJECT_SITE, PMALLOC_FAULT_SYMBOL (the first seen) */
+	char *site, *symbol;         /* PMALLOC_OBJECT_SITE, the writer (ctl_audit_writer; the first seen) */
 	uint64_t writes;             /* reports, plus the counts of writes not reported again */
 	size_t processes;
 	char *last_pid;
@@ -445,13 +445,14 @@ struct paudits {
 
 enum {
 	A_EXE, A_UID, A_COMM, A_UNIT, A_PUID, A_PID, A_OPID, A_SITE, A_SYMBOL, A_MODULE, A_BUILD_ID, A_MACHINE,
-	A_COUNT, A_N
+	A_COUNT, A_BACKTRACE, A_N
 };
 static const char *const audit_fields[A_N] = {
 	[A_EXE] = "_EXE", [A_UID] = "_UID", [A_COMM] = "_COMM", [A_UNIT] = "_SYSTEMD_UNIT", [A_PUID] = "PMALLOC_UID",
 	[A_PID] = "_PID", [A_OPID] = "OBJECT_PID", [A_SITE] = "PMALLOC_OBJECT_SITE",
 	[A_SYMBOL] = "PMALLOC_FAULT_SYMBOL", [A_MODULE] = "PMALLOC_FAULT_MODULE",
 	[A_BUILD_ID] = "PMALLOC_FAULT_BUILD_ID", [A_MACHINE] = "_MACHINE_ID", [A_COUNT] = "PMALLOC_AUDIT_WRITES",
+	[A_BACKTRACE] = "PMALLOC_BACKTRACE",
 };
 
 static void free_audits(struct paudits *au)
@@ -465,7 +466,7 @@ static void free_audits(struct paudits *au)
 }
 
 /* One believed audit entry's site folded in; 0 or -ENOMEM. */
-static int audit_add(struct paudits *au, char **v)
+static int audit_add(struct paudits *au, char **v, const char *exe)
 {
 	struct paudit *a = NULL;
 	for (size_t i = 0; i < au->n && !a; i++)
@@ -481,10 +482,12 @@ static int audit_add(struct paudits *au, char **v)
 		a->site = v[A_SITE];
 		v[A_SITE] = NULL;
 	}
-	if (!a->symbol || !a->symbol[0]) {
-		free(a->symbol);
-		a->symbol = v[A_SYMBOL];
-		v[A_SYMBOL] = NULL;
+	if (!a->symbol) {
+		char w[256];
+		ctl_audit_writer(v[A_BACKTRACE], exe, v[A_SYMBOL], w, sizeof(w));
+		a->symbol = strdup(w);
+		if (!a->symbol)
+			return -ENOMEM;
 	}
 	uint64_t more = ctl_learned_num(v[A_COUNT]);
 	a->writes += more ? more : 1;
@@ -541,7 +544,7 @@ static int read_audits(const struct popts *o, const char *exe, const char *build
 			au->other_build++;
 		else if (v[A_SITE][0]) {
 			au->used++;
-			r = audit_add(au, v);
+			r = audit_add(au, v, exe);
 		}
 		for (size_t k = 0; k < A_N; k++)
 			free(v[k]);
@@ -760,7 +763,7 @@ static int render(struct pset *set, uint64_t min_live, const char *exe, const ch
 		fputs(a->contexts ? "    # Left out after audit: the site " : "    # Written in audit, no site proposed: ", f);
 		ctl_conf_quote(f, a->site);
 		fputs(", written by ", f);
-		ctl_conf_quote(f, a->symbol && a->symbol[0] ? a->symbol : "(unknown function)");
+		ctl_conf_quote(f, a->symbol);
 		fprintf(f, " %" PRIu64 " times in %zu processes", a->writes, a->processes);
 		if (a->contexts)
 			fprintf(f, " (%zu contexts)", a->contexts);

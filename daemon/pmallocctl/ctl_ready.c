@@ -118,13 +118,14 @@ static bool policy_names(const struct policy *p, const char *site)
 }
 
 enum {
-	R_MID, R_UID, R_COMM, R_EXE, R_UNIT, R_PID, R_OPID, R_MODE, R_ROLE, R_GEN, R_SITE, R_SYM, R_HOST, R_N
+	R_MID, R_UID, R_COMM, R_EXE, R_UNIT, R_PID, R_OPID, R_MODE, R_ROLE, R_GEN, R_SITE, R_SYM, R_HOST, R_PEXE,
+	R_BACKTRACE, R_N
 };
 static const char *const ready_fields[R_N] = {
 	[R_MID] = "MESSAGE_ID", [R_UID] = "_UID", [R_COMM] = "_COMM", [R_EXE] = "_EXE", [R_UNIT] = "_SYSTEMD_UNIT",
 	[R_PID] = "_PID", [R_OPID] = "OBJECT_PID", [R_MODE] = "PMALLOC_MODE", [R_ROLE] = "PMALLOC_ROLE",
 	[R_GEN] = "PMALLOC_GENERATION", [R_SITE] = "PMALLOC_OBJECT_SITE", [R_SYM] = "PMALLOC_FAULT_SYMBOL",
-	[R_HOST] = "_MACHINE_ID",
+	[R_HOST] = "_MACHINE_ID", [R_PEXE] = "PMALLOC_EXE", [R_BACKTRACE] = "PMALLOC_BACKTRACE",
 };
 
 static int read_evidence(struct ready *rd)
@@ -175,9 +176,11 @@ static int read_evidence(struct ready *rd)
 						s = &rd->sites[i];
 				if (!s && rd->n_sites < SITES_MAX) {
 					s = &rd->sites[rd->n_sites++];
+					char w[256];
+					ctl_audit_writer(v[R_BACKTRACE], v[R_PEXE], v[R_SYM], w, sizeof(w));
 					s->site = v[R_SITE];
-					s->symbol = v[R_SYM];
-					v[R_SITE] = v[R_SYM] = NULL;
+					s->symbol = strdup(w);
+					v[R_SITE] = NULL;
 					s->named = policy_names(rd->p, s->site);
 				}
 				if (s)
