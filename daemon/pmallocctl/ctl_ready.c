@@ -58,6 +58,7 @@ struct rpid {
 
 struct ready {
 	const struct policy *p;
+	const char *exe;             /* --exe's real path; NULL: the policy's globs */
 	uint64_t first_audit, now, min_time, since;
 	uint64_t main_protect;       /* first protect of a main process */
 	struct rrole roles[ROLES_MAX];
@@ -117,6 +118,26 @@ static bool policy_names(const struct policy *p, const char *site)
 	return false;
 }
 
+static bool exe_fits(const struct ready *rd, const char *exe)
+{
+	if (rd->exe)
+		return strcmp(rd->exe, exe) == 0;
+	for (size_t i = 0; i < rd->p->n_match_exe; i++)
+		if (fnmatch(rd->p->match_exe[i], exe, 0) == 0)
+			return true;
+	return false;
+}
+
+static void ready_reset(struct ready *rd)
+{
+	for (size_t i = 0; i < rd->n_sites; i++) {
+		free(rd->sites[i].site);
+		free(rd->sites[i].symbol);
+	}
+	rd->n_sites = rd->n_roles = rd->n_pids = rd->handed = 0;
+	rd->first_audit = rd->main_protect = 0;
+}
+
 enum {
 	R_MID, R_UID, R_COMM, R_EXE, R_UNIT, R_PID, R_OPID, R_MODE, R_ROLE, R_GEN, R_SITE, R_SYM, R_HOST, R_PEXE,
 	R_BACKTRACE, R_N
@@ -150,9 +171,17 @@ static int read_evidence(struct ready *rd)
 		if ((r = ctl_learned_fields(j, ready_fields, R_N, v)) < 0)
 			break;
 		(void)sd_journal_get_realtime_usec(j, &usec);
+		if (!exe_fits(rd, v[R_PEXE])) {
+			for (size_t k = 0; k < R_N; k++)
+				free(v[k]);
+			continue;
+		}
 		bool by_daemon = vio_by_pmallocd(v[R_UID], v[R_COMM], v[R_EXE], v[R_UNIT]);
 		bool handed = strcmp(v[R_MID], MID_HANDED) == 0, prot = strcmp(v[R_MID], MID_PROTECTED) == 0;
 		bool vio = strcmp(v[R_MID], MID_VIOLATION) == 0;
+		/* Learning again: what came before is about another policy. */
+		if (handed && by_daemon && strcmp(v[R_MODE], "learn") == 0)
+			ready_reset(rd);
 		if (handed && by_daemon && strcmp(v[R_MODE], "audit") == 0 && !rd->first_audit)
 			rd->first_audit = usec;
 		bool believed = (handed || prot) ? by_daemon
@@ -367,6 +396,7 @@ int ctl_cmd_ready(int argc, char **argv)
 		policy_set_free(set);
 		return CTL_EXIT_FAILURE;
 	}
+	rd.exe = exe_arg ? exe : NULL;
 	rd.pids = calloc(PIDS_MAX, sizeof(*rd.pids));
 	rd.now = ctl_now_usec();
 	int r = rd.pids ? read_evidence(&rd) : -ENOMEM;
