@@ -109,7 +109,9 @@ sites_of "$CONF" >"$T/sites.audit"
 grep -q 'init_cache' "$T/sites.audit" && grep -q 'load_types' "$T/sites.audit" ||
 	fail "proposal: want load_types and init_cache: $(cat "$T/sites.audit")"
 kill -HUP "$DPID"
-pass "propose: mode audit by default, sites $(tr '\n' ' ' <"$T/sites.audit")"
+sleep 0.3
+"$CTL" status --socket "$SOCK" | grep -q '^  life_server: audit  (exe ' || fail "status does not show the stage: $("$CTL" status --socket "$SOCK")"
+pass "propose: mode audit by default (status says the stage), sites $(tr '\n' ' ' <"$T/sites.audit")"
 
 # -- audit: the learned load, then one it never sent
 start_server
