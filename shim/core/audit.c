@@ -36,6 +36,7 @@
  */
 #define _GNU_SOURCE
 #include "audit.h"
+#include "arena.h"
 #include "os.h"
 #include "pool.h"
 #include "report.h"
@@ -266,9 +267,21 @@ int audit_copy_in(void *dst, const void *src, size_t len)
 }
 
 /* Sites reported once in this process, and the writes not reported
- * again since. */
+ * again since.  Pages left open, one bit per arena page (mapped at the
+ * first: fault_enable_audit() runs before any pool is protected): the
+ * kernel-write path (kwrite.c) lets a call write straight into such a page
+ * instead of through a bounce buffer. */
 static _Atomic uint64_t site_reported[SITE_SLOTS / 64];
 static _Atomic unsigned long repeats;
+static _Atomic uint64_t *opened;
+
+void audit_init(void)
+{
+	void *o;
+	size_t words = (arena_size / os_page_size + 63) / 64;
+	if (!opened && words && os_map_lazy(words * sizeof(uint64_t), &o) == 0)
+		opened = o;
+}
 
 bool audit_site_first(uint16_t site)
 {
@@ -278,15 +291,37 @@ bool audit_site_first(uint16_t site)
 	return !(atomic_fetch_or_explicit(&site_reported[site / 64], m, memory_order_relaxed) & m);
 }
 
+bool audit_site_reported(uint16_t site)
+{
+	if (site == SITE_NONE || site >= SITE_SLOTS)
+		return false;
+	uint64_t m = (uint64_t)1 << (site % 64);
+	return atomic_load_explicit(&site_reported[site / 64], memory_order_relaxed) & m;
+}
+
 int audit_repeat(uintptr_t addr, uint16_t site)
 {
 	(void)site;
 	uintptr_t page = addr & ~(uintptr_t)(os_page_size - 1);
+	/* A bit is a hint only (the table is writable): the page is opened
+	 * here whatever it says. */
 	int r = os_protect_rw((void *)page, os_page_size);
 	if (r < 0)
 		return r;
+	if (opened && arena_contains((const void *)page)) {
+		size_t bit = (page - arena_base) / os_page_size;
+		atomic_fetch_or_explicit(&opened[bit / 64], (uint64_t)1 << (bit % 64), memory_order_relaxed);
+	}
 	atomic_fetch_add_explicit(&repeats, 1, memory_order_relaxed);
 	return 0;
+}
+
+bool audit_page_opened(uintptr_t addr)
+{
+	if (!opened || !arena_contains((const void *)addr))
+		return false;
+	size_t bit = (addr - arena_base) / os_page_size;
+	return atomic_load_explicit(&opened[bit / 64], memory_order_relaxed) & ((uint64_t)1 << (bit % 64));
 }
 
 /* The count at exit (a destructor: also when the shim is unloaded). */
@@ -318,6 +353,8 @@ void audit_after_fork_child(void)
 	for (size_t i = 0; i < SITE_SLOTS / 64; i++)
 		atomic_store(&site_reported[i], 0);
 	atomic_store(&repeats, 0);
+	/* The pages the parent left open stay open in this copy: their bits
+	 * stay, so the kernel path keeps writing straight into them. */
 	/* Another thread's window: its pages are open in this copy too. */
 	if (atomic_load(&win.owner)) {
 		for (int i = 0; i < win.n; i++)

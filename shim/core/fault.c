@@ -584,6 +584,7 @@ void fault_enable_audit(void)
 	static atomic_flag forked = ATOMIC_FLAG_INIT;
 	if (!atomic_flag_test_and_set(&forked))
 		pthread_atfork(NULL, NULL, audit_after_fork_child);
+	audit_init();
 	take_over(SIGTRAP, on_trap, &prog_trap);
 }
 
