@@ -84,11 +84,16 @@ static int systemctl(const char *const *args, char *out, size_t len)
 	close(p[1]);
 	size_t got = 0;
 	ssize_t r;
-	char sink[512];
-	while ((r = read(p[0], out && got + 1 < len ? out + got : sink,
-			 out && got + 1 < len ? len - 1 - got : sizeof(sink))) > 0 || (r < 0 && errno == EINTR))
-		if (r > 0 && out && got + 1 < len)
-			got += (size_t)r;
+	char chunk[512];
+	/* All of it read (the child must not block on a full pipe), what fits kept. */
+	while ((r = read(p[0], chunk, sizeof(chunk))) > 0 || (r < 0 && errno == EINTR)) {
+		size_t n = r > 0 ? (size_t)r : 0;
+		if (out && len && got + 1 < len) {
+			size_t room = len - 1 - got;
+			memcpy(out + got, chunk, n < room ? n : room);
+			got += n < room ? n : room;
+		}
+	}
 	if (out && len)
 		out[got] = '\0';
 	close(p[0]);
