@@ -5,7 +5,8 @@
  * Owns the evidence and the verdict.  Evidence, from the journal, about
  * the policy (PMALLOC_POLICY) since it was first handed out in audit mode
  * (pmallocd's "policy handed" entry, PMALLOC_MODE=audit): the processes it
- * covered per role (PMALLOC_ROLE; none: main), the life-cycle events seen
+ * covered per role (PMALLOC_ROLE; none: "child" for a process pmallocd
+ * says was forked from another, PMALLOC_VIA_PID, else main), the life-cycle events seen
  * per role (reloads: "pool protected" with PMALLOC_GENERATION > 1;
  * respawns: processes of a role other than main first seen after the
  * first protect of a main process), the sites written in audit
@@ -140,13 +141,14 @@ static void ready_reset(struct ready *rd)
 
 enum {
 	R_MID, R_UID, R_COMM, R_EXE, R_UNIT, R_PID, R_OPID, R_MODE, R_ROLE, R_GEN, R_SITE, R_SYM, R_HOST, R_PEXE,
-	R_BACKTRACE, R_N
+	R_BACKTRACE, R_VIA, R_N
 };
 static const char *const ready_fields[R_N] = {
 	[R_MID] = "MESSAGE_ID", [R_UID] = "_UID", [R_COMM] = "_COMM", [R_EXE] = "_EXE", [R_UNIT] = "_SYSTEMD_UNIT",
 	[R_PID] = "_PID", [R_OPID] = "OBJECT_PID", [R_MODE] = "PMALLOC_MODE", [R_ROLE] = "PMALLOC_ROLE",
 	[R_GEN] = "PMALLOC_GENERATION", [R_SITE] = "PMALLOC_OBJECT_SITE", [R_SYM] = "PMALLOC_FAULT_SYMBOL",
 	[R_HOST] = "_MACHINE_ID", [R_PEXE] = "PMALLOC_EXE", [R_BACKTRACE] = "PMALLOC_BACKTRACE",
+	[R_VIA] = "PMALLOC_VIA_PID",
 };
 
 static int read_evidence(struct ready *rd)
@@ -187,7 +189,9 @@ static int read_evidence(struct ready *rd)
 		bool believed = (handed || prot) ? by_daemon
 						 : vio && (by_daemon || (v[R_PID][0] && strcmp(v[R_PID], v[R_OPID]) == 0));
 		if (rd->first_audit && believed && v[R_OPID][0]) {
-			int role = role_of(rd, v[R_ROLE]);
+			/* No PMALLOC_ROLE (an older pmallocd): a process pmallocd
+			 * knows as forked from another (PMALLOC_VIA_PID) is a child. */
+			int role = role_of(rd, v[R_ROLE][0] ? v[R_ROLE] : v[R_VIA][0] ? "child" : "main");
 			bool is_new;
 			struct rpid *p = pid_of(rd, v[R_HOST], v[R_OPID], usec, role, &is_new);
 			if (p && is_new && strcmp(rd->roles[role].name, "main") != 0 && rd->main_protect &&
