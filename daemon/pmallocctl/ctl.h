@@ -229,6 +229,9 @@ int ctl_conf_put_policy(const char *path, const char *exe, const char *policy, c
  * ("cache_set+0x34 (the store in __vsnprintf_internal+0x8f)"); else the
  * fault symbol; into out (cut to len). */
 void ctl_audit_writer(const char *backtrace, const char *exe, const char *fault_symbol, char *out, size_t len);
+/* ctl_writer.c: is every frame of exe in backtrace of build build_id (hex;
+ * the "[BUILD-ID]" the frame carries)?  True when none is of exe. */
+bool ctl_audit_exe_build(const char *backtrace, const char *exe, const char *build_id);
 /* ctl_buildid.c: the GNU build-id of the ELF file path as lower-case hex
  * ("" when it has none); 0, -ENOEXEC when not an ELF file, -errno. */
 int ctl_file_build_id(const char *path, char *hex, size_t hexlen);

@@ -37,7 +37,8 @@
  * (PMALLOC_OBJECT_SITE, "function+0xOFF").  That site is left out of the
  * proposal (ctl_propose_chain.c's pset_leave_out) and a comment names the
  * writing function and how often.  A write by another build of the
- * executable (its PMALLOC_FAULT_BUILD_ID where the executable wrote) is
+ * executable (its PMALLOC_FAULT_BUILD_ID where the executable wrote, or a
+ * frame of the executable in PMALLOC_BACKTRACE of another build-id) is
  * refused like a learned entry of it.
  *
  * Reads the journal only; writes stdout or --output.
@@ -540,7 +541,8 @@ static int read_audits(const struct popts *o, const char *exe, const char *build
 		else if (!end || *end || uid >= (uid_t)-1 ||
 			 (!uid_in(o->uids, o->n_uids, (uid_t)uid) && !uid_in(t->run_uids, t->n_run_uids, (uid_t)uid)))
 			au->stranger++;
-		else if (strcmp(v[A_MODULE], exe) == 0 && v[A_BUILD_ID][0] && strcmp(v[A_BUILD_ID], build_id) != 0)
+		else if ((strcmp(v[A_MODULE], exe) == 0 && v[A_BUILD_ID][0] && strcmp(v[A_BUILD_ID], build_id) != 0) ||
+			 !ctl_audit_exe_build(v[A_BACKTRACE], exe, build_id))
 			au->other_build++;
 		else if (v[A_SITE][0]) {
 			au->used++;

@@ -3,7 +3,8 @@
  * ctl_writer.c - which function of a program wrote, from a violation
  * entry: the first frame of PMALLOC_BACKTRACE in the program itself (the
  * store may be libc's, in a snprintf the program called), else the fault's
- * own symbol.  propose's refine comments and ready's sites say it.
+ * own symbol.  propose's refine comments and ready's sites say it.  And
+ * whether the program's frames are of the build at hand.
  * Reads the entry's text only; never the program's files.
  */
 #define _GNU_SOURCE
@@ -32,4 +33,19 @@ void ctl_audit_writer(const char *backtrace, const char *exe, const char *fault_
 		return;
 	}
 	snprintf(out, len, "%s", fault_symbol[0] ? fault_symbol : "(unknown function)");
+}
+
+bool ctl_audit_exe_build(const char *backtrace, const char *exe, const char *build_id)
+{
+	size_t n = strlen(exe), b = strlen(build_id);
+	for (const char *f = backtrace; f && *f; f = strstr(f, " < ") ? strstr(f, " < ") + 3 : NULL) {
+		if (strncmp(f, exe, n) != 0 || strncmp(f + n, "+0x", 3) != 0)
+			continue;
+		const char *end = strstr(f, " < "), *open = strchr(f, '[');
+		if (!open || (end && open > end))
+			continue;
+		if (!b || strncmp(open + 1, build_id, b) != 0 || open[1 + b] != ']')
+			return false;
+	}
+	return true;
 }
