@@ -309,16 +309,18 @@ static void note_uid(uid_t *uids, size_t *n, size_t max, uid_t u)
 		uids[(*n)++] = u;
 }
 
-/* Is e of a run a trusted process started (on its host)? */
-static bool run_trusted(const struct pread *rd, const struct pentry *e, const uid_t *trusted, size_t n_trusted)
+/* The runs (and their hosts) that trusted processes wrote entries of,
+ * sorted: a lookup per entry, however many entries a stranger wrote. */
+static int run_cmp(const void *a, const void *b)
 {
-	for (size_t k = 0; k < rd->n; k++) {
-		const struct pentry *f = &rd->e[k];
-		if (f->exe >= 0 && f->has_uid && uid_in(trusted, n_trusted, f->uid) && f->run[0] &&
-		    strcmp(f->run, e->run) == 0 && strcmp(f->host, e->host) == 0)
-			return true;
-	}
-	return false;
+	const struct pentry *x = *(const struct pentry *const *)a, *y = *(const struct pentry *const *)b;
+	int c = strcmp(x->run, y->run);
+	return c ? c : strcmp(x->host, y->host);
+}
+
+static bool run_trusted(const struct pentry *const *runs, size_t n, const struct pentry *e)
+{
+	return e->run[0] && bsearch(&e, runs, n, sizeof(runs[0]), run_cmp) != NULL;
 }
 
 /* Marks the entries to use (believed, this build, the runs asked or the
@@ -327,7 +329,16 @@ static bool run_trusted(const struct pread *rd, const struct pentry *e, const ui
 static int select_entries(const struct popts *o, const char *build_id, struct pread *rd, struct ptally *t)
 {
 	const uid_t *trusted = o->uids;
-	size_t n_trusted = o->n_uids;
+	size_t n_trusted = o->n_uids, n_runs = 0;
+	const struct pentry **runs = calloc(rd->n ? rd->n : 1, sizeof(*runs));
+	if (!runs)
+		return -ENOMEM;
+	for (size_t i = 0; i < rd->n; i++) {
+		const struct pentry *f = &rd->e[i];
+		if (f->exe >= 0 && f->has_uid && uid_in(trusted, n_trusted, f->uid) && f->run[0])
+			runs[n_runs++] = f;
+	}
+	qsort(runs, n_runs, sizeof(runs[0]), run_cmp);
 	for (size_t i = 0; i < rd->n; i++) {
 		struct pentry *e = &rd->e[i];
 		if (e->exe < 0) {
@@ -339,7 +350,7 @@ static int select_entries(const struct popts *o, const char *build_id, struct pr
 			continue;
 		}
 		if (!uid_in(trusted, n_trusted, e->uid)) {
-			if (!run_trusted(rd, e, trusted, n_trusted)) {
+			if (!run_trusted(runs, n_runs, e)) {
 				t->stranger++;
 				note_uid(t->stranger_uid, &t->n_stranger_uid, 8, e->uid);
 				continue;
@@ -354,6 +365,7 @@ static int select_entries(const struct popts *o, const char *build_id, struct pr
 		} else if (!o->since || e->usec >= o->since)
 			e->selected = true;
 	}
+	free(runs);
 	if (o->n_runs) {
 		for (size_t i = 0; i < rd->n; i++) {
 			bool asked = false;
