@@ -30,7 +30,8 @@
  * leave a context out (less protection) or put one in that the program
  * writes (a kill in enforce mode).
  *
- * Refine from audit: violation entries of the executable in audit mode
+ * Refine from audit (ctl_propose_audit.c reads them): violation entries of
+ * the executable in audit mode
  * (MESSAGE_ID MID_VIOLATION, PMALLOC_MODE=audit), believed by the same rule
  * (their writer pmallocd or the process itself; the uid trusted or one seen
  * in a trusted run), name the site that allocated the object written
@@ -441,151 +442,6 @@ static int select_entries(const struct popts *o, const char *build_id, struct pr
 	return 0;
 }
 
-/* A site written in audit mode: its writes, by function. */
-struct paudit {
-	char *site, *symbol;         /* PMALLOC_OBJECT_SITE, the writer (ctl_audit_writer; the first seen) */
-	uint64_t writes;             /* reports, plus the counts of writes not reported again */
-	size_t processes;
-	char *last_pid;
-	size_t contexts;             /* learned contexts left out for it */
-};
-
-struct paudits {
-	struct paudit *a;
-	size_t n;
-	size_t forged, stranger, other_build, used;
-};
-
-enum {
-	A_EXE, A_UID, A_COMM, A_UNIT, A_PUID, A_PID, A_OPID, A_SITE, A_SYMBOL, A_MODULE, A_BUILD_ID, A_MACHINE,
-	A_COUNT, A_BACKTRACE, A_N
-};
-static const char *const audit_fields[A_N] = {
-	[A_EXE] = "_EXE", [A_UID] = "_UID", [A_COMM] = "_COMM", [A_UNIT] = "_SYSTEMD_UNIT", [A_PUID] = "PMALLOC_UID",
-	[A_PID] = "_PID", [A_OPID] = "OBJECT_PID", [A_SITE] = "PMALLOC_OBJECT_SITE",
-	[A_SYMBOL] = "PMALLOC_FAULT_SYMBOL", [A_MODULE] = "PMALLOC_FAULT_MODULE",
-	[A_BUILD_ID] = "PMALLOC_FAULT_BUILD_ID", [A_MACHINE] = "_MACHINE_ID", [A_COUNT] = "PMALLOC_AUDIT_WRITES",
-	[A_BACKTRACE] = "PMALLOC_BACKTRACE",
-};
-
-static void free_audits(struct paudits *au)
-{
-	for (size_t i = 0; i < au->n; i++) {
-		free(au->a[i].site);
-		free(au->a[i].symbol);
-		free(au->a[i].last_pid);
-	}
-	free(au->a);
-}
-
-/* One believed audit entry's site folded in; 0 or -ENOMEM. */
-static int audit_add(struct paudits *au, char **v, const char *exe)
-{
-	struct paudit *a = NULL;
-	for (size_t i = 0; i < au->n && !a; i++)
-		if (strcmp(au->a[i].site, v[A_SITE]) == 0)
-			a = &au->a[i];
-	if (!a) {
-		struct paudit *t = realloc(au->a, (au->n + 1) * sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		au->a = t;
-		a = &au->a[au->n++];
-		memset(a, 0, sizeof(*a));
-		a->site = v[A_SITE];
-		v[A_SITE] = NULL;
-	}
-	if (!a->symbol) {
-		char w[256];
-		ctl_audit_writer(v[A_BACKTRACE], exe, v[A_SYMBOL], w, sizeof(w));
-		a->symbol = strdup(w);
-		if (!a->symbol)
-			return -ENOMEM;
-	}
-	uint64_t more = ctl_learned_num(v[A_COUNT]);
-	a->writes += more ? more : 1;
-	char key[160];
-	snprintf(key, sizeof(key), "%s/%s", v[A_MACHINE], v[A_OPID]);
-	if (!a->last_pid || strcmp(a->last_pid, key) != 0) {
-		a->processes++;
-		free(a->last_pid);
-		a->last_pid = strdup(key);
-		if (!a->last_pid)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-/* The audit-mode violations of exe: believed (pmallocd's, or the process's
- * own, of a trusted uid or one seen in a trusted run), of this build, since
- * --since, folded by site.  0 or a negative errno. */
-static int read_audits(const struct popts *o, const char *exe, const char *build_id, const struct ptally *t,
-		       struct paudits *au)
-{
-	sd_journal *j;
-	char *match = NULL;
-	int r = open_journal(o, &j);
-	if (r < 0)
-		return r;
-	if (asprintf(&match, "PMALLOC_EXE=%s", exe) < 0)
-		match = NULL;
-	if (!match || (r = sd_journal_add_match(j, "MESSAGE_ID=" MID_VIOLATION, 0)) < 0 ||
-	    (r = sd_journal_add_match(j, "PMALLOC_MODE=audit", 0)) < 0 || (r = sd_journal_add_match(j, match, 0)) < 0 ||
-	    (r = o->since ? sd_journal_seek_realtime_usec(j, o->since) : sd_journal_seek_head(j)) < 0) {
-		free(match);
-		sd_journal_close(j);
-		return r < 0 ? r : -ENOMEM;
-	}
-	free(match);
-	while ((r = sd_journal_next(j)) > 0) {
-		char *v[A_N];
-		if ((r = ctl_learned_fields(j, audit_fields, A_N, v)) < 0)
-			break;
-		const char *u = NULL;
-		if (vio_by_pmallocd(v[A_UID], v[A_COMM], v[A_EXE], v[A_UNIT]))
-			u = v[A_PUID];
-		else if (strcmp(v[A_EXE], exe) == 0 && v[A_PID][0] && strcmp(v[A_PID], v[A_OPID]) == 0)
-			u = v[A_UID];
-		char *end = NULL;
-		unsigned long uid = u && u[0] >= '0' && u[0] <= '9' ? strtoul(u, &end, 10) : (unsigned long)-1;
-		if (!u)
-			au->forged++;
-		else if (!end || *end || uid >= (uid_t)-1 ||
-			 (!uid_in(o->uids, o->n_uids, (uid_t)uid) && !uid_in(t->run_uids, t->n_run_uids, (uid_t)uid)))
-			au->stranger++;
-		else if ((strcmp(v[A_MODULE], exe) == 0 && v[A_BUILD_ID][0] && strcmp(v[A_BUILD_ID], build_id) != 0) ||
-			 !ctl_audit_exe_build(v[A_BACKTRACE], exe, build_id))
-			au->other_build++;
-		else if (v[A_SITE][0]) {
-			au->used++;
-			r = audit_add(au, v, exe);
-		}
-		for (size_t k = 0; k < A_N; k++)
-			free(v[k]);
-		if (r < 0)
-			break;
-	}
-	sd_journal_close(j);
-	return r < 0 ? r : 0;
-}
-
-static void say_audits(const struct paudits *au, const char *exe)
-{
-	if (au->forged)
-		fprintf(stderr, CTL_NAME ": propose: %zu audit reports not believed: written by neither pmallocd nor "
-				"a process running %s\n", au->forged, exe);
-	if (au->stranger)
-		fprintf(stderr, CTL_NAME ": propose: %zu audit reports refused: processes of a uid not trusted "
-				"(root, yours, --uid, the --unit's User=, or one seen in a trusted learn run)\n",
-			au->stranger);
-	if (au->other_build)
-		fprintf(stderr, CTL_NAME ": propose: %zu audit reports refused: another build of %s\n",
-			au->other_build, exe);
-	if (au->used)
-		fprintf(stderr, CTL_NAME ": propose: %zu audit reports read: %zu sites written in audit mode\n",
-			au->used, au->n);
-}
-
 static void say_tally(const struct ptally *t, const char *exe, const char *build_id)
 {
 	if (t->forged)
@@ -866,12 +722,17 @@ int ctl_cmd_propose(int argc, char **argv)
 		}
 	}
 	say_tally(&t, exe, build_id);
-	r = read_audits(&o, exe, build_id, &t, &au);
+	sd_journal *aj = NULL;
+	r = open_journal(&o, &aj);
+	if (r >= 0) {
+		r = paudit_read(aj, exe, build_id, o.since, o.uids, o.n_uids, t.run_uids, t.n_run_uids, &au);
+		sd_journal_close(aj);
+	}
 	if (r < 0) {
 		fprintf(stderr, CTL_NAME ": propose: cannot read the journal's audit reports: %s\n", strerror(-r));
 		goto out;
 	}
-	say_audits(&au, exe);
+	paudit_say(&au, exe);
 	if (au.n && t.used) {
 		/* A first choice tells each context's site; those audit saw
 		 * written are then taken as written. */
@@ -959,7 +820,7 @@ out:
 	free(text);
 	free(whole);
 	free_entries(&rd);
-	free_audits(&au);
+	paudit_free(&au);
 	pset_free(set);
 	return status;
 }
