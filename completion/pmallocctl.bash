@@ -7,7 +7,7 @@ _pmallocctl()
 	local cur prev words cword
 	_init_completion || return
 
-	local commands="check status violations learn propose learn-flush sites protect preload"
+	local commands="check status violations learn exercise propose ready learn-flush sites protect preload"
 	local cmd="" i
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -44,6 +44,10 @@ _pmallocctl()
 	--since | -S | --until | -U)
 		COMPREPLY=($(compgen -W "today yesterday now -1h -10min -1d" -- "$cur")); return ;;
 	--policy | -P | -n | --lines) return ;;
+	--mode | -m) COMPREPLY=($(compgen -W "audit enforce" -- "$cur")); return ;;
+	--min-time | -t) COMPREPLY=($(compgen -W "0 1h 24h 7d" -- "$cur")); return ;;
+	--unit) COMPREPLY=($(compgen -W "$(systemctl list-unit-files --type=service --no-legend \
+		--no-pager 2>/dev/null | command awk '{print $1}')" -- "$cur")); return ;;
 	esac
 
 	case $cmd in
@@ -65,7 +69,18 @@ _pmallocctl()
 		COMPREPLY=($(compgen -W "--exe --output --help" -- "$cur"))
 		;;
 	propose)
-		COMPREPLY=($(compgen -W "--exe --run --since --uid --directory --file --output --help" -- "$cur"))
+		COMPREPLY=($(compgen -W "--exe --mode --run --since --uid --unit --directory --file --output --help" -- "$cur"))
+		;;
+	exercise)
+		if [[ $cur == -* ]]; then
+			COMPREPLY=($(compgen -W "--reload --respawn --stop --help" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -W "$(systemctl list-units --type=service --state=running --no-legend \
+				--plain 2>/dev/null | command awk '{print $1}')" -- "$cur"))
+		fi
+		;;
+	ready)
+		COMPREPLY=($(compgen -W "--exe --config --min-time --since --json --help" -- "$cur"))
 		;;
 	protect)
 		[[ $cur == -* ]] && COMPREPLY=($(compgen -W "--socket --help" -- "$cur"))

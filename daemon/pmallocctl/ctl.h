@@ -57,5 +57,7 @@ int ctl_cmd_propose(int argc, char **argv);
 int ctl_cmd_learn_flush(int argc, char **argv);
 int ctl_cmd_sites(int argc, char **argv);
 int ctl_cmd_learn(int argc, char **argv);
+int ctl_cmd_exercise(int argc, char **argv);
+int ctl_cmd_ready(int argc, char **argv);
 
 #endif

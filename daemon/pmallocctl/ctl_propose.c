@@ -16,15 +16,33 @@
  *
  * Whose entries: any local process can write an entry that says
  * PMALLOC_EXE=/usr/sbin/nginx.  journald adds what the kernel says of the
- * sender: _EXE when the process still ran when it was read.  An entry whose
- * _EXE is another program is forged: not believed, counted, said.  An
- * entry without _EXE (written at exit, read after the process was gone) is
- * believed when its _UID is root's, the caller's, one named with --uid, or
- * that of an entry whose _EXE is the executable (the service's own user,
- * found without the caller knowing it).  A forged entry could otherwise
+ * sender: _EXE when the process still ran when it was read, and _UID.  An
+ * entry whose _EXE is another program (and not pmallocd's, which names the
+ * process's uid in PMALLOC_UID) is forged: not believed, counted, said.
+ * Any local user can also run a world-executable program under the learn
+ * policy: her entries are the program's own.  So an entry is believed only
+ * when its process's uid is trusted: root's, the caller's, one named with
+ * --uid, or the User= of the unit named with --unit; or when it belongs to
+ * a run (PMALLOC_RUN, on the same host) that a trusted process started
+ * (nginx's workers, forked by root's master, then www-data's: a run id is
+ * random and only the system journal's readers see it).  Every other
+ * entry is refused and counted by uid.  A believed entry could otherwise
  * leave a context out (less protection) or put one in that the program
- * writes (a kill in enforce mode).  Reads the journal only; writes stdout
- * or --output.
+ * writes (a kill in enforce mode).
+ *
+ * Refine from audit (ctl_propose_audit.c reads them): violation entries of
+ * the executable in audit mode
+ * (MESSAGE_ID MID_VIOLATION, PMALLOC_MODE=audit), believed by the same rule
+ * (their writer pmallocd or the process itself; the uid trusted or one seen
+ * in a trusted run), name the site that allocated the object written
+ * (PMALLOC_OBJECT_SITE, "function+0xOFF").  That site is left out of the
+ * proposal (ctl_propose_chain.c's pset_leave_out) and a comment names the
+ * writing function and how often.  A write by another build of the
+ * executable (its PMALLOC_FAULT_BUILD_ID where the executable wrote, or a
+ * frame of the executable in PMALLOC_BACKTRACE of another build-id) is
+ * refused like a learned entry of it.
+ *
+ * Reads the journal only; writes stdout or --output.
  */
 #define _GNU_SOURCE
 #include "role.h"
@@ -37,8 +55,11 @@
 #include "ctl_quote.h"
 #include "ctl_time.h"
 #include "ctl_util.h"
+#include "ctl_root.h"
+#include "ctl_unit_env.h"
 #include "policy_lint.h"
 #include "ctl_propose.h"
+#include "ctl_vio.h"
 #include "policy_image.h"
 #include "wire.h"
 
@@ -81,6 +102,8 @@ struct popts {
 	uid_t uids[UIDS_MAX];
 	size_t n_uids;
 	uint64_t since;
+	const char *mode;            /* "audit" (the default) or "enforce" */
+	const char *unit;            /* --unit: its User= is trusted */
 };
 
 struct pread {
@@ -93,7 +116,8 @@ struct pread {
 enum {
 	F_EXE, F_UID, F_MACHINE_ID, F_HOSTNAME, F_POOL, F_TRIGGERS, F_POLICY, F_RUN, F_BUILD_ID, F_PID, F_REASON,
 	F_LOADED, F_OBJECTS, F_BYTES, F_LIVE_OBJECTS, F_LIVE_BYTES, F_FREED_OBJECTS, F_FREED_BYTES, F_LATE_OBJECTS,
-	F_LATE_BYTES, F_WRITTEN, F_TRIGGER_LIVE_OBJECTS, F_TRIGGER_LIVE_BYTES, F_SEQ, F_CTX, F_PROTECTED, F_SECURE_EXEC, F_ROLE, F_N
+	F_LATE_BYTES, F_WRITTEN, F_TRIGGER_LIVE_OBJECTS, F_TRIGGER_LIVE_BYTES, F_SEQ, F_CTX, F_PROTECTED, F_SECURE_EXEC, F_ROLE,
+	F_COMM, F_UNIT, F_PUID, F_N
 };
 static const char *const entry_fields[F_N] = {
 	[F_EXE] = "_EXE", [F_UID] = "_UID", [F_MACHINE_ID] = "_MACHINE_ID", [F_HOSTNAME] = "_HOSTNAME",
@@ -107,27 +131,55 @@ static const char *const entry_fields[F_N] = {
 	[F_TRIGGER_LIVE_BYTES] = "PMALLOC_TRIGGER_LIVE_BYTES", [F_SEQ] = "PMALLOC_LEARN_SEQ",
 	[F_CTX] = "PMALLOC_LEARN_CTX", [F_PROTECTED] = "PMALLOC_LEARN_PROTECTED",
 	[F_SECURE_EXEC] = "PMALLOC_LEARN_SECURE_EXEC", [F_ROLE] = "PMALLOC_ROLE",
+	[F_COMM] = "_COMM", [F_UNIT] = "_SYSTEMD_UNIT", [F_PUID] = "PMALLOC_UID",
 };
+
+/* The process uid of an entry: PMALLOC_UID when pmallocd wrote it (its
+ * word, from the socket's credentials), else journald's _UID.  Sets
+ * *ret_exe: 1 the executable (or pmallocd about it), 0 no _EXE, -1
+ * another program. */
+static bool entry_uid(char *const *v, const char *exe, uid_t *ret_uid, int *ret_exe)
+{
+	const char *u = v[F_UID];
+	if (vio_by_pmallocd(v[F_UID], v[F_COMM], v[F_EXE], v[F_UNIT])) {
+		*ret_exe = 1;
+		u = v[F_PUID];
+	} else {
+		*ret_exe = !v[F_EXE][0] ? 0 : strcmp(v[F_EXE], exe) == 0 ? 1 : -1;
+	}
+	char *end = NULL;
+	if (u[0] < '0' || u[0] > '9')
+		return false;
+	errno = 0;
+	unsigned long n = strtoul(u, &end, 10);
+	if (errno || *end || n >= (uid_t)-1)
+		return false;
+	*ret_uid = (uid_t)n;
+	return true;
+}
 
 /* Every entry about exe, but its chain: the one large field, stored
  * compressed, and decompressing it costs more than the rest of the entry
  * (a journal that kept many runs holds tens of thousands of entries, of
  * which propose uses one run's).  The chains of the entries selected are
  * read after, by read_chains(). */
+static int open_journal(const struct popts *o, sd_journal **j)
+{
+	if (o->directory)
+		return sd_journal_open_directory(j, o->directory, 0);
+	if (o->n_files) {
+		const char *files[FILES_MAX + 1] = { NULL };
+		memcpy(files, o->files, o->n_files * sizeof(files[0]));
+		return sd_journal_open_files(j, files, 0);
+	}
+	return sd_journal_open(j, SD_JOURNAL_LOCAL_ONLY);
+}
+
 static int read_entries(const struct popts *o, const char *exe, struct pread *rd)
 {
 	sd_journal *j;
 	char *match = NULL;
-	int r;
-	if (o->directory)
-		r = sd_journal_open_directory(&j, o->directory, 0);
-	else if (o->n_files) {
-		const char *files[FILES_MAX + 1] = { NULL };
-		memcpy(files, o->files, o->n_files * sizeof(files[0]));
-		r = sd_journal_open_files(&j, files, 0);
-	}
-	else
-		r = sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY);
+	int r = open_journal(o, &j);
 	if (r < 0)
 		return r;
 	if (asprintf(&match, "PMALLOC_EXE=%s", exe) < 0)
@@ -155,13 +207,7 @@ static int read_entries(const struct popts *o, const char *exe, struct pread *rd
 		char *v[F_N];
 		if ((r = ctl_learned_fields(j, entry_fields, F_N, v)) < 0)
 			break;
-		e->exe = !v[F_EXE][0] ? 0 : strcmp(v[F_EXE], exe) == 0 ? 1 : -1;
-		char *end = NULL;
-		if (v[F_UID][0] >= '0' && v[F_UID][0] <= '9') {
-			unsigned long u = strtoul(v[F_UID], &end, 10);
-			e->has_uid = !*end && u < (uid_t)-1;
-			e->uid = (uid_t)u;
-		}
+		e->has_uid = entry_uid(v, exe, &e->uid, &e->exe);
 		/* Kept (the rest are freed below). */
 		e->host = v[F_MACHINE_ID][0] ? v[F_MACHINE_ID] : v[F_HOSTNAME];
 		e->pool = v[F_POOL];
@@ -278,15 +324,19 @@ static bool uid_in(const uid_t *uids, size_t n, uid_t u)
 
 /* What was read, what was not believed or refused, and why. */
 struct ptally {
-	size_t read, forged, unbelieved, other_build, old_format, bad_chain, used, runs, processes;
+	size_t read, forged, unbelieved, stranger, other_build, old_format, bad_chain, used, runs, processes;
 	size_t earlier;                  /* of other loads of the learn policy, other runs, before --since */
 	size_t superseded;               /* a later flush of the same process and context says more */
 	size_t unfinished;               /* processes whose last flush was not at exit or exec */
 	size_t unprotected;              /* processes none of whose pools a trigger protected */
 	size_t secure_execs;             /* processes that exec'd a program the loader ran without the shim */
 	size_t empty_exe;                /* entries of this build-id without an executable's path */
+	uid_t stranger_uid[8];       /* the first few refused uids, to say */
+	size_t n_stranger_uid;
 	const char *other_id;
 	uint64_t loaded;
+	uid_t run_uids[UIDS_MAX];    /* uids seen in trusted runs (a service's workers) */
+	size_t n_run_uids;
 };
 
 /* Entries of one process (host, run, pid) together, each context's
@@ -360,26 +410,61 @@ static void supersede(struct pread *rd, struct ptally *t)
 	free(v);
 }
 
+static void note_uid(uid_t *uids, size_t *n, size_t max, uid_t u)
+{
+	if (*n < max && !uid_in(uids, *n, u))
+		uids[(*n)++] = u;
+}
+
+/* The runs (and their hosts) that trusted processes wrote entries of,
+ * sorted: a lookup per entry, however many entries a stranger wrote. */
+static int run_cmp(const void *a, const void *b)
+{
+	const struct pentry *x = *(const struct pentry *const *)a, *y = *(const struct pentry *const *)b;
+	int c = strcmp(x->run, y->run);
+	return c ? c : strcmp(x->host, y->host);
+}
+
+static bool run_trusted(const struct pentry *const *runs, size_t n, const struct pentry *e)
+{
+	return e->run[0] && bsearch(&e, runs, n, sizeof(runs[0]), run_cmp) != NULL;
+}
+
 /* Marks the entries to use (believed, this build, the runs asked or the
  * latest load's per host, since) and reads their chains; counts what was
  * left aside.  0 or -ENOMEM. */
 static int select_entries(const struct popts *o, const char *build_id, struct pread *rd, struct ptally *t)
 {
-	uid_t trusted[UIDS_MAX * 2];
-	size_t n_trusted = 0;
-	for (size_t i = 0; i < o->n_uids; i++)
-		trusted[n_trusted++] = o->uids[i];
-	/* The service's own user: whoever wrote entries while running it. */
-	for (size_t i = 0; i < rd->n && n_trusted < sizeof(trusted) / sizeof(trusted[0]); i++)
-		if (rd->e[i].exe == 1 && rd->e[i].has_uid && !uid_in(trusted, n_trusted, rd->e[i].uid))
-			trusted[n_trusted++] = rd->e[i].uid;
+	const uid_t *trusted = o->uids;
+	size_t n_trusted = o->n_uids, n_runs = 0;
+	const struct pentry **runs = calloc(rd->n ? rd->n : 1, sizeof(*runs));
+	if (!runs)
+		return -ENOMEM;
+	for (size_t i = 0; i < rd->n; i++) {
+		const struct pentry *f = &rd->e[i];
+		if (f->exe >= 0 && f->has_uid && uid_in(trusted, n_trusted, f->uid) && f->run[0])
+			runs[n_runs++] = f;
+	}
+	qsort(runs, n_runs, sizeof(runs[0]), run_cmp);
 	for (size_t i = 0; i < rd->n; i++) {
 		struct pentry *e = &rd->e[i];
-		if (e->exe < 0)
+		if (e->exe < 0) {
 			t->forged++;
-		else if (e->exe == 0 && (!e->has_uid || !uid_in(trusted, n_trusted, e->uid)))
+			continue;
+		}
+		if (!e->has_uid) {
 			t->unbelieved++;
-		else if (!run_ok(e->run))
+			continue;
+		}
+		if (!uid_in(trusted, n_trusted, e->uid)) {
+			if (!run_trusted(runs, n_runs, e)) {
+				t->stranger++;
+				note_uid(t->stranger_uid, &t->n_stranger_uid, 8, e->uid);
+				continue;
+			}
+			note_uid(t->run_uids, &t->n_run_uids, UIDS_MAX, e->uid);
+		}
+		if (!run_ok(e->run))
 			t->old_format++;
 		else if (strcmp(e->build_id, build_id) != 0) {
 			t->other_build++;
@@ -387,6 +472,7 @@ static int select_entries(const struct popts *o, const char *build_id, struct pr
 		} else if (!o->since || e->usec >= o->since)
 			e->selected = true;
 	}
+	free(runs);
 	if (o->n_runs) {
 		for (size_t i = 0; i < rd->n; i++) {
 			bool asked = false;
@@ -492,7 +578,7 @@ static void put_counts(FILE *f, const char *prefix, const struct ptally *t)
 {
 	fprintf(f, "%sentries read %zu: used %zu, superseded by a later flush %zu, of other runs or loads or "
 		   "before --since %zu, another build %zu, not believed %zu, older format %zu, unreadable chain %zu\n",
-		   prefix, t->read, t->used, t->superseded, t->earlier, t->other_build, t->forged + t->unbelieved,
+		   prefix, t->read, t->used, t->superseded, t->earlier, t->other_build, t->forged + t->unbelieved + t->stranger,
 		   t->old_format, t->bad_chain);
 	if (t->empty_exe)
 		fprintf(f, "%sand %zu entries of this build-id without the executable's path (an older shim in a "
@@ -529,9 +615,15 @@ static void say_tally(const struct ptally *t, const char *exe, const char *build
 		fprintf(stderr, CTL_NAME ": propose: %zu entries not believed: written by processes that were not "
 				"running %s (journald's _EXE)\n", t->forged, exe);
 	if (t->unbelieved)
-		fprintf(stderr, CTL_NAME ": propose: %zu entries not believed: their process was gone when journald "
-				"read them, and its uid is neither root's, yours, one given with --uid, nor one seen "
-				"running %s\n", t->unbelieved, exe);
+		fprintf(stderr, CTL_NAME ": propose: %zu entries not believed: the journal does not say their "
+				"process's uid\n", t->unbelieved);
+	if (t->stranger) {
+		fprintf(stderr, CTL_NAME ": propose: %zu entries refused: runs of %s by uid", t->stranger, exe);
+		for (size_t i = 0; i < t->n_stranger_uid; i++)
+			fprintf(stderr, "%s%u", i ? ", " : " ", (unsigned)t->stranger_uid[i]);
+		fprintf(stderr, ", not root, yours, one given with --uid or the --unit's User= (another user's "
+				"runs decide nothing for yours)\n");
+	}
 	if (t->other_build) {
 		fprintf(stderr, CTL_NAME ": propose: %zu entries refused: another build of %s (build-id ", t->other_build,
 			exe);
@@ -550,6 +642,50 @@ static void count_warning(void *ctx, int line, const char *msg)
 {
 	fprintf(stderr, CTL_NAME ": propose: line %d: %s\n", line, msg);
 	(*(size_t *)ctx)++;
+}
+
+/* --unit UNIT: the User= of its files (on this system) is trusted; a unit
+ * without User= runs as root, trusted already.  -1, or the exit status. */
+static int unit_user(const char *arg, struct popts *o)
+{
+	char unit[256];
+	int root_fd, r;
+	struct ctl_unit_env env;
+	if (snprintf(unit, sizeof(unit), "%s%s", arg, strchr(arg, '.') ? "" : ".service") >= (int)sizeof(unit) ||
+	    strchr(arg, '/'))
+		return ctl_usage_error("--unit takes a unit name, not", arg);
+	if ((r = ctl_root_open("", &root_fd)) < 0) {
+		fprintf(stderr, CTL_NAME ": propose: cannot open /: %s\n", strerror(-r));
+		return CTL_EXIT_FAILURE;
+	}
+	r = ctl_unit_env_read(root_fd, unit, NULL, &env);
+	close(root_fd);
+	if (r < 0) {
+		fprintf(stderr, CTL_NAME ": propose: cannot read unit %s: %s\n", unit, strerror(-r));
+		return CTL_EXIT_FAILURE;
+	}
+	if (!env.fragment) {
+		ctl_unit_env_free(&env);
+		fprintf(stderr, CTL_NAME ": propose: no unit file for %s\n", unit);
+		return CTL_EXIT_FAILURE;
+	}
+	if (env.user) {
+		const struct passwd *pw = getpwnam(env.user);
+		char *end;
+		errno = 0;
+		unsigned long u = pw ? pw->pw_uid : strtoul(env.user, &end, 10);
+		if (!pw && (errno || end == env.user || *end || u >= (uid_t)-1)) {
+			fprintf(stderr, CTL_NAME ": propose: %s: User=", unit);
+			ctl_put_str(stderr, env.user, 0);
+			fprintf(stderr, " is no user of this system\n");
+			ctl_unit_env_free(&env);
+			return CTL_EXIT_FAILURE;
+		}
+		if (o->n_uids < UIDS_MAX)
+			o->uids[o->n_uids++] = (uid_t)u;
+	}
+	ctl_unit_env_free(&env);
+	return -1;
 }
 
 static int parse_args(int argc, char **argv, struct popts *o)
@@ -599,6 +735,14 @@ static int parse_args(int argc, char **argv, struct popts *o)
 				return ctl_usage_error("too many --file:", optarg);
 			o->files[o->n_files++] = optarg;
 			break;
+		case 'm':
+			if (strcmp(optarg, "audit") != 0 && strcmp(optarg, "enforce") != 0)
+				return ctl_usage_error("--mode takes audit or enforce, not", optarg);
+			o->mode = optarg;
+			break;
+		case CTL_OPT_UNIT:
+			o->unit = optarg;
+			break;
 		}
 	}
 	if (ret >= 0)
@@ -609,12 +753,19 @@ static int parse_args(int argc, char **argv, struct popts *o)
 		return ctl_usage_error("--exe PATH is required", NULL);
 	if (o->directory && o->n_files)
 		return ctl_usage_error("--directory and --file exclude each other", NULL);
+	if (!o->mode)
+		o->mode = "audit";
+	if (o->unit) {
+		int r = unit_user(o->unit, o);
+		if (r >= 0)
+			return r;
+	}
 	return -1;
 }
 
 /* The policy element: header comments, the executable, the pools. */
 static int render(struct pset *set, uint64_t min_live, const char *exe, const char *build_id, const char *policy,
-		  const struct ptally *t, char **ret, size_t *ret_pools)
+		  const struct ptally *t, const struct paudits *au, const char *mode, char **ret, size_t *ret_pools)
 {
 	char *pools = NULL, *total = NULL, *text = NULL;
 	size_t pl = 0, tl = 0, len = 0;
@@ -648,6 +799,21 @@ static int render(struct pset *set, uint64_t min_live, const char *exe, const ch
 	put_secure(f, "    # ", t);
 	fputs("    # In total:\n", f);
 	fputs(total, f);
+	for (size_t i = 0; i < au->n; i++) {
+		const struct paudit *a = &au->a[i];
+		fputs(a->contexts ? "    # Left out after audit: the site " : "    # Written in audit, no site proposed: ", f);
+		ctl_conf_quote(f, a->site);
+		fputs(", written by ", f);
+		ctl_conf_quote(f, a->symbol);
+		fprintf(f, " %" PRIu64 " times in %zu processes", a->writes, a->processes);
+		if (a->contexts)
+			fprintf(f, " (%zu contexts)", a->contexts);
+		fputs(".\n", f);
+	}
+	if (strcmp(mode, "audit") == 0)
+		fputs("    # mode = \"audit\": a write to protected memory is reported once per site\n"
+		      "    # and process and let through.  pmallocctl ready says when it is time for\n"
+		      "    # pmallocctl propose --mode enforce.\n", f);
 	fputs("    # Each pool takes what its sites allocate until its trigger and none\n"
 	      "    # after (take = \"until-trigger\"): a path learning did not see goes to\n"
 	      "    # the heap, never to protected memory.\n"
@@ -655,7 +821,7 @@ static int render(struct pset *set, uint64_t min_live, const char *exe, const ch
 	ctl_conf_quote(f, policy);
 	fputs(";\n    match = { exe = [ ", f);
 	ctl_conf_quote(f, exe);
-	fprintf(f, " ]; };\n    mode = \"enforce\";\n    pools = (%s\n    );\n  }", pools);
+	fprintf(f, " ]; };\n    mode = \"%s\";\n    pools = (%s\n    );\n  }", mode, pools);
 	free(pools);
 	free(total);
 	if (fclose(f) != 0) {
@@ -699,6 +865,7 @@ int ctl_cmd_propose(int argc, char **argv)
 	}
 	struct pread rd = { 0 };
 	struct ptally t = { 0 };
+	struct paudits au = { 0 };
 	struct pset *set = pset_new();
 	char *text = NULL, *whole = NULL;
 	int status = CTL_EXIT_FAILURE;
@@ -728,11 +895,36 @@ int ctl_cmd_propose(int argc, char **argv)
 	t.read = rd.n;
 	t.empty_exe = count_empty_exe(&rd, build_id, o.since);
 	{
-		size_t accounted = t.forged + t.unbelieved + t.other_build + t.old_format + t.bad_chain + t.used +
-				   t.superseded;
+		size_t accounted = t.forged + t.unbelieved + t.stranger + t.other_build + t.old_format + t.bad_chain +
+				   t.used + t.superseded;
 		t.earlier = t.read > accounted ? t.read - accounted : 0;
 	}
 	say_tally(&t, exe, build_id);
+	sd_journal *aj = NULL;
+	r = open_journal(&o, &aj);
+	if (r >= 0) {
+		r = paudit_read(aj, exe, build_id, o.since, o.uids, o.n_uids, t.run_uids, t.n_run_uids, &au);
+		sd_journal_close(aj);
+	}
+	if (r < 0) {
+		fprintf(stderr, CTL_NAME ": propose: cannot read the journal's audit reports: %s\n", strerror(-r));
+		goto out;
+	}
+	paudit_say(&au, exe);
+	if (au.n && t.used) {
+		/* A first choice tells each context's site; those audit saw
+		 * written are then taken as written. */
+		char *scratch = NULL;
+		size_t len = 0;
+		FILE *sf = open_memstream(&scratch, &len);
+		if (!sf)
+			goto out;
+		pset_render(set, 0, sf, sf);
+		fclose(sf);
+		free(scratch);
+		for (size_t i = 0; i < au.n; i++)
+			au.a[i].contexts = pset_leave_out(set, au.a[i].site);
+	}
 	for (size_t k = 0; k < o.n_runs; k++) {
 		bool found = false;
 		for (size_t i = 0; i < rd.n && !found; i++)
@@ -758,7 +950,7 @@ int ctl_cmd_propose(int argc, char **argv)
 		free(text);
 		free(whole);
 		text = whole = NULL;
-		r = render(set, min_live, exe, build_id, name, &t, &text, &pools);
+		r = render(set, min_live, exe, build_id, name, &t, &au, o.mode, &text, &pools);
 		if (r < 0)
 			goto out;
 		if (pools == 0) {
@@ -808,6 +1000,7 @@ out:
 	free(text);
 	free(whole);
 	free_entries(&rd);
+	paudit_free(&au);
 	pset_free(set);
 	return status;
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* One learned entry's counts (PMALLOC_OBJECTS ... PMALLOC_WRITTEN).  Of
  * the frees, early_* were made before the trigger (OBJECTS less
@@ -55,5 +56,36 @@ size_t pset_chains(const struct pset *s);
  * than min_live bytes are left out (and said).  Returns the number of
  * pools written.  May be called again (with another min_live). */
 size_t pset_render(struct pset *s, uint64_t min_live, FILE *f, FILE *total);
+/* After a render: the contexts whose site is site ("function+0xOFF" or
+ * "object+0xOFF", a violation's PMALLOC_OBJECT_SITE) are taken as written,
+ * so that the next render leaves that site out.  The number of contexts
+ * so marked (0: no proposed site is it). */
+size_t pset_leave_out(struct pset *s, const char *site);
+
+/* A site written in audit mode: its writes, by function. */
+struct paudit {
+	char *site, *symbol;         /* PMALLOC_OBJECT_SITE, the writer (ctl_audit_writer; the first seen) */
+	uint64_t writes;             /* reports, plus the counts of writes not reported again */
+	size_t processes;
+	char *last_pid;
+	size_t contexts;             /* learned contexts left out for it */
+};
+
+struct paudits {
+	struct paudit *a;
+	size_t n;
+	size_t forged, stranger, other_build, used;
+};
+
+struct sd_journal;
+/* The audit-mode violations of exe in j (its matches are its own after):
+ * believed (pmallocd's, or the process's own with _EXE exe; of a uid in
+ * uids or run_uids, those seen in trusted learn runs), of build build_id,
+ * from since (µs, 0: all), folded by site into au.  0 or a negative errno. */
+int paudit_read(struct sd_journal *j, const char *exe, const char *build_id, uint64_t since, const uid_t *uids,
+		size_t n_uids, const uid_t *run_uids, size_t n_run_uids, struct paudits *au);
+/* What was read and refused, on stderr. */
+void paudit_say(const struct paudits *au, const char *exe);
+void paudit_free(struct paudits *au);
 
 #endif

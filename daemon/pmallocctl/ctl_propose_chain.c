@@ -891,6 +891,30 @@ static bool render_pool(struct pset *s, const char *pool, uint32_t roles, bool w
 	return ok;
 }
 
+size_t pset_leave_out(struct pset *s, const char *site)
+{
+	/* "function+0xOFF" (the shim's symbol of a site rule), or
+	 * "object+0xOFF" (a call site it knows by offset only). */
+	const char *plus = strstr(site, "+0x");
+	size_t n = plus ? (size_t)(plus - site) : strlen(site), marked = 0;
+	uint64_t off = plus ? strtoull(plus + 3, NULL, 16) : 0;
+	for (int by_call = 0; by_call < 2 && marked == 0; by_call++)
+		for (size_t i = 0; i < s->ch_n; i++) {
+			struct pchain *c = &s->ch[i];
+			if (c->site < 0)
+				continue;
+			const struct pframe *f = &c->f[c->site];
+			bool hit = by_call ? plus && f->off == off && strlen(base_name(f->object)) == n &&
+						     strncmp(base_name(f->object), site, n) == 0
+					   : f->function && strlen(f->function) == n && strncmp(f->function, site, n) == 0;
+			if (hit && !c->c.written) {
+				c->c.written = true;
+				marked++;
+			}
+		}
+	return marked;
+}
+
 /* Whether s->ch[i] is the first context of its pool (pools by pointer:
  * one interned name each), so that a walk over the contexts visits each
  * pool once. */

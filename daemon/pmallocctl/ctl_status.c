@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctl_escape.h"
 #include "ctl_client.h"
 #include "ctl_util.h"
 #include "ctl_status_data.h"
@@ -69,6 +70,32 @@ static int status_fetch(const char *path, int timeout_ms, int32_t pid, struct ct
 	return r;
 }
 
+/* Each policy's stage (learn, audit, enforce) as the policy file pmallocd
+ * loaded says now: the workflow's place at a glance (pmallocctl ready says
+ * whether an audit is done).  Nothing when the file cannot be read here. */
+static void put_stages(FILE *f, const char *file)
+{
+	struct policy_set *set = NULL;
+	char err[POLICY_ERR_MAX];
+	if (!file || !file[0] || policy_set_load_file(file, &set, err, sizeof(err)) < 0)
+		return;
+	fputs("\npolicies (stage, as the policy file says now):\n", f);
+	for (size_t i = 0; i < set->n_policies; i++) {
+		const struct policy *p = &set->policies[i];
+		fputs("  ", f);
+		ctl_put_str(f, p->name, 0);
+		fprintf(f, ": %s", policy_mode_name(p->mode));
+		for (size_t k = 0; k < p->n_match_exe; k++) {
+			fputs(k ? ", " : "  (exe ", f);
+			ctl_put_str(f, p->match_exe[k], 0);
+		}
+		fputs(p->n_match_exe ? ")\n" : "\n", f);
+	}
+	if (!set->n_policies)
+		fputs("  (none)\n", f);
+	policy_set_free(set);
+}
+
 int ctl_cmd_status(int argc, char **argv)
 {
 	const char *arg = NULL, *path, *pid_arg = NULL;
@@ -102,6 +129,8 @@ int ctl_cmd_status(int argc, char **argv)
 	if (pid && (st->recs[0].nums[PMW_SR_D_FLAGS] & PMW_SR_D_NO_SUCH))
 		ret = CTL_EXIT_FAILURE;
 	r = json ? ctl_status_json(stdout, st) : ctl_status_text(stdout, st);
+	if (r == 0 && !json && !pid)
+		put_stages(stdout, st->recs[0].strs[PMW_SR_D_POLICY_FILE]);
 	ctl_status_free(st);
 	return r == 0 && fflush(stdout) == 0 ? ret : CTL_EXIT_FAILURE;
 }

@@ -40,6 +40,11 @@ int ctl_getopt(int argc, char **argv, const char *name, int *ret_exit);
 #define CTL_OPT_AFTER_CURSOR 0x102
 #define CTL_OPT_SHOW_CURSOR 0x103
 #define CTL_OPT_NO_FULL 0x104
+#define CTL_OPT_UNIT 0x105              /* propose --unit */
+#define CTL_OPT_MIN_TIME 0x106          /* ready --min-time */
+#define CTL_OPT_RELOAD 0x107            /* exercise --reload */
+#define CTL_OPT_RESPAWN 0x108           /* exercise --respawn */
+#define CTL_OPT_STOP 0x109              /* exercise --stop */
 /* One short letter means one thing in every command (violations' -o output
  * mode, -u unit, -r reverse, -l full, as journalctl's): these long options,
  * whose letters would mean something else there, have none.  0x120 on, so

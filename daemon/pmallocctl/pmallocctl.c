@@ -109,32 +109,77 @@ static const struct ctl_command ctl_commands[] = {
 	  "                       policy and the daemon group kept; FILE.bak the old file)\n"
 	  "Exit status: 0 written, 1 failure, 2 usage.\n",
 	  ":e:h", OPTIONS(ARG("exe", 'e'), ARG("output", CTL_OPT_OUTPUT_FILE), HELP) },
+	{ "exercise", ctl_cmd_exercise,
+	  "  exercise UNIT [--reload] [--respawn] [--stop]\n"
+	  "                              do to a running service what a day does to it\n",
+	  "While it learns or audits: a reload through the unit's ExecReload, one worker\n"
+	  "(a child of the main process) killed by SIGKILL and its respawn awaited, a\n"
+	  "stop through systemd.  Each step is said and checked: the unit active, its\n"
+	  "main process alive, every TCP port its processes listen on answers.  A step\n"
+	  "that does not apply (no ExecReload, no children) is refused with its reason.\n"
+	  "Without an option: every step that applies, the stop last.  systemctl is\n"
+	  "$PMALLOC_SYSTEMCTL when set.\n"
+	  "Options:\n"
+	  "      --reload    systemctl reload UNIT\n"
+	  "      --respawn   one worker killed by SIGKILL, its respawn awaited\n"
+	  "      --stop      systemctl stop UNIT\n"
+	  "Exit status: 0 every step done and checked, 1 a check failed or a step asked\n"
+	  "for does not apply, 2 usage.\n",
+	  ":h", OPTIONS(FLAG("reload", CTL_OPT_RELOAD), FLAG("respawn", CTL_OPT_RESPAWN),
+			      FLAG("stop", CTL_OPT_STOP), HELP) },
+	{ "ready", ctl_cmd_ready,
+	  "  ready (--exe PATH | POLICY) [--config FILE] [--min-time DURATION] [--since TIME] [--json]\n"
+	  "                              is a policy in audit ready to enforce?\n",
+	  "Reads the journal for the policy's executable since it was first handed out in\n"
+	  "audit mode (after its last learn hand-out): time in audit, processes per role\n"
+	  "(PMALLOC_ROLE; none: child when pmallocd saw it forked, else main), life-cycle\n"
+	  "events per role (reloads: pools protected in a generation > 1; respawns:\n"
+	  "processes of a child role first seen after the main process's first protect),\n"
+	  "sites written in audit and whether the policy file still names them; then the\n"
+	  "verdict and its reasons.  Ready when: the policy is in audit mode, it has been\n"
+	  "for --min-time (default 24h), and no site it names was written in audit.\n"
+	  "Reloads and workers not seen are said as notes: pmallocctl exercise them.\n"
+	  "Options:\n"
+	  "  -e, --exe PATH        the policy that matches PATH\n"
+	  "  -c, --config FILE     the policy file (default " CTL_DEFAULT_CONF ")\n"
+	  "  -t, --min-time DUR    time in audit required (\"24h\", \"30min\", \"90s\", \"0\")\n"
+	  "  -S, --since TIME      only evidence from TIME on\n"
+	  "  -j, --json            one JSON object\n"
+	  CTL_TIME_HELP
+	  "Exit status: 0 ready, 1 not ready (or it cannot be told), 2 usage.\n",
+	  ":e:c:t:S:jh", OPTIONS(ARG("exe", 'e'), ARG("config", 'c'), ARG("min-time", 't'), ARG("since", 'S'),
+			       FLAG("json", 'j'), HELP) },
 	{ "propose", ctl_cmd_propose,
-	  "  propose --exe PATH [--run ID]... [--since TIME] [--uid USER]...\n"
-	  "          [--directory DIR | --file FILE]... [--output FILE]\n"
-	  "                              an enforce policy from what learn mode recorded\n",
-	  "Reads the learned contexts of PATH (its real path) and prints its policy in\n"
-	  "enforce mode: for each call chain, the frame nearest the allocator whose\n"
-	  "allocations were all made before the trigger, stayed live and were never\n"
-	  "written becomes a site, the frames below it wrappers; each pool takes until\n"
-	  "its trigger (take = \"until-trigger\") and says its coverage in comments.\n"
+	  "  propose --exe PATH [--mode audit|enforce] [--run ID]... [--since TIME]\n"
+	  "          [--uid USER]... [--unit UNIT] [--directory DIR | --file FILE]... [--output FILE]\n"
+	  "                              a policy from what learn mode (and audit mode) recorded\n",
+	  "Reads the learned contexts of PATH (its real path) and prints its policy: for\n"
+	  "each call chain, the frame nearest the allocator whose allocations were all\n"
+	  "made before the trigger, stayed live and were never written becomes a site,\n"
+	  "the frames below it wrappers; each pool takes until its trigger (take =\n"
+	  "\"until-trigger\") and says its coverage in comments.  Sites that audit mode\n"
+	  "saw written (the journal's audit reports of PATH, same build) are left out,\n"
+	  "each named in a comment with the writing function and how often.\n"
 	  "By default the latest runs since the learn policy was loaded; entries of\n"
 	  "another build of PATH are refused, entries from processes that did not run\n"
-	  "PATH are not believed.\n"
+	  "PATH are not believed, entries of other users' runs are refused (counted).\n"
 	  "Options:\n"
 	  "  -e, --exe PATH       the program (required)\n"
+	  "  -m, --mode MODE      audit (the default: the safe stage, writes reported and\n"
+	  "                       let through) or enforce (a write kills)\n"
 	  "      --run ID         this learn run (PMALLOC_RUN; may be given more than once)\n"
 	  "  -S, --since TIME     only entries from TIME on\n"
-	  "      --uid USER       also believe entries of USER's processes that the journal\n"
-	  "                       could not tie to PATH (they had exited)\n"
+	  "      --uid USER       also believe runs of USER (root's and yours are believed;\n"
+	  "                       may be given more than once)\n"
+	  "      --unit UNIT      also believe runs of UNIT's User=\n"
 	  "  -D, --directory DIR  read the journal files in DIR (collected from hosts)\n"
 	  "      --file FILE      read the journal file FILE (may be given more than once)\n"
 	  "      --output FILE    put it into the policy file FILE, as learn --output does\n"
 	  CTL_TIME_HELP
 	  "Exit status: 0 proposed, 1 nothing to propose or the journal cannot be read, 2 usage.\n",
-	  ":e:S:D:h", OPTIONS(ARG("exe", 'e'), ARG("run", CTL_OPT_RUN), ARG("since", 'S'),
-			      ARG("output", CTL_OPT_OUTPUT_FILE), ARG("uid", CTL_OPT_UID),
-			      ARG("directory", 'D'), ARG("file", CTL_OPT_FILE), HELP) },
+	  ":e:m:S:D:h", OPTIONS(ARG("exe", 'e'), ARG("mode", 'm'), ARG("run", CTL_OPT_RUN), ARG("since", 'S'),
+				 ARG("output", CTL_OPT_OUTPUT_FILE), ARG("uid", CTL_OPT_UID), ARG("unit", CTL_OPT_UNIT),
+				 ARG("directory", 'D'), ARG("file", CTL_OPT_FILE), HELP) },
 	{ "learn-flush", ctl_cmd_learn_flush,
 	  "  learn-flush PID [--socket PATH]\n"
 	  "                              have PID (under a learn policy) write what it\n"

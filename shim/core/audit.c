@@ -21,15 +21,28 @@
  *     report; another thread's store within those 64 bytes is taken for the
  *     stepped one's.
  *
+ * Once per site: the first audited write into an object of a site (its
+ * allocation site) in this process is reported and stepped as above;
+ * each later one is counted, not reported again, and its page is left
+ * writable for good (as learn mode does), so that a server whose every
+ * request writes a start-up object faults about once per page, not once
+ * per request.  The price, stated in the README: once a page is open, a
+ * write there by another site is no longer seen in this process; and the
+ * bitmap that says "reported" is writable (audit lets writes through
+ * anyway: it is evidence, not protection).  The count is said at exit.
+ *
  * Async-signal-safe (the fault and trap handlers use it): no malloc, no
  * stdio; the snapshot buffers are static.  Never used in enforce mode.
  */
 #define _GNU_SOURCE
 #include "audit.h"
 #include "stderr.h"
+#include "arena.h"
 #include "os.h"
 #include "pool.h"
 #include "report.h"
+#include "fmt.h"
+#include "site.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -254,8 +267,95 @@ int audit_copy_in(void *dst, const void *src, size_t len)
 	return r;
 }
 
+/* Sites reported once in this process, and the writes not reported
+ * again since.  Pages left open, one bit per arena page (mapped at the
+ * first: fault_enable_audit() runs before any pool is protected): the
+ * kernel-write path (kwrite.c) lets a call write straight into such a page
+ * instead of through a bounce buffer. */
+static _Atomic uint64_t site_reported[SITE_SLOTS / 64];
+static _Atomic unsigned long repeats;
+static _Atomic uint64_t *opened;
+
+void audit_init(void)
+{
+	void *o;
+	size_t words = (arena_size / os_page_size + 63) / 64;
+	if (!opened && words && os_map_lazy(words * sizeof(uint64_t), &o) == 0)
+		opened = o;
+}
+
+bool audit_site_first(uint16_t site)
+{
+	if (site == SITE_NONE || site >= SITE_SLOTS)
+		return true;                     /* no site to tell writes apart by: each reported */
+	uint64_t m = (uint64_t)1 << (site % 64);
+	return !(atomic_fetch_or_explicit(&site_reported[site / 64], m, memory_order_relaxed) & m);
+}
+
+bool audit_site_reported(uint16_t site)
+{
+	if (site == SITE_NONE || site >= SITE_SLOTS)
+		return false;
+	uint64_t m = (uint64_t)1 << (site % 64);
+	return atomic_load_explicit(&site_reported[site / 64], memory_order_relaxed) & m;
+}
+
+int audit_repeat(uintptr_t addr, uint16_t site)
+{
+	(void)site;
+	uintptr_t page = addr & ~(uintptr_t)(os_page_size - 1);
+	/* A bit is a hint only (the table is writable): the page is opened
+	 * here whatever it says. */
+	int r = os_protect_rw((void *)page, os_page_size);
+	if (r < 0)
+		return r;
+	if (opened && arena_contains((const void *)page)) {
+		size_t bit = (page - arena_base) / os_page_size;
+		atomic_fetch_or_explicit(&opened[bit / 64], (uint64_t)1 << (bit % 64), memory_order_relaxed);
+	}
+	atomic_fetch_add_explicit(&repeats, 1, memory_order_relaxed);
+	return 0;
+}
+
+bool audit_page_opened(uintptr_t addr)
+{
+	if (!opened || !arena_contains((const void *)addr))
+		return false;
+	size_t bit = (addr - arena_base) / os_page_size;
+	return atomic_load_explicit(&opened[bit / 64], memory_order_relaxed) & ((uint64_t)1 << (bit % 64));
+}
+
+/* The count at exit (a destructor: also when the shim is unloaded). */
+__attribute__((destructor)) static void audit_at_exit(void)
+{
+	unsigned long n = atomic_load(&repeats);
+	if (!n)
+		return;
+	unsigned long sites = 0;
+	for (size_t i = 0; i < SITE_SLOTS / 64; i++)
+		sites += (unsigned long)__builtin_popcountll(atomic_load(&site_reported[i]));
+	char buf[200];
+	struct fmt f;
+	fmt_init(&f, buf, sizeof(buf));
+	fmt_line_start(&f);
+	fmt_printf(&f, "audit: %lu later writes of %lu sites reported once were let through unreported; "
+		       "their pages were left writable\n", n, sites);
+	fmt_flush_stderr(&f);
+}
+
+unsigned long audit_repeats(void)
+{
+	return atomic_load(&repeats);
+}
+
 void audit_after_fork_child(void)
 {
+	/* Once per site and process: the child reports its own first writes. */
+	for (size_t i = 0; i < SITE_SLOTS / 64; i++)
+		atomic_store(&site_reported[i], 0);
+	atomic_store(&repeats, 0);
+	/* The pages the parent left open stay open in this copy: their bits
+	 * stay, so the kernel path keeps writing straight into them. */
 	/* Another thread's window: its pages are open in this copy too. */
 	if (atomic_load(&win.owner)) {
 		for (int i = 0; i < win.n; i++)

@@ -392,6 +392,10 @@ static void on_violation(int sig, siginfo_t *si, void *uctx, const struct pool_h
 		die_by_default(sig, si);
 		return;
 	}
+	/* Reported once per site and process: a later write is counted and
+	 * its page left open (audit.c). */
+	if (audit && hit->in_object && !audit_site_first(hit->site) && audit_repeat(address, hit->site) == 0)
+		return;
 	/* The line first; the walk, which may fault, after it; the page is
 	 * opened last, so the window other threads could write through
 	 * unseen is as short as it can be. */
@@ -604,6 +608,7 @@ void fault_enable_audit(void)
 	static atomic_flag forked = ATOMIC_FLAG_INIT;
 	if (!atomic_flag_test_and_set(&forked))
 		pthread_atfork(NULL, NULL, audit_after_fork_child);
+	audit_init();
 	take_over(SIGTRAP, on_trap, &prog_trap);
 }
 

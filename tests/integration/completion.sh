@@ -20,7 +20,7 @@ out=$(bash -c '
 	t _pmallocctl pmallocctl preload enable --r
 	t _pmallocd pmallocd --c
 ' _ "$bc" "$SRC" 2>&1) || fail "completion failed: $out"
-want='pmallocctl |check status violations learn propose learn-flush sites protect preload
+want='pmallocctl |check status violations learn exercise propose ready learn-flush sites protect preload
 pmallocctl vi|violations
 pmallocctl violations --f|--follow --full --file
 pmallocctl violations --since |today yesterday now -1h -10min -1d

@@ -48,7 +48,7 @@ EOC
 	[ "$written" = 2 ] || fail "$label: the counter and the buffer are not both written: $out"
 
 	rm -f "$T/proposed.conf"   # --output onto a file keeps its other policies: a fresh one here
-	"$B/pmallocctl" propose --exe "$exe" --since "$since" --output "$T/proposed.conf" 2>"$T/err" ||
+	"$B/pmallocctl" propose --mode enforce --exe "$exe" --since "$since" --output "$T/proposed.conf" 2>"$T/err" ||
 		fail "$label: propose failed: $(cat "$T/err")"
 	"$B/pmallocctl" check "$T/proposed.conf" >"$T/check" 2>&1 || fail "$label: check refused: $(cat "$T/check")"
 	grep -qi warning "$T/check" && fail "$label: check warns: $(cat "$T/check")"
@@ -104,12 +104,12 @@ s.sendto("".join("%s=%s\n" % kv for kv in fields.items()).encode(), "/run/system
 EOF
 	PMALLOC_CONF=$T/learn.conf LD_PRELOAD=$SHIM "$T/full/learn_prog" >/dev/null 2>&1 || fail "second learn run"
 	journal_sync
-	"$B/pmallocctl" propose --exe "$T/full/learn_prog" --since "$since" >"$T/p1" 2>"$T/err" || fail "propose: $(cat "$T/err")"
+	"$B/pmallocctl" propose --mode enforce --exe "$T/full/learn_prog" --since "$since" >"$T/p1" 2>"$T/err" || fail "propose: $(cat "$T/err")"
 	grep -q forged_site "$T/p1" && fail "a forged entry of uid nobody was believed: $(cat "$T/p1")"
 	grep -q '"learn_prog:load_config"' "$T/p1" || fail "propose lost the real site: $(cat "$T/p1")"
 	# Written by python3, not learn_prog (journald's _EXE): --uid does not
 	# make it believed either.
-	"$B/pmallocctl" propose --exe "$T/full/learn_prog" --since "$since" --uid nobody >"$T/p2" 2>"$T/err" ||
+	"$B/pmallocctl" propose --mode enforce --exe "$T/full/learn_prog" --since "$since" --uid nobody >"$T/p2" 2>"$T/err" ||
 		fail "propose --uid nobody: $(cat "$T/err")"
 	grep -q 'forged_site\|big_site' "$T/p2" && fail "--uid nobody believed an entry python3 wrote: $(cat "$T/p2")"
 	grep -q 'not believed' "$T/err" || fail "propose did not say it left entries out: $(cat "$T/err")"

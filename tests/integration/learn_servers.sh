@@ -86,7 +86,7 @@ cycle() {
 	stop_server
 	[ "$(kills "$exe" "$since")" = 0 ] || fail "$name: learn mode killed"
 
-	"$ctl" propose --exe "$exe" --output "$CONF" 2>"$T/err" || fail "$name: propose: $(cat "$T/err")"
+	"$ctl" propose --mode enforce --exe "$exe" --output "$CONF" 2>"$T/err" || fail "$name: propose: $(cat "$T/err")"
 	cp "$CONF" "$T/$name.conf"
 	[ -z "${KEEP:-}" ] || cp "$CONF" "$KEEP/$name.conf"
 	"$ctl" check "$CONF" >"$T/check" 2>&1 || fail "$name: check: $(cat "$T/check")"

@@ -127,7 +127,7 @@ since=@$(date +%s)
 PMALLOC_SOCKET=$T/none.sock PMALLOC_CONF=$T/learn.conf LD_PRELOAD=$SHIM "$PROG" </dev/null >"$T/out" 2>"$T/err" ||
 	fail "many_sites learning: $(cat "$T/out" "$T/err")"
 journal_sync
-"$CTL" propose --exe "$PROG" --since "$since" --output "$T/proposed.conf" 2>"$T/err" || fail "propose: $(cat "$T/err")"
+"$CTL" propose --mode enforce --exe "$PROG" --since "$since" --output "$T/proposed.conf" 2>"$T/err" || fail "propose: $(cat "$T/err")"
 sed -n '/sites = \[/,/\]/p' "$T/proposed.conf" >"$T/sites"
 [ "$(grep -c '"many_sites:site_[0-9]*"' "$T/sites")" = 256 ] && [ "$(grep -c '"many_sites@[0-9a-f]*:+0x[0-9a-f]*"' "$T/sites")" = 44 ] ||
 	fail "propose's sites: $(cat "$T/sites")"

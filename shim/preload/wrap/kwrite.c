@@ -109,6 +109,18 @@ static bool kw_lets_through(const struct pool_hit *hit)
 	       os_page_size == AUDIT_PAGE;
 }
 
+/* Audit, once per site and process: a page audit left open, or one whose
+ * object's site was reported already (opened now, the write counted), is
+ * written by the kernel directly, with no bounce buffer and no report. */
+static bool audit_open_for_kernel(const struct pool_hit *hit, uintptr_t a)
+{
+	if (!kw_lets_through(hit))
+		return false;
+	if (audit_page_opened(a))
+		return true;
+	return hit->in_object && audit_site_reported(hit->site) && audit_repeat(a, hit->site) == 0;
+}
+
 /* The first protected byte of [p, p+len), or 0; *refused when its pool
  * does not let kernel writes through. */
 static uintptr_t first_protected(const void *p, size_t len, bool *refused)
@@ -117,7 +129,8 @@ static uintptr_t first_protected(const void *p, size_t len, bool *refused)
 	while (a < end) {
 		struct pool_hit hit;
 		if (pool_lookup((const void *)a, &hit) && hit.is_protected &&
-		    !learn_kernel_write(&hit, a)) {    /* learn mode: the page is writable now */
+		    !learn_kernel_write(&hit, a) &&    /* learn mode: the page is writable now */
+		    !audit_open_for_kernel(&hit, a)) {
 			*refused = !kw_lets_through(&hit);
 			return a;
 		}
@@ -182,6 +195,11 @@ static void kw_done(struct kw_call *c, const void *sub, size_t written)
 	struct pool_hit hit;
 	if (!at || !pool_lookup((const void *)at, &hit))
 		return;
+	/* Once per site and process (audit.c): a later write only counted. */
+	if (hit.in_object && !audit_site_first(hit.site)) {
+		(void)audit_repeat(at, hit.site);
+		return;
+	}
 	const char *pool, *policy;
 	fault_names(&hit, &pool, &policy);      /* the read-only page's */
 	struct pmw_report *r = report_begin(&hit, pool, policy, at, c->ra, true);
