@@ -20,28 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "prog.h"
-
-struct config {
-	char name[32];
-	int port;
-};
-
-static struct config *setup(void)
-{
-	struct config *c = malloc(sizeof(*c));
-	if (!c)
-		exit(2);
-	strcpy(c->name, "alice");
-	c->port = 0;
-	return c;
-}
-
-/* The deliberate bug: volatile, so the compiler keeps the store. */
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
+#define E2E_NAME_INLINE
+#include "e2e_victim.h"
 
 int main(void)
 {
