@@ -142,8 +142,19 @@ static void program_publish(struct program_action *pa, const struct sigaction *a
  * next SIGTRAP on it is ours.  initial-exec: no allocation on first use in
  * a signal handler. */
 static __thread int step_armed __attribute__((tls_model("initial-exec")));
-/* The stack walk under way on this thread: a fault inside it jumps here. */
-static __thread sigjmp_buf *walk_env __attribute__((tls_model("initial-exec")));
+/* The stack walk under way on this thread: a fault inside it jumps to
+ * the record's env.  The word is writable (TLS), so it holds the record's
+ * address mixed with the secret (os.h), and the record carries a seal made
+ * of the secret and its own address: a word overwritten with the address
+ * of the program's own sigjmp_buf (or anything else) decodes to no sealed
+ * record, and the fault is handled as any other (reported, killed).  Cost:
+ * two loads and a compare per fault, nothing per allocation. */
+struct walk_jump {
+	uintptr_t seal;
+	sigjmp_buf env;
+};
+#define WALK_SEAL_TAG ((uintptr_t)0x77616c6b)    /* "walk": the seal is not the word's value */
+static __thread uintptr_t walk_env __attribute__((tls_model("initial-exec")));
 
 /* Stack the walk needs: libgcc's unwinder took 4.6 KiB more than the
  * report alone (measured on x86-64: 8.6 KiB of an alternate stack used
@@ -218,28 +229,38 @@ static void collect_backtrace(struct pmw_report *r, void *arg)
 	sigset_t segv, old;
 	sigemptyset(&segv);
 	sigaddset(&segv, SIGSEGV);
-	sigjmp_buf env;
+	struct walk_jump jump;
+	jump.seal = (uintptr_t)&jump ^ os_secret ^ WALK_SEAL_TAG;
 	os_sigmask(SIG_UNBLOCK, &segv, &old);
-	if (sigsetjmp(env, 0) == 0) {
-		walk_env = &env;
+	if (sigsetjmp(jump.env, 0) == 0) {
+		walk_env = (uintptr_t)&jump ^ os_secret;
 		_Unwind_Backtrace(unwind_step, &st);
 	}
-	walk_env = NULL;
+	walk_env = 0;
+	jump.seal = 0;
 	os_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* A fault inside the walk: back to collect_backtrace.  walk_env is a
- * writable word: believed only when it points just above this frame, on
- * this stack, where collect_backtrace's env lives while it walks (a
- * forged one would jump anywhere instead of reporting the write). */
+ * writable word: believed only when, decoded with the secret, it points
+ * just above this frame, on this stack, where collect_backtrace's record
+ * lives while it walks, and that record's seal is right (a forged one
+ * would jump anywhere instead of reporting the write).  Without the
+ * secret a forged word decodes to a random address: the range check
+ * refuses it before anything is read there. */
 #define WALK_ENV_NEAR ((uintptr_t)64 << 10)
 static bool walk_fault(void)
 {
-	sigjmp_buf *env = walk_env;
-	if (!env || (uintptr_t)env - (uintptr_t)__builtin_frame_address(0) > WALK_ENV_NEAR)
+	uintptr_t word = walk_env;
+	if (!word)
 		return false;
-	walk_env = NULL;
-	siglongjmp(*env, 1);
+	struct walk_jump *j = (struct walk_jump *)(word ^ os_secret);
+	if ((uintptr_t)j - (uintptr_t)__builtin_frame_address(0) > WALK_ENV_NEAR ||
+	    j->seal != ((uintptr_t)j ^ os_secret ^ WALK_SEAL_TAG))
+		return false;
+	walk_env = 0;
+	j->seal = 0;
+	siglongjmp(j->env, 1);
 }
 
 static void die_by_default(int sig, const siginfo_t *si)

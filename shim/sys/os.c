@@ -24,14 +24,17 @@
  */
 #define _GNU_SOURCE
 #include "os.h"
+#include "guard.h"
 
 #include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <linux/membarrier.h>
 #include <poll.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,6 +66,18 @@ int os_init(void)
 	/* mseal(addr, 0, 0) succeeds where the call exists and does nothing. */
 	int e = errno;
 	os_ro.s.have_mseal = syscall(__NR_mseal, (unsigned long)0, 0UL, 0UL) == 0;
+	/* The secret: a thread inside a guarded section keeps its section
+	 * (its token is re-made with the new secret). */
+	int busy = shim_is_busy();
+	uintptr_t secret = 0;
+	if (syscall(SYS_getrandom, &secret, sizeof(secret), 1 /* GRND_NONBLOCK */) != (long)sizeof(secret)) {
+		const unsigned char *at = (const void *)getauxval(AT_RANDOM);
+		if (at)
+			memcpy(&secret, at + 8, sizeof(secret));   /* glibc's guards take the first 8 */
+	}
+	os_ro.s.secret = secret | 2;          /* never 0: a token is never the address alone */
+	if (busy)
+		(void)shim_busy_enter();
 	errno = e;
 	int r = os_protect_ro(&os_ro, sizeof(os_ro));
 	atomic_store_explicit(&probed, r < 0 ? r : 1, memory_order_release);

@@ -32,6 +32,13 @@
 struct os_ro {
 	size_t page_size;
 	int have_mseal;              /* 1 when mseal(2) works here */
+	/* The shim's secret (getrandom at os_init, else the kernel's AT_RANDOM
+	 * bytes; 0 before): what a writable word that decides something is
+	 * mixed with (the guard's token, guard.h; the walk's jump record,
+	 * fault.c), so that a write cannot forge it without first reading
+	 * this page, as glibc's pointer guard.  See shim/sys/guard.h for the
+	 * rule. */
+	uintptr_t secret;
 };
 union os_ro_page {
 	struct os_ro s;
@@ -40,6 +47,7 @@ union os_ro_page {
 extern union os_ro_page os_ro __attribute__((visibility("hidden")));
 #define os_page_size (os_ro.s.page_size)
 #define os_have_mseal (os_ro.s.have_mseal)
+#define os_secret (os_ro.s.secret)
 
 /* Probe once and freeze what was probed: 0, or -errno when the page could
  * not be made read-only (the caller runs unprotected, and says so). */
