@@ -428,17 +428,20 @@ static void on_violation(int sig, siginfo_t *si, void *uctx, const struct pool_h
  * span, a span's owner that is no pool, a mark that says not protected.
  * Pool memory is only ever read-only or reserved, so it is a write to pool
  * memory all the same, enforced: never the program's handler, whatever
- * was overwritten. */
-static cold void unexplained_pool_write(int sig, siginfo_t *si)
+ * was overwritten.  Reported as any violation (stderr line, journal or
+ * pmallocd), its pool named as unknown: one word zeroed (a pool's magic,
+ * a unit head) must not turn a kill into a silent one. */
+static cold void unexplained_pool_write(int sig, siginfo_t *si, void *uctx)
 {
-	char buf[192];
-	struct fmt f;
-	fmt_init(&f, buf, sizeof(buf));
-	fmt_line_start(&f);
-	fmt_str(&f, "write to pool memory at ");
-	fmt_hex(&f, (uintptr_t)si->si_addr);
-	fmt_str(&f, " that the pool's records do not explain (corrupt pool state); killed by SIGSEGV\n");
-	fmt_flush_stderr(&f);
+	struct pool_hit hit;
+	memset(&hit, 0, sizeof(hit));
+	hit.addr = (uintptr_t)si->si_addr;
+	hit.is_protected = true;
+	int busy = shim_busy_enter();
+	report_end(report_begin(&hit, "(unknown: corrupt pool state)", ro.s.armed ? ro.s.policy : "",
+				(uintptr_t)si->si_addr, context_ip(uctx), false),
+		   collect_backtrace, NULL);
+	shim_busy_leave(busy);
 	die_by_default(sig, si);
 }
 
@@ -459,7 +462,7 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 			on_violation(sig, si, uctx, &hit, mode);
 		shim_busy_leave(busy);
 	} else if (si->si_code == SEGV_ACCERR && arena_contains(si->si_addr)) {
-		unexplained_pool_write(sig, si);
+		unexplained_pool_write(sig, si, uctx);
 	} else {
 		chain(sig, si, uctx, &prog_segv);
 	}

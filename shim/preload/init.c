@@ -27,6 +27,7 @@
 #include "interpose.h"
 #include "journal.h"
 #include "learn.h"
+#include "libc.h"
 #include "os.h"
 #include "resolve.h"
 #include "rules_msg.h"
@@ -355,6 +356,10 @@ static void shim_init(void)
 	int frozen = os_init();
 	set_hooks();
 	heap_init();
+	/* libc's entry points the interposers call: resolved now, read-only
+	 * from here on (libc.h). */
+	if (libc_freeze() < 0)
+		frozen = frozen < 0 ? frozen : -ENOMEM;
 	debug_printf("heap allocator: %s (%u allocations from glibc while finding it)", heap_name(),
 		     heap_bootstrap_count());
 	/* Who this process is, read once: the client's and the journal's

@@ -26,6 +26,7 @@
 #include "os.h"
 #include "guard.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -46,10 +47,18 @@ union os_ro_page os_ro __attribute__((aligned(OS_RO_PAGE))) = { .s = { .page_siz
 static _Atomic int have_membarrier = 1;   /* until the kernel says otherwise */
 static char *_Atomic barrier_page;   /* the fallback's page, when membarrier is refused */
 
-/* glibc's own entry point: the shim interposes sigaction() itself. */
-extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 #define OS_CALL(expr) ({ int _e = errno; int _r = (expr) == 0 ? 0 : -errno; errno = _e; _r; })
+
+/* libc's sigaction, the next definition after the shim's (which exports
+ * sigaction and __sigaction); dlsym may allocate: the guard is set. */
+static int (*libc_sigaction(void))(int, const struct sigaction *, struct sigaction *)
+{
+	int busy = shim_busy_enter();
+	void *fn = dlsym(RTLD_NEXT, "__sigaction");
+	shim_busy_leave(busy);
+	return (int (*)(int, const struct sigaction *, struct sigaction *))fn;
+}
 
 int os_init(void)
 {
@@ -76,6 +85,7 @@ int os_init(void)
 			memcpy(&secret, at + 8, sizeof(secret));   /* glibc's guards take the first 8 */
 	}
 	os_ro.s.secret = secret | 2;          /* never 0: a token is never the address alone */
+	os_ro.s.libc_sigaction = libc_sigaction();
 	if (busy)
 		(void)shim_busy_enter();
 	errno = e;
@@ -246,7 +256,12 @@ int os_unmap(void *p, size_t len)
 
 int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	return OS_CALL(__sigaction(sig, act, old));
+	int (*fn)(int, const struct sigaction *, struct sigaction *) = os_ro.s.libc_sigaction;
+	if (!fn)
+		fn = libc_sigaction();       /* before os_init: never in a fault handler */
+	if (!fn)
+		return -ENOSYS;
+	return OS_CALL(fn(sig, act, old));
 }
 
 uint64_t os_monotonic_ns(bool coarse)

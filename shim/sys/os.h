@@ -39,6 +39,10 @@ struct os_ro {
 	 * this page, as glibc's pointer guard.  See shim/sys/guard.h for the
 	 * rule. */
 	uintptr_t secret;
+	/* libc's sigaction (dlsym RTLD_NEXT at os_init): the shim exports
+	 * sigaction and __sigaction itself, so neither name can be bound to
+	 * from here; read-only with the page. */
+	int (*libc_sigaction)(int, const struct sigaction *, struct sigaction *);
 };
 union os_ro_page {
 	struct os_ro s;

@@ -67,29 +67,24 @@ struct kw_call {
 
 #define CALLER() ((uintptr_t)__builtin_return_address(0))
 
-/* libc's functions, looked up at load (a constructor), so that the first
- * read() of a process inside a signal handler does not run dlsym there;
+/* libc's functions (libc.h's read-only table), looked up at load (a
+ * constructor), so that the first read() of a process inside a signal
+ * handler does not run dlsym there;
  * looked up on first use when a call comes before the constructor. */
 typedef ssize_t (*read_fn)(int, void *, size_t);
 typedef ssize_t (*pread_fn)(int, void *, size_t, off_t);
 typedef ssize_t (*readv_fn)(int, const struct iovec *, int);
 typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
 typedef ssize_t (*recvmsg_fn)(int, struct msghdr *, int);
-static read_fn _Atomic real_read;
-static pread_fn _Atomic real_pread, real_pread64;
-static readv_fn _Atomic real_readv;
-static recvfrom_fn _Atomic real_recvfrom;
-static recvmsg_fn _Atomic real_recvmsg;
-
 
 __attribute__((constructor)) static void kwrite_init(void)
 {
-	(void)LIBC(real_read, "read");
-	(void)LIBC(real_pread, "pread");
-	(void)LIBC(real_pread64, "pread64");
-	(void)LIBC(real_readv, "readv");
-	(void)LIBC(real_recvfrom, "recvfrom");
-	(void)LIBC(real_recvmsg, "recvmsg");
+	(void)REAL(read, read_fn);
+	(void)REAL(pread, pread_fn);
+	(void)REAL(pread64, pread_fn);
+	(void)REAL(readv, readv_fn);
+	(void)REAL(recvfrom, recvfrom_fn);
+	(void)REAL(recvmsg, recvmsg_fn);
 }
 
 
@@ -233,7 +228,7 @@ static cold ssize_t no_libc(void)
 #define KW_WRAP(name, lib, params, args, touches, slow) \
 	PMALLOC_EXPORT ssize_t name params \
 	{ \
-		lib##_fn fn = LIBC(real_##lib, #lib); \
+		lib##_fn fn = REAL(lib, lib##_fn); \
 		if (unlikely(!fn)) \
 			return no_libc(); \
 		if (likely(!(touches))) \
@@ -268,12 +263,12 @@ static inline __attribute__((always_inline)) ssize_t pread_via(pread_fn fn, uint
 
 PMALLOC_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
-	return pread_via(LIBC(real_pread, "pread"), CALLER(), fd, buf, n, off);
+	return pread_via(REAL(pread, pread_fn), CALLER(), fd, buf, n, off);
 }
 
 PMALLOC_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
 {
-	return pread_via(LIBC(real_pread64, "pread64"), CALLER(), fd, buf, n, off);
+	return pread_via(REAL(pread64, pread_fn), CALLER(), fd, buf, n, off);
 }
 
 /* Any of iov[0, cnt) in the arena? */

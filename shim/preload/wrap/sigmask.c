@@ -38,11 +38,10 @@
 typedef int (*mask_fn)(int, const sigset_t *, sigset_t *);
 typedef int (*attr_fn)(pthread_attr_t *, const sigset_t *);
 
-/* libc's functions, looked up at load (the constructor below): mask calls
- * are common in signal handlers, where dlsym must not run.  Looked up on
- * first use when a call comes before the constructor. */
-static mask_fn _Atomic real_pthread_sigmask, real_sigprocmask;
-static attr_fn _Atomic real_attr_setsigmask;
+/* libc's functions, looked up at load (the constructor below; libc.h's
+ * read-only table from init.c's on): mask calls are common in signal
+ * handlers, where dlsym must not run.  Looked up on first use when a call
+ * comes before the constructor. */
 
 
 /* how/set as the program gave them, with the fault signals left out of
@@ -58,7 +57,7 @@ static const sigset_t *filtered(int how, const sigset_t *set, sigset_t *copy)
 
 PMALLOC_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-	mask_fn fn = LIBC(real_pthread_sigmask, "pthread_sigmask");
+	mask_fn fn = REAL(pthread_sigmask, mask_fn);
 	if (!fn)
 		return ENOSYS;
 	sigset_t copy;
@@ -67,7 +66,7 @@ PMALLOC_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 
 PMALLOC_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
-	mask_fn fn = LIBC(real_sigprocmask, "sigprocmask");
+	mask_fn fn = REAL(sigprocmask, mask_fn);
 	if (!fn) {
 		errno = ENOSYS;
 		return -1;
@@ -114,7 +113,7 @@ PMALLOC_EXPORT int sighold(int sig)
 
 PMALLOC_EXPORT int pthread_attr_setsigmask_np(pthread_attr_t *attr, const sigset_t *set)
 {
-	attr_fn fn = LIBC(real_attr_setsigmask, "pthread_attr_setsigmask_np");
+	attr_fn fn = REAL(pthread_attr_setsigmask_np, attr_fn);
 	if (!fn)
 		return ENOSYS;
 	sigset_t copy;
@@ -124,9 +123,9 @@ PMALLOC_EXPORT int pthread_attr_setsigmask_np(pthread_attr_t *attr, const sigset
 /* A mask inherited across execve may block SIGSEGV already. */
 __attribute__((constructor)) static void sigmask_init(void)
 {
-	(void)LIBC(real_pthread_sigmask, "pthread_sigmask");
-	(void)LIBC(real_sigprocmask, "sigprocmask");
-	(void)LIBC(real_attr_setsigmask, "pthread_attr_setsigmask_np");
+	(void)REAL(pthread_sigmask, mask_fn);
+	(void)REAL(sigprocmask, mask_fn);
+	(void)REAL(pthread_attr_setsigmask_np, attr_fn);
 	sigset_t set;
 	sigemptyset(&set);
 	sigaddset(&set, SIGSEGV);
