@@ -516,14 +516,15 @@ PMALLOC_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
 		sigset_t set;
 		sigemptyset(&set);
 		sigaddset(&set, sig);
-		return sigprocmask(SIG_BLOCK, &set, NULL) < 0 ? SIG_ERR : old.sa_handler;
+		fault_filter_mask(&set);
+		return os_sigmask(SIG_BLOCK, &set, NULL) < 0 ? SIG_ERR : old.sa_handler;
 	}
 	sighandler_t was = install_as(sig, disp, 0, false);
 	if (was != SIG_ERR) {
 		sigset_t set;
 		sigemptyset(&set);
 		sigaddset(&set, sig);
-		(void)sigprocmask(SIG_UNBLOCK, &set, NULL);
+		(void)os_sigmask(SIG_UNBLOCK, &set, NULL);
 	}
 	return was;
 }
