@@ -43,6 +43,7 @@
 #define _GNU_SOURCE
 #include "fault.h"
 #include "guard.h"
+#include "hooks.h"
 #include "common.h"
 #include "os.h"
 #include "pool.h"
@@ -612,6 +613,61 @@ void fault_filter_mask(sigset_t *set)
 	sigdelset(set, SIGSEGV);
 	if (atomic_load_explicit(&prog_trap.ours, memory_order_relaxed))
 		sigdelset(set, SIGTRAP);
+}
+
+static void notice(const char *what)
+{
+	if (core_hook.fault_notice)
+		core_hook.fault_notice(what);
+	else
+		debug_printf("%s", what);
+}
+
+/* The kernel's action for sig, if it is not fn: recorded as the
+ * program's, fn installed again.  install_lock held. */
+static bool recheck_action(int sig, void (*fn)(int, siginfo_t *, void *), struct program_action *prog)
+{
+	struct sigaction cur;
+	if (!atomic_load(&prog->ours) || os_sigaction(sig, NULL, &cur) < 0)
+		return false;
+	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == fn)
+		return false;
+	fault_filter_mask(&cur.sa_mask);
+	program_publish(prog, &cur);
+	install(sig, fn, &cur, NULL);
+	return true;
+}
+
+int fault_recheck(void)
+{
+	int fixed = 0;
+	pthread_mutex_lock(&install_lock);
+	bool segv = recheck_action(SIGSEGV, on_segv, &prog_segv);
+	bool trap = recheck_action(SIGTRAP, on_trap, &prog_trap);
+	pthread_mutex_unlock(&install_lock);
+	sigset_t cur;
+	bool held = os_sigmask(SIG_BLOCK, NULL, &cur) == 0 && sigismember(&cur, SIGSEGV) == 1;
+	if (held) {
+		sigset_t segv_set;
+		sigemptyset(&segv_set);
+		sigaddset(&segv_set, SIGSEGV);
+		(void)os_sigmask(SIG_UNBLOCK, &segv_set, NULL);
+	}
+	if (segv) {
+		notice("the SIGSEGV handler was replaced behind the shim (not through sigaction or signal):"
+		       " the shim's is installed again, the program's kept for faults that are not pool writes");
+		fixed++;
+	}
+	if (trap) {
+		notice("the SIGTRAP handler was replaced behind the shim: the shim's is installed again");
+		fixed++;
+	}
+	if (held) {
+		notice("SIGSEGV was blocked on the protecting thread (a blocked fault signal kills without a"
+		       " report): unblocked");
+		fixed++;
+	}
+	return fixed;
 }
 
 int fault_set_program_action(int sig, const struct sigaction *act, struct sigaction *old)

@@ -165,6 +165,14 @@ static void rules_changed(void)
 	rules_msg_send(RULES_MSG_RULES);
 }
 
+/* The fault handler put right at a protect: the journal, and stderr under
+ * PMALLOC_DEBUG. */
+static void on_fault_notice(const char *what)
+{
+	debug_printf("%s", what);
+	journal_fault_notice(what);
+}
+
 static void set_hooks(void)
 {
 	core_hooks_set(&(struct core_hooks){
@@ -172,6 +180,7 @@ static void set_hooks(void)
 		.report_limits = state_report_limits,
 		.arena_on_reserve = on_arena_reserved,
 		.protect_named = trigger_protect_named,
+		.fault_notice = on_fault_notice,
 	});
 	/* A pool made before this constructor ran (another library's): the
 	 * arena read the hook unset (arena.c publishes its size first). */

@@ -328,3 +328,13 @@ void journal_unmatched(const char *policy, const char *pool, const char *kind, c
 		fmt_printf(&f, "matches no function loaded at start-up: it protects nothing\n");
 	entry_end(&f, 0);
 }
+
+void journal_fault_notice(const char *what)
+{
+	struct fmt f;
+	if (!entry_begin(&f, MID_HANDLER, 4))
+		return;
+	fmt_printf(&f, "PMALLOC_EXE=%s\nPMALLOC_HANDLER=%s\nMESSAGE=pmalloc: PID %d (%s): %s\n", self_exe, what,
+		   (int)getpid(), self_exe, what);
+	entry_end(&f, 0);
+}
