@@ -275,9 +275,12 @@ $(B)/tests/test_propose: PIE_CFLAGS += -Idaemon/pmallocctl
 $(B)/progs/wire_client $(B)/progs/image_probe: shim/policy/policy_image.c shim/policy/policy_image.h
 # host_names exports its functions, as nginx-style programs do.
 $(B)/progs/host_names: PROG_LDFLAGS := -rdynamic
+# api_sig_c99 is built as strict C99 (signal() is __sysv_signal there).
+PROG_STD = -std=gnu11
+$(B)/progs/api_sig_c99: PROG_STD = -std=c99
 $(B)/progs/%: tests/progs/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O0 -g -Wall -Wextra $(WERROR_FLAG) -Iinclude $(PROG_LDFLAGS) -o $@ $(filter %.c,$^) -L$(B) \
+	$(CC) $(PROG_STD) -O0 -g -Wall -Wextra $(WERROR_FLAG) -Iinclude $(PROG_LDFLAGS) -o $@ $(filter %.c,$^) -L$(B) \
 		-Wl,-rpath,'$$ORIGIN/..' $(if $(findstring api_,$*),-lpmalloc_shim) -ldl -lpthread
 
 $(B)/progs/lib%.so: tests/progs/lib%.c

@@ -252,7 +252,10 @@ void journal_violation(const struct pmw_report *r)
 		fmt_init(&f, violation_entry, sizeof(violation_entry));
 		common_fields(&f, MID_VIOLATION, violation_priority(r));
 		violation_fmt_fields(&f, r, &shown);
-		if (!send_entry_wait(&f, 0))
+		/* A kill waits up to 250 ms for room in a busy journald's
+		 * queue (the process ends anyway); an audited write, which
+		 * the program survives, never waits. */
+		if (!send_entry_wait(&f, r->mode == PMW_MODE_ENFORCE ? 250 : 0))
 			journal_note_dropped();
 	}
 	errno = e;
