@@ -278,6 +278,8 @@ $(B)/progs/host_names: PROG_LDFLAGS := -rdynamic
 # api_sig_c99 is built as strict C99 (signal() is __sysv_signal there).
 PROG_STD = -std=gnu11
 $(B)/progs/api_sig_c99: PROG_STD = -std=c99
+# relro_host is a full-RELRO program, as the servers the shim goes into.
+$(B)/progs/relro_host: PROG_LDFLAGS := -fPIE -pie -Wl,-z,relro,-z,now
 $(B)/progs/%: tests/progs/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_STD) -O0 -g -Wall -Wextra $(WERROR_FLAG) -Iinclude $(PROG_LDFLAGS) -o $@ $(filter %.c,$^) -L$(B) \

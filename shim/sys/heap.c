@@ -77,15 +77,8 @@ static void (*_Atomic checked_free_fn)(void *p);
 static void free_entry_check(void);
 
 /* The allocator's own functions, behind the checked entry points; written
- * once, before the table. */
-static struct {
-	void (*free)(void *);
-	void *(*realloc)(void *, size_t);
-	size_t (*usable_size)(void *);
-	void *(*aligned_alloc)(size_t, size_t);
-	int (*posix_memalign)(void **, size_t, size_t);
-	const char *name;
-} real;
+ * once, before the table, in its page (heap.h). */
+#define real (heap_page.real)
 
 /* glibc's pointers handed out while the allocator was being found. */
 #define BOOT_MAX 256
@@ -97,7 +90,7 @@ static _Atomic unsigned int boot_entered;  /* threads in a bootstrap allocation 
 /* The allocator found, its own functions (never the checked ones), for the
  * bootstrap paths between ops_ready and the table: no glibc pointer is
  * made once ops_ready is set. */
-static struct heap_ops found;
+#define found (heap_page.found)
 static _Atomic bool ops_ready;
 
 static void *boot_record(void *p, size_t size)
@@ -321,6 +314,9 @@ static void free_entry_check(void)
 			      memory_order_release);
 	if (page && os_protect_ro(&heap_page, HEAP_PAGE) < 0)
 		fatal("malloc", "cannot make the heap's table read-only again");
+	/* Read by nothing from here on (free_entry_checked is set): no
+	 * writable code pointer is left behind. */
+	atomic_store(&checked_free_fn, NULL);
 }
 
 /* The flag first, then the state: either find() sees the flag when it

@@ -23,6 +23,15 @@ struct heap_ops {
  * allocator is known: a stray write cannot point free() elsewhere.  Until
  * then its entries find the allocator on their first call. */
 #define HEAP_PAGE 4096
+/* The allocator's own functions behind the checked entry points (heap.c). */
+struct heap_real {
+	void (*free)(void *);
+	void *(*realloc)(void *, size_t);
+	size_t (*usable_size)(void *);
+	void *(*aligned_alloc)(size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	const char *name;
+};
 union heap_page {
 	struct {
 		struct heap_ops ops;
@@ -30,6 +39,11 @@ union heap_page {
 		 * pool memory can exist (no arena: 2 instructions a free), the
 		 * checked free (heap_set_free) once the arena is reserved. */
 		void (*free_entry)(void *p);
+		/* heap.c's own code pointers, in the same page so that none is
+		 * left writable once the table is (issue 27: no writable code
+		 * pointer the host did not have; tests/integration/relro.sh). */
+		struct heap_real real;
+		struct heap_ops found;
 	};
 	char page[HEAP_PAGE];
 };

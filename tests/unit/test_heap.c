@@ -206,6 +206,7 @@ START_TEST(test_free_entry_checks_once_the_arena_exists)
 	/* Reserved before the allocator is found: found with the check. */
 	atomic_store(&heap_state, HEAP_UNKNOWN);
 	atomic_store(&free_entry_checked, false);
+	atomic_store(&checked_free_fn, free_checked);   /* cleared once used: set again, as heap_set_free would */
 	heap_init();
 	ck_assert_ptr_eq(heap_page.free_entry, free_checked);
 }
