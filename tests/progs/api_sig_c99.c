@@ -99,12 +99,12 @@ static int install(const char *how)
 		return sigignore(SIGSEGV) < 0 ? -1 : 0;
 	if (strcmp(how, "rawmask") == 0) {
 		unsigned long mask = 1ul << (SIGSEGV - 1);
-		return syscall(SYS_rt_sigprocmask, SIG_BLOCK, &mask, NULL, sizeof(mask)) < 0 ? -1 : 0;
+		return syscall(SYS_rt_sigprocmask, SIG_BLOCK, &mask, (unsigned long *)0, sizeof(mask)) < 0 ? -1 : 0;
 	}
 #if defined(__x86_64__)
 	if (strcmp(how, "raw") == 0) {
 		struct kernel_action ka = { handler, SA_RESTORER_FLAG, raw_restorer, 0 };
-		return syscall(SYS_rt_sigaction, SIGSEGV, &ka, NULL, sizeof(ka.mask)) < 0 ? -1 : 1;
+		return syscall(SYS_rt_sigaction, SIGSEGV, &ka, (struct kernel_action *)0, sizeof(ka.mask)) < 0 ? -1 : 1;
 	}
 #endif
 	return -2;
