@@ -28,7 +28,7 @@
 	X(pselect) X(epoll_pwait2) X(sigsuspend) X(sigwaitinfo) X(sigtimedwait) X(pause) X(setuid) \
 	X(setgid) X(setresuid) X(setresgid) X(seteuid) X(setegid) X(chroot) X(fork) X(daemon) \
 	X(execve) X(exit) X(_exit) X(_Exit) X(quick_exit) X(abort) X(bsd_signal) X(__sysv_signal) X(sigset) \
-	X(sigignore) X(siglongjmp) X(longjmp) X(_longjmp) X(__longjmp_chk)
+	X(sigignore) X(siglongjmp) X(longjmp) X(_longjmp) X(__longjmp_chk) X(setcontext) X(swapcontext)
 
 enum libc_fn {
 #define LIBC_ENUM_(n) LIBC_FN_##n,

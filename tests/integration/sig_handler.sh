@@ -5,7 +5,9 @@
 # SIGSEGV handler by each of libc's routes (signal, which is __sysv_signal
 # there, bsd_signal, sysv_signal, __sysv_signal, ssignal, sigset,
 # __sigaction), by a raw rt_sigaction system call, or holds or ignores
-# SIGSEGV (sigset's SIG_HOLD, sigignore, a raw rt_sigprocmask); then a
+# SIGSEGV (sigset's SIG_HOLD, sigignore, a raw rt_sigprocmask, a jump
+# buffer or a context saved with SIGSEGV blocked, restored after the
+# protect); then a
 # write into a protected pool object.  Each time: a fault that is no pool
 # write still reaches the program's handler, the pool write is reported
 # (stderr line and journal entry) and killed by SIGSEGV, never handed to
@@ -18,12 +20,12 @@ P=$(readlink -f "$B/progs/api_sig_c99")
 [ -x "$P" ] || fail "$P not built"
 MID_HANDLER=649c899641344ac1816d2b9a79cf62b4
 
-for how in signal bsd_signal sysv_signal __sysv_signal ssignal sigset __sigaction raw hold ignore rawmask; do
+for how in signal bsd_signal sysv_signal __sysv_signal ssignal sigset __sigaction raw hold ignore rawmask jmpmask ctxmask; do
 	hardened "$T/out" "$T/err" "$P" "$how"
 	rc=$?
 	pid=$HPID
 	[ "$rc" = 2 ] && fail "$how: $(cat "$T/err")"
-	case $how in hold | ignore | rawmask) want="writing" ;; *) want="handled
+	case $how in hold | ignore | rawmask | jmpmask | ctxmask) want="writing" ;; *) want="handled
 writing" ;; esac
 	[ "$(cat "$T/out")" = "$want" ] || fail "$how: exit $rc, stdout: $(cat "$T/out"); stderr: $(head -n 3 "$T/err")"
 	[ "$rc" = 139 ] || fail "$how: exit $rc, want 139 (SIGSEGV): $(head -n 3 "$T/err")"

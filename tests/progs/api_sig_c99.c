@@ -17,6 +17,10 @@
  *   api_sig_c99 ignore    sigignore(SIGSEGV), no handler
  *   api_sig_c99 rawmask   SIGSEGV blocked by a raw rt_sigprocmask (found
  *                         and unblocked at the protect)
+ *   api_sig_c99 jmpmask   after the protect, siglongjmp to a buffer saved
+ *                         while SIGSEGV was blocked (its mask restored)
+ *   api_sig_c99 ctxmask   the same with setcontext and a context saved by
+ *                         getcontext
  * Prints "handled" (where a handler was installed), "writing", and must
  * not print "written".
  */
@@ -28,6 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -46,7 +51,43 @@ long syscall(long, ...);
 #define SIG_HOLD ((handler_t)2)          /* X/Open, as glibc defines it */
 #endif
 
-static sigjmp_buf env;
+static sigjmp_buf env, blocked_env;
+static ucontext_t blocked_ctx;
+static volatile int restored;
+
+static void raw_mask(int how)
+{
+	unsigned long mask = 1ul << (SIGSEGV - 1);
+	syscall(SYS_rt_sigprocmask, how, &mask, (unsigned long *)0, sizeof(mask));
+}
+
+/* SIGSEGV blocked behind libc's back while a jump buffer or a context
+ * saves the mask, unblocked, the pool protected, then the saved mask
+ * restored by the jump: 1 when how is one of these. */
+static int restore_blocked(const char *how, struct pmalloc_pool *pool)
+{
+	if (strcmp(how, "jmpmask") == 0) {
+		raw_mask(SIG_BLOCK);
+		if (sigsetjmp(blocked_env, 1) == 0) {
+			raw_mask(SIG_UNBLOCK);
+			pmalloc_protect_pool(pool);
+			siglongjmp(blocked_env, 1);
+		}
+		return 1;
+	}
+	if (strcmp(how, "ctxmask") == 0) {
+		raw_mask(SIG_BLOCK);
+		getcontext(&blocked_ctx);
+		if (!restored) {
+			restored = 1;
+			raw_mask(SIG_UNBLOCK);
+			pmalloc_protect_pool(pool);
+			setcontext(&blocked_ctx);
+		}
+		return 1;
+	}
+	return 0;
+}
 static volatile sig_atomic_t probing;
 
 static void handler(int sig)
@@ -97,6 +138,8 @@ static int install(const char *how)
 		return sigset(SIGSEGV, SIG_HOLD) == SIG_ERR ? -1 : 0;
 	if (strcmp(how, "ignore") == 0)
 		return sigignore(SIGSEGV) < 0 ? -1 : 0;
+	if (strcmp(how, "jmpmask") == 0 || strcmp(how, "ctxmask") == 0)
+		return 0;
 	if (strcmp(how, "rawmask") == 0) {
 		unsigned long mask = 1ul << (SIGSEGV - 1);
 		return syscall(SYS_rt_sigprocmask, SIG_BLOCK, &mask, (unsigned long *)0, sizeof(mask)) < 0 ? -1 : 0;
@@ -131,7 +174,8 @@ int main(int argc, char **argv)
 			"refused");
 		return 2;
 	}
-	pmalloc_protect_pool(pool);
+	if (!restore_blocked(argv[1], pool))
+		pmalloc_protect_pool(pool);
 	if (handled) {
 		/* A fault that is no pool write: the program's handler. */
 		probing = 1;

@@ -17,23 +17,30 @@
  *
  * Covered: sigprocmask, pthread_sigmask, the BSD/SysV sigblock, sigsetmask
  * and sighold, the mask of threads created with pthread_attr_setsigmask_np,
- * the handler masks set with sigaction (fault.c), and a mask inherited
- * across execve (cleared once at load).  Not covered: a raw rt_sigprocmask
- * system call, and masks restored by setcontext/swapcontext from a
- * ucontext saved before the shim's filter applied.
+ * the handler masks set with sigaction (fault.c), a mask inherited across
+ * execve (cleared once at load), the masks restored by siglongjmp and
+ * longjmp (a jump buffer saved in a handler, with SIGSEGV blocked) and by
+ * setcontext and swapcontext.  Not covered: a raw rt_sigprocmask system
+ * call, found at the next protect on the protecting thread (fault.c's
+ * fault_recheck).
  *
  * Cost: one sigset copy per call; these calls are not on any fast path.
  * Never allocates on its own behalf (the first call looks libc's function
  * up with dlsym, which may).
  */
 #define _GNU_SOURCE
+/* Fortified, <setjmp.h> renames longjmp and siglongjmp to __longjmp_chk:
+ * this file defines all four names itself. */
+#undef _FORTIFY_SOURCE
 #include "fault.h"
 #include "os.h"
 #include "shim.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <ucontext.h>
 
 typedef int (*mask_fn)(int, const sigset_t *, sigset_t *);
 typedef int (*attr_fn)(pthread_attr_t *, const sigset_t *);
@@ -130,4 +137,61 @@ __attribute__((constructor)) static void sigmask_init(void)
 	sigemptyset(&set);
 	sigaddset(&set, SIGSEGV);
 	os_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
+/* The saved mask a jump restores, with the fault signals left out; the
+ * buffer is the program's, writable (it wrote it with sigsetjmp). */
+static void filter_jump(struct __jmp_buf_tag *env)
+{
+	if (env && env->__mask_was_saved)
+		fault_filter_mask((sigset_t *)&env->__saved_mask);
+}
+
+typedef void (*jump_fn)(struct __jmp_buf_tag *, int);
+
+/* One for each of libc's names: glibc's longjmp restores a saved mask as
+ * siglongjmp does, and a fortified program calls __longjmp_chk. */
+#define JUMP(name) \
+	PMALLOC_EXPORT __attribute__((noreturn)) void name(struct __jmp_buf_tag env[1], int val) \
+	{ \
+		filter_jump(env); \
+		jump_fn fn = REAL(name, jump_fn); \
+		if (!fn) \
+			fatal(#name, "glibc's " #name " not found"); \
+		fn(env, val); \
+		__builtin_unreachable(); \
+	}
+JUMP(siglongjmp)
+JUMP(longjmp)
+JUMP(_longjmp)
+void __longjmp_chk(struct __jmp_buf_tag env[1], int val) __attribute__((noreturn));
+JUMP(__longjmp_chk)
+
+/* A context's mask, as a copy of it with the fault signals left out (the
+ * program's ucontext is const here). */
+typedef int (*setcontext_fn)(const ucontext_t *);
+typedef int (*swapcontext_fn)(ucontext_t *, const ucontext_t *);
+
+PMALLOC_EXPORT int setcontext(const ucontext_t *ucp)
+{
+	setcontext_fn fn = REAL(setcontext, setcontext_fn);
+	if (!fn || !ucp) {
+		errno = fn ? EINVAL : ENOSYS;
+		return -1;
+	}
+	ucontext_t copy = *ucp;
+	fault_filter_mask(&copy.uc_sigmask);
+	return fn(&copy);
+}
+
+PMALLOC_EXPORT int swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
+{
+	swapcontext_fn fn = REAL(swapcontext, swapcontext_fn);
+	if (!fn || !ucp) {
+		errno = fn ? EINVAL : ENOSYS;
+		return -1;
+	}
+	ucontext_t copy = *ucp;
+	fault_filter_mask(&copy.uc_sigmask);
+	return fn(oucp, &copy);
 }
