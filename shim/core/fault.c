@@ -638,9 +638,18 @@ static bool recheck_action(int sig, void (*fn)(int, siginfo_t *, void *), struct
 	return true;
 }
 
-int fault_recheck(void)
+/* When fault_recheck last looked, unless forced (a writable hint: forged,
+ * it delays a look by RECHECK_EVERY_NS at most). */
+#define RECHECK_EVERY_NS UINT64_C(1000000000)
+static _Atomic uint64_t recheck_last;
+
+int fault_recheck(bool force)
 {
 	int fixed = 0;
+	uint64_t now = os_monotonic_ns(true), last = atomic_load_explicit(&recheck_last, memory_order_relaxed);
+	if (!force && now - last < RECHECK_EVERY_NS)
+		return 0;
+	atomic_store_explicit(&recheck_last, now, memory_order_relaxed);
 	pthread_mutex_lock(&install_lock);
 	bool segv = recheck_action(SIGSEGV, on_segv, &prog_segv);
 	bool trap = recheck_action(SIGTRAP, on_trap, &prog_trap);

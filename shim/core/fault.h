@@ -40,9 +40,11 @@ void fault_filter_mask(sigset_t *set);
  * again; a blocked SIGSEGV (sigset's SIG_HOLD, a swapcontext mask, a
  * saved jump-buffer mask restored) is unblocked; either is said
  * (hooks.h's fault_notice: the journal).  Returns how many were put
- * right.  Two system calls per signal and one for the mask: protects
- * only, nothing per allocation. */
-int fault_recheck(void);
+ * right.  Three system calls: at a protect that makes something new
+ * read-only and at the pool API's protects (force), else at most once a
+ * second (a protect with nothing new, an event-loop call's, costs one
+ * coarse clock read); nothing per allocation. */
+int fault_recheck(bool force);
 /* Audit pools exist: let their faulting writes through by single-stepping
  * them (installs a SIGTRAP handler once). */
 void fault_enable_audit(void);

@@ -49,10 +49,10 @@ size_t shim_protect_pool(size_t i, const char *trigger)
 	 * (pool.h: closed under the pool's lock, before the protect). */
 	if (st->pools[i].until_trigger && !pool_closed(st->pools[i].pool))
 		pool_close(st->pools[i].pool);
-	(void)fault_recheck();     /* the handler still the shim's (issue 27) */
 	fill_protect_begin();      /* never half-way through the shim's own copy */
 	size_t n = pool_protect(st->pools[i].pool, trigger);
 	fill_protect_end();
+	(void)fault_recheck(n != 0);   /* the handler still the shim's (issue 27) */
 	/* The last pool closed and protected: from now on every allocation
 	 * goes to the heap, and routing need check no heap route (site.h's
 	 * closed byte).  Learn mode keeps learning what comes late. */
