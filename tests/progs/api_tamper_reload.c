@@ -38,6 +38,10 @@
  *     block), not pool memory (the arena): the metadata the shim maps
  *     (site table, span tables and records, pool structs).
  *
+ * TAMPER_JOURNAL=1 (tamper.sh's private namespace): the program plays
+ * journald (a socket at its path) and a run the shim killed must have sent
+ * its violation entry there.  TAMPER_VERBOSE=1: each run's stderr.
+ *
  * Prints per-outcome counts, "api_tamper_reload: ... all held" and exits
  * 0, else one line per failing run and exits 1; 2 when it could not set
  * itself up.
