@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The files around the programs: man pages format without a warning and
 # their example policy files pass pmallocctl check; the journal catalog
-# compiles and explains all eight MESSAGE_IDs (and journalctl -x fills in
+# compiles and explains all nine MESSAGE_IDs (and journalctl -x fills in
 # the fields); the systemd units verify and keep the hardening they promise.
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 
@@ -44,7 +44,7 @@ cat=$SRC/systemd/pmalloc.catalog
 [ -f "$cat" ] || fail "systemd/pmalloc.catalog missing"
 # The MESSAGE_IDs: the one table the shim, pmallocd and pmallocctl include.
 ids=$(sed -n 's/^#define MID_[A-Z]* *"\([0-9a-f]\{32\}\)".*/\1/p' "$SRC/shim/shared/msgid.h")
-[ "$(wc -w <<<"$ids")" = 8 ] || fail "shim/shared/msgid.h: expected 8 MESSAGE_IDs: $ids"
+[ "$(wc -w <<<"$ids")" = 9 ] || fail "shim/shared/msgid.h: expected 9 MESSAGE_IDs: $ids"
 for id in $ids; do
 	grep -q "^\.B $id\$" "$SRC/man/pmallocd.8" || fail "pmallocd(8) does not list MESSAGE_ID $id"
 done
@@ -55,7 +55,7 @@ if command -v journalctl >/dev/null; then
 	journalctl --root="$root" --update-catalog 2>"$T/err" || fail "--update-catalog: $(cat "$T/err")"
 	[ ! -s "$T/err" ] || fail "--update-catalog warns: $(cat "$T/err")"
 	journalctl --root="$root" --list-catalog >"$T/list" 2>&1 || fail "--list-catalog: $(cat "$T/list")"
-	[ "$(wc -l <"$T/list")" = 8 ] || fail "catalog: expected 8 entries: $(cat "$T/list")"
+	[ "$(wc -l <"$T/list")" = 9 ] || fail "catalog: expected 9 entries: $(cat "$T/list")"
 	for id in $ids; do
 		grep -q "^$id pmalloc: [A-Z]" "$T/list" || fail "catalog lacks $id: $(cat "$T/list")"
 		journalctl --root="$root" --dump-catalog "$id" >"$T/entry" 2>&1 || fail "--dump-catalog $id"
@@ -69,7 +69,7 @@ if command -v journalctl >/dev/null; then
 		'pmallocctl violations --pid @OBJECT_PID@' 'systemctl reload pmallocd'; do
 		grep -qF -- "$w" "$T/entry" || fail "violation catalog entry does not mention $w"
 	done
-	pass "catalog: eight entries compile"
+	pass "catalog: nine entries compile"
 
 	# journalctl -x fills in the fields, with the scratch catalog mounted
 	# over the system's in a private mount namespace (nothing else changes).
