@@ -261,7 +261,8 @@ static bool walk_fault(void)
 		return false;
 	walk_env = 0;
 	j->seal = 0;
-	siglongjmp(j->env, 1);
+	os_siglongjmp(j->env, 1);        /* libc's: the shim exports siglongjmp itself */
+	return false;
 }
 
 static void die_by_default(int sig, const siginfo_t *si)

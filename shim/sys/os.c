@@ -3,7 +3,8 @@
  * os.c - the shim's door to the kernel.
  *
  * The rule: every call the shim makes for memory (mmap, mprotect, mseal,
- * munmap, madvise, mincore, membarrier), for signals (sigaction,
+ * munmap, madvise, mincore, membarrier), for signals (sigaction, libc's
+ * siglongjmp past the shim's own,
  * rt_sigprocmask, sigaltstack, tgkill), for the thread and the clock
  * (gettid, sched_yield, clock_gettime, clock_nanosleep, getrandom), and every raw
  * system call made to get past one of the shim's own interposers (ppoll;
@@ -50,14 +51,20 @@ static char *_Atomic barrier_page;   /* the fallback's page, when membarrier is 
 
 #define OS_CALL(expr) ({ int _e = errno; int _r = (expr) == 0 ? 0 : -errno; errno = _e; _r; })
 
-/* libc's sigaction, the next definition after the shim's (which exports
- * sigaction and __sigaction); dlsym may allocate: the guard is set. */
-static int (*libc_sigaction(void))(int, const struct sigaction *, struct sigaction *)
+/* libc's name, the next definition after the shim's (which exports
+ * sigaction, __sigaction and the jump functions itself); dlsym may
+ * allocate: the guard is set. */
+static void *libc_next(const char *name)
 {
 	int busy = shim_busy_enter();
-	void *fn = dlsym(RTLD_NEXT, "__sigaction");
+	void *fn = dlsym(RTLD_NEXT, name);
 	shim_busy_leave(busy);
-	return (int (*)(int, const struct sigaction *, struct sigaction *))fn;
+	return fn;
+}
+
+static int (*libc_sigaction(void))(int, const struct sigaction *, struct sigaction *)
+{
+	return (int (*)(int, const struct sigaction *, struct sigaction *))libc_next("__sigaction");
 }
 
 int os_init(void)
@@ -86,6 +93,7 @@ int os_init(void)
 	}
 	os_ro.s.secret = secret | 2;          /* never 0: a token is never the address alone */
 	os_ro.s.libc_sigaction = libc_sigaction();
+	os_ro.s.libc_siglongjmp = (void (*)(struct __jmp_buf_tag *, int))libc_next("siglongjmp");
 	if (busy)
 		(void)shim_busy_enter();
 	errno = e;
@@ -252,6 +260,13 @@ int os_process_barrier(void)
 int os_unmap(void *p, size_t len)
 {
 	return OS_CALL(syscall(SYS_munmap, p, len));
+}
+
+void os_siglongjmp(struct __jmp_buf_tag *env, int val)
+{
+	void (*fn)(struct __jmp_buf_tag *, int) = os_ro.s.libc_siglongjmp;
+	if (fn)
+		fn(env, val);
 }
 
 int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old)

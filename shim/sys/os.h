@@ -12,6 +12,7 @@
 #ifndef PMALLOC_OS_H
 #define PMALLOC_OS_H
 
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -43,6 +44,9 @@ struct os_ro {
 	 * sigaction and __sigaction itself, so neither name can be bound to
 	 * from here; read-only with the page. */
 	int (*libc_sigaction)(int, const struct sigaction *, struct sigaction *);
+	/* libc's siglongjmp, the same way: the shim exports the jump functions
+	 * (sigmask.c), and its own fault handler's jump is not the program's. */
+	void (*libc_siglongjmp)(struct __jmp_buf_tag *, int);
 };
 union os_ro_page {
 	struct os_ro s;
@@ -105,6 +109,10 @@ int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 /* This thread's signal mask, as rt_sigprocmask(2): not filtered by the
  * shim's own pthread_sigmask (sigmask.c). */
 int os_sigmask(int how, const sigset_t *set, sigset_t *old);
+/* libc's siglongjmp to env (saved by sigsetjmp), past the shim's own;
+ * returns only when libc has none (never with glibc).  Async-signal-safe
+ * after os_init. */
+void os_siglongjmp(struct __jmp_buf_tag *env, int val);
 /* This thread's alternate signal stack (sigaltstack(NULL, ret)). */
 int os_altstack(stack_t *ret);
 /* CLOCK_MONOTONIC (or, coarse, CLOCK_MONOTONIC_COARSE: a few ns cheaper,
