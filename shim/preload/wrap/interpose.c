@@ -414,7 +414,7 @@ PMALLOC_EXPORT char *strndup(const char *s, size_t max)
  * every spelling, bsd_signal, sysv_signal, __sysv_signal, ssignal, sigset,
  * sigignore, sigaction, __sigaction; sighold is sigmask.c's).  A raw
  * rt_sigaction is found at the next protect (fault_recheck). */
-int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+PMALLOC_EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 sighandler_t bsd_signal(int sig, sighandler_t handler);
 
 static bool shim_handles(int sig)
