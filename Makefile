@@ -289,9 +289,14 @@ $(B)/progs/host_names: PROG_LDFLAGS := -rdynamic
 $(filter-out %.so,$(PROG_BINS)): $(wildcard tests/progs/*.h)
 # exit_openssl: OpenSSL's atexit clean-up, as a TLS server has it.
 $(B)/progs/exit_openssl: PROG_LIBS := -lssl -lcrypto
+# api_sig_c99 is built as strict C99 (signal() is __sysv_signal there).
+PROG_STD = -std=gnu11
+$(B)/progs/api_sig_c99: PROG_STD = -std=c99
+# relro_host is a full-RELRO program, as the servers the shim goes into.
+$(B)/progs/relro_host: PROG_LDFLAGS := -fPIE -pie -Wl,-z,relro,-z,now
 $(B)/progs/%: tests/progs/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O0 -g -Wall -Wextra $(WERROR_FLAG) -Iinclude $(PROG_LDFLAGS) -o $@ $(filter %.c,$^) -L$(B) \
+	$(CC) $(PROG_STD) -O0 -g -Wall -Wextra $(WERROR_FLAG) -Iinclude $(PROG_LDFLAGS) -o $@ $(filter %.c,$^) -L$(B) \
 		-Wl,-rpath,'$$ORIGIN/..' $(if $(findstring api_,$*),-lpmalloc_shim) -ldl -lpthread $(PROG_LIBS)
 
 $(B)/progs/%: tests/progs/%.cpp $(SHIM_LIB)

@@ -20,6 +20,7 @@
 #define MID_DROPPED   "c1e835285fc54160a43c1065e7656999" /* reports dropped, counted */
 #define MID_LEARNED   "81abfd4bd92b4d58b67b434bbf0f7ac1" /* a site learned (learn mode) */
 #define MID_UNMATCHED "1bbefd08c466424b957c3ee5b5856dbf" /* a policy rule that matches nothing */
+#define MID_HANDLER   "649c899641344ac1816d2b9a79cf62b4" /* the fault handler found replaced or SIGSEGV blocked, put right */
 #define MID_LATE      "8060223fb81e4230b9e1d79734447b85" /* a take = "until-trigger" site allocating after the trigger */
 #define MID_ROLE      "239811c3bab44d1681c765550bb90227" /* a process whose role no pool protects in */
 

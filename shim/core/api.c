@@ -137,6 +137,7 @@ PMALLOC_EXPORT void pmalloc_protect_pool(struct pmalloc_pool *pool)
 	if (!pool)
 		return;
 	pool_check(pool, "pmalloc_protect_pool");
+	(void)fault_recheck(true);
 	pool_protect(pool, "pmalloc_protect_pool");
 }
 

@@ -105,7 +105,13 @@ struct unit_map {
 	_Atomic uint32_t *unit_head;         /* per unit: its span's first unit + 1; 0: none */
 	struct span *spans;                  /* per unit; only a span's first unit's is used */
 	uint32_t n_units;
-	uint64_t bits[ARENA_UNITS_MAX / 64];
+	/* Per 64 units, two words side by side (one page opened for both):
+	 * [0] the units of interposition pools' spans, [1] the units of every
+	 * live span (any pool's).  The second is what a span handed out is
+	 * checked against before it is made writable: a free list or a
+	 * next-unit index overwritten cannot hand out memory a protect
+	 * covers (arena_span_alloc). */
+	uint64_t bits[ARENA_UNITS_MAX / 64][2];
 };
 union arena_ro_page {
 	struct unit_map m;

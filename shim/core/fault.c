@@ -44,6 +44,7 @@
 #include "fault.h"
 #include "stderr.h"
 #include "guard.h"
+#include "hooks.h"
 #include "common.h"
 #include "os.h"
 #include "pool.h"
@@ -145,8 +146,19 @@ static void program_publish(struct program_action *pa, const struct sigaction *a
  * next SIGTRAP on it is ours.  initial-exec: no allocation on first use in
  * a signal handler. */
 static __thread int step_armed __attribute__((tls_model("initial-exec")));
-/* The stack walk under way on this thread: a fault inside it jumps here. */
-static __thread sigjmp_buf *walk_env __attribute__((tls_model("initial-exec")));
+/* The stack walk under way on this thread: a fault inside it jumps to
+ * the record's env.  The word is writable (TLS), so it holds the record's
+ * address mixed with the secret (os.h), and the record carries a seal made
+ * of the secret and its own address: a word overwritten with the address
+ * of the program's own sigjmp_buf (or anything else) decodes to no sealed
+ * record, and the fault is handled as any other (reported, killed).  Cost:
+ * two loads and a compare per fault, nothing per allocation. */
+struct walk_jump {
+	uintptr_t seal;
+	sigjmp_buf env;
+};
+#define WALK_SEAL_TAG ((uintptr_t)0x77616c6b)    /* "walk": the seal is not the word's value */
+static __thread uintptr_t walk_env __attribute__((tls_model("initial-exec")));
 
 /* Stack the walk needs: libgcc's unwinder took 4.6 KiB more than the
  * report alone (measured on x86-64: 8.6 KiB of an alternate stack used
@@ -221,28 +233,39 @@ static void collect_backtrace(struct pmw_report *r, void *arg)
 	sigset_t segv, old;
 	sigemptyset(&segv);
 	sigaddset(&segv, SIGSEGV);
-	sigjmp_buf env;
+	struct walk_jump jump;
+	jump.seal = (uintptr_t)&jump ^ os_secret ^ WALK_SEAL_TAG;
 	os_sigmask(SIG_UNBLOCK, &segv, &old);
-	if (sigsetjmp(env, 0) == 0) {
-		walk_env = &env;
+	if (sigsetjmp(jump.env, 0) == 0) {
+		walk_env = (uintptr_t)&jump ^ os_secret;
 		_Unwind_Backtrace(unwind_step, &st);
 	}
-	walk_env = NULL;
+	walk_env = 0;
+	jump.seal = 0;
 	os_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* A fault inside the walk: back to collect_backtrace.  walk_env is a
- * writable word: believed only when it points just above this frame, on
- * this stack, where collect_backtrace's env lives while it walks (a
- * forged one would jump anywhere instead of reporting the write). */
+ * writable word: believed only when, decoded with the secret, it points
+ * just above this frame, on this stack, where collect_backtrace's record
+ * lives while it walks, and that record's seal is right (a forged one
+ * would jump anywhere instead of reporting the write).  Without the
+ * secret a forged word decodes to a random address: the range check
+ * refuses it before anything is read there. */
 #define WALK_ENV_NEAR ((uintptr_t)64 << 10)
 static bool walk_fault(void)
 {
-	sigjmp_buf *env = walk_env;
-	if (!env || (uintptr_t)env - (uintptr_t)__builtin_frame_address(0) > WALK_ENV_NEAR)
+	uintptr_t word = walk_env;
+	if (!word)
 		return false;
-	walk_env = NULL;
-	siglongjmp(*env, 1);
+	struct walk_jump *j = (struct walk_jump *)(word ^ os_secret);
+	if ((uintptr_t)j - (uintptr_t)__builtin_frame_address(0) > WALK_ENV_NEAR ||
+	    j->seal != ((uintptr_t)j ^ os_secret ^ WALK_SEAL_TAG))
+		return false;
+	walk_env = 0;
+	j->seal = 0;
+	os_siglongjmp(j->env, 1);        /* libc's: the shim exports siglongjmp itself */
+	return false;
 }
 
 static void die_by_default(int sig, const siginfo_t *si)
@@ -414,17 +437,20 @@ static void on_violation(int sig, siginfo_t *si, void *uctx, const struct pool_h
  * span, a span's owner that is no pool, a mark that says not protected.
  * Pool memory is only ever read-only or reserved, so it is a write to pool
  * memory all the same, enforced: never the program's handler, whatever
- * was overwritten. */
-static cold void unexplained_pool_write(int sig, siginfo_t *si)
+ * was overwritten.  Reported as any violation (stderr line, journal or
+ * pmallocd), its pool named as unknown: one word zeroed (a pool's magic,
+ * a unit head) must not turn a kill into a silent one. */
+static cold void unexplained_pool_write(int sig, siginfo_t *si, void *uctx)
 {
-	char buf[192];
-	struct fmt f;
-	fmt_init(&f, buf, sizeof(buf));
-	fmt_line_start(&f);
-	fmt_str(&f, "write to pool memory at ");
-	fmt_hex(&f, (uintptr_t)si->si_addr);
-	fmt_str(&f, " that the pool's records do not explain (corrupt pool state); killed by SIGSEGV\n");
-	fmt_flush_stderr(&f);
+	struct pool_hit hit;
+	memset(&hit, 0, sizeof(hit));
+	hit.addr = (uintptr_t)si->si_addr;
+	hit.is_protected = true;
+	int busy = shim_busy_enter();
+	report_end(report_begin(&hit, "(unknown: corrupt pool state)", ro.s.armed ? ro.s.policy : "",
+				(uintptr_t)si->si_addr, context_ip(uctx), false),
+		   collect_backtrace, NULL);
+	shim_busy_leave(busy);
 	die_by_default(sig, si);
 }
 
@@ -464,7 +490,7 @@ static void on_segv(int sig, siginfo_t *si, void *uctx)
 			on_violation(sig, si, uctx, &hit, mode);
 		shim_busy_leave(busy);
 	} else if (si->si_code == SEGV_ACCERR && arena_contains(si->si_addr)) {
-		unexplained_pool_write(sig, si);
+		unexplained_pool_write(sig, si, uctx);
 	} else {
 		chain(sig, si, uctx, &prog_segv);
 	}
@@ -617,6 +643,70 @@ void fault_filter_mask(sigset_t *set)
 	sigdelset(set, SIGSEGV);
 	if (atomic_load_explicit(&prog_trap.ours, memory_order_relaxed))
 		sigdelset(set, SIGTRAP);
+}
+
+static void notice(const char *what)
+{
+	if (core_hook.fault_notice)
+		core_hook.fault_notice(what);
+	else
+		debug_printf("%s", what);
+}
+
+/* The kernel's action for sig, if it is not fn: recorded as the
+ * program's, fn installed again.  install_lock held. */
+static bool recheck_action(int sig, void (*fn)(int, siginfo_t *, void *), struct program_action *prog)
+{
+	struct sigaction cur;
+	if (!atomic_load(&prog->ours) || os_sigaction(sig, NULL, &cur) < 0)
+		return false;
+	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == fn)
+		return false;
+	fault_filter_mask(&cur.sa_mask);
+	program_publish(prog, &cur);
+	install(sig, fn, &cur, NULL);
+	return true;
+}
+
+/* When fault_recheck last looked, unless forced (a writable hint: forged,
+ * it delays a look by RECHECK_EVERY_NS at most). */
+#define RECHECK_EVERY_NS UINT64_C(1000000000)
+static _Atomic uint64_t recheck_last;
+
+int fault_recheck(bool force)
+{
+	int fixed = 0;
+	uint64_t now = os_monotonic_ns(true), last = atomic_load_explicit(&recheck_last, memory_order_relaxed);
+	if (!force && now - last < RECHECK_EVERY_NS)
+		return 0;
+	atomic_store_explicit(&recheck_last, now, memory_order_relaxed);
+	pthread_mutex_lock(&install_lock);
+	bool segv = recheck_action(SIGSEGV, on_segv, &prog_segv);
+	bool trap = recheck_action(SIGTRAP, on_trap, &prog_trap);
+	pthread_mutex_unlock(&install_lock);
+	sigset_t cur;
+	bool held = os_sigmask(SIG_BLOCK, NULL, &cur) == 0 && sigismember(&cur, SIGSEGV) == 1;
+	if (held) {
+		sigset_t segv_set;
+		sigemptyset(&segv_set);
+		sigaddset(&segv_set, SIGSEGV);
+		(void)os_sigmask(SIG_UNBLOCK, &segv_set, NULL);
+	}
+	if (segv) {
+		notice("the SIGSEGV handler was replaced behind the shim (not through sigaction or signal):"
+		       " the shim's is installed again, the program's kept for faults that are not pool writes");
+		fixed++;
+	}
+	if (trap) {
+		notice("the SIGTRAP handler was replaced behind the shim: the shim's is installed again");
+		fixed++;
+	}
+	if (held) {
+		notice("SIGSEGV was blocked on the protecting thread (a blocked fault signal kills without a"
+		       " report): unblocked");
+		fixed++;
+	}
+	return fixed;
 }
 
 int fault_set_program_action(int sig, const struct sigaction *act, struct sigaction *old)

@@ -32,6 +32,19 @@ int fault_set_program_action(int sig, const struct sigaction *act, struct sigact
 /* Take the fault signals the shim needs out of set (SIGSEGV; SIGTRAP
  * while audit pools exist): they must never be blocked (sigmask.c). */
 void fault_filter_mask(sigset_t *set);
+/* At each protect (api.c, the preload's trigger): is the shim's handler
+ * still the one the kernel runs for SIGSEGV (and SIGTRAP when ours), and
+ * is SIGSEGV unblocked on this thread?  A handler replaced by any route
+ * the shim did not see (a raw rt_sigaction) is recorded as the program's
+ * (chained for faults that are not pool writes) and the shim's installed
+ * again; a blocked SIGSEGV (sigset's SIG_HOLD, a swapcontext mask, a
+ * saved jump-buffer mask restored) is unblocked; either is said
+ * (hooks.h's fault_notice: the journal).  Returns how many were put
+ * right.  Three system calls: at a protect that makes something new
+ * read-only and at the pool API's protects (force), else at most once a
+ * second (a protect with nothing new, an event-loop call's, costs one
+ * coarse clock read); nothing per allocation. */
+int fault_recheck(bool force);
 /* Audit pools exist: let their faulting writes through by single-stepping
  * them (installs a SIGTRAP handler once). */
 void fault_enable_audit(void);

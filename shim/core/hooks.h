@@ -34,6 +34,12 @@ struct core_hooks {
 	/* api.c: pmalloc_protect_named(pool).  NULL: no pool has a name a
 	 * policy gave it (ENOENT). */
 	int (*protect_named)(const char *pool);
+	/* fault.c (fault_recheck, at each protect): the fault handler was
+	 * found replaced behind the shim's back (a raw rt_sigaction) or
+	 * SIGSEGV blocked on the protecting thread, and was put right; what
+	 * says which, in words.  Not in a signal handler.  NULL: said under
+	 * PMALLOC_DEBUG only. */
+	void (*fault_notice)(const char *what);
 };
 
 union core_hooks_page {

@@ -76,12 +76,11 @@ static bool pool_ro_locked;                 /* registry_lock */
  * path's first compare fails for every pool, NULL included. */
 static struct pmalloc_pool pool_unbound;
 
-/* What pool_tls.active points to before a thread's first allocation. */
-static struct pool_region region_none = { .pool = &pool_unbound };
-
+/* Before a thread's first allocation its active slot (0) is free: the
+ * fast path's first compare fails. */
 #define FREE_SLOT { .pool = &pool_unbound }
 __thread struct pool_thread pool_tls __attribute__((tls_model("initial-exec"))) = {
-	.active = &region_none,
+	.active = 0,
 	.slot = { FREE_SLOT, FREE_SLOT, FREE_SLOT, FREE_SLOT },
 };
 static_assert(POOL_SLOTS == 4, "FREE_SLOT per slot");
@@ -578,9 +577,9 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 	}
 	bool single = need + align - PM_ALIGN > POOL_SMALL_MAX;
 	struct pool_region *r = slot_of(p);
-	if (!single && r->pool == p && r != pool_tls.active) {
+	if (!single && r->pool == p && r != pool_active()) {
 		/* Another pool was used last: switch, no lock, and try again. */
-		pool_tls.active = r;
+		pool_set_active(r);
 		return pool_alloc_api(p, size, align, site, api);
 	}
 	if (!single && r->pool != p && !region_bind(p, r)) {
@@ -588,7 +587,7 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 		return NULL;
 	}
 	if (!single)
-		pool_tls.active = r;
+		pool_set_active(r);
 	void *ret = NULL;
 	uintptr_t pop_lo = 0, pop_hi = 0;
 	pool_lock(p, api);

@@ -51,13 +51,33 @@ struct pool_region {
 static_assert(sizeof(struct pool_region) == 1u << POOL_REGION_SHIFT, "a region is a power of two");
 
 struct pool_thread {
-	struct pool_region *active;      /* the slot used last; never NULL */
+	/* The slot used last, as its byte offset in slot[]: masked at each
+	 * use, so whatever is written here picks one of this thread's own
+	 * slots, never a region elsewhere (a pointer here, overwritten with
+	 * the address of a fake region in attacker data, would hand out her
+	 * memory with no protect ever checking it: issue 27, row 2).  Cost:
+	 * an AND and an address computation from the thread pointer, about
+	 * 2 instructions of the fast path. */
+	uintptr_t active;
 	uintptr_t last_ra;               /* the last call site seen by the API ... */
 	uint64_t last_site;              /* ... and its site id */
 	bool registered;                 /* the thread-exit destructor is armed */
 	struct pool_region slot[POOL_SLOTS];
 };
 extern __thread struct pool_thread pool_tls __attribute__((tls_model("initial-exec")));
+#define POOL_ACTIVE_MASK ((uintptr_t)(POOL_SLOTS - 1) << POOL_REGION_SHIFT)
+static_assert((POOL_SLOTS & (POOL_SLOTS - 1)) == 0, "the slot index is masked");
+
+/* This thread's slot used last: always one of its slots. */
+static inline struct pool_region *pool_active(void)
+{
+	return (struct pool_region *)((char *)pool_tls.slot + (pool_tls.active & POOL_ACTIVE_MASK));
+}
+
+static inline void pool_set_active(const struct pool_region *r)
+{
+	pool_tls.active = (uintptr_t)((const char *)r - (const char *)pool_tls.slot);
+}
 
 struct pool_totals {
 	size_t objects, requested, used, protected_bytes, mapped, protect_calls, protect_failures;
@@ -147,7 +167,7 @@ static inline __attribute__((always_inline)) void *pool_alloc_api(struct pmalloc
 								   size_t align, uint64_t site,
 								   const char *api)
 {
-	struct pool_region *r = pool_tls.active;
+	struct pool_region *r = pool_active();
 	if (unlikely(r->pool != p || size - 1 >= POOL_SMALL_MAX || align != PM_ALIGN))
 		return pool_alloc_slow(p, size, align, (uint16_t)site, api);
 	size_t need = ALIGN_UP(size, PM_ALIGN);

@@ -63,6 +63,11 @@ struct limit_slot {
 };
 
 static _Atomic int report_owner;              /* thread id holding the lock, 0 free */
+/* This thread is inside report_begin .. report_end: with report_owner, what
+ * says a report is nested.  Two words, of two kinds of memory: one
+ * overwritten (report_owner set to this thread's id) does not make a
+ * report nested (a nested one gets a record of its own). */
+static __thread int in_report __attribute__((tls_model("initial-exec")));
 static sigset_t owner_mask;                   /* the owner's mask before report_begin */
 static struct limit_slot slots[LIMIT_SLOTS];  /* under the lock */
 static struct pmw_report record;              /* under the lock */
@@ -160,18 +165,31 @@ static bool limit_admits(uintptr_t ip)
 	return false;
 }
 
+/* The longest a report waits for another thread's: a report takes well
+ * under a millisecond but for its stack walk and sends (a few ms); an
+ * owner that holds the lock longer is taken to be a forged word. */
+#define LOCK_WAIT_NS (2000000000ull)
+
 static void lock(int me)
 {
 	int expected = 0;
+	uint64_t since = 0;
 	for (unsigned spins = 1; !atomic_compare_exchange_weak_explicit(&report_owner, &expected, me,
 									memory_order_acquire, memory_order_relaxed);
 	     spins++) {
 		/* An owner that is no thread of ours (the word overwritten, or a
 		 * thread gone) holds nothing: a fault handler must not wait for
-		 * it for ever (it would hang instead of killing). */
-		if (spins % 1024 == 0 && !os_thread_alive(expected) &&
-		    atomic_compare_exchange_strong(&report_owner, &expected, me))
-			return;
+		 * it for ever (it would hang instead of killing).  Nor for a
+		 * live thread's id written there (issue 27, row 7): after
+		 * LOCK_WAIT_NS the lock is taken over, the report made. */
+		if (spins % 1024 == 0) {
+			uint64_t now = os_monotonic_ns(false);
+			if (!since)
+				since = now;
+			if ((!os_thread_alive(expected) || now - since > LOCK_WAIT_NS) &&
+			    atomic_compare_exchange_strong(&report_owner, &expected, me))
+				return;
+		}
 		expected = 0;
 		os_yield();
 	}
@@ -320,7 +338,7 @@ struct pmw_report *report_begin(const struct pool_hit *hit, const char *pool, co
 {
 	int me = thread_id();
 	struct pmw_report *r;
-	if (atomic_load_explicit(&report_owner, memory_order_relaxed) == me) {
+	if (atomic_load_explicit(&report_owner, memory_order_relaxed) == me && in_report) {
 		/* Nested on this thread: the lock is ours further up. */
 		r = atomic_flag_test_and_set(&nested_busy) ? &discard : &nested;
 	} else {
@@ -331,8 +349,11 @@ struct pmw_report *report_begin(const struct pool_hit *hit, const char *pool, co
 		sigset_t all, old;
 		sigfillset(&all);
 		os_sigmask(SIG_BLOCK, &all, &old);
+		if (atomic_load_explicit(&report_owner, memory_order_relaxed) == me)
+			unlock();        /* this thread's id, written by no report of ours */
 		lock(me);
 		owner_mask = old;
+		in_report = 1;
 		r = &record;
 	}
 	record_fill(r, hit, pool, policy, address, ip, audit);
@@ -349,8 +370,14 @@ void report_end(struct pmw_report *r, void (*walk)(struct pmw_report *r, void *a
 {
 	if (r != &record) {
 		if (r == &nested) {
+			/* Sent too: a kill is always reported (the sink's buffer
+			 * for violations is used under this lock only, and the
+			 * outer report, whose walk faulted, is not in it). */
 			write_line(r);
+			if (core_hook.report_sink)
+				core_hook.report_sink(r);
 			atomic_flag_clear(&nested_busy);
+			return;
 		}
 		atomic_fetch_add_explicit(&sends_dropped, 1, memory_order_relaxed);
 		return;
@@ -367,6 +394,7 @@ void report_end(struct pmw_report *r, void (*walk)(struct pmw_report *r, void *a
 	if (core_hook.report_sink)
 		core_hook.report_sink(r);   /* pmallocd or the journal, in the preloaded shim */
 	sigset_t old = owner_mask;
+	in_report = 0;
 	unlock();
 	os_sigmask(SIG_SETMASK, &old, NULL);
 }

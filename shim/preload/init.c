@@ -30,6 +30,7 @@
 #include "learn.h"
 #include "life.h"
 #include "reload.h"
+#include "libc.h"
 #include "os.h"
 #include "resolve.h"
 #include "respawn.h"
@@ -168,6 +169,14 @@ static void rules_changed(void)
 	rules_msg_send(RULES_MSG_RULES);
 }
 
+/* The fault handler put right at a protect: the journal, and stderr under
+ * PMALLOC_DEBUG. */
+static void on_fault_notice(const char *what)
+{
+	debug_printf("%s", what);
+	journal_fault_notice(what);
+}
+
 static void set_hooks(void)
 {
 	core_hooks_set(&(struct core_hooks){
@@ -175,6 +184,7 @@ static void set_hooks(void)
 		.report_limits = state_report_limits,
 		.arena_on_reserve = on_arena_reserved,
 		.protect_named = trigger_protect_named,
+		.fault_notice = on_fault_notice,
 	});
 	/* A pool made before this constructor ran (another library's): the
 	 * arena read the hook unset (arena.c publishes its size first). */
@@ -385,6 +395,10 @@ static void shim_init(void)
 	life_init();               /* its fork handler first: the others read the role */
 	set_hooks();
 	heap_init();
+	/* libc's entry points the interposers call: resolved now, read-only
+	 * from here on (libc.h). */
+	if (libc_freeze() < 0)
+		frozen = frozen < 0 ? frozen : -ENOMEM;
 	debug_printf("heap allocator: %s (%u allocations from glibc while finding it)", heap_name(),
 		     heap_bootstrap_count());
 	/* Who this process is, read once: the client's and the journal's

@@ -87,20 +87,16 @@ static _Atomic int heap_state;
 /* What the layer above asked the entries to be (heap_set_checked,
  * heap_set_routed; NULL: the heap's own), written into the table under
  * entry_lock: the table is opened for one writer's stores at a time. */
-static struct heap_entries want_checked, want_routed;
-static bool want_is_routed;
+/* What heap_set_checked and heap_set_routed asked for: in the table's
+ * page (code pointers), written under entry_lock with the page open. */
+#define want_checked (heap_page.want_checked)
+#define want_routed (heap_page.want_routed)
+#define want_is_routed (heap_page.want_is_routed)
 static pthread_mutex_t entry_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The allocator's own functions, behind the checked entry points; written
- * once, before the table. */
-static struct {
-	void (*free)(void *);
-	void *(*realloc)(void *, size_t);
-	size_t (*usable_size)(void *);
-	void *(*aligned_alloc)(size_t, size_t);
-	int (*posix_memalign)(void **, size_t, size_t);
-	const char *name;
-} real;
+ * once, before the table, in its page (heap.h). */
+#define real (heap_page.real)
 
 /* glibc's pointers handed out while the allocator was being found. */
 #define BOOT_MAX 256
@@ -112,7 +108,7 @@ static _Atomic unsigned int boot_entered;  /* threads in a bootstrap allocation 
 /* The allocator found, its own functions (never the checked ones), for the
  * bootstrap paths between ops_ready and the table: no glibc pointer is
  * made once ops_ready is set. */
-static struct heap_ops found;
+#define found (heap_page.found)
 static _Atomic bool ops_ready;
 
 static void *boot_record(void *p, size_t size)
@@ -353,22 +349,26 @@ static void entries_store(void)
 static void entries_set(const struct heap_entries *checked, const struct heap_entries *routed)
 {
 	pthread_mutex_lock(&entry_lock);
+	/* Once found, the page is read-only: opened for the stores (the
+	 * state does not change while entry_lock is held: find() sets it
+	 * under the lock). */
+	bool found_now = atomic_load(&heap_state) == HEAP_FOUND;
+	bool page = found_now && ro_fits(&heap_page, sizeof(heap_page), os_page_size);
+	if (page && os_protect_rw(&heap_page, sizeof(heap_page)) < 0)
+		fatal("malloc", "cannot open the heap's table");
 	if (checked) {
 		want_checked.free = checked->free;
 		want_checked.realloc = checked->realloc;
 	}
 	if (routed != &want_routed) {
-		want_routed = routed ? *routed : (struct heap_entries){ 0 };
+		struct heap_entries r = routed ? *routed : (struct heap_entries){ 0 };
+		want_routed = r;
 		want_is_routed = routed != NULL;
 	}
-	if (atomic_load(&heap_state) == HEAP_FOUND) {
-		bool page = ro_fits(&heap_page, sizeof(heap_page), os_page_size);
-		if (page && os_protect_rw(&heap_page, sizeof(heap_page)) < 0)
-			fatal("malloc", "cannot open the heap's table");
+	if (found_now)
 		entries_store();
-		if (page && os_protect_ro(&heap_page, sizeof(heap_page)) < 0)
-			fatal("malloc", "cannot make the heap's table read-only again");
-	}
+	if (page && os_protect_ro(&heap_page, sizeof(heap_page)) < 0)
+		fatal("malloc", "cannot make the heap's table read-only again");
 	pthread_mutex_unlock(&entry_lock);
 }
 

@@ -38,6 +38,15 @@ struct heap_entries {
  * allocator is known: a stray write cannot point free() elsewhere.  Until
  * then its entries find the allocator on their first call.  Its writers
  * open it for their stores one at a time (a lock of heap.c's). */
+/* The allocator's own functions behind the checked entry points (heap.c). */
+struct heap_real {
+	void (*free)(void *);
+	void *(*realloc)(void *, size_t);
+	size_t (*usable_size)(void *);
+	void *(*aligned_alloc)(size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	const char *name;
+};
 union heap_page {
 	struct {
 		struct heap_ops ops;
@@ -46,6 +55,15 @@ union heap_page {
 		 * other exported allocators (strdup, memalign ...) test before
 		 * routing, one load. */
 		bool routed;
+		/* heap.c's own code pointers, in the same page so that none is
+		 * left writable once the table is (issue 27: no writable code
+		 * pointer the host did not have; tests/integration/relro.sh):
+		 * the allocator's functions, glibc's while it was being found,
+		 * and what heap_set_checked and heap_set_routed asked for. */
+		struct heap_real real;
+		struct heap_ops found;
+		struct heap_entries want_checked, want_routed;
+		bool want_is_routed;
 	};
 	char page[RO_PAGE];
 };

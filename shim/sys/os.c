@@ -3,7 +3,8 @@
  * os.c - the shim's door to the kernel.
  *
  * The rule: every call the shim makes for memory (mmap, mprotect, mseal,
- * munmap, madvise, mincore, membarrier), for signals (sigaction,
+ * munmap, madvise, mincore, membarrier), for signals (sigaction, libc's
+ * siglongjmp past the shim's own,
  * rt_sigprocmask, sigaltstack, tgkill), for the thread and the clock
  * (gettid, sched_yield, clock_gettime, clock_nanosleep, getrandom), and every raw
  * system call made to get past one of the shim's own interposers (ppoll;
@@ -24,14 +25,18 @@
  */
 #define _GNU_SOURCE
 #include "os.h"
+#include "guard.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <linux/membarrier.h>
 #include <poll.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -43,10 +48,24 @@ union os_ro_page os_ro __attribute__((aligned(RO_PAGE))) = { .s = { .page_size =
 static _Atomic int have_membarrier = 1;   /* until the kernel says otherwise */
 static char *_Atomic barrier_page;   /* the fallback's page, when membarrier is refused */
 
-/* glibc's own entry point: the shim interposes sigaction() itself. */
-extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 
 #define OS_CALL(expr) ({ int _e = errno; int _r = (expr) == 0 ? 0 : -errno; errno = _e; _r; })
+
+/* libc's name, the next definition after the shim's (which exports
+ * sigaction, __sigaction and the jump functions itself); dlsym may
+ * allocate: the guard is set. */
+static void *libc_next(const char *name)
+{
+	int busy = shim_busy_enter();
+	void *fn = dlsym(RTLD_NEXT, name);
+	shim_busy_leave(busy);
+	return fn;
+}
+
+static int (*libc_sigaction(void))(int, const struct sigaction *, struct sigaction *)
+{
+	return (int (*)(int, const struct sigaction *, struct sigaction *))libc_next("__sigaction");
+}
 
 int os_init(void)
 {
@@ -63,6 +82,20 @@ int os_init(void)
 	/* mseal(addr, 0, 0) succeeds where the call exists and does nothing. */
 	int e = errno;
 	os_ro.s.have_mseal = syscall(__NR_mseal, (unsigned long)0, 0UL, 0UL) == 0;
+	/* The secret: a thread inside a guarded section keeps its section
+	 * (its token is re-made with the new secret). */
+	int busy = shim_is_busy();
+	uintptr_t secret = 0;
+	if (syscall(SYS_getrandom, &secret, sizeof(secret), 1 /* GRND_NONBLOCK */) != (long)sizeof(secret)) {
+		const unsigned char *at = (const void *)getauxval(AT_RANDOM);
+		if (at)
+			memcpy(&secret, at + 8, sizeof(secret));   /* glibc's guards take the first 8 */
+	}
+	os_ro.s.secret = secret | 2;          /* never 0: a token is never the address alone */
+	os_ro.s.libc_sigaction = libc_sigaction();
+	os_ro.s.libc_siglongjmp = (void (*)(struct __jmp_buf_tag *, int))libc_next("siglongjmp");
+	if (busy)
+		(void)shim_busy_enter();
 	errno = e;
 	int r = os_protect_ro(&os_ro, sizeof(os_ro));
 	atomic_store_explicit(&probed, r < 0 ? r : 1, memory_order_release);
@@ -229,9 +262,21 @@ int os_unmap(void *p, size_t len)
 	return OS_CALL(syscall(SYS_munmap, p, len));
 }
 
+void os_siglongjmp(struct __jmp_buf_tag *env, int val)
+{
+	void (*fn)(struct __jmp_buf_tag *, int) = os_ro.s.libc_siglongjmp;
+	if (fn)
+		fn(env, val);
+}
+
 int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	return OS_CALL(__sigaction(sig, act, old));
+	int (*fn)(int, const struct sigaction *, struct sigaction *) = os_ro.s.libc_sigaction;
+	if (!fn)
+		fn = libc_sigaction();       /* before os_init: never in a fault handler */
+	if (!fn)
+		return -ENOSYS;
+	return OS_CALL(fn(sig, act, old));
 }
 
 uint64_t os_monotonic_ns(bool coarse)

@@ -12,6 +12,7 @@
 #ifndef PMALLOC_OS_H
 #define PMALLOC_OS_H
 
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,6 +38,20 @@
 struct os_ro {
 	size_t page_size;
 	int have_mseal;              /* 1 when mseal(2) works here */
+	/* The shim's secret (getrandom at os_init, else the kernel's AT_RANDOM
+	 * bytes; 0 before): what a writable word that decides something is
+	 * mixed with (the guard's token, guard.h; the walk's jump record,
+	 * fault.c), so that a write cannot forge it without first reading
+	 * this page, as glibc's pointer guard.  See shim/sys/guard.h for the
+	 * rule. */
+	uintptr_t secret;
+	/* libc's sigaction (dlsym RTLD_NEXT at os_init): the shim exports
+	 * sigaction and __sigaction itself, so neither name can be bound to
+	 * from here; read-only with the page. */
+	int (*libc_sigaction)(int, const struct sigaction *, struct sigaction *);
+	/* libc's siglongjmp, the same way: the shim exports the jump functions
+	 * (sigmask.c), and its own fault handler's jump is not the program's. */
+	void (*libc_siglongjmp)(struct __jmp_buf_tag *, int);
 };
 union os_ro_page {
 	struct os_ro s;
@@ -45,6 +60,7 @@ union os_ro_page {
 extern union os_ro_page os_ro __attribute__((visibility("hidden")));
 #define os_page_size (os_ro.s.page_size)
 #define os_have_mseal (os_ro.s.have_mseal)
+#define os_secret (os_ro.s.secret)
 
 /* Probe once and freeze what was probed: 0, or -errno when the page could
  * not be made read-only (the caller runs unprotected, and says so). */
@@ -98,6 +114,10 @@ int os_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
 /* This thread's signal mask, as rt_sigprocmask(2): not filtered by the
  * shim's own pthread_sigmask (sigmask.c). */
 int os_sigmask(int how, const sigset_t *set, sigset_t *old);
+/* libc's siglongjmp to env (saved by sigsetjmp), past the shim's own;
+ * returns only when libc has none (never with glibc).  Async-signal-safe
+ * after os_init. */
+void os_siglongjmp(struct __jmp_buf_tag *env, int val);
 /* This thread's alternate signal stack (sigaltstack(NULL, ret)). */
 int os_altstack(stack_t *ret);
 /* CLOCK_MONOTONIC (or, coarse, CLOCK_MONOTONIC_COARSE: a few ns cheaper,

@@ -44,7 +44,7 @@ cat=$SRC/systemd/pmalloc.catalog
 [ -f "$cat" ] || fail "systemd/pmalloc.catalog missing"
 # The MESSAGE_IDs: the one table the shim, pmallocd and pmallocctl include.
 ids=$(sed -n 's/^#define MID_[A-Z]* *"\([0-9a-f]\{32\}\)".*/\1/p' "$MSGID_H")
-[ "$(wc -w <<<"$ids")" = 9 ] || fail "$MSGID_H: expected 9 MESSAGE_IDs: $ids"
+[ "$(wc -w <<<"$ids")" = 10 ] || fail "$MSGID_H: expected 10 MESSAGE_IDs: $ids"
 for id in $ids; do
 	grep -q "^\.B $id\$" "$SRC/man/pmallocd.8" || fail "pmallocd(8) does not list MESSAGE_ID $id"
 done

@@ -20,7 +20,10 @@
 # next trigger, or kill the process with a report, or be refused (the word
 # is read-only now); then a sample of the systematic sweep (every word of
 # the shim's .data/.bss, TLS and the metadata it maps, set to 0, 1,
-# all-ones and the address of attacker memory): no silent write-through.
+# all-ones, the address of attacker memory, 2, 3, the guard's token as an
+# attacker can make it, and a pointer to a copy, in attacker memory, of what
+# the word points to): no silent write-through, and every kill by the shim
+# in the journal (the program plays journald).
 # TAMPER_FULL=1 (make tamper) sweeps every word instead of the sample, and
 # runs api_tamper beside an audit policy too; the rows are make check's.
 #
@@ -68,9 +71,27 @@ if [ -z "${TAMPER_FULL:-}" ]; then
 		pass "$(cat "$T/out")"
 	done
 fi
+# Issue 27's table, rows 1-4 and 7: one write each, with the value an
+# attacker chooses (the guard's token as she can make it, a fake region or
+# free run shaped as the shim's in her memory, the program's own jump
+# buffer, the thread's own id, a flag set, a magic or unit head zeroed).
+# Each must be killed with a report or stopped at the hand-out, and every
+# kill must reach the journal: the program plays journald (a socket at its
+# path, in this namespace's private /run/systemd/journal).  The rows of the
+# arena's hand-out run under protection = "mprotect", the store before the
+# next trigger: under "seal" the kernel refuses to reopen the memory
+# anyway, and a protect would notice the span lists.
+reload_conf mprotect >"$T/reload_mprotect.conf"
+for row in busy_token active_region next_unit free_runs walk_env report_owner entry_busy pool_magic unit_head; do
+	conf=$T/reload.conf
+	case $row in next_unit | free_runs) conf=$T/reload_mprotect.conf ;; esac
+	TAMPER_JOURNAL=1 PMALLOC_CONF=$conf "$RELOAD" row $row >"$T/out" 2>"$T/err" ||
+		fail "row $row: $(cat "$T/out"; tail -n 5 "$T/err")"
+	pass "$(cat "$T/out")"
+done
 words=150
 [ -n "${TAMPER_FULL:-}" ] && words=0     # every word
-PMALLOC_CONF=$T/reload.conf "$RELOAD" sweep $words >"$T/out" 2>"$T/err" ||
+TAMPER_JOURNAL=1 PMALLOC_CONF=$T/reload.conf "$RELOAD" sweep $words >"$T/out" 2>"$T/err" ||
 	fail "sweep: $(grep -v '^api_tamper_reload:   ' "$T/out" | head -n 20; tail -n 5 "$T/err")"
 grep -q 'all held$' "$T/out" || fail "sweep: $(cat "$T/out")"
 pass "sweep: $(tr '\n' ' ' <"$T/out" | sed 's/api_tamper_reload: //g')"

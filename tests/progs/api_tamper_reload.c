@@ -38,6 +38,10 @@
  *     block), not pool memory (the arena): the metadata the shim maps
  *     (site table, span tables and records, pool structs).
  *
+ * TAMPER_JOURNAL=1 (tamper.sh's private namespace): the program plays
+ * journald (a socket at its path) and a run the shim killed must have sent
+ * its violation entry there.  TAMPER_VERBOSE=1: each run's stderr.
+ *
  * Prints per-outcome counts, "api_tamper_reload: ... all held" and exits
  * 0, else one line per failing run and exits 1; 2 when it could not set
  * itself up.
@@ -50,6 +54,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -59,7 +64,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,7 +84,10 @@
 #define REGION_OFF_CUR 16
 #define REGION_OFF_END 24
 #define REGION_SIZE 128
-#define SPAN_SIZE 136
+#define SPAN_SIZE 144
+#define SPAN_OFF_BYTES 16
+#define SPAN_OFF_FIRST_UNIT 96
+#define SPAN_OFF_FREE_RUN 100
 #define SPAN_OFF_CURSOR 24
 #define MAX_TARGETS 65536
 #define RUN_DEADLINE_S 20
@@ -88,6 +98,7 @@ struct config {
 	char *path;
 	char *values[6];
 	long port;
+	char *big;                  /* rows next_unit, free_runs: a span of its own */
 };
 
 struct target {
@@ -102,8 +113,29 @@ static size_t n_targets;
 static unsigned counts[K_KINDS];
 
 static uint64_t forged[512] __attribute__((aligned(4096)));
+/* Attacker memory shaped like the structure a word points to (a pool
+ * region for row active_region, a copy of what a pointer pointed to in the
+ * sweep). */
+static uint64_t shaped[1024] __attribute__((aligned(4096)));
 static struct config *cfg;
 static int errfd = -1;
+/* Row settings: the reload allocates a large object too (a new span), the
+ * stores go into the original configuration rather than the reloaded one. */
+static bool big_alloc, store_original;
+/* ... and the stores come before the next trigger (an after: trigger that
+ * has not fired yet): nothing but the hand-out itself can notice. */
+static bool no_trigger;
+/* The fake journald (TAMPER_JOURNAL=1: tamper.sh's private namespace): a
+ * socket at journald's path, read after each run. */
+#define JOURNAL_SOCKET "/run/systemd/journal/socket"
+#define MID_VIOLATION "MESSAGE_ID=7df8f2fd7e8542c19da1343c00501acc\n"
+static int journal_fd = -1;
+static bool last_journaled;
+/* A write's value that stands for the address of the child's own
+ * sigjmp_buf (row walk_env), known only in the child. */
+#define JB_MARK UINT64_C(0x6a6d706275662121)
+/* One that stands for the child's thread id in the word's low half. */
+#define SELF_MARK UINT64_C(0x73656c6621212121)
 
 /* ---- the victim ---- */
 
@@ -123,6 +155,8 @@ static __attribute__((noinline)) struct config *parse_config(const char *name)
 			snprintf(c->values[i], 48, "value %d of %s", i, name);
 	}
 	c->port = 8080;
+	if (big_alloc)
+		c->big = malloc(300u << 10);
 	return c;
 }
 static __attribute__((noinline)) void parse_config_end(void)
@@ -137,7 +171,7 @@ static void trigger(void)
 
 /* The program's own SIGSEGV handler: says where, and whether that is the
  * configuration (the shim must never hand it a write there). */
-static struct config *volatile reloaded;
+static struct config *volatile reloaded;   /* the configuration the stores go into */
 
 static bool in_config(uintptr_t a)
 {
@@ -330,6 +364,7 @@ static const char *const outcome_names[] = { "protected at the next trigger", "d
 struct write {
 	uintptr_t addr;
 	uint64_t value;
+	bool late;          /* written after the reload and its trigger, just before the stores */
 };
 
 static __attribute__((noinline)) void store(volatile char *p, char c)
@@ -337,19 +372,36 @@ static __attribute__((noinline)) void store(volatile char *p, char c)
 	*p = c;
 }
 
+static void apply(const struct write *w, size_t n, bool late, sigjmp_buf *jb)
+{
+	for (size_t i = 0; i < n; i++)
+		if (w[i].late == late)
+			*(volatile uint64_t *)w[i].addr =
+				w[i].value == JB_MARK ? (uintptr_t)jb :
+				w[i].value == SELF_MARK ? (*(uint64_t *)w[i].addr & ~UINT64_C(0xffffffff)) | (uint32_t)getpid() :
+				w[i].value;
+}
+
 static void child(const struct write *w, size_t n, int rfd)
 {
 	alarm(RUN_DEADLINE_S);         /* a run still alive then hangs: a failure */
 	dup2(errfd, 2);
-	for (size_t i = 0; i < n; i++)
-		*(volatile uint64_t *)w[i].addr = w[i].value;
+	/* The program's own jump buffer, on its stack: the shim's handler
+	 * must never land here (exit 6). */
+	sigjmp_buf jb;
+	if (sigsetjmp(jb, 1))
+		_exit(6);
+	apply(w, n, false, &jb);
 	st->reached = 1;
 	struct config *c = parse_config("reloaded");
-	reloaded = c;
-	trigger();
+	reloaded = store_original ? cfg : c;
+	if (!no_trigger)
+		trigger();
 	if (!c || !c->path || !c->values[0])
 		_exit(5);
+	c = reloaded;
 	st->reached = 2;
+	apply(w, n, true, &jb);
 	char before[8];
 	memcpy(before, c->path, 8);
 	(void)read(rfd, c->path, 8);
@@ -359,6 +411,40 @@ static void child(const struct write *w, size_t n, int rfd)
 	store((char *)&c->port, 'X');
 	st->reached = 4;
 	_exit(0);
+}
+
+/* Did the fake journald get a violation entry from pid?  Drains it. */
+static bool journal_has(pid_t pid)
+{
+	static char buf[16384];
+	char field[40];
+	bool found = false;
+	if (journal_fd < 0)
+		return false;
+	snprintf(field, sizeof(field), "\nOBJECT_PID=%d\n", (int)pid);
+	for (;;) {
+		ssize_t len = recv(journal_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+		if (len < 0)
+			break;
+		buf[len] = '\0';
+		if (strstr(buf, MID_VIOLATION) && strstr(buf, field))
+			found = true;
+	}
+	return found;
+}
+
+static void journal_open(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", JOURNAL_SOCKET);
+	unlink(JOURNAL_SOCKET);
+	journal_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int size = 4 << 20;
+	if (journal_fd < 0 || bind(journal_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		perror("api_tamper_reload: the fake journal");
+		exit(2);
+	}
+	setsockopt(journal_fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
 }
 
 static bool has_shim_line(const char *err)
@@ -393,9 +479,12 @@ static enum outcome run(const struct write *w, size_t n, char *why, size_t why_l
 			exit(2);
 		}
 	bool hung = WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
+	last_journaled = journal_has(pid);
 	char err[ERR_MAX];
 	ssize_t len = pread(errfd, err, sizeof(err) - 1, 0);
 	err[len > 0 ? len : 0] = '\0';
+	if (getenv("TAMPER_VERBOSE"))
+		fprintf(stderr, "api_tamper_reload: the run's stderr: %s\n", err);
 	bool report = has_shim_line(err);
 	why[0] = '\0';
 	if (hung)
@@ -408,6 +497,8 @@ static enum outcome run(const struct write *w, size_t n, char *why, size_t why_l
 		snprintf(why, why_len, "the write into the reloaded configuration was let through");
 	else if (WIFEXITED(status) && WEXITSTATUS(status) == 5)
 		snprintf(why, why_len, "the reload failed (no memory) without a report");
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == 6)
+		snprintf(why, why_len, "the fault handler jumped into the program's own sigjmp_buf: no report, no kill");
 	if (why[0])
 		return O_FAILED;
 	for (size_t i = 0; i < n; i++)
@@ -466,6 +557,78 @@ static uintptr_t find_site_word(void)
 	return 0;
 }
 
+/* What an attacker who knows the shim's layout (its symbol table) stores
+ * in the guard word to make it read "busy": the token as the shim made it
+ * from two addresses (guard_anchor, before issue 27), else her best guess
+ * without the secret: the same with the address of the page that holds it. */
+static uint64_t busy_guess(uintptr_t word)
+{
+	static uintptr_t anchor;
+	if (!anchor)
+		anchor = shim_symbol("guard_anchor");
+	if (!anchor)
+		anchor = shim_symbol("os_ro");
+	return (word ^ anchor) | 1u;
+}
+
+/* The span struct of the original configuration (arena.h's unit map). */
+static uintptr_t cfg_span(void)
+{
+	uintptr_t a = shim_symbol("units_ro");
+	if (!a)
+		return 0;
+	uintptr_t base = *(uintptr_t *)a, *heads = *(uintptr_t **)(a + 16), spans = *(uintptr_t *)(a + 24);
+	uint32_t h = ((uint32_t *)heads)[((uintptr_t)cfg->values[0] - base) >> 16];
+	return h ? spans + (h - 1) * SPAN_SIZE : 0;
+}
+
+/* Issue 27's table, rows 1-4 and 7: one write each, the value an attacker
+ * would choose. */
+static size_t attack_row(const char *row, uintptr_t pool, struct write *w)
+{
+	uintptr_t a;
+	if (strcmp(row, "busy_token") == 0 && (a = shim_symbol("shim_busy")))
+		return w[0] = (struct write){ a, busy_guess(a), false }, 1;
+	if (strcmp(row, "active_region") == 0 && pool && (a = shim_symbol("pool_tls"))) {
+		/* A fake region in her memory: this pool's, its stamp, room. */
+		shaped[0] = pool;
+		shaped[1] = *(uint64_t *)(pool + POOL_OFF_STAMP);
+		shaped[2] = (uintptr_t)&shaped[256];
+		shaped[3] = (uintptr_t)&shaped[1024];
+		shaped[4] = (uintptr_t)&shaped[64];           /* where records go */
+		return w[0] = (struct write){ a, (uintptr_t)shaped, false }, 1;   /* pool_tls.active */
+	}
+	if (strcmp(row, "next_unit") == 0 && (a = shim_symbol("next_unit"))) {
+		big_alloc = store_original = no_trigger = true;
+		return w[0] = (struct write){ a, *(uint64_t *)a & ~UINT64_C(0xffffffff), false }, 1;
+	}
+	if (strcmp(row, "free_runs") == 0 && (a = shim_symbol("free_runs")) && cfg_span()) {
+		/* A free run in her memory, shaped as the arena's, over the
+		 * configuration's units, as long as the large object needs. */
+		big_alloc = store_original = no_trigger = true;
+		memset(shaped, 0, sizeof(shaped));
+		*(uint64_t *)((char *)shaped + SPAN_OFF_BYTES) = (uint64_t)5 << 16;
+		*(uint32_t *)((char *)shaped + SPAN_OFF_FIRST_UNIT) = *(uint32_t *)(cfg_span() + SPAN_OFF_FIRST_UNIT);
+		*((char *)shaped + SPAN_OFF_FREE_RUN) = 1;
+		return w[0] = (struct write){ a, (uintptr_t)shaped, false }, 1;
+	}
+	if (strcmp(row, "walk_env") == 0 && (a = shim_symbol("walk_env")))
+		return w[0] = (struct write){ a, JB_MARK, true }, 1;
+	if (strcmp(row, "report_owner") == 0 && (a = shim_symbol("report_owner")))
+		return w[0] = (struct write){ a, SELF_MARK, true }, 1;    /* the child's own id */
+	if (strcmp(row, "entry_busy") == 0 && (a = shim_symbol("entry_busy")))
+		return w[0] = (struct write){ a, (*(uint64_t *)a & ~UINT64_C(0xff)) | 1, true }, 1;
+	if (strcmp(row, "pool_magic") == 0 && pool)
+		return w[0] = (struct write){ pool, 0, true }, 1;
+	if (strcmp(row, "unit_head") == 0 && (a = shim_symbol("units_ro"))) {
+		uintptr_t base = *(uintptr_t *)a, heads = *(uintptr_t *)(a + 16);
+		uintptr_t u = heads + 4 * (((uintptr_t)cfg->values[0] - base) >> 16);
+		return w[0] = (struct write){ u & ~(uintptr_t)7, *(uint64_t *)(u & ~(uintptr_t)7) &
+						 ~((u & 7) ? UINT64_C(0xffffffff00000000) : UINT64_C(0xffffffff)), true }, 1;
+	}
+	return 0;
+}
+
 static size_t row_writes(const char *row, struct write *w)
 {
 	uintptr_t pool = find_pool(), a;
@@ -473,15 +636,15 @@ static size_t row_writes(const char *row, struct write *w)
 		a = find_site_word();
 		if (!a)
 			return 0;
-		w[0] = (struct write){ a, (*(uint64_t *)a & ~UINT64_C(0xffff)) | 1 };   /* route: the heap */
+		w[0] = (struct write){ a, (*(uint64_t *)a & ~UINT64_C(0xffff)) | 1, false };   /* route: the heap */
 		return 1;
 	}
 	if (strcmp(row, "site_armed") == 0 && (a = shim_symbol("shim_ro")))
-		return w[0] = (struct write){ a + 8, 0 }, 1;
+		return w[0] = (struct write){ a + 8, 0, false }, 1;
 	if (strcmp(row, "max_bytes") == 0 && (a = shim_symbol("pool_ro")))
-		return w[0] = (struct write){ a + 16, 1 }, 1;              /* caps[0].bytes */
+		return w[0] = (struct write){ a + 16, 1, false }, 1;              /* caps[0].bytes */
 	if (strcmp(row, "capped_used") == 0 && pool)
-		return w[0] = (struct write){ pool + POOL_OFF_CAPPED_USED, UINT64_MAX / 2 }, 1;   /* "over the cap" */
+		return w[0] = (struct write){ pool + POOL_OFF_CAPPED_USED, UINT64_MAX / 2, false }, 1;   /* "over the cap" */
 	if (strcmp(row, "span_cursor") == 0 && (a = shim_symbol("units_ro"))) {
 		/* The span of the configuration (shim/arena.h: the unit map's base,
 		 * then unit_head, spans; a span of SPAN_SIZE bytes, its cursor at 24). */
@@ -489,42 +652,42 @@ static size_t row_writes(const char *row, struct write *w)
 		uint32_t h = ((uint32_t *)heads)[((uintptr_t)cfg->values[0] - base) >> 16];
 		if (!h)
 			return 0;
-		return w[0] = (struct write){ spans + (h - 1) * SPAN_SIZE + SPAN_OFF_CURSOR, UINT64_MAX }, 1;
+		return w[0] = (struct write){ spans + (h - 1) * SPAN_SIZE + SPAN_OFF_CURSOR, UINT64_MAX, false }, 1;
 	}
 	if (strcmp(row, "pool_lock_owner") == 0 && pool)
-		return w[0] = (struct write){ pool + POOL_OFF_LOCK + 8, UINT64_MAX }, 1;   /* owner, users */
+		return w[0] = (struct write){ pool + POOL_OFF_LOCK + 8, UINT64_MAX, false }, 1;   /* owner, users */
 	if (strcmp(row, "dirty") == 0 && pool)
-		return w[0] = (struct write){ pool + POOL_OFF_FIRST, 0 }, 1;   /* the list protect walks */
+		return w[0] = (struct write){ pool + POOL_OFF_FIRST, 0, false }, 1;   /* the list protect walks */
 	if (strcmp(row, "regions") == 0 && pool)
-		return w[0] = (struct write){ pool + POOL_OFF_REGIONS, 0 }, 1;
+		return w[0] = (struct write){ pool + POOL_OFF_REGIONS, 0, false }, 1;
 	if (strcmp(row, "region") == 0 && pool && (a = shim_symbol("pool_tls"))) {
 		for (uintptr_t r = a + 32; r < a + 32 + 4 * REGION_SIZE; r += REGION_SIZE)
 			if (*(uintptr_t *)r == pool) {
-				w[0] = (struct write){ r + REGION_OFF_CUR, (uintptr_t)forged };
-				w[1] = (struct write){ r + REGION_OFF_END, (uintptr_t)forged + sizeof(forged) };
-				w[2] = (struct write){ r + REGION_OFF_STAMP, *(uint64_t *)(pool + POOL_OFF_STAMP) };
+				w[0] = (struct write){ r + REGION_OFF_CUR, (uintptr_t)forged, false };
+				w[1] = (struct write){ r + REGION_OFF_END, (uintptr_t)forged + sizeof(forged), false };
+				w[2] = (struct write){ r + REGION_OFF_STAMP, *(uint64_t *)(pool + POOL_OFF_STAMP), false };
 				return 3;
 			}
 		return 0;
 	}
 	if (strcmp(row, "mseal") == 0 && (a = shim_symbol("os_ro")))
-		return w[0] = (struct write){ a + 8, 0 }, 1;
+		return w[0] = (struct write){ a + 8, 0, false }, 1;
 	if (strcmp(row, "fills") == 0 && (a = shim_symbol("fills")))
-		return w[0] = (struct write){ a, 1 }, 1;
+		return w[0] = (struct write){ a, 1, false }, 1;
 	if (strcmp(row, "table") == 0 && (a = shim_symbol("rro")))
-		return w[0] = (struct write){ a + 32, 0 }, w[1] = (struct write){ a + 40, 0 }, 2;
+		return w[0] = (struct write){ a + 32, 0, false }, w[1] = (struct write){ a + 40, 0, false }, 2;
 	if (strcmp(row, "rules") == 0 && (a = shim_symbol("rro")) && *(uintptr_t *)(a + 8)) {
 		uintptr_t rules = *(uintptr_t *)(a + 8);
-		return w[0] = (struct write){ rules + 16, (uintptr_t)forged }, 1;   /* rule 0's function glob */
+		return w[0] = (struct write){ rules + 16, (uintptr_t)forged, false }, 1;   /* rule 0's function glob */
 	}
 	if (strcmp(row, "client_fd") == 0 && (a = shim_symbol("conn")))
-		return w[0] = (struct write){ a, 7 }, w[1] = (struct write){ a + 8, 0 },
-		       w[2] = (struct write){ a + 16, 0 }, 3;
+		return w[0] = (struct write){ a, 7, false }, w[1] = (struct write){ a + 8, 0, false },
+		       w[2] = (struct write){ a + 16, 0, false }, 3;
 	if (strcmp(row, "arena_size") == 0 && (a = shim_symbol("units_ro")))
-		return w[0] = (struct write){ a + 8, 0 }, 1;
+		return w[0] = (struct write){ a + 8, 0, false }, 1;
 	if (strcmp(row, "prog_segv") == 0 && (a = shim_symbol("prog_ro")))
-		return w[0] = (struct write){ a, (uintptr_t)forged }, 1;   /* slot 0's handler */
-	return 0;
+		return w[0] = (struct write){ a, (uintptr_t)forged, false }, 1;   /* slot 0's handler */
+	return attack_row(row, pool, w);
 }
 
 static int do_row(const char *row)
@@ -537,9 +700,14 @@ static int do_row(const char *row)
 	}
 	char why[512];
 	enum outcome o = run(w, n, why, sizeof(why));
-	printf("api_tamper_reload: row %s (%zu write%s at %p): %s%s%s\n", row, n, n > 1 ? "s" : "",
-	       (void *)w[0].addr, outcome_names[o], why[0] ? ": " : "", why);
-	return o == O_FAILED || o == O_CRASHED ? 1 : 0;
+	/* A kill by the shim (the store refused, its report on stderr) must
+	 * have reached the journal too, where there is one to ask. */
+	bool unreported = journal_fd >= 0 && o == O_PROTECTED && !last_journaled;
+	printf("api_tamper_reload: row %s (%zu write%s at %p): %s%s%s%s\n", row, n, n > 1 ? "s" : "",
+	       (void *)w[0].addr, outcome_names[o], why[0] ? ": " : "", why,
+	       journal_fd < 0 || o != O_PROTECTED ? "" : last_journaled ? "; in the journal" :
+	       "; FAILED: NOT in the journal");
+	return o == O_FAILED || o == O_CRASHED || unreported ? 1 : 0;
 }
 
 /* ---- the sweep ---- */
@@ -559,20 +727,45 @@ static int do_sweep(size_t sample)
 	for (int k = 0; k < K_KINDS; k++)
 		step[k] = sample && counts[k] > sample / K_KINDS ? counts[k] / (sample / K_KINDS ? sample / K_KINDS : 1) : 1;
 	size_t seen[K_KINDS] = { 0 };
-	const uint64_t values[] = { 0, 1, UINT64_MAX, (uintptr_t)forged };
-	const char *const vnames[] = { "0", "1", "~0", "&attacker" };
+	/* 0, 1, all ones and an address, then what an attacker tries besides
+	 * (issue 27): small indexes, the guard's token made for the word's
+	 * address as she can make it (busy_guess), and a pointer to a copy of
+	 * what the word points to, in her memory (a structure shaped as the
+	 * shim's, which she then controls). */
+	enum { V_ZERO, V_ONE, V_ONES, V_ADDR, V_TWO, V_THREE, V_TOKEN, V_SHAPED, V_VALUES };
+	const char *const vnames[] = { "0", "1", "~0", "&attacker", "2", "3", "token", "&shaped copy" };
 	unsigned out[O_OUTCOMES][K_KINDS] = { { 0 } };
-	size_t words = 0;
+	size_t words = 0, runs = 0, unjournaled = 0;
 	int failed = 0;
 	for (size_t i = 0; i < n_targets; i++) {
 		if (seen[targets[i].kind]++ % step[targets[i].kind] != 0)
 			continue;
 		words++;
-		for (size_t v = 0; v < 4; v++) {
-			struct write w = { targets[i].addr, values[v] };
+		uint64_t now = *(uint64_t *)targets[i].addr;
+		const uint64_t values[V_VALUES] = { 0, 1, UINT64_MAX, (uintptr_t)forged, 2, 3,
+						    busy_guess(targets[i].addr), (uintptr_t)shaped };
+		for (size_t v = 0; v < V_VALUES; v++) {
+			if (v == V_SHAPED) {
+				/* Only for a word that holds a pointer to readable memory. */
+				size_t k = 0;
+				while (k < n_maps && !(now >= maps[k].lo && now < maps[k].hi))
+					k++;
+				if (k == n_maps || maps[k].perms[0] != 'r')
+					continue;
+				size_t len = maps[k].hi - now < sizeof(shaped) ? maps[k].hi - now : sizeof(shaped);
+				memset(shaped, 0, sizeof(shaped));
+				memcpy(shaped, (const void *)now, len);
+			}
+			struct write w = { targets[i].addr, values[v], false };
 			char why[512];
 			enum outcome o = run(&w, 1, why, sizeof(why));
+			runs++;
 			out[o][targets[i].kind]++;
+			if (journal_fd >= 0 && o == O_PROTECTED && !last_journaled) {
+				unjournaled++;
+				o = O_FAILED;
+				snprintf(why, sizeof(why), "killed by the shim, NOT reported to the journal");
+			}
 			if (o == O_FAILED || (o == O_CRASHED && !sample)) {
 				failed += o == O_FAILED;
 				if (o == O_CRASHED)
@@ -584,8 +777,11 @@ static int do_sweep(size_t sample)
 			}
 		}
 	}
-	printf("api_tamper_reload: %zu words tried of %zu (%s %u, %s %u, %s %u), 4 values each, %zu runs\n", words,
-	       n_targets, kind_names[0], counts[0], kind_names[1], counts[1], kind_names[2], counts[2], words * 4);
+	printf("api_tamper_reload: %zu words tried of %zu (%s %u, %s %u, %s %u), up to %d values each, %zu runs\n",
+	       words, n_targets, kind_names[0], counts[0], kind_names[1], counts[1], kind_names[2], counts[2],
+	       (int)V_VALUES, runs);
+	if (journal_fd >= 0)
+		printf("api_tamper_reload:   kills by the shim not in the journal: %zu\n", unjournaled);
 	for (int o = 0; o < O_OUTCOMES; o++)
 		printf("api_tamper_reload:   %s: %u (.data/.bss %u, TLS %u, metadata %u)\n", outcome_names[o],
 		       out[o][0] + out[o][1] + out[o][2], out[o][0], out[o][1], out[o][2]);
@@ -628,6 +824,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	read_maps();
+	if (getenv("TAMPER_JOURNAL"))
+		journal_open();
 	fflush(stdout);
 	fflush(stderr);
 	return sweep ? do_sweep(argc == 3 ? strtoul(argv[2], NULL, 10) : 0) : do_row(argv[2]);

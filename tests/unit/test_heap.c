@@ -13,7 +13,6 @@
 
 /* What heap.c needs from the rest of the shim. */
 __thread uintptr_t shim_busy __attribute__((tls_model("initial-exec")));
-const char guard_anchor = 1;
 union os_ro_page os_ro;         /* page size 0: the table is never made read-only here */
 int os_protect_ro(void *p, size_t len)
 {

@@ -55,6 +55,11 @@ static _Atomic unsigned int window_count, window_dropped;
 
 static char entry[8192];
 static atomic_flag entry_busy = ATOMIC_FLAG_INIT;
+/* The violations' own buffer: they come under report.c's lock only, one
+ * at a time, so they never wait for entry_busy (another entry being
+ * written, or the flag overwritten: issue 27, row 7) and are never
+ * dropped for it.  A kill is always reported. */
+static char violation_entry[8192];
 
 /* This process as it was at start-up (journal_init); "" where unknown. */
 static const char *self_exe = "";   /* client.c's read-only page */
@@ -188,14 +193,14 @@ static void limits(unsigned int *burst, unsigned int *interval_s)
 
 /* The summary of what was dropped so far, if anything (entry_busy held);
  * wait_ms as for send_entry_wait. */
-static void write_summary(unsigned int wait_ms)
+static void write_summary_in(char *buf, size_t size, unsigned int wait_ms)
 {
 	unsigned int dropped = atomic_exchange(&window_dropped, 0), burst, interval_s;
 	if (!dropped)
 		return;
 	limits(&burst, &interval_s);
 	struct fmt f;
-	fmt_init(&f, entry, sizeof(entry));
+	fmt_init(&f, buf, size);
 	common_fields(&f, MID_DROPPED, 4);
 	fmt_printf(&f, "PMALLOC_DROPPED=%u\nPMALLOC_DROPPED_KIND=violation\n"
 		   "MESSAGE=pmalloc: PID %d: %u violation reports were not logged (rate limit: %u per %u s,"
@@ -205,8 +210,14 @@ static void write_summary(unsigned int wait_ms)
 		atomic_fetch_add(&window_dropped, dropped);   /* kept for the next try */
 }
 
+static void write_summary(unsigned int wait_ms)
+{
+	write_summary_in(entry, sizeof(entry), wait_ms);
+}
+
 /* May one more violation entry be written now?  Also writes the summary of
- * what the previous window dropped (entry_busy held). */
+ * what the previous window dropped (into the violations' buffer: report.c's
+ * lock held). */
 static bool rate_allows(void)
 {
 	unsigned int burst, interval_s;
@@ -215,7 +226,7 @@ static bool rate_allows(void)
 	if (start == 0 || now - start >= (uint64_t)interval_s * 1000000000u) {
 		atomic_store(&window_start_ns, now);
 		atomic_store(&window_count, 0);
-		write_summary(0);
+		write_summary_in(violation_entry, sizeof(violation_entry), 0);
 	}
 	if (atomic_fetch_add(&window_count, 1) < burst)
 		return true;
@@ -259,52 +270,51 @@ static int entry_errno;   /* the writer's errno, under entry_busy */
 
 /* Take the one entry buffer into f and start an entry (MESSAGE_ID and the
  * fields every entry has); false when another entry is being written, or
- * when limited and the rate limit holds it back: it is not written then
- * (counted, when limited). */
-static bool entry_begin(struct fmt *f, const char *mid, int priority, bool limited)
+ * it is not written then. */
+static bool entry_begin(struct fmt *f, const char *mid, int priority)
 {
-	if (atomic_flag_test_and_set(&entry_busy)) {
-		if (limited)
-			journal_note_dropped();
+	if (atomic_flag_test_and_set(&entry_busy))
 		return false;
-	}
 	entry_errno = errno;
-	if (limited && !rate_allows()) {
-		errno = entry_errno;
-		atomic_flag_clear(&entry_busy);
-		return false;
-	}
 	fmt_init(f, entry, sizeof(entry));
 	common_fields(f, mid, priority);
 	return true;
 }
 
 /* Send the entry (wait_ms as for send_entry_wait) and give the buffer
- * back; a limited entry journald did not take is counted. */
-static bool entry_end(struct fmt *f, unsigned int wait_ms, bool limited)
+ * back; true when journald took it. */
+static bool entry_end(struct fmt *f, unsigned int wait_ms)
 {
 	bool sent = send_entry_wait(f, wait_ms);
-	if (!sent && limited)
-		journal_note_dropped();
 	errno = entry_errno;
 	atomic_flag_clear(&entry_busy);
 	return sent;
 }
 
+/* Under report.c's lock (the only caller is its sink): the violations'
+ * own buffer, no flag to find taken. */
 void journal_violation(const struct pmw_report *r)
 {
 	struct violation_shown shown = { .pid = (int)getpid(), .generation = r->generation };
 	struct fmt f;
-	if (!entry_begin(&f, MID_VIOLATION, violation_priority(r), true))
-		return;
-	violation_fmt_fields(&f, r, &shown);
-	entry_end(&f, 0, true);
+	int e = errno;
+	if (rate_allows()) {
+		fmt_init(&f, violation_entry, sizeof(violation_entry));
+		common_fields(&f, MID_VIOLATION, violation_priority(r));
+		violation_fmt_fields(&f, r, &shown);
+		/* A kill waits up to 250 ms for room in a busy journald's
+		 * queue (the process ends anyway); an audited write, which
+		 * the program survives, never waits. */
+		if (!send_entry_wait(&f, r->mode == PMW_MODE_ENFORCE ? 250 : 0))
+			journal_note_dropped();
+	}
+	errno = e;
 }
 
 void journal_protected(const struct pmw_protected *m)
 {
 	struct fmt f;
-	if (!entry_begin(&f, MID_PROTECTED, 7, false))
+	if (!entry_begin(&f, MID_PROTECTED, 7))
 		return;
 	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_TRIGGER=%s\nPMALLOC_PROTECTED_BYTES=%" PRIu64
 		   "\nPMALLOC_NEW_BYTES=%" PRIu64 "\nPMALLOC_OBJECTS=%" PRIu64 "\nPMALLOC_GENERATION=%" PRIu64
@@ -313,13 +323,13 @@ void journal_protected(const struct pmw_protected *m)
 		   "generation %" PRIu64 ")\n",
 		   m->policy, m->pool, m->trigger, m->protected_bytes, m->new_bytes, m->objects, m->pool_generation,
 		   m->freed_bytes, m->pool, m->policy, m->new_bytes, m->trigger, m->pool_generation);
-	entry_end(&f, 0, false);
+	entry_end(&f, 0);
 }
 
 bool journal_learned(const struct journal_learned *m)
 {
 	struct fmt f;
-	if (!entry_begin(&f, MID_LEARNED, 6, false))
+	if (!entry_begin(&f, MID_LEARNED, 6))
 		return false;
 	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_RUN=%s\nPMALLOC_EXE_BUILD_ID=%s\n"
 		   "PMALLOC_POLICY_LOADED=%" PRIu64 "\nPMALLOC_CHAIN=%s\n", m->policy, m->pool, m->run,
@@ -347,25 +357,25 @@ bool journal_learned(const struct journal_learned *m)
 		fmt_printf(&f, "PMALLOC_LEARN_EXEC=%s\nPMALLOC_LEARN_SECURE_EXEC=%d\n", m->exec, m->secure_exec ? 1 : 0);
 	fmt_printf(&f, "PMALLOC_TRIGGERS=%s\nPMALLOC_LEARN_REASON=%s\nPMALLOC_EXE=%s\nMESSAGE=pmalloc: %s\n",
 		   m->triggers, m->reason, m->exe, m->message);
-	return entry_end(&f, m->wait_ms, false);
+	return entry_end(&f, m->wait_ms);
 }
 
 void journal_take_late(const char *policy, const char *pool, const char *site)
 {
 	struct fmt f;
-	if (!entry_begin(&f, MID_LATE, 5, false))
+	if (!entry_begin(&f, MID_LATE, 5))
 		return;
 	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_TAKE=late\nPMALLOC_SITE=%s\nPMALLOC_EXE=%s\n"
 		   "MESSAGE=pmalloc: PID %d (%s): site %s of pool \"%s\" (policy \"%s\") allocates after the pool's"
 		   " trigger: to the heap, unprotected (take = \"until-trigger\"); said once\n", policy, pool, site,
 		   self_exe, (int)getpid(), self_exe, site, pool, policy);
-	entry_end(&f, 0, false);
+	entry_end(&f, 0);
 }
 
 void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule, bool dropped)
 {
 	struct fmt f;
-	if (!entry_begin(&f, MID_UNMATCHED, 4, false))
+	if (!entry_begin(&f, MID_UNMATCHED, 4))
 		return;
 	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_RULE_KIND=%s\nPMALLOC_RULE=%s\nPMALLOC_EXE=%s\n"
 		   "MESSAGE=pmalloc: PID %d (%s): %s rule \"%s\" of pool \"%s\" (policy \"%s\") ", policy, pool,
@@ -375,17 +385,27 @@ void journal_unmatched(const char *policy, const char *pool, const char *kind, c
 			   " are): it protects nothing there\n", POLICY_OBJECT_NAME_RULES_MAX, POLICY_OBJECT_NAME_RULES_MAX);
 	else
 		fmt_printf(&f, "matches no function loaded at start-up: it protects nothing\n");
-	entry_end(&f, 0, false);
+	entry_end(&f, 0);
+}
+
+void journal_fault_notice(const char *what)
+{
+	struct fmt f;
+	if (!entry_begin(&f, MID_HANDLER, 4))
+		return;
+	fmt_printf(&f, "PMALLOC_EXE=%s\nPMALLOC_HANDLER=%s\nMESSAGE=pmalloc: PID %d (%s): %s\n", self_exe, what,
+		   (int)getpid(), self_exe, what);
+	entry_end(&f, 0);
 }
 
 void journal_role_unprotected(const char *policy, const char *role)
 {
 	struct fmt f;
-	if (!entry_begin(&f, MID_ROLE, 4, false))
+	if (!entry_begin(&f, MID_ROLE, 4))
 		return;
 	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_EXE=%s\nPMALLOC_PROTECTION=none\n"
 		   "MESSAGE=pmalloc: PID %d (%s): no pool of policy \"%s\" names role %s: this process runs "
 		   "unprotected (learning never saw this role)\n", policy, self_exe, (int)getpid(), self_exe, policy,
 		   role);
-	entry_end(&f, 0, false);
+	entry_end(&f, 0);
 }

@@ -20,6 +20,9 @@
 void journal_init(const char *exe, const char *comm);
 /* The violation record r as an entry (violation_fmt.c), rate-limited. */
 void journal_violation(const struct pmw_report *r);
+/* The fault handler found replaced or SIGSEGV blocked, and put right
+ * (fault.c's fault_recheck, through hooks.h): one entry, said each time. */
+void journal_fault_notice(const char *what);
 void journal_protected(const struct pmw_protected *m);
 /* Count one violation report that reached neither pmallocd nor the
  * journal; the count is summarised in a "reports dropped" entry (at the

@@ -462,8 +462,18 @@ PMALLOC_EXPORT char *strndup(const char *s, size_t max)
 }
 
 /* SIGSEGV stays the shim's: the program's handler is recorded as the one
- * to chain to for every fault that is not a write to pool memory. */
-extern sighandler_t bsd_signal(int, sighandler_t);
+ * to chain to for every fault that is not a write to pool memory, by
+ * whichever of libc's entry points it is installed (issue 27: signal in
+ * every spelling, bsd_signal, sysv_signal, __sysv_signal, ssignal, sigset,
+ * sigignore, sigaction, __sigaction; sighold is sigmask.c's).  A raw
+ * rt_sigaction is found at the next protect (fault_recheck). */
+PMALLOC_EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+sighandler_t bsd_signal(int sig, sighandler_t handler);
+
+static bool shim_handles(int sig)
+{
+	return sig == SIGSEGV || sig == SIGTRAP || learn_stop_signal(sig) || reload_signal(sig);
+}
 
 PMALLOC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
@@ -486,19 +496,105 @@ PMALLOC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigact
 	return fault_set_program_action(sig, act, old);
 }
 
-PMALLOC_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+PMALLOC_EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return sigaction(sig, act, old);
+}
+
+/* A handler installed with flags and a mask, as libc's signal functions
+ * would; the old handler, or SIG_ERR. */
+static sighandler_t install_as(int sig, sighandler_t handler, int flags, bool self_masked)
 {
 	struct sigaction sa, old;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = handler;
-	sa.sa_flags = SA_RESTART;
+	sa.sa_flags = flags;
 	sigemptyset(&sa.sa_mask);
-	sigaddset(&sa.sa_mask, sig);     /* BSD semantics, as glibc's signal() */
-	if (sig != SIGSEGV && sig != SIGTRAP && !learn_stop_signal(sig) && !reload_signal(sig))
-		return bsd_signal(sig, handler);
+	if (self_masked && sigaddset(&sa.sa_mask, sig) < 0)
+		return SIG_ERR;
 	if (sigaction(sig, &sa, &old) < 0)
 		return SIG_ERR;
 	return old.sa_handler;
+}
+
+typedef sighandler_t (*signal_fn)(int, sighandler_t);
+
+/* BSD semantics, as glibc's signal(). */
+PMALLOC_EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+	if (!shim_handles(sig)) {
+		signal_fn fn = REAL(bsd_signal, signal_fn);
+		return fn ? fn(sig, handler) : SIG_ERR;
+	}
+	return install_as(sig, handler, SA_RESTART, true);
+}
+
+PMALLOC_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+	return bsd_signal(sig, handler);
+}
+
+PMALLOC_EXPORT sighandler_t ssignal(int sig, sighandler_t handler)
+{
+	return bsd_signal(sig, handler);
+}
+
+/* System V semantics: what signal() is under -std=c99 (__sysv_signal):
+ * the handler runs once, unmasked. */
+PMALLOC_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler)
+{
+	if (!shim_handles(sig)) {
+		signal_fn fn = REAL(__sysv_signal, signal_fn);
+		return fn ? fn(sig, handler) : SIG_ERR;
+	}
+	return install_as(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+PMALLOC_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+	return __sysv_signal(sig, handler);
+}
+
+/* sigset(SIG_HOLD) of a fault signal blocks nothing (a blocked fault
+ * signal kills without any handler); the disposition is the program's. */
+PMALLOC_EXPORT sighandler_t sigset(int sig, sighandler_t disp)
+{
+	if (!shim_handles(sig)) {
+		signal_fn fn = REAL(sigset, signal_fn);
+		return fn ? fn(sig, disp) : SIG_ERR;
+	}
+	struct sigaction old;
+	if (disp == SIG_HOLD) {
+		if (sigaction(sig, NULL, &old) < 0)
+			return SIG_ERR;
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		fault_filter_mask(&set);
+		return os_sigmask(SIG_BLOCK, &set, NULL) < 0 ? SIG_ERR : old.sa_handler;
+	}
+	sighandler_t was = install_as(sig, disp, 0, false);
+	if (was != SIG_ERR) {
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, sig);
+		(void)os_sigmask(SIG_UNBLOCK, &set, NULL);
+	}
+	return was;
+}
+
+PMALLOC_EXPORT int sigignore(int sig)
+{
+	if (!shim_handles(sig)) {
+		typedef int (*ignore_fn)(int);
+		ignore_fn fn = REAL(sigignore, ignore_fn);
+		if (!fn) {
+			errno = ENOSYS;
+			return -1;
+		}
+		return fn(sig);
+	}
+	return install_as(sig, SIG_IGN, 0, false) == SIG_ERR ? -1 : 0;
 }
 
 /* dlclose: an object may go, and another come to its addresses; what was

@@ -71,32 +71,27 @@ struct kw_call {
 
 #define CALLER() ((uintptr_t)__builtin_return_address(0))
 
-/* libc's functions, looked up at load (a constructor), so that the first
- * read() of a process inside a signal handler does not run dlsym there;
+/* libc's functions (libc.h's read-only table), looked up at load (a
+ * constructor), so that the first read() of a process inside a signal
+ * handler does not run dlsym there;
  * looked up on first use when a call comes before the constructor. */
 typedef ssize_t (*read_fn)(int, void *, size_t);
 typedef ssize_t (*pread_fn)(int, void *, size_t, off_t);
 typedef ssize_t (*readv_fn)(int, const struct iovec *, int);
 typedef ssize_t (*recvfrom_fn)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
 typedef ssize_t (*recvmsg_fn)(int, struct msghdr *, int);
-static read_fn _Atomic real_read;
-static pread_fn _Atomic real_pread, real_pread64;
-static readv_fn _Atomic real_readv;
-static recvfrom_fn _Atomic real_recvfrom;
-static recvmsg_fn _Atomic real_recvmsg;
 typedef int (*recvmmsg_fn)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
-static recvmmsg_fn _Atomic real_recvmmsg;
 
 
 __attribute__((constructor)) static void kwrite_init(void)
 {
-	(void)LIBC(real_read, "read");
-	(void)LIBC(real_pread, "pread");
-	(void)LIBC(real_pread64, "pread64");
-	(void)LIBC(real_readv, "readv");
-	(void)LIBC(real_recvfrom, "recvfrom");
-	(void)LIBC(real_recvmsg, "recvmsg");
-	(void)LIBC(real_recvmmsg, "recvmmsg");
+	(void)REAL(read, read_fn);
+	(void)REAL(pread, pread_fn);
+	(void)REAL(pread64, pread_fn);
+	(void)REAL(readv, readv_fn);
+	(void)REAL(recvfrom, recvfrom_fn);
+	(void)REAL(recvmsg, recvmsg_fn);
+	(void)REAL(recvmmsg, recvmmsg_fn);
 }
 
 
@@ -258,7 +253,7 @@ static cold ssize_t no_libc(void)
 #define KW_WRAP(name, lib, params, args, touches, slow) \
 	PMALLOC_EXPORT ssize_t name params \
 	{ \
-		lib##_fn fn = LIBC(real_##lib, #lib); \
+		lib##_fn fn = REAL(lib, lib##_fn); \
 		if (unlikely(!fn)) \
 			return no_libc(); \
 		if (likely(!(touches))) \
@@ -293,12 +288,12 @@ static inline __attribute__((always_inline)) ssize_t pread_via(pread_fn fn, uint
 
 PMALLOC_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
-	return pread_via(LIBC(real_pread, "pread"), CALLER(), fd, buf, n, off);
+	return pread_via(REAL(pread, pread_fn), CALLER(), fd, buf, n, off);
 }
 
 PMALLOC_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
 {
-	return pread_via(LIBC(real_pread64, "pread64"), CALLER(), fd, buf, n, off);
+	return pread_via(REAL(pread64, pread_fn), CALLER(), fd, buf, n, off);
 }
 
 /* Any of iov[0, cnt) in the arena? */
@@ -454,15 +449,11 @@ typedef ssize_t (*read_chk_fn)(int, void *, size_t, size_t);
 typedef ssize_t (*pread_chk_fn)(int, void *, size_t, off_t, size_t);
 typedef ssize_t (*recv_chk_fn)(int, void *, size_t, size_t, int);
 typedef ssize_t (*recvfrom_chk_fn)(int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *);
-static read_chk_fn _Atomic real___read_chk;
-static pread_chk_fn _Atomic real___pread_chk, real___pread64_chk;
-static recv_chk_fn _Atomic real___recv_chk;
-static recvfrom_chk_fn _Atomic real___recvfrom_chk;
 
 PMALLOC_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
-	read_chk_fn chk = LIBC(real___read_chk, "__read_chk");
-	read_fn fn = LIBC(real_read, "read");
+	read_chk_fn chk = REAL(__read_chk, read_chk_fn);
+	read_fn fn = REAL(read, read_fn);
 	if (unlikely(!chk || !fn))
 		return no_libc();
 	if (likely(!kwrite_may_touch(buf, n)) || n > buflen)
@@ -472,8 +463,8 @@ PMALLOC_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 
 PMALLOC_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
 {
-	pread_chk_fn chk = LIBC(real___pread_chk, "__pread_chk");
-	pread_fn fn = LIBC(real_pread, "pread");
+	pread_chk_fn chk = REAL(__pread_chk, pread_chk_fn);
+	pread_fn fn = REAL(pread, pread_fn);
 	if (unlikely(!chk || !fn))
 		return no_libc();
 	if (likely(!kwrite_may_touch(buf, n)) || n > buflen)
@@ -483,8 +474,8 @@ PMALLOC_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_
 
 PMALLOC_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
 {
-	pread_chk_fn chk = LIBC(real___pread64_chk, "__pread64_chk");
-	pread_fn fn = LIBC(real_pread64, "pread64");
+	pread_chk_fn chk = REAL(__pread64_chk, pread_chk_fn);
+	pread_fn fn = REAL(pread64, pread_fn);
 	if (unlikely(!chk || !fn))
 		return no_libc();
 	if (likely(!kwrite_may_touch(buf, n)) || n > buflen)
@@ -494,8 +485,8 @@ PMALLOC_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, siz
 
 PMALLOC_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 {
-	recv_chk_fn chk = LIBC(real___recv_chk, "__recv_chk");
-	recvfrom_fn fn = LIBC(real_recvfrom, "recvfrom");
+	recv_chk_fn chk = REAL(__recv_chk, recv_chk_fn);
+	recvfrom_fn fn = REAL(recvfrom, recvfrom_fn);
 	if (unlikely(!chk || !fn))
 		return no_libc();
 	if (likely(!kwrite_may_touch(buf, n)) || n > buflen)
@@ -506,8 +497,8 @@ PMALLOC_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, in
 PMALLOC_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
 				      struct sockaddr *addr, socklen_t *alen)
 {
-	recvfrom_chk_fn chk = LIBC(real___recvfrom_chk, "__recvfrom_chk");
-	recvfrom_fn fn = LIBC(real_recvfrom, "recvfrom");
+	recvfrom_chk_fn chk = REAL(__recvfrom_chk, recvfrom_chk_fn);
+	recvfrom_fn fn = REAL(recvfrom, recvfrom_fn);
 	if (unlikely(!chk || !fn))
 		return no_libc();
 	if (n > buflen || (likely(!kwrite_may_touch(buf, n)) && !kwrite_may_touch(alen, sizeof(*alen)) &&
@@ -576,14 +567,10 @@ typedef ssize_t (*preadv_fn)(int, const struct iovec *, int, off_t);
 typedef ssize_t (*preadv2_fn)(int, const struct iovec *, int, off_t, int);
 typedef int (*getsockopt_fn)(int, int, int, void *, socklen_t *);
 typedef int (*ioctl_fn)(int, unsigned long, void *);
-static preadv_fn _Atomic real_preadv, real_preadv64;
-static preadv2_fn _Atomic real_preadv2, real_preadv64v2;
-static getsockopt_fn _Atomic real_getsockopt;
-static ioctl_fn _Atomic real_ioctl;
 
 PMALLOC_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags, struct timespec *t)
 {
-	recvmmsg_fn fn = LIBC(real_recvmmsg, "recvmmsg");
+	recvmmsg_fn fn = REAL(recvmmsg, recvmmsg_fn);
 	if (unlikely(!fn))
 		return (int)no_libc();
 	if (unlikely(v && learn_active()))
@@ -594,7 +581,7 @@ PMALLOC_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags
 #define PREADV(name, type, params, args) \
 	PMALLOC_EXPORT ssize_t name params \
 	{ \
-		type fn = LIBC(real_##name, #name); \
+		type fn = REAL(name, type); \
 		if (unlikely(!fn)) \
 			return no_libc(); \
 		if (unlikely(learn_active()) && cnt > 0) \
@@ -610,7 +597,7 @@ PREADV(preadv64v2, preadv2_fn, (int fd, const struct iovec *iov, int cnt, off_t 
 
 PMALLOC_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
-	getsockopt_fn fn = LIBC(real_getsockopt, "getsockopt");
+	getsockopt_fn fn = REAL(getsockopt, getsockopt_fn);
 	if (unlikely(!fn))
 		return (int)no_libc();
 	if (unlikely(learn_active()) && (kwrite_may_touch(len, sizeof(*len)) || kwrite_may_touch(val, 1))) {
@@ -626,7 +613,7 @@ PMALLOC_EXPORT int ioctl(int fd, unsigned long req, ...)
 	va_start(ap, req);
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
-	ioctl_fn fn = LIBC(real_ioctl, "ioctl");
+	ioctl_fn fn = REAL(ioctl, ioctl_fn);
 	if (unlikely(!fn))
 		return (int)no_libc();
 	if (unlikely(kwrite_may_touch(arg, 1)) && learn_active())

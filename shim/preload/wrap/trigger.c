@@ -66,6 +66,7 @@ size_t shim_protect_pool(size_t i, const char *trigger)
 		n = pool_protect(st->pools[i].pool, trigger);
 		fill_protect_end();
 	}
+	(void)fault_recheck(n != 0);   /* the handler still the shim's (issue 27) */
 	/* The last pool closed and protected: from now on every allocation
 	 * goes to the heap, and routing need check no heap route (site.h's
 	 * closed byte).  Learn mode keeps learning what comes late. */
