@@ -274,7 +274,7 @@ $(B)/tests/test_propose: PIE_CFLAGS += -Idaemon/pmallocctl
 
 # The read-only list with the real kernel door, outside the shim (whose
 # copy is hidden): its own list, frozen once per test (Check forks each).
-$(B)/tests/test_ro: tests/unit/test_ro.c shim/sys/ro.c shim/sys/os.c tests/unit/testutil.h | $(B)/.deps
+$(B)/tests/test_ro: tests/unit/test_ro.c shim/sys/ro.c shim/sys/os.c shim/sys/guard.c tests/unit/testutil.h | $(B)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(PIE_CFLAGS) -fPIE -pie $(LDFLAGS) $(call pc_cflags,check) $(call layer_inc,shim/sys,$(SHIM_LAYERS)) \
 		-o $@ $(filter %.c,$^) $(call pc_libs,check)

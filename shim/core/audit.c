@@ -269,9 +269,10 @@ int audit_copy_in(void *dst, const void *src, size_t len)
 
 /* Sites reported once in this process, and the writes not reported
  * again since.  Pages left open, one bit per arena page (mapped at the
- * first: fault_enable_audit() runs before any pool is protected): the
- * kernel-write path (kwrite.c) lets a call write straight into such a page
- * instead of through a bounce buffer. */
+ * first: fault_enable_audit() runs before any pool is protected): a page is
+ * put on the ring below once.  Kernel writes always go through kwrite.c's
+ * bounce buffer (a page may be closed again at any time: a call writing
+ * straight into it would fail with EFAULT). */
 static _Atomic uint64_t site_reported[SITE_SLOTS / 64];
 static _Atomic unsigned long repeats;
 static _Atomic uint64_t *opened;
@@ -300,6 +301,31 @@ bool audit_site_reported(uint16_t site)
 	return atomic_load_explicit(&site_reported[site / 64], memory_order_relaxed) & m;
 }
 
+/* Pages left open, in the order they were opened: audit_reclose() makes
+ * them read-only again (at most every 100 ms, from an event-loop call:
+ * trigger.c), so that a write of another site into a page one site's
+ * repeated writes opened is seen, reported, and left out by propose, within
+ * that time, instead of never.  A ring: an entry pushed out by a newer one
+ * is closed by the pusher (one mprotect, in the fault handler). */
+#define OPEN_RING 512u
+static _Atomic uintptr_t open_ring[OPEN_RING];
+static _Atomic unsigned int open_head;
+
+static void page_bit_clear(uintptr_t page)
+{
+	if (opened && arena_contains((const void *)page)) {
+		size_t bit = (page - arena_base) / os_page_size;
+		atomic_fetch_and_explicit(&opened[bit / 64], ~((uint64_t)1 << (bit % 64)), memory_order_relaxed);
+	}
+}
+
+static void page_close(uintptr_t page)
+{
+	page_bit_clear(page);
+	if (os_protect_ro((void *)page, os_page_size) < 0)
+		return;                /* left open: only a later fault less */
+}
+
 int audit_repeat(uintptr_t addr, uint16_t site)
 {
 	(void)site;
@@ -311,18 +337,25 @@ int audit_repeat(uintptr_t addr, uint16_t site)
 		return r;
 	if (opened && arena_contains((const void *)page)) {
 		size_t bit = (page - arena_base) / os_page_size;
-		atomic_fetch_or_explicit(&opened[bit / 64], (uint64_t)1 << (bit % 64), memory_order_relaxed);
+		uint64_t m = (uint64_t)1 << (bit % 64);
+		if (!(atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_relaxed) & m)) {
+			unsigned int i = atomic_fetch_add_explicit(&open_head, 1, memory_order_relaxed) % OPEN_RING;
+			uintptr_t old = atomic_exchange_explicit(&open_ring[i], page, memory_order_acq_rel);
+			if (old && old != page)
+				page_close(old);
+		}
 	}
 	atomic_fetch_add_explicit(&repeats, 1, memory_order_relaxed);
 	return 0;
 }
 
-bool audit_page_opened(uintptr_t addr)
+void audit_reclose(void)
 {
-	if (!opened || !arena_contains((const void *)addr))
-		return false;
-	size_t bit = (addr - arena_base) / os_page_size;
-	return atomic_load_explicit(&opened[bit / 64], memory_order_relaxed) & ((uint64_t)1 << (bit % 64));
+	for (unsigned int i = 0; i < OPEN_RING; i++) {
+		uintptr_t p = atomic_exchange_explicit(&open_ring[i], 0, memory_order_acq_rel);
+		if (p)
+			page_close(p);
+	}
 }
 
 /* The count at exit (a destructor: also when the shim is unloaded). */
@@ -333,13 +366,14 @@ __attribute__((destructor)) static void audit_at_exit(void)
 		return;
 	unsigned long sites = 0;
 	for (size_t i = 0; i < SITE_SLOTS / 64; i++)
-		sites += (unsigned long)__builtin_popcountll(atomic_load(&site_reported[i]));
+		for (uint64_t m = atomic_load(&site_reported[i]); m; m &= m - 1)
+			sites++;               /* not __builtin_popcountll: libgcc's __popcountdi2, a name a host could define */
 	char buf[200];
 	struct fmt f;
 	fmt_init(&f, buf, sizeof(buf));
 	fmt_line_start(&f);
-	fmt_printf(&f, "audit: %lu later writes of %lu sites reported once were let through unreported; "
-		       "their pages were left writable\n", n, sites);
+	fmt_printf(&f, "audit: %lu later writes of %lu sites reported once were let through unreported\n",
+		   n, sites);
 	fmt_flush_stderr(&f);
 }
 
@@ -354,8 +388,8 @@ void audit_after_fork_child(void)
 	for (size_t i = 0; i < SITE_SLOTS / 64; i++)
 		atomic_store(&site_reported[i], 0);
 	atomic_store(&repeats, 0);
-	/* The pages the parent left open stay open in this copy: their bits
-	 * stay, so the kernel path keeps writing straight into them. */
+	/* The pages the parent left open stay open in this copy, on its ring:
+	 * the child's next audit_reclose() closes them. */
 	/* Another thread's window: its pages are open in this copy too. */
 	if (atomic_load(&win.owner)) {
 		for (int i = 0; i < win.n; i++)

@@ -40,15 +40,16 @@ int audit_copy_in(void *dst, const void *src, size_t len);
  * process (then it is reported)?  Marks it reported.  True for SITE_NONE. */
 bool audit_site_first(uint16_t site);
 /* A later audited write of a reported site, at addr: counted, and its page
- * made writable for good (the store is retried and goes through).  0, or
- * -errno when the page cannot be opened.  Async-signal-safe. */
+ * made writable until audit_reclose() (the store is retried and goes
+ * through).  0, or -errno when the page cannot be opened.
+ * Async-signal-safe. */
 int audit_repeat(uintptr_t addr, uint16_t site);
+/* Make the pages audit_repeat() opened read-only again: a write of another
+ * site there is then seen and reported.  Normal context; trigger.c calls it
+ * at most every 100 ms from the program's event-loop calls. */
+void audit_reclose(void);
 /* Has site been reported in this process (audit_site_first said so)? */
 bool audit_site_reported(uint16_t site);
-/* Was the page of addr left open by audit_repeat()?  A hint (writable
- * table): true only lets the kernel path skip its bounce buffer, for a
- * page audit opened; a wrong true makes the call fail with EFAULT. */
-bool audit_page_opened(uintptr_t addr);
 /* Map the table of pages left open; once, before any pool is protected
  * (normal context). */
 void audit_init(void);

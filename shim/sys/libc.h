@@ -30,7 +30,7 @@
 	X(execve) X(exit) X(_exit) X(_Exit) X(quick_exit) X(abort) X(bsd_signal) X(__sysv_signal) X(sigset) \
 	X(sigignore) X(siglongjmp) X(longjmp) X(_longjmp) X(__longjmp_chk) X(setcontext) X(swapcontext) \
 	X(__read_chk) X(__pread_chk) X(__pread64_chk) X(__recv_chk) X(__recvfrom_chk) X(recvmmsg) \
-	X(preadv) X(preadv64) X(preadv2) X(preadv64v2) X(getsockopt) X(ioctl) X(dlopen)
+	X(preadv) X(preadv64) X(preadv2) X(preadv64v2) X(getsockopt) X(ioctl) X(dlopen) X(__libc_start_main) X(sigwait)
 
 enum libc_fn {
 #define LIBC_ENUM_(n) LIBC_FN_##n,

@@ -65,7 +65,8 @@ EOF
 start_daemon
 for how in return write; do
 	hardened "$T/out" "$T/err" "$W" "$how" || fail "learn $how: exit $?: $(cat "$T/out" "$T/err")"
-	e=$(jsel 1 MESSAGE_ID=$MID_LEARNED OBJECT_PID=$HPID PMALLOC_POOL=state) || fail "learn $how: no learned entry"
+	e=$(jsel 1 MESSAGE_ID=$MID_LEARNED OBJECT_PID=$HPID PMALLOC_POOL=state PMALLOC_LEARN_REASON=exit) ||
+		fail "learn $how: no learned entry at exit"
 	want=0
 	[ "$how" = write ] && want=1
 	expect_field "$e" PMALLOC_WRITTEN "$want"

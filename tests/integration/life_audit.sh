@@ -144,7 +144,7 @@ sites_of "$CONF" >"$T/sites.refined"
 [ "$(comm -23 "$T/sites.audit" "$T/sites.refined" | grep -c init_cache)" = 1 ] &&
 	[ "$(comm -23 "$T/sites.audit" "$T/sites.refined" | grep -c .)" = 1 ] &&
 	[ "$(comm -13 "$T/sites.audit" "$T/sites.refined" | grep -c .)" = 0 ] ||
-	fail "refine: want exactly init_cache left out: before $(cat "$T/sites.audit"), after $(cat "$T/sites.refined")"
+	fail "refine: want exactly init_cache left out: before $(cat "$T/sites.audit"), after $(cat "$T/sites.refined"); propose said: $(cat "$T/err")"
 grep -q '# Left out after audit: the site "init_cache+0x[0-9a-f]*", written by "cache_set+0x[0-9a-f]* (the store in [^"]*)" [0-9]* times in [0-9]* processes' "$CONF" ||
 	fail "refine: no comment: $(grep '#' "$CONF")"
 grep -q '^    mode = "audit";' "$CONF" || fail "refine: not audit"

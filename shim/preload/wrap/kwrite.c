@@ -104,17 +104,6 @@ static bool kw_lets_through(const struct pool_hit *hit)
 	       os_page_size == AUDIT_PAGE;
 }
 
-/* Audit, once per site and process: a page audit left open, or one whose
- * object's site was reported already (opened now, the write counted), is
- * written by the kernel directly, with no bounce buffer and no report. */
-static bool audit_open_for_kernel(const struct pool_hit *hit, uintptr_t a)
-{
-	if (!kw_lets_through(hit))
-		return false;
-	if (audit_page_opened(a))
-		return true;
-	return hit->in_object && audit_site_reported(hit->site) && audit_repeat(a, hit->site) == 0;
-}
 
 /* The first protected byte of [p, p+len), or 0; *refused when its pool
  * does not let kernel writes through. */
@@ -124,8 +113,7 @@ static uintptr_t first_protected(const void *p, size_t len, bool *refused)
 	while (a < end) {
 		struct pool_hit hit;
 		if (pool_lookup((const void *)a, &hit) && hit.is_protected &&
-		    !learn_kernel_write(&hit, a) &&    /* learn mode: the page is writable now */
-		    !audit_open_for_kernel(&hit, a)) {
+		    !learn_kernel_write(&hit, a)) {    /* learn mode: the page is writable now */
 			*refused = !kw_lets_through(&hit);
 			return a;
 		}

@@ -33,6 +33,7 @@
  * this file defines all four names itself. */
 #undef _FORTIFY_SOURCE
 #include "fault.h"
+#include "stderr.h"
 #include "os.h"
 #include "armed.h"
 

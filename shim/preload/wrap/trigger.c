@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include "trigger.h"
 #include "stderr.h"
+#include "audit.h"
 #include "client.h"
 #include "fault.h"
 #include "fill.h"
@@ -114,6 +115,24 @@ static void obey(const char *pool)
 	debug_printf("pmallocd asked to protect \"%s\", which has no manual trigger here", pool);
 }
 
+/* Audit mode: the pages repeated writes of reported sites opened are
+ * closed again at most every 100 ms, at an event-loop call (a coarse clock
+ * read, a few ns, on the calls in between): audit.c says why. */
+#define RECLOSE_EVERY_NS UINT64_C(100000000)
+static _Atomic uint64_t audit_reclosed;
+
+static void audit_reclose_due(void)
+{
+	uint64_t now = os_monotonic_ns(true);
+	uint64_t last = atomic_load_explicit(&audit_reclosed, memory_order_relaxed);
+	if (now - last < RECLOSE_EVERY_NS ||
+	    !atomic_compare_exchange_strong(&audit_reclosed, &last, now))
+		return;
+	int e = errno;
+	audit_reclose();
+	errno = e;
+}
+
 static void check_orders(void)
 {
 	uint64_t now = os_monotonic_ns(true);
@@ -161,6 +180,8 @@ void trigger_call(enum policy_call c)
 	const struct shim_state *st = shim;
 	if (likely(!st) || shim_is_busy())
 		return;
+	if (unlikely(st->image->mode == POLICY_MODE_AUDIT))
+		audit_reclose_due();
 	if (unlikely(st->has_manual) && !atomic_load_explicit(&orders_thread, memory_order_relaxed)) {
 		int e = errno;
 		check_orders();
