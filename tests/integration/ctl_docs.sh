@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The files around the programs: man pages format without a warning and
 # their example policy files pass pmallocctl check; the journal catalog
-# compiles and explains all nine MESSAGE_IDs (and journalctl -x fills in
+# compiles and explains all ten MESSAGE_IDs (and journalctl -x fills in
 # the fields); the systemd units verify and keep the hardening they promise.
 . "$(dirname "$0")/lib.sh"
 
@@ -55,7 +55,7 @@ if command -v journalctl >/dev/null; then
 	journalctl --root="$root" --update-catalog 2>"$T/err" || fail "--update-catalog: $(cat "$T/err")"
 	[ ! -s "$T/err" ] || fail "--update-catalog warns: $(cat "$T/err")"
 	journalctl --root="$root" --list-catalog >"$T/list" 2>&1 || fail "--list-catalog: $(cat "$T/list")"
-	[ "$(wc -l <"$T/list")" = 9 ] || fail "catalog: expected 9 entries: $(cat "$T/list")"
+	[ "$(wc -l <"$T/list")" = 10 ] || fail "catalog: expected 10 entries: $(cat "$T/list")"
 	for id in $ids; do
 		grep -q "^$id pmalloc: [A-Z]" "$T/list" || fail "catalog lacks $id: $(cat "$T/list")"
 		journalctl --root="$root" --dump-catalog "$id" >"$T/entry" 2>&1 || fail "--dump-catalog $id"
@@ -69,7 +69,7 @@ if command -v journalctl >/dev/null; then
 		'pmallocctl violations --pid @OBJECT_PID@' 'systemctl reload pmallocd'; do
 		grep -qF -- "$w" "$T/entry" || fail "violation catalog entry does not mention $w"
 	done
-	pass "catalog: nine entries compile"
+	pass "catalog: ten entries compile"
 
 	# journalctl -x fills in the fields, with the scratch catalog mounted
 	# over the system's in a private mount namespace (nothing else changes).
