@@ -355,7 +355,7 @@ int ctl_cmd_ready(int argc, char **argv)
 		case 'e':
 			exe_arg = optarg;
 			break;
-		case 'c':
+		case CTL_OPT_CONFIG:
 			config = optarg;
 			break;
 		case 't':

@@ -45,6 +45,7 @@ int ctl_getopt(int argc, char **argv, const char *name, int *ret_exit);
 #define CTL_OPT_RELOAD 0x107            /* exercise --reload */
 #define CTL_OPT_RESPAWN 0x108           /* exercise --respawn */
 #define CTL_OPT_STOP 0x109              /* exercise --stop */
+#define CTL_OPT_CONFIG 0x10a            /* ready --config */
 /* One short letter means one thing in every command (violations' -o output
  * mode, -u unit, -r reverse, -l full, as journalctl's): these long options,
  * whose letters would mean something else there, have none.  0x120 on, so

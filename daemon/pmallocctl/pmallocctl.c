@@ -141,13 +141,13 @@ static const struct ctl_command ctl_commands[] = {
 	  "Reloads and workers not seen are said as notes: pmallocctl exercise them.\n"
 	  "Options:\n"
 	  "  -e, --exe PATH        the policy that matches PATH\n"
-	  "  -c, --config FILE     the policy file (default " CTL_DEFAULT_CONF ")\n"
+	  "      --config FILE     the policy file (default " CTL_DEFAULT_CONF ")\n"
 	  "  -t, --min-time DUR    time in audit required (\"24h\", \"30min\", \"90s\", \"0\")\n"
 	  "  -S, --since TIME      only evidence from TIME on\n"
 	  "  -j, --json            one JSON object\n"
 	  CTL_TIME_HELP
 	  "Exit status: 0 ready, 1 not ready (or it cannot be told), 2 usage.\n",
-	  ":e:c:t:S:jh", OPTIONS(ARG("exe", 'e'), ARG("config", 'c'), ARG("min-time", 't'), ARG("since", 'S'),
+	  ":e:t:S:jh", OPTIONS(ARG("exe", 'e'), ARG("config", CTL_OPT_CONFIG), ARG("min-time", 't'), ARG("since", 'S'),
 			       FLAG("json", 'j'), HELP) },
 	{ "propose", ctl_cmd_propose,
 	  "  propose --exe PATH [--mode audit|enforce] [--run ID]... [--since TIME]\n"

@@ -147,6 +147,9 @@ base() { # VERB OPTION: harmless arguments for VERB around OPTION
 	learn-flush | sites) echo 1; [ "$2" = --socket ] || [ "$2" = -s ] || echo "--socket $T/nosock" ;;
 	protect) echo 1 config; [ "$2" = --socket ] || [ "$2" = -s ] || echo "--socket $T/nosock" ;;
 	preload) echo status nginx; [ "$2" = --root ] || echo "--root $T/root" ;;
+	exercise) echo nosuch-pmalloc-test.service ;;
+	ready) case $2 in --exe | -e) echo "--config $T/p.conf" ;; --config) echo "--exe /bin/true" ;;
+		*) echo "--exe /bin/true --config $T/p.conf" ;; esac ;;
 	esac
 }
 value() { # VERB LONG: a valid value for an option that takes one
@@ -168,9 +171,14 @@ value() { # VERB LONG: a valid value for an option that takes one
 	*:--uid) echo root ;;
 	*:--root) echo "$T/root" ;;
 	*:--library) echo /usr/lib/libpmalloc_shim.so.0 ;;
+	*:--config) echo "$T/p.conf" ;;
+	*:--min-time) echo 0 ;;
+	*:--mode) echo audit ;;
 	*) return 1 ;;
 	esac
 }
+# exercise never drives the machine's own systemd here.
+export PMALLOC_SYSTEMCTL=/bin/false
 takes_value() { grep -q "ARG(\"${2#--}\"" "$SRC/daemon/pmallocctl/pmallocctl.c"; }
 # run VERB OPTION [VALUE]: the exit status, the output in $T/run.
 run() {
