@@ -1,0 +1,319 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# lifecycle_servers.sh - a service's ordinary day under its proposal: for
+# Debian's nginx (master and 2 workers as nobody), redis, lighttpd,
+# memcached (-t 4) and haproxy in Debian's unit shape (-Ws master-worker,
+# chroot, user haproxy, a stats page and an admin socket, stopped by
+# SIGTERM to the master), each on loopback with a private configuration,
+# served by a pmallocd of ours:
+#   - learn: the generic learn policy (pmallocctl learn --exe) under a small
+#     load, with the day's events that apply exercised while learning (a
+#     reload, a worker killed by SIGKILL and respawned, log reopening), then
+#     a clean stop as the unit stops it;
+#   - propose --mode enforce onto the same file;
+#   - enforce: a load other than the learned one (other URLs, keys, sizes,
+#     16 clients at once) over the same features, two reloads, a worker
+#     killed twice, log reopening, a clean stop.  Zero kills, every request
+#     answered, the main process alive after each step, and the bytes its
+#     pools protect after each reload at least 90% of before.
+# An event that does not apply to a server is said ("-" in its figures).
+# The figures of each server go to stdout; the write injected into a kept
+# configuration value is learn_servers.sh's.
+. "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
+. "$SRC/tests/integration/daemon_lib.sh"
+
+SHIM=$B/libpmalloc_shim.so
+ctl=$B/pmallocctl
+command -v curl >/dev/null || skip "curl not installed"
+[ "$(id -u)" = 0 ] || skip "needs root (workers switch to an unprivileged user)"
+journald_ensure
+unset PMALLOC_DEBUG
+export PMALLOC_SOCKET=$SOCK
+chmod a+rx "$T"
+
+MAIN=
+stop_main() { [ -z "$MAIN" ] || { kill -KILL "$MAIN" 2>/dev/null; wait "$MAIN" 2>/dev/null; MAIN=; }; }
+at_exit stop_main
+
+kills() { # EXE SINCE
+	journal_sync
+	journalctl --no-pager -o json --since "$2" MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$1" PMALLOC_POLICY="$POLICY" |
+		grep -c . || true
+}
+violations() { journalctl --no-pager --since "$2" MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$1" | tail -n 5; }
+
+# The bytes the main process's pools protect, as pmallocctl status says.
+protected_bytes() {
+	"$ctl" status --socket "$SOCK" --json 2>/dev/null | python3 -c '
+import json, sys
+pid = int(sys.argv[1]); d = json.load(sys.stdin)
+print(sum(p.get("protected_bytes", 0) for pr in d.get("served") or [] if pr.get("pid") == pid
+          for p in pr.get("pools", [])))' "$MAIN"
+}
+
+# The main process's children (workers), oldest first.
+workers() { pgrep -P "$MAIN" 2>/dev/null | sort -n; }
+# Wait until the main process has N children again, none of them OLD.
+respawned() { # N OLD
+	local w
+	w=$(workers)
+	[ "$(printf '%s\n' "$w" | grep -c .)" -ge "$1" ] && ! printf '%s\n' "$w" | grep -qx "$2"
+}
+alive() { kill -0 "$MAIN" 2>/dev/null; }
+
+curl_load() { # N PARALLEL URL-PREFIX: N requests, each answered
+	local n=$1 par=$2 urls=() i
+	for i in $(seq "$n"); do urls+=("$3$i"); done
+	timeout 60 curl -s --no-progress-meter -m 5 -o /dev/null ${par:+--parallel --parallel-max "$par"} \
+		-H 'Connection: close' -w '%{http_code}\n' "${urls[@]}" >"$T/load" || return 1
+	[ "$(grep -c '^[234][0-9][0-9]$' "$T/load")" = "$n" ]
+}
+
+# step NAME WHAT: run the server's WHAT hook (if it has one) and check the
+# main process lives and answers.  FIG gets "+" or "-" per event.
+step() {
+	local name=$1 what=$2
+	if ! declare -F "${name}_$what" >/dev/null; then
+		FIG+=" $what:-"
+		return 0
+	fi
+	"${name}_$what" || fail "$name: $what failed ($PHASE): $(violations "$EXE" "$SINCE")"
+	alive || fail "$name: the main process died at $what ($PHASE): $(violations "$EXE" "$SINCE")"
+	"${name}_load2" || fail "$name: requests unanswered after $what ($PHASE): $(violations "$EXE" "$SINCE")"
+	FIG+=" $what:+"
+}
+
+# day NAME EXE: learn with the events, propose, enforce through the day.
+day() {
+	local name=$1 before after n
+	EXE=$2
+	rm -f "$CONF" "$CONF.bak"
+	"$ctl" learn --exe "$EXE" --output "$CONF" 2>"$T/err" || fail "$name: learn: $(cat "$T/err")"
+	POLICY=$name-$$
+	sed -i "s/^    name = \"[^\"]*\";\$/    name = \"$POLICY\";/" "$CONF"
+	[ -z "$DPID" ] || stop_daemon || true
+	start_daemon
+
+	PHASE=learn FIG=
+	SINCE=@$(date +%s.%6N)
+	"${name}_start"
+	"${name}_load" || fail "$name: the learn load failed"
+	for e in reload respawn reopen; do step "$name" $e; done
+	"${name}_stop" || fail "$name: the clean stop failed in learn mode"
+	[ "$(kills "$EXE" "$SINCE")" = 0 ] || fail "$name: learn mode killed: $(violations "$EXE" "$SINCE")"
+
+	local mode=()
+	"$ctl" propose --help 2>&1 | grep -q -- '--mode' && mode=(--mode enforce)
+	"$ctl" propose --exe "$EXE" "${mode[@]}" ${RUN_AS:+--uid "$RUN_AS"} --output "$CONF" 2>"$T/err" || fail "$name: propose: $(cat "$T/err")"
+	grep -q 'mode = "enforce"' "$CONF" || fail "$name: not an enforce policy: $(cat "$CONF")"
+	cp "$CONF" "$T/$name.conf"
+	stop_daemon || true
+	start_daemon
+
+	PHASE=enforce FIG=
+	SINCE=@$(date +%s.%6N)
+	"${name}_start"
+	"${name}_load2" || fail "$name: the other load failed in enforce mode: $(violations "$EXE" "$SINCE")"
+	before=$(protected_bytes)
+	[ "${before:-0}" -gt 0 ] || fail "$name: nothing protected in the main process under enforce"
+	for n in 1 2; do
+		step "$name" reload
+		if declare -F "${name}_reload" >/dev/null; then
+			after=$(protected_bytes)
+			[ "$((after * 10))" -ge "$((before * 9))" ] ||
+				fail "$name: reload $n: $after bytes protected, $before before (under 90%)"
+			FIG+="($after/$before B)"
+		fi
+	done
+	for n in 1 2; do step "$name" respawn; done
+	step "$name" reopen
+	"${name}_stop" || fail "$name: the clean stop failed in enforce mode: $(violations "$EXE" "$SINCE")"
+	[ "$(kills "$EXE" "$SINCE")" = 0 ] || fail "$name: the proposal killed: $(violations "$EXE" "$SINCE")"
+	printf 'figures: %s: %s bytes protected in the main process; proposal: %s; events:%s\n' "$name" "$before" \
+		"$(sed -n 's/^    # protected: //p' "$T/$name.conf" | paste -sd ';')" "$FIG"
+	# A day lived by protecting nothing proves nothing: the floor per server.
+	[ "$before" -ge "${3:-4096}" ] || fail "$name: $before bytes protected in the main process, expected ${3:-4096} or more"
+	pass "$name: learned through its day, then enforce through reloads, respawns, reopen and a stop without a kill"
+}
+
+# ---- the servers: NAME_start NAME_load NAME_load2 NAME_stop, and where
+# they apply NAME_reload NAME_respawn NAME_reopen.  MAIN: the main pid.
+
+want() { case " ${LIFECYCLE_SERVERS:-nginx redis lighttpd memcached haproxy} " in *" $1 "*) return 0 ;; esac; return 1; }
+port_of() { echo $((24000 + ($$ + $1) % 900)); }
+
+if want nginx && [ -x /usr/sbin/nginx ]; then
+	nport=$(port_of 0)
+	mkdir -p "$T/ngx/logs" "$T/ngx/html"
+	echo hello >"$T/ngx/html/index.html"
+	for i in $(seq 20); do echo "page $i" >"$T/ngx/html/p$i.html"; done
+	chmod -R a+rX "$T/ngx"
+	cat >"$T/ngx/nginx.conf" <<EOC
+user nobody nogroup;
+worker_processes 2;
+daemon off;
+pid $T/ngx/nginx.pid;
+error_log $T/ngx/logs/error.log;
+events { worker_connections 64; }
+http {
+  access_log $T/ngx/logs/access.log;
+  client_body_temp_path $T/ngx/body; proxy_temp_path $T/ngx/proxy;
+  fastcgi_temp_path $T/ngx/fcgi; uwsgi_temp_path $T/ngx/uwsgi; scgi_temp_path $T/ngx/scgi;
+  server { listen 127.0.0.1:$nport; root $T/ngx/html; location / { } location /gone { return 410; } }
+}
+EOC
+	nginx_start() {
+		LD_PRELOAD=$SHIM /usr/sbin/nginx -p "$T/ngx" -c "$T/ngx/nginx.conf" -e "$T/ngx/logs/error.log" >"$T/ngx/out" 2>&1 &
+		MAIN=$!
+		wait_until 200 curl -sf -o /dev/null "http://127.0.0.1:$nport/" ||
+			fail "nginx did not come up: $(cat "$T/ngx/out" "$T/ngx/logs/error.log")"
+		wait_until 100 respawned 2 0 || fail "nginx: no 2 workers"
+	}
+	nginx_load() { curl_load 40 "" "http://127.0.0.1:$nport/?n="; }
+	nginx_load2() { curl_load 60 16 "http://127.0.0.1:$nport/p1.html?k=" && curl_load 20 16 "http://127.0.0.1:$nport/gone/"; }
+	nginx_reload() { # systemctl reload nginx: SIGHUP, new workers, the old ones leave
+		local old
+		old=$(workers | head -n 1)
+		kill -HUP "$MAIN" && wait_until 200 respawned 2 "$old"
+	}
+	nginx_respawn() {
+		local w
+		w=$(workers | head -n 1)
+		kill -KILL "$w" && wait_until 200 respawned 2 "$w"
+	}
+	nginx_reopen() { kill -USR1 "$MAIN" && sleep 0.3; }
+	nginx_stop() { kill -QUIT "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
+	day nginx "$(readlink -f /usr/sbin/nginx)" 65536
+elif want nginx; then
+	echo "skipped: nginx not installed"
+fi
+
+if want redis && command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+	rport=$(port_of 150)
+	mkdir -p "$T/rds"
+	redis_start() {
+		LD_PRELOAD=$SHIM redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no --dir "$T/rds" \
+			--daemonize no --logfile "$T/rds/log" &
+		MAIN=$!
+		wait_until 200 redis-cli -p "$rport" ping || fail "redis did not come up: $(cat "$T/rds/log")"
+	}
+	redis_load() { timeout 60 redis-benchmark -p "$rport" -n 1000 -c 4 -q -t set,get,lpush,incr >/dev/null; }
+	redis_load2() {
+		timeout 60 redis-benchmark -p "$rport" -n 2000 -c 16 -r 100000 -d 200 -q -t set,get,lpush,lpop,incr >/dev/null &&
+		[ "$(redis-cli -p "$rport" set life-key "$RANDOM")" = OK ]
+	}
+	redis_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
+	day redis "$(readlink -f "$(command -v redis-server)")"
+elif want redis; then
+	echo "skipped: redis-server not installed"
+fi
+
+if want lighttpd && [ -x /usr/sbin/lighttpd ]; then
+	lport=$(port_of 300)
+	mkdir -p "$T/lt/www"
+	for i in $(seq 20); do echo "page $i" >"$T/lt/www/p$i.html"; done
+	echo hello >"$T/lt/www/index.html"
+	chmod -R a+rX "$T/lt"
+	cat >"$T/lt/lighttpd.conf" <<EOC
+server.modules = ( "mod_indexfile", "mod_access", "mod_staticfile", "mod_accesslog" )
+server.document-root = "$T/lt/www"
+server.errorlog = "$T/lt/error.log"
+accesslog.filename = "$T/lt/access.log"
+server.pid-file = "$T/lt/lighttpd.pid"
+server.port = $lport
+server.bind = "127.0.0.1"
+index-file.names = ( "index.html" )
+mimetype.assign = ( ".html" => "text/html" )
+server.feature-flags += ("server.graceful-shutdown-timeout" => 5)
+EOC
+	lighttpd_start() {
+		LD_PRELOAD=$SHIM /usr/sbin/lighttpd -D -f "$T/lt/lighttpd.conf" >"$T/lt/out" 2>&1 &
+		MAIN=$!
+		wait_until 200 curl -sf -o /dev/null "http://127.0.0.1:$lport/" ||
+			fail "lighttpd did not come up: $(cat "$T/lt/out" "$T/lt/error.log" 2>/dev/null)"
+	}
+	lighttpd_load() { curl_load 40 "" "http://127.0.0.1:$lport/?n="; }
+	lighttpd_load2() { curl_load 60 16 "http://127.0.0.1:$lport/p2.html?k=" && curl_load 20 16 "http://127.0.0.1:$lport/none-"; }
+	lighttpd_reopen() { kill -HUP "$MAIN" && sleep 0.3; }   # Debian's logrotate: SIGHUP reopens the logs
+	lighttpd_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
+	day lighttpd /usr/sbin/lighttpd
+elif want lighttpd; then
+	echo "skipped: lighttpd not installed"
+fi
+
+if want memcached && [ -x /usr/bin/memcached ]; then
+	mport=$(port_of 450)
+	memcached_start() {
+		LD_PRELOAD=$SHIM /usr/bin/memcached -u nobody -l 127.0.0.1 -p "$mport" -U 0 -t 4 -m 64 >"$T/mc.out" 2>&1 &
+		MAIN=$!
+		wait_until 200 mc_cmd 'version' || fail "memcached did not come up: $(cat "$T/mc.out")"
+	}
+	mc_cmd() { # CMD...: one connection, the lines given, the answer's first line not ERROR
+		local out
+		out=$(exec 3<>"/dev/tcp/127.0.0.1/$mport" && printf '%s\r\n' "$@" quit >&3 && timeout 5 cat <&3) || return 1
+		[ -n "$out" ] && ! printf '%s' "$out" | grep -q '^ERROR\|^SERVER_ERROR'
+	}
+	memcached_load() { local i; for i in $(seq 30); do mc_cmd "set k$i 0 0 3" abc "get k$i" || return 1; done; }
+	memcached_load2() {
+		local i pids=() ok=0
+		for i in $(seq 16); do
+			( for j in $(seq 10); do v=$(printf "%0$((i * 40))d" "$j")
+				mc_cmd "set c$i-$j 0 0 ${#v}" "$v" "get c$i-$j" "incr n$i 1" "delete c$i-$j" || exit 1; done ) &
+			pids+=($!)
+		done
+		for p in "${pids[@]}"; do wait "$p" || ok=1; done
+		return $ok
+	}
+	memcached_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ] || [ $rc = 143 ]; }
+	RUN_AS=nobody day memcached /usr/bin/memcached
+elif want memcached; then
+	echo "skipped: memcached not installed"
+fi
+
+if want haproxy && [ -x /usr/sbin/haproxy ] && id haproxy >/dev/null 2>&1; then
+	hport=$(port_of 600) sport=$(port_of 750)
+	mkdir -p "$T/hap/chroot" "$T/hap/run"
+	cat >"$T/hap/haproxy.cfg" <<EOC
+global
+	chroot $T/hap/chroot
+	stats socket $T/hap/run/admin.sock mode 660 level admin
+	stats timeout 30s
+	user haproxy
+	group haproxy
+defaults
+	mode http
+	timeout connect 5s
+	timeout client 10s
+	timeout server 10s
+frontend web
+	bind 127.0.0.1:$hport
+	http-request return status 200 content-type text/plain string "hello from haproxy" if { path_beg /p }
+	http-request return status 404 content-type text/plain string "nothing here"
+listen stats
+	bind 127.0.0.1:$sport
+	stats enable
+	stats uri /stats
+EOC
+	# Debian's haproxy.service: ExecStart=haproxy -Ws -f CONFIG -p PIDFILE -S
+	# master.sock; ExecReload: a check, then SIGUSR2 to the master; stop:
+	# SIGTERM to the master (KillMode=mixed).
+	haproxy_start() {
+		LD_PRELOAD=$SHIM /usr/sbin/haproxy -Ws -f "$T/hap/haproxy.cfg" -p "$T/hap/run/haproxy.pid" \
+			-S "$T/hap/run/master.sock" >"$T/hap/out" 2>&1 &
+		MAIN=$!
+		wait_until 200 curl -sf -o /dev/null "http://127.0.0.1:$hport/p" ||
+			fail "haproxy did not come up: $(cat "$T/hap/out")"
+	}
+	haproxy_load() { curl_load 40 "" "http://127.0.0.1:$hport/p?n="; }
+	haproxy_load2() { curl_load 60 16 "http://127.0.0.1:$hport/page-" && curl_load 20 16 "http://127.0.0.1:$hport/none-"; }
+	haproxy_reload() {
+		local old
+		old=$(workers | head -n 1)
+		/usr/sbin/haproxy -Ws -f "$T/hap/haproxy.cfg" -c -q && kill -USR2 "$MAIN" &&
+			wait_until 200 respawned 1 "$old"
+	}
+	haproxy_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ] || [ $rc = 143 ]; }
+	RUN_AS=haproxy day haproxy /usr/sbin/haproxy
+elif want haproxy; then
+	echo "skipped: haproxy not installed"
+fi
