@@ -63,8 +63,9 @@ alive() { kill -0 "$MAIN" 2>/dev/null; }
 
 curl_load() { # N PARALLEL URL-PREFIX: N requests, each answered
 	local n=$1 par=$2 urls=() i
-	for i in $(seq "$n"); do urls+=("$3$i"); done
-	timeout 60 curl -s --no-progress-meter -m 5 -o /dev/null ${par:+--parallel --parallel-max "$par"} \
+	# (curl's -o names the output of one URL: one per URL.)
+	for i in $(seq "$n"); do urls+=(-o /dev/null "$3$i"); done
+	timeout 60 curl -s --no-progress-meter -m 5 ${par:+--parallel --parallel-max "$par"} \
 		-H 'Connection: close' -w '%{http_code}\n' "${urls[@]}" >"$T/load" || return 1
 	[ "$(grep -c '^[234][0-9][0-9]$' "$T/load")" = "$n" ]
 }
@@ -95,9 +96,10 @@ day() {
 	start_daemon
 
 	PHASE=learn FIG=
+	export PMALLOC_LEARN_INTERVAL=1
 	SINCE=@$(date +%s.%6N)
 	"${name}_start"
-	"${name}_load" || fail "$name: the learn load failed"
+	"${name}_load" || fail "$name: the learn load failed: $(sort "$T/load" | uniq -c | tr '\n' ' ')$(alive || echo "; the main process died")"
 	for e in reload respawn reopen; do step "$name" $e; done
 	"${name}_stop" || fail "$name: the clean stop failed in learn mode"
 	[ "$(kills "$EXE" "$SINCE")" = 0 ] || fail "$name: learn mode killed: $(violations "$EXE" "$SINCE")"
@@ -107,10 +109,12 @@ day() {
 	"$ctl" propose --exe "$EXE" "${mode[@]}" ${RUN_AS:+--uid "$RUN_AS"} --output "$CONF" 2>"$T/err" || fail "$name: propose: $(cat "$T/err")"
 	grep -q 'mode = "enforce"' "$CONF" || fail "$name: not an enforce policy: $(cat "$CONF")"
 	cp "$CONF" "$T/$name.conf"
+	[ -z "${KEEP:-}" ] || cp "$CONF" "$KEEP/$name.conf"
 	stop_daemon || true
 	start_daemon
 
 	PHASE=enforce FIG=
+	unset PMALLOC_LEARN_INTERVAL
 	SINCE=@$(date +%s.%6N)
 	"${name}_start"
 	"${name}_load2" || fail "$name: the other load failed in enforce mode: $(violations "$EXE" "$SINCE")"
