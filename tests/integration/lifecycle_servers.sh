@@ -21,9 +21,12 @@
 # configuration value is learn_servers.sh's.
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
+. "$SRC/tests/integration/servers_lib.sh"
 
 SHIM=$B/libpmalloc_shim.so
+INJECT=$B/progs/liblearn_inject.so
 ctl=$B/pmallocctl
+[ -f "$INJECT" ] || fail "$INJECT is missing: run make check"
 command -v curl >/dev/null || skip "curl not installed"
 [ "$(id -u)" = 0 ] || skip "needs root (workers switch to an unprivileged user)"
 journald_ensure
@@ -65,7 +68,7 @@ curl_load() { # N PARALLEL URL-PREFIX: N requests, each answered
 	local n=$1 par=$2 urls=() i
 	# (curl's -o names the output of one URL: one per URL.)
 	for i in $(seq "$n"); do urls+=(-o /dev/null "$3$i"); done
-	timeout 60 curl -s --no-progress-meter -m 5 ${par:+--parallel --parallel-max "$par"} \
+	timeout "${LOAD_TIMEOUT:-60}" curl -s --no-progress-meter -m 5 ${par:+--parallel --parallel-max "$par"} \
 		-H 'Connection: close' -w '%{http_code}\n' "${urls[@]}" >"$T/load" || return 1
 	[ "$(grep -c '^[234][0-9][0-9]$' "$T/load")" = "$n" ]
 }
@@ -80,8 +83,41 @@ step() {
 	fi
 	"${name}_$what" || fail "$name: $what failed ($PHASE): $(violations "$EXE" "$SINCE")"
 	alive || fail "$name: the main process died at $what ($PHASE): $(violations "$EXE" "$SINCE")"
-	"${name}_load2" || fail "$name: requests unanswered after $what ($PHASE): $(violations "$EXE" "$SINCE")"
+	"${name}_load2" || fail "$name: requests unanswered after $what ($PHASE): $(sort "$T/load" | uniq -c | tr '\n' ' ') $(violations "$EXE" "$SINCE")"
 	FIG+=" $what:+"
+}
+
+# inject NAME: the attack, after the day: with liblearn_inject.so preloaded,
+# a write (after 20 epoll_wait calls) into NAME_needle, a value of the
+# server's configuration as the server keeps it, found in protected memory,
+# kills, and the journal names the policy, the pool, a site of the proposal
+# and the role of the process killed.  HIT says what happened.
+inject() {
+	local name=$1 needle v site n role
+	local -n nd=${name}_needle
+	: >"$T/inject"
+	SINCE=@$(date +%s.%6N)
+	PRELOAD="$INJECT $SHIM" LEARN_INJECT_AFTER=20 LEARN_INJECT_NEEDLE=$(reverse "$nd") "${name}_start" 2>>"$T/inject"
+	killed() { [ "$(kills "$EXE" "$SINCE")" != 0 ]; }
+	not_found() { grep -q 'not found in protected memory' "$T/inject" "$T"/*/out "$T"/*.out 2>/dev/null; }
+	# (A load refused while the server starts, or cut short by the kill, is tried again.)
+	for n in $(seq 20); do
+		killed && break
+		not_found && break
+		LOAD_TIMEOUT=3 "${name}_load" >/dev/null 2>&1 || sleep 0.2
+	done
+	wait_until 50 killed || true
+	stop_main
+	v=$(journalctl --no-pager -o json --since "$SINCE" MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$EXE" PMALLOC_POLICY="$POLICY" | head -n 1)
+	[ -n "$v" ] || fail "$name: the injected write into \"$nd\" killed nothing: $(grep -h learn_inject "$T/inject" "$T"/*/out "$T"/*.out 2>/dev/null | head -n 3)"
+	printf '%s' "$v" | grep -q '"PMALLOC_SIGNAL_NAME":"SIGSEGV"' || fail "$name: the injected write was not killed: $v"
+	printf '%s' "$v" | grep -q '"PMALLOC_POOL":"learned' || fail "$name: the violation names no pool of the proposal: $v"
+	role=$(printf '%s' "$v" | sed -n 's/.*"PMALLOC_ROLE":"\([^"]*\)".*/\1/p')
+	[ -n "$role" ] || fail "$name: the violation names no role: $v"
+	site=$(printf '%s' "$v" | sed -n 's/.*"PMALLOC_OBJECT_SITE":"\([^"]*+0x[0-9a-f]*\)".*/\1/p')
+	[ -n "$site" ] || fail "$name: the violation names no site: $v"
+	proposed "$site" "$T/$name.conf" || fail "$name: site $site is not in the proposal"
+	HIT="a write into \"$nd\" killed (role $role, site $site)"
 }
 
 # day NAME EXE: learn with the events, propose, enforce through the day.
@@ -133,11 +169,12 @@ day() {
 	step "$name" reopen
 	"${name}_stop" || fail "$name: the clean stop failed in enforce mode: $(violations "$EXE" "$SINCE")"
 	[ "$(kills "$EXE" "$SINCE")" = 0 ] || fail "$name: the proposal killed: $(violations "$EXE" "$SINCE")"
+	inject "$name"
 	printf 'figures: %s: %s bytes protected in the main process; proposal: %s; events:%s\n' "$name" "$before" \
 		"$(sed -n 's/^    # protected: //p' "$T/$name.conf" | paste -sd ';')" "$FIG"
 	# A day lived by protecting nothing proves nothing: the floor per server.
 	[ "$before" -ge "${3:-4096}" ] || fail "$name: $before bytes protected in the main process, expected ${3:-4096} or more"
-	pass "$name: learned through its day, then enforce through reloads, respawns, reopen and a stop without a kill"
+	pass "$name: learned through its day, then enforce through reloads, respawns, reopen and a stop without a kill; $HIT"
 }
 
 # ---- the servers: NAME_start NAME_load NAME_load2 NAME_stop, and where
@@ -163,12 +200,13 @@ http {
   access_log $T/ngx/logs/access.log;
   client_body_temp_path $T/ngx/body; proxy_temp_path $T/ngx/proxy;
   fastcgi_temp_path $T/ngx/fcgi; uwsgi_temp_path $T/ngx/uwsgi; scgi_temp_path $T/ngx/scgi;
-  server { listen 127.0.0.1:$nport; root $T/ngx/html; location / { } location /gone { return 410; } }
+  server { listen 127.0.0.1:$nport; server_name Kept-Config-$$.Example; root $T/ngx/html; location / { } location /gone { return 410; } }
 }
 EOC
 	nginx_start() {
-		LD_PRELOAD=$SHIM /usr/sbin/nginx -p "$T/ngx" -c "$T/ngx/nginx.conf" -e "$T/ngx/logs/error.log" >"$T/ngx/out" 2>&1 &
+		LD_PRELOAD=${PRELOAD:-$SHIM} /usr/sbin/nginx -p "$T/ngx" -c "$T/ngx/nginx.conf" -e "$T/ngx/logs/error.log" >"$T/ngx/out" 2>&1 &
 		MAIN=$!
+		[ -z "${PRELOAD:-}" ] || return 0
 		wait_until 200 curl -sf -o /dev/null "http://127.0.0.1:$nport/" ||
 			fail "nginx did not come up: $(cat "$T/ngx/out" "$T/ngx/logs/error.log")"
 		wait_until 100 respawned 2 0 || fail "nginx: no 2 workers"
@@ -187,6 +225,7 @@ EOC
 	}
 	nginx_reopen() { kill -USR1 "$MAIN" && sleep 0.3; }
 	nginx_stop() { kill -QUIT "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
+	nginx_needle=kept-config-$$.example
 	day nginx "$(readlink -f /usr/sbin/nginx)" 65536
 elif want nginx; then
 	echo "skipped: nginx not installed"
@@ -196,9 +235,10 @@ if want redis && command -v redis-server >/dev/null && command -v redis-benchmar
 	rport=$(port_of 150)
 	mkdir -p "$T/rds"
 	redis_start() {
-		LD_PRELOAD=$SHIM redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no --dir "$T/rds" \
+		LD_PRELOAD=${PRELOAD:-$SHIM} redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no --dir "$T/rds" \
 			--daemonize no --logfile "$T/rds/log" &
 		MAIN=$!
+		[ -z "${PRELOAD:-}" ] || return 0
 		wait_until 200 redis-cli -p "$rport" ping || fail "redis did not come up: $(cat "$T/rds/log")"
 	}
 	redis_load() { timeout 60 redis-benchmark -p "$rport" -n 1000 -c 4 -q -t set,get,lpush,incr >/dev/null; }
@@ -207,6 +247,7 @@ if want redis && command -v redis-server >/dev/null && command -v redis-benchmar
 		[ "$(redis-cli -p "$rport" set life-key "$RANDOM")" = OK ]
 	}
 	redis_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
+	redis_needle=$T/rds/log
 	day redis "$(readlink -f "$(command -v redis-server)")"
 elif want redis; then
 	echo "skipped: redis-server not installed"
@@ -226,13 +267,15 @@ accesslog.filename = "$T/lt/access.log"
 server.pid-file = "$T/lt/lighttpd.pid"
 server.port = $lport
 server.bind = "127.0.0.1"
+server.tag = "Kept-Config-$$"
 index-file.names = ( "index.html" )
 mimetype.assign = ( ".html" => "text/html" )
 server.feature-flags += ("server.graceful-shutdown-timeout" => 5)
 EOC
 	lighttpd_start() {
-		LD_PRELOAD=$SHIM /usr/sbin/lighttpd -D -f "$T/lt/lighttpd.conf" >"$T/lt/out" 2>&1 &
+		LD_PRELOAD=${PRELOAD:-$SHIM} /usr/sbin/lighttpd -D -f "$T/lt/lighttpd.conf" >"$T/lt/out" 2>&1 &
 		MAIN=$!
+		[ -z "${PRELOAD:-}" ] || return 0
 		wait_until 200 curl -sf -o /dev/null "http://127.0.0.1:$lport/" ||
 			fail "lighttpd did not come up: $(cat "$T/lt/out" "$T/lt/error.log" 2>/dev/null)"
 	}
@@ -240,6 +283,7 @@ EOC
 	lighttpd_load2() { curl_load 60 16 "http://127.0.0.1:$lport/p2.html?k=" && curl_load 20 16 "http://127.0.0.1:$lport/none-"; }
 	lighttpd_reopen() { kill -HUP "$MAIN" && sleep 0.3; }   # Debian's logrotate: SIGHUP reopens the logs
 	lighttpd_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
+	lighttpd_needle=Kept-Config-$$
 	day lighttpd /usr/sbin/lighttpd
 elif want lighttpd; then
 	echo "skipped: lighttpd not installed"
@@ -248,8 +292,9 @@ fi
 if want memcached && [ -x /usr/bin/memcached ]; then
 	mport=$(port_of 450)
 	memcached_start() {
-		LD_PRELOAD=$SHIM /usr/bin/memcached -u nobody -l 127.0.0.1 -p "$mport" -U 0 -t 4 -m 64 >"$T/mc.out" 2>&1 &
+		LD_PRELOAD=${PRELOAD:-$SHIM} /usr/bin/memcached -u nobody -l 127.0.0.1 -p "$mport" -U 0 -t 4 -m 64 >"$T/mc.out" 2>&1 &
 		MAIN=$!
+		[ -z "${PRELOAD:-}" ] || return 0
 		wait_until 200 mc_cmd 'version' || fail "memcached did not come up: $(cat "$T/mc.out")"
 	}
 	mc_cmd() { # CMD...: one connection, the lines given, the answer's first line not ERROR
@@ -269,6 +314,7 @@ if want memcached && [ -x /usr/bin/memcached ]; then
 		return $ok
 	}
 	memcached_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ] || [ $rc = 143 ]; }
+	memcached_needle=127.0.0.1   # -l: memcached keeps it (settings.inter, strdup)
 	RUN_AS=nobody day memcached /usr/bin/memcached
 elif want memcached; then
 	echo "skipped: memcached not installed"
@@ -302,9 +348,10 @@ EOC
 	# master.sock; ExecReload: a check, then SIGUSR2 to the master; stop:
 	# SIGTERM to the master (KillMode=mixed).
 	haproxy_start() {
-		LD_PRELOAD=$SHIM /usr/sbin/haproxy -Ws -f "$T/hap/haproxy.cfg" -p "$T/hap/run/haproxy.pid" \
+		LD_PRELOAD=${PRELOAD:-$SHIM} /usr/sbin/haproxy -Ws -f "$T/hap/haproxy.cfg" -p "$T/hap/run/haproxy.pid" \
 			-S "$T/hap/run/master.sock" >"$T/hap/out" 2>&1 &
 		MAIN=$!
+		[ -z "${PRELOAD:-}" ] || return 0
 		wait_until 200 curl -sf -o /dev/null "http://127.0.0.1:$hport/p" ||
 			fail "haproxy did not come up: $(cat "$T/hap/out")"
 	}
@@ -317,6 +364,7 @@ EOC
 			wait_until 200 respawned 1 "$old"
 	}
 	haproxy_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ] || [ $rc = 143 ]; }
+	haproxy_needle=hello from haproxy
 	RUN_AS=haproxy day haproxy /usr/sbin/haproxy
 elif want haproxy; then
 	echo "skipped: haproxy not installed"
