@@ -87,6 +87,32 @@ step() {
 	FIG+=" $what:+"
 }
 
+# The proposal's figures: the live bytes of the server's own object
+# (OBJECT) in its sites, the bytes proposed per role, the coverage.
+proposal_figures() { # FILE OBJECT
+	python3 - "$1" "$2" <<'EOP'
+import re, sys
+text = open(sys.argv[1]).read()
+own = sum(int(m.group(1)) for m in re.finditer(
+    r'^ *#   site "' + re.escape(sys.argv[2]) + r'[:@][^"]*": ([0-9]+) bytes live', text, re.M))
+roles, prot = {}, None
+for line in text.splitlines():   # a pool: its comment's bytes, then its roles
+    m = re.match(r'^        # protected: ([0-9]+) bytes live', line)
+    if m:
+        prot, rl = int(m.group(1)), ["every role"]
+    m = re.match(r'^        roles = \[(.*)\];', line)
+    if m and prot is not None:
+        rl = re.findall(r'"([^"]+)"', m.group(1))
+    if re.match(r'^        take = ', line) and prot is not None:
+        for r in rl:
+            roles[r] = roles.get(r, 0) + prot
+        prot = None
+cov = re.search(r'^    # protected: .*coverage ([0-9.]+%)', text, re.M)
+print("%d bytes of %s protected; per role: %s; coverage %s" % (own, sys.argv[2],
+      ", ".join("%s %d B" % kv for kv in sorted(roles.items())) or "none", cov.group(1) if cov else "?"))
+EOP
+}
+
 # inject NAME: the attack, after the day: with liblearn_inject.so preloaded,
 # a write (after 20 epoll_wait calls) into NAME_needle, a value of the
 # server's configuration as the server keeps it, found in protected memory,
@@ -170,8 +196,8 @@ day() {
 	"${name}_stop" || fail "$name: the clean stop failed in enforce mode: $(violations "$EXE" "$SINCE")"
 	[ "$(kills "$EXE" "$SINCE")" = 0 ] || fail "$name: the proposal killed: $(violations "$EXE" "$SINCE")"
 	inject "$name"
-	printf 'figures: %s: %s bytes protected in the main process; proposal: %s; events:%s\n' "$name" "$before" \
-		"$(sed -n 's/^    # protected: //p' "$T/$name.conf" | paste -sd ';')" "$FIG"
+	printf 'figures: %s: %s; %s bytes protected in the main process at start; events:%s; %s\n' "$name" \
+		"$(proposal_figures "$T/$name.conf" "${EXE##*/}")" "$before" "$FIG" "$HIT"
 	# A day lived by protecting nothing proves nothing: the floor per server.
 	[ "$before" -ge "${3:-4096}" ] || fail "$name: $before bytes protected in the main process, expected ${3:-4096} or more"
 	pass "$name: learned through its day, then enforce through reloads, respawns, reopen and a stop without a kill; $HIT"
