@@ -310,7 +310,7 @@ server.port = $lport
 server.bind = "127.0.0.1"
 server.tag = "Kept-Config-$$"
 index-file.names = ( "index.html" )
-mimetype.assign = ( ".html" => "text/html" )
+include_shell "perl /usr/share/lighttpd/create-mime.conf.pl"
 server.feature-flags += ("server.graceful-shutdown-timeout" => 5)
 EOC
 	lighttpd_start() {
