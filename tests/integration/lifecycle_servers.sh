@@ -405,7 +405,7 @@ EOC
 			wait_until 200 respawned 1 "$old"
 	}
 	haproxy_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ] || [ $rc = 143 ]; }
-	haproxy_needle=hello from haproxy
+	haproxy_needle="hello from haproxy"
 	RUN_AS=haproxy day haproxy /usr/sbin/haproxy 524288 524288
 elif want haproxy; then
 	echo "skipped: haproxy not installed"
