@@ -168,7 +168,7 @@ ifneq ($(CTL_SRCS),)
 ALL += $(B)/pmallocctl
 endif
 
-.PHONY: all deps test-deps check check-layers print-layers unit integration bench demo install uninstall lint clean FORCE check-status-500
+.PHONY: all deps test-deps check check-layers print-layers unit integration bench demo install uninstall lint clean FORCE check-status-500 check-lifecycle
 all: $(ALL)
 
 deps: $(B)/.deps
@@ -564,6 +564,11 @@ clean:
 	rm -rf $(B)
 
 -include $(shell find $(B) -path $(B)/boot -prune -o -path $(B)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
+
+# A service's day for all five servers (make check runs nginx and lighttpd;
+# tests/integration/lifecycle_servers.sh says why the others are apart).
+check-lifecycle:
+	LIFECYCLE_SERVERS="nginx redis lighttpd memcached haproxy" $(MAKE) check TESTS=tests/integration/lifecycle_servers.sh
 
 # pmallocctl status --json of 500 served processes (ctl_status_json.sh, which
 # make check runs with 60): whole and valid against its schema.  Minutes

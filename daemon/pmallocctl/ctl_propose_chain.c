@@ -80,6 +80,7 @@ struct kstat {
 	bool dirty_site;             /* step 2: a chain whose site it is is not clean */
 	uint32_t unsafe_roles;       /* step 2: roles in which a chain whose site it is is not safe */
 	uint32_t site_roles;         /* a site: the roles it is proposed for (site_roles()) */
+	uint32_t seen_roles;         /* step 2: roles whose entries had a chain whose site it is */
 	bool wrapper, site;
 	bool below;                  /* a call: below a clean chain's choice */
 	bool beyond;                 /* a wrapper name: a call of it is not below a choice */
@@ -401,6 +402,16 @@ static uint32_t site_roles(uint32_t roles, uint32_t unsafe)
 	return roles & ~unsafe;
 }
 
+/* Of roles, those whose own entries reached the site: a role that sent no
+ * entry of it (haproxy's worker: its exit flush cut short by journald,
+ * its periodic flush refused a thread by RLIMIT_NPROC) is not enforced
+ * from another role's word that it is never written.  Entries without a
+ * role (an older shim) keep the old reading. */
+static uint32_t seen_in(const struct kstat *k, uint32_t roles)
+{
+	return k->seen_roles & PROLE_UNKNOWN ? roles : roles & k->seen_roles;
+}
+
 /* Safe in at least one role of roles. */
 static bool safe_in(const struct pchain *c, uint32_t roles)
 {
@@ -576,13 +587,16 @@ static void choose_sites(struct pset *s, const char *pool)
 		/* A chain that is not safe in some role keeps the site out of
 		 * that role (and of every role, without roles: dirty_site). */
 		uint32_t unsafe = c->c.objects > 0 ? c->c.dirty_roles : UINT32_MAX;
+		uint32_t seen = c->c.roles ? c->c.roles : PROLE_UNKNOWN;
 		if (n != SIZE_MAX) {
 			s->ks[n].dirty_site |= !safe(c);
 			s->ks[n].unsafe_roles |= unsafe;
+			s->ks[n].seen_roles |= seen;
 			add_site_bytes(&s->ks[n], c);
 		}
 		s->ks[k].dirty_site |= !safe(c);
 		s->ks[k].unsafe_roles |= unsafe;
+		s->ks[k].seen_roles |= seen;
 		add_site_bytes(&s->ks[k], c);
 	}
 	uint32_t roles = pool_roles(s, pool);
@@ -592,8 +606,8 @@ static void choose_sites(struct pset *s, const char *pool)
 			continue;
 		const struct pframe *f = &c->f[c->site];
 		size_t n = name_key(s, c, f, false), k = call_key(s, c, f, false);
-		uint32_t rn = n != SIZE_MAX ? site_roles(roles, s->ks[n].unsafe_roles) : 0;
-		uint32_t rk = site_roles(roles, s->ks[k].unsafe_roles);
+		uint32_t rn = n != SIZE_MAX ? seen_in(&s->ks[n], site_roles(roles, s->ks[n].unsafe_roles)) : 0;
+		uint32_t rk = seen_in(&s->ks[k], site_roles(roles, s->ks[k].unsafe_roles));
 		if (n != SIZE_MAX && by_name_ok(f) && rn && !s->ks[n].partly &&
 		    pcounts_kept_enough(s->ks[n].site_live, s->ks[n].site_early)) {
 			s->ks[n].site = true;

@@ -21,6 +21,7 @@
 # The figures of each server go to stdout (the README's table).
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
+. "$SRC/tests/integration/servers_lib.sh"
 
 SHIM=$B/libpmalloc_shim.so
 INJECT=$B/progs/liblearn_inject.so
@@ -47,21 +48,12 @@ restart_daemon() {
 	start_daemon
 }
 
-reverse() { local s=$1 r= i; for ((i = ${#s} - 1; i >= 0; i--)); do r+=${s:i:1}; done; printf %s "$r"; }
-
 # Violations of this test's policy (named after the program and this
 # script's pid: other trees may run the same servers at the same time).
 kills() { # EXE SINCE
 	journal_sync
 	journalctl --no-pager -o json --since "$2" MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$1" PMALLOC_POLICY="$POLICY" |
 		grep -c . || true
-}
-
-# Is SITE (a violation's "FUNCTION+0xOFF" or "OBJECT+0xOFF") a site of the
-# proposal: by function name, or by offset in its object?
-proposed() { # SITE FILE
-	local name=${1%+0x*} off=${1##*+0x}
-	grep -q "\"[^\"]*:$name\"" "$2" || grep -Eq "\"$name(@[0-9a-f]+)?:\\+0x$off\"" "$2"
 }
 
 # cycle NAME EXE START LOAD LOAD2 NEEDLES MIN

@@ -1013,6 +1013,25 @@ void learn_note_exec(const char *path)
 			     "LD_PRELOAD, it runs without the shim and learns nothing", path);
 }
 
+void learn_forget_opened(void)
+{
+	if (!learn_st || !opened || !open_done)
+		return;
+	/* open_done first: a kernel write then goes through
+	 * learn_let_through(), which opens the page again.  Only words with a
+	 * bit set are written (the tables are mapped lazily).  A page opened
+	 * by another thread between this and the protect keeps a stale bit: a
+	 * kernel write into it fails once more with EFAULT, as without learn
+	 * mode; the call after the protect clears that too. */
+	size_t words = (arena_size / os_page_size + 63) / 64;
+	for (size_t w = 0; w < words; w++) {
+		if (atomic_load_explicit(&open_done[w], memory_order_relaxed))
+			atomic_store_explicit(&open_done[w], 0, memory_order_release);
+		if (atomic_load_explicit(&opened[w], memory_order_relaxed))
+			atomic_store_explicit(&opened[w], 0, memory_order_release);
+	}
+}
+
 void learn_note_protected(void)
 {
 	if (learn_st)

@@ -59,6 +59,13 @@ void learn_flush(const char *reason);
  * flush starts (its first flush, every context, at once; then every
  * PMALLOC_LEARN_INTERVAL seconds, 10 by default, what changed). */
 void learn_note_protected(void);
+/* A learn pool is being protected again (a reload's new generation,
+ * trigger.c, before and after the protect): the pages learning opened are
+ * read-only again, so their "opened" bits, which spare a kernel write
+ * (epoll_wait's events) its mprotect, are forgotten; else the kernel's
+ * write into such a page fails with EFAULT for ever (lighttpd after its
+ * SIGHUP: every epoll_wait "Bad address", no request served). */
+void learn_forget_opened(void);
 /* This process is about to execve(path): when the loader will run it in
  * secure mode (set-user-ID or set-group-ID to another id, or file
  * capabilities), it ignores LD_PRELOAD: the new program runs without the

@@ -63,9 +63,17 @@ size_t shim_protect_pool(size_t i, const char *trigger)
 	 * others but never protected here (respawn.c). */
 	size_t n = 0;
 	if (shim_pool_protects_here(st, i)) {
+		/* Learn mode: a page opened for a write before is made
+		 * read-only again by a reload's protect (learn.h). */
+		bool again = st->image->mode == POLICY_MODE_LEARN &&
+			     atomic_load_explicit(&generation[i], memory_order_relaxed);
+		if (again)
+			learn_forget_opened();
 		fill_protect_begin();      /* never half-way through the shim's own copy */
 		n = pool_protect(st->pools[i].pool, trigger);
 		fill_protect_end();
+		if (again)
+			learn_forget_opened();
 	}
 	(void)fault_recheck(n != 0);   /* the handler still the shim's (issue 27) */
 	/* The last pool closed and protected: from now on every allocation
