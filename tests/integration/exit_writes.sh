@@ -14,7 +14,6 @@ W=$(readlink -f "$B/progs/exit_writes")
 CXX=$(readlink -f "$B/progs/exit_cxx")
 SSL=$(readlink -f "$B/progs/exit_openssl")
 for p in "$CXX" "$SSL"; do [ -x "$p" ] || skip "$p not built (g++, libssl-dev)"; done
-MID_LEARNED=81abfd4bd92b4d58b67b434bbf0f7ac1
 journald_ensure
 write_conf "$CONF" <<EOF
 version = 1;

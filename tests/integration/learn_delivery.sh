@@ -15,7 +15,6 @@
 
 SHIM=$B/libpmalloc_shim.so
 PROG=$B/progs/learn_deliver
-MID_LEARNED=81abfd4bd92b4d58b67b434bbf0f7ac1
 [ -x "$PROG" ] || fail "$PROG is missing: run make check"
 command -v jq >/dev/null || skip "jq not installed"
 journald_ensure

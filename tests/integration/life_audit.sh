@@ -19,7 +19,6 @@
 
 journald_ensure
 command -v python3 >/dev/null || skip "python3 not installed (to validate JSON)"
-MID_LEARNED=81abfd4bd92b4d58b67b434bbf0f7ac1
 mkdir -p "$T/bin" "$T/svc"
 chmod 0777 "$T/svc"   # the run as nobody writes its port and pid there too
 cp "$B/progs/life_server" "$T/bin/life_server"

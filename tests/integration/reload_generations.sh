@@ -55,7 +55,6 @@ run() {
 	return $rc
 }
 
-MID_LEARNED=81abfd4bd92b4d58b67b434bbf0f7ac1
 learned() { # DIR
 	journal_sync
 	journalctl --no-pager -q --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED PMALLOC_EXE="$T/$1/learn_server" |
@@ -64,7 +63,7 @@ learned() { # DIR
 
 propose() {
 	wait_until 200 learned "$1" || fail "$1: nothing learned in the journal"
-	"$ctl" propose --exe "$T/$1/learn_server" --output "$T/$1.conf" 2>"$T/err" ||
+	"$ctl" propose --mode enforce --exe "$T/$1/learn_server" --output "$T/$1.conf" 2>"$T/err" ||
 		fail "$1: propose: $(cat "$T/err")"
 	grep -q 'mode = "enforce"' "$T/$1.conf" || fail "$1: not an enforce policy: $(cat "$T/$1.conf")"
 	write_conf "$CONF" <"$T/$1.conf"

@@ -14,8 +14,6 @@
 . "$(dirname "$0")/e2e_lib.sh"
 
 PROG=$(readlink -f "$B/progs/roles_prog")
-MID_LEARNED=81abfd4bd92b4d58b67b434bbf0f7ac1
-MID_ROLE=239811c3bab44d1681c765550bb90227
 journald_ensure
 
 cat >"$T/learn.conf" <<EOF
@@ -32,7 +30,7 @@ for r in main child; do
 done
 pass "learning: entries of roles main and child"
 
-"$B/pmallocctl" propose --exe "$PROG" --since "$since" --output "$T/p.conf" 2>"$T/perr" ||
+"$B/pmallocctl" propose --mode enforce --exe "$PROG" --since "$since" --output "$T/p.conf" 2>"$T/perr" ||
 	fail "propose: $(cat "$T/perr")"
 "$B/pmallocctl" check "$T/p.conf" >"$T/check" 2>&1 || fail "check: $(cat "$T/check")"
 grep -qi warning "$T/check" && fail "check warns: $(cat "$T/check")"

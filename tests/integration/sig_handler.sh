@@ -18,7 +18,6 @@
 journald_ensure
 P=$(readlink -f "$B/progs/api_sig_c99")
 [ -x "$P" ] || fail "$P not built"
-MID_HANDLER=649c899641344ac1816d2b9a79cf62b4
 
 for how in signal bsd_signal sysv_signal __sysv_signal ssignal sigset __sigaction raw hold ignore rawmask jmpmask ctxmask; do
 	hardened "$T/out" "$T/err" "$P" "$how"

@@ -42,7 +42,7 @@ learn_once() {
 	# journald, shared and busy, may refuse a sync now and then: retried.
 	wait_until 40 journalctl --sync || fail "round $1: journalctl --sync keeps failing"
 	rm -f "$T/proposed.conf"
-	"$B/pmallocctl" propose --exe "$exe" --since "$since" --output "$T/proposed.conf" 2>"$T/perr" && return 0
+	"$B/pmallocctl" propose --mode enforce --exe "$exe" --since "$since" --output "$T/proposed.conf" 2>"$T/perr" && return 0
 	grep -q 'nothing learned' "$T/perr" && return 1
 	fail "round $1: propose failed: $(cat "$T/perr")"
 }
