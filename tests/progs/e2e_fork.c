@@ -37,12 +37,6 @@ static struct config *setup(void)
 	return c;
 }
 
-/* The deliberate bug: volatile, so the compiler keeps the store. */
-static void corrupt(volatile char *where, char what)
-{
-	*where = what;
-}
-
 int main(void)
 {
 	struct config *c = setup();

@@ -69,7 +69,7 @@ int main(int argc, char **argv)
 			}
 			/* A worker starts (its own listen: its own trigger),
 			 * then writes what it inherited. */
-			close(listen_once());
+			listen_once();
 			corrupt(c->name, 'm');
 			_exit(0);
 		}
