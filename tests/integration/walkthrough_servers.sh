@@ -150,6 +150,19 @@ violations() { # EXE SINCE [FILTER...]
 	journalctl --no-pager -o json --since "$since" MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$exe" "$@" 2>/dev/null
 }
 
+# settled FILTER...: once the entries of this run matching FILTER stop
+# coming (two looks a second apart agree; 30 s at most).
+settled() {
+	local n=-1 m i
+	for i in $(seq 30); do
+		journal_sync 2>/dev/null
+		m=$(jnow "$@" | grep -c .)
+		[ "$m" = "$n" ] && return 0
+		n=$m
+		sleep 1
+	done
+}
+
 # walk NAME UNIT EXE LEARN_LOAD AUDIT_LOAD EXERCISE_OK: the README's steps.
 walk() {
 	local name=$1 unit=$2 exe=$3 learn_load=$4 audit_load=$5 ex_ok=$6 rc since e n k mpid
@@ -168,10 +181,12 @@ walk() {
 	grep -q "^  check: $unit.service inactive, main PID [0-9]* gone" "$T/ex" || fail "$name: exercise: no stop: $(cat "$T/ex")"
 	pass "$name: learn $unit, preload enable, the learn load, exercise: $(grep -E '^(reload|respawn|stop):' "$T/ex" | tr '\n' ';' | sed 's/;$//')"
 	# What the main process learned goes to the journal as it exits, after
-	# its workers': propose once it is there.
+	# its workers': propose once it is there and no more comes (two looks
+	# a second apart agree).
 	mpid=$(sed -n 's/^[^ ]*: main PID \([0-9]*\),.*/\1/p' "$T/ex")
 	wait_until 400 sh -c "journalctl --no-pager -o json --since '$E2E_SINCE' MESSAGE_ID=$MID_LEARNED _PID=$mpid PMALLOC_EXE='$exe' | grep -q ." ||
 		fail "$name: nothing learned by the main process $mpid in the journal"
+	settled MESSAGE_ID=$MID_LEARNED PMALLOC_EXE="$exe"
 	# 3. the proposal, in audit
 	"$CTL" propose --exe "$exe" --mode audit --output "$CONF" >/dev/null 2>"$T/err" || fail "$name: propose: $(cat "$T/err")"
 	grep -q '^    mode = "audit";' "$CONF" || fail "$name: not audit: $(cat "$CONF")"
@@ -195,13 +210,7 @@ walk() {
 	rc=0; "$CTL" exercise "$unit" --reload --respawn >"$T/ex" 2>&1 || rc=$?
 	[ "$rc" = "$ex_ok" ] || fail "$name: exercise in audit: exit $rc: $(cat "$T/ex")"
 	$audit_load || fail "$name: the audit load failed after exercise"
-	# every report in the journal: the reports of a process are sent as its
-	# writes happen; wait until two looks a second apart agree
-	n=-1
-	while [ "$n" != "$(violations "$exe" "$since" PMALLOC_MODE=audit | grep -c .)" ]; do
-		n=$(violations "$exe" "$since" PMALLOC_MODE=audit | grep -c .)
-		sleep 1
-	done
+	settled MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$exe"
 	e=$(violations "$exe" "$since" PMALLOC_MODE=audit)
 	n=$(printf '%s\n' "$e" | grep -c .)
 	k=$(printf '%s\n' "$e" | jfield OBJECT_PID | paste -d ' ' - <(printf '%s\n' "$e" | jfield PMALLOC_OBJECT_SITE) | sort -u | grep -c .)
