@@ -13,7 +13,7 @@
 # LD_PRELOAD), reload (nginx: SIGHUP; redis has no ExecReload), stop
 # (nginx: SIGQUIT, redis: SIGTERM), and pmallocd's reload-or-restart.
 #
-# Per server: learn -> the learn load -> exercise (nginx: reload, respawn,
+# Per server (README steps 1-6): learn -> the learn load -> exercise (nginx: reload, respawn,
 # stop; redis: reload and respawn refused with their reasons, stop) ->
 # propose in audit -> ready: not ready (exit 1, its reasons) -> a load the
 # learn run never sent (nginx: other URLs, 404s, a reload and a respawn;
@@ -237,7 +237,8 @@ walk() {
 				fail "$name: ready after audit round $round: exit $rc: $(cat "$T/ready")"
 		fi
 		# refine: the proposal again, in audit (README step 4)
-		"$CTL" propose --exe "$exe" --mode audit --output "$CONF" >/dev/null 2>"$T/err" || fail "$name: refine: $(cat "$T/err")"
+		"$CTL" propose --exe "$exe" --output "$CONF" >/dev/null 2>"$T/err" || fail "$name: refine: $(cat "$T/err")"
+		grep -q '^    mode = "audit";' "$CONF" || fail "$name: refine: not audit"
 		sites_of "$CONF" >"$T/$name.sites.refined"
 		cp "$CONF" "$T/$name.refined$round.conf"
 		# A site audit saw written is an allocation context (a return
