@@ -17,12 +17,14 @@
 # stop; redis: reload and respawn refused with their reasons, stop) ->
 # propose in audit -> ready: not ready (exit 1, its reasons) -> a load the
 # learn run never sent (nginx: other URLs, 404s, a reload and a respawn;
-# redis: HSET, LPUSH, CONFIG GET, CLIENT LIST, INFO) -> one report per site
-# and process -> propose again (refine, still audit): exactly the sites
-# audit saw written left out, each said in a comment -> ready: ready
-# (exit 0, --min-time 0), --json valid -> propose --mode enforce -> the
-# same load: zero kills.  The figures (sites left out, bytes protected) go
-# to stdout.
+# redis: HSET, LPUSH, SET EX, SELECT 3, CONFIG GET, CLIENT LIST, INFO,
+# EVAL) -> one report per site and process -> propose again (refine, still
+# audit): exactly the sites audit saw written left out, each said once in
+# a comment -> the same load under the refined policy, refined again, until
+# a round sees no new write (4 rounds at most) -> ready: ready (exit 0,
+# --min-time 0), --json valid -> propose --mode enforce -> the same load:
+# zero kills.  The figures (sites left out, bytes protected, each round's
+# new reports) go to stdout.
 . "$(dirname "$0")/e2e_lib.sh"
 
 journald_ensure
