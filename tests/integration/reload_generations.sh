@@ -64,7 +64,7 @@ learned() { # DIR
 
 propose() {
 	wait_until 200 learned "$1" || fail "$1: nothing learned in the journal"
-	"$ctl" propose --exe "$T/$1/learn_server" --output "$T/$1.conf" 2>"$T/err" ||
+	"$ctl" propose --mode enforce --exe "$T/$1/learn_server" --output "$T/$1.conf" 2>"$T/err" ||
 		fail "$1: propose: $(cat "$T/err")"
 	grep -q 'mode = "enforce"' "$T/$1.conf" || fail "$1: not an enforce policy: $(cat "$T/$1.conf")"
 	write_conf "$CONF" <"$T/$1.conf"

@@ -32,7 +32,7 @@ for r in main child; do
 done
 pass "learning: entries of roles main and child"
 
-"$B/pmallocctl" propose --exe "$PROG" --since "$since" --output "$T/p.conf" 2>"$T/perr" ||
+"$B/pmallocctl" propose --mode enforce --exe "$PROG" --since "$since" --output "$T/p.conf" 2>"$T/perr" ||
 	fail "propose: $(cat "$T/perr")"
 "$B/pmallocctl" check "$T/p.conf" >"$T/check" 2>&1 || fail "check: $(cat "$T/check")"
 grep -qi warning "$T/check" && fail "check warns: $(cat "$T/check")"
