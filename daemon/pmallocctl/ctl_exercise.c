@@ -369,18 +369,54 @@ static int step_reload(struct ex_unit *u, const struct ex_port *ports, size_t n_
 	return check(u, ports, n_ports, "reload") ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }
 
+/* When pid started (clock ticks after boot: /proc/PID/stat's field 22);
+ * 0 when it cannot be read. */
+static unsigned long long start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');
+	unsigned long long t = 0;
+	/* After the name: state (field 3) ... starttime (field 22). */
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		t = strtoull(p + 1, NULL, 10);
+	return t;
+}
+
 static int step_respawn(struct ex_unit *u, const struct ex_port *ports, size_t n_ports)
 {
 	pid_t kids[EX_PIDS_MAX], now[EX_PIDS_MAX];
 	size_t n = children_of(u->main_pid, kids, EX_PIDS_MAX);
+	/* The youngest child: after a reload the older ones may be the last
+	 * generation's workers, finishing their requests before they exit,
+	 * which the main process does not respawn. */
 	pid_t victim = kids[0];
+	unsigned long long youngest = start_time(victim);
+	for (size_t i = 1; i < n; i++) {
+		unsigned long long t = start_time(kids[i]);
+		if (t > youngest) {
+			youngest = t;
+			victim = kids[i];
+		}
+	}
 	printf("respawn: worker PID %d (a child of main PID %d) killed by SIGKILL\n", (int)victim, (int)u->main_pid);
 	fflush(stdout);
 	if (kill(victim, SIGKILL) < 0) {
 		fprintf(stderr, CTL_NAME ": exercise: respawn: cannot kill PID %d: %s\n", (int)victim, strerror(errno));
 		return CTL_EXIT_FAILURE;
 	}
-	/* Respawned: the victim gone and as many children as before, one new. */
+	/* Respawned: the victim gone and a new child (not as many as before:
+	 * the last generation's workers may exit meanwhile). */
 	for (long waited = 0; waited <= EX_WAIT_MS; waited += 50) {
 		size_t m = children_of(u->main_pid, now, EX_PIDS_MAX);
 		bool gone = true, fresh = false;
@@ -391,7 +427,7 @@ static int step_respawn(struct ex_unit *u, const struct ex_port *ports, size_t n
 				old = now[i] == kids[k];
 			fresh |= !old;
 		}
-		if (gone && fresh && m >= n) {
+		if (gone && fresh) {
 			for (size_t i = 0; i < m; i++) {
 				bool old = false;
 				for (size_t k = 0; k < n && !old; k++)

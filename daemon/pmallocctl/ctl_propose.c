@@ -912,18 +912,26 @@ int ctl_cmd_propose(int argc, char **argv)
 	}
 	paudit_say(&au, exe);
 	if (au.n && t.used) {
-		/* A first choice tells each context's site; those audit saw
-		 * written are then taken as written. */
-		char *scratch = NULL;
-		size_t len = 0;
-		FILE *sf = open_memstream(&scratch, &len);
-		if (!sf)
-			goto out;
-		pset_render(set, 0, sf, sf);
-		fclose(sf);
-		free(scratch);
-		for (size_t i = 0; i < au.n; i++)
-			au.a[i].contexts = pset_leave_out(set, au.a[i].site);
+		/* A choice tells each context's site; those audit saw written
+		 * are then taken as written.  Until no more are: the next choice
+		 * (other wrappers) may name a written site's function again,
+		 * by a context whose site was another function before. */
+		for (size_t round = 0, marked = 1; marked && round < 16; round++) {
+			char *scratch = NULL;
+			size_t len = 0;
+			FILE *sf = open_memstream(&scratch, &len);
+			if (!sf)
+				goto out;
+			pset_render(set, 0, sf, sf);
+			fclose(sf);
+			free(scratch);
+			marked = 0;
+			for (size_t i = 0; i < au.n; i++) {
+				size_t m = pset_leave_out(set, au.a[i].site);
+				au.a[i].contexts += m;
+				marked += m;
+			}
+		}
 	}
 	for (size_t k = 0; k < o.n_runs; k++) {
 		bool found = false;

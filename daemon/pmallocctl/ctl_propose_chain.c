@@ -922,8 +922,9 @@ size_t pset_leave_out(struct pset *s, const char *site)
 						     strncmp(base_name(f->object), site, n) == 0
 					   : f->function && strlen(f->function) == n && strncmp(f->function, site, n) == 0;
 			if (hit && !c->c.written) {
-				/* Written, in every role the context was learned in:
-				 * the choice per role reads dirty_roles. */
+				/* Written in every role it was learned in: audit's
+				 * write leaves the site out of each (the roles'
+				 * choice reads dirty_roles, not written). */
 				c->c.written = true;
 				c->c.dirty_roles |= c->c.roles ? c->c.roles : PROLE_UNKNOWN;
 				marked++;
