@@ -23,11 +23,6 @@
 . "$SRC/tests/integration/daemon_lib.sh"
 . "$SRC/tests/integration/servers_lib.sh"
 
-SHIM=$B/libpmalloc_shim.so
-INJECT=$B/progs/liblearn_inject.so
-ctl=$B/pmallocctl
-[ -f "$INJECT" ] || fail "$INJECT is missing: run make check"
-command -v curl >/dev/null || skip "curl not installed"
 journald_ensure
 unset PMALLOC_DEBUG
 export PMALLOC_SOCKET=$SOCK

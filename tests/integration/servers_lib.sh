@@ -1,7 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # servers_lib.sh - helpers the server tests share (learn_servers.sh,
 # lifecycle_servers.sh): sourced after lib.sh, never run alone.  Owns no
-# server and starts nothing.
+# server and starts nothing.  Sets SHIM, INJECT (the attacker,
+# liblearn_inject.so) and ctl, and skips without curl.
+
+SHIM=$B/libpmalloc_shim.so
+INJECT=$B/progs/liblearn_inject.so
+ctl=$B/pmallocctl
+[ -f "$INJECT" ] || fail "$INJECT is missing: run make check"
+command -v curl >/dev/null || skip "curl not installed"
 
 # TEXT read backwards: liblearn_inject.so takes its needle so, that the
 # variable itself (which a server may copy) does not match.
