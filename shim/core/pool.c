@@ -219,6 +219,14 @@ static uint64_t new_stamp(void)
 	return atomic_fetch_add_explicit(&stamp_seq, 1, memory_order_relaxed);
 }
 
+/* Move r's cursor other than by an allocation (p's lock held, or r's
+ * thread with r not yet in a list): what it handed out is counted first. */
+static void region_set_cur(struct pool_region *r, uintptr_t cur)
+{
+	r->used = region_used(r);
+	r->cur = r->mark = cur;
+}
+
 /* This thread's slot for p: the one bound to it, else the one its address
  * picks (whose pool, if any, is unbound by region_bind). */
 static struct pool_region *slot_of(const struct pmalloc_pool *p)
@@ -249,7 +257,8 @@ static void region_leave_span(struct pmalloc_pool *p, struct pool_region *r, boo
 		p->partial = s;
 	}
 	r->span = NULL;
-	r->cur = r->end = 0;
+	region_set_cur(r, 0);
+	r->end = 0;
 	r->rec = NULL;
 }
 
@@ -258,7 +267,7 @@ static void region_unlink(struct pmalloc_pool *p, struct pool_region *r, bool ke
 {
 	region_leave_span(p, r, keep);
 	p->requested += r->requested;
-	p->used += r->used;
+	p->used += region_used(r);
 	r->requested = r->used = 0;
 	DLIST_UNLINK(p->regions, r, prev, next);
 	r->next = r->prev = NULL;
@@ -277,6 +286,7 @@ static void region_unbind(struct pool_region *r)
 	region_unlink(q, r, true);
 	pthread_mutex_unlock(&q->lock);
 	r->pool = &pool_unbound;
+	r->key = 0;
 	r->stamp = 0;
 }
 
@@ -305,6 +315,7 @@ static bool region_bind(struct pmalloc_pool *p, struct pool_region *r)
 	region_unbind(r);
 	pool_lock(p, "malloc");
 	r->pool = p;
+	r->key = 0;
 	r->stamp = 0;                 /* refreshed by the caller, under the lock */
 	r->next_span_bytes = SPAN_FIRST;
 	r->first_span_done = false;
@@ -505,7 +516,7 @@ static bool region_new_span(struct pmalloc_pool *p, struct pool_region *r, size_
 	region_leave_span(p, r, false);
 	s->is_cur = true;
 	r->span = s;
-	r->cur = s->base + s->cursor;
+	region_set_cur(r, s->base + s->cursor);
 	r->touched = 0;
 	r->rec = s->rec_next;
 	return true;
@@ -535,7 +546,7 @@ static uintptr_t region_ahead(struct pool_region *r, size_t need, uintptr_t *lo,
 	uintptr_t span_end = s->base + s->bytes, from = ALIGN_UP(r->cur, os_page_size);
 	bool huge = s->bytes >= ARENA_HUGE, present;
 	*lo = *hi = 0;
-	if (r->used < POPULATE_AFTER || (huge && atomic_load_explicit(&huge_mapped, memory_order_relaxed)))
+	if (region_used(r) < POPULATE_AFTER || (huge && atomic_load_explicit(&huge_mapped, memory_order_relaxed)))
 		return span_end;
 	uintptr_t end = span_end - from > POPULATE_AHEAD ? from + POPULATE_AHEAD : span_end;
 	if (end <= r->touched)
@@ -612,7 +623,7 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 		size_t checked_end;
 		struct span *s = region_span(p, r, &checked_end, api);
 		if (s && r->cur < s->base + span_prot_hi(s))
-			r->cur = s->base + span_prot_hi(s);
+			region_set_cur(r, s->base + span_prot_hi(s));
 		r->stamp = atomic_load_explicit(&p->stamp, memory_order_relaxed);
 		uintptr_t at = ALIGN_UP(r->cur, align);
 		if (!s || at + need > s->base + s->bytes) {
@@ -622,10 +633,10 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 				r = NULL;
 		}
 		if (r) {
+			region_set_cur(r, at);
 			r->cur = at + need;
 			*r->rec++ = span_record(at, need, site);
 			r->requested += size;
-			r->used += need;
 			/* A capped pool counts every byte here, so its fast path never has room. */
 			uintptr_t end = region_ahead(r, need, &pop_lo, &pop_hi);
 			r->end = max_bytes ? r->cur : end;
@@ -673,9 +684,9 @@ static void *alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size
 		}
 		struct span *s = r->span;
 		if (s && r->cur < s->base + span_prot_hi(s))
-			r->cur = s->base + span_prot_hi(s);
+			region_set_cur(r, s->base + span_prot_hi(s));
 		if (s && fresh_page)
-			r->cur = ALIGN_UP(r->cur, os_page_size);
+			region_set_cur(r, ALIGN_UP(r->cur, os_page_size));
 		uintptr_t at = ALIGN_UP(r->cur, align);
 		if (!s || at + need > s->base + s->bytes) {
 			/* A new span starts on a page of its own whatever fresh_page
@@ -687,13 +698,13 @@ static void *alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size
 				errno = ENOMEM;
 				return NULL;
 			}
-			r->cur = ALIGN_UP(r->cur, os_page_size);
+			region_set_cur(r, ALIGN_UP(r->cur, os_page_size));
 			at = ALIGN_UP(r->cur, align);
 		}
+		region_set_cur(r, at);
 		r->cur = r->end = at + need;     /* end == cur: no fast path ever uses r */
 		*r->rec++ = span_record(at, need, site);
 		r->requested += size;
-		r->used += need;
 		ret = (void *)at;
 	}
 	if (ret)
@@ -1042,7 +1053,7 @@ void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret)
 	 * Objects are counted by their records. */
 	for (struct pool_region *r = p->regions; r; r = r->next) {
 		t.requested += __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
-		t.used += __atomic_load_n(&r->used, __ATOMIC_RELAXED);
+		t.used += region_used(r);
 		if (r->span)
 			r->span->rec_next = __atomic_load_n(&r->rec, __ATOMIC_RELAXED);
 	}
@@ -1070,9 +1081,10 @@ void pool_destroy(struct pmalloc_pool *p)
 	for (struct pool_region *r = p->regions, *next; r; r = next) {
 		next = r->next;
 		r->pool = &pool_unbound;
+		r->key = 0;
 		r->stamp = 0;
 		r->span = NULL;
-		r->cur = r->end = 0;
+		r->cur = r->end = r->mark = 0;
 		r->rec = NULL;
 		r->requested = r->used = 0;
 		r->next = r->prev = NULL;
