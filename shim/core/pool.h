@@ -43,7 +43,13 @@ struct pool_region {
 	 * other addresses xoring alike) is the stamp compare's to catch, for
 	 * the stamp is never another pool's.  Forging the key alone cannot
 	 * send an allocation to another pool's region: its stamp would have
-	 * to be forged too (two words, as pool and stamp before). */
+	 * to be forged too (two words, as pool and stamp before).  The one
+	 * thing the chance match costs: a pool argument that is no pool (NULL
+	 * included) is read for its stamp before the slow path refuses it, so
+	 * pmalloc(NULL) could fault instead of failing with EINVAL, were a
+	 * live pool's address the xor of the two call sites' return addresses
+	 * (code addresses xor to a pool's only across a non-PIE program and a
+	 * library, and then on the 512-byte boundary of a pool struct). */
 	uintptr_t key;
 	uint64_t site;
 	struct span *span;               /* pool's lock */
