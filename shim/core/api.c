@@ -106,7 +106,18 @@ static inline __attribute__((always_inline)) void *pmalloc_at(struct pmalloc_poo
  *        its new stamp; the stamp is never another pool's), else the
  *        cursor goes back
  *   the record (span_record(): at << 16 | len is at * 0xffff + the new
- *        cursor), the record pointer and the requested bytes. */
+ *        cursor), the record pointer and the requested bytes.
+ *
+ * Why no forged word makes it hand out memory outside a region the pool
+ * knows: the slot is always one of this thread's own (the mask), bound
+ * to a pool under its lock and linked into its list; whatever its cursor
+ * and end say, the next slow path and every protect (which reads the
+ * protecting thread's slots from its TLS, not only the list) check that
+ * its span is the arena's and the pool's and its cursor inside it, else
+ * fatal, before anything it handed out can be left unprotected.  Using
+ * another pool's slot takes its key and its stamp forged, two words.
+ * Built with -DPMALLOC_NO_ASM, or elsewhere than x86-64, pmalloc() is the
+ * same in C (pmalloc_at()). */
 /* Reached by a jump from pmalloc(): its return address is pmalloc()'s
  * caller's. */
 void *pmalloc_slow(struct pmalloc_pool *pool, size_t size);
