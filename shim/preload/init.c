@@ -346,6 +346,8 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		pools[i] = st->pools[i].pool;
 	enum fault_mode fm = img->mode == POLICY_MODE_AUDIT ? FAULT_AUDIT
 			     : img->mode == POLICY_MODE_LEARN && learn_init(st) ? FAULT_LEARN : FAULT_ENFORCE;
+	if (fm == FAULT_LEARN)
+		learn_flush_init();
 	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL, reload_let_through,
 		      seal);
 	if (r < 0)
