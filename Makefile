@@ -269,7 +269,8 @@ $(B)/tests/test_identify: $(B)/pie/daemon/pmallocd/identify.o $(B)/pie/daemon/pm
 	$(B)/pie/daemon/pmallocd/strbuf.o $(B)/pie/daemon/pmallocd/cgroup_cache.o
 $(B)/tests/test_identify: PIE_CFLAGS += -Idaemon/pmallocd
 # propose's counting and choice, with the one quoting function it writes through.
-$(B)/tests/test_propose: $(B)/pie/daemon/pmallocctl/ctl_propose_chain.o $(B)/pie/daemon/pmallocctl/ctl_quote.o
+$(B)/tests/test_propose: $(B)/pie/daemon/pmallocctl/ctl_propose_chain.o $(B)/pie/daemon/pmallocctl/ctl_propose_set.o \
+	$(B)/pie/daemon/pmallocctl/ctl_quote.o
 $(B)/tests/test_propose: PIE_CFLAGS += -Idaemon/pmallocctl
 
 # The read-only list with the real kernel door, outside the shim (whose

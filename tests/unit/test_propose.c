@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl_propose.h"
+#include "ctl_propose_chain.h"
+#include "ctl_propose_set.h"
 #include "testutil.h"
 
 /* An entry's counts as the journal gives them: OBJECTS, BYTES, what was
