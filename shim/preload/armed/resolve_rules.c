@@ -24,6 +24,7 @@
 /* The page of the decision (resolve_inner.h): the rules' place and the
  * tables' pointers, frozen by resolve_init. */
 union resolve_ro_page rro __attribute__((aligned(RO_PAGE)));
+const struct ro_span resolve_ro_span = { &rro, sizeof(rro) };   /* ro.h: init.c lists it */
 
 /* Which rules matched something, which rules' object glob fits a loaded
  * object (until then an unmatched rule waits for its object rather than
