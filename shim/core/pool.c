@@ -56,6 +56,7 @@ static union {
 	struct pool_ro s;
 	unsigned char pages[ALIGN_UP(sizeof(struct pool_ro), RO_PAGE)];
 } pool_ro __attribute__((aligned(RO_PAGE)));
+const struct ro_span pool_ro_span = { &pool_ro, sizeof(pool_ro) };   /* ro.h: init.c lists it */
 static_assert(PMALLOC_POOL_SEAL <= 0xff && POOL_INTERPOSED <= 0xff && POOL_CLOSED <= 0xff, "flags fit a byte");
 static bool pool_ro_locked;                 /* registry_lock */
 
