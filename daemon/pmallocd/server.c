@@ -801,6 +801,19 @@ static int handle_rules(struct client *c, struct pmw_rules *m, const struct ucre
 	return 0;                        /* -EBUSY: counted with the entry; -ENOMEM: not kept */
 }
 
+/* Exit began in the sender (a clean stop): journaled once per process
+ * that holds a policy, for pmallocctl ready. */
+static int handle_exiting(struct client *c, const struct pmw_exiting *m, const struct ucred *cred)
+{
+	struct proc_entry *e = sender_entry(c, cred);
+
+	if (e && e->has_policy && !e->exit_said) {
+		e->exit_said = true;
+		journal_exiting(e, m);
+	}
+	return 0;
+}
+
 static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 {
 	struct pmw_header *h = (struct pmw_header *)rx_buf;
@@ -859,6 +872,8 @@ static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 			return handle_report(c, (struct pmw_report *)rx_buf, cred);
 		if (h->type == PMW_RULES)
 			return handle_rules(c, (struct pmw_rules *)rx_buf, cred);
+		if (h->type == PMW_EXITING)
+			return handle_exiting(c, (const struct pmw_exiting *)rx_buf, cred);
 		break;
 	}
 	client_drop(c, out_of_order, "type %u message out of order (%s), dropped", client_drop_args(c),
