@@ -349,6 +349,47 @@ int audit_repeat(uintptr_t addr, uint16_t site)
 	return 0;
 }
 
+/* Set page's bit; true when it was clear (the page was not open). */
+static bool page_bit_set(uintptr_t page)
+{
+	size_t bit = (page - arena_base) / os_page_size;
+	uint64_t m = (uint64_t)1 << (bit % 64);
+	return !(atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_relaxed) & m);
+}
+
+static bool page_bit_is_set(uintptr_t page)
+{
+	size_t bit = (page - arena_base) / os_page_size;
+	return atomic_load_explicit(&opened[bit / 64], memory_order_relaxed) & ((uint64_t)1 << (bit % 64));
+}
+
+int audit_repeat_range(uintptr_t addr, size_t len, uint16_t site)
+{
+	(void)site;
+	uintptr_t lo = addr & ~(uintptr_t)(os_page_size - 1);
+	uintptr_t hi = (addr + len + os_page_size - 1) & ~(uintptr_t)(os_page_size - 1);
+	if (!opened || !len || !arena_contains((const void *)lo) || !arena_contains((const void *)(hi - 1)))
+		return -EINVAL;
+	bool all_open = true;
+	for (uintptr_t p = lo; p < hi && all_open; p += os_page_size)
+		all_open = page_bit_is_set(p);
+	if (!all_open) {
+		int r = os_protect_rw((void *)lo, hi - lo);
+		if (r < 0)
+			return r;
+		for (uintptr_t p = lo; p < hi; p += os_page_size) {
+			if (!page_bit_set(p))
+				continue;
+			unsigned int i = atomic_fetch_add_explicit(&open_head, 1, memory_order_relaxed) % OPEN_RING;
+			uintptr_t old = atomic_exchange_explicit(&open_ring[i], p, memory_order_acq_rel);
+			if (old && old != p)
+				page_close(old);
+		}
+	}
+	atomic_fetch_add_explicit(&repeats, 1, memory_order_relaxed);
+	return 0;
+}
+
 void audit_reclose(void)
 {
 	for (unsigned int i = 0; i < OPEN_RING; i++) {
