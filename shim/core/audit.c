@@ -285,12 +285,24 @@ void audit_init(void)
 		opened = o;
 }
 
+static _Atomic unsigned long sites_reported;
+
 bool audit_site_first(uint16_t site)
 {
-	if (site == SITE_NONE || site >= SITE_SLOTS)
+	if (site == SITE_NONE || site >= SITE_SLOTS) {
+		atomic_fetch_add_explicit(&sites_reported, 1, memory_order_relaxed);
 		return true;                     /* no site to tell writes apart by: each reported */
+	}
 	uint64_t m = (uint64_t)1 << (site % 64);
-	return !(atomic_fetch_or_explicit(&site_reported[site / 64], m, memory_order_relaxed) & m);
+	if (atomic_fetch_or_explicit(&site_reported[site / 64], m, memory_order_relaxed) & m)
+		return false;
+	atomic_fetch_add_explicit(&sites_reported, 1, memory_order_relaxed);
+	return true;
+}
+
+unsigned long audit_sites_reported(void)
+{
+	return atomic_load_explicit(&sites_reported, memory_order_relaxed);
 }
 
 bool audit_site_reported(uint16_t site)
@@ -302,7 +314,7 @@ bool audit_site_reported(uint16_t site)
 }
 
 /* Pages left open, in the order they were opened: audit_reclose() makes
- * them read-only again (at most every 100 ms, from an event-loop call:
+ * them read-only again (every 100 ms at the most, from an event-loop call:
  * trigger.c), so that a write of another site into a page one site's
  * repeated writes opened is seen, reported, and left out by propose, within
  * that time, instead of never.  A ring: an entry pushed out by a newer one

@@ -54,6 +54,8 @@ int audit_repeat_range(uintptr_t addr, size_t len, uint16_t site);
  * site there is then seen and reported.  Normal context; trigger.c calls it
  * at most every 100 ms from the program's event-loop calls. */
 void audit_reclose(void);
+/* How many sites have been reported in this process so far. */
+unsigned long audit_sites_reported(void);
 /* Has site been reported in this process (audit_site_first said so)? */
 bool audit_site_reported(uint16_t site);
 /* Map the table of pages left open; once, before any pool is protected
