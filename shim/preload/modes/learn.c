@@ -46,7 +46,8 @@
  * at exit and exec; numbered flushes of cumulative counts (propose keeps
  * each context's latest per process).  It reads symbol files once per
  * frame (names kept between flushes) and allocates with the shim's guard
- * set; never from a signal handler; the thread never waits on journald.
+ * set; never from a signal handler; the thread waits on journald at most
+ * 50 ms an entry, and not at all once one entry did not go (below).
  * Also owns: the executable's path and build-id taken at start-up (a
  * chroot hides /proc/self/exe later), and the note of an exec the loader
  * will run in secure mode (learn_note_exec).
@@ -889,10 +890,15 @@ static void flush_locked(const char *reason, bool all)
 	flush_seq++;
 	size_t written = 0, failed = 0;
 	/* A busy journald gets a quarter second an entry at exit or exec (the
-	 * last chance), none on the shim's thread (sent again next time);
-	 * once one entry did not go, none waits: a stalled journald must not
-	 * hold the exit. */
-	unsigned wait_ms = strcmp(reason, "periodic") == 0 || strcmp(reason, "trigger") == 0 ? 0 : 250;
+	 * last chance), 50 ms on the shim's thread (what does not go is sent
+	 * again next time); once one entry did not go, none waits: a stalled
+	 * journald must not hold the exit, nor a fork (which waits for
+	 * flush_lock) for more than one wait.  Why wait at all: without a
+	 * booted systemd (a container) the kernel queues 10 datagrams on
+	 * journald's socket (net.unix.max_dgram_qlen, which systemd raises
+	 * to 512 at boot), so a flush that never waits loses most of a burst
+	 * whenever journald is a moment late. */
+	unsigned wait_ms = strcmp(reason, "periodic") == 0 || strcmp(reason, "trigger") == 0 ? 50 : 250;
 	for (uint32_t id = 1; id < n_ctx_now; id++) {
 		struct lctx *x = &ctxs[id];
 		if (!flush_due(x, all))
