@@ -87,7 +87,10 @@ step() {
 	alive || fail "$name: the main process died at $what ($PHASE): $(violations "$EXE" "$SINCE")"
 	"${name}_load2" || fail "$name: requests unanswered after $what ($PHASE): $(sort "$T/load" | uniq -c | tr '\n' ' ') $(violations "$EXE" "$SINCE")"
 	FIG+=" $what:+"
+	said "$what"
 }
+# said WHAT: the step's time in the log (a failure's log shows how far the day went).
+said() { echo "$name ($PHASE): $1 done at ${SECONDS} s" >&2; }
 
 # The proposal's figures: the live bytes of the server's own object
 # (OBJECT) in its sites, the bytes proposed per role, the coverage.
@@ -172,9 +175,11 @@ day() {
 	export PMALLOC_LEARN_INTERVAL=1
 	SINCE=@$(date +%s.%6N)
 	"${name}_start"
+	said start
 	"${name}_load" || fail "$name: the learn load failed: $(sort "$T/load" | uniq -c | tr '\n' ' ')$(alive || echo "; the main process died")"
 	for e in reload respawn reopen; do step "$name" $e; done
 	"${name}_stop" || fail "$name: the clean stop failed in learn mode"
+	said stop
 	[ "$(kills "$EXE" "$SINCE")" = 0 ] || fail "$name: learn mode killed: $(violations "$EXE" "$SINCE")"
 
 	local mode=()
@@ -190,6 +195,7 @@ day() {
 	unset PMALLOC_LEARN_INTERVAL
 	SINCE=@$(date +%s.%6N)
 	"${name}_start"
+	said start
 	"${name}_load2" || fail "$name: the other load failed in enforce mode: $(violations "$EXE" "$SINCE")"
 	before=$(protected_bytes)
 	[ "${before:-0}" -gt 0 ] || fail "$name: nothing protected in the main process under enforce"
@@ -205,6 +211,7 @@ day() {
 	for n in 1 2; do step "$name" respawn; done
 	step "$name" reopen
 	"${name}_stop" || fail "$name: the clean stop failed in enforce mode: $(violations "$EXE" "$SINCE")"
+	said stop
 	[ "$(kills "$EXE" "$SINCE")" = 0 ] || fail "$name: the proposal killed: $(violations "$EXE" "$SINCE")"
 	inject "$name"
 	printf 'figures: %s: %s; %s bytes protected in the main process at start; events:%s; %s\n' "$name" \
@@ -414,13 +421,25 @@ EOC
 	# Debian's haproxy.service: ExecStart=haproxy -Ws -f CONFIG -p PIDFILE -S
 	# master.sock; ExecReload: a check, then SIGUSR2 to the master; stop:
 	# SIGTERM to the master (KillMode=mixed).
+	# The master is settled when it runs as the wait-mode master (it
+	# re-execs itself so after forking its workers, at start and at each
+	# reload) and sleeps in its event loop: a SIGUSR2 that comes earlier
+	# is queued by the image about to exec, and lost (haproxy's own race,
+	# seconds wide in learn mode, whose exec flush names and sends every
+	# context first).  Learn mode starts haproxy in 15 s or more on 2
+	# busy cores: the bounds below are a minute.
+	hap_settled() {
+		tr '\0' '\n' <"/proc/$MAIN/environ" 2>/dev/null | grep -qx 'HAPROXY_MWORKER_WAIT_ONLY=1' &&
+			[ "$(cat "/proc/$MAIN/wchan" 2>/dev/null)" = do_epoll_wait ]
+	}
 	haproxy_start() {
 		LD_PRELOAD=${PRELOAD:-$SHIM} /usr/sbin/haproxy -Ws -f "$T/hap/haproxy.cfg" -p "$T/hap/run/haproxy.pid" \
 			-S "$T/hap/run/master.sock" >"$T/hap/out" 2>&1 &
 		MAIN=$!
 		[ -z "${PRELOAD:-}" ] || return 0
-		wait_until 200 curl -sf -o /dev/null "http://127.0.0.1:$hport/p" ||
+		wait_until 1200 curl -sf -o /dev/null "http://127.0.0.1:$hport/p" ||
 			fail "haproxy did not come up: $(cat "$T/hap/out")"
+		wait_until 1200 hap_settled || fail "haproxy's master did not settle in wait mode: $(cat "$T/hap/out")"
 	}
 	haproxy_load() { curl_load 40 "" "http://127.0.0.1:$hport/p?n="; }
 	haproxy_load2() { curl_load 60 16 "http://127.0.0.1:$hport/page-" && curl_load 20 16 "http://127.0.0.1:$hport/none-"; }
@@ -428,7 +447,7 @@ EOC
 		local old
 		old=$(workers | head -n 1)
 		/usr/sbin/haproxy -Ws -f "$T/hap/haproxy.cfg" -c -q && kill -USR2 "$MAIN" &&
-			wait_until 200 respawned 1 "$old"
+			wait_until 1200 respawned 1 "$old" && wait_until 1200 hap_settled
 	}
 	haproxy_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ] || [ $rc = 143 ]; }
 	haproxy_needle="hello from haproxy"

@@ -67,6 +67,7 @@
 #include "symtab.h"
 #include "libc.h"
 
+#include <errno.h>
 #include <link.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -426,12 +427,16 @@ static void lock_drop_fork(void)
 /* The forked child: its own flushes (a new epoch: every context is sent
  * again under its pid), its own periodic thread where its parent had
  * one. */
+static _Atomic int wait_flush;
+static _Atomic uint64_t wait_flush_due;
+
 static void lock_child(void)
 {
 	lock_drop_fork();
 	flush_epoch++;
 	flush_seq = 0;
 	unsent = 0;
+	atomic_store(&wait_flush, 0);
 	if (atomic_exchange(&flusher, 0))
 		flusher_start();
 }
@@ -993,12 +998,37 @@ static void flusher_start(void)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);   /* the flush's frames and the unwinder's */
-	if (create(&t, &attr, flusher_main, NULL) == 0)
+	if (create(&t, &attr, flusher_main, NULL) == 0) {
 		pthread_setname_np(t, "pmalloc-learn");
-	else
-		debug_printf("learn: no thread for the periodic flush: entries at exit only");
+	} else {
+		/* haproxy's workers set RLIMIT_NPROC to 0 (no fork, no thread):
+		 * the flushes are then made at the program's wait calls. */
+		atomic_store(&wait_flush_due, 0);
+		atomic_store(&wait_flush, 1);
+		debug_printf("learn: no thread for the periodic flush: flushed at the program's wait calls");
+	}
 	pthread_attr_destroy(&attr);
 	mask(SIG_SETMASK, &old, NULL);
+}
+
+/* A process whose flush thread could not start flushes at its wait calls
+ * (trigger.c, before the call): the trigger's flush at the first, then
+ * those that changed once interval_s has passed.  One thread flushes (the
+ * one that moves the due time), the others go on; the flush is the
+ * thread's own time, before it waits, as an exit flush is. */
+void learn_at_wait(void)
+{
+	if (likely(!atomic_load_explicit(&wait_flush, memory_order_relaxed)))
+		return;
+	uint64_t now = os_monotonic_ns(true), due = atomic_load(&wait_flush_due);
+	if (now < due)
+		return;
+	uint64_t next = interval_s ? now + (uint64_t)interval_s * 1000000000u : UINT64_MAX;
+	if (!atomic_compare_exchange_strong(&wait_flush_due, &due, next))
+		return;
+	int e = errno;
+	flush_as(due == 0 ? "trigger" : "periodic", due == 0);
+	errno = e;
 }
 
 void learn_note_exec(const char *path)
