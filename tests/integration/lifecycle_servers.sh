@@ -7,9 +7,11 @@
 # SIGTERM to the master), each on loopback with a private configuration,
 # served by a pmallocd of ours:
 #   - learn: the generic learn policy (pmallocctl learn --exe) under a small
-#     load, with the day's events that apply exercised while learning (a
-#     reload, a worker killed by SIGKILL and respawned, log reopening), then
-#     a clean stop as the unit stops it;
+#     load, with the day's events that apply exercised while learning by
+#     pmallocctl exercise (a reload through the unit's ExecReload, a worker
+#     killed by SIGKILL and respawned, a clean stop as the unit stops it;
+#     a stand-in answers for systemctl: this machine has no booted
+#     systemd) and the logs reopened as logrotate does;
 #   - propose --mode enforce onto the same file;
 #   - enforce: a load other than the learned one (other URLs, keys, sizes,
 #     16 clients at once) over the same features, two reloads, a worker
@@ -36,6 +38,40 @@ unset PMALLOC_DEBUG
 export PMALLOC_SOCKET=$SOCK
 chmod a+rx "$T"
 
+# The systemctl stand-in that pmallocctl exercise talks to
+# ($PMALLOC_SYSTEMCTL), for the unit of the server under test: MainPID (the
+# main process, followed by its start time, as systemd follows a process
+# and not its number), ExecReload (the server's reload signal, as Debian's
+# units send it; none for a server without), reload, and stop (the unit's
+# stop signal, then up to a minute of wall time for the process to go).
+# $T/unit/{pid,start,reload,stop} name them (day writes them).
+mkdir -p "$T/unit"
+cat >"$T/systemctl" <<'EOF'
+#!/bin/sh
+D=${FAKE_DIR:?}
+pid=$(cat "$D/pid" 2>/dev/null) rsig=$(cat "$D/reload" 2>/dev/null) ssig=$(cat "$D/stop" 2>/dev/null)
+start_of() { cut -d')' -f2- "/proc/$1/stat" 2>/dev/null | cut -d' ' -f21; }
+alive() {
+	s=$(start_of "$pid")
+	[ -n "$s" ] && [ "$s" = "$(cat "$D/start" 2>/dev/null)" ] && ! grep -q '^State:.Z' "/proc/$pid/status" 2>/dev/null
+}
+case $1 in
+show)
+	if alive; then echo "MainPID=$pid"; echo "ActiveState=active"; else echo "MainPID=0"; echo "ActiveState=inactive"; fi
+	if [ -n "$rsig" ]; then echo "ExecReload={ path=/bin/kill ; argv[]=/bin/kill -$rsig \$MAINPID ; }"; else echo "ExecReload="; fi ;;
+reload) [ -n "$rsig" ] && alive && kill -"$rsig" "$pid" ;;
+stop)
+	alive || exit 0
+	kill -"$ssig" "$pid"
+	end=$(($(date +%s) + 60))
+	while alive && [ "$(date +%s)" -le $end ]; do sleep 0.05; done
+	! alive ;;
+*) exit 1 ;;
+esac
+EOF
+chmod 0755 "$T/systemctl"
+export PMALLOC_SYSTEMCTL=$T/systemctl FAKE_DIR=$T/unit
+
 MAIN=
 stop_main() { [ -z "$MAIN" ] || { kill -KILL "$MAIN" 2>/dev/null; wait "$MAIN" 2>/dev/null; MAIN=; }; }
 at_exit stop_main
@@ -58,6 +94,37 @@ print(sum(p.get("protected_bytes", 0) for pr in d.get("served") or [] if pr.get(
 
 # The main process's children (workers), oldest first.
 workers() { pgrep -P "$MAIN" 2>/dev/null | sort -n; }
+youngest() { ps -o pid= --ppid "$MAIN" --sort=start_time 2>/dev/null | tail -n 1 | tr -d ' '; }
+
+# unit NAME: the stand-in's unit is the server's now ($MAIN; NAME_unit is
+# "RELOAD-SIGNAL STOP-SIGNAL", "-" for no reload).
+unit() {
+	local -n u=${1}_unit
+	local r=${u% *}
+	echo "$MAIN" >"$T/unit/pid"
+	cut -d')' -f2- "/proc/$MAIN/stat" | cut -d' ' -f21 >"$T/unit/start"
+	[ "$r" = - ] && r=
+	echo "$r" >"$T/unit/reload"
+	echo "${u#* }" >"$T/unit/stop"
+}
+# send EVENT [WORKER]: the event itself.  Learning: through pmallocctl
+# exercise, as the README has an administrator do it (it checks that the
+# service answers after each; VICTIM: the worker it killed).  Enforce: the
+# signal, as systemd and the kernel bring it (the unit's reload and stop
+# signals; SIGKILL to WORKER).
+send() {
+	local -n u=${name}_unit
+	if [ "$PHASE" = learn ]; then
+		"$ctl" exercise --"$1" "$name" >"$T/exercise" 2>&1 || { cat "$T/exercise" >&2; return 1; }
+		VICTIM=$(sed -n 's/^respawn: worker PID \([0-9]*\) .*/\1/p' "$T/exercise")
+		return 0
+	fi
+	case $1 in
+	reload) kill -"${u% *}" "$MAIN" ;;
+	respawn) VICTIM=$2; kill -KILL "$2" ;;
+	stop) kill -"${u#* }" "$MAIN" ;;
+	esac
+}
 # Wait until the main process has N children again, none of them OLD.
 respawned() { # N OLD
 	local w
@@ -175,6 +242,7 @@ day() {
 	export PMALLOC_LEARN_INTERVAL=1
 	SINCE=@$(date +%s.%6N)
 	"${name}_start"
+	unit "$name"
 	said start
 	"${name}_load" || fail "$name: the learn load failed: $(sort "$T/load" | uniq -c | tr '\n' ' ')$(alive || echo "; the main process died")"
 	for e in reload respawn reopen; do step "$name" $e; done
@@ -184,7 +252,9 @@ day() {
 
 	local mode=()
 	"$ctl" propose --help 2>&1 | grep -q -- '--mode' && mode=(--mode enforce)
-	"$ctl" propose --exe "$EXE" "${mode[@]}" ${RUN_AS:+--uid "$RUN_AS"} --output "$CONF" 2>"$T/err" || fail "$name: propose: $(cat "$T/err")"
+	# (--since: only this day's entries are read, not every earlier run's in the shared journal.)
+	"$ctl" propose --exe "$EXE" "${mode[@]}" --since "$SINCE" ${RUN_AS:+--uid "$RUN_AS"} --output "$CONF" 2>"$T/err" ||
+		fail "$name: propose: $(cat "$T/err")"
 	grep -q 'mode = "enforce"' "$CONF" || fail "$name: not an enforce policy: $(cat "$CONF")"
 	cp "$CONF" "$T/$name.conf"
 	[ -z "${KEEP:-}" ] || cp "$CONF" "$KEEP/$name.conf"
@@ -195,6 +265,7 @@ day() {
 	unset PMALLOC_LEARN_INTERVAL
 	SINCE=@$(date +%s.%6N)
 	"${name}_start"
+	unit "$name"
 	said start
 	"${name}_load2" || fail "$name: the other load failed in enforce mode: $(violations "$EXE" "$SINCE")"
 	before=$(protected_bytes)
@@ -270,18 +341,19 @@ EOC
 	}
 	nginx_load() { curl_load 40 "" "http://127.0.0.1:$nport/?n="; }
 	nginx_load2() { curl_load 60 16 "http://127.0.0.1:$nport/p1.html?k=" && curl_load 20 16 "http://127.0.0.1:$nport/gone/"; }
-	nginx_reload() { # systemctl reload nginx: SIGHUP, new workers, the old ones leave
+	nginx_unit="HUP QUIT"   # Debian's nginx.service: ExecReload -s reload (SIGHUP), stop by QUIT
+	nginx_reload() { # new workers, the old ones leave
 		local old
 		old=$(workers | head -n 1)
-		kill -HUP "$MAIN" && wait_until 200 respawned 2 "$old"
+		send reload && wait_until 200 respawned 2 "$old"
 	}
-	nginx_respawn() {
-		local w
-		w=$(workers | head -n 1)
-		kill -KILL "$w" && wait_until 200 respawned 2 "$w"
+	nginx_respawn() { send respawn "$(youngest)" && wait_until 200 respawned 2 "$VICTIM"; }
+	# logrotate's way: the log moved away, SIGUSR1, nginx opens it anew.
+	nginx_reopen() {
+		mv "$T/ngx/logs/access.log" "$T/ngx/logs/access.log.1" && kill -USR1 "$MAIN" &&
+			wait_until 200 test -e "$T/ngx/logs/access.log"
 	}
-	nginx_reopen() { kill -USR1 "$MAIN" && sleep 0.3; }
-	nginx_stop() { kill -QUIT "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
+	nginx_stop() { send stop; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
 	nginx_needle=kept-config-$$.example
 	day nginx "$(readlink -f /usr/sbin/nginx)" 131072 65536
 elif want nginx; then
@@ -313,7 +385,8 @@ EOC
 		timeout 60 redis-benchmark -p "$rport" -n 2000 -c 16 -r 100000 -d 200 -q -t set,get,lpush,lpop,incr >/dev/null &&
 		[ "$(redis-cli -p "$rport" set life-key "$RANDOM")" = OK ]
 	}
-	redis_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
+	redis_unit="- TERM"
+	redis_stop() { send stop; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
 	redis_needle=kept-config-$$.log
 	day redis "$(readlink -f "$(command -v redis-server)")" 262144 131072
 elif want redis; then
@@ -348,8 +421,12 @@ EOC
 	}
 	lighttpd_load() { curl_load 40 "" "http://127.0.0.1:$lport/?n="; }
 	lighttpd_load2() { curl_load 60 16 "http://127.0.0.1:$lport/p2.html?k=" && curl_load 20 16 "http://127.0.0.1:$lport/none-"; }
-	lighttpd_reopen() { kill -HUP "$MAIN" && sleep 0.3; }   # Debian's logrotate: SIGHUP reopens the logs
-	lighttpd_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
+	lighttpd_unit="- TERM"
+	# Debian's logrotate: the log moved away, SIGHUP reopens it.
+	lighttpd_reopen() {
+		mv "$T/lt/access.log" "$T/lt/access.log.1" && kill -HUP "$MAIN" && wait_until 200 test -e "$T/lt/access.log"
+	}
+	lighttpd_stop() { send stop; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
 	lighttpd_needle=Kept-Config-$$
 	day lighttpd /usr/sbin/lighttpd 65536 65536
 elif want lighttpd; then
@@ -380,7 +457,8 @@ if want memcached && [ -x /usr/bin/memcached ]; then
 		for p in "${pids[@]}"; do wait "$p" || ok=1; done
 		return $ok
 	}
-	memcached_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ] || [ $rc = 143 ]; }
+	memcached_unit="- TERM"
+	memcached_stop() { send stop; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ] || [ $rc = 143 ]; }
 	memcached_needle=127.0.0.1   # -l: memcached keeps it (settings.inter, strdup)
 	RUN_AS=nobody day memcached /usr/bin/memcached 524288 4096
 elif want memcached; then
@@ -446,10 +524,11 @@ EOC
 	haproxy_reload() {
 		local old
 		old=$(workers | head -n 1)
-		/usr/sbin/haproxy -Ws -f "$T/hap/haproxy.cfg" -c -q && kill -USR2 "$MAIN" &&
+		/usr/sbin/haproxy -Ws -f "$T/hap/haproxy.cfg" -c -q && send reload &&
 			wait_until 1200 respawned 1 "$old" && wait_until 1200 hap_settled
 	}
-	haproxy_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ] || [ $rc = 143 ]; }
+	haproxy_unit="USR2 TERM"   # Debian's haproxy.service: ExecReload kill -USR2, stop by SIGTERM (KillMode=mixed)
+	haproxy_stop() { send stop; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ] || [ $rc = 143 ]; }
 	haproxy_needle="hello from haproxy"
 	RUN_AS=haproxy day haproxy /usr/sbin/haproxy 524288 524288
 elif want haproxy; then

@@ -904,13 +904,18 @@ static void flush_locked(const char *reason, bool all)
 	 * to 512 at boot), so a flush that never waits loses most of a burst
 	 * whenever journald is a moment late. */
 	unsigned wait_ms = strcmp(reason, "periodic") == 0 || strcmp(reason, "trigger") == 0 ? 50 : 250;
+	/* The written contexts first: a written mark journald does not take
+	 * leaves a written site proposed (a kill in enforce), an unwritten
+	 * entry lost only leaves a site out.  (A context written between the
+	 * passes waits for the next flush: its mark is due then.) */
+	for (int pass = 0; pass < 2; pass++)
 	for (uint32_t id = 1; id < n_ctx_now; id++) {
 		struct lctx *x = &ctxs[id];
-		if (!flush_due(x, all))
+		uint8_t wr = atomic_load(&x->written);
+		if ((pass == 0) != (wr != 0) || !flush_due(x, all))
 			continue;
 		uint64_t objects = atomic_load(&x->objects), late = atomic_load(&x->late_objects);
 		uint64_t freed = atomic_load(&x->freed_objects);
-		uint8_t wr = atomic_load(&x->written);
 		if (flush_one(&c, x, id, reason, chain, 8192, failed ? 0 : wait_ms)) {
 			x->sent_epoch = flush_epoch;
 			x->sent_objects = objects;
