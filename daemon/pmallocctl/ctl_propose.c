@@ -185,7 +185,10 @@ static int read_entries(const struct popts *o, const char *exe, struct pread *rd
 	if (asprintf(&match, "PMALLOC_EXE=%s", exe) < 0)
 		match = NULL;
 	if (!match || (r = sd_journal_add_match(j, "MESSAGE_ID=" MID_LEARNED, 0)) < 0 ||
-	    (r = sd_journal_add_match(j, match, 0)) < 0 || (r = sd_journal_seek_head(j)) < 0) {
+	    (r = sd_journal_add_match(j, match, 0)) < 0 ||
+	    /* --since: the journal read from there on, not from its head (a
+	     * host's journal holds every earlier learn run: minutes to read). */
+	    (r = o->since ? sd_journal_seek_realtime_usec(j, o->since) : sd_journal_seek_head(j)) < 0) {
 		free(match);
 		sd_journal_close(j);
 		return r < 0 ? r : -ENOMEM;
@@ -564,7 +567,7 @@ static size_t count_empty_exe(struct pread *rd, const char *build_id, uint64_t s
 	sd_journal_flush_matches(rd->j);
 	if (sd_journal_add_match(rd->j, "MESSAGE_ID=" MID_LEARNED, 0) >= 0 &&
 	    sd_journal_add_match(rd->j, "PMALLOC_EXE=", 0) >= 0 && sd_journal_add_match(rd->j, m, 0) >= 0 &&
-	    sd_journal_seek_head(rd->j) >= 0) {
+	    (since ? sd_journal_seek_realtime_usec(rd->j, since) : sd_journal_seek_head(rd->j)) >= 0) {
 		uint64_t usec;
 		while (sd_journal_next(rd->j) > 0)
 			n += !since || (sd_journal_get_realtime_usec(rd->j, &usec) >= 0 && usec >= since);

@@ -529,7 +529,12 @@ EOC
 	}
 	haproxy_unit="USR2 TERM"   # Debian's haproxy.service: ExecReload kill -USR2, stop by SIGTERM (KillMode=mixed)
 	haproxy_stop() { send stop; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ] || [ $rc = 143 ]; }
-	haproxy_needle="hello from haproxy"
+	# What haproxy keeps of its configuration in protected memory: the
+	# configuration file's name (its list of files, and HAPROXY_CFGFILES),
+	# in the master and the worker.  Its values proper (the "return"
+	# string, "hello from haproxy") are in memory its learn run saw
+	# written or allocating while serving: not protected.
+	haproxy_needle=$T/hap/haproxy.cfg
 	RUN_AS=haproxy day haproxy /usr/sbin/haproxy 524288 524288
 elif want haproxy; then
 	echo "skipped: haproxy not installed"
