@@ -300,14 +300,12 @@ day() {
 # ---- the servers: NAME_start NAME_load NAME_load2 NAME_stop, and where
 # they apply NAME_reload NAME_respawn NAME_reopen.  MAIN: the main pid.
 
-# make check runs the servers that live their whole day without a false
-# kill every time: nginx and lighttpd.  make check-lifecycle runs all five:
-# redis and memcached were each killed once in a few runs (a start-up dict
-# entry rehashed under the other load; a libevent object written at start
-# under enforce), and haproxy is killed at its first reload (SIGUSR2 re-execs
-# the master, which the shim does not take as a reload, and its processes'
-# exit flushes reach the journal only in part): known failures, said, not
-# hidden, until they are fixed.
+# make check runs nginx and lighttpd (a minute or so on 2 busy cores).
+# make check-lifecycle runs all five: redis and memcached were each killed
+# once in a few runs (a start-up dict entry rehashed under the other load;
+# a libevent object written at start under enforce), said, not hidden,
+# until they are fixed; haproxy lives its day (a re-exec at each reload,
+# 5 minutes on 2 busy cores: learn mode starts it in 20 s or more).
 want() { case " ${LIFECYCLE_SERVERS:-nginx lighttpd} " in *" $1 "*) return 0 ;; esac; return 1; }
 port_of() { echo $((24000 + ($$ + $1) % 900)); }
 
@@ -489,13 +487,11 @@ listen stats
 	stats enable
 	stats uri /stats
 EOC
-	# Known to fail today (the report of issue 25): the reload (SIGUSR2: the
-	# master re-execs, the old worker soft-stops) kills under enforce.  The
-	# shim's reload window opens on SIGHUP only; what learning saw of the
-	# re-exec and of the old worker's stop is lost when journald does not
-	# take an exec or exit flush of thousands of entries (counted in no
-	# later entry); haproxy's RLIMIT_NPROC = 0 in its workers refuses the
-	# periodic flush its thread.
+	# Its reload is SIGUSR2 to the master, which re-execs itself: the
+	# shim's reload window lets the old image's writes through until the
+	# exec (reload.c); the new image starts as the first did, role main.
+	# Learning flushes before the exec (execvp is wrapped), and its
+	# workers (RLIMIT_NPROC 0: no flush thread) flush at their wait calls.
 	# Debian's haproxy.service: ExecStart=haproxy -Ws -f CONFIG -p PIDFILE -S
 	# master.sock; ExecReload: a check, then SIGUSR2 to the master; stop:
 	# SIGTERM to the master (KillMode=mixed).
