@@ -202,8 +202,11 @@ inject() {
 	PRELOAD="$INJECT $SHIM" LEARN_INJECT_AFTER=20 LEARN_INJECT_NEEDLE=$(reverse "$nd") "${name}_start" 2>>"$T/inject"
 	killed() { [ "$(kills "$EXE" "$SINCE")" != 0 ]; }
 	not_found() { grep -q 'not found in protected memory' "$T/inject" "$T"/*/out "$T"/*.out 2>/dev/null; }
-	# (A load refused while the server starts, or cut short by the kill, is tried again.)
-	for n in $(seq 20); do
+	# (A load refused while the server starts, or cut short by the kill, is
+	# tried again, for up to a minute of wall time: a server under the
+	# shim starts in seconds on 2 busy cores, a count of tries is no bound.)
+	local end=$((SECONDS + 60))
+	while [ $SECONDS -lt $end ]; do
 		killed && break
 		not_found && break
 		LOAD_TIMEOUT=3 "${name}_load" >/dev/null 2>&1 || sleep 0.2
@@ -277,6 +280,7 @@ day() {
 			[ "$((after * 10))" -ge "$((before * 9))" ] ||
 				fail "$name: reload $n: $after bytes protected, $before before (under 90%)"
 			FIG+="($after/$before B)"
+			echo "$name (enforce): reload $n: $after bytes protected in the main process, $before before" >&2
 		fi
 	done
 	for n in 1 2; do step "$name" respawn; done
