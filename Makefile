@@ -572,7 +572,7 @@ clean:
 # A service's day for all five servers (make check runs nginx and lighttpd;
 # tests/integration/lifecycle_servers.sh says why the others are apart).
 check-lifecycle:
-	PMALLOC_CHECK_RELOADS=1 LIFECYCLE_SERVERS="nginx redis lighttpd memcached haproxy" \
+	LIFECYCLE_SERVERS="nginx redis lighttpd memcached haproxy" \
 		$(MAKE) check TESTS="tests/integration/lifecycle_servers.sh tests/integration/reload_generations.sh"
 
 # pmallocctl status --json of 500 served processes (ctl_status_json.sh, which

@@ -120,12 +120,16 @@ int propose_read_entries(const struct popts *o, const char *exe, struct pread *r
 	if (asprintf(&match, "PMALLOC_EXE=%s", exe) < 0)
 		match = NULL;
 	if (!match || (r = sd_journal_add_match(j, "MESSAGE_ID=" MID_LEARNED, 0)) < 0 ||
-	    (r = sd_journal_add_match(j, match, 0)) < 0 || (r = sd_journal_seek_head(j)) < 0) {
+	    (r = sd_journal_add_match(j, match, 0)) < 0 ||
+	    /* --since: the journal read from there on, not from its head (a
+	     * host's journal holds every earlier learn run: minutes to read). */
+	    (r = o->since ? sd_journal_seek_realtime_usec(j, o->since) : sd_journal_seek_head(j)) < 0) {
 		free(match);
 		sd_journal_close(j);
 		return r < 0 ? r : -ENOMEM;
 	}
-	free(match);
+	rd->match = match;               /* read_chains' pass, freed with the entries */
+	rd->since = o->since;
 	while ((r = sd_journal_next(j)) > 0) {
 		if (rd->n == rd->cap) {
 			size_t cap = rd->cap ? rd->cap * 2 : 1024;
@@ -200,25 +204,50 @@ int propose_read_entries(const struct popts *o, const char *exe, struct pread *r
 	return 0;
 }
 
-/* The chains of the entries selected; an entry that has none (or is gone
- * from the journal since) is left aside as an older shim's. */
+/* Entry e's chain, the journal at it (NULL: not found there): an entry
+ * without one is left aside as an older shim's. */
+static int take_chain(struct pread *rd, struct pentry *e, bool at, size_t *old_format)
+{
+	e->chain = at ? ctl_learned_field(rd->j, "PMALLOC_CHAIN") : strdup("");
+	if (!e->chain)
+		return -ENOMEM;
+	if (!e->chain[0]) {
+		e->selected = false;
+		(*old_format)++;
+	}
+	return 0;
+}
+
+/* The chains of the entries selected.  One more pass of the journal in
+ * the order they were read (same matches, same start), each entry
+ * checked against its cursor: a seek by cursor per entry took seconds an
+ * entry on a large shared journal (minutes for nginx's 5,000).  Where the
+ * pass falls out of step (the journal rotated or vacuumed meanwhile), the
+ * rest are found by their cursors. */
 static int read_chains(struct pread *rd, size_t *old_format)
 {
-	for (size_t i = 0; i < rd->n; i++) {
+	size_t i = 0;
+	int r;
+	sd_journal_flush_matches(rd->j);
+	bool walk = rd->match && sd_journal_add_match(rd->j, "MESSAGE_ID=" MID_LEARNED, 0) >= 0 &&
+		    sd_journal_add_match(rd->j, rd->match, 0) >= 0 &&
+		    (rd->since ? sd_journal_seek_realtime_usec(rd->j, rd->since) : sd_journal_seek_head(rd->j)) >= 0;
+	for (; walk && i < rd->n && sd_journal_next(rd->j) > 0; i++) {
+		struct pentry *e = &rd->e[i];
+		if (!e->cursor || sd_journal_test_cursor(rd->j, e->cursor) <= 0)
+			break;
+		if (e->selected && (r = take_chain(rd, e, true, old_format)) < 0)
+			return r;
+	}
+	sd_journal_flush_matches(rd->j);
+	for (; i < rd->n; i++) {
 		struct pentry *e = &rd->e[i];
 		if (!e->selected)
 			continue;
-		if (sd_journal_seek_cursor(rd->j, e->cursor) < 0 || sd_journal_next(rd->j) <= 0 ||
-		    sd_journal_test_cursor(rd->j, e->cursor) <= 0)
-			e->chain = strdup("");
-		else
-			e->chain = ctl_learned_field(rd->j, "PMALLOC_CHAIN");
-		if (!e->chain)
-			return -ENOMEM;
-		if (!e->chain[0]) {
-			e->selected = false;
-			(*old_format)++;
-		}
+		bool at = sd_journal_seek_cursor(rd->j, e->cursor) >= 0 && sd_journal_next(rd->j) > 0 &&
+			  sd_journal_test_cursor(rd->j, e->cursor) > 0;
+		if ((r = take_chain(rd, e, at, old_format)) < 0)
+			return r;
 	}
 	return 0;
 }
@@ -239,6 +268,8 @@ void propose_free_entries(struct pread *rd)
 		free(e->reason);
 	}
 	free(rd->e);
+	free(rd->match);
+	rd->match = NULL;
 	if (rd->j)
 		sd_journal_close(rd->j);
 }
@@ -482,7 +513,7 @@ size_t propose_count_empty_exe(struct pread *rd, const char *build_id, uint64_t 
 	sd_journal_flush_matches(rd->j);
 	if (sd_journal_add_match(rd->j, "MESSAGE_ID=" MID_LEARNED, 0) >= 0 &&
 	    sd_journal_add_match(rd->j, "PMALLOC_EXE=", 0) >= 0 && sd_journal_add_match(rd->j, m, 0) >= 0 &&
-	    sd_journal_seek_head(rd->j) >= 0) {
+	    (since ? sd_journal_seek_realtime_usec(rd->j, since) : sd_journal_seek_head(rd->j)) >= 0) {
 		uint64_t usec;
 		while (sd_journal_next(rd->j) > 0)
 			n += !since || (sd_journal_get_realtime_usec(rd->j, &usec) >= 0 && usec >= since);

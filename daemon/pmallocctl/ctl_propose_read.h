@@ -50,6 +50,8 @@ struct pread {
 	struct pentry *e;
 	size_t n, cap;
 	sd_journal *j;               /* open until the chains are read */
+	char *match;                 /* "PMALLOC_EXE=...", and the start, of the read: read_chains' pass */
+	uint64_t since;
 };
 
 /* What was read, what was not believed or refused, and why. */

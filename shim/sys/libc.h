@@ -27,7 +27,7 @@
 	X(listen) X(accept) X(accept4) X(epoll_wait) X(epoll_pwait) X(poll) X(ppoll) X(select) \
 	X(pselect) X(epoll_pwait2) X(sigsuspend) X(sigwaitinfo) X(sigtimedwait) X(pause) X(setuid) \
 	X(setgid) X(setresuid) X(setresgid) X(seteuid) X(setegid) X(chroot) X(fork) X(daemon) \
-	X(execve) X(exit) X(_exit) X(_Exit) X(quick_exit) X(abort) X(bsd_signal) X(__sysv_signal) X(sigset) \
+	X(execve) X(execv) X(execvp) X(execvpe) X(exit) X(_exit) X(_Exit) X(quick_exit) X(abort) X(bsd_signal) X(__sysv_signal) X(sigset) \
 	X(sigignore) X(siglongjmp) X(longjmp) X(_longjmp) X(__longjmp_chk) X(setcontext) X(swapcontext) \
 	X(__read_chk) X(__pread_chk) X(__pread64_chk) X(__recv_chk) X(__recvfrom_chk) X(recvmmsg) \
 	X(preadv) X(preadv64) X(preadv2) X(preadv64v2) X(getsockopt) X(ioctl) X(dlopen) X(__libc_start_main) X(sigwait)

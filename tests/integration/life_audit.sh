@@ -29,19 +29,34 @@ cp "$B/progs/life_server" "$T/bin/life_server"
 EXE=$T/bin/life_server
 CTL=$B/pmallocctl
 
-# The systemctl stand-in: what exercise and the test ask of systemd.
+# The systemctl stand-in: what exercise and the test ask of systemd.  As
+# systemd, it follows the process, not its number: the main process is the
+# pid of the pid file with the start time it had when the file was
+# written (the server's parent, this shell, reaps it at once, and on a
+# busy machine its number may be another's); a stop waits up to 10 s of
+# wall time (not a count of sleeps: a loaded machine stretches neither).
 cat >"$T/bin/systemctl" <<'EOF'
 #!/bin/sh
 D=${FAKE_DIR:?}
 pid=$(cat "$D/pid" 2>/dev/null)
-# (a process reaped between the two looks is gone: State must be read, and not Z)
-alive() { [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && grep -q '^State:.[^Z]' "/proc/$pid/status" 2>/dev/null; }
+start_of() { cut -d')' -f2- "/proc/$1/stat" 2>/dev/null | cut -d' ' -f21; }
+[ -z "$pid" ] || [ -s "$D/pid.start" ] || start_of "$pid" >"$D/pid.start"   # (start_server writes it)
+alive() {
+	s=$(start_of "$pid")
+	[ -n "$s" ] && [ "$s" = "$(cat "$D/pid.start" 2>/dev/null)" ] &&
+		! grep -q '^State:.Z' "/proc/$pid/status" 2>/dev/null
+}
 case $1 in
 show)
 	if alive; then echo "MainPID=$pid"; echo "ActiveState=active"; else echo "MainPID=0"; echo "ActiveState=inactive"; fi
 	echo "ExecReload={ path=/bin/kill ; argv[]=/bin/kill -HUP \$MAINPID ; }" ;;
 reload) alive && kill -HUP "$pid" ;;
-stop) alive || exit 0; kill -TERM "$pid"; i=0; while alive && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done; ! alive ;;
+stop)
+	alive || exit 0
+	kill -TERM "$pid"
+	end=$(($(date +%s) + 10))
+	while alive && [ "$(date +%s)" -le $end ]; do sleep 0.05; done
+	! alive ;;
 *) exit 1 ;;
 esac
 EOF
@@ -51,7 +66,7 @@ export PMALLOC_SYSTEMCTL=$T/bin/systemctl FAKE_DIR=$T/svc
 # start_server [USER]: life_server under the shim (pmallocd's policy), 2 workers.
 SPID=
 start_server() {
-	rm -f "$T/svc/pid" "$T/svc/port"
+	rm -f "$T/svc/pid" "$T/svc/pid.start" "$T/svc/port"
 	if [ -n "${1:-}" ]; then
 		setpriv --reuid="$1" --regid=nogroup --clear-groups env LD_PRELOAD="$SHIM" PMALLOC_SOCKET="$SOCK" \
 			PMALLOC_CONF="$NOFILE" "$EXE" "$T/svc/port" "$T/svc/pid" 2 >>"$T/server.err" 2>&1 &
@@ -61,6 +76,7 @@ start_server() {
 	fi
 	SPID=$!
 	wait_until 200 test -s "$T/svc/port" || fail "life_server did not come up: $(cat "$T/server.err")"
+	cut -d')' -f2- "/proc/$(cat "$T/svc/pid")/stat" | cut -d' ' -f21 >"$T/svc/pid.start"
 	PORT=$(cat "$T/svc/port")
 }
 stop_server() { "$PMALLOC_SYSTEMCTL" stop life; wait "$SPID" 2>/dev/null; }
@@ -74,6 +90,16 @@ load() {
 		IFS= read -r reply <&3 || fail "$1 request $i not answered"
 		exec 3>&-
 	done
+}
+# daemon_reload: SIGHUP to pmallocd, and its next policy generation awaited
+# (status says it), not a guess of how long a reload takes.
+generation() { "$CTL" status --socket "$SOCK" 2>/dev/null | sed -n 's/^policy file: .*, generation \([0-9]*\) .*/\1/p'; }
+daemon_reload() {
+	local g
+	g=$(generation)
+	[ -n "$g" ] || fail "pmallocd's status names no generation: $("$CTL" status --socket "$SOCK" 2>&1 | head -n 20)"
+	kill -HUP "$DPID"
+	wait_until 200 test "$(generation)" -gt "$g" || fail "pmallocd did not reload (generation $g): $(tail -n 5 "$T/daemon.log")"
 }
 sites_of() { sed -n '/sites = \[/,/\]/p' "$1" | grep -o '"[^"]*"' | sort; }
 
@@ -112,8 +138,7 @@ fi
 sites_of "$CONF" >"$T/sites.audit"
 grep -q 'init_cache' "$T/sites.audit" && grep -q 'load_types' "$T/sites.audit" ||
 	fail "proposal: want load_types and init_cache: $(cat "$T/sites.audit")"
-kill -HUP "$DPID"
-sleep 0.3
+daemon_reload
 "$CTL" status --socket "$SOCK" | grep -q '^  life_server: audit  (exe ' || fail "status does not show the stage: $("$CTL" status --socket "$SOCK")"
 pass "propose: mode audit by default (status says the stage), sites $(tr '\n' ' ' <"$T/sites.audit")"
 
@@ -153,8 +178,7 @@ sites_of "$CONF" >"$T/sites.refined"
 grep -q '# Left out after audit: the site "init_cache+0x[0-9a-f]*", written by "cache_set+0x[0-9a-f]* (the store in [^"]*)" [0-9]* times in [0-9]* processes' "$CONF" ||
 	fail "refine: no comment: $(grep '#' "$CONF")"
 grep -q '^    mode = "audit";' "$CONF" || fail "refine: not audit"
-kill -HUP "$DPID"
-sleep 0.3
+daemon_reload
 rc=0; "$CTL" ready --exe "$EXE" --config "$CONF" --min-time 0 >"$T/ready" 2>&1 || rc=$?
 [ $rc = 0 ] && grep -q '^ready' "$T/ready" || fail "ready after refining: exit $rc: $(cat "$T/ready")"
 # The audit run: one main (a reload, a clean stop), its 2 workers and the
@@ -173,8 +197,7 @@ pass "refine: exactly init_cache left out, said in a comment; ready, the audit r
 # -- enforce under the load audit saw
 "$CTL" propose --exe "$EXE" --mode enforce --output "$CONF" >/dev/null 2>"$T/err" || fail "propose --mode enforce: $(cat "$T/err")"
 grep -q '^    mode = "enforce";' "$CONF" || fail "not enforce: $(cat "$CONF")"
-kill -HUP "$DPID"
-sleep 0.3
+daemon_reload
 since=$(date +%s.%6N)
 start_server
 load get 10

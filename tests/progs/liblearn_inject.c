@@ -11,16 +11,22 @@
  * may copy, does not match): a value of the server's configuration, the
  * proof that what the server keeps of its configuration is protected.
  * Without the variable, or with no protected memory (or no needle in it),
- * it says so on stderr and writes nothing.
+ * it says so on stderr and writes nothing.  A process that chroots (a
+ * haproxy worker) has no /proc inside: its maps are opened at its chroot
+ * call, before the real one, and read from that descriptor.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 static long calls, inject_after;
+static int maps_fd = -1;         /* opened at chroot, for maps_pid */
+static pid_t maps_pid;
 static char needle[256];
 
 /* Read at load: servers clear their workers' environment (nginx). */
@@ -46,6 +52,11 @@ static void inject(void)
 {
 	int (*is_protected)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "pmalloc_is_protected");
 	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f && maps_fd >= 0 && maps_pid == getpid() && lseek(maps_fd, 0, SEEK_SET) == 0) {
+		int fd = dup(maps_fd);
+		if (fd >= 0 && !(f = fdopen(fd, "r")))
+			close(fd);
+	}
 	char line[512];
 	if (!f || !is_protected) {
 		if (f)
@@ -72,6 +83,20 @@ static void inject(void)
 	fclose(f);
 	fprintf(stderr, "learn_inject: %s%s%s not found in protected memory\n", needle[0] ? "\"" : "",
 		needle[0] ? needle : "a pool mapping", needle[0] ? "\"" : "");
+}
+
+int chroot(const char *path)
+{
+	static int (*real)(const char *);
+	if (!real)
+		real = (int (*)(const char *))dlsym(RTLD_NEXT, "chroot");
+	if (inject_after) {
+		if (maps_fd >= 0)
+			close(maps_fd);
+		maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+		maps_pid = getpid();
+	}
+	return real(path);
 }
 
 int epoll_wait(int epfd, struct epoll_event *ev, int n, int timeout)

@@ -183,7 +183,8 @@ int main(int argc, char **argv)
 					workers[i] = spawn(lfd);
 	}
 	for (int i = 0; i < n; i++)
-		kill(workers[i], SIGTERM);
+		if (workers[i] > 0)      /* a fork that failed: never kill(-1) */
+			kill(workers[i], SIGTERM);
 	while (wait(NULL) > 0 || errno == EINTR)
 		;
 	return 0;

@@ -261,7 +261,12 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 	uintptr_t f[LEARN_FRAMES];
 	struct pmalloc_pool *p = learn_st->pools[i].pool;
 	uint32_t weight = 1;
-	if (pool_closed(p) && (weight = late_weight(site)) == 0)
+	/* A reload's allocations (reload.c) are learned as the first ones
+	 * were: in the lanes, before the window's protect, every one (a
+	 * sample would send the reload's configuration past the site's first
+	 * LATE_EACH to the heap, learned as freed and never kept). */
+	bool reload = pool_closed(p) && reload_takes();
+	if (pool_closed(p) && !reload && (weight = late_weight(site)) == 0)
 		return NULL;               /* counted in its site's stride */
 	unsigned n = chain_of(ra, f);
 	size_t need = ALIGN_UP(size ? size : 1, PM_ALIGN);
@@ -274,9 +279,6 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 		return NULL;
 	}
 	struct lctx *c = &ctxs[id];
-	/* A reload's allocations (reload.c) are learned as the first ones
-	 * were: in the lanes, before the window's protect. */
-	bool reload = pool_closed(p) && reload_takes();
 	if (!pool_closed(p) || reload) {
 		bool fresh;
 		struct lane *l = lane_for(i, id, &fresh);

@@ -70,6 +70,10 @@ void learn_note_protected(void);
  * write into such a page fails with EFAULT for ever (lighttpd after its
  * SIGHUP: every epoll_wait "Bad address", no request served). */
 void learn_forget_opened(void);
+/* A wait call of the program's is about to be made: a process without
+ * the periodic flush thread (RLIMIT_NPROC 0) flushes here when due.  One
+ * load when the thread runs. */
+void learn_at_wait(void);
 /* This process is about to execve(path): when the loader will run it in
  * secure mode (set-user-ID or set-group-ID to another id, or file
  * capabilities), it ignores LD_PRELOAD: the new program runs without the

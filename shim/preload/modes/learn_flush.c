@@ -18,7 +18,8 @@
  * at exit and exec; numbered flushes of cumulative counts (propose keeps
  * each context's latest per process).  It reads symbol files once per
  * frame (names kept between flushes) and allocates with the shim's guard
- * set; never from a signal handler; the thread never waits on journald.
+ * set; never from a signal handler; the thread waits on journald at most
+ * 50 ms an entry, and not at all once one entry did not go (below).
  */
 #define _GNU_SOURCE
 #include "learn.h"
@@ -33,6 +34,7 @@
 #include "symtab.h"
 #include "libc.h"
 
+#include <errno.h>
 #include <link.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -87,12 +89,16 @@ static void lock_drop_fork(void)
 /* The forked child: its own flushes (a new epoch: every context is sent
  * again under its pid), its own periodic thread where its parent had
  * one. */
+static _Atomic int wait_flush;
+static _Atomic uint64_t wait_flush_due;
+
 static void lock_child(void)
 {
 	pthread_mutex_unlock(&flush_lock);
 	flush_epoch++;
 	flush_seq = 0;
 	unsent = 0;
+	atomic_store(&wait_flush, 0);
 	if (atomic_exchange(&flusher, 0))
 		flusher_start();
 }
@@ -528,17 +534,27 @@ static void flush_locked(const char *reason, bool all)
 	flush_seq++;
 	size_t written = 0, failed = 0;
 	/* A busy journald gets a quarter second an entry at exit or exec (the
-	 * last chance), none on the shim's thread (sent again next time);
-	 * once one entry did not go, none waits: a stalled journald must not
-	 * hold the exit. */
-	unsigned wait_ms = strcmp(reason, "periodic") == 0 || strcmp(reason, "trigger") == 0 ? 0 : 250;
+	 * last chance), 50 ms on the shim's thread (what does not go is sent
+	 * again next time); once one entry did not go, none waits: a stalled
+	 * journald must not hold the exit, nor a fork (which waits for
+	 * flush_lock) for more than one wait.  Why wait at all: without a
+	 * booted systemd (a container) the kernel queues 10 datagrams on
+	 * journald's socket (net.unix.max_dgram_qlen, which systemd raises
+	 * to 512 at boot), so a flush that never waits loses most of a burst
+	 * whenever journald is a moment late. */
+	unsigned wait_ms = strcmp(reason, "periodic") == 0 || strcmp(reason, "trigger") == 0 ? 50 : 250;
+	/* The written contexts first: a written mark journald does not take
+	 * leaves a written site proposed (a kill in enforce), an unwritten
+	 * entry lost only leaves a site out.  (A context written between the
+	 * passes waits for the next flush: its mark is due then.) */
+	for (int pass = 0; pass < 2; pass++)
 	for (uint32_t id = 1; id < n_ctx_now; id++) {
 		struct lctx *x = &ctxs[id];
-		if (!flush_due(x, all))
+		uint8_t wr = atomic_load(&x->written);
+		if ((pass == 0) != (wr != 0) || !flush_due(x, all))
 			continue;
 		uint64_t objects = atomic_load(&x->objects), late = atomic_load(&x->late_objects);
 		uint64_t freed = atomic_load(&x->freed_objects);
-		uint8_t wr = atomic_load(&x->written);
 		if (flush_one(&c, x, id, reason, chain, 8192, failed ? 0 : wait_ms)) {
 			x->sent_epoch = flush_epoch;
 			x->sent_objects = objects;
@@ -626,12 +642,37 @@ static void flusher_start(void)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);   /* the flush's frames and the unwinder's */
-	if (create(&t, &attr, flusher_main, NULL) == 0)
+	if (create(&t, &attr, flusher_main, NULL) == 0) {
 		pthread_setname_np(t, "pmalloc-learn");
-	else
-		debug_printf("learn: no thread for the periodic flush: entries at exit only");
+	} else {
+		/* haproxy's workers set RLIMIT_NPROC to 0 (no fork, no thread):
+		 * the flushes are then made at the program's wait calls. */
+		atomic_store(&wait_flush_due, 0);
+		atomic_store(&wait_flush, 1);
+		debug_printf("learn: no thread for the periodic flush: flushed at the program's wait calls");
+	}
 	pthread_attr_destroy(&attr);
 	mask(SIG_SETMASK, &old, NULL);
+}
+
+/* A process whose flush thread could not start flushes at its wait calls
+ * (trigger.c, before the call): the trigger's flush at the first, then
+ * those that changed once interval_s has passed.  One thread flushes (the
+ * one that moves the due time), the others go on; the flush is the
+ * thread's own time, before it waits, as an exit flush is. */
+void learn_at_wait(void)
+{
+	if (likely(!atomic_load_explicit(&wait_flush, memory_order_relaxed)))
+		return;
+	uint64_t now = os_monotonic_ns(true), due = atomic_load(&wait_flush_due);
+	if (now < due)
+		return;
+	uint64_t next = interval_s ? now + (uint64_t)interval_s * 1000000000u : UINT64_MAX;
+	if (!atomic_compare_exchange_strong(&wait_flush_due, &due, next))
+		return;
+	int e = errno;
+	flush_as(due == 0 ? "trigger" : "periodic", due == 0);
+	errno = e;
 }
 
 void learn_note_exec(const char *path)

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * reload.c - a service's reload: SIGHUP delivered to a handler of the
- * program's (nginx's reload, systemctl reload with ExecReload=kill -HUP or
- * nginx -s reload, lighttpd's and many daemons' re-read of their files).
+ * reload.c - a service's reload: SIGHUP or SIGUSR2 delivered to a handler
+ * of the program's (nginx's reload, systemctl reload with ExecReload=kill
+ * -HUP or nginx -s reload, lighttpd's and many daemons' re-read of their
+ * files; haproxy's reload, Debian's ExecReload=kill -USR2: its master
+ * re-execs itself; nginx's binary upgrade, SIGUSR2: its master forks and
+ * execs the new binary).
  *
  * What a reload does to a protected process: it rebuilds its
  * configuration on its main thread, after its first trigger.  It writes
@@ -45,6 +48,12 @@
  * marked written (enforce lets them through), its allocations are learned
  * as allocated before that generation's protect, not as late ones.
  *
+ * A reload that re-execs (haproxy's master): the window lets the old
+ * image's writes through until its exec (execve or execv/execvp, which
+ * trigger.c wraps: learn mode flushes there); the new image is a fresh
+ * process image with the same pid and role (life.c: "main", the place
+ * since exec), which starts, learns or enforces as the first one did.
+ *
  * Threat model.  Only a process that may signal the service (root, or the
  * service's own user) can open a window: such a process can already stop
  * or ptrace it (ptrace_scope permitting).  What it gains: during the
@@ -77,12 +86,22 @@
 #include <string.h>
 #include <unistd.h>
 
-#define RELOAD_SIGNAL SIGHUP
 #define RELOAD_GENERATIONS_MAX 64
+/* The reload signals, each with the program's handler in ro. */
+static const int reload_sigs[] = { SIGHUP, SIGUSR2 };
+#define RELOAD_SIGS (sizeof(reload_sigs) / sizeof(reload_sigs[0]))
+
+static int sig_index(int sig)
+{
+	for (size_t k = 0; k < RELOAD_SIGS; k++)
+		if (reload_sigs[k] == sig)
+			return (int)k;
+	return -1;
+}
 
 struct reload_state {
-	uintptr_t prog_fn;               /* the program's handler; 0: none (SIG_DFL/SIG_IGN) */
-	int prog_info;                   /* it takes siginfo */
+	uintptr_t prog_fn[RELOAD_SIGS];  /* the program's handlers; 0: none (SIG_DFL/SIG_IGN) */
+	int prog_info[RELOAD_SIGS];      /* it takes siginfo */
 	int armed;                       /* reload_init ran */
 	int open;                        /* a window is open */
 	int returned;                    /* the main thread returned from a wait since the last signal */
@@ -117,13 +136,14 @@ static _Atomic uint64_t *epoch_word;          /* this process's reloads */
 static _Atomic uint64_t *parent_epoch;        /* its parent's, NULL in the first process */
 static uint64_t parent_epoch_at_fork;
 
-/* Change ro: the reload signal blocked on this thread (the trampoline
+/* Change ro: the reload signals blocked on this thread (the trampoline
  * takes the same lock), the page writable for fn's length. */
 static void ro_change(void (*fn)(struct reload_state *, void *), void *arg)
 {
 	sigset_t block, old;
 	sigemptyset(&block);
-	sigaddset(&block, RELOAD_SIGNAL);
+	for (size_t k = 0; k < RELOAD_SIGS; k++)
+		sigaddset(&block, reload_sigs[k]);
 	os_sigmask(SIG_BLOCK, &block, &old);
 	while (atomic_flag_test_and_set_explicit(&ro_busy, memory_order_acquire))
 		os_yield();
@@ -173,7 +193,7 @@ bool reload_superseded(void)
 
 bool reload_signal(int sig)
 {
-	return sig == RELOAD_SIGNAL && ro.s.armed;
+	return sig_index(sig) >= 0 && ro.s.armed;
 }
 
 bool reload_open(void)
@@ -239,10 +259,13 @@ static void on_reload(int sig, siginfo_t *si, void *uctx)
 	if (epoch_word)
 		atomic_fetch_add_explicit(epoch_word, 1, memory_order_relaxed);
 	errno = e;
-	uintptr_t fn = __atomic_load_n(&ro.s.prog_fn, __ATOMIC_ACQUIRE);
+	int k = sig_index(sig);
+	if (k < 0)
+		return;
+	uintptr_t fn = __atomic_load_n(&ro.s.prog_fn[k], __ATOMIC_ACQUIRE);
 	if (!fn)
 		return;
-	if (ro.s.prog_info)
+	if (ro.s.prog_info[k])
 		((void (*)(int, siginfo_t *, void *))fn)(sig, si, uctx);
 	else
 		((void (*)(int))fn)(sig);
@@ -308,31 +331,35 @@ uint64_t reload_writes(void)
 struct set_handler {
 	uintptr_t fn;
 	int info;
+	int k;                           /* reload_sigs index */
 };
 
 static void set_handler(struct reload_state *s, void *arg)
 {
 	const struct set_handler *h = arg;
-	s->prog_info = h->info;
-	__atomic_store_n(&s->prog_fn, h->fn, __ATOMIC_RELEASE);
+	s->prog_info[h->k] = h->info;
+	__atomic_store_n(&s->prog_fn[h->k], h->fn, __ATOMIC_RELEASE);
 }
 
 static pthread_mutex_t handler_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int reload_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
+	int k = sig_index(sig);
+	if (k < 0)
+		return -EINVAL;
 	pthread_mutex_lock(&handler_lock);
-	struct set_handler was = { ro.s.prog_fn, ro.s.prog_info };
+	struct set_handler was = { ro.s.prog_fn[k], ro.s.prog_info[k], k };
 	int r;
 	if (!act) {
 		r = os_sigaction(sig, NULL, old);
 	} else {
 		bool info = (act->sa_flags & SA_SIGINFO) != 0;
-		struct set_handler now = { info ? (uintptr_t)act->sa_sigaction : (uintptr_t)act->sa_handler, info };
+		struct set_handler now = { info ? (uintptr_t)act->sa_sigaction : (uintptr_t)act->sa_handler, info, k };
 		if (!info && (act->sa_handler == SIG_DFL || act->sa_handler == SIG_IGN)) {
 			r = os_sigaction(sig, act, old);
 			if (r == 0) {
-				struct set_handler none = { 0, 0 };
+				struct set_handler none = { 0, 0, k };
 				ro_change(set_handler, &none);
 			}
 		} else {

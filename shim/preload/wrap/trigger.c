@@ -223,6 +223,8 @@ void trigger_call(enum policy_call c)
 		errno = e;
 	}
 	uint32_t bit = 1u << c;
+	if (unlikely(bit & POLICY_WAIT_CALLS) && learn_active())
+		learn_at_wait();    /* no flush thread (RLIMIT_NPROC 0): here */
 	/* A reload under way ends at the main thread's next wait (reload.c). */
 	if (unlikely(reload_open()) && (bit & POLICY_WAIT_CALLS)) {
 		int e = errno;
@@ -357,22 +359,68 @@ WRAP(pid_t, fork, POLICY_CALL_FORK, (void), ())
 WRAP(int, daemon, POLICY_CALL_DAEMON, (int nochdir, int noclose), (nochdir, noclose))
 /* execve: learn mode first notes whether the loader will run the new
  * program in secure mode (it then ignores LD_PRELOAD: learn.h), for the
- * flush the trigger call makes. */
-PMALLOC_EXPORT int execve(const char *p, char *const argv[], char *const envp[])
+ * flush the trigger call makes.  execv, execvp and execvpe too: libc's
+ * own calls execve inside libc, where no preload sees them (haproxy's
+ * master re-execs itself by execvp at each reload: without these, what
+ * its image learned since its last periodic flush was lost).  A name
+ * without a slash (execvp's PATH search) is not stat'ed for the secure
+ * check: set-id programs are named by path in practice. */
+static void before_exec(const char *p)
 {
-	typedef int (*fn_t)(const char *, char *const[], char *const[]);
-	if (learn_active() && shim && !shim_is_busy()) {
+	if (learn_active() && shim && !shim_is_busy() && p) {
 		int e = errno;
 		learn_note_exec(p);
 		errno = e;
 	}
 	trigger_call(POLICY_CALL_EXECVE);
+}
+
+PMALLOC_EXPORT int execve(const char *p, char *const argv[], char *const envp[])
+{
+	typedef int (*fn_t)(const char *, char *const[], char *const[]);
+	before_exec(p);
 	fn_t fn = REAL(execve, fn_t);
 	if (unlikely(!fn)) {
 		errno = ENOSYS;
 		return -1;
 	}
 	return fn(p, argv, envp);
+}
+
+PMALLOC_EXPORT int execv(const char *p, char *const argv[])
+{
+	typedef int (*fn_t)(const char *, char *const[]);
+	before_exec(p);
+	fn_t fn = REAL(execv, fn_t);
+	if (unlikely(!fn)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return fn(p, argv);
+}
+
+PMALLOC_EXPORT int execvp(const char *f, char *const argv[])
+{
+	typedef int (*fn_t)(const char *, char *const[]);
+	before_exec(strchr(f, '/') ? f : NULL);
+	fn_t fn = REAL(execvp, fn_t);
+	if (unlikely(!fn)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return fn(f, argv);
+}
+
+PMALLOC_EXPORT int execvpe(const char *f, char *const argv[], char *const envp[])
+{
+	typedef int (*fn_t)(const char *, char *const[], char *const[]);
+	before_exec(strchr(f, '/') ? f : NULL);
+	fn_t fn = REAL(execvpe, fn_t);
+	if (unlikely(!fn)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return fn(f, argv, envp);
 }
 
 /* after:DURATION - a thread that sleeps until each deadline and protects.
