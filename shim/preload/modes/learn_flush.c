@@ -19,7 +19,8 @@
  * each context's latest per process).  It reads symbol files once per
  * frame (names kept between flushes) and allocates with the shim's guard
  * set; never from a signal handler; the thread waits on journald at most
- * 50 ms an entry, and not at all once one entry did not go (below).
+ * 50 ms an entry and 400 ms a flush, and not at all once one entry did
+ * not go (below).
  */
 #define _GNU_SOURCE
 #include "learn.h"
@@ -543,6 +544,10 @@ static void flush_locked(const char *reason, bool all)
 	 * to 512 at boot), so a flush that never waits loses most of a burst
 	 * whenever journald is a moment late. */
 	unsigned wait_ms = strcmp(reason, "periodic") == 0 || strcmp(reason, "trigger") == 0 ? 50 : 250;
+	/* And at most 8 such waits in all, a flush: journald taking each
+	 * entry just before its wait ends must not make a flush of 800
+	 * contexts last 40 s (a fork, the exit, wait for it). */
+	uint64_t wait_end = os_monotonic_ns(true) + 8ull * wait_ms * 1000000u;
 	/* The written contexts first: a written mark journald does not take
 	 * leaves a written site proposed (a kill in enforce), an unwritten
 	 * entry lost only leaves a site out.  (A context written between the
@@ -555,7 +560,9 @@ static void flush_locked(const char *reason, bool all)
 			continue;
 		uint64_t objects = atomic_load(&x->objects), late = atomic_load(&x->late_objects);
 		uint64_t freed = atomic_load(&x->freed_objects);
-		if (flush_one(&c, x, id, reason, chain, 8192, failed ? 0 : wait_ms)) {
+		uint64_t now = os_monotonic_ns(true);
+		unsigned left = now >= wait_end ? 0 : (unsigned)((wait_end - now) / 1000000u);
+		if (flush_one(&c, x, id, reason, chain, 8192, failed ? 0 : left < wait_ms ? left : wait_ms)) {
 			x->sent_epoch = flush_epoch;
 			x->sent_objects = objects;
 			x->sent_late = late;
