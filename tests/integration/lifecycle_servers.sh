@@ -223,14 +223,17 @@ day() {
 # they apply NAME_reload NAME_respawn NAME_reopen.  MAIN: the main pid.
 
 # make check runs the servers that live their whole day without a false
-# kill every time: nginx and lighttpd.  make check-lifecycle runs all five:
-# redis and memcached were each killed once in a few runs (a start-up dict
-# entry rehashed under the other load; a libevent object written at start
-# under enforce), and haproxy is killed at its first reload (SIGUSR2 re-execs
-# the master, which the shim does not take as a reload, and its processes'
-# exit flushes reach the journal only in part): known failures, said, not
-# hidden, until they are fixed.
-want() { case " ${LIFECYCLE_SERVERS:-nginx lighttpd} " in *" $1 "*) return 0 ;; esac; return 1; }
+# kill every time: nginx, lighttpd, redis and memcached.  make
+# check-lifecycle runs all five: haproxy is killed at its first reload
+# (SIGUSR2 re-execs the master, which the shim does not take as a reload,
+# and its processes' exit flushes reach the journal only in part): a known
+# failure, said, not hidden, until it is fixed.
+# Events that do not apply: redis has no reload (SIGHUP ends it; Debian's
+# unit has no ExecReload, and CONFIG REWRITE writes the file, it reads
+# nothing back) and no workers; memcached has no reload (SIGHUP ignored,
+# no ExecReload), no workers (threads) and no log file (its unit's stdout
+# goes to the journal).
+want() { case " ${LIFECYCLE_SERVERS:-nginx lighttpd redis memcached} " in *" $1 "*) return 0 ;; esac; return 1; }
 port_of() { echo $((24000 + ($$ + $1) % 900)); }
 
 if want nginx && [ -x /usr/sbin/nginx ]; then
@@ -306,6 +309,19 @@ EOC
 		timeout 60 redis-benchmark -p "$rport" -n 2000 -c 16 -r 100000 -d 200 -q -t set,get,lpush,lpop,incr >/dev/null &&
 		[ "$(redis-cli -p "$rport" set life-key "$RANDOM")" = OK ]
 	}
+	# Log reopening: redis opens its log file by name for each line (Debian's
+	# logrotate sends it nothing).  The log moved away, a BGSAVE (a child
+	# forked after the trigger, as each save is) logs into a new file,
+	# and its child's success is said there.  The dump is removed: a redis
+	# that loads a dataset at start builds its keyspace before the trigger,
+	# which a learn run started empty never saw (a known false kill: the
+	# first key added kills, in dictAddRaw).
+	redis_reopen() {
+		mv "$T/rds/kept-config-$$.log" "$T/rds/old.log"
+		[ "$(redis-cli -p "$rport" bgsave)" = "Background saving started" ] &&
+			wait_until 200 grep -q 'Background saving terminated with success' "$T/rds/kept-config-$$.log" &&
+			rm -f "$T/rds/dump.rdb"
+	}
 	redis_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
 	redis_needle=kept-config-$$.log
 	day redis "$(readlink -f "$(command -v redis-server)")" 262144 131072
@@ -362,7 +378,14 @@ if want memcached && [ -x /usr/bin/memcached ]; then
 		out=$(exec 3<>"/dev/tcp/127.0.0.1/$mport" && printf '%s\r\n' "$@" quit >&3 && timeout 5 cat <&3) || return 1
 		[ -n "$out" ] && ! printf '%s' "$out" | grep -q '^ERROR\|^SERVER_ERROR'
 	}
-	memcached_load() { local i; for i in $(seq 30); do mc_cmd "set k$i 0 0 3" abc "get k$i" || return 1; done; }
+	# Learning lasts 3 s at least: memcached's LRU maintainer and slab
+	# automover write what they built at start once a second (its clock),
+	# and a shorter run would learn that memory as never written.
+	memcached_load() {
+		local i
+		for i in $(seq 30); do mc_cmd "set k$i 0 0 3" abc "get k$i" || return 1; done
+		[ "$PHASE" != learn ] || sleep 3
+	}
 	memcached_load2() {
 		local i pids=() ok=0
 		for i in $(seq 16); do
