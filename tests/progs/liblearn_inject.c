@@ -11,7 +11,10 @@
  * may copy, does not match): a value of the server's configuration, the
  * proof that what the server keeps of its configuration is protected.
  * Without the variable, or with no protected memory (or no needle in it),
- * it says so on stderr and writes nothing.
+ * it says so on stderr and writes nothing.  With $LEARN_INJECT_AFTER_S, the
+ * count starts only that many seconds after the library was loaded (a
+ * server whose processes are protected late: apache2's children, at their
+ * on-wait fallback).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -19,8 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 
 static long calls, inject_after;
+static time_t count_from;       /* CLOCK_MONOTONIC seconds; 0: at once */
 static char needle[256];
 
 /* Read at load: servers clear their workers' environment (nginx). */
@@ -28,6 +33,12 @@ __attribute__((constructor)) static void read_env(void)
 {
 	const char *after = getenv("LEARN_INJECT_AFTER");
 	inject_after = after ? atol(after) : 0;
+	const char *s = getenv("LEARN_INJECT_AFTER_S");
+	if (s) {
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		count_from = now.tv_sec + atol(s);
+	}
 	const char *n = getenv("LEARN_INJECT_NEEDLE");
 	size_t len = n ? strnlen(n, sizeof(needle) - 1) : 0;
 	for (size_t i = 0; i < len; i++)
@@ -79,6 +90,12 @@ int epoll_wait(int epfd, struct epoll_event *ev, int n, int timeout)
 	static int (*real)(int, struct epoll_event *, int, int);
 	if (!real)
 		real = (int (*)(int, struct epoll_event *, int, int))dlsym(RTLD_NEXT, "epoll_wait");
+	if (inject_after && count_from) {
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec < count_from)
+			return real(epfd, ev, n, timeout);
+	}
 	if (inject_after && ++calls == inject_after)
 		inject();
 	return real(epfd, ev, n, timeout);

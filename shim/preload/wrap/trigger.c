@@ -419,7 +419,12 @@ static _Atomic int timer_running;
 /* Pool i's deadline of kind k (0: after:, 1: on-wait's fallback), 0 for
  * none: from start-up, or, in a child forked once it had passed (respawn.c
  * reopened the pool), from the fork: a respawned child is protected as long
- * after its start as the children learning saw. */
+ * after its start as the children learning saw.  The fallback counts from
+ * the fork in every child: it stands for the child's own start-up done, and
+ * a child forked just before its parent's deadline (apache2's, forked at a
+ * graceful restart, whose main thread never makes a wait call) would be
+ * protected in the middle of its start-up, at a point that differs from
+ * run to run (its initgroups writing glibc's NSS state then killed it). */
 static uint64_t deadline(const struct shim_state *st, size_t i, int k)
 {
 	const struct shim_pool *sp = &st->pools[i];
@@ -427,7 +432,7 @@ static uint64_t deadline(const struct shim_state *st, size_t i, int k)
 	uint64_t forked = life_fork_ns();
 	if (!after)
 		return 0;
-	return forked && st->start_ns + after <= forked ? forked + after : st->start_ns + after;
+	return forked && (k == 1 || st->start_ns + after <= forked) ? forked + after : st->start_ns + after;
 }
 
 static void *timer_main(void *arg)
