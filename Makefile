@@ -567,7 +567,7 @@ clean:
 -include $(shell find $(B) -path $(B)/boot -prune -o -path $(B)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # A service's day for all five servers (make check runs nginx and lighttpd,
-# and redis and memcached through lifecycle_kv.sh;
+# and redis and memcached through lifecycle_redis.sh, lifecycle_memcached.sh;
 # tests/integration/lifecycle_servers.sh says why haproxy is apart).
 check-lifecycle:
 	PMALLOC_CHECK_RELOADS=1 LIFECYCLE_SERVERS="nginx redis lighttpd memcached haproxy" \

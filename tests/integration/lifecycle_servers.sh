@@ -235,7 +235,8 @@ day() {
 
 # make check runs the servers that live their whole day without a false
 # kill every time: nginx and lighttpd here, redis and memcached through
-# lifecycle_kv.sh (its own script, for run-tests' 300 s a script).  make
+# lifecycle_redis.sh and lifecycle_memcached.sh (a script each, for
+# run-tests' 300 s a script).  make
 # check-lifecycle runs all five: haproxy is killed at its first reload
 # (SIGUSR2 re-execs the master, which the shim does not take as a reload,
 # and its processes' exit flushes reach the journal only in part): a known
@@ -318,7 +319,7 @@ EOC
 	}
 	redis_load() { timeout 60 redis-benchmark -p "$rport" -n 1000 -c 4 -q -t set,get,lpush,incr >/dev/null; }
 	redis_load2() {
-		timeout 60 redis-benchmark -p "$rport" -n 2000 -c 16 -r 100000 -d 200 -q -t set,get,lpush,lpop,incr >/dev/null &&
+		timeout 60 redis-benchmark -p "$rport" -n 1000 -c 16 -r 100000 -d 200 -q -t set,get,lpush,lpop,incr >/dev/null &&
 		[ "$(redis-cli -p "$rport" set life-key "$RANDOM")" = OK ]
 	}
 	# Log reopening: redis opens its log file by name for each line (Debian's
