@@ -270,7 +270,8 @@ $(B)/tests/test_identify: $(B)/pie/daemon/pmallocd/identify.o $(B)/pie/daemon/pm
 	$(B)/pie/daemon/pmallocd/strbuf.o $(B)/pie/daemon/pmallocd/cgroup_cache.o
 $(B)/tests/test_identify: PIE_CFLAGS += -Idaemon/pmallocd
 # propose's counting and choice, with the one quoting function it writes through.
-$(B)/tests/test_propose: $(B)/pie/daemon/pmallocctl/ctl_propose_chain.o $(B)/pie/daemon/pmallocctl/ctl_quote.o
+$(B)/tests/test_propose: $(B)/pie/daemon/pmallocctl/ctl_propose_chain.o $(B)/pie/daemon/pmallocctl/ctl_propose_set.o \
+	$(B)/pie/daemon/pmallocctl/ctl_quote.o
 $(B)/tests/test_propose: PIE_CFLAGS += -Idaemon/pmallocctl
 
 # The read-only list with the real kernel door, outside the shim (whose
@@ -419,14 +420,17 @@ FUZZ_S ?= 60
 FUZZ_CFLAGS = -std=gnu11 $(WARN) -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all -Iinclude $(PROGRAM_INC) -Ishim/preload/uplink $(call pc_cflags,libconfig)
 .PHONY: fuzz check-sanitize stress tamper
-# What each harness is built from besides itself.
-$(B)/fuzz/policy: common/policy/policy.c common/policy/policy_image.c
+# What each harness is built from besides itself.  The policy file's
+# parser (policy.h) is these files:
+POLICY_PARSER_SRCS := common/policy/policy.c common/policy/policy_load.c common/policy/policy_parse.c \
+	common/policy/policy_scan.c common/policy/policy_setting.c
+$(B)/fuzz/policy: $(POLICY_PARSER_SRCS) common/policy/policy_image.c
 $(B)/fuzz/daemon_wire: daemon/pmallocd/wire_decode.c daemon/pmallocd/wire_decode.h common/proto/fmt.c \
 	common/proto/violation_fmt.c
 $(B)/fuzz/shim_wire: shim/preload/uplink/client_decode.c shim/preload/uplink/client_decode.h \
-	common/policy/policy_image.c common/policy/policy.c
-$(B)/fuzz/policy_image: common/policy/policy_image.c common/policy/policy.c
-$(B)/fuzz/%: tests/fuzz/%.c common/proto/wire.h common/policy/policy.h common/policy/policy_image.h | $(B)/.deps $(B)/.test-deps
+	common/policy/policy_image.c $(POLICY_PARSER_SRCS)
+$(B)/fuzz/policy_image: common/policy/policy_image.c $(POLICY_PARSER_SRCS)
+$(B)/fuzz/%: tests/fuzz/%.c common/proto/wire.h $(wildcard common/policy/*.h) | $(B)/.deps $(B)/.test-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Idaemon/pmallocd -o $@ $(filter %.c,$^) $(call pc_libs,libconfig)
 

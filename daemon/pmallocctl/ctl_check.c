@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ctl_check.c - "pmallocctl check [FILE]": validate a policy file with the
- * parser the shim and pmallocd use (common/policy/policy.c), and summarise it.
+ * parser the shim and pmallocd use (common/policy/policy_load.c), and summarise it.
  *
  * Owns only the summary's wording.  Must never judge the content itself:
  * what is valid is policy_set_load_file()'s word alone, ownership rule for

@@ -9,11 +9,11 @@
  * but the tally on stderr (paudit_say).
  */
 #define _GNU_SOURCE
+#include "ctl_propose_audit.h"
 #include "ctl.h"
 #include "msgid.h"
 #include "ctl_learned.h"
 #include "ctl_writer.h"
-#include "ctl_propose.h"
 #include "ctl_vio.h"
 
 #include <errno.h>

@@ -2,7 +2,8 @@
 /*
  * ctl_propose_chain.c - propose's choice: from learned allocation contexts
  * (call chains with their counts) to each pool's sites and wrappers, its
- * coverage, and its text.
+ * coverage, and its text.  The contexts are a set ctl_propose_set.c
+ * filled (its inside: ctl_pset.h).
  *
  * Owns the frame choice and the rule it must keep.  A context is safe when
  * all its allocations were made before the pool's trigger, it was never
@@ -35,341 +36,21 @@
  * milliseconds).
  */
 #define _GNU_SOURCE
+#include "ctl_propose_chain.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "ctl_propose_set.h"
+#include "ctl_pset.h"
 #include "ctl_quote.h"
-#include "ctl_propose.h"
 #include "policy.h"
 #include "role.h"
 
 /* A learned pool's name and its roles (group_name). */
 #define POOL_GROUP_NAME 128
-
-struct pframe {
-	const char *object, *build_id, *function;  /* interned; build_id "" when none, function NULL */
-	uint64_t off;
-};
-
-struct pchain {
-	const char *pool, *text, *triggers;
-	struct pframe *f;
-	size_t n;
-	struct pcounts c;
-	ssize_t choice;              /* step 1: the frame chosen, or -1 */
-	ssize_t site;                /* step 2: the first frame outside the wrappers, or -1 */
-};
-
-enum kkind { K_CHAIN = 1, K_NAME, K_OFF, K_WNAME, K_OBJECT };
-
-struct kslot {
-	const void *pool, *a, *b;
-	uint64_t c;
-	int kind;                    /* 0: free */
-	size_t v;
-};
-
-/* What is known of a function or call (K_NAME, K_OFF), a wrapper name
- * (K_WNAME), or an object (K_OBJECT: chains counts its sites written by
- * name). */
-struct kstat {
-	bool dirty;                  /* step 1: a chain through it is not clean */
-	bool dirty_site;             /* step 2: a chain whose site it is is not clean */
-	uint32_t unsafe_roles;       /* step 2: roles in which a chain whose site it is is not safe */
-	uint32_t site_roles;         /* a site: the roles it is proposed for (site_roles()) */
-	uint32_t seen_roles;         /* step 2: roles whose entries had a chain whose site it is */
-	bool wrapper, site;
-	bool below;                  /* a call: below a clean chain's choice */
-	bool beyond;                 /* a wrapper name: a call of it is not below a choice */
-	bool partly;                 /* a function: a call of it is a wrapper by its pinned call */
-	bool said;                   /* written into the text already */
-	uint64_t site_live;          /* step 2: live bytes of the chains whose site it is */
-	uint64_t site_early;         /* and what they freed before the trigger */
-	uint64_t live;               /* protected live bytes through it as a site */
-	uint64_t early;              /* and bytes its chains freed before the trigger */
-	size_t chains;
-	const struct pframe *fr;     /* a frame it names */
-};
-
-struct pset {
-	char **str;
-	size_t str_cap, str_n;
-	struct kslot *k;
-	size_t k_cap, k_n;
-	struct kstat *ks;
-	size_t ks_n, ks_cap;
-	struct pchain *ch;
-	size_t ch_n, ch_cap;
-	size_t name_wrappers;        /* wrappers by name in every pool: each fits every object */
-};
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-	h ^= v + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
-	return h * 0xff51afd7ed558ccdu;
-}
-
-static uint64_t str_hash(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325u;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3u;
-	return h;
-}
-
-/* The set's one copy of s[0, n). */
-static const char *intern(struct pset *s, const char *p, size_t n)
-{
-	if (s->str_n * 2 >= s->str_cap) {
-		size_t cap = s->str_cap ? s->str_cap * 2 : 1024;
-		char **t = calloc(cap, sizeof(*t));
-		if (!t)
-			return NULL;
-		for (size_t i = 0; i < s->str_cap; i++)
-			if (s->str[i]) {
-				size_t j = str_hash(s->str[i], strlen(s->str[i])) & (cap - 1);
-				while (t[j])
-					j = (j + 1) & (cap - 1);
-				t[j] = s->str[i];
-			}
-		free(s->str);
-		s->str = t;
-		s->str_cap = cap;
-	}
-	size_t j = str_hash(p, n) & (s->str_cap - 1);
-	for (; s->str[j]; j = (j + 1) & (s->str_cap - 1))
-		if (strncmp(s->str[j], p, n) == 0 && s->str[j][n] == '\0')
-			return s->str[j];
-	s->str[j] = strndup(p, n);
-	if (s->str[j])
-		s->str_n++;
-	return s->str[j];
-}
-
-/* The value of key (kind, pool, a, b, c); a new one (a new kstat, or
- * `fresh` for chains) when create, else SIZE_MAX when absent. */
-static size_t key(struct pset *s, int kind, const void *pool, const void *a, const void *b, uint64_t c, bool create,
-		  size_t fresh)
-{
-	if (create && s->k_n * 2 >= s->k_cap) {
-		size_t cap = s->k_cap ? s->k_cap * 2 : 4096;
-		struct kslot *t = calloc(cap, sizeof(*t));
-		if (!t)
-			return SIZE_MAX;
-		for (size_t i = 0; i < s->k_cap; i++)
-			if (s->k[i].kind) {
-				const struct kslot *o = &s->k[i];
-				size_t j = mix(mix(mix(mix((uint64_t)o->kind, (uintptr_t)o->pool), (uintptr_t)o->a),
-						   (uintptr_t)o->b), o->c) & (cap - 1);
-				while (t[j].kind)
-					j = (j + 1) & (cap - 1);
-				t[j] = *o;
-			}
-		free(s->k);
-		s->k = t;
-		s->k_cap = cap;
-	}
-	if (!s->k_cap)
-		return SIZE_MAX;
-	size_t j = mix(mix(mix(mix((uint64_t)kind, (uintptr_t)pool), (uintptr_t)a), (uintptr_t)b), c) & (s->k_cap - 1);
-	for (; s->k[j].kind; j = (j + 1) & (s->k_cap - 1)) {
-		const struct kslot *o = &s->k[j];
-		if (o->kind == kind && o->pool == pool && o->a == a && o->b == b && o->c == c)
-			return o->v;
-	}
-	if (!create)
-		return SIZE_MAX;
-	if (kind != K_CHAIN) {
-		if (s->ks_n == s->ks_cap) {
-			size_t cap = s->ks_cap ? s->ks_cap * 2 : 1024;
-			struct kstat *t = realloc(s->ks, cap * sizeof(*t));
-			if (!t)
-				return SIZE_MAX;
-			s->ks = t;
-			s->ks_cap = cap;
-		}
-		memset(&s->ks[s->ks_n], 0, sizeof(s->ks[0]));
-		fresh = s->ks_n++;
-	}
-	s->k[j] = (struct kslot){ .pool = pool, .a = a, .b = b, .c = c, .kind = kind, .v = fresh };
-	s->k_n++;
-	return fresh;
-}
-
-struct pset *pset_new(void)
-{
-	return calloc(1, sizeof(struct pset));
-}
-
-void pset_free(struct pset *s)
-{
-	if (!s)
-		return;
-	for (size_t i = 0; i < s->str_cap; i++)
-		free(s->str[i]);
-	for (size_t i = 0; i < s->ch_n; i++)
-		free(s->ch[i].f);
-	free(s->str);
-	free(s->k);
-	free(s->ks);
-	free(s->ch);
-	free(s);
-}
-
-size_t pset_chains(const struct pset *s)
-{
-	return s->ch_n;
-}
-
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* OBJECT@BUILDID+0xOFFSET[=FUNCTION], OBJECT percent-encoded. */
-static int parse_frame(struct pset *s, const char *t, size_t len, struct pframe *fr)
-{
-	for (size_t i = 1; i < len; i++) {
-		if (t[i] != '@')
-			continue;
-		size_t j = i + 1, k;
-		if (j < len && t[j] == '-')
-			j++;
-		else
-			while (j < len && hexval(t[j]) >= 0)
-				j++;
-		if (j == i + 1 || len - j < 4 || strncmp(t + j, "+0x", 3) != 0)
-			continue;
-		uint64_t off = 0;
-		for (k = j + 3; k < len && hexval(t[k]) >= 0 && k - j - 3 < 16; k++)
-			off = off << 4 | (uint64_t)hexval(t[k]);
-		if (k == j + 3 || (k < len && t[k] != '='))
-			continue;
-		/* The object, percent-decoded. */
-		char *obj = malloc(i + 1);
-		size_t n = 0;
-		if (!obj)
-			return -ENOMEM;
-		for (size_t p = 0; p < i; p++) {
-			if (t[p] == '%' && p + 2 < i && hexval(t[p + 1] | 0x20) >= 0 && hexval(t[p + 2] | 0x20) >= 0) {
-				obj[n++] = (char)(hexval(t[p + 1] | 0x20) << 4 | hexval(t[p + 2] | 0x20));
-				p += 2;
-			} else {
-				obj[n++] = t[p];
-			}
-		}
-		fr->object = memchr(obj, '\0', n) ? NULL : intern(s, obj, n);
-		free(obj);
-		fr->build_id = t[i + 1] == '-' ? intern(s, "", 0) : intern(s, t + i + 1, j - i - 1);
-		fr->off = off;
-		fr->function = k + 1 < len ? intern(s, t + k + 1, len - k - 1) : NULL;
-		if (!fr->object || !fr->build_id || (k + 1 < len && !fr->function))
-			return -EBADMSG;
-		return 0;
-	}
-	return -EBADMSG;
-}
-
-static uint64_t umax(uint64_t a, uint64_t b)
-{
-	return a > b ? a : b;
-}
-
-int pset_add(struct pset *s, const char *pool, const char *triggers, const char *chain, const struct pcounts *c)
-{
-	const char *ip = intern(s, pool, strlen(pool)), *it = intern(s, chain, strlen(chain));
-	const char *itr = intern(s, triggers, strlen(triggers));
-	if (!ip || !it || !itr)
-		return -ENOMEM;
-	size_t v = key(s, K_CHAIN, ip, it, NULL, 0, false, 0);
-	if (v == SIZE_MAX) {
-		struct pchain ch = { .pool = ip, .text = it, .triggers = itr, .choice = -1, .site = -1 };
-		for (const char *p = chain; *p;) {
-			size_t n = strcspn(p, " ");
-			if (n) {
-				struct pframe *f = realloc(ch.f, (ch.n + 1) * sizeof(*f));
-				if (!f) {
-					free(ch.f);
-					return -ENOMEM;
-				}
-				ch.f = f;
-				int r = parse_frame(s, p, n, &ch.f[ch.n]);
-				if (r < 0) {
-					free(ch.f);
-					return r;
-				}
-				ch.n++;
-			}
-			p += n + (p[n] == ' ');
-		}
-		if (ch.n == 0)
-			return -EBADMSG;
-		if (s->ch_n == s->ch_cap) {
-			size_t cap = s->ch_cap ? s->ch_cap * 2 : 256;
-			struct pchain *t = realloc(s->ch, cap * sizeof(*t));
-			if (!t) {
-				free(ch.f);
-				return -ENOMEM;
-			}
-			s->ch = t;
-			s->ch_cap = cap;
-		}
-		v = key(s, K_CHAIN, ip, it, NULL, 0, true, s->ch_n);
-		if (v == SIZE_MAX) {
-			free(ch.f);
-			return -ENOMEM;
-		}
-		s->ch[s->ch_n++] = ch;
-	}
-	struct pcounts *a = &s->ch[v].c;
-	a->objects = umax(a->objects, c->objects);
-	a->bytes = umax(a->bytes, c->bytes);
-	a->live_objects = umax(a->live_objects, c->live_objects);
-	a->live_bytes = umax(a->live_bytes, c->live_bytes);
-	a->freed_objects = umax(a->freed_objects, c->freed_objects);
-	a->freed_bytes = umax(a->freed_bytes, c->freed_bytes);
-	a->late_objects = umax(a->late_objects, c->late_objects);
-	a->late_bytes = umax(a->late_bytes, c->late_bytes);
-	a->early_objects = umax(a->early_objects, c->early_objects);
-	a->early_bytes = umax(a->early_bytes, c->early_bytes);
-	a->served_objects = umax(a->served_objects, c->served_objects);
-	a->written |= c->written;
-	a->roles |= c->roles ? c->roles : PROLE_UNKNOWN;
-	a->dirty_roles |= c->roles ? c->dirty_roles : pcounts_safe(c) ? 0 : PROLE_UNKNOWN;
-	return 0;
-}
-
-void pcounts_split(struct pcounts *c, bool has_trigger, uint64_t trigger_live_objects, uint64_t trigger_live_bytes)
-{
-	c->early_objects = c->early_bytes = 0;
-	if (has_trigger) {
-		/* Never more than was freed: an entry's counts may disagree. */
-		uint64_t eo = c->objects > trigger_live_objects ? c->objects - trigger_live_objects : 0;
-		uint64_t eb = c->bytes > trigger_live_bytes ? c->bytes - trigger_live_bytes : 0;
-		c->early_objects = eo < c->freed_objects ? eo : c->freed_objects;
-		c->early_bytes = eb < c->freed_bytes ? eb : c->freed_bytes;
-	}
-	c->served_objects = c->freed_objects - c->early_objects;
-}
-
-bool pcounts_kept_enough(uint64_t live_bytes, uint64_t early_bytes)
-{
-	/* early <= RATIO * live, without overflow. */
-	return live_bytes >= UINT64_MAX / PROPOSE_EARLY_RATIO || early_bytes <= live_bytes * PROPOSE_EARLY_RATIO;
-}
-
-bool pcounts_safe(const struct pcounts *c)
-{
-	return !c->written && c->late_objects == 0 && c->served_objects == 0 && c->objects > 0;
-}
-
-bool pcounts_clean(const struct pcounts *c)
-{
-	return pcounts_safe(c) && pcounts_kept_enough(c->live_bytes, c->early_bytes);
-}
 
 static bool clean(const struct pchain *c)
 {
@@ -456,17 +137,17 @@ static bool by_call_ok(const struct pframe *f)
 
 static size_t name_key(struct pset *s, const struct pchain *c, const struct pframe *f, bool create)
 {
-	return f->function ? key(s, K_NAME, c->pool, f->object, f->function, 0, create, 0) : SIZE_MAX;
+	return f->function ? pset_key(s, K_NAME, c->pool, f->object, f->function, 0, create, 0) : SIZE_MAX;
 }
 
 static size_t call_key(struct pset *s, const struct pchain *c, const struct pframe *f, bool create)
 {
-	return key(s, K_OFF, c->pool, f->object, f->build_id, f->off, create, 0);
+	return pset_key(s, K_OFF, c->pool, f->object, f->build_id, f->off, create, 0);
 }
 
 static size_t wname_key(struct pset *s, const struct pchain *c, const struct pframe *f, bool create)
 {
-	return f->function ? key(s, K_WNAME, c->pool, NULL, f->function, 0, create, 0) : SIZE_MAX;
+	return f->function ? pset_key(s, K_WNAME, c->pool, NULL, f->function, 0, create, 0) : SIZE_MAX;
 }
 
 /* Adds c's live bytes and what it freed before the trigger to those of the
@@ -690,7 +371,7 @@ static uint64_t cap_for(uint64_t learned)
  * (false too without memory: a site pinned by its calls has no limit). */
 static bool name_room(struct pset *s, const struct pframe *fr)
 {
-	size_t o = key(s, K_OBJECT, NULL, fr->object, NULL, 0, true, 0);
+	size_t o = pset_key(s, K_OBJECT, NULL, fr->object, NULL, 0, true, 0);
 	if (o == SIZE_MAX || s->name_wrappers + s->ks[o].chains >= POLICY_OBJECT_NAME_RULES_MAX)
 		return false;
 	s->ks[o].chains++;

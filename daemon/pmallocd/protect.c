@@ -21,7 +21,7 @@
 
 #include "policy.h"
 
-/* A policy pool name: [A-Za-z0-9_.-]{1,POLICY_NAME_MAX}, as policy.c checks. */
+/* A policy pool name: [A-Za-z0-9_.-]{1,POLICY_NAME_MAX}, as policy_setting.c checks. */
 static bool pool_name_valid(const char *s)
 {
 	size_t n = strlen(s);

@@ -45,6 +45,7 @@ static union {
 	char path[DYNSYM_PATH_MAX];
 	unsigned char page[RO_PAGE];
 } program __attribute__((aligned(RO_PAGE)));
+const struct ro_span dynsym_ro_span = { &program, sizeof(program) };   /* ro.h: init.c lists it */
 
 int dynsym_set_program(const char *path)
 {

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "ro.h"
 
 struct fmt;
 
@@ -44,5 +45,8 @@ struct dynsym_tables {
 /* Found from the object's dynamic section (its link map's l_ld) and load
  * bias; false when it has none.  AS-safe. */
 bool dynsym_tables(const void *dynamic, uintptr_t bias, struct dynsym_tables *ret);
+
+/* This file's read-only page, for the one list (ro.h). */
+extern const struct ro_span dynsym_ro_span;
 
 #endif

@@ -87,6 +87,7 @@ static union {
 	struct fault_ro s;
 	unsigned char page[RO_PAGE];
 } ro __attribute__((aligned(RO_PAGE)));
+const struct ro_span fault_ro_span = { &ro, sizeof(ro) };   /* ro.h: init.c lists it */
 static_assert(sizeof(ro) == RO_PAGE, "the read-only state is one page");
 static_assert(sizeof(struct fault_ro) <= RO_PAGE, "the read-only state fits its page");
 static _Atomic int ro_locked;            /* ro is read-only (a writable hint: protecting twice is harmless) */
@@ -111,6 +112,7 @@ static union {
 	} s;
 	unsigned char page[RO_PAGE];
 } prog_ro __attribute__((aligned(RO_PAGE)));
+const struct ro_span fault_prog_ro_span = { &prog_ro, sizeof(prog_ro) };   /* ro.h: init.c lists it */
 #define prog_segv (prog_ro.s.segv)
 #define prog_trap (prog_ro.s.trap)
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "ro.h"
 
 /* Install the handler (once; idempotent), remembering the previous one,
  * and make the decisions' page read-only. */
@@ -76,5 +77,9 @@ enum fault_mode fault_mode_of(const struct pool_hit *hit);
  * and their policy's from the read-only page, an API pool's own label
  * (policy ""), never a pool struct's words read past their field. */
 void fault_names(const struct pool_hit *hit, const char **ret_pool, const char **ret_policy);
+
+/* This file's read-only page, for the one list (ro.h). */
+extern const struct ro_span fault_ro_span;
+extern const struct ro_span fault_prog_ro_span;
 
 #endif

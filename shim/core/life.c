@@ -35,6 +35,7 @@ static union {
 	struct life_ro s;
 	unsigned char page[RO_PAGE];
 } life_ro __attribute__((aligned(RO_PAGE)));
+const struct ro_span life_ro_span = { &life_ro, sizeof(life_ro) };   /* ro.h: init.c lists it */
 static_assert(sizeof(life_ro) == RO_PAGE, "the life state is one page");
 
 static _Atomic int life_locked;         /* the page is read-only (a hint: locking twice is harmless) */

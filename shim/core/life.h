@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "ro.h"
 
 /* Install the fork handler (once; the constructor of the shim or the
  * first pool, whichever comes first, through pool_global_init). */
@@ -33,5 +34,8 @@ void life_exit_begin(void);
 bool life_exiting_here(void);
 /* Has exit begun in this process, on any thread? */
 bool life_exiting(void);
+
+/* This file's read-only page, for the one list (ro.h). */
+extern const struct ro_span life_ro_span;
 
 #endif

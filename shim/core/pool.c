@@ -1,19 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * pool.c - protectable pools: per-thread bump regions inside spans of the
- * arena, protection of what is new, and destruction.
- *
- * Costs: an allocation normally takes the inline fast path of pool.h (no
- * lock, no atomic instruction, one record and three counters written); this
- * file does the rest under the pool's lock: binding a thread's region, a
- * new span (one per 64 KiB .. 4 MiB of a thread's objects), past a
- * region's first MiB its memory made present 256 KiB ahead (one system
- * call, after the lock), catching up after a protect, caps, alignment,
- * large objects.  pool_protect() changes the pool's stamp, runs one
- * process-wide barrier (see pool.h for why), then reads every region's
- * cursor and makes one mprotect per contiguous range of new spans, none
- * when nothing is new.  Statistics are kept per region and summed when
- * read.
+ * pool.c - protectable pools: the registry of pool structs and their
+ * read-only table (flags, caps), creation, closing and destruction, each
+ * thread's slots bound to a pool's regions, and fork.  The allocation slow
+ * path is pool_alloc.c's, protect pool_protect.c's, the queries
+ * pool_query.c's; what they take from this file is in pool_inner.h.
  *
  * Lock order (pool.h): registry_lock, a pool's lock, the arena's.  No lock
  * is held while calling anything outside the shim.  Never calls malloc.
@@ -22,10 +13,10 @@
  */
 #define _GNU_SOURCE
 #include "pool.h"
+#include "pool_inner.h"
 #include "stderr.h"
 #include "pmalloc.h"
 #include "dlist.h"
-#include "fmt.h"
 #include "os.h"
 
 #include <errno.h>
@@ -35,11 +26,7 @@
 #define POOL_MAGIC UINT64_C(0x706d616c6c6f6331)
 #define POOL_MAX 65536u
 #define POOL_CAPS_MAX 64u
-#define SPAN_FIRST ((size_t)64 << 10)
-#define SPAN_MAX ((size_t)4 << 20)
 #define PARTIAL_MIN ((size_t)4 << 10)        /* a span left with less room is not reused */
-#define POPULATE_AFTER ((size_t)1 << 20)     /* see region_ahead() */
-#define POPULATE_AHEAD ((size_t)256 << 10)
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pmalloc_pool *registry;       /* live pools */
@@ -69,6 +56,7 @@ static union {
 	struct pool_ro s;
 	unsigned char pages[ALIGN_UP(sizeof(struct pool_ro), RO_PAGE)];
 } pool_ro __attribute__((aligned(RO_PAGE)));
+const struct ro_span pool_ro_span = { &pool_ro, sizeof(pool_ro) };   /* ro.h: init.c lists it */
 static_assert(PMALLOC_POOL_SEAL <= 0xff && POOL_INTERPOSED <= 0xff && POOL_CLOSED <= 0xff, "flags fit a byte");
 static bool pool_ro_locked;                 /* registry_lock */
 
@@ -159,7 +147,7 @@ static int set_cap(const struct pmalloc_pool *p, uint64_t bytes)
 }
 
 /* p's cap from the read-only table, 0 for none. */
-static uint64_t cap_of(const struct pmalloc_pool *p)
+uint64_t pool_cap(const struct pmalloc_pool *p)
 {
 	uint32_t slot = (uint32_t)(p - pool_ro.s.slab) + 1;
 	for (size_t i = 0; i < POOL_CAPS_MAX && pool_ro.s.caps[i].slot; i++)
@@ -168,39 +156,12 @@ static uint64_t cap_of(const struct pmalloc_pool *p)
 	return 0;
 }
 
-/* What p's cap leaves, under p's lock: false when need bytes more would
- * pass it.  *ret_max is the cap (0: none), *ret_capped the bytes counted
- * so far: the smaller of the two counts, so a forged count never lets
- * more in (a pool of the API has no cap). */
-static bool cap_room(const struct pmalloc_pool *p, size_t need, uint64_t *ret_max, size_t *ret_capped)
-{
-	uint64_t max_bytes = pool_interposed(p) ? cap_of(p) : 0;
-	size_t capped = atomic_load_explicit(&p->capped_used, memory_order_relaxed);
-	size_t mirror = atomic_load_explicit(&p->capped_mirror, memory_order_relaxed);
-	capped = mirror < capped ? mirror : capped;
-	*ret_max = max_bytes;
-	*ret_capped = capped;
-	return !max_bytes || capped + need <= max_bytes;
-}
-
-/* Count need more bytes against p's cap (cap_room() said there was room). */
-static void cap_count(struct pmalloc_pool *p, uint64_t max_bytes, size_t capped, size_t need)
-{
-	if (!max_bytes)
-		return;
-	atomic_store_explicit(&p->capped_used, capped + need, memory_order_relaxed);
-	atomic_store_explicit(&p->capped_mirror, capped + need, memory_order_relaxed);
-}
-
-static struct span *region_span(const struct pmalloc_pool *p, const struct pool_region *r, size_t *ret_end,
-				const char *api);
-
 /* A pool's lock: its words are the pool struct's, writable.  One forged
  * to "held" must not hang the program (nor a trigger) for good: after
  * POOL_LOCK_WAIT_S, far longer than any holder keeps it, the state is
  * taken as corrupt (fatal, with api's name). */
 #define POOL_LOCK_WAIT_S 5
-static void pool_lock(struct pmalloc_pool *p, const char *api)
+void pool_lock(struct pmalloc_pool *p, const char *api)
 {
 	int r = pthread_mutex_trylock(&p->lock);
 	if (likely(r == 0))
@@ -214,25 +175,15 @@ static void pool_lock(struct pmalloc_pool *p, const char *api)
 	fatal(api, "a pool's lock cannot be taken (corrupt pool state)");
 }
 
-static uint64_t new_stamp(void)
+uint64_t pool_new_stamp(void)
 {
 	return atomic_fetch_add_explicit(&stamp_seq, 1, memory_order_relaxed);
-}
-
-/* This thread's slot for p: the one bound to it, else the one its address
- * picks (whose pool, if any, is unbound by region_bind). */
-static struct pool_region *slot_of(const struct pmalloc_pool *p)
-{
-	for (int i = 0; i < POOL_SLOTS; i++)
-		if (pool_tls.slot[i].pool == p)
-			return &pool_tls.slot[i];
-	return &pool_tls.slot[((uintptr_t)p >> POOL_SHIFT) % POOL_SLOTS];
 }
 
 /* The region stops allocating in its span (pool's lock held): what it
  * handed out is recorded in the span, which is offered to the next region
  * that needs one when keep and it has room left. */
-static void region_leave_span(struct pmalloc_pool *p, struct pool_region *r, bool keep)
+void pool_region_leave_span(struct pmalloc_pool *p, struct pool_region *r, bool keep)
 {
 	struct span *s = r->span;
 	if (!s)
@@ -256,7 +207,7 @@ static void region_leave_span(struct pmalloc_pool *p, struct pool_region *r, boo
 /* Unlink r from p (p's lock held), its counts folded into the pool's. */
 static void region_unlink(struct pmalloc_pool *p, struct pool_region *r, bool keep)
 {
-	region_leave_span(p, r, keep);
+	pool_region_leave_span(p, r, keep);
 	p->requested += r->requested;
 	p->used += r->used;
 	r->requested = r->used = 0;
@@ -293,7 +244,7 @@ static void thread_exit(void *arg)
 /* Slot r for pool p, freed first if another pool had it; false (ENOMEM)
  * when the thread-exit destructor cannot be armed, for a region that would
  * outlive its thread must never be linked. */
-static bool region_bind(struct pmalloc_pool *p, struct pool_region *r)
+bool pool_region_bind(struct pmalloc_pool *p, struct pool_region *r)
 {
 	/* Outside our locks: it may allocate (keys past the first 32). */
 	if (!pool_tls.registered) {
@@ -430,288 +381,11 @@ struct pmalloc_pool *pool_create(const char *name, unsigned int flags, uint64_t 
 		size_t n = strnlen(name, POOL_NAME - 1);
 		memcpy(p->name, name, n);
 	}
-	atomic_store_explicit(&p->stamp, new_stamp(), memory_order_relaxed);
+	atomic_store_explicit(&p->stamp, pool_new_stamp(), memory_order_relaxed);
 	p->magic = POOL_MAGIC ^ (uintptr_t)p;
 	DLIST_PUSH(registry, p, reg_prev, reg_next);
 	pthread_mutex_unlock(&registry_lock);
 	return p;
-}
-
-/* Append span s to p's list (the pool's lock held). */
-static void list_add(struct pmalloc_pool *p, struct span *s)
-{
-	DLIST_PUSH_BACK(p->first, p->last, s, prev, next);
-	p->mapped += s->bytes;
-}
-
-/* A span of its own for one large object (the pool's lock held). */
-static void *alloc_single(struct pmalloc_pool *p, size_t need, size_t align, uint16_t site)
-{
-	struct span *s;
-	if (arena_span_alloc(need + align, true, pool_interposed(p), p, &s) < 0)
-		return NULL;
-	size_t off = ALIGN_UP(s->base, align) - s->base;
-	s->cursor = off + need;
-	s->single_off = off;
-	s->single_size = need;
-	s->single_site = site;
-	atomic_store_explicit(&s->single, true, memory_order_release);
-	list_add(p, s);
-	return (void *)(s->base + off);
-}
-
-/* alloc_single() with the pool's counts of a served object.  Lock held. */
-static void *alloc_single_counted(struct pmalloc_pool *p, size_t size, size_t need, size_t align, uint16_t site)
-{
-	void *ret = alloc_single(p, need, align, site);
-	if (ret) {
-		p->objects++;
-		p->requested += size;
-		p->used += need;
-	}
-	return ret;
-}
-
-/* Give region r a span with room for need bytes at align (p's lock held):
- * a partial one if the first on the list has the room, else a new one. */
-static bool region_new_span(struct pmalloc_pool *p, struct pool_region *r, size_t need, size_t align)
-{
-	struct span *s = p->partial;
-	if (s) {
-		size_t prot = span_prot_hi(s);
-		if (s->cursor < prot)
-			s->cursor = prot;
-		size_t at = ALIGN_UP(s->base + s->cursor, align);
-		if (at + need <= s->base + s->bytes) {
-			p->partial = s->partial_next;
-			s->partial_next = NULL;
-		} else {
-			s = NULL;
-		}
-	}
-	if (!s) {
-		while (r->next_span_bytes < need + align)
-			r->next_span_bytes *= 2;
-		if (arena_span_alloc(r->next_span_bytes, false, pool_interposed(p), p, &s) < 0)
-			return false;
-		/* 64 KiB twice, then doubling: the spans before the first
-		 * huge-page one add up to 2 MiB, so it can follow without a gap. */
-		if (r->next_span_bytes < SPAN_MAX && !r->first_span_done)
-			r->first_span_done = true;
-		else if (r->next_span_bytes < SPAN_MAX)
-			r->next_span_bytes *= 2;
-		list_add(p, s);
-	}
-	region_leave_span(p, r, false);
-	s->is_cur = true;
-	r->span = s;
-	r->cur = s->base + s->cursor;
-	r->touched = 0;
-	r->rec = s->rec_next;
-	return true;
-}
-
-/* Huge pages were found mapped ahead of a region's cursor: spans advised
- * for them are not populated ahead any more (the kernel's first touch of
- * each 2 MiB maps it all already). */
-static _Atomic bool huge_mapped;
-
-/* Where the fast path of region r stops (p's lock held): the end of its
- * span, or, once the region has handed out POPULATE_AFTER, the end of the
- * memory made present ahead of its cursor, POPULATE_AHEAD at a time in one
- * system call instead of a page fault per 4 KiB (~2 us each on a VM; the
- * alloc+write bench without huge pages: 75..99 ns per object instead of
- * 101..121, medians of six runs).  So the memory present but not yet
- * handed out is, per thread and pool, at most 256 KiB and at most a
- * quarter of what it already uses: none in a small pool.  Only when the
- * object that reached the end is at most a page: one larger may be written
- * sparsely, its pages only where it is.  Where the memory ahead is present
- * already, a huge page mapped it: the span is left to the kernel's first
- * touches.  [*lo, *hi): what to populate once the lock is released;
- * empty: nothing. */
-static uintptr_t region_ahead(struct pool_region *r, size_t need, uintptr_t *lo, uintptr_t *hi)
-{
-	struct span *s = r->span;
-	uintptr_t span_end = s->base + s->bytes, from = ALIGN_UP(r->cur, os_page_size);
-	bool huge = s->bytes >= ARENA_HUGE, present;
-	*lo = *hi = 0;
-	if (r->used < POPULATE_AFTER || (huge && atomic_load_explicit(&huge_mapped, memory_order_relaxed)))
-		return span_end;
-	uintptr_t end = span_end - from > POPULATE_AHEAD ? from + POPULATE_AHEAD : span_end;
-	if (end <= r->touched)
-		return r->touched;
-	uintptr_t start = r->touched > from ? r->touched : from;
-	if (start < end && os_present((void *)start, &present) == 0 && present) {
-		if (huge)
-			atomic_store_explicit(&huge_mapped, true, memory_order_relaxed);
-		r->touched = span_end;
-		return span_end;
-	}
-	r->touched = end;
-	if (need <= os_page_size) {
-		*lo = start;
-		*hi = end;
-	}
-	return end;
-}
-
-static cold void *cap_reached(struct pmalloc_pool *p)
-{
-	if (!atomic_exchange(&p->capped_said, 1))
-		debug_printf("pool \"%s\" reached max_bytes: further allocations go to the heap", p->name);
-	errno = ENOMEM;
-	return NULL;
-}
-
-void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_t site, const char *api)
-{
-	if (unlikely(!p)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	pool_check(p, api);
-	size_t need = ALIGN_UP(size ? size : 1, PM_ALIGN);
-	if (unlikely(need < size || need > ((size_t)1 << 46))) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	bool single = need + align - PM_ALIGN > POOL_SMALL_MAX;
-	struct pool_region *r = slot_of(p);
-	if (!single && r->pool == p && r != pool_active()) {
-		/* Another pool was used last: switch, no lock, and try again. */
-		pool_set_active(r);
-		return pool_alloc_api(p, size, align, site, api);
-	}
-	if (!single && r->pool != p && !region_bind(p, r)) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (!single)
-		pool_set_active(r);
-	void *ret = NULL;
-	uintptr_t pop_lo = 0, pop_hi = 0;
-	pool_lock(p, api);
-	if (unlikely(pool_closed(p))) {
-		pthread_mutex_unlock(&p->lock);
-		errno = ENOMEM;
-		return NULL;
-	}
-	/* The cap is counted under the lock: never passed, not even by racing
-	 * threads. */
-	uint64_t max_bytes;
-	size_t capped;
-	if (!cap_room(p, need, &max_bytes, &capped)) {
-		pthread_mutex_unlock(&p->lock);
-		return cap_reached(p);
-	}
-	if (single) {
-		ret = alloc_single_counted(p, size, need, align, site);
-	} else {
-		/* Catch up with a protect: the page it gave up is not ours.  The
-		 * region (its thread's TLS, writable) is checked first. */
-		size_t checked_end;
-		struct span *s = region_span(p, r, &checked_end, api);
-		if (s && r->cur < s->base + span_prot_hi(s))
-			r->cur = s->base + span_prot_hi(s);
-		r->stamp = atomic_load_explicit(&p->stamp, memory_order_relaxed);
-		uintptr_t at = ALIGN_UP(r->cur, align);
-		if (!s || at + need > s->base + s->bytes) {
-			if (region_new_span(p, r, need, align))
-				at = ALIGN_UP(r->cur, align);
-			else
-				r = NULL;
-		}
-		if (r) {
-			r->cur = at + need;
-			*r->rec++ = span_record(at, need, site);
-			r->requested += size;
-			r->used += need;
-			/* A capped pool counts every byte here, so its fast path never has room. */
-			uintptr_t end = region_ahead(r, need, &pop_lo, &pop_hi);
-			r->end = max_bytes ? r->cur : end;
-			ret = (void *)at;
-		}
-	}
-	if (ret)
-		cap_count(p, max_bytes, capped, need);
-	pthread_mutex_unlock(&p->lock);
-	/* The region's own memory, which no other thread bumps in: no lock. */
-	if (pop_hi > pop_lo)
-		os_populate((void *)pop_lo, pop_hi - pop_lo);
-	if (!ret)
-		errno = ENOMEM;
-	return ret;
-}
-
-static void *alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, size_t align, uint16_t site,
-		      bool fresh_page, bool reopened)
-{
-	size_t need = ALIGN_UP(size ? size : 1, PM_ALIGN);
-	if (unlikely(need < size || need > ((size_t)1 << 46))) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	bool single = need + align - PM_ALIGN > POOL_SMALL_MAX;
-	void *ret = NULL;
-	pool_lock(p, "malloc");
-	uint64_t max_bytes;
-	size_t capped;
-	if ((pool_closed(p) && !reopened) || !cap_room(p, need, &max_bytes, &capped)) {
-		pthread_mutex_unlock(&p->lock);
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (single) {
-		ret = alloc_single_counted(p, size, need, align, site);
-	} else {
-		if (r->pool != p) {
-			r->pool = p;
-			r->shared = true;
-			r->next_span_bytes = SPAN_FIRST;
-			r->first_span_done = false;
-			DLIST_PUSH(p->regions, r, prev, next);
-		}
-		struct span *s = r->span;
-		if (s && r->cur < s->base + span_prot_hi(s))
-			r->cur = s->base + span_prot_hi(s);
-		if (s && fresh_page)
-			r->cur = ALIGN_UP(r->cur, os_page_size);
-		uintptr_t at = ALIGN_UP(r->cur, align);
-		if (!s || at + need > s->base + s->bytes) {
-			/* A new span starts on a page of its own whatever fresh_page
-			 * says: a partial one may start mid-page, on a page whose
-			 * objects are another owner's (learn.c: one context a page).
-			 * Room for the page skipped too. */
-			if (!region_new_span(p, r, need + os_page_size, align)) {
-				pthread_mutex_unlock(&p->lock);
-				errno = ENOMEM;
-				return NULL;
-			}
-			r->cur = ALIGN_UP(r->cur, os_page_size);
-			at = ALIGN_UP(r->cur, align);
-		}
-		r->cur = r->end = at + need;     /* end == cur: no fast path ever uses r */
-		*r->rec++ = span_record(at, need, site);
-		r->requested += size;
-		r->used += need;
-		ret = (void *)at;
-	}
-	if (ret)
-		cap_count(p, max_bytes, capped, need);
-	pthread_mutex_unlock(&p->lock);
-	return ret;
-}
-
-void *pool_alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size, size_t align, uint16_t site,
-		    bool fresh_page)
-{
-	return alloc_in(p, r, size, align, site, fresh_page, false);
-}
-
-void *pool_alloc_reopened(struct pmalloc_pool *p, struct pool_region *r, size_t size, size_t align,
-			  uint16_t site, bool fresh_page)
-{
-	return alloc_in(p, r, size, align, site, fresh_page, true);
 }
 
 bool pool_closed(const struct pmalloc_pool *p)
@@ -731,39 +405,8 @@ void pool_close(struct pmalloc_pool *p)
 	pool_lock(p, "protect");
 	/* Every fast path from here on fails its stamp compare and finds the
 	 * pool closed under the lock. */
-	atomic_store_explicit(&p->stamp, new_stamp(), memory_order_relaxed);
+	atomic_store_explicit(&p->stamp, pool_new_stamp(), memory_order_relaxed);
 	pthread_mutex_unlock(&p->lock);
-}
-
-/* mprotect (and mseal) one contiguous range: 0, or -ENOMEM when the
- * process is out of memory mappings (vm.max_map_count). */
-static int protect_range(struct pmalloc_pool *p, uintptr_t a, uintptr_t b, const char *api)
-{
-	if (a == b)
-		return 0;
-	int r = os_protect_ro((void *)a, b - a);
-	if (r == -ENOMEM)
-		return r;
-	if (r < 0)
-		fatal(api, "mprotect of pool memory failed");
-	if (pool_seals(p) && os_have_mseal && os_seal((void *)a, b - a) < 0)
-		fatal(api, "mseal of pool memory failed");
-	return 0;
-}
-
-/* The spans [first, last] of a range that could not be protected: their
- * marks go back, so the next protect tries them again and nothing claims
- * to be read-only that is not. */
-static size_t protect_undo(struct span *first, struct span *last)
-{
-	size_t undone = 0;
-	for (struct span *s = first; s; s = s->next) {
-		undone += span_prot_lo(s) - s->prot_before;
-		span_set_prot(s, s->prot_before);
-		if (s == last)
-			break;
-	}
-	return undone;
 }
 
 /* A region's span and where its objects end (p's lock held), checked
@@ -772,8 +415,8 @@ static size_t protect_undo(struct span *first, struct span *last)
  * arena's, owned by p, and the cursor inside it; anything else is a
  * corrupt region, fatal (api's name): allocating on from it could hand out
  * memory that no protect covers.  NULL for a region without a span. */
-static struct span *region_span(const struct pmalloc_pool *p, const struct pool_region *r, size_t *ret_end,
-				const char *api)
+struct span *pool_region_span(const struct pmalloc_pool *p, const struct pool_region *r, size_t *ret_end,
+			      const char *api)
 {
 	struct span *s = r->span;
 	if (!s)
@@ -787,284 +430,13 @@ static struct span *region_span(const struct pmalloc_pool *p, const struct pool_
 	return s;
 }
 
-/* Every region of p a protect reads (p's lock held): those linked into the
- * pool, then this thread's own slots bound to it, so that a list head
- * overwritten cannot hide the region of the thread that protects (a
- * trigger runs on the thread that allocated, most often).  fn(s, end). */
-#define REGIONS_MAX (1u << 20)   /* a longer list is a corrupt one (a cycle) */
-static bool for_each_region(struct pmalloc_pool *p, const char *api, bool (*fn)(struct span *, size_t, void *),
-			    void *ctx)
-{
-	size_t end, n = 0;
-	for (struct pool_region *r = p->regions; r; r = r->next) {
-		struct span *s = region_span(p, r, &end, api);
-		if (s && !fn(s, end, ctx))
-			return false;
-		if (++n > REGIONS_MAX)
-			fatal(api, "a pool's region list does not end (corrupt pool state)");
-	}
-	for (int i = 0; i < POOL_SLOTS; i++) {
-		struct span *s = pool_tls.slot[i].pool == p ? region_span(p, &pool_tls.slot[i], &end, api) : NULL;
-		if (s && !fn(s, end, ctx))
-			return false;
-	}
-	return true;
-}
-
-/* The spans of p, by age, each checked like a region's (fn false stops). */
-static void for_each_span(struct pmalloc_pool *p, const char *api, bool (*fn)(struct span *, void *), void *ctx)
-{
-	size_t n = 0;
-	for (struct span *s = p->first; s; s = s->next) {
-		if (!arena_span_valid(s) || atomic_load_explicit(&s->pool, memory_order_relaxed) != p ||
-		    ++n > ARENA_UNITS_MAX)
-			fatal(api, "a pool's span list is corrupt");
-		if (!fn(s, ctx))
-			return;
-	}
-}
-
-/* Where the protect of s stops: its objects' end (a region's span, or one
- * on the partial list), else all of it. */
-static size_t span_protect_end(const struct span *s)
-{
-	/* A cursor past the span is corrupt (and would wrap when rounded up):
-	 * all of it then, the safe side. */
-	if (!s->is_cur || s->cursor >= s->bytes)
-		return s->bytes;
-	size_t end = ALIGN_UP(s->cursor, os_page_size);
-	return end < s->bytes ? end : s->bytes;
-}
-
-static bool region_new(struct span *s, size_t end, void *ctx)
-{
-	(void)ctx;
-	return end <= span_prot_lo(s);
-}
-
-static bool span_new(struct span *s, void *ctx)
-{
-	bool *any = ctx;
-	*any = span_protect_end(s) > span_prot_lo(s);
-	return !*any;
-}
-
-/* Nothing to protect (p's lock held), judged without the barrier: a cursor
- * this misses belongs to an allocation that did not happen before this
- * protect, so it may as well come after it.  Keeps a protect with nothing
- * new free of system calls (a walk over the pool's spans and regions). */
-static bool nothing_new(struct pmalloc_pool *p, const char *api)
-{
-	bool any = false;
-	for_each_span(p, api, span_new, &any);
-	return !any && for_each_region(p, api, region_new, NULL);
-}
-
-static bool region_cursor(struct span *s, size_t end, void *ctx)
-{
-	(void)ctx;
-	if (end > s->cursor)
-		s->cursor = end;
-	return true;
-}
-
-struct protect_run {
-	struct pmalloc_pool *p;
-	const char *api;
-	size_t fresh;
-	uintptr_t a, b;                  /* the contiguous range being gathered */
-	struct span *range_first, *range_last, *failed;
-};
-
-static void run_flush(struct protect_run *pr)
-{
-	if (protect_range(pr->p, pr->a, pr->b, pr->api) < 0) {
-		pr->fresh -= protect_undo(pr->range_first, pr->range_last);
-		pr->failed = pr->failed ? pr->failed : pr->range_first;
-	} else if (pr->a < pr->b) {
-		/* Read-only now: the public query may say so. */
-		for (struct span *s = pr->range_first; s; s = s->next) {
-			atomic_store_explicit(&s->prot_done, span_prot_lo(s), memory_order_release);
-			if (s == pr->range_last)
-				break;
-		}
-	}
-	pr->a = pr->b = 0;
-}
-
-static bool span_protect(struct span *s, void *ctx)
-{
-	struct protect_run *pr = ctx;
-	size_t start = span_prot_lo(s);
-	size_t end = span_protect_end(s);
-	s->prot_before = start;       /* what protect_undo() restores */
-	if (end <= start)
-		return true;
-	if (s->is_cur)
-		s->cursor = end;          /* the page's tail is given up */
-	if (s->base + start != pr->b) {
-		run_flush(pr);
-		pr->a = s->base + start;
-		pr->range_first = s;
-	}
-	/* Published before the mprotect, so a fault can never find memory
-	 * read-only yet not known to be protected. */
-	span_set_prot(s, end);
-	pr->fresh += end - start;
-	pr->b = s->base + end;
-	pr->range_last = s;
-	return true;
-}
-
-/* A region's span the list walk did not reach (the pool's span list
- * overwritten): protected alone. */
-static bool region_protect(struct span *s, size_t end, void *ctx)
-{
-	struct protect_run *pr = ctx;
-	(void)end;
-	if (span_protect_end(s) > span_prot_lo(s)) {
-		span_protect(s, pr);
-		run_flush(pr);
-	}
-	return true;
-}
-
-size_t pool_protect(struct pmalloc_pool *p, const char *api)
-{
-	struct protect_run pr = { .p = p, .api = api };
-	pool_lock(p, api);
-	if (nothing_new(p, api)) {
-		pthread_mutex_unlock(&p->lock);
-		return 0;
-	}
-	/* Every fast path from here on fails its stamp compare; after the
-	 * barrier every cursor a fast path stored before that is visible. */
-	atomic_store_explicit(&p->stamp, new_stamp(), memory_order_relaxed);
-	if (p->regions && os_process_barrier() < 0)
-		fatal(api, "no memory barrier across threads (out of memory)");
-	for_each_region(p, api, region_cursor, NULL);
-	for_each_span(p, api, span_protect, &pr);
-	run_flush(&pr);
-	for_each_region(p, api, region_protect, &pr);
-	if (pr.fresh) {
-		p->protected_bytes += pr.fresh;
-		p->protect_calls++;
-	}
-	if (pr.failed)
-		p->protect_failures++;
-	pthread_mutex_unlock(&p->lock);
-	if (pr.failed)
-		debug_printf("cannot protect all of pool \"%s\": out of memory mappings (vm.max_map_count); "
-			     "will retry at the next protect", p->name);
-	return pr.fresh;
-}
-
-struct reprotect_run {
-	struct pmalloc_pool *p;
-	const char *api;
-	uintptr_t a, b;
-};
-
-static void reprotect_flush(struct reprotect_run *rr)
-{
-	if (rr->a < rr->b && os_protect_ro((void *)rr->a, rr->b - rr->a) < 0)
-		fatal(rr->api, "cannot make pool memory read-only again");
-	rr->a = rr->b = 0;
-}
-
-static bool span_reprotect(struct span *s, void *ctx)
-{
-	struct reprotect_run *rr = ctx;
-	size_t done = atomic_load_explicit(&s->prot_done, memory_order_acquire);
-	if (!done)
-		return true;
-	if (s->base != rr->b) {
-		reprotect_flush(rr);
-		rr->a = s->base;
-	}
-	rr->b = s->base + done;
-	if (done < s->bytes)
-		reprotect_flush(rr);
-	return true;
-}
-
-void pool_reprotect(struct pmalloc_pool *p, const char *api)
-{
-	struct reprotect_run rr = { .p = p, .api = api };
-	pool_lock(p, api);
-	for_each_span(p, api, span_reprotect, &rr);
-	reprotect_flush(&rr);
-	pthread_mutex_unlock(&p->lock);
-}
-
-static bool span_reopen(struct span *s, void *ctx)
-{
-	size_t *reopened = ctx;
-	size_t hi = span_prot_hi(s);
-	if (!hi)
-		return true;
-	/* Out of memory mappings: this span and those after it stay
-	 * read-only, as the parent made them (the marks still say so). */
-	if (os_protect_rw((void *)s->base, hi) < 0)
-		return false;
-	/* Not protected now: the marks say so, for the fault handler, for
-	 * pmalloc_is_protected() and for the next protect, which takes it
-	 * all again. */
-	atomic_store_explicit(&s->prot_done, 0, memory_order_release);
-	span_set_prot(s, 0);
-	s->prot_before = 0;
-	*reopened += hi;
-	return true;
-}
-
-size_t pool_reopen(struct pmalloc_pool *p)
-{
-	if (pool_seals(p) && os_have_mseal)
-		return 0;                 /* the kernel keeps sealed memory read-only */
-	size_t reopened = 0;
-	pool_lock(p, "fork");
-	atomic_store_explicit(&p->stamp, new_stamp(), memory_order_relaxed);
-	for_each_span(p, "fork", span_reopen, &reopened);
-	p->protected_bytes = 0;
-	pthread_mutex_unlock(&p->lock);
-	return reopened;
-}
-
-void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret)
-{
-	struct pool_totals t = { 0 };
-	pool_lock(p, "pmalloc_pool_stats");
-	t.objects = p->objects;
-	t.requested = p->requested;
-	t.used = p->used;
-	/* The regions' counters are their threads' to write, without a lock:
-	 * each word is read whole, the sum is as of some moment per region.
-	 * Objects are counted by their records. */
-	for (struct pool_region *r = p->regions; r; r = r->next) {
-		t.requested += __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
-		t.used += __atomic_load_n(&r->used, __ATOMIC_RELAXED);
-		if (r->span)
-			r->span->rec_next = __atomic_load_n(&r->rec, __ATOMIC_RELAXED);
-	}
-	for (struct span *s = p->first; s; s = s->next)
-		if (s->recs)
-			t.objects += (size_t)(s->rec_next - s->recs);
-	t.protected_bytes = p->protected_bytes;
-	t.mapped = p->mapped;
-	t.protect_calls = p->protect_calls;
-	t.protect_failures = p->protect_failures;
-	t.freed_protected = atomic_load_explicit(&p->freed_protected, memory_order_relaxed);
-	pthread_mutex_unlock(&p->lock);
-	*ret = t;
-}
-
 void pool_destroy(struct pmalloc_pool *p)
 {
 	pthread_mutex_lock(&registry_lock);
 	DLIST_UNLINK(registry, p, reg_prev, reg_next);
 	pthread_mutex_lock(&p->lock);
 	p->magic = 0;
-	atomic_store_explicit(&p->stamp, new_stamp(), memory_order_relaxed);
+	atomic_store_explicit(&p->stamp, pool_new_stamp(), memory_order_relaxed);
 	/* Regions of any thread: their slots are freed (registry_lock keeps
 	 * their threads from rebinding them meanwhile). */
 	for (struct pool_region *r = p->regions, *next; r; r = next) {
@@ -1091,59 +463,4 @@ void pool_destroy(struct pmalloc_pool *p)
 	p->reg_next = slab_free;
 	slab_free = p;
 	pthread_mutex_unlock(&registry_lock);
-}
-
-bool pool_lookup(const void *addr, struct pool_hit *ret)
-{
-	struct span *s = arena_span_of(addr);
-	if (!s)
-		return false;
-	size_t off = (uintptr_t)addr - s->base;
-	struct span_object o;
-	memset(ret, 0, sizeof(*ret));
-	ret->pool = atomic_load_explicit(&s->pool, memory_order_acquire);
-	ret->span = s;
-	ret->addr = (uintptr_t)addr;
-	ret->is_protected = off < span_prot_hi(s);
-	if (span_object_at(s, off, &o)) {
-		ret->in_object = true;
-		ret->object = s->base + o.start;
-		ret->object_size = o.size;
-		ret->site = o.site;
-	}
-	return ret->pool != NULL;
-}
-
-static struct pool_hit object_of(const void *p, const char *api)
-{
-	struct pool_hit hit;
-	if (!pool_lookup(p, &hit) || !hit.in_object || hit.object != (uintptr_t)p)
-		fatal(api, "invalid pointer into pool memory");
-	return hit;
-}
-
-void pool_note_free(void *p, const char *api)
-{
-	struct pool_hit hit = object_of(p, api);
-	atomic_fetch_add_explicit(&hit.pool->frees, 1, memory_order_relaxed);
-	if (hit.is_protected)
-		atomic_fetch_add_explicit(&hit.pool->freed_protected, hit.object_size, memory_order_relaxed);
-}
-
-size_t pool_usable_size(const void *p, const char *api)
-{
-	return object_of(p, api).object_size;
-}
-
-bool pool_is_protected(const void *p)
-{
-	/* O(1): the span and its mark, not the object. */
-	struct span *s = arena_span_of(p);
-	return s && (uintptr_t)p - s->base < span_prot_hi(s);
-}
-
-bool pool_is_read_only(const void *p)
-{
-	struct span *s = arena_span_of(p);
-	return s && (uintptr_t)p - s->base < atomic_load_explicit(&s->prot_done, memory_order_acquire);
 }

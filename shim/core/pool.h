@@ -14,6 +14,7 @@
 #include "arena.h"
 
 #include <pthread.h>
+#include "ro.h"
 
 #define POOL_NAME 64
 
@@ -265,5 +266,8 @@ bool pool_is_read_only(const void *p);
  * creates a pool (api.c, init.c) installs it (fault_install()) before the
  * pool can be protected, so that fault.c uses pool.c and not the reverse. */
 void pool_global_init(void);
+
+/* This file's read-only page, for the one list (ro.h). */
+extern const struct ro_span pool_ro_span;
 
 #endif

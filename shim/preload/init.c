@@ -21,6 +21,7 @@
 #include "site.h"
 #include "arena.h"
 #include "client.h"
+#include "dynsym.h"
 #include "fault.h"
 #include "fmt.h"
 #include "heap.h"
@@ -346,6 +347,8 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		pools[i] = st->pools[i].pool;
 	enum fault_mode fm = img->mode == POLICY_MODE_AUDIT ? FAULT_AUDIT
 			     : img->mode == POLICY_MODE_LEARN && learn_init(st) ? FAULT_LEARN : FAULT_ENFORCE;
+	if (fm == FAULT_LEARN)
+		learn_flush_init();
 	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL, reload_let_through,
 		      seal);
 	if (r < 0)
@@ -369,11 +372,26 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 /* The one list of the shim's read-only pages (ro.h).  These are frozen by
  * their owners at times of their own; listed, each is checked against
  * this kernel's page at start-up, so that none is left writable unsaid.
- * (pool.c's, fault.c's, dynsym.c's, resolve.c's and client.c's pages are
- * static there, frozen by their owners, not listed yet.) */
+ * A page static in its owner's file is lent as its const ro_span.  Every
+ * RO_PAGE-aligned page of the library must be here: ro_pages.sh counts
+ * them in the library's symbols against the count said below. */
+static int list_span(const char *name, const struct ro_span *s)
+{
+	return ro_register(name, s->p, s->len, true);
+}
+
 static int list_ro(void)
 {
 	int r = 0;
+	r |= ro_register("libc's entry points", &libc_ro, sizeof(libc_ro), true);
+	r |= list_span("process role", &life_ro_span);
+	r |= list_span("pools' flags and caps", &pool_ro_span);
+	r |= list_span("fault decision", &fault_ro_span);
+	r |= list_span("fault handler's program", &fault_prog_ro_span);
+	r |= list_span("program's exported symbols", &dynsym_ro_span);
+	r |= list_span("site rules and tables", &resolve_ro_span);
+	r |= list_span("reload window", &reload_ro_span);
+	r |= list_span("pmallocd connection", &client_ro_span);
 	r |= ro_register("kernel probe", &os_ro, sizeof(os_ro), true);
 	r |= ro_register("heap table", &heap_page, sizeof(heap_page), true);
 	r |= ro_register("arena's units", &units_ro, sizeof(units_ro), true);
@@ -415,6 +433,7 @@ static void shim_init(void)
 	int listed = list_ro();
 	if (listed == 0)
 		listed = ro_freeze_all(false, &left);
+	debug_printf("read-only pages: %zu listed (and the list's own)", ro_count());
 	if (listed < 0) {
 		say("the %s cannot be made read-only on this kernel (%zu-byte pages): %s (running unprotected)",
 		    left, os_page_size, strerror(-listed));

@@ -22,6 +22,14 @@
 
 #define RO_MAX 24
 
+/* Where a page is, as its owner lends it to the list: the page stays
+ * static in its owner's file, frozen by it; init.c registers the span.
+ * The span itself is const (relocated read-only). */
+struct ro_span {
+	void *p;
+	size_t len;
+};
+
 /* Is [p, p+len) whole pages of size page (so mprotect can cover exactly
  * it)?  A RO_PAGE-aligned region of RO_PAGE multiples is, wherever the
  * kernel's page divides RO_PAGE. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * policy.c - libFuzzer harness for the policy parser (common/policy/policy.c) and
+ * policy.c - libFuzzer harness for the policy parser (common/policy/policy_load.c) and
  * the compiler of its policies (common/policy/policy_image.c).
  *
  * Input: the text of a policy file.  What a valid file must also do: each

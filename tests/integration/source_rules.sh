@@ -8,7 +8,8 @@
 # defined once
 # (common/proto/msgid.h); the shim's kernel calls for memory, signals,
 # threads and clocks, and its raw system calls, are made in shim/sys/os.c
-# only (the rule is stated in os.c's opening comment).
+# only (the rule is stated in os.c's opening comment); no source file of
+# shim/, daemon/ or common/ is over 1,000 lines.
 . "$(dirname "$0")/lib.sh"
 
 cd "$SRC" || fail "cannot enter $SRC"
@@ -91,6 +92,16 @@ for f in $(find $src_dirs -name '*.c'); do
 	[[ $first == '/*'* ]] || fail "$f does not open with a comment"
 done
 pass "ARCHITECTURE.md names every source file; every .c file opens with a comment"
+
+# No room grows past 1,000 lines: a file that does is split by its
+# concerns (ARCHITECTURE.md names each room).
+# (The tracked files; outside a git checkout, every one.)
+files=$(git ls-files -- 'shim/*.[ch]' 'daemon/*.[ch]' 'common/*.[ch]' 2>/dev/null) ||
+	files=$(find shim daemon common -name '*.[ch]')
+[ -n "$files" ] || fail "no source files found in shim/, daemon/, common/"
+big=$(wc -l $files | awk '$2 != "total" && $1 > 1000 { printf "%s (%d lines) ", $2, $1 }')
+[ -z "$big" ] || fail "files over 1,000 lines, to split by concern: $big"
+pass "no .c or .h file of shim/, daemon/ or common/ is over 1,000 lines"
 
 # The test scripts take the MESSAGE_IDs from lib.sh ($MID_*, read from
 # msgid.h), never write one out.

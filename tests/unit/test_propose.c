@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * test_propose.c - propose's counting (daemon/pmallocctl/ctl_propose_chain.c):
- * frees before the trigger told from frees after it (PMALLOC_TRIGGER_LIVE_*),
- * which contexts are clean, the sites and max_bytes that follow (what a
- * site frees before the trigger weighed over its contexts), and the
- * coverage lines, on contexts made up to the byte.
+ * test_propose.c - propose's counting and choice
+ * (daemon/pmallocctl/ctl_propose_set.c, ctl_propose_chain.c): frees before
+ * the trigger told from frees after it (PMALLOC_TRIGGER_LIVE_*), which
+ * contexts are clean, the sites and max_bytes that follow (what a site
+ * frees before the trigger weighed over its contexts), and the coverage
+ * lines, on contexts made up to the byte.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl_propose.h"
+#include "ctl_propose_chain.h"
+#include "ctl_propose_set.h"
 #include "testutil.h"
 
 /* An entry's counts as the journal gives them: OBJECTS, BYTES, what was

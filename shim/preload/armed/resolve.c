@@ -27,6 +27,10 @@
  * lookups take no lock.  Its own allocations go to the heap by name
  * (heap.h); it runs with shim_busy set for what the loader and libc
  * allocate on its behalf.  Never called from a signal handler.
+ *
+ * This file reads the objects and answers the route queries; the rules
+ * are resolve_rules.c's, the range tables resolve_table.c's (what they
+ * share: resolve_inner.h).
  */
 #define _GNU_SOURCE
 #include "resolve.h"
@@ -38,8 +42,6 @@
 
 #include <dlfcn.h>
 #include <elf.h>
-#include <errno.h>
-#include <fnmatch.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -47,304 +49,22 @@
 #include <string.h>
 #include <unistd.h>
 #include <unwind.h>
+#include "resolve_inner.h"      /* last: its short names are macros */
 
 #define OBJECTS_MAX 4096
 
-struct rule {
-	int route;                  /* pool index, or SITE_ROUTE_WRAPPER */
-	int pool;                   /* the pool whose rule it is (a wrapper's too) */
-	const char *object;         /* glob or NULL */
-	const char *function;       /* glob; the text "+0xOFFSET" of an offset site */
-	const char *build_id;       /* offset sites: the build-id the object must have, or NULL */
-	uint64_t offset;            /* offset sites */
-	bool by_offset;
-	size_t prefix_len;          /* function's leading characters that are not a glob's */
-	bool literal;               /* function has no glob characters */
-	bool prefix_star;           /* function is those characters then "*" */
-};
-
-/* A loaded object, as both dl_iterate_phdr and a link map name it: load
- * bias and l_name ("" for the program).  Two objects loaded at once never
- * share both; an object loaded where an unloaded one was is a new key only
- * once the old one is forgotten (resolve_forget_unloaded). */
-struct object_key {
-	uintptr_t base;
-	const char *name;         /* interned copy */
-};
-
-struct range {
-	uintptr_t start, end;
-	int route;
-	const char *name;
-	uintptr_t name_base;        /* what the site's "name+0xOFF" counts from */
-	struct object_key obj;
-};
-
-struct range_table {
-	size_t n, map_len;
-	struct range r[];
-};
-
-/* What decides a site's route, in a page of its own: written at start-up
- * (resolve_init, before the state is armed), then read-only; the table
- * pointers are written again only by publish_table(), which opens the
- * page for the one store (resolve_lock held) and fails hard when it cannot
- * close it.  The rules and the range tables it points to are read-only
- * too, so a write into the shim's data or the heap cannot make a site
- * resolve to nothing (the heap). */
-struct resolve_ro {
-	const struct shim_state *state;  /* the state being armed, then shim */
-	struct rule *rules;              /* in a read-only mapping of their own (freeze_rules) */
-	size_t n_rules;
-	bool any_specific;               /* a rule other than the match-all "*" (a wrapper is one) */
-	bool frozen;                     /* the page is read-only */
-	/* Functions the rules name, and, apart, the call sites that offset
-	 * rules name (one byte each: a function range may hold several, and
-	 * the function table's search needs ranges that do not overlap). */
-	struct range_table *_Atomic table;
-	struct range_table *_Atomic points;
-};
-static union {
-	struct resolve_ro s;
-	unsigned char page[RO_PAGE];
-} rro __attribute__((aligned(RO_PAGE)));
-#define state (rro.s.state)
-#define rules (rro.s.rules)
-#define n_rules (rro.s.n_rules)
-#define any_specific (rro.s.any_specific)
-#define table (rro.s.table)
-#define points (rro.s.points)
-/* Which rules matched something, which rules' object glob fits a loaded
- * object (until then an unmatched rule waits for its object rather than
- * matching nothing), and which were left out of an object that more than
- * POLICY_OBJECT_NAME_RULES_MAX name rules fit: status for pmallocd and the
- * journal, never a decision, so writable beside the read-only rules. */
-static bool *matched, *object_loaded, *dropped;
 static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct object_key scanned[OBJECTS_MAX];   /* objects already read */
 static size_t n_scanned;
 
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-	return s ? s + 1 : path;
-}
-
-static bool object_matches(const struct rule *r, const char *path)
-{
-	return !r->object || fnmatch(r->object, path, 0) == 0 ||
-	       fnmatch(r->object, base_name(path), 0) == 0;
-}
-
-/* The rules that can name something in the object at path: by function
- * name (a proposal's sites and wrappers: redis's names 63 in its own
- * object), and how many by offset (collect_points() finds those itself: a
- * proposal pins hundreds of calls in one object). */
-struct applicable {
-	struct rule *by_name[POLICY_OBJECT_NAME_RULES_MAX];
-	size_t n_name, n_offset;
-};
-
-/* A rule by name past the first POLICY_OBJECT_NAME_RULES_MAX that fit the
- * object at path is not applied there: marked (status shows it, the
- * journal says it) and said once under PMALLOC_DEBUG. */
-static void drop_rule(size_t i, const char *path)
-{
-	if (!dropped || dropped[i])
-		return;
-	dropped[i] = true;
-	const struct rule *ru = &rules[i];
-	debug_printf("%s rule \"%s%s%s\" not applied in %s: more than %d rules by name fit it (the first %d are)",
-		     ru->route == SITE_ROUTE_WRAPPER ? "wrapper" : "site", ru->object ? ru->object : "",
-		     ru->object ? ":" : "", ru->function, path, POLICY_OBJECT_NAME_RULES_MAX,
-		     POLICY_OBJECT_NAME_RULES_MAX);
-}
-
-static void applicable_rules(const char *path, struct applicable *a)
-{
-	a->n_name = a->n_offset = 0;
-	for (size_t i = 0; i < n_rules; i++) {
-		if (!object_matches(&rules[i], path))
-			continue;
-		if (object_loaded)
-			object_loaded[i] = true;
-		if (rules[i].by_offset)
-			a->n_offset++;
-		else if (a->n_name < ARRAY_SIZE(a->by_name))
-			a->by_name[a->n_name++] = &rules[i];
-		else
-			drop_rule(i, path);
-	}
-}
-
-/* The first of rules[n] that names function name, or NULL: first rule
- * wins (wrappers are listed before sites).  The first characters, then
- * the literal prefix, reject nearly all before strcmp or fnmatch is asked. */
-static struct rule *first_rule(struct rule *const *list, size_t n, const char *name)
-{
-	for (size_t i = 0; i < n; i++) {
-		struct rule *ru = list[i];
-		if (ru->prefix_len && (name[0] != ru->function[0] ||
-				       (ru->prefix_len > 1 && name[1] != ru->function[1])))
-			continue;
-		if (ru->literal ? strcmp(ru->function, name) == 0
-				: strncmp(ru->function, name, ru->prefix_len) == 0 &&
-				  (ru->prefix_star || fnmatch(ru->function, name, 0) == 0))
-			return ru;
-	}
-	return NULL;
-}
-
-/* The walk's filter for the names list[n] can match: on as many of their
- * first characters as every rule spells (up to 4); NULL when a rule starts
- * with a glob. */
-static const struct symtab_filter *filter_for(struct symtab_filter *f, struct rule *const *list, size_t n)
-{
-	size_t k = 4;
-	for (size_t i = 0; i < n; i++)
-		k = list[i]->prefix_len < k ? list[i]->prefix_len : k;
-	if (k == 0)
-		return NULL;
-	symtab_filter_clear(f, (unsigned)k);
-	for (size_t i = 0; i < n; i++)
-		symtab_filter_add(f, list[i]->function);
-	return f;
-}
-
-/* Collected ranges of one object, before merging.  Their names are copied
- * into blocks of the collect's own, never freed (nor are the tables that
- * point at them): python3's 42 ranges took 42 strdup calls, some 20,000
- * instructions of its start-up, where this takes one malloc. */
-struct collect {
-	struct rule *const *apply;   /* the rules that apply to this object */
-	size_t n_apply;
-	struct object_key obj;
-	struct range *r;
-	size_t n, cap;
-	char *names;                 /* room left for names, names_left bytes */
-	size_t names_left;
-};
-
-#define NAMES_BLOCK 2048
-
-static const char *collect_name(struct collect *c, const char *name)
-{
-	size_t len = strlen(name) + 1;
-	if (len > c->names_left) {
-		size_t size = len > NAMES_BLOCK ? len : NAMES_BLOCK;
-		char *b = heap_malloc(size);
-		if (!b)
-			return NULL;
-		c->names = b;
-		c->names_left = size;
-	}
-	char *copy = c->names;
-	memcpy(copy, name, len);
-	c->names += len;
-	c->names_left -= len;
-	return copy;
-}
-
-static int collect_add(struct collect *c, uintptr_t start, uintptr_t end, int route, const char *name,
-		       uintptr_t name_base)
-{
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		struct range *nr = heap_realloc(c->r, cap * sizeof(*nr));
-		if (!nr)
-			return -ENOMEM;
-		c->r = nr;
-		c->cap = cap;
-	}
-	struct range *r = &c->r[c->n];
-	*r = (struct range){ start, end, route, NULL, name_base, c->obj };
-	r->name = collect_name(c, name);
-	if (!r->name)
-		return -ENOMEM;
-	c->n++;
-	return 0;
-}
-
 static int collect_symbol(void *ctx, const char *name, uintptr_t start, size_t size)
 {
 	struct collect *c = ctx;
-	struct rule *ru = first_rule(c->apply, c->n_apply, name);
+	struct rule *ru = resolve_first_rule(c->apply, c->n_apply, name);
 	if (!ru)
 		return 0;
-	matched[ru - rules] = true;
-	return collect_add(c, start, start + size, ru->route, name, start);
-}
-
-static int range_cmp(const void *a, const void *b)
-{
-	const struct range *x = a, *y = b;
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* Tables come from one mapping made at start-up: no mmap while the
- * program runs (after a dlclose, a fresh mapping would also take the place
- * of the object just unloaded), and nothing is ever unmapped.  Writable
- * and present only where touched (no commit call per table); each table
- * is made read-only once written. */
-#define TABLE_SPACE ((size_t)16 << 20)
-static char *table_base;
-static size_t table_used;
-
-static int table_space(size_t len, void **ret)
-{
-	if (table_base && table_used + len <= TABLE_SPACE) {
-		*ret = table_base + table_used;
-		table_used += len;
-		return 0;
-	}
-	return os_map(len, ret);
-}
-
-/* The one writer of the table pointers (resolve_lock held, or start-up):
- * the page opened for the store, then closed; the code the new ranges
- * cover marked in site.c's read-only filter first, so a heap route cached
- * for a call site there is confirmed against them (site.h). */
-static void publish_table(struct range_table *_Atomic *tab, struct range_table *t)
-{
-	size_t i = 0;
-	while (i < t->n && site_policy_marked(t->r[i].start + 1, t->r[i].end + 1))
-		i++;
-	if (i < t->n) {          /* most merges add an object's ranges: two mprotects */
-		site_policy_open();
-		for (; i < t->n; i++)
-			site_policy_mark(t->r[i].start + 1, t->r[i].end + 1);
-		site_policy_close();
-	}
-	if (rro.s.frozen && os_protect_rw(&rro, sizeof(rro)) < 0)
-		fatal("malloc", "cannot open the policy's site tables");
-	atomic_store(tab, t);
-	if (rro.s.frozen && os_protect_ro(&rro, sizeof(rro)) < 0)
-		fatal("malloc", "cannot make the policy's site tables read-only again");
-}
-
-/* Publish c's ranges, with the current table's when keep_old, as a new
- * read-only table in *tab. */
-static int merge(struct range_table *_Atomic *tab, struct collect *c, bool keep_old)
-{
-	struct range_table *old = keep_old ? atomic_load(tab) : NULL;
-	size_t n = (old ? old->n : 0) + c->n;
-	size_t len = ALIGN_UP(sizeof(struct range_table) + n * sizeof(struct range), os_page_size);
-	void *mem;
-	int r = table_space(len, &mem);
-	if (r < 0)
-		return r;
-	struct range_table *t = mem;
-	t->map_len = len;
-	t->n = n;
-	if (old)
-		memcpy(t->r, old->r, old->n * sizeof(struct range));
-	memcpy(t->r + (old ? old->n : 0), c->r, c->n * sizeof(struct range));
-	qsort(t->r, n, sizeof(struct range), range_cmp);
-	if (os_protect_ro(mem, len) < 0)
-		fatal("malloc", "cannot make a table of the policy's sites read-only");
-	publish_table(tab, t);
-	/* The old table stays mapped: a lookup may still be reading it. */
-	return 0;
+	resolve_mark_matched(ru);
+	return resolve_collect_add(c, start, start + size, ru->route, name, start);
 }
 
 static bool key_equal(const struct object_key *a, uintptr_t base, const char *name)
@@ -376,7 +96,7 @@ static void collect_points(struct collect *p, const char *path, const ElfW(Phdr)
 	int have_id = -1;            /* read when a rule first asks */
 	for (size_t i = 0; i < n_rules; i++) {
 		struct rule *ru = &rules[i];
-		if (!ru->by_offset || !object_matches(ru, path))
+		if (!ru->by_offset || !resolve_object_matches(ru, path))
 			continue;
 		if (ru->build_id) {
 			if (have_id < 0)
@@ -389,9 +109,9 @@ static void collect_points(struct collect *p, const char *path, const ElfW(Phdr)
 			}
 		}
 		uintptr_t ra = p->obj.base + (uintptr_t)ru->offset;
-		if (ra == 0 || collect_add(p, ra - 1, ra, ru->route, base_name(path), p->obj.base) < 0)
+		if (ra == 0 || resolve_collect_add(p, ra - 1, ra, ru->route, resolve_base_name(path), p->obj.base) < 0)
 			continue;
-		matched[ru - rules] = true;
+		resolve_mark_matched(ru);
 	}
 }
 
@@ -428,7 +148,7 @@ static void collect_functions(struct collect *c, const struct applicable *a, con
 		debug_printf("no name in %s can match a rule: its %zu symbols not walked", path, t->n_syms);
 		return;
 	}
-	int r = symtab_walk(t, c->obj.base, filter_for(&filter, a->by_name, a->n_name), collect_symbol, c);
+	int r = symtab_walk(t, c->obj.base, resolve_filter_for(&filter, a->by_name, a->n_name), collect_symbol, c);
 	if (r < 0)
 		debug_printf("cannot read symbols of %s: %s", path, strerror(-r));
 }
@@ -441,8 +161,8 @@ static bool publish(struct collect *c, struct collect *p)
 		return false;
 	mark_scanned(c->obj);
 	if (p && p->n)
-		merge(&points, p, true);
-	return c->n && merge(&table, c, true) == 0;
+		resolve_merge(&points, p, true);
+	return c->n && resolve_merge(&table, c, true) == 0;
 }
 
 /* Said outside the lock: nothing that may call out runs under it. */
@@ -507,30 +227,12 @@ static const char *object_path(const char *l_name, char *buf, size_t len)
 	return buf;
 }
 
-static const struct range *lookup_in(const struct range_table *t, uintptr_t a)
-{
-	if (!t || t->n == 0)
-		return NULL;
-	size_t lo = 0, hi = t->n;
-	while (lo < hi) {               /* the last range starting at or before a */
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->r[mid].start <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
-		return NULL;
-	const struct range *r = &t->r[lo - 1];
-	return a < r->end ? r : NULL;
-}
-
 /* The rule's range for code address a: a call site an offset rule names,
  * else the function a name rule names. */
 static const struct range *lookup(uintptr_t a)
 {
-	const struct range *r = lookup_in(atomic_load_explicit(&points, memory_order_acquire), a);
-	return r ? r : lookup_in(atomic_load_explicit(&table, memory_order_acquire), a);
+	const struct range *r = resolve_lookup_in(atomic_load_explicit(&points, memory_order_acquire), a);
+	return r ? r : resolve_lookup_in(atomic_load_explicit(&table, memory_order_acquire), a);
 }
 
 struct phdr_query {
@@ -621,7 +323,7 @@ static void narrow(const struct pending *pe)
 static void read_pending(struct pending *pe, struct collect *c)
 {
 	struct applicable a;
-	applicable_rules(pe->path, &a);
+	resolve_applicable_rules(pe->path, &a);
 	c->obj = pe->obj;
 	struct symtab t;
 	/* .dynsym in memory only when the rule check did not walk it already
@@ -660,7 +362,7 @@ static void read_loaded(const struct link_map *lm, const char *key_name)
 	dl_iterate_phdr(find_phdrs, &q);
 	struct applicable a;
 	size_t waiting = resolve_waiting();
-	applicable_rules(path, &a);
+	resolve_applicable_rules(path, &a);
 	struct collect c = { .obj = { lm->l_addr, heap_strdup(key_name) } };
 	if (!c.obj.name)
 		return;
@@ -839,45 +541,6 @@ struct site_hit resolve_through_wrapper(uintptr_t ra)
 	return h;
 }
 
-static int add_rule(struct rule ru)
-{
-	struct rule *nr = heap_realloc(rules, (n_rules + 1) * sizeof(*nr));
-	if (!nr)
-		return -ENOMEM;
-	rules = nr;
-	ru.prefix_len = strcspn(ru.function, "*?[\\");
-	ru.literal = ru.function[ru.prefix_len] == '\0';
-	ru.prefix_star = ru.function[ru.prefix_len] == '*' && ru.function[ru.prefix_len + 1] == '\0';
-	rules[n_rules++] = ru;
-	return 0;
-}
-
-/* A wrapper given as a call, "OBJECT-GLOB[@BUILD-ID]:+0xOFFSET" (checked
- * by the parser), made the offset rule it names: a call site looked
- * through.  Its object and build-id live as long as the rules. */
-static int wrapper_call(struct rule *ru)
-{
-	const char *w = ru->function, *colon = strrchr(w, ':'), *at = NULL;
-	for (const char *p = w; p < colon; p++)
-		if (*p == '@')
-			at = p;        /* the last '@' of the object part */
-	char *object = heap_strndup(w, (size_t)((at ? at : colon) - w));
-	char *build_id = at ? heap_strndup(at + 1, (size_t)(colon - at - 1)) : NULL;
-	if (!object || (at && !build_id)) {
-		heap_free(object);
-		heap_free(build_id);
-		return -ENOMEM;
-	}
-	for (char *p = build_id; p && *p; p++)
-		*p = (char)(*p >= 'A' && *p <= 'F' ? *p - 'A' + 'a' : *p);
-	ru->object = object;
-	ru->build_id = build_id;
-	ru->function = colon + 1;
-	ru->offset = strtoull(colon + 4, NULL, 16);
-	ru->by_offset = true;
-	return 0;
-}
-
 /* A loaded object, as dl_iterate_phdr lists it. */
 struct loaded_object {
 	uintptr_t base;
@@ -918,20 +581,20 @@ static void prepare_object(const struct loaded_object *so, uintptr_t self)
 	const char *path = object_path(so->name, buf, sizeof(buf));
 	if (!path)
 		return;
-	if (strncmp(base_name(path), "linux-vdso", 10) == 0 || strncmp(base_name(path), "linux-gate", 10) == 0)
+	if (strncmp(resolve_base_name(path), "linux-vdso", 10) == 0 || strncmp(resolve_base_name(path), "linux-gate", 10) == 0)
 		return;
 	struct object_key obj = { so->base, heap_strdup(so->name) };
 	if (!obj.name)
 		return;
 	struct applicable a;
-	applicable_rules(path, &a);
+	resolve_applicable_rules(path, &a);
 	if (so->base == self)
 		a.n_name = 0;
 	if (a.n_offset) {
 		struct collect p = { .obj = obj };
 		collect_points(&p, path, so->ph, so->phnum);
 		if (p.n)
-			merge(&points, &p, true);
+			resolve_merge(&points, &p, true);
 		heap_free(p.r);
 	}
 	if (a.n_name) {
@@ -951,21 +614,13 @@ static void prepare_object(const struct loaded_object *so, uintptr_t self)
 	mark_scanned(obj);
 }
 
-static bool all_matched(void)
-{
-	for (size_t i = 0; i < n_rules; i++)
-		if (!matched[i])
-			return false;
-	return true;
-}
-
 /* Whether a rule that has no match yet can name a function of pe; the
  * rules that can name its functions in *a. */
 static bool wanted(const struct pending *pe, struct applicable *a)
 {
-	applicable_rules(pe->path, a);
+	resolve_applicable_rules(pe->path, a);
 	for (size_t k = 0; k < a->n_name; k++)
-		if (!matched[a->by_name[k] - rules])
+		if (!resolve_rule_matched((size_t)(a->by_name[k] - rules)))
 			return true;
 	return false;
 }
@@ -1016,12 +671,12 @@ static void read_one(struct pending *pe, bool once_only)
  * its object glob allows read. */
 static void check_rules(void)
 {
-	for (size_t i = 0; i < n_pending && !all_matched(); i++) {
+	for (size_t i = 0; i < n_pending && !resolve_all_matched(); i++) {
 		struct applicable a;
 		if (wanted(&pending[i], &a))
 			check_dynsym(&pending[i], &a);
 	}
-	for (size_t i = 0; i < n_pending && !all_matched(); i++) {
+	for (size_t i = 0; i < n_pending && !resolve_all_matched(); i++) {
 		struct applicable a;
 		if (!wanted(&pending[i], &a))
 			continue;       /* no rule still looking for a match can name it */
@@ -1084,7 +739,7 @@ void resolve_forget_unloaded(void)
 			if (is_loaded(&l, &old->r[i].obj))
 				c.r[c.n++] = old->r[i];
 		if (c.r)
-			merge(tabs[k], &c, false);
+			resolve_merge(tabs[k], &c, false);
 		heap_free(c.r);
 	}
 	pthread_mutex_unlock(&resolve_lock);
@@ -1102,50 +757,6 @@ static void resolve_lock_take(void)
 static void resolve_lock_drop(void)
 {
 	pthread_mutex_unlock(&resolve_lock);
-}
-
-static char *copy_str(char **at, const char *str)
-{
-	if (!str)
-		return NULL;
-	size_t n = strlen(str) + 1;
-	char *r = memcpy(*at, str, n);
-	*at += n;
-	return r;
-}
-
-/* The rules, with every string they point to, moved into a mapping of
- * their own made read-only: a heap overflow cannot reach them.  0 or
- * -errno. */
-static int freeze_rules(void)
-{
-	size_t len = n_rules * sizeof(struct rule);
-	for (size_t i = 0; i < n_rules; i++)
-		len += (rules[i].object ? strlen(rules[i].object) + 1 : 0) + strlen(rules[i].function) + 1 +
-		       (rules[i].build_id ? strlen(rules[i].build_id) + 1 : 0);
-	len = ALIGN_UP(len ? len : 1, os_page_size);
-	void *mem;
-	int r = os_map(len, &mem);
-	if (r < 0)
-		return r;
-	struct rule *fr = mem;
-	char *at = (char *)(fr + n_rules);
-	for (size_t i = 0; i < n_rules; i++) {
-		fr[i] = rules[i];
-		fr[i].object = copy_str(&at, rules[i].object);
-		fr[i].function = copy_str(&at, rules[i].function);
-		fr[i].build_id = copy_str(&at, rules[i].build_id);
-	}
-	matched = heap_calloc(n_rules ? n_rules : 1, sizeof(*matched));
-	object_loaded = heap_calloc(n_rules ? n_rules : 1, sizeof(*object_loaded));
-	dropped = heap_calloc(n_rules ? n_rules : 1, sizeof(*dropped));
-	if (!matched || !object_loaded || !dropped || (r = os_protect_ro(mem, len)) < 0) {
-		os_unmap(mem, len);
-		return matched && object_loaded && dropped ? r : -ENOMEM;
-	}
-	heap_free(rules);
-	rules = fr;
-	return 0;
 }
 
 static int init_rules(struct shim_state *st, const char *exe);
@@ -1185,52 +796,8 @@ static int init_rules(struct shim_state *st, const char *exe)
 	state = st;
 	program_path = exe[0] ? heap_strdup(exe) : NULL;
 	pthread_atfork(resolve_lock_take, resolve_lock_drop, resolve_lock_drop);
-	void *space;
-	if (os_map_lazy(TABLE_SPACE, &space) == 0)
-		table_base = space;
-	/* The rules, read from the policy's image (read-only, like the state):
-	 * wrappers first, so a function named both ways is looked through. */
-	const struct pimg_header *img = st->image;
-	/* The first pool with the site "*" (any function of any object) takes
-	 * whatever no other rule names, without symbols. */
-	st->match_all = -1;
-	for (size_t i = 0; i < st->n_pools && st->match_all < 0; i++) {
-		const struct pimg_pool *pp = pimg_pool(img, i);
-		for (size_t s = 0; s < pp->n_sites; s++) {
-			const struct pimg_site *site = pimg_pool_site(img, pp, s);
-			if (site->object.off == PIMG_NONE && strcmp(pimg_str(img, site->function), "*") == 0) {
-				st->match_all = (int)i;
-				break;
-			}
-		}
-	}
-	for (size_t i = 0; i < st->n_pools; i++) {
-		const struct pimg_pool *pp = pimg_pool(img, i);
-		for (size_t w = 0; w < pp->n_wrappers; w++) {
-			struct rule ru = { .route = SITE_ROUTE_WRAPPER, .pool = (int)i,
-					   .function = pimg_pool_wrapper(img, pp, w) };
-			if ((strchr(ru.function, ':') && wrapper_call(&ru) < 0) || add_rule(ru) < 0)
-				return -ENOMEM;
-		}
-	}
-	any_specific = n_rules > 0;      /* wrappers need the symbols too */
-	for (size_t i = 0; i < st->n_pools; i++) {
-		const struct pimg_pool *pp = pimg_pool(img, i);
-		for (size_t s = 0; s < pp->n_sites; s++) {
-			const struct pimg_site *site = pimg_pool_site(img, pp, s);
-			struct rule ru = {
-				.route = (int)i, .pool = (int)i, .object = pimg_str(img, site->object),
-				.function = pimg_str(img, site->function), .build_id = pimg_str(img, site->build_id),
-				.offset = site->offset, .by_offset = (site->flags & PIMG_SITE_BY_OFFSET) != 0,
-			};
-			if (!ru.object && strcmp(ru.function, "*") == 0 && st->match_all == (int)i)
-				continue;
-			if (add_rule(ru) < 0)
-				return -ENOMEM;
-			any_specific = true;
-		}
-	}
-	int r = freeze_rules();
+	resolve_table_reserve();
+	int r = resolve_rules_load(st);
 	if (r < 0)
 		return r;
 	if (!any_specific) {
@@ -1252,48 +819,3 @@ static int init_rules(struct shim_state *st, const char *exe)
 	return 0;
 }
 
-size_t resolve_n_rules(void)
-{
-	return n_rules;
-}
-
-bool resolve_may_route(void)
-{
-	return state && (state->match_all >= 0 || resolve_unmatched() < n_rules);
-}
-
-size_t resolve_unmatched(void)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < n_rules; i++)
-		n += !matched[i];
-	return n;
-}
-
-size_t resolve_waiting(void)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < n_rules; i++)
-		n += !matched[i] && rules[i].object && !(object_loaded && object_loaded[i]);
-	return n;
-}
-
-bool resolve_rule(size_t i, struct resolve_rule_view *ret)
-{
-	if (i >= n_rules)
-		return false;
-	const struct rule *r = &rules[i];
-	*ret = (struct resolve_rule_view){
-		.pool = r->pool,
-		.wrapper = r->route == SITE_ROUTE_WRAPPER,
-		.by_offset = r->by_offset,
-		.looked_up = any_specific,
-		.matched = matched[i],
-		.dropped = dropped && dropped[i],
-		.object_loaded = !r->object || (object_loaded && object_loaded[i]),
-		.object = r->object,
-		.function = r->function,
-		.build_id = r->build_id,
-	};
-	return true;
-}

@@ -7,6 +7,7 @@
 #define PMALLOC_RESOLVE_H
 
 #include "armed.h"
+#include "ro.h"
 
 /* The routing decision for return address ra (cold path). */
 int resolve_route(uintptr_t ra, uint16_t id);
@@ -64,5 +65,8 @@ size_t resolve_unmatched(void);
 /* Of those, the rules whose object glob fits no object loaded yet. */
 size_t resolve_waiting(void);
 bool resolve_rule(size_t i, struct resolve_rule_view *ret);
+
+/* This file's read-only page, for the one list (ro.h). */
+extern const struct ro_span resolve_ro_span;
 
 #endif

@@ -33,6 +33,10 @@ struct shim_state;
  * true: the read-only decision, not learn.c's writable state, says whether
  * the process learns. */
 bool learn_init(const struct shim_state *st);
+/* The flush's start-up, once learn_init() said true (learn_flush.c): this
+ * run's id, the executable's path and build-id while /proc/self/exe still
+ * shows them, PMALLOC_LEARN_INTERVAL, its fork handlers. */
+void learn_flush_init(void);
 /* An allocation of size bytes (align) routed to learn pool i, from return
  * address ra (site id site): its context found (an unwind: learn.c says
  * what it costs), and

@@ -93,6 +93,7 @@ static union {
 	struct reload_state s;
 	unsigned char page[RO_PAGE];
 } ro __attribute__((aligned(RO_PAGE)));
+const struct ro_span reload_ro_span = { &ro, sizeof(ro) };   /* ro.h: init.c lists it */
 static_assert(sizeof(ro) == RO_PAGE, "the reload state is one page");
 
 static atomic_flag ro_busy = ATOMIC_FLAG_INIT;

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "ro.h"
 
 struct pool_hit;
 struct shim_state;
@@ -56,5 +57,8 @@ void reload_done(void);
 /* Counts for reports: reloads seen, writes let through, generations bound. */
 uint64_t reload_count(void);
 uint64_t reload_writes(void);
+
+/* This file's read-only page, for the one list (ro.h). */
+extern const struct ro_span reload_ro_span;
 
 #endif

@@ -60,6 +60,7 @@ static union {
 	struct client_ro s;
 	unsigned char pages[ALIGN_UP(sizeof(struct client_ro), RO_PAGE)];
 } conn __attribute__((aligned(RO_PAGE))) = { .s = { .fd = -1 } };
+const struct ro_span client_ro_span = { &conn, sizeof(conn) };   /* ro.h: init.c lists it */
 static int program_frozen;          /* dynsym_set_program()'s result */
 #define client_fd (conn.s.fd)
 #define client_owner (conn.s.owner)

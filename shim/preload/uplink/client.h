@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "ro.h"
 
 /* Remember what reports need (the exe path, in a read-only page) and what
  * the journal entries say about this process. */
@@ -45,5 +46,8 @@ bool client_send_msg(const void *msg, size_t len);
 /* Whether pmallocd served this process (a connection was kept): without
  * it, messages only for the daemon are not even built. */
 bool client_has_daemon(void);
+
+/* This file's read-only page, for the one list (ro.h). */
+extern const struct ro_span client_ro_span;
 
 #endif

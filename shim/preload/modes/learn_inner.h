@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * learn_inner.h - what learn.c (the contexts) lends learn_flush.c (their
+ * journal entries): a context's record and the table.  Included by those
+ * two files only; learn.c never calls the flush.
+ */
+#ifndef PMALLOC_LEARN_INNER_H
+#define PMALLOC_LEARN_INNER_H
+
+#include "learn.h"
+
+#include <stdint.h>
+
+struct lctx {
+	uint64_t hash;
+	uintptr_t frames[LEARN_FRAMES];
+	uint8_t n_frames;
+	uint8_t pool;
+	int16_t lane;                      /* the lane it used last (learn_lock) */
+	uint16_t site;                     /* the site routing charged (wrappers looked through) */
+	_Atomic uint64_t objects, bytes;   /* before the pool's first trigger */
+	_Atomic uint64_t freed_objects, freed_bytes;   /* before the trigger or after */
+	_Atomic uint64_t early_objects, early_bytes;   /* of those, before the pool's first trigger */
+	_Atomic uint64_t late_objects, late_bytes;
+	_Atomic uint64_t written_bytes;    /* live bytes at the first mark */
+	_Atomic uint8_t written;
+	/* What the journal has of it (flush_lock): its counts as last sent,
+	 * in flush epoch sent_epoch (a forked child starts a new epoch: its
+	 * entries are its own, all sent again). */
+	uint32_t sent_epoch;
+	uint8_t sent_written;
+	uint64_t sent_objects, sent_freed, sent_late;
+};
+
+/* The armed state learning runs for (NULL: not learning). */
+const struct shim_state *learn_state(void);
+/* The context table, ids 1..*ret_n-1 (acquire: each is complete). */
+struct lctx *learn_contexts(uint32_t *ret_n);
+/* Allocations no context could take (the table full). */
+uint64_t learn_lost(void);
+
+#endif
