@@ -4,7 +4,7 @@
  * the shim (shim/preload/uplink/journal.c), pmallocd (daemon/pmallocd/journal.c, violation.c) and
  * pmallocctl (ctl_violations.c).
  *
- * Owns: the eight identifiers; pmallocd(8) documents them, and
+ * Owns: the identifiers; pmallocd(8) documents them, and
  * systemd/pmalloc.catalog explains each (tests/integration/ctl_docs.sh
  * reads this file and checks that the catalog has every one).
  * Must never: change a value (scripts and the catalog select by them) or
@@ -23,5 +23,6 @@
 #define MID_HANDLER   "649c899641344ac1816d2b9a79cf62b4" /* the fault handler found replaced or SIGSEGV blocked, put right */
 #define MID_LATE      "8060223fb81e4230b9e1d79734447b85" /* a take = "until-trigger" site allocating after the trigger */
 #define MID_ROLE      "239811c3bab44d1681c765550bb90227" /* a process whose role no pool protects in */
+#define MID_EXITING   "90a0ec161df949f0aa8831c92d0f5a86" /* a served process began a clean exit */
 
 #endif

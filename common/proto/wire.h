@@ -34,6 +34,8 @@
  *                                         answered with PMW_STATUS_DATA too)
  *   daemon -> shim  PMW_SITES_REQ        (send a fresh site table; read where orders
  *                                         are: a process with a manual or learn pool)
+ *   shim -> daemon  PMW_EXITING          (exit has begun: exit(3) or main's return;
+ *                                         once, from a process holding a policy)
  */
 #ifndef PMALLOC_WIRE_H
 #define PMALLOC_WIRE_H
@@ -56,6 +58,7 @@ enum pmw_type {
 	PMW_STATUS = 8,                                                      /* pmallocd answers */
 	PMW_PROTECT = 10, PMW_SITES_REQ = 13,                                /* pmallocd orders a process */
 	PMW_STATUS_DATA = 14,                                                /* pmallocd answers status */
+	PMW_EXITING = 15,                                                    /* a served process tells */
 };
 
 struct pmw_header {
@@ -173,6 +176,20 @@ struct pmw_report {
 	struct pmw_module modules[PMW_MODULES];
 	char kernel_call[PMW_KCALL];     /* PMW_CAUSE_KERNEL: "read", ...; else "" */
 	char role[ROLE_NAME_MAX];        /* the writer's role (role.h): "main", "child", ... */
+};
+
+/* PMW_EXITING: exit has begun in the sender (exit(3) called, or main
+ * returned): a clean end, the stop a service's day ends with, not death by
+ * a signal or _exit(2).  Sent once per process, by a process that holds a
+ * policy; pmallocd journals it (one entry per process) for pmallocctl
+ * ready's count of stops.  An older pmallocd drops the connection, which
+ * is ending anyway. */
+#define PMW_EXIT_CALLED 1u               /* exit(3) */
+#define PMW_EXIT_MAIN 2u                 /* main returned */
+struct pmw_exiting {
+	struct pmw_header h;
+	int32_t status;                  /* exit's argument, main's value */
+	uint32_t how;                    /* PMW_EXIT_CALLED or PMW_EXIT_MAIN */
 };
 
 struct pmw_status_req {

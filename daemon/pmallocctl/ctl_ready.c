@@ -6,10 +6,14 @@
  * the policy (PMALLOC_POLICY) since it was first handed out in audit mode
  * (pmallocd's "policy handed" entry, PMALLOC_MODE=audit): the processes it
  * covered per role (PMALLOC_ROLE; none: "child" for a process pmallocd
- * says was forked from another, PMALLOC_VIA_PID, else main), the life-cycle events seen
- * per role (reloads: "pool protected" with PMALLOC_GENERATION > 1;
- * respawns: processes of a role other than main first seen after the
- * first protect of a main process), the sites written in audit
+ * says was forked from another, PMALLOC_VIA_PID, else main), the life-cycle
+ * events seen per role: reloads (a "pool protected" entry whose trigger is
+ * "reload", one per process or parent and generation: the workers a reload
+ * starts count as one), respawns (a process of a role other than main
+ * whose first protect is a later generation than 1 and not a reload's: it
+ * was forked after its parent's pools were protected, as a worker started
+ * in place of a dead one is), stops (pmallocd's "exiting" entries: exit(3)
+ * or main's return began; death by a signal is no stop), the sites written in audit
  * (PMALLOC_OBJECT_SITE of audit-mode violations) and whether the policy
  * file still names them.  Only pmallocd's entries are believed for
  * hand-outs and protects (journald's _UID, _COMM, _EXE), pmallocd's or the
@@ -48,7 +52,7 @@
 
 struct rrole {
 	char name[64];
-	size_t processes, reloads, respawns;
+	size_t processes, reloads, respawns, stops;
 };
 
 struct rsite {
@@ -61,19 +65,27 @@ struct rpid {
 	char key[48];                /* host/pid */
 	uint64_t first;
 	int role;
+	bool protected;              /* a protect of it seen (the first tells a respawn) */
+};
+
+#define RELOADS_MAX 1024
+struct rreload {
+	char key[64];                /* host/pid (the main's, or the parent's of a worker)/generation */
+	int role;
 };
 
 struct ready {
 	const struct policy *p;
 	const char *exe;             /* --exe's real path; NULL: the policy's globs */
 	uint64_t first_audit, now, min_time, since;
-	uint64_t main_protect;       /* first protect of a main process */
 	struct rrole roles[ROLES_MAX];
 	size_t n_roles;
 	struct rsite sites[SITES_MAX];
 	size_t n_sites;
 	struct rpid *pids;
 	size_t n_pids;
+	struct rreload *reloads;
+	size_t n_reloads;
 	size_t handed;
 };
 
@@ -141,20 +153,36 @@ static void ready_reset(struct ready *rd)
 		free(rd->sites[i].site);
 		free(rd->sites[i].symbol);
 	}
-	rd->n_sites = rd->n_roles = rd->n_pids = rd->handed = 0;
-	rd->first_audit = rd->main_protect = 0;
+	rd->n_sites = rd->n_roles = rd->n_pids = rd->handed = rd->n_reloads = 0;
+	rd->first_audit = 0;
+}
+
+/* A reload of role seen (once per key: every pool a process protects at
+ * one reload, every worker a reload starts). */
+static void reload_seen(struct ready *rd, const char *host, const char *pid, const char *gen, int role)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "%.16s/%.12s/%.20s", host, pid, gen);
+	for (size_t i = 0; i < rd->n_reloads; i++)
+		if (rd->reloads[i].role == role && strcmp(rd->reloads[i].key, key) == 0)
+			return;
+	if (rd->n_reloads == RELOADS_MAX)
+		return;
+	snprintf(rd->reloads[rd->n_reloads].key, sizeof(key), "%s", key);
+	rd->reloads[rd->n_reloads++].role = role;
+	rd->roles[role].reloads++;
 }
 
 enum {
 	R_MID, R_UID, R_COMM, R_EXE, R_UNIT, R_PID, R_OPID, R_MODE, R_ROLE, R_GEN, R_SITE, R_SYM, R_HOST, R_PEXE,
-	R_BACKTRACE, R_VIA, R_N
+	R_BACKTRACE, R_VIA, R_TRIGGER, R_N
 };
 static const char *const ready_fields[R_N] = {
 	[R_MID] = "MESSAGE_ID", [R_UID] = "_UID", [R_COMM] = "_COMM", [R_EXE] = "_EXE", [R_UNIT] = "_SYSTEMD_UNIT",
 	[R_PID] = "_PID", [R_OPID] = "OBJECT_PID", [R_MODE] = "PMALLOC_MODE", [R_ROLE] = "PMALLOC_ROLE",
 	[R_GEN] = "PMALLOC_GENERATION", [R_SITE] = "PMALLOC_OBJECT_SITE", [R_SYM] = "PMALLOC_FAULT_SYMBOL",
 	[R_HOST] = "_MACHINE_ID", [R_PEXE] = "PMALLOC_EXE", [R_BACKTRACE] = "PMALLOC_BACKTRACE",
-	[R_VIA] = "PMALLOC_VIA_PID",
+	[R_VIA] = "PMALLOC_VIA_PID", [R_TRIGGER] = "PMALLOC_TRIGGER",
 };
 
 static int read_evidence(struct ready *rd)
@@ -186,28 +214,31 @@ static int read_evidence(struct ready *rd)
 		}
 		bool by_daemon = vio_by_pmallocd(v[R_UID], v[R_COMM], v[R_EXE], v[R_UNIT]);
 		bool handed = strcmp(v[R_MID], MID_HANDED) == 0, prot = strcmp(v[R_MID], MID_PROTECTED) == 0;
-		bool vio = strcmp(v[R_MID], MID_VIOLATION) == 0;
+		bool vio = strcmp(v[R_MID], MID_VIOLATION) == 0, exiting = strcmp(v[R_MID], MID_EXITING) == 0;
 		/* Learning again: what came before is about another policy. */
 		if (handed && by_daemon && strcmp(v[R_MODE], "learn") == 0)
 			ready_reset(rd);
 		if (handed && by_daemon && strcmp(v[R_MODE], "audit") == 0 && !rd->first_audit)
 			rd->first_audit = usec;
-		bool believed = (handed || prot) ? by_daemon
+		bool believed = (handed || prot || exiting) ? by_daemon
 						 : vio && (by_daemon || (v[R_PID][0] && strcmp(v[R_PID], v[R_OPID]) == 0));
 		if (rd->first_audit && believed && v[R_OPID][0]) {
 			/* No PMALLOC_ROLE (an older pmallocd): a process pmallocd
 			 * knows as forked from another (PMALLOC_VIA_PID) is a child. */
 			int role = role_of(rd, v[R_ROLE][0] ? v[R_ROLE] : v[R_VIA][0] ? "child" : "main");
-			bool is_new;
+			bool is_new, is_main = strcmp(rd->roles[role].name, "main") == 0;
 			struct rpid *p = pid_of(rd, v[R_HOST], v[R_OPID], usec, role, &is_new);
-			if (p && is_new && strcmp(rd->roles[role].name, "main") != 0 && rd->main_protect &&
-			    usec > rd->main_protect)
-				rd->roles[role].respawns++;
+			bool reload = prot && strcmp(v[R_TRIGGER], "reload") == 0;
 			rd->handed += handed;
-			if (prot && strcmp(rd->roles[role].name, "main") == 0 && !rd->main_protect)
-				rd->main_protect = usec;
-			if (prot && ctl_learned_num(v[R_GEN]) > 1)
-				rd->roles[role].reloads++;
+			if (reload)
+				reload_seen(rd, v[R_HOST], is_main || !v[R_VIA][0] ? v[R_OPID] : v[R_VIA], v[R_GEN], role);
+			if (prot && p && !p->protected) {
+				p->protected = true;
+				if (!is_main && !reload && ctl_learned_num(v[R_GEN]) > 1)
+					rd->roles[role].respawns++;
+			}
+			if (exiting)
+				rd->roles[role].stops++;
 			if (vio && strcmp(v[R_MODE], "audit") == 0 && v[R_SITE][0]) {
 				struct rsite *s = NULL;
 				for (size_t i = 0; i < rd->n_sites && !s; i++)
@@ -306,9 +337,15 @@ static bool verdict(const struct ready *rd, FILE *reasons, FILE *notes)
 			ready = false;
 		}
 	for (size_t i = 0; i < rd->n_roles; i++) {
+		bool is_main = strcmp(rd->roles[i].name, "main") == 0;
 		if (!rd->roles[i].reloads)
 			fprintf(notes, "role %s: no reload seen (pmallocctl exercise UNIT --reload, where the service "
 				       "reloads)\n", rd->roles[i].name);
+		if (!is_main && !rd->roles[i].respawns)
+			fprintf(notes, "role %s: no respawn seen (pmallocctl exercise UNIT --respawn)\n",
+				rd->roles[i].name);
+		if (is_main && !rd->roles[i].stops)
+			fprintf(notes, "role main: no clean stop seen (pmallocctl exercise UNIT --stop)\n");
 	}
 	bool children = false;
 	for (size_t i = 0; i < rd->n_roles; i++)
@@ -408,11 +445,13 @@ int ctl_cmd_ready(int argc, char **argv)
 	}
 	rd.exe = exe_arg ? exe : NULL;
 	rd.pids = calloc(PIDS_MAX, sizeof(*rd.pids));
+	rd.reloads = calloc(RELOADS_MAX, sizeof(*rd.reloads));
 	rd.now = ctl_now_usec();
-	int r = rd.pids ? read_evidence(&rd) : -ENOMEM;
+	int r = rd.pids && rd.reloads ? read_evidence(&rd) : -ENOMEM;
 	if (r < 0) {
 		fprintf(stderr, CTL_NAME ": ready: cannot read the journal: %s\n", strerror(-r));
 		free(rd.pids);
+		free(rd.reloads);
 		policy_set_free(set);
 		return CTL_EXIT_FAILURE;
 	}
@@ -434,8 +473,8 @@ int ctl_cmd_ready(int argc, char **argv)
 		for (size_t i = 0; i < rd.n_roles; i++) {
 			fputs(i ? ", {\"role\": " : "{\"role\": ", stdout);
 			json_str(stdout, rd.roles[i].name);
-			printf(", \"processes\": %zu, \"reloads\": %zu, \"respawns\": %zu}", rd.roles[i].processes,
-			       rd.roles[i].reloads, rd.roles[i].respawns);
+			printf(", \"processes\": %zu, \"reloads\": %zu, \"respawns\": %zu, \"stops\": %zu}",
+			       rd.roles[i].processes, rd.roles[i].reloads, rd.roles[i].respawns, rd.roles[i].stops);
 		}
 		fputs("], \"sites_written\": [", stdout);
 		for (size_t i = 0; i < rd.n_sites; i++) {
@@ -462,8 +501,8 @@ int ctl_cmd_ready(int argc, char **argv)
 		put_duration(stdout, rd.min_time);
 		printf(")\n");
 		for (size_t i = 0; i < rd.n_roles; i++)
-			printf("  role %s: %zu processes, %zu reloads, %zu respawns seen\n", rd.roles[i].name,
-			       rd.roles[i].processes, rd.roles[i].reloads, rd.roles[i].respawns);
+			printf("  role %s: %zu processes, %zu reloads, %zu respawns, %zu stops seen\n", rd.roles[i].name,
+			       rd.roles[i].processes, rd.roles[i].reloads, rd.roles[i].respawns, rd.roles[i].stops);
 		for (size_t i = 0; i < rd.n_sites; i++) {
 			fputs("  written in audit: ", stdout);
 			ctl_put_str(stdout, rd.sites[i].site, 0);
@@ -491,6 +530,7 @@ int ctl_cmd_ready(int argc, char **argv)
 		free(rd.sites[i].symbol);
 	}
 	free(rd.pids);
+	free(rd.reloads);
 	policy_set_free(set);
 	return ready ? CTL_EXIT_OK : CTL_EXIT_FAILURE;
 }

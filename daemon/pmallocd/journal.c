@@ -182,6 +182,36 @@ void journal_protected(const struct proc_entry *e, const struct pmw_protected *m
 	 * other entries call PMALLOC_GENERATION, is PMALLOC_POLICY_GENERATION. */
 	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, msg->pool_generation);
 	jentry_add(&j, "PMALLOC_POLICY_GENERATION=%" PRIu64, e->generation);
+	/* Which process of the service protected: pmallocctl ready tells a
+	 * worker respawned or started by a reload from the main process. */
+	jentry_add(&j, "PMALLOC_ROLE=%s", role_name(e->role_depth));
+	if (e->via_pid)
+		jentry_add(&j, "PMALLOC_VIA_PID=%d", (int)e->via_pid);
+	(void)jentry_send(&j);
+}
+
+void journal_exiting(const struct proc_entry *e, const struct pmw_exiting *msg)
+{
+	struct jentry j;
+
+	if (!budget_journal_admit(e->budget))
+		return;
+	jentry_init(&j, MID_EXITING, LOG_DEBUG);
+	jentry_about(&j, proc_entry_person(e));
+	jentry_add(&j, "MESSAGE=pmalloc: PID %d (%s, %s) of policy \"%s\" exits cleanly (%s, status %d)", (int)e->pid,
+		   exe_of(e), role_name(e->role_depth), e->policy,
+		   msg->how == PMW_EXIT_MAIN ? "main returned" : "exit called", (int)msg->status);
+	jentry_add(&j, "OBJECT_PID=%d", (int)e->pid);
+	jentry_add(&j, "PMALLOC_POLICY=%s", e->policy);
+	jentry_add(&j, "PMALLOC_MODE=%s", policy_mode_name(e->mode));
+	jentry_add(&j, "PMALLOC_EXE=%s", exe_of(e));
+	jentry_add(&j, "PMALLOC_ROLE=%s", role_name(e->role_depth));
+	if (e->via_pid)
+		jentry_add(&j, "PMALLOC_VIA_PID=%d", (int)e->via_pid);
+	jentry_add(&j, "PMALLOC_EXIT_STATUS=%d", (int)msg->status);
+	jentry_add(&j, "PMALLOC_EXIT_HOW=%s", msg->how == PMW_EXIT_MAIN ? "main" : "exit");
+	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, e->generation);
+	journal_add_object(&j, &e->object);
 	(void)jentry_send(&j);
 }
 

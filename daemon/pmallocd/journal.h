@@ -58,6 +58,9 @@ void journal_add_object(struct jentry *j, const struct proc_object *o);
 void journal_handed(const struct proc_entry *e, const char *policy);
 void journal_protected(const struct proc_entry *e, const struct pmw_protected *msg,
 		       const char *policy, const char *pool, const char *trigger);
+/* The process e (with a policy) said its exit began (PMW_EXITING): a
+ * clean stop, once per process. */
+void journal_exiting(const struct proc_entry *e, const struct pmw_exiting *msg);
 /* The "loaded" entry, then one warning entry for each thing in the file
  * that cannot mean what it says (policy_lint(): an exe glob no real path
  * fits, a policy never used, a repeated trigger or site). */

@@ -78,6 +78,7 @@ struct proc_entry {
 	uint64_t generation;             /* of the set the hand-out came from */
 	uint64_t since_usec;             /* CLOCK_MONOTONIC */
 	uint64_t exited_usec;            /* 0 while its connection is open */
+	bool exit_said;                  /* it said its exit began (PMW_EXITING): journaled once */
 	struct reg_pool *pools;
 	size_t n_pools;
 	uint64_t pools_untracked;        /* protect messages for pools past REGISTRY_POOLS */

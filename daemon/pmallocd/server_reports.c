@@ -155,3 +155,16 @@ int handle_rules(struct client *c, struct pmw_rules *m, const struct ucred *cred
 			    client_drop_args(c));
 	return 0;                        /* -EBUSY: counted with the entry; -ENOMEM: not kept */
 }
+
+/* Exit began in the sender (a clean stop): journaled once per process
+ * that holds a policy, for pmallocctl ready. */
+int handle_exiting(struct client *c, const struct pmw_exiting *m, const struct ucred *cred)
+{
+	struct proc_entry *e = sender_entry(c, cred);
+
+	if (e && e->has_policy && !e->exit_said) {
+		e->exit_said = true;
+		journal_exiting(e, m);
+	}
+	return 0;
+}

@@ -17,5 +17,7 @@ int handle_protected(struct client *c, struct pmw_protected *m, const struct ucr
 int handle_report(struct client *c, struct pmw_report *m, const struct ucred *cred);
 /* RULES: kept by rules.c, its pools checked as a report's. */
 int handle_rules(struct client *c, struct pmw_rules *m, const struct ucred *cred);
+/* EXITING: a clean stop began, journaled once per process with a policy. */
+int handle_exiting(struct client *c, const struct pmw_exiting *m, const struct ucred *cred);
 
 #endif

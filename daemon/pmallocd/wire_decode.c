@@ -22,6 +22,7 @@ static const size_t client_sizes[] = {
 	[PMW_PROTECT_REQ] = sizeof(struct pmw_protect_req),
 	[PMW_RULES] = sizeof(struct pmw_rules),
 	[PMW_STATUS_PID_REQ] = sizeof(struct pmw_status_pid_req),
+	[PMW_EXITING] = sizeof(struct pmw_exiting),
 };
 
 static size_t expected_size(uint16_t type)

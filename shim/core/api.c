@@ -69,20 +69,120 @@ static inline __attribute__((always_inline)) void *alloc_checked(struct pmalloc_
 	return pool_alloc_api(pool, size, PM_ALIGN, site, api);
 }
 
-static cold void *pmalloc_new_site(struct pmalloc_pool *pool, size_t size, uintptr_t ra)
+/* Everything of pmalloc() but its fast path: the call site's id from the
+ * thread's cache, the allocation through pool.h's path, then the key and
+ * site of the region that served it, for the next call from there. */
+static inline __attribute__((always_inline)) void *pmalloc_at(struct pmalloc_pool *pool, size_t size, uintptr_t ra)
 {
-	return alloc_checked(pool, size, caller_site_slow(ra), "pmalloc");
+	uint64_t site = caller_site(ra);
+	void *ret = alloc_checked(pool, size, site, "pmalloc");
+	struct pool_region *r = pool_active();
+	if (ret && r->pool == pool) {
+		r->key = (uintptr_t)pool ^ ra;
+		r->site = site;
+	}
+	return ret;
 }
 
-/* The fast path: 35 instructions (36 a call with the slow paths amortised,
- * by callgrind in make bench), every branch out of it a tail call. */
+#if defined(__x86_64__) && defined(__ELF__) && !defined(PMALLOC_NO_ASM)
+/* The fast path, x86-64: 29 instructions (by callgrind in make bench:
+ * 29.1 a call with the slow paths amortised).  Written out because the
+ * compiler's code for the same C (pool.h's pool_alloc_api) takes 32:
+ * it computes the region's address into a register and copies the
+ * object's address to the return register.  Every branch out of it
+ * jumps to pmalloc_slow(), which starts again with the same checks in C.
+ *
+ *   rcx  this thread's pool state, %fs-relative (pool_tls)
+ *   r8   the active slot's offset in it: masked, always one of the
+ *        thread's own slots whatever the word says (issue 27, row 2)
+ *   the key (pool ^ return address) compared: the slot is pool's and
+ *        its cached site id the caller's
+ *   rdx  the size rounded up, less one: size 0 and sizes past
+ *        POOL_SMALL_MAX fail the compare
+ *   rax  the object (the cursor), rdx the new cursor, checked against
+ *        the region's end and stored
+ *   the pool's stamp compared with the region's after the store (see
+ *        pool.h: a protect either sees the object or this thread sees
+ *        its new stamp; the stamp is never another pool's), else the
+ *        cursor goes back
+ *   the record (span_record(): at << 16 | len is at * 0xffff + the new
+ *        cursor), the record pointer and the requested bytes.
+ *
+ * Why no forged word makes it hand out memory outside a region the pool
+ * knows: the slot is always one of this thread's own (the mask), bound
+ * to a pool under its lock and linked into its list; whatever its cursor
+ * and end say, the next slow path and every protect (which reads the
+ * protecting thread's slots from its TLS, not only the list) check that
+ * its span is the arena's and the pool's and its cursor inside it, else
+ * fatal, before anything it handed out can be left unprotected.  Using
+ * another pool's slot takes its key and its stamp forged, two words.
+ * Built with -DPMALLOC_NO_ASM, or elsewhere than x86-64, pmalloc() is the
+ * same in C (pmalloc_at()). */
+/* Reached by a jump from pmalloc(): its return address is pmalloc()'s
+ * caller's. */
+void *pmalloc_slow(struct pmalloc_pool *pool, size_t size);
+__attribute__((noinline, used)) void *pmalloc_slow(struct pmalloc_pool *pool, size_t size)
+{
+	return pmalloc_at(pool, size, (uintptr_t)__builtin_return_address(0));
+}
+
+#define PM_STR_(x) #x
+#define PM_STR(x) PM_STR_(x)
+#ifdef __CET__
+#define PM_ENDBR "endbr64\n\t"
+#else
+#define PM_ENDBR ""
+#endif
+static_assert(POOL_SMALL_MAX == 0x40000 && PM_ALIGN == 16 && offsetof(struct pmalloc_pool, stamp) == 8 &&
+	      REC_SIZE_SHIFT - ARENA_GRANULE_SHIFT == 12, "the fast path's constants");
+__asm__(".text\n\t"
+	".globl pmalloc\n\t"
+	".type pmalloc, @function\n\t"
+	".p2align 4\n"
+	"pmalloc:\n\t"
+	".cfi_startproc\n\t"
+	PM_ENDBR
+	"movq (%rsp), %rdx\n\t"
+	"movq pool_tls@gottpoff(%rip), %rcx\n\t"
+	"movq %fs:" PM_STR(POOL_T_ACTIVE) "(%rcx), %r8\n\t"
+	"andl $" PM_STR(POOL_ACTIVE_MASK_IMM) ", %r8d\n\t"
+	"xorq %rdi, %rdx\n\t"
+	"cmpq %rdx, %fs:" PM_STR(POOL_R_KEY) "(%rcx,%r8)\n\t"
+	"jne 1f\n\t"
+	"leaq -1(%rsi), %rdx\n\t"
+	"orq $15, %rdx\n\t"
+	"cmpq $0x3ffff, %rdx\n\t"
+	"ja 1f\n\t"
+	"movq %fs:" PM_STR(POOL_R_CUR) "(%rcx,%r8), %rax\n\t"
+	"leaq 1(%rax,%rdx), %rdx\n\t"
+	"cmpq %rdx, %fs:" PM_STR(POOL_R_END) "(%rcx,%r8)\n\t"
+	"jb 1f\n\t"
+	"movq %rdx, %fs:" PM_STR(POOL_R_CUR) "(%rcx,%r8)\n\t"
+	"movq 8(%rdi), %r9\n\t"
+	"cmpq %fs:" PM_STR(POOL_R_STAMP) "(%rcx,%r8), %r9\n\t"
+	"jne 2f\n\t"
+	"imulq $0xffff, %rax, %r9\n\t"
+	"addq %r9, %rdx\n\t"
+	"shlq $12, %rdx\n\t"
+	"orq %fs:" PM_STR(POOL_R_SITE) "(%rcx,%r8), %rdx\n\t"
+	"movq %fs:" PM_STR(POOL_R_REC) "(%rcx,%r8), %r9\n\t"
+	"movq %rdx, (%r9)\n\t"
+	"addq $8, %fs:" PM_STR(POOL_R_REC) "(%rcx,%r8)\n\t"
+	"addq %rsi, %fs:" PM_STR(POOL_R_REQUESTED) "(%rcx,%r8)\n\t"
+	"ret\n"
+	"2:\n\t"
+	"movq %rax, %fs:" PM_STR(POOL_R_CUR) "(%rcx,%r8)\n"
+	"1:\n\t"
+	"jmp pmalloc_slow\n\t"
+	".cfi_endproc\n\t"
+	".size pmalloc, .-pmalloc\n\t"
+	".previous");
+#else
 PMALLOC_EXPORT void *pmalloc(struct pmalloc_pool *pool, size_t size)
 {
-	uintptr_t ra = (uintptr_t)__builtin_return_address(0);
-	if (unlikely(pool_tls.last_ra != ra))
-		return pmalloc_new_site(pool, size, ra);
-	return alloc_checked(pool, size, pool_tls.last_site, "pmalloc");
+	return pmalloc_at(pool, size, (uintptr_t)__builtin_return_address(0));
 }
+#endif
 
 PMALLOC_EXPORT void *pzalloc(struct pmalloc_pool *pool, size_t size)
 {

@@ -285,12 +285,24 @@ void audit_init(void)
 		opened = o;
 }
 
+static _Atomic unsigned long sites_reported;
+
 bool audit_site_first(uint16_t site)
 {
-	if (site == SITE_NONE || site >= SITE_SLOTS)
+	if (site == SITE_NONE || site >= SITE_SLOTS) {
+		atomic_fetch_add_explicit(&sites_reported, 1, memory_order_relaxed);
 		return true;                     /* no site to tell writes apart by: each reported */
+	}
 	uint64_t m = (uint64_t)1 << (site % 64);
-	return !(atomic_fetch_or_explicit(&site_reported[site / 64], m, memory_order_relaxed) & m);
+	if (atomic_fetch_or_explicit(&site_reported[site / 64], m, memory_order_relaxed) & m)
+		return false;
+	atomic_fetch_add_explicit(&sites_reported, 1, memory_order_relaxed);
+	return true;
+}
+
+unsigned long audit_sites_reported(void)
+{
+	return atomic_load_explicit(&sites_reported, memory_order_relaxed);
 }
 
 bool audit_site_reported(uint16_t site)
@@ -302,7 +314,7 @@ bool audit_site_reported(uint16_t site)
 }
 
 /* Pages left open, in the order they were opened: audit_reclose() makes
- * them read-only again (at most every 100 ms, from an event-loop call:
+ * them read-only again (every 100 ms at the most, from an event-loop call:
  * trigger.c), so that a write of another site into a page one site's
  * repeated writes opened is seen, reported, and left out by propose, within
  * that time, instead of never.  A ring: an entry pushed out by a newer one
@@ -342,6 +354,47 @@ int audit_repeat(uintptr_t addr, uint16_t site)
 			unsigned int i = atomic_fetch_add_explicit(&open_head, 1, memory_order_relaxed) % OPEN_RING;
 			uintptr_t old = atomic_exchange_explicit(&open_ring[i], page, memory_order_acq_rel);
 			if (old && old != page)
+				page_close(old);
+		}
+	}
+	atomic_fetch_add_explicit(&repeats, 1, memory_order_relaxed);
+	return 0;
+}
+
+/* Set page's bit; true when it was clear (the page was not open). */
+static bool page_bit_set(uintptr_t page)
+{
+	size_t bit = (page - arena_base) / os_page_size;
+	uint64_t m = (uint64_t)1 << (bit % 64);
+	return !(atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_relaxed) & m);
+}
+
+static bool page_bit_is_set(uintptr_t page)
+{
+	size_t bit = (page - arena_base) / os_page_size;
+	return atomic_load_explicit(&opened[bit / 64], memory_order_relaxed) & ((uint64_t)1 << (bit % 64));
+}
+
+int audit_repeat_range(uintptr_t addr, size_t len, uint16_t site)
+{
+	(void)site;
+	uintptr_t lo = addr & ~(uintptr_t)(os_page_size - 1);
+	uintptr_t hi = (addr + len + os_page_size - 1) & ~(uintptr_t)(os_page_size - 1);
+	if (!opened || !len || !arena_contains((const void *)lo) || !arena_contains((const void *)(hi - 1)))
+		return -EINVAL;
+	bool all_open = true;
+	for (uintptr_t p = lo; p < hi && all_open; p += os_page_size)
+		all_open = page_bit_is_set(p);
+	if (!all_open) {
+		int r = os_protect_rw((void *)lo, hi - lo);
+		if (r < 0)
+			return r;
+		for (uintptr_t p = lo; p < hi; p += os_page_size) {
+			if (!page_bit_set(p))
+				continue;
+			unsigned int i = atomic_fetch_add_explicit(&open_head, 1, memory_order_relaxed) % OPEN_RING;
+			uintptr_t old = atomic_exchange_explicit(&open_ring[i], p, memory_order_acq_rel);
+			if (old && old != p)
 				page_close(old);
 		}
 	}

@@ -44,10 +44,18 @@ bool audit_site_first(uint16_t site);
  * through).  0, or -errno when the page cannot be opened.
  * Async-signal-safe. */
 int audit_repeat(uintptr_t addr, uint16_t site);
+/* audit_repeat() for a kernel write of a reported site into [addr,
+ * addr+len): counted once, and every page of the range opened until
+ * audit_reclose(), with one mprotect, none when the table says they are
+ * open already (a forged bit only makes the kernel's write fail: the
+ * caller then bounces it).  0, or -errno.  Normal context. */
+int audit_repeat_range(uintptr_t addr, size_t len, uint16_t site);
 /* Make the pages audit_repeat() opened read-only again: a write of another
  * site there is then seen and reported.  Normal context; trigger.c calls it
  * at most every 100 ms from the program's event-loop calls. */
 void audit_reclose(void);
+/* How many sites have been reported in this process so far. */
+unsigned long audit_sites_reported(void);
 /* Has site been reported in this process (audit_site_first said so)? */
 bool audit_site_reported(uint16_t site);
 /* Map the table of pages left open; once, before any pool is protected

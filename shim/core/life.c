@@ -99,15 +99,16 @@ uint64_t life_fork_ns(void)
 	return life_ro.s.fork_ns;
 }
 
-void life_exit_begin(void)
+bool life_exit_begin(void)
 {
 	if (atomic_exchange(&exit_claimed, 1))
-		return;
+		return false;
 	if (!open_page())
-		return;
+		return true;
 	life_ro.s.exit_tid = os_gettid();
 	life_ro.s.exiting = true;
 	close_page();
+	return true;
 }
 
 bool life_exiting(void)

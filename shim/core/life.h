@@ -26,8 +26,9 @@ const char *life_role(void);
  * exec'd: a respawned child's after: triggers count from it. */
 uint64_t life_fork_ns(void);
 /* Exit has begun on this thread: exit() called, or main returned.  Once;
- * later calls (a nested exit from an atexit handler) change nothing. */
-void life_exit_begin(void);
+ * later calls (a nested exit from an atexit handler) change nothing and
+ * return false; true from the call that began it. */
+bool life_exit_begin(void);
 /* Is exit under way on this thread (the thread that began it)?  A write
  * to a pool from it is exit's cleanup, neither killed nor learned.
  * Async-signal-safe. */

@@ -200,7 +200,8 @@ void pool_region_leave_span(struct pmalloc_pool *p, struct pool_region *r, bool 
 		p->partial = s;
 	}
 	r->span = NULL;
-	r->cur = r->end = 0;
+	pool_region_set_cur(r, 0);
+	r->end = 0;
 	r->rec = NULL;
 }
 
@@ -209,7 +210,7 @@ static void region_unlink(struct pmalloc_pool *p, struct pool_region *r, bool ke
 {
 	pool_region_leave_span(p, r, keep);
 	p->requested += r->requested;
-	p->used += r->used;
+	p->used += region_used(r);
 	r->requested = r->used = 0;
 	DLIST_UNLINK(p->regions, r, prev, next);
 	r->next = r->prev = NULL;
@@ -228,6 +229,7 @@ static void region_unbind(struct pool_region *r)
 	region_unlink(q, r, true);
 	pthread_mutex_unlock(&q->lock);
 	r->pool = &pool_unbound;
+	r->key = 0;
 	r->stamp = 0;
 }
 
@@ -256,6 +258,7 @@ bool pool_region_bind(struct pmalloc_pool *p, struct pool_region *r)
 	region_unbind(r);
 	pool_lock(p, "malloc");
 	r->pool = p;
+	r->key = 0;
 	r->stamp = 0;                 /* refreshed by the caller, under the lock */
 	r->next_span_bytes = SPAN_FIRST;
 	r->first_span_done = false;
@@ -442,9 +445,10 @@ void pool_destroy(struct pmalloc_pool *p)
 	for (struct pool_region *r = p->regions, *next; r; r = next) {
 		next = r->next;
 		r->pool = &pool_unbound;
+		r->key = 0;
 		r->stamp = 0;
 		r->span = NULL;
-		r->cur = r->end = 0;
+		r->cur = r->end = r->mark = 0;
 		r->rec = NULL;
 		r->requested = r->used = 0;
 		r->next = r->prev = NULL;

@@ -37,36 +37,84 @@ struct pool_region {
 	uint64_t stamp;                  /* pool->stamp when last seen (pool's lock) */
 	uintptr_t cur, end;              /* free room [cur, end) of span, up to touched; end == cur: always slow */
 	uint64_t *rec;                   /* where the next record goes */
-	size_t requested;                /* since the region was bound ... */
+	size_t requested;                /* since the region was bound */
+	/* pmalloc()'s key: pool ^ the return address of the call site whose
+	 * id is site, 0 for none (cleared whenever pool changes).  One compare
+	 * checks the pool and the site at once; a key matched by chance (two
+	 * other addresses xoring alike) is the stamp compare's to catch, for
+	 * the stamp is never another pool's.  Forging the key alone cannot
+	 * send an allocation to another pool's region: its stamp would have
+	 * to be forged too (two words, as pool and stamp before).  The one
+	 * thing the chance match costs: a pool argument that is no pool (NULL
+	 * included) is read for its stamp before the slow path refuses it, so
+	 * pmalloc(NULL) could fault instead of failing with EINVAL, were a
+	 * live pool's address the xor of the two call sites' return addresses
+	 * (code addresses xor to a pool's only across a non-PIE program and a
+	 * library, and then on the 512-byte boundary of a pool struct). */
+	uintptr_t key;
+	uint64_t site;
 	struct span *span;               /* pool's lock */
-	size_t used;                     /* ... (apart: no vector code for two adds) */
+	/* The bytes handed out: used, and what the cursor moved past mark by
+	 * bumps (region_used()): the fast path counts nothing but its cursor.
+	 * Every other move of cur (a new span, a protect caught up with,
+	 * alignment) folds first (region_set_cur(), pool.c). */
+	size_t used;
+	uintptr_t mark;
 	size_t next_span_bytes;
-	bool first_span_done;
 	uintptr_t touched;               /* span's pages below: populated, or the fast path's to fault */
 	struct pool_region *next, *prev; /* the pool's regions; pool's lock */
+	bool first_span_done;
 	bool shared;                     /* no thread's: pool_alloc_in's caller owns it */
-	uint64_t pad[2];
 };
+/* The offsets pmalloc()'s x86-64 fast path (api.c) uses. */
+#define POOL_R_STAMP 8
+#define POOL_R_CUR 16
+#define POOL_R_END 24
+#define POOL_R_REC 32
+#define POOL_R_REQUESTED 40
+#define POOL_R_KEY 48
+#define POOL_R_SITE 56
+static_assert(offsetof(struct pool_region, stamp) == POOL_R_STAMP &&
+	      offsetof(struct pool_region, cur) == POOL_R_CUR && offsetof(struct pool_region, end) == POOL_R_END &&
+	      offsetof(struct pool_region, rec) == POOL_R_REC &&
+	      offsetof(struct pool_region, requested) == POOL_R_REQUESTED &&
+	      offsetof(struct pool_region, key) == POOL_R_KEY && offsetof(struct pool_region, site) == POOL_R_SITE,
+	      "api.c's fast path knows the region's layout");
+
+/* The bytes r handed out (its thread, or a reader under the pool's lock:
+ * the fast path only bumps cur, never below mark). */
+static inline size_t region_used(const struct pool_region *r)
+{
+	return r->used + (__atomic_load_n(&r->cur, __ATOMIC_RELAXED) - r->mark);
+}
+
 #define POOL_SLOTS 4
 #define POOL_REGION_SHIFT 7
 static_assert(sizeof(struct pool_region) == 1u << POOL_REGION_SHIFT, "a region is a power of two");
 
 struct pool_thread {
+	struct pool_region slot[POOL_SLOTS]; /* first: a slot's offset is the thread's state's */
 	/* The slot used last, as its byte offset in slot[]: masked at each
 	 * use, so whatever is written here picks one of this thread's own
 	 * slots, never a region elsewhere (a pointer here, overwritten with
 	 * the address of a fake region in attacker data, would hand out her
 	 * memory with no protect ever checking it: issue 27, row 2).  Cost:
 	 * an AND and an address computation from the thread pointer, about
-	 * 2 instructions of the fast path. */
+	 * 1 instruction of the fast path (the offset is an index of its
+	 * addresses). */
 	uintptr_t active;
 	uintptr_t last_ra;               /* the last call site seen by the API ... */
 	uint64_t last_site;              /* ... and its site id */
 	bool registered;                 /* the thread-exit destructor is armed */
-	struct pool_region slot[POOL_SLOTS];
 };
 extern __thread struct pool_thread pool_tls __attribute__((tls_model("initial-exec")));
 #define POOL_ACTIVE_MASK ((uintptr_t)(POOL_SLOTS - 1) << POOL_REGION_SHIFT)
+#define POOL_T_ACTIVE 0x200
+#define POOL_ACTIVE_MASK_IMM 0x180
+static_assert(POOL_T_ACTIVE == POOL_SLOTS << POOL_REGION_SHIFT && POOL_ACTIVE_MASK_IMM == POOL_ACTIVE_MASK,
+	      "api.c's fast path knows the slots' layout");
+static_assert(offsetof(struct pool_thread, slot) == 0 && offsetof(struct pool_thread, active) == POOL_T_ACTIVE,
+	      "the fast path adds a slot's offset to the state's");
 static_assert((POOL_SLOTS & (POOL_SLOTS - 1)) == 0, "the slot index is masked");
 
 /* This thread's slot used last: always one of its slots. */
@@ -153,39 +201,91 @@ void pool_check(const struct pmalloc_pool *p, const char *api);
  * with api's name).  NULL with errno = ENOMEM (also past max_bytes). */
 void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_t site, const char *api);
 
+/* The calling thread's pool state, for the fast path.  On x86-64 it is
+ * addressed %fs-relative (GCC's __seg_fs), from its offset to the thread
+ * pointer (one load, the same as any initial-exec access from a shared
+ * object): no add of the thread pointer and no region address computed,
+ * 2 instructions of the fast path.  Elsewhere, an ordinary pointer. */
+#if defined(__x86_64__) && defined(__SEG_FS)
+#define POOL_SEG __seg_fs
+static inline __attribute__((always_inline)) POOL_SEG struct pool_thread *pool_tls_seg(void)
+{
+	uintptr_t off;
+	__asm__("movq pool_tls@gottpoff(%%rip), %0" : "=r"(off));
+	return (POOL_SEG struct pool_thread *)off;
+}
+#else
+#define POOL_SEG
+static inline struct pool_thread *pool_tls_seg(void)
+{
+	return &pool_tls;
+}
+#endif
+
+/* span_record(at, next - at, site) from the new cursor next: at << 16 |
+ * (next - at) is at * 0xffff + next (at's low 4 bits are zero, so at << 16
+ * leaves the length's 20 bits free).  On x86-64 one imul, which the
+ * compiler would otherwise turn into a copy, a shift and a subtract. */
+static inline __attribute__((always_inline)) uint64_t pool_record_base(uintptr_t at, uintptr_t next)
+{
+	uint64_t x;
+#if defined(__x86_64__)
+	__asm__("imulq $0xffff, %1, %0" : "=r"(x) : "rm"(at));
+#else
+	x = (uint64_t)at * 0xffffu;
+#endif
+	return (x + next) << (REC_SIZE_SHIFT - ARENA_GRANULE_SHIFT);
+}
+
 /* size bytes aligned to align (a power of two >= PM_ALIGN) from pool p, a
  * live pool, for call site site; NULL with errno = ENOMEM.
  *
- * The fast path, about 35 instructions: this thread's region for p (the
- * region it used last: one compare), room in it (one compare), the cursor published, then p's stamp
- * compared with the region's (one compare: p is alive and nothing was
- * protected since), one record and two counters written.  The cursor is
- * stored before the stamp is loaded; pool_protect() changes the stamp, then
- * runs a barrier on every thread, then reads the cursors: either it sees
- * this object, or this thread sees the new stamp and starts again.
+ * The fast path, about 30 instructions: this thread's region for p (the
+ * region it used last: one compare), the size (one compare), room in it
+ * (one compare), the cursor published, then p's stamp compared with the
+ * region's (one compare: p is alive and nothing was protected since), one
+ * record and the requested bytes written (the bytes used are the
+ * cursor's moves: region_used()).  The cursor is stored before the stamp
+ * is loaded; pool_protect() changes the stamp, then runs a barrier on
+ * every thread, then reads the cursors: either it sees this object, or
+ * this thread sees the new stamp and starts again.  pmalloc() has its own
+ * copy on x86-64 (api.c), with the same checks.
+ *
+ * The region is always one of this thread's slots (the mask of active),
+ * whatever its words say; the slow path and every protect check its span
+ * and cursor (pool.c, region_span).
  */
 static inline __attribute__((always_inline)) void *pool_alloc_api(struct pmalloc_pool *p, size_t size,
 								   size_t align, uint64_t site,
 								   const char *api)
 {
-	struct pool_region *r = pool_active();
-	if (unlikely(r->pool != p || size - 1 >= POOL_SMALL_MAX || align != PM_ALIGN))
+	POOL_SEG struct pool_thread *t = pool_tls_seg();
+	POOL_SEG struct pool_region *r =
+		(POOL_SEG struct pool_region *)((POOL_SEG char *)t + (t->active & POOL_ACTIVE_MASK));
+	/* last: the object's last byte from its start, its size rounded up
+	 * to PM_ALIGN, less one.  size 0 and sizes past POOL_SMALL_MAX (a size
+	 * near SIZE_MAX wrapped included) fail the one compare. */
+	size_t last = (size - 1) | (PM_ALIGN - 1);
+	if (unlikely(r->pool != p || last >= POOL_SMALL_MAX || align != PM_ALIGN))
 		return pool_alloc_slow(p, size, align, (uint16_t)site, api);
-	size_t need = ALIGN_UP(size, PM_ALIGN);
 	uintptr_t at = r->cur;
-	if (unlikely(at + need > r->end))
+	uintptr_t next = at + last + 1;
+	if (unlikely(next > r->end))
 		return pool_alloc_slow(p, size, align, (uint16_t)site, api);
-	r->cur = at + need;
+	r->cur = next;
 	__asm__ __volatile__("" ::: "memory");     /* the store above, then the load below */
 	if (unlikely(atomic_load_explicit(&p->stamp, memory_order_relaxed) != r->stamp)) {
 		r->cur = at;
 		return pool_alloc_slow(p, size, align, (uint16_t)site, api);
 	}
-	uint64_t *rec = r->rec;
-	*rec = span_record(at, need, site);
-	r->rec = rec + 1;
+	*r->rec = pool_record_base(at, next) | site;
+#if defined(__x86_64__) && defined(__SEG_FS)
+	/* The word added to in place (the compiler loads, adds and stores). */
+	__asm__("addq %1, %0" : "+m"(r->rec) : "i"(sizeof(uint64_t)));
+#else
+	r->rec++;
+#endif
 	r->requested += size;
-	r->used += need;
 	return (void *)at;
 }
 

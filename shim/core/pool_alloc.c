@@ -5,7 +5,7 @@
  * (pool_alloc_in).
  *
  * Costs: an allocation normally takes the inline fast path of pool.h (no
- * lock, no atomic instruction, one record and three counters written); this
+ * lock, no atomic instruction, one record and the requested bytes written); this
  * file does the rest under the pool's lock: binding a thread's region, a
  * new span (one per 64 KiB .. 4 MiB of a thread's objects), past a
  * region's first MiB its memory made present 256 KiB ahead (one system
@@ -132,7 +132,7 @@ static bool region_new_span(struct pmalloc_pool *p, struct pool_region *r, size_
 	pool_region_leave_span(p, r, false);
 	s->is_cur = true;
 	r->span = s;
-	r->cur = s->base + s->cursor;
+	pool_region_set_cur(r, s->base + s->cursor);
 	r->touched = 0;
 	r->rec = s->rec_next;
 	return true;
@@ -162,7 +162,7 @@ static uintptr_t region_ahead(struct pool_region *r, size_t need, uintptr_t *lo,
 	uintptr_t span_end = s->base + s->bytes, from = ALIGN_UP(r->cur, os_page_size);
 	bool huge = s->bytes >= ARENA_HUGE, present;
 	*lo = *hi = 0;
-	if (r->used < POPULATE_AFTER || (huge && atomic_load_explicit(&huge_mapped, memory_order_relaxed)))
+	if (region_used(r) < POPULATE_AFTER || (huge && atomic_load_explicit(&huge_mapped, memory_order_relaxed)))
 		return span_end;
 	uintptr_t end = span_end - from > POPULATE_AHEAD ? from + POPULATE_AHEAD : span_end;
 	if (end <= r->touched)
@@ -239,7 +239,7 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 		size_t checked_end;
 		struct span *s = pool_region_span(p, r, &checked_end, api);
 		if (s && r->cur < s->base + span_prot_hi(s))
-			r->cur = s->base + span_prot_hi(s);
+			pool_region_set_cur(r, s->base + span_prot_hi(s));
 		r->stamp = atomic_load_explicit(&p->stamp, memory_order_relaxed);
 		uintptr_t at = ALIGN_UP(r->cur, align);
 		if (!s || at + need > s->base + s->bytes) {
@@ -249,10 +249,10 @@ void *pool_alloc_slow(struct pmalloc_pool *p, size_t size, size_t align, uint16_
 				r = NULL;
 		}
 		if (r) {
+			pool_region_set_cur(r, at);
 			r->cur = at + need;
 			*r->rec++ = span_record(at, need, site);
 			r->requested += size;
-			r->used += need;
 			/* A capped pool counts every byte here, so its fast path never has room. */
 			uintptr_t end = region_ahead(r, need, &pop_lo, &pop_hi);
 			r->end = max_bytes ? r->cur : end;
@@ -300,9 +300,9 @@ static void *alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size
 		}
 		struct span *s = r->span;
 		if (s && r->cur < s->base + span_prot_hi(s))
-			r->cur = s->base + span_prot_hi(s);
+			pool_region_set_cur(r, s->base + span_prot_hi(s));
 		if (s && fresh_page)
-			r->cur = ALIGN_UP(r->cur, os_page_size);
+			pool_region_set_cur(r, ALIGN_UP(r->cur, os_page_size));
 		uintptr_t at = ALIGN_UP(r->cur, align);
 		if (!s || at + need > s->base + s->bytes) {
 			/* A new span starts on a page of its own whatever fresh_page
@@ -314,13 +314,13 @@ static void *alloc_in(struct pmalloc_pool *p, struct pool_region *r, size_t size
 				errno = ENOMEM;
 				return NULL;
 			}
-			r->cur = ALIGN_UP(r->cur, os_page_size);
+			pool_region_set_cur(r, ALIGN_UP(r->cur, os_page_size));
 			at = ALIGN_UP(r->cur, align);
 		}
+		pool_region_set_cur(r, at);
 		r->cur = r->end = at + need;     /* end == cur: no fast path ever uses r */
 		*r->rec++ = span_record(at, need, site);
 		r->requested += size;
-		r->used += need;
 		ret = (void *)at;
 	}
 	if (ret)

@@ -26,6 +26,14 @@ bool pool_region_bind(struct pmalloc_pool *p, struct pool_region *r);
 /* Region r stops allocating in its span (p's lock held); keep: offer the
  * span's room to the next region. */
 void pool_region_leave_span(struct pmalloc_pool *p, struct pool_region *r, bool keep);
+/* Move r's cursor other than by an allocation (p's lock held, or r's
+ * thread with r in no list yet): what it handed out is counted first
+ * (region_used(), pool.h). */
+static inline void pool_region_set_cur(struct pool_region *r, uintptr_t cur)
+{
+	r->used = region_used(r);
+	r->cur = r->mark = cur;
+}
 /* r's span, checked, and where its objects end (p's lock held); fatal on a
  * corrupt region, NULL for none. */
 struct span *pool_region_span(const struct pmalloc_pool *p, const struct pool_region *r, size_t *ret_end,

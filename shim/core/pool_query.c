@@ -27,7 +27,7 @@ void pool_totals(struct pmalloc_pool *p, struct pool_totals *ret)
 	 * Objects are counted by their records. */
 	for (struct pool_region *r = p->regions; r; r = r->next) {
 		t.requested += __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
-		t.used += __atomic_load_n(&r->used, __ATOMIC_RELAXED);
+		t.used += region_used(r);
 		if (r->span)
 			r->span->rec_next = __atomic_load_n(&r->rec, __ATOMIC_RELAXED);
 	}

@@ -49,6 +49,19 @@ if [ ! -e "$image/$mark" ]; then
 		fail "debootstrap: $(tail -n 5 "$bootdir/debootstrap.log")"
 	touch "$image.tmp/$mark" && mv "$image.tmp" "$image"
 fi
+# Debian's nginx for the README's walkthrough, added to the image (also to
+# one made before it was wanted), not started: a policy-rc.d that refuses
+# while apt runs.
+if [ ! -x "$image/usr/sbin/nginx" ]; then
+	echo "apt-get install nginx into $image (once)"
+	printf '#!/bin/sh\nexit 101\n' >"$image/usr/sbin/policy-rc.d" && chmod 0755 "$image/usr/sbin/policy-rc.d"
+	cp /etc/resolv.conf "$image/etc/resolv.conf"
+	chroot "$image" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive sh -c \
+		'apt-get update && apt-get install -y --no-install-recommends nginx' >"$bootdir/nginx.log" 2>&1
+	r=$?
+	rm -f "$image/usr/sbin/policy-rc.d"
+	[ $r = 0 ] && [ -x "$image/usr/sbin/nginx" ] || fail "apt-get install nginx in the image: $(tail -n 5 "$bootdir/nginx.log")"
+fi
 
 nspawn_pid=
 leader=
@@ -167,4 +180,75 @@ grep -qE "\"OBJECT_PID\": ?\"$pid\"" "$bootdir/vio.json" || fail "violations -u 
 grep -qE '"PMALLOCCTL_WRITER": ?"pmallocd"' "$bootdir/vio.json" ||
 	fail "violations does not name pmallocd as the writer: $(cat "$bootdir/vio.json")"
 pass "pmallocctl violations -u $unit: pid $pid, written by pmallocd"
+
+# The README's "Harden a service", its command lines as they are, on
+# Debian's nginx (master as root, workers as www-data), with the loads a
+# reader would bring: before step 2 the usual one, before step 4's
+# exercise one the learn load never sent (other URLs, 404s).  Each line
+# must succeed but step 5's ready, which must say "not ready" for the
+# 24 hours not passed.  Then the enforced nginx through systemctl reload
+# and a load: still active, the same main process, no violation.
+# get N PATH: N requests to the container's nginx, each answered (200 or 404).
+get() {
+	inside bash -c 'for i in $(seq '"$1"'); do
+		exec 3<>/dev/tcp/127.0.0.1/80 || exit 1
+		printf "GET '"$2"'$i HTTP/1.0\r\nHost: localhost\r\n\r\n" >&3
+		IFS= read -r l <&3 || exit 1; exec 3>&-
+		case $l in "HTTP/1.1 200"* | "HTTP/1.1 404"*) ;; *) echo "$l"; exit 1 ;; esac
+	done'
+}
+inside systemctl is-active nginx >/dev/null || inside systemctl start nginx || fail "nginx does not start: $(inside systemctl status nginx 2>&1)"
+get 3 /?warm= || fail "nginx does not answer in the container"
+since=$(inside date +%s)
+step=0 n=0
+sed -n '/^## Harden a service/,/^Then watch it/p' "$src/README.md" | sed -n '/^```$/,/^```$/p' | grep -v '^```$' >"$bootdir/readme.sh"
+[ "$(grep -vc '^#' "$bootdir/readme.sh")" -ge 10 ] || fail "README's walkthrough not found: $(cat "$bootdir/readme.sh")"
+while IFS= read -r line; do
+	if [[ $line =~ ^#\ ([0-9])\. ]]; then
+		step=${BASH_REMATCH[1]}
+		continue
+	fi
+	[[ $line == "#"* ]] && continue
+	if [ "$step" = 2 ] && [[ $line == *exercise* ]]; then
+		get 40 /?learn= || fail "step 2: the usual load failed"
+	fi
+	if [ "$step" = 4 ] && [[ $line == *exercise* ]]; then
+		get 20 /index.nginx-debian.html?k= && get 10 /missing- || fail "step 4: the audit load failed"
+	fi
+	n=$((n + 1))
+	rc=0; inside bash -c "$line" >"$bootdir/step.out" 2>&1 </dev/null || rc=$?
+	cat "$bootdir/step.out" >>"$bootdir/readme.log"
+	if [ "$step" = 5 ]; then
+		[ $rc = 1 ] && grep -q '^not ready:' "$bootdir/step.out" && grep -q 'less than 24h00min' "$bootdir/step.out" ||
+			fail "step 5, $line: exit $rc (want 1, not ready for the 24 h): $(cat "$bootdir/step.out")"
+		continue
+	fi
+	[ $rc = 0 ] || fail "step $step, $line: exit $rc: $(cat "$bootdir/step.out"; inside systemctl status --no-pager pmallocd nginx 2>&1 | tail -n 30; inside journalctl -q --no-pager -n 30 -u pmallocd -u nginx 2>&1)"
+	if [ "$step" = 3 ] && [[ $line == *propose* ]]; then
+		grep -q '^    mode = "audit";' "$run/etc/pmalloc.conf" || fail "step 3: the proposal is not in audit mode"
+	fi
+done <"$bootdir/readme.sh"
+grep -q '^    mode = "enforce";' "$run/etc/pmalloc.conf" || fail "after step 6: the policy is not in enforce mode"
+sites=$(sed -n '/sites = \[/,/\]/p' "$run/etc/pmalloc.conf" | grep -o '"[^"]*"' | sort -u | grep -c .)
+pass "the README's walkthrough on nginx: $n command lines as written, each as it should (ready: not ready, 24 h); enforce with $sites sites"
+
+mpid=$(inside systemctl show -P MainPID nginx)
+for _ in $(seq 100); do
+	inside pmallocctl status >"$bootdir/status" 2>&1
+	grep -q 'bytes protected' "$bootdir/status" && break
+	sleep 0.1
+done
+grep -q 'bytes protected' "$bootdir/status" || fail "the enforced nginx protects nothing: $(cat "$bootdir/status")"
+get 20 /?after= || fail "the enforced nginx does not answer"
+inside systemctl reload nginx || fail "systemctl reload nginx: $(inside systemctl status nginx 2>&1)"
+sleep 1
+get 20 /?reloaded= && get 5 /missing-after- || fail "nginx does not answer after systemctl reload: $(inside systemctl status nginx 2>&1)"
+[ "$(inside systemctl is-active nginx)" = active ] && [ "$(inside systemctl show -P MainPID nginx)" = "$mpid" ] ||
+	fail "nginx after systemctl reload: $(inside systemctl status nginx 2>&1)"
+inside journalctl --sync 2>/dev/null
+inside journalctl -q -o cat --since "@$since" MESSAGE_ID=7df8f2fd7e8542c19da1343c00501acc PMALLOC_EXE=/usr/sbin/nginx \
+	PMALLOC_MODE=enforce >"$bootdir/vio" 2>&1
+grep -q . "$bootdir/vio" && fail "violations of nginx in enforce: $(head -n 5 "$bootdir/vio")"
+inside grep -q 'exited on signal 11' /var/log/nginx/error.log 2>/dev/null && fail "an nginx process died by SIGSEGV: $(inside grep 'signal 11' /var/log/nginx/error.log)"
+pass "the enforced nginx (main PID $mpid) through systemctl reload: active, the same main process, answers, no kill; $(grep -m1 'bytes protected' "$bootdir/status" | sed 's/^ *//')"
 exit 0

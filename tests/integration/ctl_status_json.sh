@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # pmallocctl status --json against the real pmallocd: one JSON object, valid
-# against man/pmallocctl-status.schema.json (checked by the small validator
-# below: no pip), numbers as numbers and durations in microseconds; a
+# against man/pmallocctl-status.schema.json (checked by lib.sh's small
+# validator: no pip), numbers as numbers and durations in microseconds; a
 # served process (an audit-mode e2e_hold after a violation) with its policy,
 # pool and violation count; then N served processes at once (N=60 here,
 # 500 in make check-status-500), each with 24 rules that match nothing,
@@ -18,48 +18,7 @@ sed 's|^);$|  , { name = "held"; match = { exe = [ "*/e2e_hold" ]; }; mode = "au
 	"$SRC/conf/pmalloc.conf" | write_conf "$CONF"
 start_daemon
 
-cat >"$T/validate.py" <<'PY'
-# A JSON Schema subset validator: type (one or a list), properties,
-# required, additionalProperties: false, items, enum, minimum, $ref to
-# #/$defs/NAME.  Exits 1 naming the first place that does not fit.
-import json, sys
-schema = json.load(open(sys.argv[1]))
-TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
-def is_type(v, t):
-    if t == "integer":
-        return isinstance(v, int) and not isinstance(v, bool)
-    return isinstance(v, TYPES[t])
-def check(v, s, where):
-    if "$ref" in s:
-        return check(v, schema["$defs"][s["$ref"].split("/")[-1]], where)
-    if "enum" in s and v not in s["enum"]:
-        sys.exit("%s: %r not one of %r" % (where, v, s["enum"]))
-    if "type" in s:
-        ts = s["type"] if isinstance(s["type"], list) else [s["type"]]
-        if not any(is_type(v, t) for t in ts):
-            sys.exit("%s: %r is not %s" % (where, v, ts))
-    if "minimum" in s and is_type(v, "integer") and v < s["minimum"]:
-        sys.exit("%s: %r below %r" % (where, v, s["minimum"]))
-    if isinstance(v, dict):
-        for k in s.get("required", []):
-            if k not in v:
-                sys.exit("%s: %s missing" % (where, k))
-        props = s.get("properties", {})
-        for k, x in v.items():
-            if k in props:
-                check(x, props[k], where + "." + k)
-            elif s.get("additionalProperties") is False:
-                sys.exit("%s: %s not in the schema" % (where, k))
-    if isinstance(v, list) and "items" in s:
-        for i, x in enumerate(v):
-            check(x, s["items"], "%s[%d]" % (where, i))
-text = open(sys.argv[2]).read()
-lines = text.splitlines()
-if len(lines) != 1:
-    sys.exit("not one line")
-check(json.loads(lines[0]), schema, "$")
-PY
-validate() { python3 "$T/validate.py" "$SRC/man/pmallocctl-status.schema.json" "$1"; }
+validate() { json_schema_check "$SRC/man/pmallocctl-status.schema.json" "$1"; }
 
 mkfifo "$T/cmds"
 hardened "$T/out" "$T/err" "$HOLD" <"$T/cmds" &

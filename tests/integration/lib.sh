@@ -66,3 +66,50 @@ wait_until() {
 	while [ "$n" -gt 0 ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.05; n=$((n - 1)); done
 	return 1
 }
+
+# json_schema_check SCHEMA FILE: FILE is one line of JSON that fits SCHEMA
+# (the subset of JSON Schema pmallocctl's schemas use; no pip).  Fails
+# with the first place that does not fit, on stdout.
+json_schema_check() {
+	python3 - "$1" "$2" <<'PY'
+# A JSON Schema subset validator: type (one or a list), properties,
+# required, additionalProperties: false, items, enum, minimum, $ref to
+# #/$defs/NAME.  Exits 1 naming the first place that does not fit.
+import json, sys
+schema = json.load(open(sys.argv[1]))
+TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+def is_type(v, t):
+    if t == "integer":
+        return isinstance(v, int) and not isinstance(v, bool)
+    return isinstance(v, TYPES[t])
+def check(v, s, where):
+    if "$ref" in s:
+        return check(v, schema["$defs"][s["$ref"].split("/")[-1]], where)
+    if "enum" in s and v not in s["enum"]:
+        sys.exit("%s: %r not one of %r" % (where, v, s["enum"]))
+    if "type" in s:
+        ts = s["type"] if isinstance(s["type"], list) else [s["type"]]
+        if not any(is_type(v, t) for t in ts):
+            sys.exit("%s: %r is not %s" % (where, v, ts))
+    if "minimum" in s and is_type(v, "integer") and v < s["minimum"]:
+        sys.exit("%s: %r below %r" % (where, v, s["minimum"]))
+    if isinstance(v, dict):
+        for k in s.get("required", []):
+            if k not in v:
+                sys.exit("%s: %s missing" % (where, k))
+        props = s.get("properties", {})
+        for k, x in v.items():
+            if k in props:
+                check(x, props[k], where + "." + k)
+            elif s.get("additionalProperties") is False:
+                sys.exit("%s: %s not in the schema" % (where, k))
+    if isinstance(v, list) and "items" in s:
+        for i, x in enumerate(v):
+            check(x, s["items"], "%s[%d]" % (where, i))
+text = open(sys.argv[2]).read()
+lines = text.splitlines()
+if len(lines) != 1:
+    sys.exit("not one line")
+check(json.loads(lines[0]), schema, "$")
+PY
+}

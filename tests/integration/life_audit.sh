@@ -8,11 +8,15 @@
 #   learn (pmallocctl learn) -> a load of "get" requests -> pmallocctl
 #   exercise (reload, a worker killed and respawned, stop) -> propose:
 #   audit mode by default -> ready: not ready (24 h not passed) -> a load
-#   the learn run never sent ("set": writes the start-up cache) -> one
-#   report per site and process -> ready: not ready (a site the policy names
-#   was written) -> propose again: exactly that site left out, a comment
-#   names the writing function -> ready: ready (--min-time 0), --json valid
-#   -> propose --mode enforce -> the same load: zero kills.
+#   the learn run never sent ("set": writes the start-up cache), then
+#   exercise again (reload, respawn, stop) -> one report per site and
+#   process -> ready: not ready (a site the policy names was written) ->
+#   propose again: exactly that site left out, a comment names the writing
+#   function -> ready: ready (--min-time 0), with the life-cycle events of
+#   the audit run counted per role (main: a reload and a clean stop; child:
+#   a respawn and the workers' stops), --json valid against
+#   man/pmallocctl-ready.schema.json -> propose --mode enforce -> the same
+#   load: zero kills.
 # And issue 27's item 5: another user's learn run of the same program is
 # refused by propose, and counted.
 . "$(dirname "$0")/e2e_lib.sh"
@@ -30,7 +34,8 @@ cat >"$T/bin/systemctl" <<'EOF'
 #!/bin/sh
 D=${FAKE_DIR:?}
 pid=$(cat "$D/pid" 2>/dev/null)
-alive() { [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && ! grep -q '^State:.Z' "/proc/$pid/status" 2>/dev/null; }
+# (a process reaped between the two looks is gone: State must be read, and not Z)
+alive() { [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && grep -q '^State:.[^Z]' "/proc/$pid/status" 2>/dev/null; }
 case $1 in
 show)
 	if alive; then echo "MainPID=$pid"; echo "ActiveState=active"; else echo "MainPID=0"; echo "ActiveState=inactive"; fi
@@ -121,7 +126,8 @@ grep -q '^not ready:' "$T/ready" && grep -q 'in audit for .*, less than 24h00min
 	fail "ready's reasons: $(cat "$T/ready")"
 pass "ready before the audit load: not ready ($(grep -- '  - ' "$T/ready" | head -n 1 | sed 's/^ *- //'))"
 load set 20
-stop_server
+"$CTL" exercise life >"$T/ex" 2>&1 || fail "exercise in audit: $(cat "$T/ex")"
+wait "$SPID" || fail "life_server exited $? after the stop in audit"
 e=$(jsel 1 MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$EXE" PMALLOC_MODE=audit) || fail "no audit report"
 sleep 0.5
 e=$(jnow MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$EXE" PMALLOC_MODE=audit)
@@ -151,11 +157,18 @@ kill -HUP "$DPID"
 sleep 0.3
 rc=0; "$CTL" ready --exe "$EXE" --config "$CONF" --min-time 0 >"$T/ready" 2>&1 || rc=$?
 [ $rc = 0 ] && grep -q '^ready' "$T/ready" || fail "ready after refining: exit $rc: $(cat "$T/ready")"
-grep -q 'role main: [1-9][0-9]* processes' "$T/ready" || fail "ready: no processes: $(cat "$T/ready")"
+# The audit run: one main (a reload, a clean stop), its 2 workers and the
+# one respawned for the one killed; life_server keeps its workers through
+# a reload (the one note), and the two alive at the stop exit cleanly.
+grep -q '^  role main: 1 processes, 1 reloads, 0 respawns, 1 stops seen$' "$T/ready" &&
+	grep -q '^  role child: 3 processes, 0 reloads, 1 respawns, 2 stops seen$' "$T/ready" ||
+	fail "ready: the audit run's life-cycle not counted: $(cat "$T/ready")"
+[ "$(grep -c 'note: ' "$T/ready")" = 1 ] && grep -q 'note: role child: no reload seen' "$T/ready" ||
+	fail "ready: want the one note (no reload of a worker): $(cat "$T/ready")"
 "$CTL" ready --exe "$EXE" --config "$CONF" --min-time 0 --json >"$T/ready.json" || fail "ready --json: exit $?"
-python3 -m json.tool "$T/ready.json" >/dev/null || fail "ready --json: not JSON: $(cat "$T/ready.json")"
+json_schema_check "$SRC/man/pmallocctl-ready.schema.json" "$T/ready.json" || fail "ready --json does not fit its schema: $(cat "$T/ready.json")"
 grep -q '"ready": true' "$T/ready.json" || fail "ready --json: $(cat "$T/ready.json")"
-pass "refine: exactly init_cache left out, said in a comment; ready (and --json valid)"
+pass "refine: exactly init_cache left out, said in a comment; ready, the audit run's events counted ($(grep '^  role' "$T/ready" | sed 's/^ *//' | tr '\n' ';')), --json fits its schema"
 
 # -- enforce under the load audit saw
 "$CTL" propose --exe "$EXE" --mode enforce --output "$CONF" >/dev/null 2>"$T/err" || fail "propose --mode enforce: $(cat "$T/err")"

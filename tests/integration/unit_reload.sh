@@ -20,9 +20,11 @@ systemctl_reload() {
 	local cmd
 	for cmd in "${reload[@]}"; do
 		cmd=${cmd//@SBINDIR@/$B}
+		cmd=${cmd//\$\{MAINPID\}/$DPID}
 		cmd=${cmd//\$MAINPID/$DPID}
 		[[ $cmd == "$B/pmallocd --check" ]] && cmd="$cmd --config $CONF"
-		$cmd >>"$T/reload.log" 2>&1 || return 1
+		# (systemd's quoting, for these lines, is the shell's)
+		eval "$cmd" >>"$T/reload.log" 2>&1 || return 1
 	done
 }
 generation() { "$WIRE" --socket "$SOCK" | sed -n 's/^POLICY generation=//p'; }

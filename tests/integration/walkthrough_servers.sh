@@ -24,8 +24,9 @@
 # a round sees no new write (8 rounds at most: leaving a site out moves
 # which function an object is charged to, and audit reports a site once per
 # process, so redis needs several) -> ready: ready (exit 0,
-# --min-time 0), --json valid -> propose --mode enforce -> the same load:
-# zero kills.  The figures (sites left out, bytes protected, each round's
+# --min-time 0), the audit run's reloads, respawns and clean stops counted
+# per role, --json valid against man/pmallocctl-ready.schema.json ->
+# propose --mode enforce -> the same load: zero kills.  The figures (sites left out, bytes protected, each round's
 # new reports) go to stdout.
 . "$(dirname "$0")/e2e_lib.sh"
 
@@ -55,7 +56,8 @@ SHIM_DIR=$B NOFILE=$NOFILE DLOG=$T/daemon.log
 EOF
 cat >>"$T/bin/systemctl" <<'EOF'
 unit() { case $1 in *.*) echo "$1" ;; *) echo "$1.service" ;; esac; }
-alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null && ! grep -q '^State:.Z' "/proc/$1/status" 2>/dev/null; }
+# (a process reaped between the two looks is gone: State must be read, and not Z)
+alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null && grep -q '^State:.[^Z]' "/proc/$1/status" 2>/dev/null; }
 mainpid() { cat "$F/$1/pid" 2>/dev/null; }
 dstart() {
 	"$PMALLOCD" --config "$CONF" --socket "$SOCK" >>"$DLOG" 2>&1 </dev/null &
@@ -273,10 +275,22 @@ walk() {
 	journal_sync
 	rc=0; "$CTL" ready --exe "$exe" --config "$CONF" --min-time 0 >"$T/ready" 2>&1 || rc=$?
 	[ $rc = 0 ] && grep -q '^ready' "$T/ready" || fail "$name: ready after refining: exit $rc: $(cat "$T/ready")"
+	# the audit run's life-cycle, per role: the main process reloaded
+	# (nginx) and stopped cleanly (each restart above); nginx's workers
+	# started by reloads, one respawned, the old ones stopped
+	grep -Eq '^  role main: [1-9][0-9]* processes, [0-9]+ reloads, 0 respawns, [1-9][0-9]* stops seen$' "$T/ready" ||
+		fail "$name: ready: the main process's stops not counted: $(cat "$T/ready")"
+	if [ "$name" = nginx ]; then
+		grep -Eq '^  role main: [0-9]+ processes, [1-9][0-9]* reloads' "$T/ready" &&
+			grep -Eq '^  role child: [1-9][0-9]* processes, [1-9][0-9]* reloads, [1-9][0-9]* respawns, [1-9][0-9]* stops seen$' "$T/ready" ||
+			fail "$name: ready: reloads, respawns, stops not all counted: $(cat "$T/ready")"
+		grep -q 'note: ' "$T/ready" && fail "$name: ready: a life-cycle event said not seen: $(cat "$T/ready")"
+	fi
 	"$CTL" ready --exe "$exe" --config "$CONF" --min-time 0 --json >"$T/ready.json" || fail "$name: ready --json: exit $?"
-	python3 -m json.tool "$T/ready.json" >/dev/null || fail "$name: ready --json: not JSON: $(cat "$T/ready.json")"
+	json_schema_check "$SRC/man/pmallocctl-ready.schema.json" "$T/ready.json" ||
+		fail "$name: ready --json does not fit its schema: $(cat "$T/ready.json")"
 	grep -q '"ready": true' "$T/ready.json" || fail "$name: ready --json: $(cat "$T/ready.json")"
-	pass "$name: ready after refining (--json valid): $(grep -v '^ready' "$T/ready" | tr -s ' \n' ' ')"
+	pass "$name: ready after refining (--json fits its schema): $(grep -v '^ready' "$T/ready" | tr -s ' \n' ' ')"
 	"$CTL" propose --exe "$exe" --mode enforce --output "$CONF" >/dev/null 2>"$T/err" || fail "$name: propose --mode enforce: $(cat "$T/err")"
 	grep -q '^    mode = "enforce";' "$CONF" || fail "$name: not enforce"
 	sites_of "$CONF" | cmp -s - "$T/$name.sites.refined" || fail "$name: the enforce proposal's sites are not the refined ones"

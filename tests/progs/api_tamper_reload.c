@@ -84,6 +84,9 @@
 #define REGION_OFF_CUR 16
 #define REGION_OFF_END 24
 #define REGION_SIZE 128
+/* struct pool_thread: the slots (4 regions), then active. */
+#define TLS_OFF_SLOTS 0
+#define TLS_OFF_ACTIVE (4 * REGION_SIZE)
 #define SPAN_SIZE 144
 #define SPAN_OFF_BYTES 16
 #define SPAN_OFF_FIRST_UNIT 96
@@ -596,7 +599,7 @@ static size_t attack_row(const char *row, uintptr_t pool, struct write *w)
 		shaped[2] = (uintptr_t)&shaped[256];
 		shaped[3] = (uintptr_t)&shaped[1024];
 		shaped[4] = (uintptr_t)&shaped[64];           /* where records go */
-		return w[0] = (struct write){ a, (uintptr_t)shaped, false }, 1;   /* pool_tls.active */
+		return w[0] = (struct write){ a + TLS_OFF_ACTIVE, (uintptr_t)shaped, false }, 1;   /* pool_tls.active */
 	}
 	if (strcmp(row, "next_unit") == 0 && (a = shim_symbol("next_unit"))) {
 		big_alloc = store_original = no_trigger = true;
@@ -661,7 +664,7 @@ static size_t row_writes(const char *row, struct write *w)
 	if (strcmp(row, "regions") == 0 && pool)
 		return w[0] = (struct write){ pool + POOL_OFF_REGIONS, 0, false }, 1;
 	if (strcmp(row, "region") == 0 && pool && (a = shim_symbol("pool_tls"))) {
-		for (uintptr_t r = a + 32; r < a + 32 + 4 * REGION_SIZE; r += REGION_SIZE)
+		for (uintptr_t r = a + TLS_OFF_SLOTS; r < a + TLS_OFF_SLOTS + 4 * REGION_SIZE; r += REGION_SIZE)
 			if (*(uintptr_t *)r == pool) {
 				w[0] = (struct write){ r + REGION_OFF_CUR, (uintptr_t)forged, false };
 				w[1] = (struct write){ r + REGION_OFF_END, (uintptr_t)forged + sizeof(forged), false };

@@ -6,9 +6,10 @@
  * learn_inner.h.
  *
  * Owns: the context table (chains hashed, ids 1..CTX_MAX-1, never
- * removed), the lanes (per learn pool, LANES regions of pool.c, each page
- * of a lane holding one context's objects: a lane changing hands skips to
- * a fresh page), the page map (arena page -> context id) that the fault
+ * removed), the lanes (regions of pool.c, each page of a lane holding one
+ * context's objects: per learn pool LANES shared in turn, a lane changing
+ * hands skips to a fresh page; and a lane of its own for each context past
+ * OWN_LANE_AFTER objects), the page map (arena page -> context id) that the fault
  * handler, kwrite.c and free read.  Must never: let a write
  * through for a pool the read-only decision does not say learns, take a
  * lock or allocate in learn_let_through, or keep a write from marking the
@@ -21,7 +22,8 @@
  * context would go unseen (it would be marked unwritten, proposed, and
  * killed in enforce mode), unless every page stayed protected and every
  * store faulted.  One context per page costs memory (a page tail per lane
- * change, LANES lanes per pool), never a second fault.
+ * change, LANES lanes per pool, and two pages, a tail and its records', for
+ * each context with a lane of its own), never a second fault.
  *
  * Cost per learn-pool allocation (learn mode only; enforce never comes
  * here; x86-64, callgrind): about 22,000 instructions for an allocation
@@ -59,6 +61,7 @@
 #define CTX_MAX 65536u                 /* context ids 1..CTX_MAX-1; 0: none */
 #define CTX_HASH (2 * CTX_MAX)         /* open addressing, power of two */
 #define LANES 64                       /* per pool: contexts allocating in turn without a page skip */
+#define OWN_LANE_AFTER 32              /* objects: then a lane of the context's own */
 #define SHIM_FRAMES_MAX 16             /* the shim's own frames above the allocator's caller */
 
 struct lane {
@@ -72,6 +75,7 @@ static struct lctx *ctxs;              /* [CTX_MAX] */
 static _Atomic uint32_t *ctx_index;    /* [CTX_HASH]: context id, 0 free */
 static uint32_t n_ctx = 1;             /* next id; written under learn_lock */
 static struct lane *lanes;             /* [SHIM_POOLS_MAX][LANES] */
+static struct lane *own_lanes;         /* [CTX_MAX]: those of the contexts that have one */
 static uint64_t tick;                  /* learn_lock */
 static _Atomic uint32_t *page_ctx;     /* per arena page: its context id */
 static _Atomic uint64_t *opened;       /* per arena page: made writable by learning */
@@ -185,14 +189,29 @@ static size_t page_of(uintptr_t a)
 	return (a - arena_base) / os_page_size;
 }
 
-/* A lane of pool i for context id (learn_lock held): the one it used last
- * while it still holds its page, else the one least lately used, whose
- * next object then starts on a fresh page (*fresh). */
+/* A lane of pool i for context id (learn_lock held).  A context past
+ * OWN_LANE_AFTER objects: a lane of its own (its page never handed to
+ * another context, never skipped; pool_alloc_in's first span of a region
+ * starts on a page of its own).  Else the shared lane it used last while
+ * it still holds its page, else the one least lately used, whose next
+ * object then starts on a fresh page (*fresh).
+ *
+ * Why both: shared lanes skip to a fresh page at each change of hands,
+ * and a start-up that interleaves more busy contexts than there are lanes
+ * (haproxy: 250,000 objects of 3,500 contexts before its first wait)
+ * touched a page every few objects, 16 x its resident memory.  A lane of
+ * its own costs a context two pages (its page tail and its span's first
+ * page of records): for every context, nginx's 800 a process, that was
+ * 3.2 x nginx's memory where shared lanes cost 2.2 x. */
 static struct lane *lane_for(size_t i, uint32_t id, bool *fresh)
 {
 	struct lctx *c = &ctxs[id];
-	struct lane *pl = &lanes[i * LANES];
 	*fresh = false;
+	if (atomic_load_explicit(&c->objects, memory_order_relaxed) >= OWN_LANE_AFTER) {
+		own_lanes[id].owner = id;
+		return &own_lanes[id];
+	}
+	struct lane *pl = &lanes[i * LANES];
 	if (c->lane >= 0 && pl[c->lane].owner == id) {
 		pl[c->lane].used = ++tick;
 		return &pl[c->lane];
@@ -366,12 +385,13 @@ static void lock_drop_fork(void)
 
 bool learn_init(const struct shim_state *st)
 {
-	void *c, *x, *l, *pg, *o, *lc, *od;
+	void *c, *x, *l, *ol, *pg, *o, *lc, *od;
 	size_t pages = arena_size / os_page_size;
 	size_t words = (pages + 63) / 64;
 	if (os_map_lazy(CTX_MAX * sizeof(struct lctx), &c) < 0 ||
 	    os_map_lazy(CTX_HASH * sizeof(uint32_t), &x) < 0 ||
 	    os_map_lazy(SHIM_POOLS_MAX * LANES * sizeof(struct lane), &l) < 0 ||
+	    os_map_lazy(CTX_MAX * sizeof(struct lane), &ol) < 0 ||
 	    os_map_lazy(pages * sizeof(uint32_t), &pg) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0 ||
 	    os_map_lazy(65536 * sizeof(*late_calls), &lc) < 0 || os_map_lazy(words * sizeof(uint64_t), &od) < 0) {
 		debug_printf("learn mode: no memory for its tables; pools enforce");
@@ -380,6 +400,7 @@ bool learn_init(const struct shim_state *st)
 	ctxs = c;
 	ctx_index = x;
 	lanes = l;
+	own_lanes = ol;
 	page_ctx = pg;
 	opened = o;
 	late_calls = lc;

@@ -247,6 +247,16 @@ bool client_notify_protected(size_t i, const char *trigger, size_t new_bytes, ui
 	return false;
 }
 
+void client_notify_exiting(int status, uint32_t how)
+{
+	struct pmw_exiting m;
+	memset(&m, 0, sizeof(m));
+	pmw_header_init(&m.h, PMW_EXITING, sizeof(m));
+	m.status = status;
+	m.how = how;
+	(void)send_to_daemon(&m, sizeof(m));
+}
+
 /* Orders name the process that connected: a forked child shares the
  * descriptor but never reads them (they are its parent's). */
 static bool orders_ours(void)

@@ -40,6 +40,10 @@ int client_wait_orders(int timeout_ms);
  * pool_generation-th protect (1: the first trigger's; then reloads'):
  * true when pmallocd took it (then it wants the sites table too). */
 bool client_notify_protected(size_t pool_index, const char *trigger, size_t new_bytes, uint32_t pool_generation);
+/* Tell pmallocd that exit has begun (how: PMW_EXIT_CALLED or
+ * PMW_EXIT_MAIN; status: exit's argument or main's value), for its count
+ * of clean stops.  Nothing without a daemon; never blocks. */
+void client_notify_exiting(int status, uint32_t how);
 /* Hand msg to pmallocd without blocking: false without a daemon of this
  * process's (or a full socket).  Async-signal-safe. */
 bool client_send_msg(const void *msg, size_t len);

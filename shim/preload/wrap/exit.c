@@ -14,10 +14,14 @@
  * written once at start-up before anything of the program's runs.
  * _exit(2), quick_exit and death by a signal are not exit: nothing runs
  * after them that could write, and nothing changes for them.
+ * The first exit of a process that holds a policy is told to pmallocd
+ * (PMW_EXITING), before any atexit handler runs: the clean stops that
+ * pmallocctl ready counts.
  * Never changes an argument or a result.
  */
 #define _GNU_SOURCE
 #include "armed.h"
+#include "client.h"
 #include "life.h"
 
 #include <errno.h>
@@ -27,10 +31,19 @@
 typedef int (*main_t)(int, char **, char **);
 static main_t program_main;
 
+/* Exit begins here: said once, by a process with a policy and a daemon. */
+static void exit_begin(int status, uint32_t how)
+{
+	if (life_exit_begin() && shim && client_has_daemon())
+		client_notify_exiting(status, how);
+}
+
 PMALLOC_EXPORT __attribute__((noreturn)) void exit(int status)
 {
 	typedef void (*fn_t)(int);
-	life_exit_begin();
+	int e = errno;
+	exit_begin(status, PMW_EXIT_CALLED);
+	errno = e;
 	fn_t fn = REAL(exit, fn_t);
 	if (likely(fn))
 		fn(status);
@@ -41,7 +54,7 @@ static int main_then_exit(int argc, char **argv, char **envp)
 {
 	int r = program_main(argc, argv, envp);
 	int e = errno;
-	life_exit_begin();
+	exit_begin(r, PMW_EXIT_MAIN);
 	errno = e;
 	return r;
 }

@@ -18,6 +18,14 @@
  * report per buffer, naming the call and its caller.  The program sees the
  * call succeed as it would without the shim.
  *
+ * Once its site is reported (audit.c: once per site and process), a later
+ * kernel write into the same object is a repeat, as a later store is: the
+ * object's pages are opened (audit_repeat_range: counted, closed again
+ * within 100 ms) and the kernel writes there, with no bounce buffer, copy
+ * or window.  A server whose event array or read buffer was allocated at
+ * start-up (redis's epoll array, 120 KiB) would otherwise map, copy and
+ * unmap it at every turn of its event loop: 0.06 x its throughput here.
+ *
  * One concern, to be shared with learn mode: "let a kernel write into
  * protected pool memory through, and tell me" - kw_lets_through() is where
  * a mode says yes.
@@ -122,11 +130,30 @@ static uintptr_t first_protected(const void *p, size_t len, bool *refused)
 	return 0;
 }
 
+/* A repeat (see the top): [user, user+len) inside one object of a site
+ * reported already, in a pool that lets kernel writes through, at most a
+ * quarter of audit's ring of open pages; then opened for the kernel's
+ * write.  Not on a retry: a page closed meanwhile (another thread's
+ * reclose) made the call fail, and the bounce takes it. */
+static bool kw_repeat_direct(const struct kw_call *c, void *user, size_t len, uintptr_t at)
+{
+	struct pool_hit hit;
+	uintptr_t a = (uintptr_t)user;
+	if (c->retried || !pool_lookup((const void *)at, &hit) || !kw_lets_through(&hit) || !hit.in_object ||
+	    a < hit.object || a + len > hit.object + hit.object_size || !audit_site_reported(hit.site) ||
+	    len > 128 * os_page_size)
+		return false;
+	return audit_repeat_range(a, len, hit.site) == 0;
+}
+
 /* What the kernel should write into instead of [user, user+len). */
 static void *kw_sub(struct kw_call *c, void *user, size_t len)
 {
 	bool refused = false;
-	if (!user || len == 0 || !kwrite_may_touch(user, len) || !first_protected(user, len, &refused))
+	uintptr_t at;
+	if (!user || len == 0 || !kwrite_may_touch(user, len) || !(at = first_protected(user, len, &refused)))
+		return user;
+	if (!refused && kw_repeat_direct(c, user, len, at))
 		return user;
 	if (refused || c->n == KW_BUFS) {
 		c->refused = true;
