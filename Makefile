@@ -46,11 +46,12 @@ PC_MODULES := libconfig libsystemd libseccomp check libelf libdw
 # system-wide (a policy-rc.d that refuses, for the length of apt's run).
 TEST_DEB_PACKAGES := redis-server redis-tools nginx-light memcached lighttpd curl libjemalloc2 \
 	libjemalloc-dev libmimalloc-dev libgoogle-perftools4 clang libclang-rt-14-dev \
-	systemd-journal-remote strace bash-completion haproxy g++ libssl-dev
+	systemd-journal-remote strace bash-completion haproxy g++ libssl-dev apache2 unbound bind9-dnsutils
 TEST_DEB_FILES := /usr/bin/redis-server /usr/bin/redis-benchmark /usr/sbin/nginx /usr/bin/memcached /usr/sbin/lighttpd \
 	/usr/bin/curl /usr/include/jemalloc/jemalloc.h /usr/include/mimalloc.h \
 	/usr/bin/clang /lib/systemd/systemd-journal-remote /usr/bin/strace \
-	/usr/share/bash-completion/bash_completion /usr/sbin/haproxy /usr/bin/g++ /usr/include/openssl/ssl.h
+	/usr/share/bash-completion/bash_completion /usr/sbin/haproxy /usr/bin/g++ /usr/include/openssl/ssl.h \
+	/usr/sbin/apache2 /usr/sbin/unbound /usr/bin/dig
 
 # Warnings are errors only when asked (make WERROR=1; CI does): a newer
 # compiler's new warning must not break a distribution's build.  CPPFLAGS,
@@ -168,7 +169,7 @@ ifneq ($(CTL_SRCS),)
 ALL += $(B)/pmallocctl
 endif
 
-.PHONY: all deps test-deps check check-layers print-layers unit integration bench demo install uninstall lint clean FORCE check-status-500 check-lifecycle
+.PHONY: all deps test-deps check check-layers print-layers unit integration bench demo install uninstall lint clean FORCE check-status-500 check-lifecycle soak
 all: $(ALL)
 
 deps: $(B)/.deps
@@ -569,11 +570,22 @@ clean:
 
 -include $(shell find $(B) -path $(B)/boot -prune -o -path $(B)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
 
-# A service's day for all five servers (make check runs nginx and lighttpd;
-# tests/integration/lifecycle_servers.sh says why the others are apart).
+# A service's day for all five servers (make check runs nginx and lighttpd,
+# and redis and memcached through lifecycle_redis.sh, lifecycle_memcached.sh;
+# tests/integration/lifecycle_servers.sh says why haproxy is apart).
 check-lifecycle:
 	LIFECYCLE_SERVERS="nginx redis lighttpd memcached haproxy" \
 		$(MAKE) check TESTS="tests/integration/lifecycle_servers.sh tests/integration/reload_generations.sh"
+
+# ---- Soak: what is too long for make check.  memcached learned 10 times
+# (the proposals within 5% of each other) and 50 enforce starts of one
+# proposal (tests/integration/repeat_memcached.sh; make check: 3 and 10),
+# then a service's day for apache2 (mpm_event) and unbound (4 threads)
+# (tests/integration/lifecycle_servers.sh; make check runs four others).
+# Figures: doc/figures.md.
+soak:
+	REPEAT_LEARN_RUNS=10 REPEAT_STARTS=50 LIFECYCLE_SERVERS="apache2 unbound" \
+		$(MAKE) check TESTS="tests/integration/repeat_memcached.sh tests/integration/lifecycle_servers.sh"
 
 # pmallocctl status --json of 500 served processes (ctl_status_json.sh, which
 # make check runs with 60): whole and valid against its schema.  Minutes

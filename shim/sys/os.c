@@ -6,7 +6,8 @@
  * munmap, madvise, mincore, membarrier), for signals (sigaction, libc's
  * siglongjmp past the shim's own,
  * rt_sigprocmask, sigaltstack, tgkill), for the thread and the clock
- * (gettid, sched_yield, clock_gettime, clock_nanosleep, getrandom), and every raw
+ * (gettid, sched_yield, clock_gettime, clock_nanosleep, getrandom; the
+ * threads' states in /proc/self/task), and every raw
  * system call made to get past one of the shim's own interposers (ppoll;
  * read, pread and recv: os_read, os_pread, os_recv), is made here and
  * nowhere else.  What stays in the file that owns the concern is the rest
@@ -29,6 +30,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <linux/membarrier.h>
@@ -314,6 +316,64 @@ int os_signal_self(int sig)
 bool os_thread_alive(int tid)
 {
 	return tid > 0 && OS_CALL(syscall(SYS_tgkill, (long)getpid(), (long)tid, 0L)) == 0;
+}
+
+/* The state letter of thread tid (a name in /proc/self/task, dfd), 0 when
+ * it is gone: the field after the command's closing parenthesis (a
+ * command may hold ')' itself: the last one counts). */
+static char thread_state(int dfd, const char *tid)
+{
+	char path[32], st[512];
+	size_t n = strnlen(tid, 16);
+	memcpy(path, tid, n);
+	memcpy(path + n, "/stat", 6);
+	int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t k = os_read(fd, st, sizeof(st) - 1);
+	close(fd);
+	if (k <= 0)
+		return 0;
+	st[k] = '\0';
+	const char *p = strrchr(st, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+int os_threads_busy(void)
+{
+	int e = errno;
+	int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		int r = -errno;
+		errno = e;
+		return r;
+	}
+	struct dirent64_ {
+		uint64_t ino;
+		int64_t off;
+		unsigned short reclen;
+		unsigned char type;
+		char name[];
+	};
+	char buf[2048] __attribute__((aligned(8)));
+	int me = os_gettid(), busy = 0;
+	long n;
+	while ((n = syscall(SYS_getdents64, dfd, buf, sizeof(buf))) > 0)
+		for (long off = 0; off < n;) {
+			const struct dirent64_ *d = (const void *)(buf + off);
+			off += d->reclen;
+			int tid = 0;
+			for (const char *c = d->name; *c >= '0' && *c <= '9'; c++)
+				tid = tid * 10 + (*c - '0');
+			if (tid <= 0 || tid == me)
+				continue;
+			char s = thread_state(dfd, d->name);
+			busy += s == 'R' || s == 'D';
+		}
+	int r = n < 0 ? -errno : busy;
+	close(dfd);
+	errno = e;
+	return r;
 }
 
 int os_wait_fd(int fd, short events, int timeout_ms, short *ret_revents)

@@ -139,6 +139,13 @@ bool os_thread_alive(int tid);
  * interposes poll() and ppoll() as triggers); *ret_revents is 0 when the
  * time ran out.  -EINTR when a signal came first. */
 int os_wait_fd(int fd, short events, int timeout_ms, short *ret_revents);
+/* How many threads of this process, the caller left out, are running or
+ * ready to run (state R) or in an uninterruptible sleep (D), as
+ * /proc/self/task says; -errno when it cannot be read (a chroot without
+ * /proc).  A thread blocked in the kernel (S: a wait, a sleep, a lock
+ * taken by another) or stopped counts as at rest.  For on-wait's settle
+ * (trigger.c); reads a file per thread. */
+int os_threads_busy(void);
 /* len random bytes (getrandom(2)), for ids such as learn mode's run. */
 int os_random(void *buf, size_t len);
 /* Sleep until CLOCK_MONOTONIC reaches ns, through signals. */

@@ -73,7 +73,8 @@ chmod 0755 "$T/systemctl"
 export PMALLOC_SYSTEMCTL=$T/systemctl FAKE_DIR=$T/unit
 
 MAIN=
-stop_main() { [ -z "$MAIN" ] || { kill -KILL "$MAIN" 2>/dev/null; wait "$MAIN" 2>/dev/null; MAIN=; }; }
+# (Its children first: apache2's outlive a parent killed so.)
+stop_main() { [ -z "$MAIN" ] || { pkill -KILL -P "$MAIN"; kill -KILL "$MAIN" 2>/dev/null; wait "$MAIN" 2>/dev/null; MAIN=; }; }
 at_exit stop_main
 
 kills() { # EXE SINCE
@@ -197,22 +198,33 @@ inject() {
 	# tests' learn flushes drops datagrams: the server's stderr says the
 	# kill) is tried again, twice; the entry is required.
 	for try in 1 2 3; do
-	for n in "$T/inject" "$T"/*/out "$T"/*.out; do [ ! -e "$n" ] || : >"$n"; done
+	for n in "$T/inject" "$T"/*/out "$T"/*.out "$T"/*/logs/error.log; do [ ! -e "$n" ] || : >"$n"; done
 	SINCE=@$(date +%s.%6N)
-	PRELOAD="$INJECT $SHIM" LEARN_INJECT_AFTER=20 LEARN_INJECT_NEEDLE=$(reverse "$nd") "${name}_start" 2>>"$T/inject"
+	local -n late=${name}_inject_after_s
+	PRELOAD="$INJECT $SHIM" LEARN_INJECT_AFTER=20 LEARN_INJECT_AFTER_S=${late:-} LEARN_INJECT_NEEDLE=$(reverse "$nd") \
+		"${name}_start" 2>>"$T/inject"
 	killed() { [ "$(kills "$EXE" "$SINCE")" != 0 ]; }
-	not_found() { grep -q 'not found in protected memory' "$T/inject" "$T"/*/out "$T"/*.out 2>/dev/null; }
+	not_found() { grep -q 'not found in protected memory' "$T/inject" "$T"/*/out "$T"/*.out "$T"/*/logs/error.log 2>/dev/null; }
 	# (A load refused while the server starts, or cut short by the kill, is
-	# tried again, for up to a minute of wall time: a server under the
-	# shim starts in seconds on 2 busy cores, a count of tries is no bound.)
-	local end=$((SECONDS + 60))
+	# tried again, for up to a minute of wall time past the injection's own
+	# delay: a server under the shim starts in seconds on 2 busy cores, a
+	# count of tries is no bound.)
+	local end=$((SECONDS + 60 + ${late:-0}))
 	while [ $SECONDS -lt $end ]; do
 		killed && break
 		not_found && break
 		LOAD_TIMEOUT=3 "${name}_load" >/dev/null 2>&1 || sleep 0.2
+		[ -z "${late:-}" ] || sleep 0.5
 	done
 	wait_until 50 killed || true
 	stop_main
+	# A server whose kept configuration learning cannot protect says why
+	# (NAME_unprotected), and the attack is then said, not required.
+	local -n why=${name}_unprotected
+	if [ -n "${why:-}" ] && not_found; then
+		HIT="the attack found \"$nd\" in no protected memory: $why"
+		return 0
+	fi
 	journal_sync
 	v=$(journalctl --no-pager -o json --since "$SINCE" MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$EXE" PMALLOC_POLICY="$POLICY" | head -n 1)
 	[ -n "$v" ] && break
@@ -304,12 +316,17 @@ day() {
 # ---- the servers: NAME_start NAME_load NAME_load2 NAME_stop, and where
 # they apply NAME_reload NAME_respawn NAME_reopen.  MAIN: the main pid.
 
-# make check runs nginx and lighttpd (a minute or so on 2 busy cores).
-# make check-lifecycle runs all five: redis and memcached were each killed
-# once in a few runs (a start-up dict entry rehashed under the other load;
-# a libevent object written at start under enforce), said, not hidden,
-# until they are fixed; haproxy lives its day (a re-exec at each reload,
-# 5 minutes on 2 busy cores: learn mode starts it in 20 s or more).
+# make check runs the servers that live their whole day without a false
+# kill every time: nginx and lighttpd here, redis and memcached through
+# lifecycle_redis.sh and lifecycle_memcached.sh (a script each, for
+# run-tests' 300 s a script).  make check-lifecycle runs haproxy too (its
+# re-exec at each reload; 5 minutes on 2 busy cores: learn mode starts it
+# in 20 s or more), make soak apache2 and unbound.
+# Events that do not apply: redis has no reload (SIGHUP ends it; Debian's
+# unit has no ExecReload, and CONFIG REWRITE writes the file, it reads
+# nothing back) and no workers; memcached has no reload (SIGHUP ignored,
+# no ExecReload), no workers (threads) and no log file (its unit's stdout
+# goes to the journal).
 want() { case " ${LIFECYCLE_SERVERS:-nginx lighttpd} " in *" $1 "*) return 0 ;; esac; return 1; }
 port_of() { echo $((24000 + ($$ + $1) % 900)); }
 
@@ -384,8 +401,21 @@ EOC
 	}
 	redis_load() { timeout 60 redis-benchmark -p "$rport" -n 1000 -c 4 -q -t set,get,lpush,incr >/dev/null; }
 	redis_load2() {
-		timeout 60 redis-benchmark -p "$rport" -n 2000 -c 16 -r 100000 -d 200 -q -t set,get,lpush,lpop,incr >/dev/null &&
+		timeout 60 redis-benchmark -p "$rport" -n 1000 -c 16 -r 100000 -d 200 -q -t set,get,lpush,lpop,incr >/dev/null &&
 		[ "$(redis-cli -p "$rport" set life-key "$RANDOM")" = OK ]
+	}
+	# Log reopening: redis opens its log file by name for each line (Debian's
+	# logrotate sends it nothing).  The log moved away, a BGSAVE (a child
+	# forked after the trigger, as each save is) logs into a new file,
+	# and its child's success is said there.  The dump is removed: a redis
+	# that loads a dataset at start builds its keyspace before the trigger,
+	# which a learn run started empty never saw (a known false kill: the
+	# first key added kills, in dictAddRaw).
+	redis_reopen() {
+		mv "$T/rds/kept-config-$$.log" "$T/rds/old.log"
+		[ "$(redis-cli -p "$rport" bgsave)" = "Background saving started" ] &&
+			wait_until 200 grep -q 'Background saving terminated with success' "$T/rds/kept-config-$$.log" &&
+			rm -f "$T/rds/dump.rdb"
 	}
 	redis_unit="- TERM"
 	redis_stop() { send stop; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
@@ -448,7 +478,14 @@ if want memcached && [ -x /usr/bin/memcached ]; then
 		out=$(exec 3<>"/dev/tcp/127.0.0.1/$mport" && printf '%s\r\n' "$@" quit >&3 && timeout 5 cat <&3) || return 1
 		[ -n "$out" ] && ! printf '%s' "$out" | grep -q '^ERROR\|^SERVER_ERROR'
 	}
-	memcached_load() { local i; for i in $(seq 30); do mc_cmd "set k$i 0 0 3" abc "get k$i" || return 1; done; }
+	# Learning lasts 3 s at least: memcached's LRU maintainer and slab
+	# automover write what they built at start once a second (its clock),
+	# and a shorter run would learn that memory as never written.
+	memcached_load() {
+		local i
+		for i in $(seq 30); do mc_cmd "set k$i 0 0 3" abc "get k$i" || return 1; done
+		[ "$PHASE" != learn ] || sleep 3
+	}
 	memcached_load2() {
 		local i pids=() ok=0
 		for i in $(seq 16); do
@@ -538,4 +575,131 @@ EOC
 	RUN_AS=haproxy day haproxy /usr/sbin/haproxy 524288 524288
 elif want haproxy; then
 	echo "skipped: haproxy not installed"
+fi
+
+# ---- make soak's servers (LIFECYCLE_SERVERS="apache2 unbound"): not in
+# make check.  Figures: doc/figures.md.
+
+if want apache2 && [ -x /usr/sbin/apache2 ] && id www-data >/dev/null 2>&1; then
+	aport=$(port_of 800)
+	mkdir -p "$T/ap/www" "$T/ap/logs"
+	for i in $(seq 20); do echo "page $i" >"$T/ap/www/p$i.html"; done
+	echo hello >"$T/ap/www/index.html"
+	chmod -R a+rX "$T/ap"
+	cat >"$T/ap/apache2.conf" <<EOC
+ServerRoot "$T/ap"
+ServerName Kept-Config-$$.Example
+LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
+LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
+LoadModule dir_module /usr/lib/apache2/modules/mod_dir.so
+LoadModule mime_module /usr/lib/apache2/modules/mod_mime.so
+User www-data
+Group www-data
+Listen 127.0.0.1:$aport
+PidFile $T/ap/apache2.pid
+Mutex file:$T/ap
+ErrorLog $T/ap/logs/error.log
+LogFormat "%h %l %u %t \"%r\" %>s %b" common
+CustomLog $T/ap/logs/access.log common
+TypesConfig /etc/mime.types
+StartServers 2
+ServerLimit 4
+ThreadsPerChild 8
+MaxRequestWorkers 32
+DocumentRoot "$T/ap/www"
+<Directory "$T/ap/www">
+  Require all granted
+</Directory>
+DirectoryIndex index.html
+EOC
+	# Debian's apache2.service: apachectl start (forks); reload: apachectl
+	# graceful (SIGUSR1 to the parent: new children, the old ones finish);
+	# logrotate reopens the logs by a reload too; stop: apachectl
+	# graceful-stop (SIGWINCH).  Here in the foreground, its parent MAIN.
+	apache2_start() {
+		LD_PRELOAD=${PRELOAD:-$SHIM} /usr/sbin/apache2 -f "$T/ap/apache2.conf" -DFOREGROUND >"$T/ap/out" 2>&1 &
+		MAIN=$!
+		[ -z "${PRELOAD:-}" ] || return 0
+		wait_until 200 curl -sf -o /dev/null "http://127.0.0.1:$aport/" ||
+			fail "apache2 did not come up: $(cat "$T/ap/out" "$T/ap/logs/error.log" 2>/dev/null)"
+		wait_until 100 respawned 2 0 || fail "apache2: no 2 children"
+	}
+	apache2_load() { curl_load 40 "" "http://127.0.0.1:$aport/?n="; }
+	apache2_load2() { curl_load 60 16 "http://127.0.0.1:$aport/p3.html?k=" && curl_load 20 16 "http://127.0.0.1:$aport/none-"; }
+	apache2_reload() {
+		local old
+		old=$(workers | head -n 1)
+		kill -USR1 "$MAIN" && wait_until 200 respawned 2 "$old"
+	}
+	apache2_respawn() {
+		local w
+		w=$(workers | head -n 1)
+		kill -KILL "$w" && wait_until 200 respawned 2 "$w"
+	}
+	apache2_reopen() { apache2_reload; }
+	apache2_unit="USR1 WINCH"   # apachectl graceful, graceful-stop
+	apache2_stop() { kill -WINCH "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
+	apache2_needle=Kept-Config-$$.Example   # apache2 keeps its ServerName as written
+	# Its children (their stderr: error.log) are protected at their on-wait
+	# fallback, 30 s after their fork: the attack comes after that.
+	apache2_inject_after_s=35
+	# What apache2 keeps of its configuration is in APR pools: blocks the
+	# pool allocates from again after the trigger (written, left out), and
+	# blocks the allocator recycles (freed): learning protects glibc's
+	# start-up state and a few objects of apache2's own (coverage ~23%).
+	apache2_unprotected="apache2 keeps its configuration in APR pool blocks, written and recycled after the trigger"
+	RUN_AS=www-data day apache2 /usr/sbin/apache2 4096 0
+elif want apache2; then
+	echo "skipped: apache2 not installed"
+fi
+
+if want unbound && [ -x /usr/sbin/unbound ] && command -v dig >/dev/null; then
+	uport=$(port_of 850)
+	mkdir -p "$T/ub"
+	chmod a+rwx "$T/ub"
+	{
+		cat <<EOC
+server:
+	interface: 127.0.0.1
+	port: $uport
+	num-threads: 4
+	do-daemonize: no
+	chroot: ""
+	username: ""
+	directory: "$T/ub"
+	pidfile: "$T/ub/unbound.pid"
+	logfile: "$T/ub/unbound.log"
+	use-syslog: no
+	do-ip6: no
+	access-control: 127.0.0.0/8 allow
+	local-zone: "kept-config-$$.example." static
+EOC
+		for i in $(seq 40); do printf '\tlocal-data: "h%d.kept-config-%d.example. A 10.0.%d.%d"\n' "$i" $$ $((i / 250)) $((i % 250)); done
+	} >"$T/ub/unbound.conf"
+	# Debian's unbound.service: unbound -d (its main thread and 4 more);
+	# reload: SIGHUP (ExecReload), which also reopens the log: the threads
+	# are stopped, the configuration read again, new threads started;
+	# stop: SIGTERM.  No worker processes.
+	unbound_start() {
+		LD_PRELOAD=${PRELOAD:-$SHIM} /usr/sbin/unbound -d -c "$T/ub/unbound.conf" >"$T/ub/out" 2>&1 &
+		MAIN=$!
+		[ -z "${PRELOAD:-}" ] || return 0
+		wait_until 200 dig +short +time=1 +tries=1 -p "$uport" @127.0.0.1 "h1.kept-config-$$.example" ||
+			fail "unbound did not come up: $(cat "$T/ub/out" "$T/ub/unbound.log" 2>/dev/null)"
+	}
+	dig_load() { # N PARALLEL FIRST [+tcp]: N queries, PARALLEL at once, each answered
+		local n=$1 par=$2 first=$3 tcp=${4:-} i
+		for i in $(seq "$first" $((first + n - 1))); do echo "h$((i % 40 + 1)).kept-config-$$.example"; done |
+			timeout 60 xargs -P "$par" -I{} dig +short +time=2 +tries=2 $tcp -p "$uport" @127.0.0.1 {} A >"$T/load" || return 1
+		[ "$(grep -c '^10\.' "$T/load")" = "$n" ]
+	}
+	unbound_load() { dig_load 30 1 0 && dig_load 10 1 0 +tcp; }
+	unbound_load2() { dig_load 60 16 7 && dig_load 20 16 11 +tcp; }
+	unbound_reload() { kill -HUP "$MAIN" && sleep 0.5 && wait_until 100 dig +short +time=1 +tries=1 -p "$uport" @127.0.0.1 "h2.kept-config-$$.example"; }
+	unbound_unit="HUP TERM"
+	unbound_stop() { kill -TERM "$MAIN"; wait "$MAIN"; local rc=$?; MAIN=; [ $rc = 0 ]; }
+	unbound_needle=kept-config-$$.example
+	day unbound /usr/sbin/unbound 4096 4096
+elif want unbound; then
+	echo "skipped: unbound or dig not installed"
 fi

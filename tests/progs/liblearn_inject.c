@@ -13,7 +13,10 @@
  * Without the variable, or with no protected memory (or no needle in it),
  * it says so on stderr and writes nothing.  A process that chroots (a
  * haproxy worker) has no /proc inside: its maps are opened at its chroot
- * call, before the real one, and read from that descriptor.
+ * call, before the real one, and read from that descriptor.  With
+ * $LEARN_INJECT_AFTER_S, the count starts only that many seconds after the
+ * library was loaded (a server whose processes are protected late:
+ * apache2's children, at their on-wait fallback).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -22,9 +25,11 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 
 static long calls, inject_after;
+static time_t count_from;       /* CLOCK_MONOTONIC seconds; 0: at once */
 static int maps_fd = -1;         /* opened at chroot, for maps_pid */
 static pid_t maps_pid;
 static char needle[256];
@@ -34,6 +39,12 @@ __attribute__((constructor)) static void read_env(void)
 {
 	const char *after = getenv("LEARN_INJECT_AFTER");
 	inject_after = after ? atol(after) : 0;
+	const char *s = getenv("LEARN_INJECT_AFTER_S");
+	if (s) {
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		count_from = now.tv_sec + atol(s);
+	}
 	const char *n = getenv("LEARN_INJECT_NEEDLE");
 	size_t len = n ? strnlen(n, sizeof(needle) - 1) : 0;
 	for (size_t i = 0; i < len; i++)
@@ -104,6 +115,12 @@ int epoll_wait(int epfd, struct epoll_event *ev, int n, int timeout)
 	static int (*real)(int, struct epoll_event *, int, int);
 	if (!real)
 		real = (int (*)(int, struct epoll_event *, int, int))dlsym(RTLD_NEXT, "epoll_wait");
+	if (inject_after && count_from) {
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec < count_from)
+			return real(epfd, ev, n, timeout);
+	}
 	if (inject_after && ++calls == inject_after)
 		inject();
 	return real(epfd, ev, n, timeout);

@@ -195,6 +195,45 @@ static void reload_end(void)
 		     (unsigned long long)reload_writes());
 }
 
+/* on-wait's settle: before the first protect of an on-wait pool, the main
+ * thread lets the threads the program started come to rest: until no other
+ * thread of the process is running or ready to run (or in an uninterruptible
+ * sleep) at two looks 1 ms apart, at most SETTLE_MAX_NS.  A thread the main
+ * thread started just before it waits (memcached's LRU maintainer links its
+ * logger into a list of loggers built at start: it writes the head's) would
+ * otherwise run its own start-up before the protect in one run and after it
+ * in the next: learning would see a different start-up each time, and
+ * enforce kill the run where the thread came late.  A thread at rest has
+ * done its start-up up to its first block (a wait, a sleep, a lock): the
+ * same point in every run, whatever the scheduler did.
+ * Costs: the main thread's first wait comes that much later (a few ms for
+ * threads that start and block; SETTLE_MAX_NS for a process with a thread
+ * that never blocks, said in debug), and reads /proc/self/task once, a file
+ * per thread.  Where /proc cannot be read (a chroot) the protect comes at
+ * once, as without the settle.  What an attacker gains: nothing he can
+ * steer, the settle ends before the program reads its first request. */
+#define SETTLE_MAX_NS (UINT64_C(2) * 1000000000u)
+#define SETTLE_LOOK_NS UINT64_C(1000000)
+
+static void settle(void)
+{
+	uint64_t start = os_monotonic_ns(false), now = start;
+	int quiet = 0, busy = 0;
+	while (quiet < 2 && now - start < SETTLE_MAX_NS) {
+		busy = os_threads_busy();
+		if (busy < 0)
+			break;
+		quiet = busy == 0 ? quiet + 1 : 0;
+		if (quiet < 2)
+			os_sleep_until_ns(now + SETTLE_LOOK_NS);
+		now = os_monotonic_ns(false);
+	}
+	debug_printf("on-wait: other threads at rest after %llu us%s",
+		     (unsigned long long)((now - start) / 1000u),
+		     busy < 0 ? " (cannot read /proc/self/task: not waited for)"
+		     : quiet < 2 ? " (still running at the limit: protected anyway)" : "");
+}
+
 /* Pools whose on-wait fired (bit i): a writable hint that spares the
  * main thread's later waits a protect walk and tells the fallback it is
  * not needed; forged, it only delays protection to the next trigger. */
@@ -238,6 +277,7 @@ void trigger_call(enum policy_call c)
 	char trigger[48];
 	snprintf(trigger, sizeof(trigger), "on-call:%s", policy_call_name(c));
 	int main_thread = -1;       /* not asked yet */
+	bool settled = false;
 	for (size_t i = 0; i < st->n_pools; i++) {
 		const struct shim_pool *sp = &st->pools[i];
 		if (!(sp->call_mask & bit))
@@ -257,6 +297,10 @@ void trigger_call(enum policy_call c)
 			main_thread = on_main_thread();
 		if (!main_thread)
 			continue;
+		if (!settled && !(atomic_load_explicit(&wait_fired, memory_order_relaxed) & (1u << i))) {
+			settle();
+			settled = true;
+		}
 		atomic_fetch_or_explicit(&wait_fired, 1u << i, memory_order_relaxed);
 		shim_protect_pool(i, "on-wait");
 	}
@@ -440,7 +484,12 @@ static _Atomic int timer_running;
 /* Pool i's deadline of kind k (0: after:, 1: on-wait's fallback), 0 for
  * none: from start-up, or, in a child forked once it had passed (respawn.c
  * reopened the pool), from the fork: a respawned child is protected as long
- * after its start as the children learning saw. */
+ * after its start as the children learning saw.  The fallback counts from
+ * the fork in every child: it stands for the child's own start-up done, and
+ * a child forked just before its parent's deadline (apache2's, forked at a
+ * graceful restart, whose main thread never makes a wait call) would be
+ * protected in the middle of its start-up, at a point that differs from
+ * run to run (its initgroups writing glibc's NSS state then killed it). */
 static uint64_t deadline(const struct shim_state *st, size_t i, int k)
 {
 	const struct shim_pool *sp = &st->pools[i];
@@ -448,7 +497,7 @@ static uint64_t deadline(const struct shim_state *st, size_t i, int k)
 	uint64_t forked = life_fork_ns();
 	if (!after)
 		return 0;
-	return forked && st->start_ns + after <= forked ? forked + after : st->start_ns + after;
+	return forked && (k == 1 || st->start_ns + after <= forked) ? forked + after : st->start_ns + after;
 }
 
 static void *timer_main(void *arg)
