@@ -264,6 +264,14 @@ static void process(FILE *f, const struct ctl_status *st, size_t i, bool detail)
 		fprintf(f, "    violations: %" PRIu64 " reported, %" PRIu64 " not logged (rate limit); %" PRIu64
 			" protect entries not logged\n", n[PMW_SR_P_VIOLATIONS], n[PMW_SR_P_VIOLATIONS_NOT_LOGGED],
 			n[PMW_SR_P_PROTECTS_NOT_LOGGED]);
+	/* What ran behind the shim's back (issue 27): its fault handler
+	 * replaced by a raw system call, SIGSEGV blocked; put right, said. */
+	if (n[PMW_SR_P_HANDLER_NOTICES])
+		fprintf(f, "    warning: its fault handler was put right %" PRIu64 " time%s (%s%s%s): the program acts"
+			" behind the shim's back\n", n[PMW_SR_P_HANDLER_NOTICES], n[PMW_SR_P_HANDLER_NOTICES] == 1 ? "" : "s",
+			n[PMW_SR_P_HANDLER_WHAT] & PMW_NOTICE_SEGV_REPLACED ? "SIGSEGV handler replaced by a raw"
+			" rt_sigaction; " : "", n[PMW_SR_P_HANDLER_WHAT] & PMW_NOTICE_TRAP_REPLACED ? "SIGTRAP handler"
+			" replaced; " : "", n[PMW_SR_P_HANDLER_WHAT] & PMW_NOTICE_SEGV_BLOCKED ? "SIGSEGV blocked; " : "");
 	if (!detail)
 		return;
 	if (n[PMW_SR_P_SITES_ASKED_USEC] != PMW_SR_NONE)

@@ -784,6 +784,19 @@ static int handle_report(struct client *c, struct pmw_report *m, const struct uc
 	return 0;
 }
 
+/* The shim put its fault handler right (wire.h's PMW_NOTICE): counted for
+ * status; the shim wrote the journal entry itself. */
+static int handle_notice(struct client *c, const struct pmw_notice *m, const struct ucred *cred)
+{
+	struct proc_entry *e = sender_entry(c, cred);
+
+	if (!e)
+		return 0;
+	e->handler_notices++;
+	e->handler_what |= m->what;
+	return 0;
+}
+
 /* What a process says of its rules and sites (rules.c keeps it): checked
  * like a report, its pools those handed out on this connection. */
 static int handle_rules(struct client *c, struct pmw_rules *m, const struct ucred *cred)
@@ -859,6 +872,8 @@ static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 			return handle_report(c, (struct pmw_report *)rx_buf, cred);
 		if (h->type == PMW_RULES)
 			return handle_rules(c, (struct pmw_rules *)rx_buf, cred);
+		if (h->type == PMW_NOTICE)
+			return handle_notice(c, (const struct pmw_notice *)rx_buf, cred);
 		break;
 	}
 	client_drop(c, out_of_order, "type %u message out of order (%s), dropped", client_drop_args(c),

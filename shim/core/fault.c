@@ -645,10 +645,10 @@ void fault_filter_mask(sigset_t *set)
 		sigdelset(set, SIGTRAP);
 }
 
-static void notice(const char *what)
+static void notice(unsigned int kind, const char *what)
 {
 	if (core_hook.fault_notice)
-		core_hook.fault_notice(what);
+		core_hook.fault_notice(kind, what);
 	else
 		debug_printf("%s", what);
 }
@@ -693,16 +693,16 @@ int fault_recheck(bool force)
 		(void)os_sigmask(SIG_UNBLOCK, &segv_set, NULL);
 	}
 	if (segv) {
-		notice("the SIGSEGV handler was replaced behind the shim (not through sigaction or signal):"
+		notice(PMW_NOTICE_SEGV_REPLACED, "the SIGSEGV handler was replaced behind the shim (not through sigaction or signal):"
 		       " the shim's is installed again, the program's kept for faults that are not pool writes");
 		fixed++;
 	}
 	if (trap) {
-		notice("the SIGTRAP handler was replaced behind the shim: the shim's is installed again");
+		notice(PMW_NOTICE_TRAP_REPLACED, "the SIGTRAP handler was replaced behind the shim: the shim's is installed again");
 		fixed++;
 	}
 	if (held) {
-		notice("SIGSEGV was blocked on the protecting thread (a blocked fault signal kills without a"
+		notice(PMW_NOTICE_SEGV_BLOCKED, "SIGSEGV was blocked on the protecting thread (a blocked fault signal kills without a"
 		       " report): unblocked");
 		fixed++;
 	}

@@ -169,12 +169,17 @@ static void rules_changed(void)
 	rules_msg_send(RULES_MSG_RULES);
 }
 
-/* The fault handler put right at a protect: the journal, and stderr under
- * PMALLOC_DEBUG. */
-static void on_fault_notice(const char *what)
+/* The fault handler put right at a protect: the journal, pmallocd (its
+ * status says it), and stderr under PMALLOC_DEBUG. */
+static void on_fault_notice(unsigned int kind, const char *what)
 {
 	debug_printf("%s", what);
 	journal_fault_notice(what);
+	struct pmw_notice m;
+	memset(&m, 0, sizeof(m));
+	pmw_header_init(&m.h, PMW_NOTICE, sizeof(m));
+	m.what = kind;
+	(void)client_send_msg(&m, sizeof(m));
 }
 
 static void set_hooks(void)
