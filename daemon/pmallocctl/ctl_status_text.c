@@ -266,12 +266,19 @@ static void process(FILE *f, const struct ctl_status *st, size_t i, bool detail)
 			n[PMW_SR_P_PROTECTS_NOT_LOGGED]);
 	/* What ran behind the shim's back (issue 27): its fault handler
 	 * replaced by a raw system call, SIGSEGV blocked; put right, said. */
-	if (n[PMW_SR_P_HANDLER_NOTICES])
-		fprintf(f, "    warning: its fault handler was put right %" PRIu64 " time%s (%s%s%s): the program acts"
-			" behind the shim's back\n", n[PMW_SR_P_HANDLER_NOTICES], n[PMW_SR_P_HANDLER_NOTICES] == 1 ? "" : "s",
-			n[PMW_SR_P_HANDLER_WHAT] & PMW_NOTICE_SEGV_REPLACED ? "SIGSEGV handler replaced by a raw"
-			" rt_sigaction; " : "", n[PMW_SR_P_HANDLER_WHAT] & PMW_NOTICE_TRAP_REPLACED ? "SIGTRAP handler"
-			" replaced; " : "", n[PMW_SR_P_HANDLER_WHAT] & PMW_NOTICE_SEGV_BLOCKED ? "SIGSEGV blocked; " : "");
+	if (n[PMW_SR_P_HANDLER_NOTICES]) {
+		static const char *const found[] = { "its SIGSEGV handler replaced by a raw rt_sigaction",
+						     "its SIGTRAP handler replaced", "SIGSEGV blocked" };
+		const char *sep = "";
+		fprintf(f, "    warning: the shim put its fault handler right %" PRIu64 " time%s, behind its back: ",
+			n[PMW_SR_P_HANDLER_NOTICES], n[PMW_SR_P_HANDLER_NOTICES] == 1 ? "" : "s");
+		for (unsigned int b = 0; b < 3; b++)
+			if (n[PMW_SR_P_HANDLER_WHAT] >> b & 1u) {
+				fprintf(f, "%s%s", sep, found[b]);
+				sep = ", ";
+			}
+		fputc('\n', f);
+	}
 	if (!detail)
 		return;
 	if (n[PMW_SR_P_SITES_ASKED_USEC] != PMW_SR_NONE)
