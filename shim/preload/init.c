@@ -437,6 +437,12 @@ static void shim_init(void)
 		else
 			rules_msg_send(RULES_MSG_RULES);   /* after the handshake: for status */
 	}
+	/* Nothing armed (no policy, or it could not be): the state pointer's
+	 * page read-only all the same, NULL, so that a write cannot make the
+	 * shim believe a forged state (the fault handler's report reads it:
+	 * tamper.sh's api_tamper api). */
+	if (!shim && make_ro(&shim_ro, sizeof(shim_ro), false) < 0)
+		debug_printf("cannot make the (unarmed) state pointer read-only");
 	/* The armed copy is the state's, read-only: none stays writable. */
 	if (in.image) {
 		explicit_bzero(in.image, in.len);
