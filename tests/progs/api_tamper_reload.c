@@ -22,10 +22,17 @@
  * listed by the sweep; the process ends before anything is written.
  *
  *   api_tamper_reload sweep [N]  every word (N > 0: N words spread over the
- *                                list), each set to 0, 1, all-ones and the
+ *                                list), each set to 0, 1, all-ones, the
  *                                address of a page of this program's
  *                                (attacker memory, filled with 1 in either
- *                                half of each word)
+ *                                half of each word), 2, 3, 1 << 32, the
+ *                                guard's token as an attacker makes it, a
+ *                                pointer to a copy in her memory of what the
+ *                                word points to, the value there moved by
+ *                                one, with either half cleared, and up to 3
+ *                                values the shim itself kept there in other
+ *                                states (collect_states); TAMPER_SHARD=K/M
+ *                                takes every M-th word from the K-th
  *   api_tamper_reload row shim+0xOFF=VALUE | TLS+0xOFF=VALUE   one word
  *                                as the sweep names a failure, tried alone
  *   api_tamper_reload row NAME   one row of the issue's table: the word(s)
