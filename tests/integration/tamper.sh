@@ -84,9 +84,12 @@ fi
 # path, in this namespace's private /run/systemd/journal).  The rows of the
 # arena's hand-out run under protection = "mprotect", the store before the
 # next trigger: under "seal" the kernel refuses to reopen the memory
-# anyway, and a protect would notice the span lists.
+# anyway, and a protect would notice the span lists.  And a row make tamper
+# found: the lock of the handler's installation set to "held" (by thread 1,
+# by the thread itself) made the next protect wait for ever.
 reload_conf mprotect >"$T/reload_mprotect.conf"
-for row in busy_token active_region next_unit free_runs walk_env report_owner entry_busy pool_magic unit_head; do
+for row in busy_token active_region next_unit free_runs walk_env report_owner entry_busy pool_magic unit_head \
+	install_lock install_lock_self; do
 	conf=$T/reload.conf
 	case $row in next_unit | free_runs) conf=$T/reload_mprotect.conf ;; esac
 	TAMPER_JOURNAL=1 PMALLOC_CONF=$conf "$RELOAD" row $row >"$T/out" 2>"$T/err" ||

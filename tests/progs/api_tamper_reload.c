@@ -782,6 +782,13 @@ static size_t attack_row(const char *row, uintptr_t pool, struct write *w)
 	}
 	if (strcmp(row, "walk_env") == 0 && (a = shim_symbol("walk_env")))
 		return w[0] = (struct write){ a, JB_MARK, true }, 1;
+	/* The lock of the handler's installation set to "held" (found by make
+	 * tamper: a pthread mutex then, its word set, the next protect waited
+	 * for ever), by thread 1 or by this very thread. */
+	if ((strcmp(row, "install_lock") == 0 || strcmp(row, "install_lock_self") == 0) &&
+	    ((a = shim_symbol("install_owner")) || (a = shim_symbol("install_lock"))))
+		return w[0] = (struct write){ a, strcmp(row, "install_lock") == 0 ?
+						 (*(uint64_t *)a & ~UINT64_C(0xffffffff)) | 1 : SELF_MARK, false }, 1;
 	if (strcmp(row, "report_owner") == 0 && (a = shim_symbol("report_owner")))
 		return w[0] = (struct write){ a, SELF_MARK, true }, 1;    /* the child's own id */
 	if (strcmp(row, "entry_busy") == 0 && (a = shim_symbol("entry_busy")))
