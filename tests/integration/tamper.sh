@@ -109,13 +109,17 @@ for k in $(seq 0 $((shards - 1))); do
 		"$RELOAD" sweep $words >"$T/sweep.$k" 2>"$T/sweep-err.$k" &
 done
 wait
+# Every shard said, its failures in full, before any fails the test.
+failed=
 for k in $(seq 0 $((shards - 1))); do
-	grep -q 'all held$' "$T/sweep.$k" ||
-		fail "sweep $k/$shards: $(grep -v '^api_tamper_reload:   ' "$T/sweep.$k" | head -n 200; tail -n 5 "$T/sweep-err.$k")"
+	if grep -q 'all held$' "$T/sweep.$k"; then
+		pass "sweep $k/$shards: $(tr '\n' ' ' <"$T/sweep.$k" | sed 's/api_tamper_reload: //g')"
+	else
+		echo "sweep $k/$shards FAILED: $(cat "$T/sweep.$k"; tail -n 5 "$T/sweep-err.$k")"
+		failed="$failed $k"
+	fi
 done
-for k in $(seq 0 $((shards - 1))); do
-	pass "sweep $k/$shards: $(tr '\n' ' ' <"$T/sweep.$k" | sed 's/api_tamper_reload: //g')"
-done
+[ -z "$failed" ] || fail "sweep: shards$failed of $shards failed (above)"
 if [ "$shards" -gt 1 ]; then
 	# The shards' words, runs and outcomes added up.
 	sed -n 's/^api_tamper_reload: \([0-9]*\) words tried of [0-9]* .*, \([0-9]*\) runs$/words \1\nruns \2/p
