@@ -402,11 +402,16 @@ stress: all test-deps $(PROG_BINS)
 
 # ---- Tamper sweep: make check overwrites a sample of the shim's writable
 # words (tests/integration/tamper.sh); make tamper every one of them, each
-# set to 0, 1, all-ones and an attacker's address, one forked run each (a
-# long run: some 130,000 runs), and prints the outcomes per class.
+# set to what an attacker would try (0, 1, all-ones, addresses, small
+# indexes, the shim's own values of other states: tests/progs/
+# api_tamper_reload.c's header), one forked run each (a long run: some
+# 200,000 runs, split over TAMPER_SHARDS processes), and prints the
+# outcomes per class and per value.
+TAMPER_SHARDS ?= 2
 tamper: all test-deps $(PROG_BINS)
 	@PMALLOC_BUILD=$(CURDIR)/$(B) PMALLOC_SRC=$(CURDIR) PMALLOC_CONF=/nonexistent/pmalloc-test.conf \
-		PMALLOC_SOCKET=/nonexistent/pmalloc-test.sock TAMPER_FULL=1 bash tests/integration/tamper.sh
+		PMALLOC_SOCKET=/nonexistent/pmalloc-test.sock TAMPER_FULL=1 TAMPER_SHARDS=$(TAMPER_SHARDS) \
+		bash tests/integration/tamper.sh
 
 # ---- Fuzzing: libFuzzer harnesses (clang), tests/fuzz/NAME.c with its
 # seed corpus tests/fuzz/NAME/ (and tests/fuzz/NAME.dict where there is one).

@@ -36,6 +36,9 @@
  *                                         are: a process with a manual or learn pool)
  *   shim -> daemon  PMW_EXITING          (exit has begun: exit(3) or main's return;
  *                                         once, from a process holding a policy)
+ *   shim -> daemon  PMW_NOTICE           (the fault handler found replaced behind the
+ *                                         shim, or SIGSEGV blocked, and put right:
+ *                                         status says it; from normal context)
  */
 #ifndef PMALLOC_WIRE_H
 #define PMALLOC_WIRE_H
@@ -59,6 +62,7 @@ enum pmw_type {
 	PMW_PROTECT = 10, PMW_SITES_REQ = 13,                                /* pmallocd orders a process */
 	PMW_STATUS_DATA = 14,                                                /* pmallocd answers status */
 	PMW_EXITING = 15,                                                    /* a served process tells */
+	PMW_NOTICE = 16,                                                     /* a served process tells */
 };
 
 struct pmw_header {
@@ -194,6 +198,18 @@ struct pmw_exiting {
 
 struct pmw_status_req {
 	struct pmw_header h;
+};
+
+/* PMW_NOTICE: what the shim found and put right at a protect or an
+ * event-loop call (fault.h's fault_recheck); the journal has the words. */
+#define PMW_NOTICE_SEGV_REPLACED 0x1u    /* the SIGSEGV handler replaced by a raw rt_sigaction */
+#define PMW_NOTICE_TRAP_REPLACED 0x2u    /* the SIGTRAP one (audit) */
+#define PMW_NOTICE_SEGV_BLOCKED 0x4u     /* SIGSEGV blocked behind the shim (a raw mask, a context) */
+#define PMW_NOTICE_ALL 0x7u
+struct pmw_notice {
+	struct pmw_header h;
+	uint32_t what;                   /* PMW_NOTICE_* bits, at least one */
+	uint32_t reserved;               /* 0 */
 };
 
 /* pmallocctl protect PID POOL.  The daemon accepts it from root or from
@@ -377,6 +393,8 @@ enum pmw_sr_process {
 	PMW_SR_P_RULES_REFUSED,          /* rules and sites messages over the rate limit */
 	PMW_SR_P_ROLE,                   /* its role's depth (role.h): 0 main, 1 child, ... */
 	PMW_SR_P_ROLE_UNPROTECTED,       /* 1: no pool of its policy protects in its role */
+	PMW_SR_P_HANDLER_NOTICES,        /* PMW_NOTICEs received: the fault handler put right */
+	PMW_SR_P_HANDLER_WHAT,           /* their PMW_NOTICE_* bits, together */
 	PMW_SR_P_N_NUMS
 };
 enum pmw_sr_process_str { PMW_SR_P_EXE, PMW_SR_P_POLICY, PMW_SR_P_COMM, PMW_SR_P_N_STRS };

@@ -247,6 +247,15 @@ static void process_obj(struct json *j, const struct ctl_status *st, size_t i, b
 	num(j, "violations_not_logged", n[PMW_SR_P_VIOLATIONS_NOT_LOGGED]);
 	num(j, "protects_not_logged", n[PMW_SR_P_PROTECTS_NOT_LOGGED]);
 	num(j, "rules_messages_refused", n[PMW_SR_P_RULES_REFUSED]);
+	num(j, "handler_put_right", n[PMW_SR_P_HANDLER_NOTICES]);
+	open_arr(j, "handler_found");
+	static const char *const found[] = { "sigsegv-replaced", "sigtrap-replaced", "sigsegv-blocked" };
+	for (unsigned b = 0; b < 3; b++)
+		if (n[PMW_SR_P_HANDLER_WHAT] >> b & 1u) {
+			sep(j);
+			fprintf(j->f, "\"%s\"", found[b]);
+		}
+	close_arr(j);
 	if (detail) {
 		open_obj(j, "sites");
 		boolean(j, "reported", n[PMW_SR_P_SITES_KNOWN]);

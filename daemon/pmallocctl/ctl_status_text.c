@@ -264,6 +264,21 @@ static void process(FILE *f, const struct ctl_status *st, size_t i, bool detail)
 		fprintf(f, "    violations: %" PRIu64 " reported, %" PRIu64 " not logged (rate limit); %" PRIu64
 			" protect entries not logged\n", n[PMW_SR_P_VIOLATIONS], n[PMW_SR_P_VIOLATIONS_NOT_LOGGED],
 			n[PMW_SR_P_PROTECTS_NOT_LOGGED]);
+	/* What ran behind the shim's back (issue 27): its fault handler
+	 * replaced by a raw system call, SIGSEGV blocked; put right, said. */
+	if (n[PMW_SR_P_HANDLER_NOTICES]) {
+		static const char *const found[] = { "its SIGSEGV handler replaced by a raw rt_sigaction",
+						     "its SIGTRAP handler replaced", "SIGSEGV blocked" };
+		const char *sep = "";
+		fprintf(f, "    warning: the shim put its fault handler right %" PRIu64 " time%s, behind its back: ",
+			n[PMW_SR_P_HANDLER_NOTICES], n[PMW_SR_P_HANDLER_NOTICES] == 1 ? "" : "s");
+		for (unsigned int b = 0; b < 3; b++)
+			if (n[PMW_SR_P_HANDLER_WHAT] >> b & 1u) {
+				fprintf(f, "%s%s", sep, found[b]);
+				sep = ", ";
+			}
+		fputc('\n', f);
+	}
 	if (!detail)
 		return;
 	if (n[PMW_SR_P_SITES_ASKED_USEC] != PMW_SR_NONE)

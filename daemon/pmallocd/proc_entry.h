@@ -86,6 +86,8 @@ struct proc_entry {
 	uint64_t violations;             /* reports received */
 	uint64_t violations_dropped;     /* of those, not logged (rate limit) */
 	uint64_t protects_dropped;
+	uint64_t handler_notices;        /* PMW_NOTICEs: its fault handler put right behind its back */
+	uint32_t handler_what;           /* their PMW_NOTICE_* bits, together */
 	struct report_limit *limit;      /* journal.c's (it alone writes it), allocated on first report */
 	struct uid_budget *budget;       /* its uid's (budget.h); NULL once retired */
 	/* The pools of the policy handed out, for pmallocctl protect: each

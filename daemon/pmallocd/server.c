@@ -250,6 +250,8 @@ static int client_dispatch(struct client *c, size_t n, const struct ucred *cred)
 			return handle_rules(c, (struct pmw_rules *)rx_buf, cred);
 		if (h->type == PMW_EXITING)
 			return handle_exiting(c, (const struct pmw_exiting *)rx_buf, cred);
+		if (h->type == PMW_NOTICE)
+			return handle_notice(c, (const struct pmw_notice *)rx_buf, cred);
 		break;
 	}
 	client_drop(c, out_of_order, "type %u message out of order (%s), dropped", client_drop_args(c),

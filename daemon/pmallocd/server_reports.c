@@ -168,3 +168,16 @@ int handle_exiting(struct client *c, const struct pmw_exiting *m, const struct u
 	}
 	return 0;
 }
+
+/* The shim put its fault handler right (wire.h's PMW_NOTICE): counted for
+ * status; the shim wrote the journal entry itself. */
+int handle_notice(struct client *c, const struct pmw_notice *m, const struct ucred *cred)
+{
+	struct proc_entry *e = sender_entry(c, cred);
+
+	if (!e)
+		return 0;
+	e->handler_notices++;
+	e->handler_what |= m->what;
+	return 0;
+}

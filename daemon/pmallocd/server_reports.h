@@ -19,5 +19,7 @@ int handle_report(struct client *c, struct pmw_report *m, const struct ucred *cr
 int handle_rules(struct client *c, struct pmw_rules *m, const struct ucred *cred);
 /* EXITING: a clean stop began, journaled once per process with a policy. */
 int handle_exiting(struct client *c, const struct pmw_exiting *m, const struct ucred *cred);
+/* NOTICE: the shim put its fault handler right; counted for status. */
+int handle_notice(struct client *c, const struct pmw_notice *m, const struct ucred *cred);
 
 #endif

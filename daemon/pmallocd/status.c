@@ -92,6 +92,8 @@ static void emit_entry(struct status_data *d, const struct proc_entry *e, uid_t 
 	n[PMW_SR_P_RULES_REFUSED] = e->rules ? e->rules->refused : 0;
 	n[PMW_SR_P_ROLE] = e->role_depth;
 	n[PMW_SR_P_ROLE_UNPROTECTED] = e->has_policy && e->roles_named && !(e->roles_named >> e->role_depth & 1u);
+	n[PMW_SR_P_HANDLER_NOTICES] = e->handler_notices;
+	n[PMW_SR_P_HANDLER_WHAT] = e->handler_what;
 	strs[PMW_SR_P_EXE] = e->exe ? proc_entry_exe(e) : "";
 	strs[PMW_SR_P_POLICY] = e->has_policy ? e->policy : "";
 	strs[PMW_SR_P_COMM] = e->comm;

@@ -23,6 +23,7 @@ static const size_t client_sizes[] = {
 	[PMW_RULES] = sizeof(struct pmw_rules),
 	[PMW_STATUS_PID_REQ] = sizeof(struct pmw_status_pid_req),
 	[PMW_EXITING] = sizeof(struct pmw_exiting),
+	[PMW_NOTICE] = sizeof(struct pmw_notice),
 };
 
 static size_t expected_size(uint16_t type)
@@ -153,6 +154,10 @@ int wire_check_fields(void *buf, char *why, size_t whylen)
 		bad = "REPORT with out-of-range fields";
 	else if (h->type == PMW_RULES && wire_check_rules(buf) < 0)
 		bad = "RULES with out-of-range fields";
+	else if (h->type == PMW_NOTICE && (!((const struct pmw_notice *)buf)->what ||
+					   (((const struct pmw_notice *)buf)->what & ~PMW_NOTICE_ALL) ||
+					   ((const struct pmw_notice *)buf)->reserved))
+		bad = "NOTICE with unknown bits";
 	if (!bad)
 		return 0;
 	snprintf(why, whylen, "%s", bad);

@@ -115,7 +115,41 @@ static union {
 const struct ro_span fault_prog_ro_span = { &prog_ro, sizeof(prog_ro) };   /* ro.h: init.c lists it */
 #define prog_segv (prog_ro.s.segv)
 #define prog_trap (prog_ro.s.trap)
-static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
+/* install_lock: who installs or records a handler, one thread at a time.
+ * Not a pthread mutex: a word of one set to anything but 0 (make tamper)
+ * made the next protect, or the program's next sigaction(), wait for
+ * ever.  The owner's thread id instead; an owner that is no live thread
+ * of ours, this very thread (nothing here takes it twice), or one holding
+ * it past INSTALL_WAIT_NS is a forged word: the lock is taken over
+ * (report.c's lock does the same).  A fork child finds its parent's other
+ * threads gone, so a lock held across a fork frees itself too. */
+static _Atomic int install_owner;
+#define INSTALL_WAIT_NS UINT64_C(2000000000)
+
+static void install_lock_take(void)
+{
+	int me = os_gettid(), expected = 0;
+	uint64_t since = 0;
+	for (unsigned spins = 1; !atomic_compare_exchange_weak_explicit(&install_owner, &expected, me,
+									memory_order_acquire, memory_order_relaxed);
+	     spins++) {
+		if (expected != 0 && spins % 64 == 1) {
+			uint64_t now = os_monotonic_ns(false);
+			if (!since)
+				since = now;
+			if ((expected == me || !os_thread_alive(expected) || now - since > INSTALL_WAIT_NS) &&
+			    atomic_compare_exchange_strong(&install_owner, &expected, me))
+				return;
+		}
+		expected = 0;
+		os_yield();
+	}
+}
+
+static void install_lock_give(void)
+{
+	atomic_store_explicit(&install_owner, 0, memory_order_release);
+}
 
 /* Async-signal-safe (one system call each). */
 static void prog_open(void)
@@ -546,7 +580,7 @@ static void install(int sig, void (*fn)(int, siginfo_t *, void *), const struct 
 
 static void take_over(int sig, void (*fn)(int, siginfo_t *, void *), struct program_action *prog)
 {
-	pthread_mutex_lock(&install_lock);
+	install_lock_take();
 	if (!atomic_load(&prog->ours)) {
 		prog_open();
 		install(sig, fn, NULL, &prog->slot[0]);
@@ -554,7 +588,7 @@ static void take_over(int sig, void (*fn)(int, siginfo_t *, void *), struct prog
 		atomic_store(&prog->ours, 1);
 		prog_close();
 	}
-	pthread_mutex_unlock(&install_lock);
+	install_lock_give();
 }
 
 /* ro read-only, once there is a pool whose writes it decides.  It cannot
@@ -576,9 +610,9 @@ static void install_segv(bool lock)
 		sigframe_bytes = minsig;
 	report_init();
 	if (lock) {
-		pthread_mutex_lock(&install_lock);
+		install_lock_take();
 		ro_lock();
-		pthread_mutex_unlock(&install_lock);
+		install_lock_give();
 	}
 	take_over(SIGSEGV, on_segv, &prog_segv);
 }
@@ -606,7 +640,7 @@ int fault_arm(enum fault_mode mode, struct pmalloc_pool *const *pools, size_t n,
 {
 	if (n > FAULT_POOLS_MAX)
 		return -E2BIG;
-	pthread_mutex_lock(&install_lock);
+	install_lock_take();
 	/* Still writable (and never armed: arming locks it) when no API pool
 	 * locked it first; then written before it is read, one fault not two. */
 	bool locked = atomic_load(&ro_locked);
@@ -627,7 +661,7 @@ int fault_arm(enum fault_mode mode, struct pmalloc_pool *const *pools, size_t n,
 		if (seal && os_have_mseal && os_seal(&ro, sizeof(ro)) < 0)
 			fatal("pmalloc", "cannot seal the fault handler's state");
 	}
-	pthread_mutex_unlock(&install_lock);
+	install_lock_give();
 	return r;
 }
 
@@ -647,10 +681,10 @@ void fault_filter_mask(sigset_t *set)
 		sigdelset(set, SIGTRAP);
 }
 
-static void notice(const char *what)
+static void notice(unsigned int kind, const char *what)
 {
 	if (core_hook.fault_notice)
-		core_hook.fault_notice(what);
+		core_hook.fault_notice(kind, what);
 	else
 		debug_printf("%s", what);
 }
@@ -682,10 +716,10 @@ int fault_recheck(bool force)
 	if (!force && now - last < RECHECK_EVERY_NS)
 		return 0;
 	atomic_store_explicit(&recheck_last, now, memory_order_relaxed);
-	pthread_mutex_lock(&install_lock);
+	install_lock_take();
 	bool segv = recheck_action(SIGSEGV, on_segv, &prog_segv);
 	bool trap = recheck_action(SIGTRAP, on_trap, &prog_trap);
-	pthread_mutex_unlock(&install_lock);
+	install_lock_give();
 	sigset_t cur;
 	bool held = os_sigmask(SIG_BLOCK, NULL, &cur) == 0 && sigismember(&cur, SIGSEGV) == 1;
 	if (held) {
@@ -695,16 +729,16 @@ int fault_recheck(bool force)
 		(void)os_sigmask(SIG_UNBLOCK, &segv_set, NULL);
 	}
 	if (segv) {
-		notice("the SIGSEGV handler was replaced behind the shim (not through sigaction or signal):"
+		notice(PMW_NOTICE_SEGV_REPLACED, "the SIGSEGV handler was replaced behind the shim (not through sigaction or signal):"
 		       " the shim's is installed again, the program's kept for faults that are not pool writes");
 		fixed++;
 	}
 	if (trap) {
-		notice("the SIGTRAP handler was replaced behind the shim: the shim's is installed again");
+		notice(PMW_NOTICE_TRAP_REPLACED, "the SIGTRAP handler was replaced behind the shim: the shim's is installed again");
 		fixed++;
 	}
 	if (held) {
-		notice("SIGSEGV was blocked on the protecting thread (a blocked fault signal kills without a"
+		notice(PMW_NOTICE_SEGV_BLOCKED, "SIGSEGV was blocked on the protecting thread (a blocked fault signal kills without a"
 		       " report): unblocked");
 		fixed++;
 	}
@@ -722,7 +756,7 @@ int fault_set_program_action(int sig, const struct sigaction *act, struct sigact
 		fault_filter_mask(&copy.sa_mask);
 		act = &copy;
 	}
-	pthread_mutex_lock(&install_lock);
+	install_lock_take();
 	if (!prog || !atomic_load(&prog->ours)) {
 		r = os_sigaction(sig, act, old);
 	} else {
@@ -733,7 +767,7 @@ int fault_set_program_action(int sig, const struct sigaction *act, struct sigact
 			install(sig, sig == SIGSEGV ? on_segv : on_trap, act, NULL);
 		}
 	}
-	pthread_mutex_unlock(&install_lock);
+	install_lock_give();
 	if (r < 0) {
 		errno = -r;
 		return -1;

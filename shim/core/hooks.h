@@ -36,10 +36,11 @@ struct core_hooks {
 	int (*protect_named)(const char *pool);
 	/* fault.c (fault_recheck, at each protect): the fault handler was
 	 * found replaced behind the shim's back (a raw rt_sigaction) or
-	 * SIGSEGV blocked on the protecting thread, and was put right; what
-	 * says which, in words.  Not in a signal handler.  NULL: said under
-	 * PMALLOC_DEBUG only. */
-	void (*fault_notice)(const char *what);
+	 * SIGSEGV blocked on the protecting thread, and was put right; kind
+	 * says which (wire.h's PMW_NOTICE_* bit: pmallocd's status counts it),
+	 * what in words (the journal).  Not in a signal handler.  NULL: said
+	 * under PMALLOC_DEBUG only. */
+	void (*fault_notice)(unsigned int kind, const char *what);
 };
 
 union core_hooks_page {

@@ -25,6 +25,20 @@
 #define SITE_NEAR 16
 
 struct site *_Atomic site_table;
+/* site_table mixed with the shim's secret (os.h), written once with it:
+ * what names a site in a report (site_symbol, site_address) believes the
+ * table only where the two agree, so a forged table pointer cannot take
+ * the fault handler's report down with it (tamper.sh: killed silently,
+ * issue 27).  The allocation path reads site_table alone: a forged one
+ * there faults in the program's own call, before any write. */
+static _Atomic uintptr_t site_table_sealed;
+
+static struct site *site_table_checked(void)
+{
+	struct site *t = __atomic_load_n(&site_table, __ATOMIC_ACQUIRE);
+	uintptr_t sealed = atomic_load_explicit(&site_table_sealed, memory_order_acquire);
+	return t && ((uintptr_t)t ^ os_secret) == sealed ? t : NULL;
+}
 
 /* One mapping: the slots (64 KiB, the homes in the first 16 KiB: a
  * process's sites touch fewer pages than with the symbols inline), then
@@ -51,15 +65,17 @@ static struct site *site_init(void)
 	for (size_t off = 0; off < SITE_HOME_SLOTS * sizeof(struct site); off += os_page_size)
 		((volatile char *)p)[off] = 0;
 	if (__atomic_compare_exchange_n(&site_table, &t, (struct site *)p, false, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE))
+					__ATOMIC_ACQUIRE)) {
+		atomic_store_explicit(&site_table_sealed, (uintptr_t)p ^ os_secret, memory_order_release);
 		return (struct site *)p;
+	}
 	os_unmap(p, SITE_MAP_LEN);
 	return t;
 }
 
 static struct site_sym *site_sym_of(uint16_t id)
 {
-	struct site *t = __atomic_load_n(&site_table, __ATOMIC_ACQUIRE);
+	struct site *t = site_table_checked();
 	if (!t || id == SITE_NONE || id > SITE_SLOTS)
 		return NULL;
 	return (struct site_sym *)(void *)(t + SITE_SLOTS) + (id - 1);
@@ -180,8 +196,10 @@ struct site_hit site_lookup_slow(uintptr_t ra)
 
 uintptr_t site_address(uint16_t id)
 {
-	struct site *s = site_get(id);
-	return s ? site_word_ra(atomic_load_explicit(&s->w, memory_order_acquire)) : 0;
+	struct site *t = site_table_checked();
+	if (!t || id == SITE_NONE || id > SITE_SLOTS)
+		return 0;
+	return site_word_ra(atomic_load_explicit(&t[id - 1].w, memory_order_acquire));
 }
 
 int site_route(uint16_t id)

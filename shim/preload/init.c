@@ -170,12 +170,17 @@ static void rules_changed(void)
 	rules_msg_send(RULES_MSG_RULES);
 }
 
-/* The fault handler put right at a protect: the journal, and stderr under
- * PMALLOC_DEBUG. */
-static void on_fault_notice(const char *what)
+/* The fault handler put right at a protect: the journal, pmallocd (its
+ * status says it), and stderr under PMALLOC_DEBUG. */
+static void on_fault_notice(unsigned int kind, const char *what)
 {
 	debug_printf("%s", what);
 	journal_fault_notice(what);
+	struct pmw_notice m;
+	memset(&m, 0, sizeof(m));
+	pmw_header_init(&m.h, PMW_NOTICE, sizeof(m));
+	m.what = kind;
+	(void)client_send_msg(&m, sizeof(m));
 }
 
 static void set_hooks(void)
@@ -451,6 +456,12 @@ static void shim_init(void)
 		else
 			rules_msg_send(RULES_MSG_RULES);   /* after the handshake: for status */
 	}
+	/* Nothing armed (no policy, or it could not be): the state pointer's
+	 * page read-only all the same, NULL, so that a write cannot make the
+	 * shim believe a forged state (the fault handler's report reads it:
+	 * tamper.sh's api_tamper api). */
+	if (!shim && make_ro(&shim_ro, sizeof(shim_ro), false) < 0)
+		debug_printf("cannot make the (unarmed) state pointer read-only");
 	/* The armed copy is the state's, read-only: none stays writable. */
 	if (in.image) {
 		explicit_bzero(in.image, in.len);

@@ -32,12 +32,20 @@ start_daemon
 chmod 0666 "$SOCK" 2>/dev/null || true
 
 since="@$(date +%s.%6N)"
-# Hers: well past the 10 processes whose entries are written in full.
-setpriv --reuid=65534 --regid=65534 --clear-groups env LD_PRELOAD="$B/libpmalloc_shim.so" \
-	PMALLOC_CONF="$NOFILE" PMALLOC_SOCKET="$SOCK" timeout 20 "$RESPAWN" 1.5 exec >"$T/out.nobody" 2>/dev/null ||
-	fail "nobody's run: exit $?"
-k=$(sed -n 's/^workers=[0-9]* killed=\([0-9]*\)$/\1/p' "$T/out.nobody")
-[ -n "$k" ] && [ "$k" -gt 12 ] || fail "nobody's run killed too few workers: $(cat "$T/out.nobody")"
+# Hers: well past the 10 processes whose entries are written in full (in
+# runs of 1.5 s, one after the other, until then: a loaded machine forks
+# fewer workers a second).
+k=0
+for round in 1 2 3 4 5 6 7 8; do
+	setpriv --reuid=65534 --regid=65534 --clear-groups env LD_PRELOAD="$B/libpmalloc_shim.so" \
+		PMALLOC_CONF="$NOFILE" PMALLOC_SOCKET="$SOCK" timeout 20 "$RESPAWN" 1.5 exec >"$T/out.nobody" 2>/dev/null ||
+		fail "nobody's run: exit $?"
+	r=$(sed -n 's/^workers=[0-9]* killed=\([0-9]*\)$/\1/p' "$T/out.nobody")
+	[ -n "$r" ] || fail "nobody's run: $(cat "$T/out.nobody")"
+	k=$((k + r))
+	[ "$k" -gt 12 ] && break
+done
+[ "$k" -gt 12 ] || fail "nobody's runs killed too few workers: $k in $round rounds"
 # Root's, in the same interval.
 E2E_TIMEOUT=20 hardened "$T/out.root" "$T/err.root" "$RESPAWN" 0.3 exec || fail "root's run: exit $?"
 kr=$(sed -n 's/^workers=[0-9]* killed=\([0-9]*\)$/\1/p' "$T/out.root")

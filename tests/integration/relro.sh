@@ -18,7 +18,30 @@ for p in "$HOST" "$SCAN"; do [ -x "$p" ] || fail "$p not built"; done
 readelf -d "$SHIM" | grep -q '(FLAGS).*BIND_NOW' || fail "the shim is not linked -z now: $(readelf -d "$SHIM" | grep FLAGS)"
 readelf -lW "$SHIM" | grep -q 'GNU_RELRO' || fail "the shim has no GNU_RELRO segment"
 readelf -d "$HOST" | grep -q '(FLAGS).*BIND_NOW' || fail "relro_host is not a full-RELRO program"
-pass "the shim is linked with BIND_NOW and GNU_RELRO"
+# Every word the loader writes an entry point into (a JUMP_SLOT or GLOB_DAT
+# relocation: libc's functions the shim calls), and every relocated word
+# that points into the shim's code (its constructors, the tables of
+# function pointers it was compiled with), lies inside GNU_RELRO: read-only
+# once the loader is done.  The entry points the shim looks up itself at
+# start-up (REAL(), dlsym RTLD_NEXT: it exports the same names) are in a
+# page made read-only then, as is the heap's table (heap_page, compiled
+# with its functions' addresses): both checked at run time below.
+readelf -lW "$SHIM" | awk '$1 == "GNU_RELRO" { print "relro", $3, $6 } $1 == "LOAD" && $8 == "E" { print "text", $3, $6 }' >"$T/segs"
+nm -S "$SHIM" | awk '$4 == "heap_page" { print "ro", $1, $2 }' >>"$T/segs"
+readelf -rW "$SHIM" | awk -v segs="$T/segs" '
+	function num(h) { h = tolower(h); sub(/^0x/, "", h); v = 0
+		for (i = 1; i <= length(h); i++) v = v * 16 + index("0123456789abcdef", substr(h, i, 1)) - 1
+		return v }
+	BEGIN { while ((getline l < segs) > 0) { split(l, f, " ")
+		lo = num(f[2]); len = num(f[3])
+		if (f[1] == "relro") { rlo = lo; rhi = lo + len } else if (f[1] == "text") { tlo = lo; thi = lo + len }
+		else { plo = lo; phi = lo + len } } }
+	$3 ~ /JUMP_SLOT|GLOB_DAT/ { n++; o = num($1); if (o < rlo || o >= rhi) print $1, $3, $5 }
+	$3 ~ /RELATIVE/ { o = num($1); a = num($4)
+		if ((o < rlo || o >= rhi) && (o < plo || o >= phi) && a >= tlo && a < thi) print $1, $3, $4 }
+	END { if (!n || !rhi || !thi || !phi) print "none", "read", "(no relocation or segment found)" }' >"$T/outside"
+[ ! -s "$T/outside" ] || fail "relocated code pointers outside GNU_RELRO (offset, type, target): $(tr '\n' ' ' <"$T/outside")"
+pass "the shim is linked with BIND_NOW and GNU_RELRO; every entry point the loader writes, and every relocated pointer into its code, lies inside GNU_RELRO (or the heap's table, read-only from start-up)"
 
 cat >"$T/relro.conf" <<'EOC'
 version = 1;

@@ -13,6 +13,9 @@
  *               ssignal | sigset | __sigaction   the handler by that call
  *   api_sig_c99 raw       by a raw rt_sigaction system call (found and put
  *                         right at the protect, said in the journal)
+ *   api_sig_c99 rawlate   the same after the protect, then a second later
+ *                         a wait (poll): found and put right there (under
+ *                         a policy: the shim looks at the program's waits)
  *   api_sig_c99 hold      sigset(SIGSEGV, SIG_HOLD), no handler
  *   api_sig_c99 ignore    sigignore(SIGSEGV), no handler
  *   api_sig_c99 rawmask   SIGSEGV blocked by a raw rt_sigprocmask (found
@@ -27,10 +30,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include <pmalloc.h>
 
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <sys/syscall.h>
@@ -168,7 +173,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	strcpy(secret, "secret");
-	int handled = install(argv[1]);
+	int late = strcmp(argv[1], "rawlate") == 0;
+	int handled = late ? 0 : install(argv[1]);
 	if (handled < 0) {
 		fprintf(stderr, "api_sig_c99: %s: %s\n", argv[1], handled == -2 ? "unknown (or not on this machine)" :
 			"refused");
@@ -176,6 +182,19 @@ int main(int argc, char **argv)
 	}
 	if (!restore_blocked(argv[1], pool))
 		pmalloc_protect_pool(pool);
+	if (late) {
+		/* Behind the shim's back after its last protect; then a wait
+		 * more than a second later (the shim looks at most once a
+		 * second). */
+		struct timespec pause = { 1, 200000000 };
+		handled = install("raw");
+		if (handled < 0) {
+			perror("api_sig_c99: rawlate");
+			return 2;
+		}
+		nanosleep(&pause, NULL);
+		poll(NULL, 0, 0);
+	}
 	if (handled) {
 		/* A fault that is no pool write: the program's handler. */
 		probing = 1;

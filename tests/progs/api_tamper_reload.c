@@ -22,10 +22,19 @@
  * listed by the sweep; the process ends before anything is written.
  *
  *   api_tamper_reload sweep [N]  every word (N > 0: N words spread over the
- *                                list), each set to 0, 1, all-ones and the
+ *                                list), each set to 0, 1, all-ones, the
  *                                address of a page of this program's
  *                                (attacker memory, filled with 1 in either
- *                                half of each word)
+ *                                half of each word), 2, 3, 1 << 32, the
+ *                                guard's token as an attacker makes it, a
+ *                                pointer to a copy in her memory of what the
+ *                                word points to, the value there moved by
+ *                                one, with either half cleared, and up to 3
+ *                                values the shim itself kept there in other
+ *                                states (collect_states); TAMPER_SHARD=K/M
+ *                                takes every M-th word from the K-th
+ *   api_tamper_reload row shim+0xOFF=VALUE | TLS+0xOFF=VALUE   one word
+ *                                as the sweep names a failure, tried alone
  *   api_tamper_reload row NAME   one row of the issue's table: the word(s)
  *                                named, written as an attacker would; a
  *                                word found read-only is "refused"
@@ -66,6 +75,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -357,6 +367,164 @@ static void add_targets(void)
 	}
 }
 
+/* ---- the values the shim itself stores (issue 27) ---- */
+
+/* A word is also tried with the values the shim itself kept there in
+ * another state than the one the runs start from (a token, a flag, an
+ * index, a count): copies of every resident private writable page at the
+ * start of main, once the configuration is parsed (armed, not yet
+ * protected), and in a child after a reload and its protect; and samples
+ * of every target word taken by a profiling timer in a child that
+ * reloads and protects again and again (the shim's words caught between
+ * two of their states: a lock held, a cursor moved, a guard set).  The
+ * copies live in shared memory (rw-s: never copied themselves). */
+#define SNAP_PAGES 16384u
+#define SAMPLES 48u
+#define SAMPLE_LOOPS 20000
+#define STATE_VALUES 3u
+
+struct snap {
+	size_t n;
+	uintptr_t *page;            /* sorted: maps are read in address order */
+	unsigned char *data;
+};
+enum { S_START, S_ARMED, S_RELOADED, S_SNAPS };
+static struct snap snaps[S_SNAPS];
+static uint64_t (*state_vals)[STATE_VALUES];  /* per target */
+static uint64_t *samples;                     /* SAMPLES rows of n_targets words */
+static volatile unsigned *n_samples;
+
+static void *shared(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		perror("api_tamper_reload: mmap");
+		exit(2);
+	}
+	return p;
+}
+
+static void snap_take(struct snap *s)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	if (!s->page) {
+		s->page = shared(SNAP_PAGES * sizeof(*s->page));
+		s->data = shared((size_t)SNAP_PAGES * (size_t)page);
+	}
+	s->n = 0;
+	read_maps();
+	for (size_t i = 0; i < n_maps; i++) {
+		if (strcmp(maps[i].perms, "rw-p") != 0)
+			continue;
+		for (uintptr_t a = maps[i].lo; a < maps[i].hi && s->n < SNAP_PAGES; a += (uintptr_t)page) {
+			unsigned char vec;
+			if (mincore((void *)a, (size_t)page, &vec) < 0 || !(vec & 1))
+				continue;
+			s->page[s->n] = a;
+			memcpy(s->data + s->n * (size_t)page, (const void *)a, (size_t)page);
+			s->n++;
+		}
+	}
+}
+
+static bool snap_value(const struct snap *s, uintptr_t a, uint64_t *v)
+{
+	uintptr_t pg = a & ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1);
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s->page[mid] < pg)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == s->n || s->page[lo] != pg)
+		return false;
+	memcpy(v, s->data + lo * (size_t)sysconf(_SC_PAGESIZE) + (a - pg), sizeof(*v));
+	return true;
+}
+
+static void on_sample(int sig)
+{
+	(void)sig;
+	unsigned k = *n_samples;
+	if (k >= SAMPLES)
+		return;
+	uint64_t *row = samples + (size_t)k * n_targets;
+	for (size_t i = 0; i < n_targets; i++)
+		row[i] = *(volatile uint64_t *)targets[i].addr;
+	*n_samples = k + 1;
+}
+
+/* In a child: a reload and its protect, copied (S_RELOADED); then reloads
+ * and protects sampled by the profiling timer. */
+static void sample_states(void)
+{
+	snaps[S_RELOADED].page = shared(SNAP_PAGES * sizeof(uintptr_t));
+	snaps[S_RELOADED].data = shared((size_t)SNAP_PAGES * (size_t)sysconf(_SC_PAGESIZE));
+	samples = shared((size_t)SAMPLES * n_targets * sizeof(*samples));
+	n_samples = shared(sizeof(*n_samples));
+	size_t *reloaded_n = shared(sizeof(*reloaded_n));
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("api_tamper_reload: fork");
+		exit(2);
+	}
+	if (pid == 0) {
+		alarm(RUN_DEADLINE_S);
+		(void)parse_config("reloaded");
+		trigger();
+		snap_take(&snaps[S_RELOADED]);
+		*reloaded_n = snaps[S_RELOADED].n;
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_sample;
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGPROF, &sa, NULL);
+		struct itimerval every = { { 0, 100 }, { 0, 100 } };
+		setitimer(ITIMER_PROF, &every, NULL);
+		for (int i = 0; i < SAMPLE_LOOPS && *n_samples < SAMPLES; i++) {
+			struct config *c = parse_config("sampled");
+			trigger();
+			if (c && i % 2)
+				free(c->name);     /* a protected object freed: the shim's free path */
+		}
+		_exit(0);
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	snaps[S_RELOADED].n = *reloaded_n;
+}
+
+/* Each target's values of other states: up to STATE_VALUES distinct ones,
+ * none the value it holds now; the copies first, then the samples. */
+static void collect_states(void)
+{
+	state_vals = shared(n_targets * sizeof(*state_vals));
+	sample_states();
+	unsigned ns = *n_samples;
+	for (size_t i = 0; i < n_targets; i++) {
+		uint64_t now = *(uint64_t *)targets[i].addr, v;
+		unsigned got = 0;
+		for (unsigned k = 0; k < S_SNAPS + ns && got < STATE_VALUES; k++) {
+			if (k < S_SNAPS) {
+				if (!snap_value(&snaps[k], targets[i].addr, &v))
+					continue;
+			} else {
+				v = samples[(size_t)(k - S_SNAPS) * n_targets + i];
+			}
+			bool dup = v == now;
+			for (unsigned j = 0; j < got && !dup; j++)
+				dup = state_vals[i][j] == v;
+			if (!dup)
+				state_vals[i][got++] = v;
+		}
+		for (; got < STATE_VALUES; got++)
+			state_vals[i][got] = now;             /* none: skipped as a no-op */
+	}
+}
+
 /* ---- one run ---- */
 
 enum outcome { O_PROTECTED, O_REPORTED, O_REFUSED, O_CRASHED, O_FAILED, O_OUTCOMES };
@@ -617,6 +785,13 @@ static size_t attack_row(const char *row, uintptr_t pool, struct write *w)
 	}
 	if (strcmp(row, "walk_env") == 0 && (a = shim_symbol("walk_env")))
 		return w[0] = (struct write){ a, JB_MARK, true }, 1;
+	/* The lock of the handler's installation set to "held" (found by make
+	 * tamper: a pthread mutex then, its word set, the next protect waited
+	 * for ever), by thread 1 or by this very thread. */
+	if ((strcmp(row, "install_lock") == 0 || strcmp(row, "install_lock_self") == 0) &&
+	    ((a = shim_symbol("install_owner")) || (a = shim_symbol("install_lock"))))
+		return w[0] = (struct write){ a, strcmp(row, "install_lock") == 0 ?
+						 (*(uint64_t *)a & ~UINT64_C(0xffffffff)) | 1 : SELF_MARK, false }, 1;
 	if (strcmp(row, "report_owner") == 0 && (a = shim_symbol("report_owner")))
 		return w[0] = (struct write){ a, SELF_MARK, true }, 1;    /* the child's own id */
 	if (strcmp(row, "entry_busy") == 0 && (a = shim_symbol("entry_busy")))
@@ -635,6 +810,16 @@ static size_t attack_row(const char *row, uintptr_t pool, struct write *w)
 static size_t row_writes(const char *row, struct write *w)
 {
 	uintptr_t pool = find_pool(), a;
+	/* A word as the sweep names it: shim+0xOFF=VALUE or TLS+0xOFF=VALUE
+	 * (a failure it printed, tried again alone). */
+	bool in_tls = strncmp(row, "TLS+", 4) == 0;
+	if (in_tls || strncmp(row, "shim+", 5) == 0) {
+		char *end;
+		uintptr_t off = strtoull(row + (in_tls ? 4 : 5), &end, 0);
+		if (*end != '=')
+			return 0;
+		return w[0] = (struct write){ (in_tls ? seg.tls : seg.base) + off, strtoull(end + 1, NULL, 0), false }, 1;
+	}
 	if (strcmp(row, "site_route") == 0) {
 		a = find_site_word();
 		if (!a)
@@ -725,29 +910,60 @@ static int do_sweep(size_t sample)
 		fprintf(stderr, "api_tamper_reload: no target found\n");
 		return 2;
 	}
+	collect_states();
+	read_maps();
+	/* The sampling child's protects, said to the journal (no daemon):
+	 * drained, not left to fill the socket before the first run. */
+	(void)journal_has(0);
 	/* A sample takes a third of its words from each kind, spread over it. */
 	size_t step[K_KINDS];
 	for (int k = 0; k < K_KINDS; k++)
 		step[k] = sample && counts[k] > sample / K_KINDS ? counts[k] / (sample / K_KINDS ? sample / K_KINDS : 1) : 1;
 	size_t seen[K_KINDS] = { 0 };
 	/* 0, 1, all ones and an address, then what an attacker tries besides
-	 * (issue 27): small indexes, the guard's token made for the word's
-	 * address as she can make it (busy_guess), and a pointer to a copy of
-	 * what the word points to, in her memory (a structure shaped as the
-	 * shim's, which she then controls). */
-	enum { V_ZERO, V_ONE, V_ONES, V_ADDR, V_TWO, V_THREE, V_TOKEN, V_SHAPED, V_VALUES };
-	const char *const vnames[] = { "0", "1", "~0", "&attacker", "2", "3", "token", "&shaped copy" };
+	 * (issue 27): small indexes (2, 3, 1 in the upper half), the guard's
+	 * token made for the word's address as she can make it (busy_guess),
+	 * a pointer to a copy of what the word points to, in her memory (a
+	 * structure shaped as the shim's, which she then controls), the value
+	 * there now moved by one (the next or the previous index, unit, slot),
+	 * with either half cleared (a 4-byte field zeroed beside another), and
+	 * the values the shim itself kept there in other states
+	 * (collect_states). */
+	enum { V_ZERO, V_ONE, V_ONES, V_ADDR, V_TWO, V_THREE, V_TOKEN, V_SHAPED, V_HIGH_ONE, V_NEXT, V_PREV,
+	       V_LOW_CLEARED, V_HIGH_CLEARED, V_STATE, V_VALUES = V_STATE + STATE_VALUES };
+	const char *const vnames[] = { "0", "1", "~0", "&attacker", "2", "3", "token", "&shaped copy", "1 << 32",
+				       "now + 1", "now - 1", "low half 0", "high half 0", "a state's", "a state's",
+				       "a state's" };
+	_Static_assert(sizeof(vnames) / sizeof(vnames[0]) == V_VALUES, "a name per value");
 	unsigned out[O_OUTCOMES][K_KINDS] = { { 0 } };
+	unsigned by_value[V_VALUES][O_OUTCOMES] = { { 0 } };
 	size_t words = 0, runs = 0, unjournaled = 0;
 	int failed = 0;
+	/* TAMPER_SHARD=K/M: only the words K, K + M, K + 2M... of the list
+	 * (make tamper's sweep split over processes). */
+	unsigned shard = 0, shards = 1;
+	const char *sh = getenv("TAMPER_SHARD");
+	if (sh && (sscanf(sh, "%u/%u", &shard, &shards) != 2 || shards == 0 || shard >= shards)) {
+		fprintf(stderr, "api_tamper_reload: TAMPER_SHARD=%s: want K/M, K < M\n", sh);
+		return 2;
+	}
 	for (size_t i = 0; i < n_targets; i++) {
-		if (seen[targets[i].kind]++ % step[targets[i].kind] != 0)
+		if (seen[targets[i].kind]++ % step[targets[i].kind] != 0 || i % shards != shard)
 			continue;
 		words++;
 		uint64_t now = *(uint64_t *)targets[i].addr;
 		const uint64_t values[V_VALUES] = { 0, 1, UINT64_MAX, (uintptr_t)forged, 2, 3,
-						    busy_guess(targets[i].addr), (uintptr_t)shaped };
+						    busy_guess(targets[i].addr), (uintptr_t)shaped, UINT64_C(1) << 32,
+						    now + 1, now - 1, now & ~UINT64_C(0xffffffff), now & UINT64_C(0xffffffff),
+						    state_vals[i][0], state_vals[i][1], state_vals[i][2] };
 		for (size_t v = 0; v < V_VALUES; v++) {
+			/* A value the word holds already, or one tried on it before:
+			 * no run. */
+			bool again = v != V_SHAPED && values[v] == now;
+			for (size_t u = 0; u < v && !again; u++)
+				again = u != V_SHAPED && values[u] == values[v];
+			if (again)
+				continue;
 			if (v == V_SHAPED) {
 				/* Only for a word that holds a pointer to readable memory. */
 				size_t k = 0;
@@ -764,6 +980,7 @@ static int do_sweep(size_t sample)
 			enum outcome o = run(&w, 1, why, sizeof(why));
 			runs++;
 			out[o][targets[i].kind]++;
+			by_value[v][o]++;
 			if (journal_fd >= 0 && o == O_PROTECTED && !last_journaled) {
 				unjournaled++;
 				o = O_FAILED;
@@ -774,12 +991,15 @@ static int do_sweep(size_t sample)
 				if (o == O_CRASHED)
 					snprintf(why, sizeof(why), "crashed before the store, no report");
 				uintptr_t from = targets[i].kind == K_TLS ? seg.tls : seg.base;
-				printf("api_tamper_reload: %s word %p (%s+%#lx) = %s: %s\n", kind_names[targets[i].kind],
-				       (void *)w.addr, targets[i].kind == K_TLS ? "TLS" : "shim",
-				       (unsigned long)(w.addr - from), vnames[v], why);
+				printf("api_tamper_reload: %s word %p (%s+%#lx) = %s (%#llx, was %#llx): %s\n",
+				       kind_names[targets[i].kind], (void *)w.addr, targets[i].kind == K_TLS ? "TLS" : "shim",
+				       (unsigned long)(w.addr - from), vnames[v], (unsigned long long)values[v],
+				       (unsigned long long)now, why);
 			}
 		}
 	}
+	printf("api_tamper_reload: the shim's states: %zu, %zu and %zu pages copied (start, armed, reloaded), %u samples\n",
+	       snaps[S_START].n, snaps[S_ARMED].n, snaps[S_RELOADED].n, *n_samples);
 	printf("api_tamper_reload: %zu words tried of %zu (%s %u, %s %u, %s %u), up to %d values each, %zu runs\n",
 	       words, n_targets, kind_names[0], counts[0], kind_names[1], counts[1], kind_names[2], counts[2],
 	       (int)V_VALUES, runs);
@@ -788,6 +1008,17 @@ static int do_sweep(size_t sample)
 	for (int o = 0; o < O_OUTCOMES; o++)
 		printf("api_tamper_reload:   %s: %u (.data/.bss %u, TLS %u, metadata %u)\n", outcome_names[o],
 		       out[o][0] + out[o][1] + out[o][2], out[o][0], out[o][1], out[o][2]);
+	/* Per value (the three of other states as one): runs, and how they
+	 * ended in outcome_names' order. */
+	for (size_t v = 0; v <= V_STATE; v++) {
+		unsigned n[O_OUTCOMES] = { 0 }, all = 0;
+		for (size_t u = v; u < (v == V_STATE ? V_VALUES : v + 1); u++)
+			for (int o = 0; o < O_OUTCOMES; o++)
+				n[o] += by_value[u][o], all += by_value[u][o];
+		printf("api_tamper_reload:   value %s: %u runs (protected %u, reported %u, refused %u, crashed %u,"
+		       " failed %u)\n", v == V_STATE ? "of another state" : vnames[v], all, n[O_PROTECTED],
+		       n[O_REPORTED], n[O_REFUSED], n[O_CRASHED], n[O_FAILED]);
+	}
 	printf("api_tamper_reload: %s\n", failed ? "FAILED" : "all held");
 	return failed ? 1 : 0;
 }
@@ -814,7 +1045,11 @@ int main(int argc, char **argv)
 	sa.sa_flags = SA_SIGINFO;
 	sigaction(SIGSEGV, &sa, NULL);
 
+	if (sweep)
+		snap_take(&snaps[S_START]);
 	cfg = parse_config("original");
+	if (sweep)
+		snap_take(&snaps[S_ARMED]);
 	trigger();
 	if (!cfg || pmalloc_is_protected(cfg) != 1 || pmalloc_is_protected(cfg->path) != 1) {
 		fprintf(stderr, "api_tamper_reload: the configuration is not protected (policy not applied?)\n");

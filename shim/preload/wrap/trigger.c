@@ -271,6 +271,14 @@ void trigger_call(enum policy_call c)
 			reload_end();
 		errno = e;
 	}
+	/* The fault handler still the shim's, SIGSEGV not blocked (issue 27):
+	 * looked at, at most once a second, at the program's waits too, not
+	 * only at protects (a handler replaced after the last protect). */
+	if (bit & POLICY_WAIT_CALLS) {
+		int e = errno;
+		(void)fault_recheck(false);
+		errno = e;
+	}
 	if (likely(!(st->call_mask & bit)))
 		return;
 	int e = errno;              /* the program sees only the real call's errno */
