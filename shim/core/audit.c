@@ -338,6 +338,21 @@ static void page_close(uintptr_t page)
 		return;                /* left open: only a later fault less */
 }
 
+/* page (in the arena, the table mapped) was just made writable: its bit
+ * set and, when it was clear, the page pushed into the ring, the entry it
+ * pushes out closed again.  Atomics only: the fault handler calls it. */
+static void page_opened(uintptr_t page)
+{
+	size_t bit = (page - arena_base) / os_page_size;
+	uint64_t m = (uint64_t)1 << (bit % 64);
+	if (atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_relaxed) & m)
+		return;
+	unsigned int i = atomic_fetch_add_explicit(&open_head, 1, memory_order_relaxed) % OPEN_RING;
+	uintptr_t old = atomic_exchange_explicit(&open_ring[i], page, memory_order_acq_rel);
+	if (old && old != page)
+		page_close(old);
+}
+
 int audit_repeat(uintptr_t addr, uint16_t site)
 {
 	(void)site;
@@ -347,26 +362,10 @@ int audit_repeat(uintptr_t addr, uint16_t site)
 	int r = os_protect_rw((void *)page, os_page_size);
 	if (r < 0)
 		return r;
-	if (opened && arena_contains((const void *)page)) {
-		size_t bit = (page - arena_base) / os_page_size;
-		uint64_t m = (uint64_t)1 << (bit % 64);
-		if (!(atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_relaxed) & m)) {
-			unsigned int i = atomic_fetch_add_explicit(&open_head, 1, memory_order_relaxed) % OPEN_RING;
-			uintptr_t old = atomic_exchange_explicit(&open_ring[i], page, memory_order_acq_rel);
-			if (old && old != page)
-				page_close(old);
-		}
-	}
+	if (opened && arena_contains((const void *)page))
+		page_opened(page);
 	atomic_fetch_add_explicit(&repeats, 1, memory_order_relaxed);
 	return 0;
-}
-
-/* Set page's bit; true when it was clear (the page was not open). */
-static bool page_bit_set(uintptr_t page)
-{
-	size_t bit = (page - arena_base) / os_page_size;
-	uint64_t m = (uint64_t)1 << (bit % 64);
-	return !(atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_relaxed) & m);
 }
 
 static bool page_bit_is_set(uintptr_t page)
@@ -389,14 +388,8 @@ int audit_repeat_range(uintptr_t addr, size_t len, uint16_t site)
 		int r = os_protect_rw((void *)lo, hi - lo);
 		if (r < 0)
 			return r;
-		for (uintptr_t p = lo; p < hi; p += os_page_size) {
-			if (!page_bit_set(p))
-				continue;
-			unsigned int i = atomic_fetch_add_explicit(&open_head, 1, memory_order_relaxed) % OPEN_RING;
-			uintptr_t old = atomic_exchange_explicit(&open_ring[i], p, memory_order_acq_rel);
-			if (old && old != p)
-				page_close(old);
-		}
+		for (uintptr_t p = lo; p < hi; p += os_page_size)
+			page_opened(p);
 	}
 	atomic_fetch_add_explicit(&repeats, 1, memory_order_relaxed);
 	return 0;
