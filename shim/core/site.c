@@ -100,36 +100,54 @@ void site_policy_open(void)
 
 bool site_policy_marked(uintptr_t lo, uintptr_t hi)
 {
-	if (hi <= lo)
-		return true;
-	uintptr_t g0 = lo >> SITE_POLICY_SHIFT, g1 = (hi - 1) >> SITE_POLICY_SHIFT;
-	for (uintptr_t g = g0; g <= g1 && g - g0 < SITE_POLICY_GRANULES; g++)
-		if (!site_policy.granule[(uint16_t)g])
+	struct site_policy_run run[2];
+	size_t n = site_policy_runs(lo, hi, run);
+	for (size_t k = 0; k < n; k++)
+		if (memchr(site_policy.granule + run[k].at, 0, run[k].n))
 			return false;
 	return true;
 }
 
 void site_policy_mark(uintptr_t lo, uintptr_t hi)
 {
-	if (hi <= lo)
-		return;
-	uintptr_t g0 = lo >> SITE_POLICY_SHIFT, g1 = (hi - 1) >> SITE_POLICY_SHIFT;
-	if (g1 - g0 >= SITE_POLICY_GRANULES) {
-		memset(site_policy.granule, 0xff, sizeof(site_policy.granule));
-		return;
-	}
-	for (uintptr_t g = g0; g <= g1; g++)
-		site_policy.granule[(uint16_t)g] = 1;
+	struct site_policy_run run[2];
+	size_t n = site_policy_runs(lo, hi, run);
+	for (size_t k = 0; k < n; k++)
+		memset(site_policy.granule + run[k].at, 1, run[k].n);
 }
 
-void site_policy_unmark(uintptr_t lo, uintptr_t hi, const unsigned char *keep)
+/* The byte mask of 8 granules from their 8 bits: 0xff where a bit is set.
+ * Bit i of b lands in byte i (b times 0x0101.. copies b into each byte,
+ * the mask keeps bit i of byte i), then a set byte becomes 0xff. */
+static inline uint64_t keep_mask8(uint64_t b)
 {
-	if (hi <= lo)
-		return;
-	uintptr_t g0 = lo >> SITE_POLICY_SHIFT, g1 = (hi - 1) >> SITE_POLICY_SHIFT;
-	for (uintptr_t g = g0; g <= g1 && g - g0 < SITE_POLICY_GRANULES; g++)
-		if (!keep[(uint16_t)g])
-			site_policy.granule[(uint16_t)g] = 0;
+	uint64_t x = (b * UINT64_C(0x0101010101010101)) & UINT64_C(0x8040201008040201);
+	uint64_t h = (x + UINT64_C(0x7f7f7f7f7f7f7f7f)) & UINT64_C(0x8080808080808080);
+	return (h >> 7) * 0xffu;
+}
+
+/* Eight granules a step where they are aligned.  A kept byte is stored
+ * back as it was, never cleared on the way: a reader sees it marked
+ * throughout. */
+void site_policy_unmark(uintptr_t lo, uintptr_t hi, const uint64_t *keep)
+{
+	struct site_policy_run run[2];
+	size_t n = site_policy_runs(lo, hi, run);
+	for (size_t k = 0; k < n; k++) {
+		size_t g = run[k].at, end = run[k].at + run[k].n;
+		for (; g < end && g % 8; g++)
+			if (!(keep[g / 64] >> (g % 64) & 1))
+				site_policy.granule[g] = 0;
+		for (; g + 8 <= end; g += 8) {
+			uint64_t w;
+			memcpy(&w, site_policy.granule + g, 8);
+			w &= keep_mask8(keep[g / 64] >> (g % 64) & 0xffu);
+			memcpy(site_policy.granule + g, &w, 8);
+		}
+		for (; g < end; g++)
+			if (!(keep[g / 64] >> (g % 64) & 1))
+				site_policy.granule[g] = 0;
+	}
 }
 
 void site_policy_mark_closed(void)

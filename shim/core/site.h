@@ -156,16 +156,45 @@ void site_policy_open(void);
 /* Return addresses [lo, hi) may be policy sites (cleared only by
  * site_policy_unmark, resolve.c's narrowing). */
 void site_policy_mark(uintptr_t lo, uintptr_t hi);
-/* Clear the granules of [lo, hi) whose byte in keep (SITE_POLICY_GRANULES
- * of them, indexed as the filter is) is 0: what a narrowing leaves marked
+/* Clear the granules of [lo, hi) whose bit in keep (SITE_POLICY_GRANULES
+ * of them, indexed as the filter is: granule g is bit g % 64 of word
+ * g / 64) is 0: what a narrowing leaves marked
  * is what keep says, and a granule kept is never cleared on the way, so a
  * concurrent reader never sees a site the policy names unmarked.  Between
  * site_policy_open and site_policy_close. */
-void site_policy_unmark(uintptr_t lo, uintptr_t hi, const unsigned char *keep);
+#define SITE_POLICY_KEEP_WORDS (SITE_POLICY_GRANULES / 64)
+void site_policy_unmark(uintptr_t lo, uintptr_t hi, const uint64_t *keep);
 /* The filter's index of code address a. */
 static inline uint16_t site_policy_index(uintptr_t a)
 {
 	return (uint16_t)(a >> SITE_POLICY_SHIFT);
+}
+/* The filter's bytes of addresses [lo, hi), folded: at most two runs of
+ * indexes, [run[k].at, run[k].at + run[k].n); their number (0 when hi <=
+ * lo).  A range of 16 MiB or more is every byte, once.  So that the
+ * filter and the tables that share its indexes (resolve.c's narrowing)
+ * are written a run at a time (memset), not a byte and a fold at a time:
+ * python3's and libc's code are some 16,000 bytes of it. */
+struct site_policy_run {
+	size_t at, n;
+};
+static inline size_t site_policy_runs(uintptr_t lo, uintptr_t hi, struct site_policy_run run[2])
+{
+	if (hi <= lo)
+		return 0;
+	uintptr_t g0 = lo >> SITE_POLICY_SHIFT, g1 = (hi - 1) >> SITE_POLICY_SHIFT;
+	if (g1 - g0 >= SITE_POLICY_GRANULES) {
+		run[0] = (struct site_policy_run){ 0, SITE_POLICY_GRANULES };
+		return 1;
+	}
+	size_t at = (uint16_t)g0, n = (size_t)(g1 - g0) + 1;
+	if (at + n <= SITE_POLICY_GRANULES) {
+		run[0] = (struct site_policy_run){ at, n };
+		return 1;
+	}
+	run[0] = (struct site_policy_run){ at, SITE_POLICY_GRANULES - at };
+	run[1] = (struct site_policy_run){ 0, n - (SITE_POLICY_GRANULES - at) };
+	return 2;
 }
 /* Every pool is closed (between site_policy_open and site_policy_close). */
 void site_policy_mark_closed(void);

@@ -271,12 +271,26 @@ static void mark_text(uintptr_t lo, uintptr_t hi, void *ctx)
 	site_policy_mark(lo + 1, hi + 1);
 }
 
+/* The granules narrow() keeps, a bit each (site.h): 8 KiB of .bss under
+ * resolve_lock, two pages touched, where a byte map from the heap was
+ * 64 KiB of fresh pages at each narrowing (16 first touches, about 60 us
+ * of python3's start-up). */
+static uint64_t keep_bits[SITE_POLICY_KEEP_WORDS];
+
 static void keep_text(uintptr_t lo, uintptr_t hi, void *ctx)
 {
-	unsigned char *keep = ctx;
-	uintptr_t g0 = (lo + 1) >> SITE_POLICY_SHIFT, g1 = hi >> SITE_POLICY_SHIFT;
-	for (uintptr_t g = g0; g <= g1 && g - g0 < SITE_POLICY_GRANULES; g++)
-		keep[(uint16_t)g] = 1;
+	uint64_t *keep = ctx;
+	struct site_policy_run run[2];
+	size_t n = site_policy_runs(lo + 1, hi + 1, run);
+	for (size_t k = 0; k < n; k++) {
+		size_t g = run[k].at, end = run[k].at + run[k].n;
+		for (; g < end && g % 64; g++)
+			keep[g / 64] |= UINT64_C(1) << (g % 64);
+		for (; g + 64 <= end; g += 64)
+			keep[g / 64] = ~UINT64_C(0);
+		for (; g < end; g++)
+			keep[g / 64] |= UINT64_C(1) << (g % 64);
+	}
 }
 
 static void unmark_text(uintptr_t lo, uintptr_t hi, void *ctx)
@@ -290,28 +304,24 @@ static void unmark_text(uintptr_t lo, uintptr_t hi, void *ctx)
  * rule's.  Once its symbols are read (pe, just read; resolve_lock held),
  * only the ranges the rules name stay marked: its other granules are
  * cleared unless a range, or the code of another object still unread,
- * shares them (the filter folds addresses).  Without memory for the
- * narrowing the marks stay (slower, never wrong). */
+ * shares them (the filter folds addresses). */
 static bool texts_marked;          /* start-up's unread objects are (resolve_init) */
 
 static void narrow(const struct pending *pe)
 {
 	if (!texts_marked)
 		return;
-	unsigned char *keep = heap_calloc(SITE_POLICY_GRANULES, 1);
-	if (!keep)
-		return;
+	memset(keep_bits, 0, sizeof(keep_bits));
 	struct range_table *tabs[] = { atomic_load(&table), atomic_load(&points) };
 	for (size_t k = 0; k < ARRAY_SIZE(tabs); k++)
 		for (size_t i = 0; tabs[k] && i < tabs[k]->n; i++)
-			keep_text(tabs[k]->r[i].start, tabs[k]->r[i].end, keep);
+			keep_text(tabs[k]->r[i].start, tabs[k]->r[i].end, keep_bits);
 	for (size_t i = 0; i < n_pending; i++)
 		if (&pending[i] != pe && !atomic_load_explicit(&pending[i].read, memory_order_relaxed))
-			each_text(pending[i].ph, pending[i].phnum, pending[i].obj.base, keep_text, keep);
+			each_text(pending[i].ph, pending[i].phnum, pending[i].obj.base, keep_text, keep_bits);
 	site_policy_open();
-	each_text(pe->ph, pe->phnum, pe->obj.base, unmark_text, keep);
+	each_text(pe->ph, pe->phnum, pe->obj.base, unmark_text, keep_bits);
 	site_policy_close();
-	heap_free(keep);
 }
 
 /* An object loaded at start-up, at the first allocation from it (or before
