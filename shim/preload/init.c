@@ -86,7 +86,9 @@ static void read_identity(char *exe, size_t exe_len, char *comm, size_t comm_len
 /* The policy image for this process: 1 with *ret (malloc'ed, validated),
  * 0 for none, never fails.
  *
- * pmallocd is asked first: it matched this process by what the kernel
+ * pmallocd is asked first (the HELLO went out as the constructor began:
+ * the shim's own start-up runs while the daemon identifies this process):
+ * it matched this process by what the kernel
  * says and hands out the image it compiled when it loaded the file, so no
  * policy text is parsed here.  A healthy daemon answers within a
  * millisecond; after HANDSHAKE_TIMEOUT_MS the policy file is read (the
@@ -96,13 +98,17 @@ static void read_identity(char *exe, size_t exe_len, char *comm, size_t comm_len
  * reads the file only to learn a timeout.  Without a daemon, the file's
  * policy for this process is compiled by the code pmallocd uses, and the
  * parsed file freed. */
-static int load_policy(const char *exe, const char *comm, struct policy_image_buf *ret)
+static const char *socket_path(void)
 {
 	const char *sock = secure_getenv("PMALLOC_SOCKET");
-	if (!sock || !*sock)
-		sock = DEFAULT_SOCKET;
+	return sock && *sock ? sock : DEFAULT_SOCKET;
+}
+
+/* r: what client_start() said when the constructor began. */
+static int load_policy(int r, const char *exe, const char *comm, struct policy_image_buf *ret)
+{
+	const char *sock = socket_path();
 	char err[POLICY_ERR_MAX];
-	int r = client_start(sock, comm);
 	if (r == 0)
 		r = client_wait(HANDSHAKE_TIMEOUT_MS, &ret->image, &ret->len, &ret->generation);
 	if (r >= 0) {
@@ -412,6 +418,15 @@ static void shim_init(void)
 	int busy = shim_busy_enter();
 	const char *d = secure_getenv("PMALLOC_DEBUG");
 	pm_debug = d && strcmp(d, "1") == 0;
+	/* Who this process is, read once: the HELLO's comm, the client's and
+	 * the journal's start-up record, and what a policy file's rules are
+	 * matched with.  The HELLO goes out first: pmallocd identifies this
+	 * process (its own round trip through /proc) while the rest of the
+	 * start-up below runs, and load_policy() then waits only for what is
+	 * left of it.  No call below it depends on its answer. */
+	char exe[4096], comm[64];
+	read_identity(exe, sizeof(exe), comm, sizeof(comm));
+	int started = client_start(socket_path(), comm);
 	/* What os.c probed is frozen (the page size and whether mseal is
 	 * used decide every protect): when it cannot be, nothing is armed. */
 	int frozen = os_init();
@@ -424,14 +439,10 @@ static void shim_init(void)
 		frozen = frozen < 0 ? frozen : -ENOMEM;
 	debug_printf("heap allocator: %s (%u allocations from glibc while finding it)", heap_name(),
 		     heap_bootstrap_count());
-	/* Who this process is, read once: the client's and the journal's
-	 * start-up record, and what a policy file's rules are matched with. */
-	char exe[4096], comm[64];
-	read_identity(exe, sizeof(exe), comm, sizeof(comm));
 	client_init(exe, comm);
 
 	struct policy_image_buf in = { 0 };
-	int loaded = load_policy(exe, comm, &in);
+	int loaded = load_policy(started, exe, comm, &in);
 	/* Where reports go is fixed now, read-only like the policy. */
 	int r = client_freeze();
 	const char *left = "list of read-only pages";
