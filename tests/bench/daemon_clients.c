@@ -17,7 +17,7 @@
  *       Prints one line:
  *         EXCHANGES_PER_S ERRORS P50_US P99_US MAX_US OVER_100MS EXCHANGES
  *         [DAEMON_CPU_US LOOP_CPU_US OTHER_CPU_US CLIENT_CPU_US IDLE_PCT
- *          SINK_CPU_US]
+ *          SINK_CPU_US LOOP_PREEMPTED]
  *       (latency of one whole exchange; OVER_100MS: exchanges slower than
  *       the shim's handshake timeout, whose process would have fallen back;
  *       DAEMON_CPU_US, given DAEMON_PID: the CPU time, user and system, that
@@ -28,7 +28,10 @@
  *       cost these clients, from getrusage(); the share of the machine's
  *       CPU time left idle over the run, from /proc/stat (0: every core was
  *       busy, the rate is what the CPU allows); and the CPU time of
- *       SINK_PID per exchange, the journal stand-in below, 0 without it).
+ *       SINK_PID per exchange, the journal stand-in below, 0 without it;
+ *       and how often the main thread was switched out while it could
+ *       run, per exchange: nonvoluntary_ctxt_switches of
+ *       /proc/PID/task/PID/status).
  *   daemon_clients sink PATH
  *       A journald stand-in: binds a SOCK_DGRAM socket at PATH and discards
  *       what arrives; prints "ready"; exits when standard input closes.
@@ -91,6 +94,25 @@ static long long cpu_ticks(long pid, long tid)
 	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return -1;
 	return (long long)(ut + st);
+}
+
+/* The involuntary context switches of thread tid of pid (switched out
+ * while it could run: preempted), or -1 when unknown. */
+static long long preempted(long pid, long tid)
+{
+	char path[96], line[128];
+	long long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/status", pid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "nonvoluntary_ctxt_switches: %lld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
 }
 
 /* Idle and total jiffies of all cores, from /proc/stat ("cpu" line);
@@ -246,6 +268,7 @@ static int run(int argc, char **argv)
 	long long cpu0 = daemon_pid > 0 ? cpu_ticks(daemon_pid, 0) : -1;
 	long long loop0 = daemon_pid > 0 ? cpu_ticks(daemon_pid, daemon_pid) : -1;
 	long long sink0 = sink_pid > 0 ? cpu_ticks(sink_pid, 0) : -1;
+	long long pre0 = daemon_pid > 0 ? preempted(daemon_pid, daemon_pid) : -1;
 	unsigned long long idle0 = 0, total0 = 0, idle1 = 0, total1 = 0;
 	bool have_idle = cpu_idle(&idle0, &total0);
 	double self0 = rusage_us();
@@ -262,6 +285,7 @@ static int run(int argc, char **argv)
 	long long cpu1 = cpu0 >= 0 ? cpu_ticks(daemon_pid, 0) : -1;
 	long long loop1 = loop0 >= 0 ? cpu_ticks(daemon_pid, daemon_pid) : -1;
 	long long sink1 = sink0 >= 0 ? cpu_ticks(sink_pid, 0) : -1;
+	long long pre1 = pre0 >= 0 ? preempted(daemon_pid, daemon_pid) : -1;
 	double self1 = rusage_us();
 	have_idle = have_idle && cpu_idle(&idle1, &total1) && total1 > total0;
 	for (int i = 0; i < threads; i++) {
@@ -285,6 +309,7 @@ static int run(int argc, char **argv)
 		printf(" %.1f %.1f %.1f", (self1 - self0) / (double)done,
 		       have_idle ? 100.0 * (double)(idle1 - idle0) / (double)(total1 - total0) : 0.0,
 		       sink0 >= 0 && sink1 >= 0 ? (double)(sink1 - sink0) * per : 0.0);
+		printf(" %.2f", pre0 >= 0 && pre1 >= pre0 ? (double)(pre1 - pre0) / (double)done : 0.0);
 	}
 	printf("\n");
 	return 0;
