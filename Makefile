@@ -269,6 +269,9 @@ $(B)/tests/%: tests/unit/%.c $(SHIM_LIB) $(SHIM_LIB).$(SOVERSION) $(SHARED_OBJS)
 $(B)/tests/test_identify: $(B)/pie/daemon/pmallocd/identify.o $(B)/pie/daemon/pmallocd/proc.o \
 	$(B)/pie/daemon/pmallocd/strbuf.o $(B)/pie/daemon/pmallocd/cgroup_cache.o
 $(B)/tests/test_identify: PIE_CFLAGS += -Idaemon/pmallocd
+# The policy cache, against the matcher, over configs read as pmallocd reads them.
+$(B)/tests/test_match_cache: $(B)/pie/daemon/pmallocd/match_cache.o $(B)/pie/daemon/pmallocd/config.o
+$(B)/tests/test_match_cache: PIE_CFLAGS += -Idaemon/pmallocd
 # propose's counting and choice, with the one quoting function it writes through.
 $(B)/tests/test_propose: $(B)/pie/daemon/pmallocctl/ctl_propose_chain.o $(B)/pie/daemon/pmallocctl/ctl_propose_set.o \
 	$(B)/pie/daemon/pmallocctl/ctl_quote.o

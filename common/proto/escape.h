@@ -82,6 +82,15 @@ static inline size_t text_escape(char *dst, size_t size, const char *src)
 		size_t n = 0, adv = 1;
 		uint32_t cp = 0;
 
+		/* Printable ASCII but the backslash, the bulk of paths and
+		 * names, is kept: a few instructions a byte, not the ~30 of
+		 * the general case (pmallocd escapes every client's exe). */
+		if (*s >= 0x20 && *s < 0x7f && *s != '\\') {
+			if (len + 2 > size)
+				break;
+			dst[len++] = (char)*s++;
+			continue;
+		}
 		if (*s == '\\') {
 			unit[n++] = '\\';
 			unit[n++] = '\\';

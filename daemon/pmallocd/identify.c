@@ -29,6 +29,15 @@
  * Under the bench's 64 clients (tests/bench/daemon, perf trace): the
  * worker slept about once per 100 jobs, the eventfd was written about once
  * per 3.
+ * No cache of identities: what is read here is read for every client.  A
+ * key the kernel vouches for would have to survive exec, which keeps the
+ * pid and its start time and changes the program (a process that connects
+ * again after exec'ing a setuid program, or any other, must be named by
+ * its new exe, never by the one it had); the exe's inode and device are
+ * read through the same /proc/PID/exe walk as its path, at the same cost.
+ * Only what follows from the values read is kept: a cgroup's path by the
+ * id PIDFD_GET_INFO gives (cgroup_cache.c), the policy an (exe, comm,
+ * uid) matched (match_cache.c).
  */
 #define _GNU_SOURCE
 #include "identify.h"

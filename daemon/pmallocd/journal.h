@@ -39,6 +39,17 @@ void jentry_init(struct jentry *j, const char *message_id, int priority);
 /* The entry is about a process of uid: the reserve is root's only. */
 void jentry_about(struct jentry *j, uid_t uid);
 void jentry_add(struct jentry *j, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* The same without printf, for entries written per client: "KEY=" then
+ * the strings that follow, up to a NULL; a string value; a number. */
+void jentry_add_cat(struct jentry *j, const char *key, ...) __attribute__((sentinel));
+static inline void jentry_add_str(struct jentry *j, const char *key, const char *value)
+{
+	jentry_add_cat(j, key, value, (const char *)NULL);
+}
+void jentry_add_u64(struct jentry *j, const char *key, uint64_t value);
+/* v in decimal into buf; returns buf. */
+#define JENTRY_DEC 21
+const char *jentry_dec(char buf[JENTRY_DEC], uint64_t v);
 /* One field per line of text ("KEY=value\n" each, as violation_fmt.c
  * writes them). */
 void jentry_add_lines(struct jentry *j, const char *text);

@@ -33,6 +33,7 @@
 #include "journal.h"
 #include "jwriter.h"
 #include "log.h"
+#include "match_cache.h"
 #include "manager.h"
 #include "sandbox.h"
 #include "paths.h"
@@ -376,6 +377,7 @@ static int run(const struct args *a)
 		exit_code = r;
 out:
 	server_free(m.server);
+	match_cache_done();
 	registry_done(&m.registry);
 	symbolizer_free(m.symbolizer);
 	persons_free(&m.persons);

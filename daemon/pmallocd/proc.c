@@ -56,6 +56,30 @@ static int proc_errno(int e)
 	return e == ENOENT ? -ESRCH : -e;
 }
 
+/* "/proc/PID/what" into path (64 bytes), without printf: one is built per
+ * hand-out, where snprintf cost ~900 instructions (callgrind). */
+static const char *proc_path(char path[64], pid_t pid, const char *what)
+{
+	char digits[16], *d = digits + sizeof(digits);
+	unsigned int v = (unsigned int)pid;
+	size_t n = 6, len;
+
+	do
+		*--d = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	len = (size_t)(digits + sizeof(digits) - d);
+	memcpy(path, "/proc/", n);
+	memcpy(path + n, d, len);
+	n += len;
+	path[n++] = '/';
+	len = strlen(what);
+	if (len > 64 - 1 - n)
+		len = 64 - 1 - n;
+	memcpy(path + n, what, len);
+	path[n + len] = '\0';
+	return path;
+}
+
 /* ret_len may be NULL. */
 static int read_small(pid_t pid, const char *what, char *buf, size_t size, size_t *ret_len)
 {
@@ -63,8 +87,7 @@ static int read_small(pid_t pid, const char *what, char *buf, size_t size, size_
 	ssize_t n;
 	int fd, r = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	fd = open(proc_path(path, pid, what), O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return proc_errno(errno);
 	do
@@ -89,8 +112,7 @@ int proc_read_exe_into(pid_t pid, char *buf, size_t size, bool *ret_deleted)
 	ssize_t n;
 	size_t len;
 
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	n = readlink(path, buf, size - 1);
+	n = readlink(proc_path(path, pid, "exe"), buf, size - 1);
 	if (n < 0)
 		return proc_errno(errno);
 	buf[n] = '\0';

@@ -28,6 +28,7 @@
 #include "identify.h"
 #include "journal.h"
 #include "log.h"
+#include "match_cache.h"
 #include "proc.h"
 #include "proc_entry.h"
 #include "registry.h"
@@ -166,7 +167,7 @@ int hello_finish(struct client *c, const struct identify_job *j)
 	struct proc_entry *e;
 	const char *exe;
 	bool changed = false;
-	int r = j->r;
+	int idx, r = j->r;
 
 	if (r < 0) {
 		client_drop(c, unidentified, "cannot identify it (%s), dropped", client_drop_args(c),
@@ -224,9 +225,8 @@ int hello_finish(struct client *c, const struct identify_job *j)
 	e->generation = cfg->generation;
 	c->state = CLIENT_SERVED;
 
-	p = policy_set_match(cfg->set, exe, j->comm, c->uid);
+	idx = match_cache_policy(cfg, exe, j->comm, c->uid, &p);
 	if (p) {
-		int idx = config_policy_index(cfg, p);
 		struct pmw_policy *out = (struct pmw_policy *)tx_buf;
 		size_t len;
 

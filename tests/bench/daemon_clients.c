@@ -2,7 +2,7 @@
 /*
  * daemon_clients - load for the pmallocd benchmark (tests/bench/daemon).
  *
- *   daemon_clients run SOCKET THREADS MS MODE [DAEMON_PID]
+ *   daemon_clients run SOCKET THREADS MS MODE [DAEMON_PID [SINK_PID]]
  *       THREADS clients start at once (a barrier) and, for MS milliseconds,
  *       each repeats one exchange with pmallocd on SOCKET, a new connection
  *       every time, as a starting process does:
@@ -16,14 +16,22 @@
  *       policy matches on, and says so in its HELLO as the shim does.
  *       Prints one line:
  *         EXCHANGES_PER_S ERRORS P50_US P99_US MAX_US OVER_100MS EXCHANGES
- *         [DAEMON_CPU_US LOOP_CPU_US OTHER_CPU_US]
+ *         [DAEMON_CPU_US LOOP_CPU_US OTHER_CPU_US CLIENT_CPU_US IDLE_PCT
+ *          SINK_CPU_US LOOP_PREEMPTED]
  *       (latency of one whole exchange; OVER_100MS: exchanges slower than
  *       the shim's handshake timeout, whose process would have fallen back;
  *       DAEMON_CPU_US, given DAEMON_PID: the CPU time, user and system, that
  *       process spent per exchange over the run, from /proc/PID/stat - what
  *       an exchange costs the daemon, however busy the machine is; then
  *       that of its main thread, the event loop, and of its other threads
- *       together, from /proc/PID/task/PID/stat).
+ *       together, from /proc/PID/task/PID/stat; then what the exchange
+ *       cost these clients, from getrusage(); the share of the machine's
+ *       CPU time left idle over the run, from /proc/stat (0: every core was
+ *       busy, the rate is what the CPU allows); and the CPU time of
+ *       SINK_PID per exchange, the journal stand-in below, 0 without it;
+ *       and how often the main thread was switched out while it could
+ *       run, per exchange: nonvoluntary_ctxt_switches of
+ *       /proc/PID/task/PID/status).
  *   daemon_clients sink PATH
  *       A journald stand-in: binds a SOCK_DGRAM socket at PATH and discards
  *       what arrives; prints "ready"; exits when standard input closes.
@@ -38,7 +46,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -84,6 +94,57 @@ static long long cpu_ticks(long pid, long tid)
 	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return -1;
 	return (long long)(ut + st);
+}
+
+/* The involuntary context switches of thread tid of pid (switched out
+ * while it could run: preempted), or -1 when unknown. */
+static long long preempted(long pid, long tid)
+{
+	char path[96], line[128];
+	long long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/status", pid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "nonvoluntary_ctxt_switches: %lld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+/* Idle and total jiffies of all cores, from /proc/stat ("cpu" line);
+ * false when unreadable. */
+static bool cpu_idle(unsigned long long *ret_idle, unsigned long long *ret_total)
+{
+	unsigned long long v[10] = { 0 }, t = 0;
+	FILE *f = fopen("/proc/stat", "r");
+	int n;
+
+	if (!f)
+		return false;
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+		   &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
+	fclose(f);
+	if (n < 5)
+		return false;
+	for (int i = 0; i < 8; i++)          /* guest time is in user time already */
+		t += v[i];
+	*ret_idle = v[3] + v[4];             /* idle, iowait */
+	*ret_total = t;
+	return true;
+}
+
+static double rusage_us(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 static uint64_t now_ns(void)
@@ -172,9 +233,9 @@ static double quantile(const unsigned long *hist, unsigned long total, double q)
 
 static int run(int argc, char **argv)
 {
-	if ((argc != 6 && argc != 7) || strlen(argv[2]) >= sizeof(addr.sun_path))
+	if (argc < 6 || argc > 8 || strlen(argv[2]) >= sizeof(addr.sun_path))
 		return 2;
-	long daemon_pid = argc == 7 ? atol(argv[6]) : 0;
+	long daemon_pid = argc >= 7 ? atol(argv[6]) : 0, sink_pid = argc == 8 ? atol(argv[7]) : 0;
 	strcpy(addr.sun_path, argv[2]);
 	int threads = atoi(argv[3]), ms = atoi(argv[4]);
 	if (threads < 1 || threads > 4096 || ms < 1)
@@ -206,13 +267,28 @@ static int run(int argc, char **argv)
 	}
 	long long cpu0 = daemon_pid > 0 ? cpu_ticks(daemon_pid, 0) : -1;
 	long long loop0 = daemon_pid > 0 ? cpu_ticks(daemon_pid, daemon_pid) : -1;
+	long long sink0 = sink_pid > 0 ? cpu_ticks(sink_pid, 0) : -1;
+	long long pre0 = daemon_pid > 0 ? preempted(daemon_pid, daemon_pid) : -1;
+	unsigned long long idle0 = 0, total0 = 0, idle1 = 0, total1 = 0;
+	bool have_idle = cpu_idle(&idle0, &total0);
+	double self0 = rusage_us();
 	uint64_t t0 = now_ns();
 	deadline_ns = t0 + (uint64_t)ms * 1000000u;
 	pthread_barrier_wait(&start);
 	unsigned long done = 0, errors = 0;
 	uint64_t max_ns = 0;
-	for (int i = 0; i < threads; i++) {
+	for (int i = 0; i < threads; i++)
 		pthread_join(w[i].thread, NULL);
+	/* The run's end: before the histograms are summed (this thread's
+	 * work, not the exchanges'). */
+	double secs = (double)(now_ns() - t0) / 1e9;
+	long long cpu1 = cpu0 >= 0 ? cpu_ticks(daemon_pid, 0) : -1;
+	long long loop1 = loop0 >= 0 ? cpu_ticks(daemon_pid, daemon_pid) : -1;
+	long long sink1 = sink0 >= 0 ? cpu_ticks(sink_pid, 0) : -1;
+	long long pre1 = pre0 >= 0 ? preempted(daemon_pid, daemon_pid) : -1;
+	double self1 = rusage_us();
+	have_idle = have_idle && cpu_idle(&idle1, &total1) && total1 > total0;
+	for (int i = 0; i < threads; i++) {
 		done += w[i].done;
 		errors += w[i].errors;
 		if (w[i].max_ns > max_ns)
@@ -220,9 +296,6 @@ static int run(int argc, char **argv)
 		for (size_t b = 0; b <= BUCKETS; b++)
 			hist[b] += w[i].hist[b];
 	}
-	double secs = (double)(now_ns() - t0) / 1e9;
-	long long cpu1 = cpu0 >= 0 ? cpu_ticks(daemon_pid, 0) : -1;
-	long long loop1 = loop0 >= 0 ? cpu_ticks(daemon_pid, daemon_pid) : -1;
 	unsigned long over = 0;
 	for (size_t b = 100000 / BUCKET_US; b <= BUCKETS; b++)
 		over += hist[b];
@@ -233,6 +306,10 @@ static int run(int argc, char **argv)
 
 		printf(" %.1f %.1f %.1f", (double)(cpu1 - cpu0) * per, (double)(loop1 - loop0) * per,
 		       (double)((cpu1 - cpu0) - (loop1 - loop0)) * per);
+		printf(" %.1f %.1f %.1f", (self1 - self0) / (double)done,
+		       have_idle ? 100.0 * (double)(idle1 - idle0) / (double)(total1 - total0) : 0.0,
+		       sink0 >= 0 && sink1 >= 0 ? (double)(sink1 - sink0) * per : 0.0);
+		printf(" %.2f", pre0 >= 0 && pre1 >= pre0 ? (double)(pre1 - pre0) / (double)done : 0.0);
 	}
 	printf("\n");
 	return 0;
@@ -275,7 +352,7 @@ int main(int argc, char **argv)
 		return run(argc, argv);
 	if (argc >= 2 && strcmp(argv[1], "sink") == 0)
 		return sink(argc, argv);
-	fprintf(stderr, "usage: daemon_clients run SOCKET THREADS MS policy|nopolicy|refused [DAEMON_PID]\n"
+	fprintf(stderr, "usage: daemon_clients run SOCKET THREADS MS policy|nopolicy|refused [DAEMON_PID [SINK_PID]]\n"
 			"       daemon_clients sink PATH\n");
 	return 2;
 }
