@@ -287,7 +287,7 @@ $(B)/tests/test_ro: tests/unit/test_ro.c shim/sys/ro.c shim/sys/os.c shim/sys/gu
 $(B)/progs/wire_client $(B)/progs/image_probe: common/policy/policy_image.c common/policy/policy_image.h
 # host_names exports its functions, as nginx-style programs do.
 $(B)/progs/host_names: PROG_LDFLAGS := -rdynamic
-# What the programs share (prog.h, e2e_victim.h): a change rebuilds them all.
+# What the programs share (prog.h, e2e_victim.h, tamper.h): a change rebuilds them all.
 $(filter-out %.so,$(PROG_BINS)): $(wildcard tests/progs/*.h)
 # exit_openssl: OpenSSL's atexit clean-up, as a TLS server has it.
 $(B)/progs/exit_openssl: PROG_LIBS := -lssl -lcrypto
