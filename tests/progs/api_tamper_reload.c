@@ -712,7 +712,7 @@ static size_t attack_row(const char *row, uintptr_t pool, struct write *w)
 		*((char *)shaped + SPAN_OFF_FREE_RUN) = 1;
 		return w[0] = (struct write){ a, (uintptr_t)shaped, false }, 1;
 	}
-	if (strcmp(row, "walk_env") == 0 && (a = shim_symbol("walk_env")))
+	if (strcmp(row, "walk_env") == 0 && (a = shim_symbol("fault_walk_env")))
 		return w[0] = (struct write){ a, JB_MARK, true }, 1;
 	/* The lock of the handler's installation set to "held" (found by make
 	 * tamper: a pthread mutex then, its word set, the next protect waited
@@ -802,7 +802,7 @@ static size_t row_writes(const char *row, struct write *w)
 		       w[2] = (struct write){ a + 16, 0, false }, 3;
 	if (strcmp(row, "arena_size") == 0 && (a = shim_symbol("units_ro")))
 		return w[0] = (struct write){ a + 8, 0, false }, 1;
-	if (strcmp(row, "prog_segv") == 0 && (a = shim_symbol("prog_ro")))
+	if (strcmp(row, "prog_segv") == 0 && (a = shim_symbol("fault_prog")))
 		return w[0] = (struct write){ a, (uintptr_t)forged, false }, 1;   /* slot 0's handler */
 	return attack_row(row, pool, w);
 }
