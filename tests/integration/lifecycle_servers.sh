@@ -368,9 +368,9 @@ EOC
 		[ -z "${PRELOAD:-}" ] || return 0
 		wait_until 200 redis-cli -p "$rport" ping || fail "redis did not come up: $(cat "$T/rds/kept-config-$$.log")"
 	}
-	redis_load() { timeout 60 redis-benchmark -p "$rport" -n 1000 -c 4 -q -t set,get,lpush,incr >/dev/null; }
+	redis_load() { timeout "${LOAD_TIMEOUT:-60}" redis-benchmark -p "$rport" -n 1000 -c 4 -q -t set,get,lpush,incr >/dev/null; }
 	redis_load2() {
-		timeout 60 redis-benchmark -p "$rport" -n 1000 -c 16 -r 100000 -d 200 -q -t set,get,lpush,lpop,incr >/dev/null &&
+		timeout "${LOAD_TIMEOUT:-60}" redis-benchmark -p "$rport" -n 1000 -c 16 -r 100000 -d 200 -q -t set,get,lpush,lpop,incr >/dev/null &&
 		[ "$(redis-cli -p "$rport" set life-key "$RANDOM")" = OK ]
 	}
 	# Log reopening: redis opens its log file by name for each line (Debian's
@@ -659,7 +659,7 @@ EOC
 	dig_load() { # N PARALLEL FIRST [+tcp]: N queries, PARALLEL at once, each answered
 		local n=$1 par=$2 first=$3 tcp=${4:-} i
 		for i in $(seq "$first" $((first + n - 1))); do echo "h$((i % 40 + 1)).kept-config-$$.example"; done |
-			timeout 60 xargs -P "$par" -I{} dig +short +time=2 +tries=2 $tcp -p "$uport" @127.0.0.1 {} A >"$T/load" || return 1
+			timeout "${LOAD_TIMEOUT:-60}" xargs -P "$par" -I{} dig +short +time=2 +tries=2 $tcp -p "$uport" @127.0.0.1 {} A >"$T/load" || return 1
 		[ "$(grep -c '^10\.' "$T/load")" = "$n" ]
 	}
 	unbound_load() { dig_load 30 1 0 && dig_load 10 1 0 +tcp; }
