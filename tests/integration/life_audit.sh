@@ -64,12 +64,13 @@ load() {
 # daemon_reload: SIGHUP to pmallocd, and its next policy generation awaited
 # (status says it), not a guess of how long a reload takes.
 generation() { "$CTL" status --socket "$SOCK" 2>/dev/null | sed -n 's/^policy file: .*, generation \([0-9]*\) .*/\1/p'; }
+generation_past() { [ "$(generation)" -gt "$1" ]; }
 daemon_reload() {
 	local g
 	g=$(generation)
 	[ -n "$g" ] || fail "pmallocd's status names no generation: $("$CTL" status --socket "$SOCK" 2>&1 | head -n 20)"
 	kill -HUP "$DPID"
-	wait_until 200 test "$(generation)" -gt "$g" || fail "pmallocd did not reload (generation $g): $(tail -n 5 "$T/daemon.log")"
+	wait_until 200 generation_past "$g" || fail "pmallocd did not reload (generation $g): $(tail -n 5 "$T/daemon.log")"
 }
 sites_of() { sed -n '/sites = \[/,/\]/p' "$1" | grep -o '"[^"]*"' | sort; }
 
