@@ -584,7 +584,7 @@ check-lifecycle:
 
 # ---- Soak: what is too long for make check.  memcached learned 10 times
 # (the proposals within 5% of each other) and 50 enforce starts of one
-# proposal (tests/integration/repeat_memcached.sh; make check: 3 and 10),
+# proposal (tests/integration/repeat_memcached.sh; make check: 3 and 4),
 # then a service's day for apache2 (mpm_event) and unbound (4 threads)
 # (tests/integration/lifecycle_servers.sh; make check runs four others).
 # Figures: doc/figures.md.
