@@ -290,7 +290,7 @@ $(B)/tests/test_ro: tests/unit/test_ro.c shim/sys/ro.c shim/sys/os.c shim/sys/gu
 $(B)/progs/wire_client $(B)/progs/image_probe: common/policy/policy_image.c common/policy/policy_image.h
 # host_names exports its functions, as nginx-style programs do.
 $(B)/progs/host_names: PROG_LDFLAGS := -rdynamic
-# What the programs share (prog.h, e2e_victim.h): a change rebuilds them all.
+# What the programs share (prog.h, e2e_victim.h, tamper.h): a change rebuilds them all.
 $(filter-out %.so,$(PROG_BINS)): $(wildcard tests/progs/*.h)
 # exit_openssl: OpenSSL's atexit clean-up, as a TLS server has it.
 $(B)/progs/exit_openssl: PROG_LIBS := -lssl -lcrypto
@@ -587,7 +587,7 @@ check-lifecycle:
 
 # ---- Soak: what is too long for make check.  memcached learned 10 times
 # (the proposals within 5% of each other) and 50 enforce starts of one
-# proposal (tests/integration/repeat_memcached.sh; make check: 3 and 10),
+# proposal (tests/integration/repeat_memcached.sh; make check: 3 and 4),
 # then a service's day for apache2 (mpm_event) and unbound (4 threads)
 # (tests/integration/lifecycle_servers.sh; make check runs four others).
 # Figures: doc/figures.md.

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * fault.c - the SIGSEGV handler.
+ * fault.c - the SIGSEGV and SIGTRAP handlers: what a fault is and what
+ * it gets, from the read-only decisions this file owns (ro, armed by
+ * fault_arm).  Must never decide from a writable word alone.
  *
  * A write to protected pool memory (SEGV_ACCERR inside a span, below its
  * protected mark) is reported, then:
@@ -30,9 +32,9 @@
  * signal was sent rather than caused, so a core is still produced.
  *
  * Report first, then enrich: the report line is written before anything
- * that can fault again; the stack walk comes after it, with SIGSEGV
- * unblocked and a jump back for a fault inside it (a corrupt frame chain),
- * and only when the stack has room for it (a small alternate stack).
+ * that can fault again; the stack walk (fault_walk.c) comes after it.
+ * The signal actions, the shim's installed and the program's kept
+ * read-only, are fault_actions.c's; what the three share: fault_inner.h.
  *
  * Async-signal-safe: no malloc, no stdio, no locks in the handlers but the
  * report and audit-window spin locks.  Outside the walk the handler runs
@@ -41,7 +43,6 @@
  * kills without running any handler.
  */
 #define _GNU_SOURCE
-#include "fault.h"
 #include "stderr.h"
 #include "guard.h"
 #include "hooks.h"
@@ -54,17 +55,15 @@
 #include "site.h"
 #include "fmt.h"
 #include "pmalloc.h"
+#include "fault_inner.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <setjmp.h>
 #include <signal.h>
-#include <sys/auxv.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
-#include <unwind.h>
 
 /* The decisions, in a page of their own (hardened_malloc's ro, OpenBSD's
  * malloc_readonly): all zeros, i.e. enforce for every pool, until init.c
@@ -92,117 +91,10 @@ static_assert(sizeof(ro) == RO_PAGE, "the read-only state is one page");
 static_assert(sizeof(struct fault_ro) <= RO_PAGE, "the read-only state fits its page");
 static _Atomic int ro_locked;            /* ro is read-only (a writable hint: protecting twice is harmless) */
 
-/* The program's action for a signal the shim handles first; two slots so
- * the handler never reads one being written: writers (under install_lock)
- * fill the idle slot, then publish its index. */
-struct program_action {
-	struct sigaction slot[2];
-	_Atomic int idx;
-	_Atomic int ours;                /* the shim's handler is installed */
-};
-/* Which handler runs for a fault that is not a write to pool memory is a
- * decision too: the program's actions live in a page of their own,
- * read-only but while prog_open() .. prog_close() change them (the
- * program's sigaction(), install_lock held; SA_RESETHAND in the handler),
- * whose mprotects fail hard.  A write into the shim's data cannot make an
- * attacker's function the chained handler. */
-static union {
-	struct {
-		struct program_action segv, trap;
-	} s;
-	unsigned char page[RO_PAGE];
-} prog_ro __attribute__((aligned(RO_PAGE)));
-const struct ro_span fault_prog_ro_span = { &prog_ro, sizeof(prog_ro) };   /* ro.h: init.c lists it */
-#define prog_segv (prog_ro.s.segv)
-#define prog_trap (prog_ro.s.trap)
-/* install_lock: who installs or records a handler, one thread at a time.
- * Not a pthread mutex: a word of one set to anything but 0 (make tamper)
- * made the next protect, or the program's next sigaction(), wait for
- * ever.  The owner's thread id instead; an owner that is no live thread
- * of ours, this very thread (nothing here takes it twice), or one holding
- * it past INSTALL_WAIT_NS is a forged word: the lock is taken over
- * (report.c's lock does the same).  A fork child finds its parent's other
- * threads gone, so a lock held across a fork frees itself too. */
-static _Atomic int install_owner;
-#define INSTALL_WAIT_NS UINT64_C(2000000000)
-
-static void install_lock_take(void)
-{
-	int me = os_gettid(), expected = 0;
-	uint64_t since = 0;
-	for (unsigned spins = 1; !atomic_compare_exchange_weak_explicit(&install_owner, &expected, me,
-									memory_order_acquire, memory_order_relaxed);
-	     spins++) {
-		if (expected != 0 && spins % 64 == 1) {
-			uint64_t now = os_monotonic_ns(false);
-			if (!since)
-				since = now;
-			if ((expected == me || !os_thread_alive(expected) || now - since > INSTALL_WAIT_NS) &&
-			    atomic_compare_exchange_strong(&install_owner, &expected, me))
-				return;
-		}
-		expected = 0;
-		os_yield();
-	}
-}
-
-static void install_lock_give(void)
-{
-	atomic_store_explicit(&install_owner, 0, memory_order_release);
-}
-
-/* Async-signal-safe (one system call each). */
-static void prog_open(void)
-{
-	if (os_protect_rw(&prog_ro, sizeof(prog_ro)) < 0)
-		fatal("sigaction", "cannot open the program's signal actions");
-}
-
-static void prog_close(void)
-{
-	if (os_protect_ro(&prog_ro, sizeof(prog_ro)) < 0)
-		fatal("sigaction", "cannot make the program's signal actions read-only");
-}
-
-static const struct sigaction *program_current(struct program_action *pa)
-{
-	return &pa->slot[atomic_load_explicit(&pa->idx, memory_order_acquire) & 1];
-}
-
-static void program_publish(struct program_action *pa, const struct sigaction *act)
-{
-	prog_open();
-	int cur = atomic_load_explicit(&pa->idx, memory_order_relaxed) & 1;
-	pa->slot[!cur] = *act;
-	atomic_store_explicit(&pa->idx, !cur, memory_order_release);
-	prog_close();
-}
-
 /* Set when this thread's context was given the trap flag by the shim: the
  * next SIGTRAP on it is ours.  initial-exec: no allocation on first use in
  * a signal handler. */
 static __thread int step_armed __attribute__((tls_model("initial-exec")));
-/* The stack walk under way on this thread: a fault inside it jumps to
- * the record's env.  The word is writable (TLS), so it holds the record's
- * address mixed with the secret (os.h), and the record carries a seal made
- * of the secret and its own address: a word overwritten with the address
- * of the program's own sigjmp_buf (or anything else) decodes to no sealed
- * record, and the fault is handled as any other (reported, killed).  Cost:
- * two loads and a compare per fault, nothing per allocation. */
-struct walk_jump {
-	uintptr_t seal;
-	sigjmp_buf env;
-};
-#define WALK_SEAL_TAG ((uintptr_t)0x77616c6b)    /* "walk": the seal is not the word's value */
-static __thread uintptr_t walk_env __attribute__((tls_model("initial-exec")));
-
-/* Stack the walk needs: libgcc's unwinder took 4.6 KiB more than the
- * report alone (measured on x86-64: 8.6 KiB of an alternate stack used
- * with the walk, 4.0 KiB without, kernel frame included); kept generous,
- * plus room for the kernel's frame of a nested fault inside it. */
-#define WALK_STACK 8192u
-#define WALK_STEPS 64            /* frames visited at most, handler's included */
-static size_t sigframe_bytes = 4096;  /* AT_MINSIGSTKSZ where the kernel says */
 
 static uintptr_t context_ip(const void *uctx)
 {
@@ -215,93 +107,6 @@ static uintptr_t context_ip(const void *uctx)
 	(void)uc;
 	return 0;
 #endif
-}
-
-struct unwind_state {
-	struct pmw_report *r;
-	bool started;
-	int steps;
-};
-
-static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
-{
-	struct unwind_state *st = arg;
-	uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
-	if (ip == 0 || ++st->steps > WALK_STEPS)
-		return _URC_END_OF_STACK;
-	/* Skip the handler's own frames: start at the faulting instruction. */
-	if (!st->started) {
-		if (ip != st->r->fault_ip)
-			return _URC_NO_REASON;
-		st->started = true;
-		return _URC_NO_REASON;     /* frames[0] is already ip */
-	}
-	if (st->r->n_frames >= PMW_FRAMES)
-		return _URC_END_OF_STACK;
-	st->r->frames[st->r->n_frames++].ip = ip;
-	return _URC_NO_REASON;
-}
-
-/* Is there room for the walk below here?  On an alternate stack, its size
- * bounds it (a small one is common: 2-8 KiB); a thread's own stack is
- * taken to have room, as the faulting code had. */
-static bool room_to_walk(void)
-{
-	stack_t ss;
-	if (os_altstack(&ss) < 0 || !(ss.ss_flags & SS_ONSTACK))
-		return true;
-	uintptr_t sp = (uintptr_t)__builtin_frame_address(0), low = (uintptr_t)ss.ss_sp;
-	return sp > low && sp - low >= WALK_STACK + sigframe_bytes;
-}
-
-/* The enrichment after the stderr line: the stack walk.  It reads the
- * program's stack through frame records that may be corrupt; a fault
- * inside it (SIGSEGV unblocked for the walk only) ends the walk with the
- * frames found so far, never the report.  Such faults come from reading
- * the stack at a bad CFA, outside libgcc's FDE look-up (lock-free through
- * _dl_find_object here), so jumping out leaves no lock held. */
-static void collect_backtrace(struct pmw_report *r, void *arg)
-{
-	(void)arg;
-	if (!room_to_walk())
-		return;
-	struct unwind_state st = { .r = r };
-	sigset_t segv, old;
-	sigemptyset(&segv);
-	sigaddset(&segv, SIGSEGV);
-	struct walk_jump jump;
-	jump.seal = (uintptr_t)&jump ^ os_secret ^ WALK_SEAL_TAG;
-	os_sigmask(SIG_UNBLOCK, &segv, &old);
-	if (sigsetjmp(jump.env, 0) == 0) {
-		walk_env = (uintptr_t)&jump ^ os_secret;
-		_Unwind_Backtrace(unwind_step, &st);
-	}
-	walk_env = 0;
-	jump.seal = 0;
-	os_sigmask(SIG_SETMASK, &old, NULL);
-}
-
-/* A fault inside the walk: back to collect_backtrace.  walk_env is a
- * writable word: believed only when, decoded with the secret, it points
- * just above this frame, on this stack, where collect_backtrace's record
- * lives while it walks, and that record's seal is right (a forged one
- * would jump anywhere instead of reporting the write).  Without the
- * secret a forged word decodes to a random address: the range check
- * refuses it before anything is read there. */
-#define WALK_ENV_NEAR ((uintptr_t)64 << 10)
-static bool walk_fault(void)
-{
-	uintptr_t word = walk_env;
-	if (!word)
-		return false;
-	struct walk_jump *j = (struct walk_jump *)(word ^ os_secret);
-	if ((uintptr_t)j - (uintptr_t)__builtin_frame_address(0) > WALK_ENV_NEAR ||
-	    j->seal != ((uintptr_t)j ^ os_secret ^ WALK_SEAL_TAG))
-		return false;
-	walk_env = 0;
-	j->seal = 0;
-	os_siglongjmp(j->env, 1);        /* libc's: the shim exports siglongjmp itself */
-	return false;
 }
 
 static void die_by_default(int sig, const siginfo_t *si)
@@ -320,7 +125,7 @@ static void die_by_default(int sig, const siginfo_t *si)
  * making the default action current first. */
 static void chain(int sig, siginfo_t *si, void *uctx, struct program_action *prog)
 {
-	struct sigaction pa = *program_current(prog);
+	struct sigaction pa = *fault_program_current(prog);
 	bool runs = (pa.sa_flags & SA_SIGINFO) ? pa.sa_sigaction != NULL
 					       : pa.sa_handler != SIG_DFL && pa.sa_handler != SIG_IGN;
 	if (runs) {
@@ -328,7 +133,7 @@ static void chain(int sig, siginfo_t *si, void *uctx, struct program_action *pro
 			struct sigaction dfl;
 			memset(&dfl, 0, sizeof(dfl));
 			dfl.sa_handler = SIG_DFL;
-			program_publish(prog, &dfl);
+			fault_program_publish(prog, &dfl);
 		}
 		sigset_t old, self;
 		os_sigmask(SIG_BLOCK, &pa.sa_mask, &old);
@@ -460,7 +265,7 @@ static void on_violation(int sig, siginfo_t *si, void *uctx, const struct pool_h
 	 * unseen is as short as it can be. */
 	const char *pool, *policy;
 	fault_names(hit, &pool, &policy);
-	report_end(report_begin(hit, pool, policy, address, ip, audit), collect_backtrace, NULL);
+	report_end(report_begin(hit, pool, policy, address, ip, audit), fault_walk_backtrace, NULL);
 	if (audit && audit_let_through(address, ip, uctx))
 		return;
 	if (audit)
@@ -485,7 +290,7 @@ static cold void unexplained_pool_write(int sig, siginfo_t *si, void *uctx)
 	int busy = shim_busy_enter();
 	report_end(report_begin(&hit, "(unknown: corrupt pool state)", ro.s.armed ? ro.s.policy : "",
 				(uintptr_t)si->si_addr, context_ip(uctx), false),
-		   collect_backtrace, NULL);
+		   fault_walk_backtrace, NULL);
 	shim_busy_leave(busy);
 	die_by_default(sig, si);
 }
@@ -504,7 +309,7 @@ static bool exit_let_through(uintptr_t addr)
 static void on_segv(int sig, siginfo_t *si, void *uctx)
 {
 	int saved = errno;
-	if (si->si_code > 0 && walk_fault())
+	if (si->si_code > 0 && fault_walk_fault())
 		return;                          /* not reached */
 	struct pool_hit hit;
 	if (si->si_code == SEGV_ACCERR && pool_lookup(si->si_addr, &hit) && hit.is_protected &&
@@ -555,42 +360,6 @@ static void on_trap(int sig, siginfo_t *si, void *uctx)
 	errno = saved;
 }
 
-/* The shim's handler runs on the alternate stack only when the program's
- * own handler for sig asked for one (SA_ONSTACK, for its stack-overflow
- * handling): a write to pool memory never exhausts the thread's stack, and
- * an alternate stack smaller than the kernel's signal frame (3.3 KiB with
- * AVX-512) would make the kernel kill the process before any handler runs. */
-static void install(int sig, void (*fn)(int, siginfo_t *, void *), const struct sigaction *prog,
-		    struct sigaction *old)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = fn;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	if (prog && (prog->sa_flags & SA_ONSTACK))
-		sa.sa_flags |= SA_ONSTACK;
-	sigemptyset(&sa.sa_mask);
-	if (os_sigaction(sig, &sa, old) < 0)
-		fatal("pmalloc_create_pool", "cannot install the fault handler");
-	if (!prog && old && (old->sa_flags & SA_ONSTACK)) {
-		sa.sa_flags |= SA_ONSTACK;
-		os_sigaction(sig, &sa, NULL);
-	}
-}
-
-static void take_over(int sig, void (*fn)(int, siginfo_t *, void *), struct program_action *prog)
-{
-	install_lock_take();
-	if (!atomic_load(&prog->ours)) {
-		prog_open();
-		install(sig, fn, NULL, &prog->slot[0]);
-		atomic_store(&prog->idx, 0);
-		atomic_store(&prog->ours, 1);
-		prog_close();
-	}
-	install_lock_give();
-}
-
 /* ro read-only, once there is a pool whose writes it decides.  It cannot
  * fail but for want of memory mappings: then the process cannot be kept
  * safe and says so (fatal), as a failed mprotect of a pool does. */
@@ -605,16 +374,14 @@ static void ro_lock(void)
 
 static void install_segv(bool lock)
 {
-	unsigned long minsig = getauxval(AT_MINSIGSTKSZ);
-	if (minsig > sigframe_bytes)
-		sigframe_bytes = minsig;
+	fault_walk_init();
 	report_init();
 	if (lock) {
-		install_lock_take();
+		fault_install_lock_take();
 		ro_lock();
-		install_lock_give();
+		fault_install_lock_give();
 	}
-	take_over(SIGSEGV, on_segv, &prog_segv);
+	fault_take_over(SIGSEGV, on_segv, &prog_segv);
 }
 
 void fault_install(void)
@@ -640,7 +407,7 @@ int fault_arm(enum fault_mode mode, struct pmalloc_pool *const *pools, size_t n,
 {
 	if (n > FAULT_POOLS_MAX)
 		return -E2BIG;
-	install_lock_take();
+	fault_install_lock_take();
 	/* Still writable (and never armed: arming locks it) when no API pool
 	 * locked it first; then written before it is read, one fault not two. */
 	bool locked = atomic_load(&ro_locked);
@@ -661,7 +428,7 @@ int fault_arm(enum fault_mode mode, struct pmalloc_pool *const *pools, size_t n,
 		if (seal && os_have_mseal && os_seal(&ro, sizeof(ro)) < 0)
 			fatal("pmalloc", "cannot seal the fault handler's state");
 	}
-	install_lock_give();
+	fault_install_lock_give();
 	return r;
 }
 
@@ -671,14 +438,7 @@ void fault_enable_audit(void)
 	if (!atomic_flag_test_and_set(&forked))
 		pthread_atfork(NULL, NULL, audit_after_fork_child);
 	audit_init();
-	take_over(SIGTRAP, on_trap, &prog_trap);
-}
-
-void fault_filter_mask(sigset_t *set)
-{
-	sigdelset(set, SIGSEGV);
-	if (atomic_load_explicit(&prog_trap.ours, memory_order_relaxed))
-		sigdelset(set, SIGTRAP);
+	fault_take_over(SIGTRAP, on_trap, &prog_trap);
 }
 
 static void notice(unsigned int kind, const char *what)
@@ -687,21 +447,6 @@ static void notice(unsigned int kind, const char *what)
 		core_hook.fault_notice(kind, what);
 	else
 		debug_printf("%s", what);
-}
-
-/* The kernel's action for sig, if it is not fn: recorded as the
- * program's, fn installed again.  install_lock held. */
-static bool recheck_action(int sig, void (*fn)(int, siginfo_t *, void *), struct program_action *prog)
-{
-	struct sigaction cur;
-	if (!atomic_load(&prog->ours) || os_sigaction(sig, NULL, &cur) < 0)
-		return false;
-	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == fn)
-		return false;
-	fault_filter_mask(&cur.sa_mask);
-	program_publish(prog, &cur);
-	install(sig, fn, &cur, NULL);
-	return true;
 }
 
 /* When fault_recheck last looked, unless forced (a writable hint: forged,
@@ -716,10 +461,10 @@ int fault_recheck(bool force)
 	if (!force && now - last < RECHECK_EVERY_NS)
 		return 0;
 	atomic_store_explicit(&recheck_last, now, memory_order_relaxed);
-	install_lock_take();
-	bool segv = recheck_action(SIGSEGV, on_segv, &prog_segv);
-	bool trap = recheck_action(SIGTRAP, on_trap, &prog_trap);
-	install_lock_give();
+	fault_install_lock_take();
+	bool segv = fault_recheck_action(SIGSEGV, on_segv, &prog_segv);
+	bool trap = fault_recheck_action(SIGTRAP, on_trap, &prog_trap);
+	fault_install_lock_give();
 	sigset_t cur;
 	bool held = os_sigmask(SIG_BLOCK, NULL, &cur) == 0 && sigismember(&cur, SIGSEGV) == 1;
 	if (held) {
@@ -756,18 +501,18 @@ int fault_set_program_action(int sig, const struct sigaction *act, struct sigact
 		fault_filter_mask(&copy.sa_mask);
 		act = &copy;
 	}
-	install_lock_take();
+	fault_install_lock_take();
 	if (!prog || !atomic_load(&prog->ours)) {
 		r = os_sigaction(sig, act, old);
 	} else {
 		if (old)
-			*old = *program_current(prog);
+			*old = *fault_program_current(prog);
 		if (act) {
-			program_publish(prog, act);
-			install(sig, sig == SIGSEGV ? on_segv : on_trap, act, NULL);
+			fault_program_publish(prog, act);
+			fault_install_handler(sig, sig == SIGSEGV ? on_segv : on_trap, act, NULL);
 		}
 	}
-	install_lock_give();
+	fault_install_lock_give();
 	if (r < 0) {
 		errno = -r;
 		return -1;

@@ -34,17 +34,8 @@ pass "audit (PID $pid): the write is reported on stderr and allowed; the program
 e=$(jsel 1 MESSAGE_ID=$MID_VIOLATION OBJECT_PID=$pid) || fail "no violation entry for PID $pid"
 count_is 1 "$e" || fail "violation entries: $e"
 expect_field "$e" _PID "$DPID"
-expect_field "$e" PRIORITY 4
-expect_field "$e" PMALLOC_MODE audit
-expect_field "$e" PMALLOC_POLICY demo
-expect_field "$e" PMALLOC_POOL config
-expect_field "$e" PMALLOC_ADDRESS "$R_ADDR"
-expect_field "$e" PMALLOC_OFFSET 0
-expect_field "$e" PMALLOC_OBJECT_SIZE 16
-expect_field "$e" PMALLOC_OBJECT_SITE "$R_SITE"
-expect_field "$e" PMALLOC_FAULT_IP "$R_IP"
+expect_violation "$e" audit demo "$DEMO"
 expect_field "$e" PMALLOC_FAULT_SYMBOL "$fsym"
-expect_field "$e" PMALLOC_EXE "$DEMO"
 expect_field "$e" MESSAGE "pmalloc: PID $pid ($DEMO) wrote to protected pool \\\"config\\\" of policy \\\"demo\\\" at $R_ADDR (offset 0 in 16-byte object allocated at $R_SITE), ip $R_IP in $fsym; write allowed (audit)"
 e=$(jsel 1 MESSAGE_ID=$MID_HANDED OBJECT_PID=$pid) || fail "no hand-out entry"
 expect_field "$e" MESSAGE "pmalloc: policy \\\"demo\\\" (generation 1, audit) handed to PID $pid ($DEMO)"

@@ -63,19 +63,10 @@ e=$(jsel 1 MESSAGE_ID=$MID_VIOLATION OBJECT_PID=$pid) || fail "no violation entr
 count_is 1 "$e" || fail "want one violation entry for PID $pid, got: $e"
 expect_field "$e" _PID "$DPID"
 expect_field "$e" SYSLOG_IDENTIFIER pmallocd
-expect_field "$e" PRIORITY 2
 expect_field "$e" OBJECT_PID "$pid"
-expect_field "$e" PMALLOC_POLICY demo
-expect_field "$e" PMALLOC_POOL config
-expect_field "$e" PMALLOC_MODE enforce
-expect_field "$e" PMALLOC_ADDRESS "$R_ADDR"
-expect_field "$e" PMALLOC_OFFSET 0
-expect_field "$e" PMALLOC_OBJECT_SIZE 16
+expect_violation "$e" enforce demo "$DEMO"
 expect_field "$e" PMALLOC_OBJECT_START "$R_OBJ"
-expect_field "$e" PMALLOC_OBJECT_SITE "$R_SITE"
-expect_field "$e" PMALLOC_FAULT_IP "$R_IP"
 expect_field "$e" PMALLOC_FAULT_SYMBOL "$fsym"
-expect_field "$e" PMALLOC_EXE "$DEMO"
 expect_field "$e" PMALLOC_EXE_SOURCE kernel
 expect_field "$e" PMALLOC_GENERATION 1
 expect_field "$e" PMALLOC_UID 0

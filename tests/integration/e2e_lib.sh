@@ -32,6 +32,8 @@
 #   fault_symbol BIN LOC SYMBOL  "SYMBOL+0xN" for LOC ("bin+0xOFF", as the
 #                             stderr line gives it), checking LOC is in BIN
 #   count_is N LINES          LINES (JSON entries) are exactly N
+#   expect_violation E MODE POLICY EXE  entry E is the victim's report
+#                             (R_ADDR, R_SITE, R_IP; pool config, 16 bytes)
 #   at_exit_first FN          FN runs at exit before the clean-ups so far
 #   victim_conf FILE POLICY EXE POOL TRIGGER [MODE] [DAEMON]
 #                             FILE holds one policy POLICY for */EXE (in
@@ -153,6 +155,24 @@ fault_symbol() {
 }
 
 count_is() { [ "$(printf '%s' "$2" | grep -c .)" = "$1" ]; }
+# expect_violation E MODE POLICY EXE: entry E is the victim's violation
+# report as its stderr line gave it (parse_report's R_ADDR, R_SITE, R_IP):
+# pool "config" of POLICY in MODE (enforce: priority 2, audit: 4), a
+# 16-byte object written at offset 0, by EXE.
+expect_violation() {
+	local e=$1 prio=2
+	[ "$2" = audit ] && prio=4
+	expect_field "$e" PRIORITY $prio
+	expect_field "$e" PMALLOC_MODE "$2"
+	expect_field "$e" PMALLOC_POLICY "$3"
+	expect_field "$e" PMALLOC_POOL config
+	expect_field "$e" PMALLOC_ADDRESS "$R_ADDR"
+	expect_field "$e" PMALLOC_OFFSET 0
+	expect_field "$e" PMALLOC_OBJECT_SIZE 16
+	expect_field "$e" PMALLOC_OBJECT_SITE "$R_SITE"
+	expect_field "$e" PMALLOC_FAULT_IP "$R_IP"
+	expect_field "$e" PMALLOC_EXE "$4"
+}
 
 # private_journal_dir: in a private mount namespace (E2E_PRIVATE_NS_WHY,
 # above), hide the machine's journal sockets under an empty

@@ -42,12 +42,13 @@ start() {
 	wait_until 100 grep -q '^ready' "$T/out" || fail "no ready: $(cat "$T/out" "$T/err")"
 	OKS=0
 }
-# cmd LINE: one command, its "ok" awaited.
+# cmd LINE: one command, its "ok" awaited (the count read at each look).
+oks() { [ "$(grep -c '^ok$' "$T/out")" -ge "$OKS" ]; }
 cmd() {
 	echo "$1" >&3
 	OKS=$((OKS + 1))
 	# (bounded at 30 s: a loaded host, a flush of the shim's thread under way)
-	wait_until 600 test "$(grep -c '^ok$' "$T/out")" -ge $OKS || fail "no ok for $1: $(cat "$T/out" "$T/err")"
+	wait_until 600 oks || fail "no ok for $1: $(cat "$T/out" "$T/err")"
 }
 entries() {
 	wait_until 40 journalctl --sync || fail "journalctl --sync keeps failing"

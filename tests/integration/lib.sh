@@ -7,7 +7,8 @@
 # here as root when none runs), journal_sync, wait_until; the MESSAGE_IDs
 # as $MID_VIOLATION, $MID_LEARNED, ... (every MID_* of msgid.h, read from
 # it: the one table the shim, pmallocd and pmallocctl include); run_ctl
-# and its $T/out, $T/err, $T/rc (below).
+# and its $T/out, $T/err, $T/rc (below); systemctl_stand_in and
+# stand_in_follow (a systemctl for pmallocctl exercise, below).
 set -u
 B=${PMALLOC_BUILD:?run through make check}
 SRC=${PMALLOC_SRC:?run through make check}
@@ -65,6 +66,55 @@ wait_until() {
 	local n=$1; shift
 	while [ "$n" -gt 0 ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.05; n=$((n - 1)); done
 	return 1
+}
+
+# systemctl_stand_in DIR: $T/systemctl, the systemctl that pmallocctl
+# exercise talks to ($PMALLOC_SYSTEMCTL; FAKE_DIR=DIR, both exported), as
+# this machine has no booted systemd.  It answers for one unit, named by
+# DIR's files: pid (the main process), start (its start time when it was
+# named: as systemd, the stand-in follows the process, not its number,
+# which a busy machine may give another), reload (the ExecReload signal,
+# as Debian's units send it; empty: no ExecReload), stop (the stop signal)
+# and timeout (how many seconds of wall time a stop waits for the process
+# to go; not a count of sleeps: a loaded machine stretches neither).
+#   show: MainPID, ActiveState, ExecReload; reload: the signal; stop: the
+#   signal, then the wait (fails when the process outlives it).
+# A pid without a start file is named as it stands at the first call.
+systemctl_stand_in() {
+	mkdir -p "$1"
+	cat >"$T/systemctl" <<'EOF'
+#!/bin/sh
+D=${FAKE_DIR:?}
+pid=$(cat "$D/pid" 2>/dev/null) rsig=$(cat "$D/reload" 2>/dev/null) ssig=$(cat "$D/stop" 2>/dev/null)
+start_of() { cut -d')' -f2- "/proc/$1/stat" 2>/dev/null | cut -d' ' -f21; }
+[ -z "$pid" ] || [ -s "$D/start" ] || start_of "$pid" >"$D/start"
+alive() {
+	s=$(start_of "$pid")
+	[ -n "$s" ] && [ "$s" = "$(cat "$D/start" 2>/dev/null)" ] && ! grep -q '^State:.Z' "/proc/$pid/status" 2>/dev/null
+}
+case $1 in
+show)
+	if alive; then echo "MainPID=$pid"; echo "ActiveState=active"; else echo "MainPID=0"; echo "ActiveState=inactive"; fi
+	if [ -n "$rsig" ]; then echo "ExecReload={ path=/bin/kill ; argv[]=/bin/kill -$rsig \$MAINPID ; }"; else echo "ExecReload="; fi ;;
+reload) [ -n "$rsig" ] && alive && kill -"$rsig" "$pid" ;;
+stop)
+	alive || exit 0
+	kill -"$ssig" "$pid"
+	end=$(($(date +%s) + $(cat "$D/timeout")))
+	while alive && [ "$(date +%s)" -le $end ]; do sleep 0.05; done
+	! alive ;;
+*) exit 1 ;;
+esac
+EOF
+	chmod 0755 "$T/systemctl"
+	export PMALLOC_SYSTEMCTL=$T/systemctl FAKE_DIR=$1
+}
+# stand_in_follow PID [RELOAD-SIGNAL STOP-SIGNAL TIMEOUT]: the stand-in's
+# unit is PID's now (the signals and timeout kept when not given).
+stand_in_follow() {
+	echo "$1" >"$FAKE_DIR/pid"
+	cut -d')' -f2- "/proc/$1/stat" | cut -d' ' -f21 >"$FAKE_DIR/start"
+	[ $# -lt 4 ] || { echo "$2" >"$FAKE_DIR/reload"; echo "$3" >"$FAKE_DIR/stop"; echo "$4" >"$FAKE_DIR/timeout"; }
 }
 
 # json_schema_check SCHEMA FILE: FILE is one line of JSON that fits SCHEMA

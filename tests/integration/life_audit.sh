@@ -29,44 +29,14 @@ cp "$B/progs/life_server" "$T/bin/life_server"
 EXE=$T/bin/life_server
 CTL=$B/pmallocctl
 
-# The systemctl stand-in: what exercise and the test ask of systemd.  As
-# systemd, it follows the process, not its number: the main process is the
-# pid of the pid file with the start time it had when the file was
-# written (the server's parent, this shell, reaps it at once, and on a
-# busy machine its number may be another's); a stop waits up to 10 s of
-# wall time (not a count of sleeps: a loaded machine stretches neither).
-cat >"$T/bin/systemctl" <<'EOF'
-#!/bin/sh
-D=${FAKE_DIR:?}
-pid=$(cat "$D/pid" 2>/dev/null)
-start_of() { cut -d')' -f2- "/proc/$1/stat" 2>/dev/null | cut -d' ' -f21; }
-[ -z "$pid" ] || [ -s "$D/pid.start" ] || start_of "$pid" >"$D/pid.start"   # (start_server writes it)
-alive() {
-	s=$(start_of "$pid")
-	[ -n "$s" ] && [ "$s" = "$(cat "$D/pid.start" 2>/dev/null)" ] &&
-		! grep -q '^State:.Z' "/proc/$pid/status" 2>/dev/null
-}
-case $1 in
-show)
-	if alive; then echo "MainPID=$pid"; echo "ActiveState=active"; else echo "MainPID=0"; echo "ActiveState=inactive"; fi
-	echo "ExecReload={ path=/bin/kill ; argv[]=/bin/kill -HUP \$MAINPID ; }" ;;
-reload) alive && kill -HUP "$pid" ;;
-stop)
-	alive || exit 0
-	kill -TERM "$pid"
-	end=$(($(date +%s) + 10))
-	while alive && [ "$(date +%s)" -le $end ]; do sleep 0.05; done
-	! alive ;;
-*) exit 1 ;;
-esac
-EOF
-chmod 0755 "$T/bin/systemctl"
-export PMALLOC_SYSTEMCTL=$T/bin/systemctl FAKE_DIR=$T/svc
+# The systemctl stand-in (lib.sh): the unit is life_server, reload =
+# SIGHUP, stop = SIGTERM and up to 10 s for it to go.
+systemctl_stand_in "$T/svc"
 
 # start_server [USER]: life_server under the shim (pmallocd's policy), 2 workers.
 SPID=
 start_server() {
-	rm -f "$T/svc/pid" "$T/svc/pid.start" "$T/svc/port"
+	rm -f "$T/svc/pid" "$T/svc/start" "$T/svc/port"
 	if [ -n "${1:-}" ]; then
 		setpriv --reuid="$1" --regid=nogroup --clear-groups env LD_PRELOAD="$SHIM" PMALLOC_SOCKET="$SOCK" \
 			PMALLOC_CONF="$NOFILE" "$EXE" "$T/svc/port" "$T/svc/pid" 2 >>"$T/server.err" 2>&1 &
@@ -76,7 +46,7 @@ start_server() {
 	fi
 	SPID=$!
 	wait_until 200 test -s "$T/svc/port" || fail "life_server did not come up: $(cat "$T/server.err")"
-	cut -d')' -f2- "/proc/$(cat "$T/svc/pid")/stat" | cut -d' ' -f21 >"$T/svc/pid.start"
+	stand_in_follow "$(cat "$T/svc/pid")" HUP TERM 10
 	PORT=$(cat "$T/svc/port")
 }
 stop_server() { "$PMALLOC_SYSTEMCTL" stop life; wait "$SPID" 2>/dev/null; }
@@ -94,12 +64,13 @@ load() {
 # daemon_reload: SIGHUP to pmallocd, and its next policy generation awaited
 # (status says it), not a guess of how long a reload takes.
 generation() { "$CTL" status --socket "$SOCK" 2>/dev/null | sed -n 's/^policy file: .*, generation \([0-9]*\) .*/\1/p'; }
+generation_past() { [ "$(generation)" -gt "$1" ]; }
 daemon_reload() {
 	local g
 	g=$(generation)
 	[ -n "$g" ] || fail "pmallocd's status names no generation: $("$CTL" status --socket "$SOCK" 2>&1 | head -n 20)"
 	kill -HUP "$DPID"
-	wait_until 200 test "$(generation)" -gt "$g" || fail "pmallocd did not reload (generation $g): $(tail -n 5 "$T/daemon.log")"
+	wait_until 200 generation_past "$g" || fail "pmallocd did not reload (generation $g): $(tail -n 5 "$T/daemon.log")"
 }
 sites_of() { sed -n '/sites = \[/,/\]/p' "$1" | grep -o '"[^"]*"' | sort; }
 

@@ -38,39 +38,11 @@ unset PMALLOC_DEBUG
 export PMALLOC_SOCKET=$SOCK
 chmod a+rx "$T"
 
-# The systemctl stand-in that pmallocctl exercise talks to
-# ($PMALLOC_SYSTEMCTL), for the unit of the server under test: MainPID (the
-# main process, followed by its start time, as systemd follows a process
-# and not its number), ExecReload (the server's reload signal, as Debian's
-# units send it; none for a server without), reload, and stop (the unit's
-# stop signal, then up to a minute of wall time for the process to go).
-# $T/unit/{pid,start,reload,stop} name them (day writes them).
-mkdir -p "$T/unit"
-cat >"$T/systemctl" <<'EOF'
-#!/bin/sh
-D=${FAKE_DIR:?}
-pid=$(cat "$D/pid" 2>/dev/null) rsig=$(cat "$D/reload" 2>/dev/null) ssig=$(cat "$D/stop" 2>/dev/null)
-start_of() { cut -d')' -f2- "/proc/$1/stat" 2>/dev/null | cut -d' ' -f21; }
-alive() {
-	s=$(start_of "$pid")
-	[ -n "$s" ] && [ "$s" = "$(cat "$D/start" 2>/dev/null)" ] && ! grep -q '^State:.Z' "/proc/$pid/status" 2>/dev/null
-}
-case $1 in
-show)
-	if alive; then echo "MainPID=$pid"; echo "ActiveState=active"; else echo "MainPID=0"; echo "ActiveState=inactive"; fi
-	if [ -n "$rsig" ]; then echo "ExecReload={ path=/bin/kill ; argv[]=/bin/kill -$rsig \$MAINPID ; }"; else echo "ExecReload="; fi ;;
-reload) [ -n "$rsig" ] && alive && kill -"$rsig" "$pid" ;;
-stop)
-	alive || exit 0
-	kill -"$ssig" "$pid"
-	end=$(($(date +%s) + 60))
-	while alive && [ "$(date +%s)" -le $end ]; do sleep 0.05; done
-	! alive ;;
-*) exit 1 ;;
-esac
-EOF
-chmod 0755 "$T/systemctl"
-export PMALLOC_SYSTEMCTL=$T/systemctl FAKE_DIR=$T/unit
+# The systemctl stand-in (lib.sh) that pmallocctl exercise talks to, for
+# the unit of the server under test (unit names it): the server's reload
+# signal, as Debian's units send it (none for a server without), its stop
+# signal, then up to a minute for the process to go.
+systemctl_stand_in "$T/unit"
 
 MAIN=
 # (Its children first: apache2's outlive a parent killed so.)
@@ -102,11 +74,8 @@ youngest() { ps -o pid= --ppid "$MAIN" --sort=start_time 2>/dev/null | tail -n 1
 unit() {
 	local -n u=${1}_unit
 	local r=${u% *}
-	echo "$MAIN" >"$T/unit/pid"
-	cut -d')' -f2- "/proc/$MAIN/stat" | cut -d' ' -f21 >"$T/unit/start"
 	[ "$r" = - ] && r=
-	echo "$r" >"$T/unit/reload"
-	echo "${u#* }" >"$T/unit/stop"
+	stand_in_follow "$MAIN" "$r" "${u#* }" 60
 }
 # send EVENT [WORKER]: the event itself.  Learning: through pmallocctl
 # exercise, as the README has an administrator do it (it checks that the
@@ -399,9 +368,9 @@ EOC
 		[ -z "${PRELOAD:-}" ] || return 0
 		wait_until 200 redis-cli -p "$rport" ping || fail "redis did not come up: $(cat "$T/rds/kept-config-$$.log")"
 	}
-	redis_load() { timeout 60 redis-benchmark -p "$rport" -n 1000 -c 4 -q -t set,get,lpush,incr >/dev/null; }
+	redis_load() { timeout "${LOAD_TIMEOUT:-60}" redis-benchmark -p "$rport" -n 1000 -c 4 -q -t set,get,lpush,incr >/dev/null; }
 	redis_load2() {
-		timeout 60 redis-benchmark -p "$rport" -n 1000 -c 16 -r 100000 -d 200 -q -t set,get,lpush,lpop,incr >/dev/null &&
+		timeout "${LOAD_TIMEOUT:-60}" redis-benchmark -p "$rport" -n 1000 -c 16 -r 100000 -d 200 -q -t set,get,lpush,lpop,incr >/dev/null &&
 		[ "$(redis-cli -p "$rport" set life-key "$RANDOM")" = OK ]
 	}
 	# Log reopening: redis opens its log file by name for each line (Debian's
@@ -690,7 +659,7 @@ EOC
 	dig_load() { # N PARALLEL FIRST [+tcp]: N queries, PARALLEL at once, each answered
 		local n=$1 par=$2 first=$3 tcp=${4:-} i
 		for i in $(seq "$first" $((first + n - 1))); do echo "h$((i % 40 + 1)).kept-config-$$.example"; done |
-			timeout 60 xargs -P "$par" -I{} dig +short +time=2 +tries=2 $tcp -p "$uport" @127.0.0.1 {} A >"$T/load" || return 1
+			timeout "${LOAD_TIMEOUT:-60}" xargs -P "$par" -I{} dig +short +time=2 +tries=2 $tcp -p "$uport" @127.0.0.1 {} A >"$T/load" || return 1
 		[ "$(grep -c '^10\.' "$T/load")" = "$n" ]
 	}
 	unbound_load() { dig_load 30 1 0 && dig_load 10 1 0 +tcp; }

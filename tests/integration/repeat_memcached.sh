@@ -14,7 +14,7 @@
 #     themselves: each protects (the shim's "made read-only" line, under
 #     PMALLOC_DEBUG), answers a set and a get, and stops by SIGTERM
 #     without a kill.
-# make check: 3 learn runs, 10 starts; make soak: 10 and 50.  The spread
+# make check: 3 learn runs, 4 starts; make soak: 10 and 50.  The spread
 # and the starts' figures go to stdout ("figures:").
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
@@ -27,7 +27,7 @@ journald_ensure
 unset PMALLOC_DEBUG
 chmod a+rx "$T"
 RUNS=${REPEAT_LEARN_RUNS:-3}
-STARTS=${REPEAT_STARTS:-10}
+STARTS=${REPEAT_STARTS:-4}
 port=$((25000 + $$ % 900))
 
 MAIN=

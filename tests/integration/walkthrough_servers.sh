@@ -51,7 +51,7 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 # its environment), stopsig, and reload when it has an ExecReload.
 cat >"$T/bin/systemctl" <<EOF
 #!/bin/bash
-F=$F ROOT=$ROOT SOCK=$SOCK CONF=$CONF PMALLOCD=$B/pmallocd WIRE=$B/progs/wire_client
+F=$F ROOT=$ROOT SOCK=$SOCK CONF=$CONF PMALLOCD=$B/pmallocd WIRE=$B/progs/wire_client CTL=$CTL
 SHIM_DIR=$B NOFILE=$NOFILE DLOG=$T/daemon.log
 EOF
 cat >>"$T/bin/systemctl" <<'EOF'
@@ -59,6 +59,15 @@ unit() { case $1 in *.*) echo "$1" ;; *) echo "$1.service" ;; esac; }
 # (a process reaped between the two looks is gone: State must be read, and not Z)
 alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null && grep -q '^State:.[^Z]' "/proc/$1/status" 2>/dev/null; }
 mainpid() { cat "$F/$1/pid" 2>/dev/null; }
+# pmallocd's policy generation, as its status says: a reload is done when it
+# has gone up (the unit's ExecReload returns at the signal, as kill does).
+dgen() { "$CTL" status --socket "$SOCK" 2>/dev/null | sed -n 's/^policy file: .*, generation \([0-9]*\) .*/\1/p'; }
+dreload() { # PID
+	local g; g=$(dgen)
+	kill -HUP "$1" || return 1
+	for i in $(seq 200); do [ "$(dgen)" -gt "${g:-0}" ] 2>/dev/null && return 0; sleep 0.05; done
+	return 1
+}
 dstart() {
 	"$PMALLOCD" --config "$CONF" --socket "$SOCK" >>"$DLOG" 2>&1 </dev/null &
 	echo $! >"$F/pmallocd.pid"
@@ -106,7 +115,7 @@ reload-or-restart|restart|reload|stop|start)
 	if [ "$u" = pmallocd.service ]; then
 		p=$(cat "$F/pmallocd.pid" 2>/dev/null)
 		case $1 in
-		reload*) if alive "$p"; then kill -HUP "$p"; sleep 0.5; else dstart; fi ;;
+		reload*) if alive "$p"; then dreload "$p"; else dstart; fi ;;
 		restart) alive "$p" && { kill -TERM "$p"; while alive "$p"; do sleep 0.05; done; }; dstart ;;
 		*) exit 1 ;;
 		esac

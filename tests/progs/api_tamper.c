@@ -67,10 +67,11 @@
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "tamper.h"
 
 #define POOL_MAGIC UINT64_C(0x706d616c6c6f6331)
 #define POOL_STRUCT 512u
@@ -96,15 +97,6 @@ static uint64_t forged[512] __attribute__((aligned(4096)));
 static char *secret;
 static uintptr_t site_lo, site_hi;
 
-struct shim_seg {
-	uintptr_t base;              /* load bias */
-	uintptr_t lo, hi;            /* writable, outside RELRO */
-	uintptr_t tls;
-	size_t tls_len;
-	char path[512];
-};
-static struct shim_seg seg;
-
 static void add(uintptr_t addr, int kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void add(uintptr_t addr, int kind, const char *fmt, ...)
 {
@@ -121,38 +113,6 @@ static void add(uintptr_t addr, int kind, const char *fmt, ...)
 	vsnprintf(t->what, sizeof(t->what), fmt, ap);
 	va_end(ap);
 	counts[kind]++;
-}
-
-static int find_shim(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	(void)arg;
-	if (!info->dlpi_name || !strstr(info->dlpi_name, "libpmalloc_shim.so"))
-		return 0;
-	uintptr_t relro_hi = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_GNU_RELRO)
-			relro_hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-		if (ph->p_type == PT_TLS)
-			seg.tls_len = ph->p_memsz;
-	}
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
-			continue;
-		seg.lo = info->dlpi_addr + ph->p_vaddr;
-		seg.hi = seg.lo + ph->p_memsz;
-	}
-	long page = sysconf(_SC_PAGESIZE);
-	/* RELRO is read-only from the first page boundary past its end down. */
-	relro_hi = relro_hi & ~(uintptr_t)(page - 1);
-	if (relro_hi > seg.lo)
-		seg.lo = relro_hi;
-	seg.base = info->dlpi_addr;
-	seg.tls = (uintptr_t)info->dlpi_tls_data;
-	snprintf(seg.path, sizeof(seg.path), "%s", info->dlpi_name);
-	return 1;
 }
 
 /* Is the page of a writable now (the shim makes some of its own pages
@@ -345,43 +305,7 @@ struct stage {
 	volatile int kernel_wrote;   /* the kernel's bytes are in the object */
 };
 
-/* The fake journald (TAMPER_JOURNAL=1): a socket at journald's path. */
-#define JOURNAL_SOCKET "/run/systemd/journal/socket"
-#define MID_VIOLATION "MESSAGE_ID=7df8f2fd7e8542c19da1343c00501acc\n"
-static int journal_fd = -1;
 static unsigned killed_at_store, unjournaled;
-
-static void journal_open(void)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", JOURNAL_SOCKET);
-	unlink(JOURNAL_SOCKET);
-	journal_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	int size = 4 << 20;
-	if (journal_fd < 0 || bind(journal_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		perror("api_tamper: the fake journal");
-		exit(2);
-	}
-	setsockopt(journal_fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
-}
-
-/* Did the fake journald get a violation entry from pid?  Drains it. */
-static bool journal_has(pid_t pid)
-{
-	static char buf[16384];
-	char field[40];
-	bool found = false;
-	snprintf(field, sizeof(field), "\nOBJECT_PID=%d\n", (int)pid);
-	for (;;) {
-		ssize_t len = recv(journal_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
-		if (len < 0)
-			break;
-		buf[len] = '\0';
-		if (strstr(buf, MID_VIOLATION) && strstr(buf, field))
-			found = true;
-	}
-	return found;
-}
 
 static __attribute__((noinline)) void store(volatile char *p, char c)
 {
@@ -572,7 +496,7 @@ int main(int argc, char **argv)
 	const struct value *values = beside ? redirect : all;
 	size_t n_values = beside ? 2 : 3;
 	if (getenv("TAMPER_JOURNAL"))
-		journal_open();
+		journal_open("api_tamper");
 	fflush(stdout);
 	fflush(stderr);
 	int failed = 0, runs = 0;

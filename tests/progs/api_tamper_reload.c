@@ -76,9 +76,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "tamper.h"
 
 #define POOL_MAGIC UINT64_C(0x706d616c6c6f6331)
 #define POOL_STRUCT 512u
@@ -138,11 +139,7 @@ static bool big_alloc, store_original;
 /* ... and the stores come before the next trigger (an after: trigger that
  * has not fired yet): nothing but the hand-out itself can notice. */
 static bool no_trigger;
-/* The fake journald (TAMPER_JOURNAL=1: tamper.sh's private namespace): a
- * socket at journald's path, read after each run. */
-#define JOURNAL_SOCKET "/run/systemd/journal/socket"
-#define MID_VIOLATION "MESSAGE_ID=7df8f2fd7e8542c19da1343c00501acc\n"
-static int journal_fd = -1;
+/* Did the last run's violation entry reach the fake journald? */
 static bool last_journaled;
 /* A write's value that stands for the address of the child's own
  * sigjmp_buf (row walk_env), known only in the child. */
@@ -220,40 +217,6 @@ static void program_handler(int sig, siginfo_t *si, void *uc)
 }
 
 /* ---- finding the targets ---- */
-
-struct shim_seg {
-	uintptr_t base, lo, hi, tls;
-	size_t tls_len;
-	char path[512];
-};
-static struct shim_seg seg;
-
-static int find_shim(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	(void)arg;
-	if (!info->dlpi_name || !strstr(info->dlpi_name, "libpmalloc_shim.so"))
-		return 0;
-	uintptr_t relro_hi = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_GNU_RELRO)
-			relro_hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-		if (ph->p_type == PT_TLS)
-			seg.tls_len = ph->p_memsz;
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
-			seg.lo = info->dlpi_addr + ph->p_vaddr;
-			seg.hi = seg.lo + ph->p_memsz;
-		}
-	}
-	relro_hi &= ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1);
-	if (relro_hi > seg.lo)
-		seg.lo = relro_hi;
-	seg.base = info->dlpi_addr;
-	seg.tls = (uintptr_t)info->dlpi_tls_data;
-	snprintf(seg.path, sizeof(seg.path), "%s", info->dlpi_name);
-	return 1;
-}
 
 /* The address of the shim's symbol name (its thread's copy for a TLS
  * one), from its symbol table; 0 when not found. */
@@ -584,40 +547,6 @@ static void child(const struct write *w, size_t n, int rfd)
 	_exit(0);
 }
 
-/* Did the fake journald get a violation entry from pid?  Drains it. */
-static bool journal_has(pid_t pid)
-{
-	static char buf[16384];
-	char field[40];
-	bool found = false;
-	if (journal_fd < 0)
-		return false;
-	snprintf(field, sizeof(field), "\nOBJECT_PID=%d\n", (int)pid);
-	for (;;) {
-		ssize_t len = recv(journal_fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
-		if (len < 0)
-			break;
-		buf[len] = '\0';
-		if (strstr(buf, MID_VIOLATION) && strstr(buf, field))
-			found = true;
-	}
-	return found;
-}
-
-static void journal_open(void)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", JOURNAL_SOCKET);
-	unlink(JOURNAL_SOCKET);
-	journal_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	int size = 4 << 20;
-	if (journal_fd < 0 || bind(journal_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		perror("api_tamper_reload: the fake journal");
-		exit(2);
-	}
-	setsockopt(journal_fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
-}
-
 static bool has_shim_line(const char *err)
 {
 	return strstr(err, "pmalloc[") || strstr(err, "pmalloc: ");
@@ -783,7 +712,7 @@ static size_t attack_row(const char *row, uintptr_t pool, struct write *w)
 		*((char *)shaped + SPAN_OFF_FREE_RUN) = 1;
 		return w[0] = (struct write){ a, (uintptr_t)shaped, false }, 1;
 	}
-	if (strcmp(row, "walk_env") == 0 && (a = shim_symbol("walk_env")))
+	if (strcmp(row, "walk_env") == 0 && (a = shim_symbol("fault_walk_env")))
 		return w[0] = (struct write){ a, JB_MARK, true }, 1;
 	/* The lock of the handler's installation set to "held" (found by make
 	 * tamper: a pthread mutex then, its word set, the next protect waited
@@ -873,7 +802,7 @@ static size_t row_writes(const char *row, struct write *w)
 		       w[2] = (struct write){ a + 16, 0, false }, 3;
 	if (strcmp(row, "arena_size") == 0 && (a = shim_symbol("units_ro")))
 		return w[0] = (struct write){ a + 8, 0, false }, 1;
-	if (strcmp(row, "prog_segv") == 0 && (a = shim_symbol("prog_ro")))
+	if (strcmp(row, "prog_segv") == 0 && (a = shim_symbol("fault_prog")))
 		return w[0] = (struct write){ a, (uintptr_t)forged, false }, 1;   /* slot 0's handler */
 	return attack_row(row, pool, w);
 }
@@ -1063,7 +992,7 @@ int main(int argc, char **argv)
 	}
 	read_maps();
 	if (getenv("TAMPER_JOURNAL"))
-		journal_open();
+		journal_open("api_tamper_reload");
 	fflush(stdout);
 	fflush(stderr);
 	return sweep ? do_sweep(argc == 3 ? strtoul(argv[2], NULL, 10) : 0) : do_row(argv[2]);

@@ -34,70 +34,14 @@
 
 /* ---- children --------------------------------------------------------- */
 
-struct child {
-	pid_t pid;
-	int status;
-	char err[8192];
-	size_t err_len;              /* bytes kept in err */
-	size_t err_total;            /* bytes the child wrote */
-};
-
-static void no_core_files(void)
-{
-	struct rlimit no_core = { 0, 0 };
-	setrlimit(RLIMIT_CORE, &no_core);
-}
-
-/* Run fn(arg) in a child with stderr captured; the child exits 0 if fn returns. */
-static void run_child(void (*fn)(void *), void *arg, struct child *c)
-{
-	int fds[2];
-	ck_assert_int_eq(pipe(fds), 0);
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		/* Check's runner handles these by killing the whole test's
-		 * process group; the child's own alarm must only end the child. */
-		signal(SIGALRM, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		no_core_files();
-		close(fds[0]);
-		dup2(fds[1], STDERR_FILENO);
-		close(fds[1]);
-		fn(arg);
-		_exit(0);
-	}
-	close(fds[1]);
-	c->pid = pid;
-	c->err_len = 0;
-	c->err_total = 0;
-	for (;;) {
-		char scratch[4096];
-		size_t room = sizeof(c->err) - 1 - c->err_len;
-		char *to = room ? c->err + c->err_len : scratch;
-		ssize_t n = read(fds[0], to, room ? room : sizeof(scratch));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		if (room)
-			c->err_len += (size_t)n;
-		c->err_total += (size_t)n;  /* all of it drained: the child never blocks */
-	}
-	c->err[c->err_len] = '\0';
-	close(fds[0]);
-	ck_assert_int_eq(waitpid(pid, &c->status, 0), pid);
-}
-
-static void assert_killed_by_segv(const struct child *c)
+static void assert_killed_by_segv(const struct test_child *c)
 {
 	ck_assert_msg(WIFSIGNALED(c->status) && WTERMSIG(c->status) == SIGSEGV,
 		      "expected death by SIGSEGV, got status 0x%x; stderr: \"%s\"", c->status,
 		      c->err);
 }
 
-static void assert_silent_segv(const struct child *c)
+static void assert_silent_segv(const struct test_child *c)
 {
 	assert_killed_by_segv(c);
 	ck_assert_msg(c->err_len == 0, "expected empty stderr, got \"%s\"", c->err);
@@ -156,7 +100,7 @@ static bool within(uintptr_t a, const void *fn)
 /* Assert that the child's stderr is exactly the violation line for a write
  * at addr into the object [obj, obj+size) of pool name, allocated by
  * alloc_here() and written by poke(). */
-static void assert_report(const struct child *c, const char *name, const void *addr,
+static void assert_report(const struct test_child *c, const char *name, const void *addr,
 			  const void *obj, size_t size)
 {
 	char head[512];
@@ -220,8 +164,8 @@ START_TEST(test_write_to_unnamed_pool_is_reported_and_killed)
 {
 	struct target t;
 	make_target(&t, pmalloc_create_pool(), 40, 48, 13);
-	struct child c;
-	run_child(write_target, &t, &c);
+	struct test_child c;
+	test_run_child(write_target, &t, &c);
 	assert_killed_by_segv(&c);
 	assert_report(&c, "(unnamed)", t.obj + 13, t.obj, 48);
 }
@@ -231,8 +175,8 @@ START_TEST(test_write_to_named_pool_names_it)
 {
 	struct target t;
 	make_target(&t, pmalloc_create_named_pool("config", 0), 100, 112, 111);
-	struct child c;
-	run_child(write_target, &t, &c);
+	struct test_child c;
+	test_run_child(write_target, &t, &c);
 	assert_killed_by_segv(&c);
 	assert_report(&c, "config", t.obj + 111, t.obj, 112);
 }
@@ -249,8 +193,8 @@ START_TEST(test_report_keeps_a_copy_of_a_long_name)
 	memcpy(expected, name, 63);
 	expected[63] = '\0';
 	memset(name, 'x', sizeof(name) - 1);             /* the pool kept its own copy */
-	struct child c;
-	run_child(write_target, &t, &c);
+	struct test_child c;
+	test_run_child(write_target, &t, &c);
 	assert_killed_by_segv(&c);
 	assert_report(&c, expected, t.obj, t.obj, 16);
 }
@@ -261,8 +205,8 @@ START_TEST(test_write_into_large_object_is_reported)
 	struct target t;
 	size_t size = (size_t)8 << 20;
 	make_target(&t, pmalloc_create_named_pool("big", 0), size, size, (size_t)5 << 20);
-	struct child c;
-	run_child(write_target, &t, &c);
+	struct test_child c;
+	test_run_child(write_target, &t, &c);
 	assert_killed_by_segv(&c);
 	assert_report(&c, "big", t.obj + ((size_t)5 << 20), t.obj, size);
 }
@@ -279,8 +223,8 @@ static void deref_null(void *arg)
 
 START_TEST(test_null_dereference_dies_silently)
 {
-	struct child c;
-	run_child(deref_null, NULL, &c);
+	struct test_child c;
+	test_run_child(deref_null, NULL, &c);
 	assert_silent_segv(&c);
 }
 END_TEST
@@ -429,8 +373,8 @@ static void fault_with_resethand_handler(void *arg)
 
 START_TEST(test_resethand_handler_runs_once_then_default_kills)
 {
-	struct child c;
-	run_child(fault_with_resethand_handler, NULL, &c);
+	struct test_child c;
+	test_run_child(fault_with_resethand_handler, NULL, &c);
 	ck_assert_msg(WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGSEGV,
 		      "expected death by SIGSEGV after one handler run, got %s (status 0x%x) "
 		      "after %zu handler runs", WIFSIGNALED(c.status) ?
@@ -448,8 +392,8 @@ static void assert_handler_not_run_for_pool_write(bool siginfo)
 	struct target t;
 	make_target(&t, pmalloc_create_named_pool("guarded", 0), 32, 32, 5);
 	handler_runs = 0;
-	struct child c;
-	run_child(write_target, &t, &c);
+	struct test_child c;
+	test_run_child(write_target, &t, &c);
 	assert_killed_by_segv(&c);
 	assert_report(&c, "guarded", t.obj + 5, t.obj, 32);
 }
@@ -476,8 +420,8 @@ static void raise_segv(void *arg)
 
 START_TEST(test_raised_segv_with_default_action_kills)
 {
-	struct child c;
-	run_child(raise_segv, NULL, &c);
+	struct test_child c;
+	test_run_child(raise_segv, NULL, &c);
 	assert_silent_segv(&c);
 }
 END_TEST
@@ -492,8 +436,8 @@ static void kill_self_segv(void *arg)
 
 START_TEST(test_sent_segv_with_default_action_kills)
 {
-	struct child c;
-	run_child(kill_self_segv, NULL, &c);
+	struct test_child c;
+	test_run_child(kill_self_segv, NULL, &c);
 	assert_silent_segv(&c);
 }
 END_TEST
@@ -536,8 +480,8 @@ static void overflow_stack(void *arg)
 
 START_TEST(test_stack_overflow_with_sigaltstack_kills)
 {
-	struct child c;
-	run_child(overflow_stack, NULL, &c);
+	struct test_child c;
+	test_run_child(overflow_stack, NULL, &c);
 	assert_silent_segv(&c);
 }
 END_TEST
@@ -584,7 +528,7 @@ static void write_from_thread(void *arg)
 	_exit(3);
 }
 
-static void alt_case_run(size_t size, bool program_handler, struct alt_case *ac, struct child *c)
+static void alt_case_run(size_t size, bool program_handler, struct alt_case *ac, struct test_child *c)
 {
 	ac->altstack_size = size;
 	ac->program_handler = program_handler;
@@ -593,7 +537,7 @@ static void alt_case_run(size_t size, bool program_handler, struct alt_case *ac,
 	ck_assert(ac->altstack != MAP_FAILED);
 	memset(ac->altstack, ALT_FILL, ac->altstack_size);
 	make_target(&ac->t, pmalloc_create_named_pool("alt", 0), 64, 64, 63);
-	run_child(write_from_thread, ac, c);
+	test_run_child(write_from_thread, ac, c);
 	assert_killed_by_segv(c);
 	assert_report(c, "alt", ac->t.obj + 63, ac->t.obj, 64);
 }
@@ -610,7 +554,7 @@ static size_t altstack_untouched(const struct alt_case *ac)
 START_TEST(test_pool_write_on_small_sigaltstack_is_reported)
 {
 	struct alt_case ac;
-	struct child c;
+	struct test_child c;
 	alt_case_run((size_t)sysconf(_SC_SIGSTKSZ), true, &ac, &c);
 	/* The handler ran there (the stack grows down from the top; its low
 	 * end stays untouched when the handler fits). */
@@ -627,7 +571,7 @@ END_TEST
 START_TEST(test_pool_write_on_7k_sigaltstack_is_reported)
 {
 	struct alt_case ac;
-	struct child c;
+	struct test_child c;
 	alt_case_run(7 * 1024, true, &ac, &c);
 	size_t low = altstack_untouched(&ac);
 	ck_assert_msg(low < ac.altstack_size, "the alternate stack was not used by the handler");
@@ -642,7 +586,7 @@ END_TEST
 START_TEST(test_pool_write_on_2k_sigaltstack_is_reported)
 {
 	struct alt_case ac;
-	struct child c;
+	struct test_child c;
 	alt_case_run(2 * 1024, false, &ac, &c);
 	ck_assert_uint_eq(altstack_untouched(&ac), ac.altstack_size);
 }
@@ -698,8 +642,8 @@ static void blocked_case(enum block_how how)
 {
 	struct block_case bc = { .how = how };
 	make_target(&bc.t, pmalloc_create_named_pool("blocked", 0), 32, 32, 5);
-	struct child c;
-	run_child(write_from_blocking_thread, &bc, &c);
+	struct test_child c;
+	test_run_child(write_from_blocking_thread, &bc, &c);
 	assert_killed_by_segv(&c);
 	assert_report(&c, "blocked", bc.t.obj + 5, bc.t.obj, 32);
 }
@@ -767,8 +711,8 @@ static void write_from_full_mask_handler(void *arg)
 START_TEST(test_write_in_handler_with_full_mask_is_reported)
 {
 	make_target(&handler_target, pmalloc_create_named_pool("handler", 0), 32, 32, 1);
-	struct child c;
-	run_child(write_from_full_mask_handler, NULL, &c);
+	struct test_child c;
+	test_run_child(write_from_full_mask_handler, NULL, &c);
 	assert_killed_by_segv(&c);
 	assert_report(&c, "handler", handler_target.obj + 1, handler_target.obj, 32);
 }
@@ -837,6 +781,6 @@ static Suite *fault_suite(void)
 
 int main(void)
 {
-	no_core_files();
+	test_no_core_files();
 	return test_run_suite(fault_suite());
 }

@@ -146,52 +146,8 @@ static size_t first_not(const unsigned char *p, size_t n, unsigned char v)
 	return i;
 }
 
-/* A child process running fn(arg) with its stderr captured, no core file. */
-struct child {
-	pid_t pid;
-	int status;
-	char err[4096];
-	size_t err_len;
-};
-
-static void run_child(void (*fn)(void *), void *arg, struct child *c)
-{
-	int fds[2];
-	ck_assert_int_eq(pipe(fds), 0);
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		/* Check's runner handles these by killing the whole test's
-		 * process group; the child's own alarm must only end the child. */
-		signal(SIGALRM, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGINT, SIG_DFL);
-		struct rlimit no_core = { 0, 0 };
-		setrlimit(RLIMIT_CORE, &no_core);
-		close(fds[0]);
-		dup2(fds[1], STDERR_FILENO);
-		close(fds[1]);
-		fn(arg);
-		_exit(0);
-	}
-	close(fds[1]);
-	c->pid = pid;
-	c->err_len = 0;
-	for (;;) {
-		ssize_t n = read(fds[0], c->err + c->err_len, sizeof(c->err) - 1 - c->err_len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		c->err_len += (size_t)n;
-	}
-	c->err[c->err_len] = '\0';
-	close(fds[0]);
-	ck_assert_int_eq(waitpid(pid, &c->status, 0), pid);
-}
-
 /* The child died by SIGABRT after writing exactly one line starting with prefix. */
-static void assert_aborted_with(const struct child *c, const char *prefix)
+static void assert_aborted_with(const struct test_child *c, const char *prefix)
 {
 	ck_assert_msg(WIFSIGNALED(c->status) && WTERMSIG(c->status) == SIGABRT,
 		      "expected death by SIGABRT, got status 0x%x; stderr: %s", c->status, c->err);
@@ -946,8 +902,8 @@ static void alloc_from_destroyed_pool(void *arg)
 
 START_TEST(test_destroyed_pool_use_aborts)
 {
-	struct child c;
-	run_child(alloc_from_destroyed_pool, NULL, &c);
+	struct test_child c;
+	test_run_child(alloc_from_destroyed_pool, NULL, &c);
 	assert_aborted_with(&c, "pmalloc: fatal error in pmalloc: not a live pool");
 }
 END_TEST
@@ -962,8 +918,8 @@ static void destroy_twice(void *arg)
 
 START_TEST(test_double_destroy_aborts)
 {
-	struct child c;
-	run_child(destroy_twice, NULL, &c);
+	struct test_child c;
+	test_run_child(destroy_twice, NULL, &c);
 	assert_aborted_with(&c, "pmalloc: fatal error in pmalloc_destroy_pool: not a live pool");
 }
 END_TEST
@@ -987,10 +943,10 @@ static void alloc_from_inside_pool(void *arg)
 
 START_TEST(test_garbage_pool_pointer_aborts)
 {
-	struct child c;
-	run_child(alloc_from_heap_garbage, NULL, &c);
+	struct test_child c;
+	test_run_child(alloc_from_heap_garbage, NULL, &c);
 	assert_aborted_with(&c, "pmalloc: fatal error in pmalloc: not a live pool");
-	run_child(alloc_from_inside_pool, NULL, &c);
+	test_run_child(alloc_from_inside_pool, NULL, &c);
 	assert_aborted_with(&c, "pmalloc: fatal error in pmalloc: not a live pool");
 }
 END_TEST
@@ -1440,8 +1396,8 @@ static void query_child(void *arg)
 START_TEST(test_is_protected_means_read_only)
 {
 	for (int i = 0; i < 50; i++) {
-		struct child c;
-		run_child(query_child, NULL, &c);
+		struct test_child c;
+		test_run_child(query_child, NULL, &c);
 		ck_assert_msg(WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGSEGV,
 			      "run %d: status 0x%x (0: the write after pmalloc_is_protected() == 1 went through); stderr: %s",
 			      i, c.status, c.err);
@@ -1691,7 +1647,6 @@ static Suite *pool_suite(void)
 int main(void)
 {
 	/* Crash cases must not leave core files; children inherit this. */
-	struct rlimit no_core = { 0, 0 };
-	setrlimit(RLIMIT_CORE, &no_core);
+	test_no_core_files();
 	return test_run_suite(pool_suite());
 }

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * resolve_inner.h - what the rooms of resolve share: resolve.c (objects
- * read, routes decided), resolve_rules.c (the rules: from the image, which
- * apply to an object, which matched) and resolve_table.c (the range
- * tables).  The read-only page of the decision, its fields by their short
- * names (macros: include this header last), and each room's functions.
- * Included by those three files only.
+ * resolve_inner.h - what the rooms of resolve share: resolve.c (routes
+ * decided, the rules armed), resolve_object.c (one object read into
+ * ranges), resolve_read.c (when each object is read), resolve_rules.c (the
+ * rules: from the image, which apply to an object, which matched) and
+ * resolve_table.c (the range tables).  The read-only page of the
+ * decision, its fields by their short names (macros: include this header
+ * last), and each room's functions.  Included by those five files only.
  */
 #ifndef PMALLOC_RESOLVE_INNER_H
 #define PMALLOC_RESOLVE_INNER_H
@@ -14,9 +15,12 @@
 #include "os.h"
 #include "symtab.h"
 
+#include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 struct rule {
 	int route;                  /* pool index, or SITE_ROUTE_WRAPPER */
@@ -75,7 +79,7 @@ struct resolve_ro {
 
 /* The rules that can name something in the object at path: by function
  * name (a proposal's sites and wrappers: redis's names 63 in its own
- * object), and how many by offset (collect_points() finds those itself: a
+ * object), and how many by offset (resolve_collect_points() finds those itself: a
  * proposal pins hundreds of calls in one object). */
 struct applicable {
 	struct rule *by_name[POLICY_OBJECT_NAME_RULES_MAX];
@@ -133,5 +137,70 @@ int resolve_collect_add(struct collect *c, uintptr_t start, uintptr_t end, int r
 int resolve_merge(struct range_table *_Atomic *tab, struct collect *c, bool keep_old);
 /* The range of t holding a, or NULL.  Lock-free. */
 const struct range *resolve_lookup_in(const struct range_table *t, uintptr_t a);
+
+/* resolve_object.c */
+/* Held while an object is read and published, and by the filter's
+ * writers. */
+extern pthread_mutex_t resolve_lock __attribute__((visibility("hidden")));
+static inline bool resolve_key_equal(const struct object_key *a, uintptr_t base, const char *name)
+{
+	return a->base == base && strcmp(a->name, name) == 0;
+}
+/* A loaded object, as dl_iterate_phdr lists it. */
+struct loaded_object {
+	uintptr_t base;
+	const char *name;            /* l_name: stays while it is loaded */
+	const ElfW(Phdr) *ph;
+	size_t phnum;
+};
+
+struct loaded_list {
+	struct loaded_object *o;
+	size_t n, cap;
+};
+/* The program's path (exe, "" when unknown), for the objects' paths. */
+void resolve_objects_init(const char *exe);
+/* The objects loaded now, into l (its o from the heap); non-zero when
+ * the list is short of memory. */
+int resolve_loaded_list(struct loaded_list *l);
+bool resolve_is_loaded(const struct loaded_list *l, const struct object_key *k);
+/* Forget that the objects l does not list were read; whether any was
+ * (resolve_lock held). */
+bool resolve_forget_read(const struct loaded_list *l);
+bool resolve_already_read(uintptr_t base, const char *name);
+/* Remember obj as read (resolve_lock held, or start-up). */
+void resolve_mark_read(struct object_key obj);
+/* The path of the object the link map names l_name ("" for the program). */
+const char *resolve_object_path(const char *l_name, char *buf, size_t len);
+/* The call sites that offset rules name in one object (at path), into p. */
+void resolve_collect_points(struct collect *p, const char *path, const ElfW(Phdr) *ph, size_t phnum);
+/* The ranges of the functions the rules name in one object, from its
+ * symbol table t, into c. */
+void resolve_collect_functions(struct collect *c, const struct applicable *a, const struct symtab *t,
+			       const char *path);
+/* Publish what was collected of one object and remember it as read,
+ * unless another thread did first (resolve_lock held).  false when it did. */
+bool resolve_publish(struct collect *c, struct collect *p);
+/* The ranges collected, said (debug), outside the lock. */
+void resolve_say_ranges(const struct collect *c, const char *path);
+/* An object loaded after start-up, at the first allocation from it: read
+ * from memory. */
+void resolve_read_loaded(const struct link_map *lm, const char *key_name);
+
+/* resolve_read.c */
+/* The object holding code address a, read if it was not. */
+void resolve_ensure_read(uintptr_t a);
+/* The same for an object loaded at start-up and not read yet; lock-free
+ * for the others. */
+void resolve_read_if_pending(uintptr_t a);
+/* One object loaded at start-up, prepared (resolve_init). */
+void resolve_prepare_object(const struct loaded_object *so, uintptr_t self);
+/* Whether each rule names a function loaded at start-up (before main). */
+void resolve_check_rules(void);
+/* The filter as the policy is armed (resolve_init). */
+void resolve_mark_filter(const struct shim_state *st);
+/* The entries of start-up objects l does not list, done with
+ * (resolve_lock held). */
+void resolve_forget_pending(const struct loaded_list *l);
 
 #endif
