@@ -18,6 +18,7 @@ struct lctx {
 	uint8_t pool;
 	int16_t lane;                      /* the lane it used last (learn_lock) */
 	uint16_t site;                     /* the site routing charged (wrappers looked through) */
+	uint8_t takes;                     /* shared lanes taken, each on a fresh page (learn_lock) */
 	_Atomic uint64_t objects, bytes;   /* before the pool's first trigger */
 	_Atomic uint64_t freed_objects, freed_bytes;   /* before the trigger or after */
 	_Atomic uint64_t early_objects, early_bytes;   /* of those, before the pool's first trigger */
