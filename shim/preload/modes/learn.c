@@ -59,7 +59,7 @@
 #include <unwind.h>
 
 #define CTX_MAX 65536u                 /* context ids 1..CTX_MAX-1; 0: none */
-#define CTX_HASH (2 * CTX_MAX)         /* open addressing, power of two */
+#define CTX_BUCKETS 8192u              /* hash chains (lctx.next), power of two */
 #define LANES 64                       /* per pool: contexts allocating in turn without a page skip */
 #define OWN_LANE_AFTER 2               /* shared lanes taken: then a lane of the context's own */
 #define SHIM_FRAMES_MAX 16             /* the shim's own frames above the allocator's caller */
@@ -72,10 +72,11 @@ struct lane {
 
 static const struct shim_state *learn_st;
 static struct lctx *ctxs;              /* [CTX_MAX] */
-static _Atomic uint32_t *ctx_index;    /* [CTX_HASH]: context id, 0 free */
+static _Atomic uint32_t *ctx_index;    /* [CTX_BUCKETS]: a chain's first context id, 0: none */
 static uint32_t n_ctx = 1;             /* next id; written under learn_lock */
 static struct lane *lanes;             /* [SHIM_POOLS_MAX][LANES] */
-static struct lane *own_lanes;         /* [CTX_MAX]: those of the contexts that have one */
+static struct lane *own_lanes;         /* [CTX_MAX]: [1..n_own), in the order they were given */
+static uint32_t n_own = 1;             /* learn_lock */
 static uint64_t tick;                  /* learn_lock */
 static _Atomic uint32_t *page_ctx;     /* per arena page: its context id */
 static _Atomic uint64_t *opened;       /* per arena page: made writable by learning */
@@ -157,31 +158,32 @@ static uint64_t chain_hash(const uintptr_t *f, unsigned n, size_t pool)
 static uint32_t ctx_get(const uintptr_t *f, unsigned n, size_t pool, uint16_t site)
 {
 	uint64_t h = chain_hash(f, n, pool);
-	for (uint32_t k = 0; k < CTX_HASH; k++) {
-		uint32_t slot = (uint32_t)(h + k) & (CTX_HASH - 1);
-		uint32_t id = atomic_load_explicit(&ctx_index[slot], memory_order_relaxed);
-		if (id == 0) {
-			id = __atomic_load_n(&n_ctx, __ATOMIC_RELAXED);
-			if (id >= CTX_MAX)
-				return 0;
-			struct lctx *c = &ctxs[id];
-			c->hash = h;
-			memcpy(c->frames, f, n * sizeof(*f));
-			c->n_frames = (uint8_t)n;
-			c->pool = (uint8_t)pool;
-			c->lane = -1;
-			c->site = site;
-			/* Whole before it is counted: a flush reads up to n_ctx
-			 * without the lock. */
-			__atomic_store_n(&n_ctx, id + 1, __ATOMIC_RELEASE);
-			atomic_store_explicit(&ctx_index[slot], id, memory_order_release);
-			return id;
-		}
+	uint32_t b = (uint32_t)(h ^ h >> 32) & (CTX_BUCKETS - 1);
+	uint32_t first = atomic_load_explicit(&ctx_index[b], memory_order_relaxed);
+	/* Bounded: the table is writable memory, a chain overwritten into a
+	 * loop ends here too. */
+	uint32_t k = 0;
+	for (uint32_t id = first; id != 0 && id < CTX_MAX && k++ < CTX_MAX; id = ctxs[id].next) {
 		const struct lctx *c = &ctxs[id];
 		if (c->hash == h && c->pool == pool && c->n_frames == n && memcmp(c->frames, f, n * sizeof(*f)) == 0)
 			return id;
 	}
-	return 0;
+	uint32_t id = __atomic_load_n(&n_ctx, __ATOMIC_RELAXED);
+	if (id >= CTX_MAX)
+		return 0;
+	struct lctx *c = &ctxs[id];
+	c->hash = h;
+	memcpy(c->frames, f, n * sizeof(*f));
+	c->n_frames = (uint8_t)n;
+	c->pool = (uint8_t)pool;
+	c->lane = -1;
+	c->site = site;
+	c->next = first;
+	/* Whole before it is counted: a flush reads up to n_ctx without the
+	 * lock. */
+	__atomic_store_n(&n_ctx, id + 1, __ATOMIC_RELEASE);
+	atomic_store_explicit(&ctx_index[b], id, memory_order_release);
+	return id;
 }
 
 static size_t page_of(uintptr_t a)
@@ -217,8 +219,10 @@ static struct lane *lane_for(size_t i, uint32_t id, bool *fresh)
 		return &pl[c->lane];
 	}
 	if (c->takes >= OWN_LANE_AFTER) {
-		own_lanes[id].owner = id;
-		return &own_lanes[id];
+		if (c->own == 0)
+			c->own = (uint16_t)n_own++;        /* at most one a context: < CTX_MAX */
+		own_lanes[c->own].owner = id;
+		return &own_lanes[c->own];
 	}
 	c->takes++;
 	int best = 0;
@@ -396,7 +400,7 @@ bool learn_init(const struct shim_state *st)
 	size_t pages = arena_size / os_page_size;
 	size_t words = (pages + 63) / 64;
 	if (os_map_lazy(CTX_MAX * sizeof(struct lctx), &c) < 0 ||
-	    os_map_lazy(CTX_HASH * sizeof(uint32_t), &x) < 0 ||
+	    os_map_lazy(CTX_BUCKETS * sizeof(uint32_t), &x) < 0 ||
 	    os_map_lazy(SHIM_POOLS_MAX * LANES * sizeof(struct lane), &l) < 0 ||
 	    os_map_lazy(CTX_MAX * sizeof(struct lane), &ol) < 0 ||
 	    os_map_lazy(pages * sizeof(uint32_t), &pg) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0 ||

@@ -30,6 +30,8 @@ struct lctx {
 	 * entries are its own, all sent again). */
 	uint32_t sent_epoch;
 	uint8_t sent_written;
+	uint16_t own;                      /* its lane of its own, 1.. (0: none; learn_lock) */
+	uint32_t next;                     /* the next context of its hash bucket (learn_lock) */
 	uint64_t sent_objects, sent_freed, sent_late;
 };
 
