@@ -8,13 +8,16 @@
  * Owns: the context table (chains hashed, ids 1..CTX_MAX-1, never
  * removed), the lanes (regions of pool.c, each page of a lane holding one
  * context's objects: per learn pool LANES shared in turn, a lane changing
- * hands skips to a fresh page; and a lane of its own for each context that
- * took OWN_LANE_AFTER shared lanes already), the page map (arena page -> context id) that the fault
- * handler, kwrite.c and free read.  Must never: let a write
- * through for a pool the read-only decision does not say learns, take a
- * lock or allocate in learn_let_through, or keep a write from marking the
- * context it wrote into (a page holds one context, so opening it for good
- * loses no later write of another).
+ * hands skips to a fresh page; and a lane of its own for each context
+ * that took OWN_LANE_AFTER shared lanes already), the page map (arena
+ * page -> context id, and the objects live on it before the trigger) that
+ * the fault handler, kwrite.c and free read, and the giving back of pages
+ * whose objects were all freed before the trigger.  Must never: let a
+ * write through for a pool the read-only decision does not say learns,
+ * take a lock or allocate in learn_let_through, keep a write from marking
+ * the context it wrote into (a page holds one context, so opening it for
+ * good loses no later write of another), or give back a page that holds
+ * a live object.
  *
  * Why pages of their own rather than the store's address resolved to its
  * object: the address names the first object written on a page, but the
@@ -36,8 +39,9 @@
  * in up to 1,024): late allocations are counted per context, the others a
  * load and an atomic add on their site's counter.  A free of a pool
  * object: a page-map load, a record look-up, a load of the pool's flags
- * and two atomic adds (four before the trigger: frees before it are
- * counted apart, PMALLOC_TRIGGER_LIVE_*).
+ * and two atomic adds; before the trigger four (frees before it are
+ * counted apart, PMALLOC_TRIGGER_LIVE_*) and learn_lock for the page's
+ * live count, with one madvise for each page it leaves with none.
  *
  * learn_let_through() runs in the SIGSEGV handler and in kwrite.c: it
  * touches only pre-mapped tables (atomics) and makes one mprotect call per
@@ -63,6 +67,9 @@
 #define LANES 64                       /* per pool: contexts allocating in turn without a page skip */
 #define OWN_LANE_AFTER 2               /* shared lanes taken: then a lane of the context's own */
 #define SHIM_FRAMES_MAX 16             /* the shim's own frames above the allocator's caller */
+#define PAGE_CTX_ID 0xffffu            /* page_ctx's bits that hold the context id */
+#define PAGE_LIVE_ONE 0x10000u         /* one live object in page_ctx's count above them */
+static_assert(CTX_MAX - 1 <= PAGE_CTX_ID, "a context id fits its bits of page_ctx");
 
 struct lane {
 	struct pool_region r;              /* pool.c's, bound at first use */
@@ -78,7 +85,10 @@ static struct lane *lanes;             /* [SHIM_POOLS_MAX][LANES] */
 static struct lane *own_lanes;         /* [CTX_MAX]: [1..n_own), in the order they were given */
 static uint32_t n_own = 1;             /* learn_lock */
 static uint64_t tick;                  /* learn_lock */
-static _Atomic uint32_t *page_ctx;     /* per arena page: its context id */
+static _Atomic uint32_t *page_ctx;     /* per arena page: its context id, and above PAGE_CTX_ID
+					* its objects live before the trigger (learn_lock) */
+static _Atomic uint64_t *freed_early;  /* per arena granule, a bit: the object starting there
+					* was freed before the trigger (learn_lock) */
 static _Atomic uint64_t *opened;       /* per arena page: made writable by learning */
 static _Atomic uint64_t *open_done;    /* per arena page: its mprotect returned */
 static _Atomic uint64_t lost;          /* allocations no context could take (table full) */
@@ -297,8 +307,11 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 	if (obj) {
 		/* Every page the object touches is its context's: the lane's
 		 * page was fresh when the context took it. */
-		for (size_t pg = page_of((uintptr_t)obj); pg <= page_of((uintptr_t)obj + need - 1); pg++)
-			atomic_store_explicit(&page_ctx[pg], id, memory_order_release);
+		for (size_t pg = page_of((uintptr_t)obj); pg <= page_of((uintptr_t)obj + need - 1); pg++) {
+			uint32_t v = atomic_load_explicit(&page_ctx[pg], memory_order_relaxed);
+			atomic_store_explicit(&page_ctx[pg], ((v & ~PAGE_CTX_ID) + PAGE_LIVE_ONE) | id,
+					      memory_order_release);
+		}
 		atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->bytes, need, memory_order_relaxed);
 	} else if (pool_closed(p)) {
@@ -314,8 +327,36 @@ static uint32_t ctx_at(uintptr_t a)
 {
 	if (!page_ctx || !arena_contains((const void *)a))
 		return 0;
-	uint32_t id = atomic_load_explicit(&page_ctx[page_of(a)], memory_order_acquire);
+	uint32_t id = atomic_load_explicit(&page_ctx[page_of(a)], memory_order_acquire) & PAGE_CTX_ID;
 	return id < CTX_MAX ? id : 0;
+}
+
+/* Object [obj, obj+size) of context id freed before its pool's trigger:
+ * each of its pages that holds no live object any more is given back
+ * (its objects all freed: nothing the program may still use, nothing a
+ * protect will ever hold; a page its lane goes on filling comes back,
+ * zero, at the next object's first store).  The live counts are
+ * learn_alloc's, under the same lock, so no object lands on a page
+ * between its count read as 0 and the discard.  An object freed twice
+ * is counted once (its bit in freed_early): a double free the heap would
+ * have let by drops no other object's page. */
+static void release_early(uintptr_t obj, size_t size, uint32_t id)
+{
+	size_t g = (obj - arena_base) >> ARENA_GRANULE_SHIFT;
+	uint64_t m = UINT64_C(1) << (g % 64);
+	pthread_mutex_lock(&learn_lock);
+	if (!(atomic_fetch_or_explicit(&freed_early[g / 64], m, memory_order_relaxed) & m)) {
+		for (size_t pg = page_of(obj); pg <= page_of(obj + size - 1); pg++) {
+			uint32_t v = atomic_load_explicit(&page_ctx[pg], memory_order_relaxed);
+			if ((v & PAGE_CTX_ID) != id || v < PAGE_LIVE_ONE)
+				continue;          /* not counted: never given back */
+			v -= PAGE_LIVE_ONE;
+			atomic_store_explicit(&page_ctx[pg], v, memory_order_release);
+			if (v < PAGE_LIVE_ONE)
+				(void)os_discard((void *)(arena_base + pg * os_page_size), os_page_size);
+		}
+	}
+	pthread_mutex_unlock(&learn_lock);
 }
 
 void learn_note_free(const void *p)
@@ -329,9 +370,13 @@ void learn_note_free(const void *p)
 	struct lctx *c = &ctxs[id];
 	/* Before the trigger, a start-up object the program is done with: it
 	 * never reaches protection (what it held stays pool memory, the pool
-	 * never reuses it).  So is the old configuration a reload frees
+	 * never reuses it; its pages, once none holds a live object, are
+	 * given back: release_early).  So is the old configuration a reload frees
 	 * (reload.h): counted with those, not as a free while serving. */
-	if (!pool_closed(learn_st->pools[c->pool].pool) || reload_in_window()) {
+	bool closed = pool_closed(learn_st->pools[c->pool].pool);
+	if (!closed && hit.object_size)
+		release_early(hit.object, hit.object_size, id);
+	if (!closed || reload_in_window()) {
 		atomic_fetch_add_explicit(&c->early_objects, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->early_bytes, hit.object_size, memory_order_relaxed);
 	}
@@ -396,7 +441,7 @@ static void lock_drop_fork(void)
 
 bool learn_init(const struct shim_state *st)
 {
-	void *c, *x, *l, *ol, *pg, *o, *lc, *od;
+	void *c, *x, *l, *ol, *pg, *o, *lc, *od, *fe;
 	size_t pages = arena_size / os_page_size;
 	size_t words = (pages + 63) / 64;
 	if (os_map_lazy(CTX_MAX * sizeof(struct lctx), &c) < 0 ||
@@ -404,7 +449,8 @@ bool learn_init(const struct shim_state *st)
 	    os_map_lazy(SHIM_POOLS_MAX * LANES * sizeof(struct lane), &l) < 0 ||
 	    os_map_lazy(CTX_MAX * sizeof(struct lane), &ol) < 0 ||
 	    os_map_lazy(pages * sizeof(uint32_t), &pg) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0 ||
-	    os_map_lazy(65536 * sizeof(*late_calls), &lc) < 0 || os_map_lazy(words * sizeof(uint64_t), &od) < 0) {
+	    os_map_lazy(65536 * sizeof(*late_calls), &lc) < 0 || os_map_lazy(words * sizeof(uint64_t), &od) < 0 ||
+	    os_map_lazy((arena_size >> ARENA_GRANULE_SHIFT) / 8, &fe) < 0) {
 		debug_printf("learn mode: no memory for its tables; pools enforce");
 		return false;
 	}
@@ -416,6 +462,7 @@ bool learn_init(const struct shim_state *st)
 	opened = o;
 	late_calls = lc;
 	open_done = od;
+	freed_early = fe;
 	/* Registered after pool.c's handlers (the pools exist): taken before
 	 * the pools' locks, the order learn_alloc() takes them in; the flush's
 	 * lock before it (learn_flush_init() registers its handlers after
