@@ -93,6 +93,10 @@ static _Atomic uint64_t *opened;       /* per arena page: made writable by learn
 static _Atomic uint64_t *open_done;    /* per arena page: its mprotect returned */
 static _Atomic uint64_t lost;          /* allocations no context could take (table full) */
 static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
+/* This thread holds learn_lock in learn_alloc: a free() from a signal
+ * handler that interrupted it gives no page back (release_early would
+ * wait on its own lock). */
+static __thread bool lock_mine __attribute__((tls_model("initial-exec")));
 
 bool learn_active(void)
 {
@@ -291,8 +295,10 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 	size_t need = ALIGN_UP(size ? size : 1, PM_ALIGN);
 	void *obj = NULL;
 	pthread_mutex_lock(&learn_lock);
+	lock_mine = true;
 	uint32_t id = ctx_get(f, n, i, site);
 	if (id == 0) {
+		lock_mine = false;
 		pthread_mutex_unlock(&learn_lock);
 		atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
 		return NULL;
@@ -318,6 +324,7 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 		atomic_fetch_add_explicit(&c->late_objects, weight, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->late_bytes, need * weight, memory_order_relaxed);
 	}
+	lock_mine = false;
 	pthread_mutex_unlock(&learn_lock);
 	return obj;
 }
@@ -339,9 +346,13 @@ static uint32_t ctx_at(uintptr_t a)
  * learn_alloc's, under the same lock, so no object lands on a page
  * between its count read as 0 and the discard.  An object freed twice
  * is counted once (its bit in freed_early): a double free the heap would
- * have let by drops no other object's page. */
+ * have let by drops no other object's page.  A free that interrupted this
+ * thread's learn_alloc (a signal handler's) leaves its count as it is:
+ * its pages are kept. */
 static void release_early(uintptr_t obj, size_t size, uint32_t id)
 {
+	if (lock_mine)
+		return;
 	size_t g = (obj - arena_base) >> ARENA_GRANULE_SHIFT;
 	uint64_t m = UINT64_C(1) << (g % 64);
 	pthread_mutex_lock(&learn_lock);
