@@ -144,6 +144,11 @@ int os_decommit(void *p, size_t len)
 	return r;
 }
 
+int os_discard(void *p, size_t len)
+{
+	return OS_CALL(syscall(SYS_madvise, p, len, MADV_DONTNEED));
+}
+
 int os_protect_ro(void *p, size_t len)
 {
 	return OS_CALL(syscall(SYS_mprotect, p, len, PROT_READ));

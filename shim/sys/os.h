@@ -71,6 +71,10 @@ int os_reserve(size_t len, void **ret);
 int os_commit(void *p, size_t len);
 /* Give [p, p+len) back to the system, leaving it reserved and inaccessible. */
 int os_decommit(void *p, size_t len);
+/* Drop the pages of [p, p+len), keeping the mapping and its protection:
+ * they read as zero after (learn.c: pages whose objects were all freed
+ * before the trigger). */
+int os_discard(void *p, size_t len);
 /* Make [p, p+len) read-only.  Every result is checked (a protect of pool
  * memory or of the shim's own state that fails silently would leave a
  * decision writable): fatal(), or said with the process unprotected. */

@@ -8,13 +8,16 @@
  * Owns: the context table (chains hashed, ids 1..CTX_MAX-1, never
  * removed), the lanes (regions of pool.c, each page of a lane holding one
  * context's objects: per learn pool LANES shared in turn, a lane changing
- * hands skips to a fresh page; and a lane of its own for each context past
- * OWN_LANE_AFTER objects), the page map (arena page -> context id) that the fault
- * handler, kwrite.c and free read.  Must never: let a write
- * through for a pool the read-only decision does not say learns, take a
- * lock or allocate in learn_let_through, or keep a write from marking the
- * context it wrote into (a page holds one context, so opening it for good
- * loses no later write of another).
+ * hands skips to a fresh page; and a lane of its own for each context
+ * that took OWN_LANE_AFTER shared lanes already), the page map (arena
+ * page -> context id, and the objects live on it before the trigger) that
+ * the fault handler, kwrite.c and free read, and the giving back of pages
+ * whose objects were all freed before the trigger.  Must never: let a
+ * write through for a pool the read-only decision does not say learns,
+ * take a lock or allocate in learn_let_through, keep a write from marking
+ * the context it wrote into (a page holds one context, so opening it for
+ * good loses no later write of another), or give back a page that holds
+ * a live object.
  *
  * Why pages of their own rather than the store's address resolved to its
  * object: the address names the first object written on a page, but the
@@ -36,8 +39,9 @@
  * in up to 1,024): late allocations are counted per context, the others a
  * load and an atomic add on their site's counter.  A free of a pool
  * object: a page-map load, a record look-up, a load of the pool's flags
- * and two atomic adds (four before the trigger: frees before it are
- * counted apart, PMALLOC_TRIGGER_LIVE_*).
+ * and two atomic adds; before the trigger four (frees before it are
+ * counted apart, PMALLOC_TRIGGER_LIVE_*) and learn_lock for the page's
+ * live count, with one madvise for each page it leaves with none.
  *
  * learn_let_through() runs in the SIGSEGV handler and in kwrite.c: it
  * touches only pre-mapped tables (atomics) and makes one mprotect call per
@@ -59,10 +63,13 @@
 #include <unwind.h>
 
 #define CTX_MAX 65536u                 /* context ids 1..CTX_MAX-1; 0: none */
-#define CTX_HASH (2 * CTX_MAX)         /* open addressing, power of two */
+#define CTX_BUCKETS 8192u              /* hash chains (lctx.next), power of two */
 #define LANES 64                       /* per pool: contexts allocating in turn without a page skip */
-#define OWN_LANE_AFTER 32              /* objects: then a lane of the context's own */
+#define OWN_LANE_AFTER 2               /* shared lanes taken: then a lane of the context's own */
 #define SHIM_FRAMES_MAX 16             /* the shim's own frames above the allocator's caller */
+#define PAGE_CTX_ID 0xffffu            /* page_ctx's bits that hold the context id */
+#define PAGE_LIVE_ONE 0x10000u         /* one live object in page_ctx's count above them */
+static_assert(CTX_MAX - 1 <= PAGE_CTX_ID, "a context id fits its bits of page_ctx");
 
 struct lane {
 	struct pool_region r;              /* pool.c's, bound at first use */
@@ -72,16 +79,24 @@ struct lane {
 
 static const struct shim_state *learn_st;
 static struct lctx *ctxs;              /* [CTX_MAX] */
-static _Atomic uint32_t *ctx_index;    /* [CTX_HASH]: context id, 0 free */
+static _Atomic uint32_t *ctx_index;    /* [CTX_BUCKETS]: a chain's first context id, 0: none */
 static uint32_t n_ctx = 1;             /* next id; written under learn_lock */
 static struct lane *lanes;             /* [SHIM_POOLS_MAX][LANES] */
-static struct lane *own_lanes;         /* [CTX_MAX]: those of the contexts that have one */
+static struct lane *own_lanes;         /* [CTX_MAX]: [1..n_own), in the order they were given */
+static uint32_t n_own = 1;             /* learn_lock */
 static uint64_t tick;                  /* learn_lock */
-static _Atomic uint32_t *page_ctx;     /* per arena page: its context id */
+static _Atomic uint32_t *page_ctx;     /* per arena page: its context id, and above PAGE_CTX_ID
+					* its objects live before the trigger (learn_lock) */
+static _Atomic uint64_t *freed_early;  /* per arena granule, a bit: the object starting there
+					* was freed before the trigger (learn_lock) */
 static _Atomic uint64_t *opened;       /* per arena page: made writable by learning */
 static _Atomic uint64_t *open_done;    /* per arena page: its mprotect returned */
 static _Atomic uint64_t lost;          /* allocations no context could take (table full) */
 static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
+/* This thread holds learn_lock in learn_alloc: a free() from a signal
+ * handler that interrupted it gives no page back (release_early would
+ * wait on its own lock). */
+static __thread bool lock_mine __attribute__((tls_model("initial-exec")));
 
 bool learn_active(void)
 {
@@ -157,31 +172,32 @@ static uint64_t chain_hash(const uintptr_t *f, unsigned n, size_t pool)
 static uint32_t ctx_get(const uintptr_t *f, unsigned n, size_t pool, uint16_t site)
 {
 	uint64_t h = chain_hash(f, n, pool);
-	for (uint32_t k = 0; k < CTX_HASH; k++) {
-		uint32_t slot = (uint32_t)(h + k) & (CTX_HASH - 1);
-		uint32_t id = atomic_load_explicit(&ctx_index[slot], memory_order_relaxed);
-		if (id == 0) {
-			id = __atomic_load_n(&n_ctx, __ATOMIC_RELAXED);
-			if (id >= CTX_MAX)
-				return 0;
-			struct lctx *c = &ctxs[id];
-			c->hash = h;
-			memcpy(c->frames, f, n * sizeof(*f));
-			c->n_frames = (uint8_t)n;
-			c->pool = (uint8_t)pool;
-			c->lane = -1;
-			c->site = site;
-			/* Whole before it is counted: a flush reads up to n_ctx
-			 * without the lock. */
-			__atomic_store_n(&n_ctx, id + 1, __ATOMIC_RELEASE);
-			atomic_store_explicit(&ctx_index[slot], id, memory_order_release);
-			return id;
-		}
+	uint32_t b = (uint32_t)(h ^ h >> 32) & (CTX_BUCKETS - 1);
+	uint32_t first = atomic_load_explicit(&ctx_index[b], memory_order_relaxed);
+	/* Bounded: the table is writable memory, a chain overwritten into a
+	 * loop ends here too. */
+	uint32_t k = 0;
+	for (uint32_t id = first; id != 0 && id < CTX_MAX && k++ < CTX_MAX; id = ctxs[id].next) {
 		const struct lctx *c = &ctxs[id];
 		if (c->hash == h && c->pool == pool && c->n_frames == n && memcmp(c->frames, f, n * sizeof(*f)) == 0)
 			return id;
 	}
-	return 0;
+	uint32_t id = __atomic_load_n(&n_ctx, __ATOMIC_RELAXED);
+	if (id >= CTX_MAX)
+		return 0;
+	struct lctx *c = &ctxs[id];
+	c->hash = h;
+	memcpy(c->frames, f, n * sizeof(*f));
+	c->n_frames = (uint8_t)n;
+	c->pool = (uint8_t)pool;
+	c->lane = -1;
+	c->site = site;
+	c->next = first;
+	/* Whole before it is counted: a flush reads up to n_ctx without the
+	 * lock. */
+	__atomic_store_n(&n_ctx, id + 1, __ATOMIC_RELEASE);
+	atomic_store_explicit(&ctx_index[b], id, memory_order_release);
+	return id;
 }
 
 static size_t page_of(uintptr_t a)
@@ -189,12 +205,12 @@ static size_t page_of(uintptr_t a)
 	return (a - arena_base) / os_page_size;
 }
 
-/* A lane of pool i for context id (learn_lock held).  A context past
- * OWN_LANE_AFTER objects: a lane of its own (its page never handed to
- * another context, never skipped; pool_alloc_in's first span of a region
- * starts on a page of its own).  Else the shared lane it used last while
- * it still holds its page, else the one least lately used, whose next
- * object then starts on a fresh page (*fresh).
+/* A lane of pool i for context id (learn_lock held): the shared lane it
+ * used last while it still holds its page; else, for a context that took
+ * OWN_LANE_AFTER shared lanes already, a lane of its own (its page never
+ * handed to another context, never skipped; pool_alloc_in's first span of
+ * a region starts on a page of its own); else the shared lane least
+ * lately used, whose next object then starts on a fresh page (*fresh).
  *
  * Why both: shared lanes skip to a fresh page at each change of hands,
  * and a start-up that interleaves more busy contexts than there are lanes
@@ -202,20 +218,27 @@ static size_t page_of(uintptr_t a)
  * touched a page every few objects, 16 x its resident memory.  A lane of
  * its own costs a context two pages (its page tail and its span's first
  * page of records): for every context, nginx's 800 a process, that was
- * 3.2 x nginx's memory where shared lanes cost 2.2 x. */
+ * 3.2 x nginx's memory where shared lanes cost 2.2 x.  Whether a context
+ * is busy is told by the lanes it had to take, not by its objects: past
+ * 32 objects (the rule before) haproxy's worker put each of the first 31
+ * objects of 390 interleaved contexts on a page of its own, 7,900 pages
+ * (31 MB of its 70); after two takes, none (36.7 MB in all). */
 static struct lane *lane_for(size_t i, uint32_t id, bool *fresh)
 {
 	struct lctx *c = &ctxs[id];
 	*fresh = false;
-	if (atomic_load_explicit(&c->objects, memory_order_relaxed) >= OWN_LANE_AFTER) {
-		own_lanes[id].owner = id;
-		return &own_lanes[id];
-	}
 	struct lane *pl = &lanes[i * LANES];
 	if (c->lane >= 0 && pl[c->lane].owner == id) {
 		pl[c->lane].used = ++tick;
 		return &pl[c->lane];
 	}
+	if (c->takes >= OWN_LANE_AFTER) {
+		if (c->own == 0)
+			c->own = (uint16_t)n_own++;        /* at most one a context: < CTX_MAX */
+		own_lanes[c->own].owner = id;
+		return &own_lanes[c->own];
+	}
+	c->takes++;
 	int best = 0;
 	for (int k = 1; k < LANES; k++)
 		if (pl[k].used < pl[best].used)
@@ -272,8 +295,10 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 	size_t need = ALIGN_UP(size ? size : 1, PM_ALIGN);
 	void *obj = NULL;
 	pthread_mutex_lock(&learn_lock);
+	lock_mine = true;
 	uint32_t id = ctx_get(f, n, i, site);
 	if (id == 0) {
+		lock_mine = false;
 		pthread_mutex_unlock(&learn_lock);
 		atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
 		return NULL;
@@ -288,14 +313,18 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 	if (obj) {
 		/* Every page the object touches is its context's: the lane's
 		 * page was fresh when the context took it. */
-		for (size_t pg = page_of((uintptr_t)obj); pg <= page_of((uintptr_t)obj + need - 1); pg++)
-			atomic_store_explicit(&page_ctx[pg], id, memory_order_release);
+		for (size_t pg = page_of((uintptr_t)obj); pg <= page_of((uintptr_t)obj + need - 1); pg++) {
+			uint32_t v = atomic_load_explicit(&page_ctx[pg], memory_order_relaxed);
+			atomic_store_explicit(&page_ctx[pg], ((v & ~PAGE_CTX_ID) + PAGE_LIVE_ONE) | id,
+					      memory_order_release);
+		}
 		atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->bytes, need, memory_order_relaxed);
 	} else if (pool_closed(p)) {
 		atomic_fetch_add_explicit(&c->late_objects, weight, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->late_bytes, need * weight, memory_order_relaxed);
 	}
+	lock_mine = false;
 	pthread_mutex_unlock(&learn_lock);
 	return obj;
 }
@@ -305,8 +334,40 @@ static uint32_t ctx_at(uintptr_t a)
 {
 	if (!page_ctx || !arena_contains((const void *)a))
 		return 0;
-	uint32_t id = atomic_load_explicit(&page_ctx[page_of(a)], memory_order_acquire);
+	uint32_t id = atomic_load_explicit(&page_ctx[page_of(a)], memory_order_acquire) & PAGE_CTX_ID;
 	return id < CTX_MAX ? id : 0;
+}
+
+/* Object [obj, obj+size) of context id freed before its pool's trigger:
+ * each of its pages that holds no live object any more is given back
+ * (its objects all freed: nothing the program may still use, nothing a
+ * protect will ever hold; a page its lane goes on filling comes back,
+ * zero, at the next object's first store).  The live counts are
+ * learn_alloc's, under the same lock, so no object lands on a page
+ * between its count read as 0 and the discard.  An object freed twice
+ * is counted once (its bit in freed_early): a double free the heap would
+ * have let by drops no other object's page.  A free that interrupted this
+ * thread's learn_alloc (a signal handler's) leaves its count as it is:
+ * its pages are kept. */
+static void release_early(uintptr_t obj, size_t size, uint32_t id)
+{
+	if (lock_mine)
+		return;
+	size_t g = (obj - arena_base) >> ARENA_GRANULE_SHIFT;
+	uint64_t m = UINT64_C(1) << (g % 64);
+	pthread_mutex_lock(&learn_lock);
+	if (!(atomic_fetch_or_explicit(&freed_early[g / 64], m, memory_order_relaxed) & m)) {
+		for (size_t pg = page_of(obj); pg <= page_of(obj + size - 1); pg++) {
+			uint32_t v = atomic_load_explicit(&page_ctx[pg], memory_order_relaxed);
+			if ((v & PAGE_CTX_ID) != id || v < PAGE_LIVE_ONE)
+				continue;          /* not counted: never given back */
+			v -= PAGE_LIVE_ONE;
+			atomic_store_explicit(&page_ctx[pg], v, memory_order_release);
+			if (v < PAGE_LIVE_ONE)
+				(void)os_discard((void *)(arena_base + pg * os_page_size), os_page_size);
+		}
+	}
+	pthread_mutex_unlock(&learn_lock);
 }
 
 void learn_note_free(const void *p)
@@ -320,9 +381,13 @@ void learn_note_free(const void *p)
 	struct lctx *c = &ctxs[id];
 	/* Before the trigger, a start-up object the program is done with: it
 	 * never reaches protection (what it held stays pool memory, the pool
-	 * never reuses it).  So is the old configuration a reload frees
+	 * never reuses it; its pages, once none holds a live object, are
+	 * given back: release_early).  So is the old configuration a reload frees
 	 * (reload.h): counted with those, not as a free while serving. */
-	if (!pool_closed(learn_st->pools[c->pool].pool) || reload_in_window()) {
+	bool closed = pool_closed(learn_st->pools[c->pool].pool);
+	if (!closed && hit.object_size)
+		release_early(hit.object, hit.object_size, id);
+	if (!closed || reload_in_window()) {
 		atomic_fetch_add_explicit(&c->early_objects, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->early_bytes, hit.object_size, memory_order_relaxed);
 	}
@@ -387,15 +452,16 @@ static void lock_drop_fork(void)
 
 bool learn_init(const struct shim_state *st)
 {
-	void *c, *x, *l, *ol, *pg, *o, *lc, *od;
+	void *c, *x, *l, *ol, *pg, *o, *lc, *od, *fe;
 	size_t pages = arena_size / os_page_size;
 	size_t words = (pages + 63) / 64;
 	if (os_map_lazy(CTX_MAX * sizeof(struct lctx), &c) < 0 ||
-	    os_map_lazy(CTX_HASH * sizeof(uint32_t), &x) < 0 ||
+	    os_map_lazy(CTX_BUCKETS * sizeof(uint32_t), &x) < 0 ||
 	    os_map_lazy(SHIM_POOLS_MAX * LANES * sizeof(struct lane), &l) < 0 ||
 	    os_map_lazy(CTX_MAX * sizeof(struct lane), &ol) < 0 ||
 	    os_map_lazy(pages * sizeof(uint32_t), &pg) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0 ||
-	    os_map_lazy(65536 * sizeof(*late_calls), &lc) < 0 || os_map_lazy(words * sizeof(uint64_t), &od) < 0) {
+	    os_map_lazy(65536 * sizeof(*late_calls), &lc) < 0 || os_map_lazy(words * sizeof(uint64_t), &od) < 0 ||
+	    os_map_lazy((arena_size >> ARENA_GRANULE_SHIFT) / 8, &fe) < 0) {
 		debug_printf("learn mode: no memory for its tables; pools enforce");
 		return false;
 	}
@@ -407,6 +473,7 @@ bool learn_init(const struct shim_state *st)
 	opened = o;
 	late_calls = lc;
 	open_done = od;
+	freed_early = fe;
 	/* Registered after pool.c's handlers (the pools exist): taken before
 	 * the pools' locks, the order learn_alloc() takes them in; the flush's
 	 * lock before it (learn_flush_init() registers its handlers after

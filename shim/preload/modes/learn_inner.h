@@ -18,6 +18,7 @@ struct lctx {
 	uint8_t pool;
 	int16_t lane;                      /* the lane it used last (learn_lock) */
 	uint16_t site;                     /* the site routing charged (wrappers looked through) */
+	uint8_t takes;                     /* shared lanes taken, each on a fresh page (learn_lock) */
 	_Atomic uint64_t objects, bytes;   /* before the pool's first trigger */
 	_Atomic uint64_t freed_objects, freed_bytes;   /* before the trigger or after */
 	_Atomic uint64_t early_objects, early_bytes;   /* of those, before the pool's first trigger */
@@ -29,6 +30,8 @@ struct lctx {
 	 * entries are its own, all sent again). */
 	uint32_t sent_epoch;
 	uint8_t sent_written;
+	uint16_t own;                      /* its lane of its own, 1.. (0: none; learn_lock) */
+	uint32_t next;                     /* the next context of its hash bucket (learn_lock) */
 	uint64_t sent_objects, sent_freed, sent_late;
 };
 
