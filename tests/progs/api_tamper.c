@@ -186,7 +186,7 @@ static void add_shim_data(void)
 					if ((nw <= WORDS_PER_OBJECT || w < WORDS_PER_BUFFER) &&
 					    writable(seg.lo + (w0 + w) * 8))
 						add(seg.lo + (w0 + w) * 8, K_DATA, "%s+%zu", str + sym[k].st_name,
-						    w * 8 - (a & 7));
+						    w ? w * 8 - (a & 7) : 0);   /* +0: the word of its first byte */
 				}
 			}
 		}
