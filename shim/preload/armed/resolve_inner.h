@@ -66,7 +66,7 @@ struct range_table {
  * resolve to nothing (the heap). */
 struct resolve_ro {
 	const struct shim_state *state;  /* the state being armed, then shim */
-	struct rule *rules;              /* in a read-only mapping of their own (freeze_rules) */
+	struct rule *rules;              /* in room, or a read-only mapping of their own (freeze_rules) */
 	size_t n_rules;
 	bool any_specific;               /* a rule other than the match-all "*" (a wrapper is one) */
 	bool frozen;                     /* the page is read-only */
@@ -75,6 +75,10 @@ struct resolve_ro {
 	 * the function table's search needs ranges that do not overlap). */
 	struct range_table *_Atomic table;
 	struct range_table *_Atomic points;
+	/* The rules and their strings, when they fit (most policies: frozen
+	 * with this page, no mapping and mprotect of their own); else in a
+	 * mapping made read-only apart (freeze_rules). */
+	_Alignas(64) unsigned char room[RO_PAGE - 128];
 };
 
 /* The rules that can name something in the object at path: by function
@@ -103,6 +107,7 @@ union resolve_ro_page {
 	struct resolve_ro s;
 	unsigned char page[RO_PAGE];
 };
+_Static_assert(sizeof(union resolve_ro_page) == RO_PAGE, "the decision has its page to itself");
 /* resolve_rules.c's; frozen by resolve_init (resolve.c). */
 extern union resolve_ro_page rro;
 #define state (rro.s.state)

@@ -178,18 +178,23 @@ static char *copy_str(char **at, const char *str)
 	return r;
 }
 
-/* The rules, with every string they point to, moved into a mapping of
- * their own made read-only: a heap overflow cannot reach them.  0 or
- * -errno. */
+/* The rules, with every string they point to, moved off the heap (a heap
+ * overflow cannot reach them) into read-only memory: the rest of the
+ * decision's own page when they fit, made read-only with it by
+ * resolve_init before the policy is armed (a policy's few rules: no
+ * mapping, no mprotect and no first touch of their own, three system
+ * calls or faults of every armed start-up); else a mapping of their own,
+ * read-only from here.  0 or -errno. */
 static int freeze_rules(void)
 {
 	size_t len = n_rules * sizeof(struct rule);
 	for (size_t i = 0; i < n_rules; i++)
 		len += (rules[i].object ? strlen(rules[i].object) + 1 : 0) + strlen(rules[i].function) + 1 +
 		       (rules[i].build_id ? strlen(rules[i].build_id) + 1 : 0);
-	len = ALIGN_UP(len ? len : 1, os_page_size);
-	void *mem;
-	int r = os_map(len, &mem);
+	bool own_map = len > sizeof(rro.s.room);
+	len = own_map ? ALIGN_UP(len, os_page_size) : sizeof(rro.s.room);
+	void *mem = rro.s.room;
+	int r = own_map ? os_map(len, &mem) : 0;
 	if (r < 0)
 		return r;
 	struct rule *fr = mem;
@@ -203,8 +208,9 @@ static int freeze_rules(void)
 	matched = heap_calloc(n_rules ? n_rules : 1, sizeof(*matched));
 	object_loaded = heap_calloc(n_rules ? n_rules : 1, sizeof(*object_loaded));
 	dropped = heap_calloc(n_rules ? n_rules : 1, sizeof(*dropped));
-	if (!matched || !object_loaded || !dropped || (r = os_protect_ro(mem, len)) < 0) {
-		os_unmap(mem, len);
+	if (!matched || !object_loaded || !dropped || (own_map && (r = os_protect_ro(mem, len)) < 0)) {
+		if (own_map)
+			os_unmap(mem, len);
 		return matched && object_loaded && dropped ? r : -ENOMEM;
 	}
 	heap_free(rules);
