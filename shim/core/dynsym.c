@@ -136,7 +136,7 @@ bool dynsym_tables(const void *dynamic, uintptr_t bias, struct dynsym_tables *re
 	}
 	if (!symtab || !strtab || strsz == 0)
 		return false;
-	*ret = (struct dynsym_tables){ symtab, dynsym_count(hash, gnu), strtab, strsz };
+	*ret = (struct dynsym_tables){ symtab, dynsym_count(hash, gnu), strtab, strsz, gnu };
 	return true;
 }
 

@@ -41,6 +41,7 @@ struct dynsym_tables {
 	uint32_t n_syms;           /* at most 1,000,000 */
 	const char *strs;
 	size_t strs_len;
+	const uint32_t *gnu_hash;  /* DT_GNU_HASH, or NULL */
 };
 /* Found from the object's dynamic section (its link map's l_ld) and load
  * bias; false when it has none.  AS-safe. */

@@ -110,6 +110,34 @@ static bool may_name(const struct symtab *t, struct rule *const *list, size_t n)
 	return symtab_has_any(t, texts, lens, n);
 }
 
+/* Whether every rule of list[n] names one function, no glob. */
+static bool all_literal(struct rule *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!list[i]->literal)
+			return false;
+	return true;
+}
+
+/* The functions literal rules name, each looked up in the loader's hash
+ * table of t (.dynsym in memory) instead of a walk over every symbol: the
+ * same ranges (each symbol under a rule's name goes to the first rule of
+ * that name, as in the walk).  false when t has no hash table. */
+static bool lookup_functions(struct collect *c, const struct applicable *a, const struct symtab *t)
+{
+	if (!t->gnu_hash || !all_literal(a->by_name, a->n_name))
+		return false;
+	for (size_t i = 0; i < a->n_name; i++) {
+		const char *name = a->by_name[i]->function;
+		bool seen = false;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = strcmp(a->by_name[k]->function, name) == 0;
+		if (!seen && symtab_lookup(t, c->obj.base, name, collect_symbol, c) != 0)
+			break;           /* no memory for a range: as the walk stops */
+	}
+	return true;
+}
+
 /* The ranges of the functions the rules name in one object, from its
  * symbol table t, into c. */
 void resolve_collect_functions(struct collect *c, const struct applicable *a, const struct symtab *t,
@@ -118,7 +146,7 @@ void resolve_collect_functions(struct collect *c, const struct applicable *a, co
 	struct symtab_filter filter;
 	c->apply = a->by_name;
 	c->n_apply = a->n_name;
-	if (!c->n_apply)
+	if (!c->n_apply || lookup_functions(c, a, t))
 		return;
 	if (!may_name(t, a->by_name, a->n_name)) {
 		debug_printf("no name in %s can match a rule: its %zu symbols not walked", path, t->n_syms);

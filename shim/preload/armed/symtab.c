@@ -447,7 +447,8 @@ int symtab_open_loaded(const ElfW(Dyn) *dyn, uintptr_t bias, struct symtab *ret)
 	struct dynsym_tables d;
 	if (!dynsym_tables(dyn, bias, &d) || d.strs[d.strs_len - 1] != '\0')
 		return -ENOENT;
-	*ret = (struct symtab){ .syms = d.syms, .n_syms = d.n_syms, .strs = d.strs, .strs_len = d.strs_len };
+	*ret = (struct symtab){ .syms = d.syms, .n_syms = d.n_syms, .strs = d.strs, .strs_len = d.strs_len,
+				.gnu_hash = d.gnu_hash };
 	return 0;
 }
 
@@ -558,6 +559,58 @@ static inline bool filter_passes(const struct symtab_filter *f, const unsigned c
 	return f->bits[slot / 64] >> (slot % 64) & 1;
 }
 
+/* What symtab_walk passes to fn: a defined function with a name and a size. */
+static bool is_function(const ElfW(Sym) *s, size_t name_end)
+{
+	return ((1u << ELF64_ST_TYPE(s->st_info)) & (1u << STT_FUNC | 1u << STT_GNU_IFUNC)) &&
+	       (size_t)s->st_name - 1 < name_end - 1 &&  /* not 0 (no name), nor at or past the end */
+	       s->st_shndx != SHN_UNDEF && s->st_size != 0;  /* not an import */
+}
+
+/* The loader's hash of a name (DT_GNU_HASH: Bernstein's, h * 33 + c). */
+static uint32_t gnu_hash_of(const char *name)
+{
+	uint32_t h = 5381;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = h * 33 + *p;
+	return h;
+}
+
+int symtab_lookup(const struct symtab *t, uintptr_t bias, const char *name, symtab_fn fn, void *ctx)
+{
+	const uint32_t *gnu = t->gnu_hash;
+	if (!gnu)
+		return -ENOTSUP;
+	uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom_size = gnu[2], shift = gnu[3];
+	if (nbuckets == 0 || t->strs_len < 2)
+		return 0;
+	const ElfW(Addr) *bloom = (const ElfW(Addr) *)(const void *)(gnu + 4);
+	const uint32_t *buckets = (const uint32_t *)(const void *)(bloom + bloom_size);
+	const uint32_t *chain = buckets + nbuckets;
+	const unsigned bits = sizeof(ElfW(Addr)) * 8;
+	uint32_t h = gnu_hash_of(name);
+	/* The Bloom filter first: a name the object lacks costs one word. */
+	if (bloom_size) {
+		ElfW(Addr) word = bloom[(h / bits) % bloom_size];
+		ElfW(Addr) mask = (ElfW(Addr))1 << (h % bits) | (ElfW(Addr))1 << ((h >> shift) % bits);
+		if ((word & mask) != mask)
+			return 0;
+	}
+	const size_t name_end = t->strs_len - 1;
+	for (uint32_t i = buckets[h % nbuckets]; i >= symoffset && i < t->n_syms; i++) {
+		uint32_t hi = chain[i - symoffset];
+		const ElfW(Sym) *s = &t->syms[i];
+		if ((hi | 1) == (h | 1) && is_function(s, name_end) && strcmp(t->strs + s->st_name, name) == 0) {
+			int r = fn(ctx, t->strs + s->st_name, bias + (uintptr_t)s->st_value, (size_t)s->st_size);
+			if (r)
+				return r;
+		}
+		if (hi & 1)
+			break;               /* the chain's last */
+	}
+	return 0;
+}
+
 int symtab_walk(const struct symtab *t, uintptr_t bias, const struct symtab_filter *filter, symtab_fn fn,
 		void *ctx)
 {
@@ -568,9 +621,7 @@ int symtab_walk(const struct symtab *t, uintptr_t bias, const struct symtab_filt
 	const size_t strs_len = t->strs_len, name_end = strs_len - 1;   /* names start before the last NUL */
 	const unsigned char *strs = (const unsigned char *)t->strs;
 	for (const ElfW(Sym) *s = t->syms, *end = s + t->n_syms; s < end; s++) {
-		if (!((1u << ELF64_ST_TYPE(s->st_info)) & (1u << STT_FUNC | 1u << STT_GNU_IFUNC)) ||
-		    (size_t)s->st_name - 1 >= name_end - 1 ||  /* 0 (no name), or at or past the end */
-		    s->st_shndx == SHN_UNDEF || s->st_size == 0)     /* an import: its name not read */
+		if (!is_function(s, name_end))     /* an import's name is never read */
 			continue;
 		if (filter && !filter_passes(filter, strs, s->st_name, strs_len))
 			continue;

@@ -31,6 +31,7 @@ struct symtab {
 	size_t strs_len;
 	const void *map;            /* the file mapping to release, or NULL */
 	size_t map_len;
+	const uint32_t *gnu_hash;   /* .dynsym in memory: the loader's DT_GNU_HASH, or NULL */
 };
 
 /* Locate the function symbols of the object loaded from path with load
@@ -68,6 +69,13 @@ void symtab_filter_add(struct symtab_filter *f, const char *prefix);
  * never a false "no").  n up to SYMTAB_TEXTS_MAX (more: true). */
 #define SYMTAB_TEXTS_MAX 64
 bool symtab_has_any(const struct symtab *t, const char *const *texts, const size_t *lens, size_t n);
+
+/* Call fn for each defined function of t named name, found through the
+ * loader's hash table (a few cache lines, where symtab_walk reads every
+ * symbol: libc's 3,000 exported ones, some 50 us of a start-up).  The
+ * same functions as symtab_walk passes fn under that name.  0, fn's
+ * non-zero return, or -ENOTSUP when t has no hash table (a file's). */
+int symtab_lookup(const struct symtab *t, uintptr_t bias, const char *name, symtab_fn fn, void *ctx);
 
 /* Call fn for each defined function of t (whose filter lets its name
  * through, when filter is not NULL), at run-time addresses (bias added). */
