@@ -139,9 +139,20 @@ void site_policy_unmark(uintptr_t lo, uintptr_t hi, const uint64_t *keep)
 			if (!(keep[g / 64] >> (g % 64) & 1))
 				site_policy.granule[g] = 0;
 		for (; g + 8 <= end; g += 8) {
+			/* A whole keep word at once where it is all or nothing:
+			 * most of an object's code holds no rule's function
+			 * (python3's 16,000 granules, 39,000 instructions a
+			 * byte-mask step at a time). */
+			uint64_t kw = keep[g / 64];
+			if (g % 64 == 0 && g + 64 <= end && (kw == 0 || kw == ~UINT64_C(0))) {
+				if (kw == 0)
+					memset(site_policy.granule + g, 0, 64);
+				g += 56;
+				continue;
+			}
 			uint64_t w;
 			memcpy(&w, site_policy.granule + g, 8);
-			w &= keep_mask8(keep[g / 64] >> (g % 64) & 0xffu);
+			w &= keep_mask8(kw >> (g % 64) & 0xffu);
 			memcpy(site_policy.granule + g, &w, 8);
 		}
 		for (; g < end; g++)
