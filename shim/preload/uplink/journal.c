@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -109,6 +110,29 @@ static int kept_socket(void)
 	return fd;
 }
 
+/* The entry on the kept socket, waiting up to wait_ms for room in
+ * journald's queue as send_entry_wait does on its own: a poll, since the
+ * socket is shared by every thread (a send timeout set on it would be
+ * theirs too), and a connected datagram socket polls writable once its
+ * peer's queue has room.  Without the wait, a chrooted process (haproxy's
+ * worker) lost every entry of a flush past the queue's first ten
+ * (net.unix.max_dgram_qlen without a booted systemd): 1,734 of 3,543 at
+ * its trigger. */
+static ssize_t send_kept(int fd, const struct fmt *f, unsigned int wait_ms)
+{
+	uint64_t end = os_monotonic_ns(false) + (uint64_t)wait_ms * 1000000u;
+	for (;;) {
+		ssize_t n = send(fd, f->start, fmt_len(f), MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			return n;
+		uint64_t now = os_monotonic_ns(false);
+		short revents;
+		if (now >= end || os_wait_fd(fd, POLLOUT, (int)((end - now + 999999u) / 1000000u), &revents) < 0 ||
+		    !(revents & POLLOUT))
+			return n;
+	}
+}
+
 /* true when journald took the entry.  Never blocks, unless wait_ms: then
  * up to that long for room in journald's queue (at exit only: a busy
  * journald must not cost the summary, a stalled one not the exit). */
@@ -129,7 +153,7 @@ static bool send_entry_wait(struct fmt *f, unsigned int wait_ms)
 	close(fd);
 	int kept;
 	if (n < 0 && (e == ENOENT || e == ECONNREFUSED || e == EACCES) && (kept = kept_socket()) >= 0)
-		n = send(kept, f->start, fmt_len(f), MSG_NOSIGNAL | MSG_DONTWAIT);
+		n = send_kept(kept, f, wait_ms);
 	return n == (ssize_t)fmt_len(f);
 }
 
@@ -329,8 +353,17 @@ void journal_protected(const struct pmw_protected *m)
 bool journal_learned(const struct journal_learned *m)
 {
 	struct fmt f;
-	if (!entry_begin(&f, MID_LEARNED, 6))
-		return false;
+	/* The one buffer taken by another entry of this process (the "pool
+	 * protected" entry that the protect writes while the trigger's flush
+	 * begins on the shim's thread: preempted there, it cost that flush
+	 * every entry): waited for as journald's queue is, up to wait_ms.
+	 * Normal context only (the flush). */
+	uint64_t end = os_monotonic_ns(true) + (uint64_t)m->wait_ms * 1000000u;
+	while (!entry_begin(&f, MID_LEARNED, 6)) {
+		if (os_monotonic_ns(true) >= end)
+			return false;
+		os_yield();
+	}
 	fmt_printf(&f, "PMALLOC_POLICY=%s\nPMALLOC_POOL=%s\nPMALLOC_RUN=%s\nPMALLOC_EXE_BUILD_ID=%s\n"
 		   "PMALLOC_POLICY_LOADED=%" PRIu64 "\nPMALLOC_CHAIN=%s\n", m->policy, m->pool, m->run,
 		   m->exe_build_id, m->policy_loaded_us, m->chain);
