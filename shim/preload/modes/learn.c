@@ -92,6 +92,7 @@ static _Atomic uint64_t *freed_early;  /* per arena granule, a bit: the object s
 static _Atomic uint64_t *opened;       /* per arena page: made writable by learning */
 static _Atomic uint64_t *open_done;    /* per arena page: its mprotect returned */
 static _Atomic uint64_t lost;          /* allocations no context could take (table full) */
+static _Atomic uint64_t marks;         /* contexts marked written so far (learn_marks) */
 static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
 /* This thread holds learn_lock in learn_alloc: a free() from a signal
  * handler that interrupted it gives no page back (release_early would
@@ -117,6 +118,11 @@ struct lctx *learn_contexts(uint32_t *ret_n)
 uint64_t learn_lost(void)
 {
 	return atomic_load(&lost);
+}
+
+uint64_t learn_marks(void)
+{
+	return atomic_load_explicit(&marks, memory_order_acquire);
 }
 
 /* ---- contexts ---- */
@@ -415,6 +421,7 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 		uint64_t live = atomic_load_explicit(&ctxs[id].bytes, memory_order_relaxed) -
 				atomic_load_explicit(&ctxs[id].freed_bytes, memory_order_relaxed);
 		atomic_store_explicit(&ctxs[id].written_bytes, live, memory_order_relaxed);
+		atomic_fetch_add_explicit(&marks, 1, memory_order_release);
 	}
 	if (os_protect_rw((void *)page, os_page_size) < 0) {
 		if (mine)

@@ -74,6 +74,23 @@ static char run_id[33];
 
 static void flusher_start(void);
 
+/* The marks (learn_marks) the journal has, as the last flush found them;
+ * MARKS_RETRY when a written context's entry was not taken.  A mark newer
+ * than these is sent at the program's next wait call, by the thread that
+ * makes it, before it waits (learn_at_wait).  Why not leave it to the
+ * periodic flush: a server goes to sleep in its event loop once a request
+ * is answered, and a worker stopped then by a signal it does not handle
+ * (haproxy's, SIGTERM from its master) or by SIGKILL never flushes again:
+ * the marks of its last interval were lost, the journal kept the
+ * trigger's "never written" for those contexts, propose protected what
+ * the learn load wrote, and enforce killed at the same request.  A
+ * context is marked once, so this costs a flush (a few ms: every frame
+ * sorted, new ones named) at the wait calls after the first requests that
+ * write a context never written before, and two loads and a compare at
+ * every other wait. */
+#define MARKS_RETRY UINT64_MAX
+static _Atomic uint64_t marks_sent;
+
 /* A fork waits for a flush under way (the shim's thread's, at most a
  * symbol read and a burst of sends that never wait): the child must not
  * get the flush's tables half-way changed. */
@@ -454,12 +471,15 @@ static void flush_locked(const char *reason, bool all)
 	struct flush_ctx c;
 	memset(&c, 0, sizeof(c));
 	uint32_t n_ctx_now;
+	uint64_t marks = learn_marks();    /* before the written flags are read */
 	struct lctx *ctxs = learn_contexts(&n_ctx_now);
 	size_t due = 0;
 	for (uint32_t id = 1; id < n_ctx_now; id++)
 		due += flush_due(&ctxs[id], all);
-	if (!due)
+	if (!due) {
+		atomic_store(&marks_sent, marks);
 		return;
+	}
 	/* Every frame of every context, once. */
 	uintptr_t *all_fr = heap_malloc((size_t)n_ctx_now * (LEARN_FRAMES + 1) * sizeof(*all_fr) + 1);
 	char *chain = heap_malloc(8192);
@@ -533,7 +553,7 @@ static void flush_locked(const char *reason, bool all)
 	}
 	heap_free(known);
 	flush_seq++;
-	size_t written = 0, failed = 0;
+	size_t written = 0, failed = 0, failed_marks = 0;
 	/* A busy journald gets a quarter second an entry at exit or exec (the
 	 * last chance), 50 ms on the shim's thread (what does not go is sent
 	 * again next time); once one entry did not go, none waits: a stalled
@@ -573,9 +593,11 @@ static void flush_locked(const char *reason, bool all)
 			/* Sent again at the next flush (its counts do not match). */
 			x->sent_epoch = 0;
 			failed++;
+			failed_marks += wr != 0;
 		}
 	}
 	unsent += failed;
+	atomic_store(&marks_sent, failed_marks ? MARKS_RETRY : marks);
 	debug_printf("learn: flush %u (%s): %zu contexts written to the journal, %zu not taken; "
 		     "%llu allocations without a context", flush_seq, reason, written, failed,
 		     (unsigned long long)learn_lost());
@@ -662,23 +684,35 @@ static void flusher_start(void)
 	mask(SIG_SETMASK, &old, NULL);
 }
 
-/* A process whose flush thread could not start flushes at its wait calls
- * (trigger.c, before the call): the trigger's flush at the first, then
- * those that changed once interval_s has passed.  One thread flushes (the
- * one that moves the due time), the others go on; the flush is the
- * thread's own time, before it waits, as an exit flush is. */
+/* A wait call of the program's (trigger.c, before the call): a context
+ * marked written since the last flush is sent now (marks_sent says why);
+ * a process whose flush thread could not start flushes here too: the
+ * trigger's flush at the first, then those that changed once interval_s
+ * has passed.  One thread flushes (the one that moves the due time, or
+ * the marks sent), the others go on; the flush is the thread's own time,
+ * before it waits, as an exit flush is. */
 void learn_at_wait(void)
 {
-	if (likely(!atomic_load_explicit(&wait_flush, memory_order_relaxed)))
+	uint64_t marks = learn_marks(), sent = atomic_load_explicit(&marks_sent, memory_order_relaxed);
+	bool wf = atomic_load_explicit(&wait_flush, memory_order_relaxed);
+	if (likely(!wf && marks == sent))
 		return;
-	uint64_t now = os_monotonic_ns(true), due = atomic_load(&wait_flush_due);
-	if (now < due)
-		return;
-	uint64_t next = interval_s ? now + (uint64_t)interval_s * 1000000000u : UINT64_MAX;
-	if (!atomic_compare_exchange_strong(&wait_flush_due, &due, next))
+	const char *reason = NULL;
+	bool all = false;
+	if (wf) {
+		uint64_t now = os_monotonic_ns(true), due = atomic_load(&wait_flush_due);
+		uint64_t next = interval_s ? now + (uint64_t)interval_s * 1000000000u : UINT64_MAX;
+		if (now >= due && atomic_compare_exchange_strong(&wait_flush_due, &due, next)) {
+			reason = due == 0 ? "trigger" : "periodic";
+			all = due == 0;
+		}
+	}
+	if (!reason && marks != sent && atomic_compare_exchange_strong(&marks_sent, &sent, marks))
+		reason = "written";
+	if (!reason)
 		return;
 	int e = errno;
-	flush_as(due == 0 ? "trigger" : "periodic", due == 0);
+	flush_as(reason, all);
 	errno = e;
 }
 

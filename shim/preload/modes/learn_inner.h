@@ -41,5 +41,9 @@ const struct shim_state *learn_state(void);
 struct lctx *learn_contexts(uint32_t *ret_n);
 /* Allocations no context could take (the table full). */
 uint64_t learn_lost(void);
+/* How many contexts have been marked written so far: a count that moves
+ * when a mark is new (learn_flush.c sends new marks before the program
+ * waits).  One load. */
+uint64_t learn_marks(void);
 
 #endif
