@@ -205,9 +205,15 @@ inject() {
 	printf '%s' "$v" | grep -q '"PMALLOC_POOL":"learned' || fail "$name: the violation names no pool of the proposal: $v"
 	role=$(printf '%s' "$v" | sed -n 's/.*"PMALLOC_ROLE":"\([^"]*\)".*/\1/p')
 	[ -n "$role" ] || fail "$name: the violation names no role: $v"
-	site=$(printf '%s' "$v" | sed -n 's/.*"PMALLOC_OBJECT_SITE":"\([^"]*+0x[0-9a-f]*\)".*/\1/p')
+	# The site: "MODULE+0xOFF", or "FUNCTION+0xOFF (MODULE+0xOFF)" where
+	# pmallocd names the function (haproxy exports its own); the proposal
+	# names it by function or by call.
+	site=$(printf '%s' "$v" | sed -n 's/.*"PMALLOC_OBJECT_SITE":"\([^"]*+0x[0-9a-f]*\)\( ([^"]*+0x[0-9a-f]*)\)\{0,1\}".*/\1\2/p')
 	[ -n "$site" ] || fail "$name: the violation names no site: $v"
-	proposed "$site" "$T/$name.conf" || fail "$name: site $site is not in the proposal"
+	local call=${site#* (}
+	[ "$call" != "$site" ] || call=
+	proposed "${site%% (*}" "$T/$name.conf" || { [ -n "$call" ] && proposed "${call%)}" "$T/$name.conf"; } ||
+		fail "$name: site $site is not in the proposal"
 	HIT="a write into \"$nd\" killed (role $role, site $site)"
 }
 

@@ -11,11 +11,17 @@
  *   setuid UID    drops to UID (setgid too)
  *   exec PATH     execve(PATH) (no "ok": PATH's output instead)
  *   closefds      closes every descriptor but 0, 1 and 2 (as daemons do)
+ *   poll          poll(2) with nothing to wait for (a server's event loop
+ *                 between two requests)
+ *   many          allocates 256 objects from 256 allocation contexts (a
+ *                 chain of four calls, each of four functions: within the
+ *                 16 frames a context is told by)
  *   exit          exits 0 (so does the end of its input)
  * Knows nothing of pmalloc.
  */
 #define _GNU_SOURCE
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +39,35 @@ __attribute__((noinline)) static char *make_config(void)
 __attribute__((noinline)) static long *make_counter(void)
 {
 	return calloc(1, 4096);
+}
+
+/* One object per path through four levels of four functions (fork_0 ..
+ * fork_3, two bits of the path each): 256 allocation contexts, told
+ * apart within 9 frames (kept: the program never frees them). */
+__attribute__((noinline)) static void *fork_next(unsigned path, int depth);
+
+#define FORK(k) \
+	__attribute__((noinline)) static void *fork_##k(unsigned path, int depth) \
+	{ \
+		void *p = fork_next(path, depth); \
+		__asm__ volatile("" : : "r"(p) : "memory");   /* no tail call: a frame of its own */ \
+		return p; \
+	}
+FORK(0)
+FORK(1)
+FORK(2)
+FORK(3)
+
+__attribute__((noinline)) static void *fork_next(unsigned path, int depth)
+{
+	if (depth == 0)
+		return malloc(32);
+	switch (path & 3) {
+	case 0: return fork_0(path >> 2, depth - 1);
+	case 1: return fork_1(path >> 2, depth - 1);
+	case 2: return fork_2(path >> 2, depth - 1);
+	default: return fork_3(path >> 2, depth - 1);
+	}
 }
 
 int main(void)
@@ -69,6 +104,12 @@ int main(void)
 		} else if (strcmp(line, "closefds") == 0) {
 			for (int fd = 3; fd < 1024; fd++)
 				close(fd);
+		} else if (strcmp(line, "poll") == 0) {
+			poll(NULL, 0, 0);
+		} else if (strcmp(line, "many") == 0) {
+			for (unsigned path = 0; path < 256; path++)
+				if (!fork_next(path, 4))
+					return 2;
 		} else if (strcmp(line, "exit") == 0) {
 			break;
 		}
