@@ -331,11 +331,30 @@ static void supersede(struct pread *rd, struct ptally *t)
 	qsort(v, n, sizeof(*v), by_flush);
 	for (size_t i = 0; i < n;) {
 		size_t k = i;
-		bool final = false, protected = false, said = false, secure = false;
+		bool final = false, protected = false, said = false, secure = false, flushed = false;
 		uint64_t last_seq = 0;
+		struct pentry *kept = NULL;
 		/* One process: [i, k). */
 		while (k < n && strcmp(v[k]->host, v[i]->host) == 0 && strcmp(v[k]->run, v[i]->run) == 0 &&
 		       strcmp(v[k]->pid, v[i]->pid) == 0) {
+			if (k == i || v[k]->ctx != v[k - 1]->ctx) {
+				kept = v[k];    /* the context's latest entry */
+				flushed = strcmp(kept->reason, "learn-flush") == 0;
+			} else if (!flushed && strcmp(v[k]->reason, "learn-flush") == 0) {
+				/* Its latest learn-flush (pmallocctl learn-flush
+				 * while it served), superseded by a later entry (its
+				 * exit's): the counts are the learn-flush's, what
+				 * was written since is kept (propose_read's loop
+				 * above says why).  Without this, the exit entry's
+				 * counts, zeroed there, were all propose had: 0
+				 * bytes live, coverage 0.0% (nginx's in make bench,
+				 * whenever its exit entries reached the journal). */
+				bool written = kept->c.written || v[k]->c.written;
+				kept->c = v[k]->c;
+				kept->c.written = written;
+				kept->c.dirty_roles = pcounts_safe(&kept->c) ? 0 : kept->c.roles;
+				flushed = true;
+			}
 			if (v[k]->seq > last_seq) {
 				last_seq = v[k]->seq;
 				final = final_reason(v[k]->reason);

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # learn_flush.sh - pmallocctl learn-flush PID: a process served a learn
 # policy by pmallocd writes what it learned to the journal while it runs
-# (PMALLOC_LEARN_REASON=learn-flush), and again when it exits; a PID that
+# (PMALLOC_LEARN_REASON=learn-flush), and again when it exits (propose then
+# counts what the learn-flush said was live, not the exit's); a PID that
 # pmallocd does not serve is refused with exit 1, and so is the forked
 # child of a process that has exited (a daemon that forked away from its
 # starter, as nginx's master), saying so.  pmallocctl sites PID prints the
@@ -115,6 +116,18 @@ exec 9>&-
 wait "$ppid" || fail "learn_prog exited $?: $(cat "$T/err")"
 wait_until 100 got exit || fail "no exit entries from PID $ppid"
 pass "learn-flush: a running learn process writes its sites (reason learn-flush), then again at exit"
+
+# propose of that run: each context's counts are the learn-flush's, not
+# its exit entry's (a later flush, whose frees and live bytes are the
+# shutdown's and not counted), what was written since kept.
+run=$(journalctl --no-pager -o cat --output-fields=PMALLOC_RUN --since "$TEST_SINCE" MESSAGE_ID=$MID_LEARNED \
+	OBJECT_PID="$ppid" | head -n 1)
+"$B/pmallocctl" propose --exe "$PROG" --since "$TEST_SINCE" --run "$run" >"$T/proposed.conf" 2>"$T/perr" ||
+	fail "propose: $(cat "$T/perr")"
+grep -q '^ *#   site "learn_prog:load_config": 4096 bytes live' "$T/proposed.conf" ||
+	fail "load_config not proposed with its 4096 bytes live: $(grep 'load_config\|# protected' "$T/proposed.conf")"
+grep -q 'make_counter"' "$T/proposed.conf" && fail "the written counter proposed: $(cat "$T/proposed.conf")"
+pass "propose after a learn-flush and the exit: the learn-flush's counts (load_config's 4096 bytes live), the exit's written marks"
 
 "$B/pmallocctl" learn-flush 999999 --socket "$SOCK" >"$T/ans" 2>&1 && fail "learn-flush of an unknown PID succeeded"
 grep -q "^pmallocctl: PID 999999 is not connected" "$T/ans" || fail "unknown PID: $(cat "$T/ans")"
