@@ -556,33 +556,41 @@ static void flush_locked(const char *reason, bool all)
 	size_t written = 0, failed = 0, failed_marks = 0;
 	/* A busy journald gets a quarter second an entry at exit or exec (the
 	 * last chance), 50 ms on the shim's thread (what does not go is sent
-	 * again next time); once one entry did not go, none waits: a stalled
-	 * journald must not hold the exit, nor a fork (which waits for
-	 * flush_lock) for more than one wait.  Why wait at all: without a
-	 * booted systemd (a container) the kernel queues 10 datagrams on
-	 * journald's socket (net.unix.max_dgram_qlen, which systemd raises
-	 * to 512 at boot), so a flush that never waits loses most of a burst
-	 * whenever journald is a moment late. */
-	unsigned wait_ms = strcmp(reason, "periodic") == 0 || strcmp(reason, "trigger") == 0 ? 50 : 250;
-	/* And at most 8 such waits in all, a flush: journald taking each
-	 * entry just before its wait ends must not make a flush of 800
-	 * contexts last 40 s (a fork, the exit, wait for it). */
+	 * again next time).  Why wait at all: without a booted systemd (a
+	 * container) the kernel queues 10 datagrams on journald's socket
+	 * (net.unix.max_dgram_qlen, which systemd raises to 512 at boot), so a
+	 * flush that never waits loses most of a burst whenever journald is a
+	 * moment late. */
+	unsigned wait_ms = strcmp(reason, "periodic") == 0 || strcmp(reason, "trigger") == 0 ||
+			   strcmp(reason, "written") == 0 ? 50 : 250;
+	/* And at most 8 such waits' time in all, a flush: a stalled journald
+	 * must not hold the exit, nor a fork (which waits for flush_lock), for
+	 * longer; journald taking each entry just before its wait ends must
+	 * not make a flush of 800 contexts last 40 s.  Within that, an entry
+	 * that did not go does not stop the next from waiting: a journald a
+	 * quarter second late once (other processes' bursts) cost an exit
+	 * flush every entry after it (haproxy's old worker: 2,275 of 3,543,
+	 * the frees of its teardown among them, so propose protected what it
+	 * frees and enforce killed it there). */
 	uint64_t wait_end = os_monotonic_ns(true) + 8ull * wait_ms * 1000000u;
 	/* The written contexts first: a written mark journald does not take
 	 * leaves a written site proposed (a kill in enforce), an unwritten
-	 * entry lost only leaves a site out.  (A context written between the
-	 * passes waits for the next flush: its mark is due then.) */
-	for (int pass = 0; pass < 2; pass++)
+	 * entry lost only leaves a site out.  Then the other contexts whose
+	 * counts moved (a free, a late allocation: each can leave a site out
+	 * too), then, in a flush of every context, those the journal has as
+	 * they are.  (A context written between the passes waits for the next
+	 * flush: its mark is due then.) */
+	for (int pass = 0; pass < 3; pass++)
 	for (uint32_t id = 1; id < n_ctx_now; id++) {
 		struct lctx *x = &ctxs[id];
 		uint8_t wr = atomic_load(&x->written);
-		if ((pass == 0) != (wr != 0) || !flush_due(x, all))
+		if (!flush_due(x, all) || (pass == 0) != (wr != 0) || (pass > 0 && (pass == 1) != flush_due(x, false)))
 			continue;
 		uint64_t objects = atomic_load(&x->objects), late = atomic_load(&x->late_objects);
 		uint64_t freed = atomic_load(&x->freed_objects);
 		uint64_t now = os_monotonic_ns(true);
 		unsigned left = now >= wait_end ? 0 : (unsigned)((wait_end - now) / 1000000u);
-		if (flush_one(&c, x, id, reason, chain, 8192, failed ? 0 : left < wait_ms ? left : wait_ms)) {
+		if (flush_one(&c, x, id, reason, chain, 8192, left < wait_ms ? left : wait_ms)) {
 			x->sent_epoch = flush_epoch;
 			x->sent_objects = objects;
 			x->sent_late = late;
