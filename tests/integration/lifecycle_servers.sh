@@ -240,10 +240,19 @@ day() {
 	said stop
 	[ "$(kills "$EXE" "$SINCE")" = 0 ] || fail "$name: learn mode killed: $(violations "$EXE" "$SINCE")"
 
-	local mode=()
+	local mode=() runs=() r
 	"$ctl" propose --help 2>&1 | grep -q -- '--mode' && mode=(--mode enforce)
-	# (--since: only this day's entries are read, not every earlier run's in the shared journal.)
-	"$ctl" propose --exe "$EXE" "${mode[@]}" --since "$SINCE" ${RUN_AS:+--uid "$RUN_AS"} --output "$CONF" 2>"$T/err" ||
+	# (--since: only this day's entries are read, not every earlier run's
+	# in the shared journal; --run: only this day's runs, those of its
+	# policy, not another learn run of the same executable that a test of
+	# another tree on this machine started since, which would be "the
+	# latest load" propose takes by default.)
+	journal_sync
+	for r in $(journalctl --no-pager -o cat --output-fields=PMALLOC_RUN --since "$SINCE" MESSAGE_ID=$MID_LEARNED \
+		PMALLOC_POLICY="$POLICY" | sort -u); do
+		runs+=(--run "$r")
+	done
+	"$ctl" propose --exe "$EXE" "${mode[@]}" --since "$SINCE" "${runs[@]}" ${RUN_AS:+--uid "$RUN_AS"} --output "$CONF" 2>"$T/err" ||
 		fail "$name: propose: $(cat "$T/err")"
 	grep -q 'mode = "enforce"' "$CONF" || fail "$name: not an enforce policy: $(cat "$CONF")"
 	cp "$CONF" "$T/$name.conf"
