@@ -580,11 +580,15 @@ static void flush_locked(const char *reason, bool all)
 	 * too), then, in a flush of every context, those the journal has as
 	 * they are.  (A context written between the passes waits for the next
 	 * flush: its mark is due then.) */
+	bool *moved = heap_calloc(n_ctx_now, sizeof(*moved));   /* as the flush began: a send changes it */
+	for (uint32_t id = 1; moved && id < n_ctx_now; id++)
+		moved[id] = flush_due(&ctxs[id], false);
 	for (int pass = 0; pass < 3; pass++)
 	for (uint32_t id = 1; id < n_ctx_now; id++) {
 		struct lctx *x = &ctxs[id];
 		uint8_t wr = atomic_load(&x->written);
-		if (!flush_due(x, all) || (pass == 0) != (wr != 0) || (pass > 0 && (pass == 1) != flush_due(x, false)))
+		if (!flush_due(x, all) || (pass == 0) != (wr != 0) || (pass > 0 && moved && (pass == 1) != moved[id]) ||
+		    (pass == 2 && !moved))
 			continue;
 		uint64_t objects = atomic_load(&x->objects), late = atomic_load(&x->late_objects);
 		uint64_t freed = atomic_load(&x->freed_objects);
@@ -604,6 +608,7 @@ static void flush_locked(const char *reason, bool all)
 			failed_marks += wr != 0;
 		}
 	}
+	heap_free(moved);
 	unsent += failed;
 	atomic_store(&marks_sent, failed_marks ? MARKS_RETRY : marks);
 	debug_printf("learn: flush %u (%s): %zu contexts written to the journal, %zu not taken; "
