@@ -107,8 +107,9 @@ int main(void)
 		} else if (strcmp(line, "poll") == 0) {
 			poll(NULL, 0, 0);
 		} else if (strcmp(line, "many") == 0) {
+			static void *kept[256];
 			for (unsigned path = 0; path < 256; path++)
-				if (!fork_next(path, 4))
+				if (!(kept[path] = fork_next(path, 4)))
 					return 2;
 		} else if (strcmp(line, "exit") == 0) {
 			break;
