@@ -583,9 +583,9 @@ clean:
 
 -include $(shell find $(B) -path $(B)/boot -prune -o -path $(B)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
 
-# A service's day for all five servers (make check runs nginx and lighttpd,
-# and redis and memcached through lifecycle_redis.sh, lifecycle_memcached.sh;
-# tests/integration/lifecycle_servers.sh says why haproxy is apart).
+# A service's day for all five servers in one script (make check runs
+# nginx and lighttpd there, and redis, memcached and haproxy through
+# lifecycle_redis.sh, lifecycle_memcached.sh, lifecycle_haproxy.sh).
 check-lifecycle:
 	LIFECYCLE_SERVERS="nginx redis lighttpd memcached haproxy" \
 		$(MAKE) check TESTS="tests/integration/lifecycle_servers.sh tests/integration/reload_generations.sh"
@@ -594,7 +594,7 @@ check-lifecycle:
 # (the proposals within 5% of each other) and 50 enforce starts of one
 # proposal (tests/integration/repeat_memcached.sh; make check: 3 and 4),
 # then a service's day for apache2 (mpm_event) and unbound (4 threads)
-# (tests/integration/lifecycle_servers.sh; make check runs four others).
+# (tests/integration/lifecycle_servers.sh; make check runs five others).
 # Figures: doc/figures.md.
 soak:
 	REPEAT_LEARN_RUNS=10 REPEAT_STARTS=50 LIFECYCLE_SERVERS="apache2 unbound" \

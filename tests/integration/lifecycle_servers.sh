@@ -26,8 +26,8 @@
 # protected bytes and the live bytes of the server's own object.
 # An event that does not apply to a server is said ("-" in its figures).
 # The figures of each server go to stdout ("figures:" lines).
-# LIFECYCLE_SERVERS="nginx redis lighttpd memcached haproxy" (the default)
-# names the servers to run.
+# LIFECYCLE_SERVERS="nginx redis lighttpd memcached haproxy" names the
+# servers to run (by default nginx and lighttpd).
 . "${PMALLOC_SRC:?run through make check}/tests/integration/lib.sh"
 . "$SRC/tests/integration/daemon_lib.sh"
 . "$SRC/tests/integration/servers_lib.sh"
@@ -301,11 +301,12 @@ day() {
 # they apply NAME_reload NAME_respawn NAME_reopen.  MAIN: the main pid.
 
 # make check runs the servers that live their whole day without a false
-# kill every time: nginx and lighttpd here, redis and memcached through
-# lifecycle_redis.sh and lifecycle_memcached.sh (a script each, for
-# run-tests' 300 s a script).  make check-lifecycle runs haproxy too (its
-# re-exec at each reload; 5 minutes on 2 busy cores: learn mode starts it
-# in 20 s or more), make soak apache2 and unbound.
+# kill every time: nginx and lighttpd here, redis, memcached and haproxy
+# through lifecycle_redis.sh, lifecycle_memcached.sh and
+# lifecycle_haproxy.sh (a script each, for run-tests' 300 s a script:
+# haproxy's day, its re-exec at each reload included, takes 20 to 100 s
+# on 2 busy cores); make check-lifecycle runs the five in one script, make
+# soak apache2 and unbound.
 # Events that do not apply: redis has no reload (SIGHUP ends it; Debian's
 # unit has no ExecReload, and CONFIG REWRITE writes the file, it reads
 # nothing back) and no workers; memcached has no reload (SIGHUP ignored,
