@@ -438,7 +438,8 @@ EOC
 	}
 	lighttpd_load() { curl_load 40 "" "http://127.0.0.1:$lport/?n="; }
 	lighttpd_load2() { curl_load 60 16 "http://127.0.0.1:$lport/p2.html?k=" && curl_load 20 16 "http://127.0.0.1:$lport/none-"; }
-	lighttpd_unit="- TERM"
+	lighttpd_unit="USR1 TERM"   # Debian's lighttpd.service: ExecReload kill -USR1 (graceful restart, in the same process)
+	lighttpd_reload() { send reload && wait_until 200 curl -sf -o /dev/null "http://127.0.0.1:$lport/index.html"; }
 	# Debian's logrotate: the log moved away, SIGHUP reopens it.
 	lighttpd_reopen() {
 		mv "$T/lt/access.log" "$T/lt/access.log.1" && kill -HUP "$MAIN" && wait_until 200 test -e "$T/lt/access.log"

@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * reload.c - a service's reload: SIGHUP or SIGUSR2 delivered to a handler
- * of the program's (nginx's reload, systemctl reload with ExecReload=kill
- * -HUP or nginx -s reload, lighttpd's and many daemons' re-read of their
- * files; haproxy's reload, Debian's ExecReload=kill -USR2: its master
+ * reload.c - a service's reload: SIGHUP, SIGUSR1 or SIGUSR2 delivered to a
+ * handler of the program's (nginx's reload, systemctl reload with
+ * ExecReload=kill -HUP or nginx -s reload, many daemons' re-read of their
+ * files; lighttpd's and apache2's graceful restart, Debian's
+ * ExecReload=kill -USR1: the configuration read again in the same
+ * process; haproxy's reload, Debian's ExecReload=kill -USR2: its master
  * re-execs itself; nginx's binary upgrade, SIGUSR2: its master forks and
- * execs the new binary).
+ * execs the new binary).  SIGUSR1 is also what some programs take for
+ * other work (a log reopen, a statistics dump): it opens a window too,
+ * which costs nothing more than a reload's (below: the window ends at the
+ * main thread's next wait).
  *
  * What a reload does to a protected process: it rebuilds its
  * configuration on its main thread, after its first trigger.  It writes
@@ -88,7 +93,7 @@
 
 #define RELOAD_GENERATIONS_MAX 64
 /* The reload signals, each with the program's handler in ro. */
-static const int reload_sigs[] = { SIGHUP, SIGUSR2 };
+static const int reload_sigs[] = { SIGHUP, SIGUSR1, SIGUSR2 };
 #define RELOAD_SIGS (sizeof(reload_sigs) / sizeof(reload_sigs[0]))
 
 static int sig_index(int sig)

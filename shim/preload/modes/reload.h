@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * reload.h - a service's reload (reload.c): the window from the delivery
- * of SIGHUP or SIGUSR2 to a handler of the program's until its main thread next
+ * of SIGHUP, SIGUSR1 or SIGUSR2 to a handler of the program's until its main thread next
  * waits, in which the main thread's writes to protected pool memory are
  * let through and its allocations from the pools' sites go to the pools
  * (a new generation, protected when the window ends).
@@ -20,7 +20,7 @@ struct shim_state;
 
 /* Once, when the policy is armed (init.c). */
 void reload_init(const struct shim_state *st);
-/* Is sig a reload signal whose handler the shim wraps (SIGHUP, SIGUSR2)? */
+/* Is sig a reload signal whose handler the shim wraps (SIGHUP, SIGUSR1, SIGUSR2)? */
 bool reload_signal(int sig);
 /* Interposed sigaction() for the reload signal: the program's handler is
  * kept in read-only memory and a trampoline of the shim's is installed in
