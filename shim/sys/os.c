@@ -36,7 +36,10 @@
 #include <linux/membarrier.h>
 #include <poll.h>
 #include <sys/auxv.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <string.h>
 #include <time.h>
@@ -344,10 +347,46 @@ static char thread_state(int dfd, const char *tid)
 	return p && p[1] == ' ' ? p[2] : 0;
 }
 
+static _Atomic int proc_fd = -1;
+static dev_t proc_dev;
+static ino_t proc_ino;
+
+void os_keep_proc(void)
+{
+	int e = errno;
+	struct stat st;
+	struct statfs sf;
+	int fd = atomic_load(&proc_fd);
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == proc_dev && st.st_ino == proc_ino) {
+		errno = e;
+		return;
+	}
+	fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && fstatfs(fd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC && fstat(fd, &st) == 0) {
+		proc_dev = st.st_dev;
+		proc_ino = st.st_ino;
+		fd = atomic_exchange(&proc_fd, fd);
+	}
+	if (fd >= 0)
+		close(fd);
+	errno = e;
+}
+
+/* /proc/self/task, by its path, or from the kept /proc inside a chroot. */
+static int open_task_dir(void)
+{
+	int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int kept = atomic_load(&proc_fd);
+	struct stat st;
+	if (dfd < 0 && kept >= 0 && fstat(kept, &st) == 0 && st.st_dev == proc_dev && st.st_ino == proc_ino)
+		dfd = openat(kept, "self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return dfd;
+}
+
 int os_threads_busy(void)
 {
 	int e = errno;
-	int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = open_task_dir();
 	if (dfd < 0) {
 		int r = -errno;
 		errno = e;

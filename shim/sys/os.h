@@ -150,6 +150,13 @@ int os_wait_fd(int fd, short events, int timeout_ms, short *ret_revents);
  * taken by another) or stopped counts as at rest.  For on-wait's settle
  * (trigger.c); reads a file per thread. */
 int os_threads_busy(void);
+/* Keep a descriptor of /proc (procfs checked) for os_threads_busy, called
+ * before a chroot: inside, "/proc" is gone, but "self/task" looked up from
+ * the kept directory still names the caller's threads (procfs resolves
+ * "self" for whoever asks, so a fork after the chroot reads its own).
+ * Believed only while the descriptor is still the one opened (device and
+ * inode): a program that closed every descriptor may have reused it. */
+void os_keep_proc(void);
 /* len random bytes (getrandom(2)), for ids such as learn mode's run. */
 int os_random(void *buf, size_t len);
 /* Sleep until CLOCK_MONOTONIC reaches ns, through signals. */

@@ -18,7 +18,9 @@
 #    systemd) arrives whole: each entry waits for room on the socket kept
 #    from before the chroot, as it does on the socket's path outside;
 #  - a process that execs a set-user-ID program (the loader then ignores
-#    LD_PRELOAD) says so in its exec entries, and propose counts it.
+#    LD_PRELOAD) says so in its exec entries, and propose counts it;
+#  - on-wait's settle, first reached inside a chroot, still reads the
+#    threads (/proc kept at the chroot call).
 . "$(dirname "$0")/lib.sh"
 
 SHIM=$B/libpmalloc_shim.so
@@ -204,3 +206,22 @@ grep -q "1 of the processes exec'd a program in secure mode" "$T/perr" || fail "
 grep -q "^ *# 1 of the processes exec'd a program in secure mode" "$T/proposed.conf" ||
 	fail "secure exec not in the proposal: $(grep '#' "$T/proposed.conf")"
 pass "an exec of a set-user-ID program (no LD_PRELOAD there) said in the exec entries and by propose"
+
+# on-wait's settle inside a chroot: the main thread's first wait comes
+# after the chroot (haproxy's worker), where "/proc" is gone; the settle
+# reads the threads through /proc as kept at the chroot call, and waits.
+cat >"$T/onwait.conf" <<EOC
+version = 1;
+policies = ( { name = "deliver"; match = { exe = [ "$exe" ]; }; mode = "learn";
+  pools = ( { name = "all"; sites = [ "*" ]; protect = [ "on-wait" ]; } ); } );
+EOC
+chmod 644 "$T/onwait.conf"
+CONF=$T/onwait.conf PMALLOC_DEBUG=1 start
+cmd "chroot $T/jail"
+cmd poll
+echo exit >&3
+wait $PID || fail "the chrooted on-wait run exited $?: $(cat "$T/err")"
+exec 3>&-
+grep -q 'on-wait: other threads at rest after [0-9]* us$' "$T/err" ||
+	fail "no settle inside the chroot: $(grep 'on-wait' "$T/err")"
+pass "on-wait's settle reads the threads inside a chroot (/proc kept at the chroot call)"

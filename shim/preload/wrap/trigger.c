@@ -209,8 +209,10 @@ static void reload_end(void)
  * Costs: the main thread's first wait comes that much later (a few ms for
  * threads that start and block; SETTLE_MAX_NS for a process with a thread
  * that never blocks, said in debug), and reads /proc/self/task once, a file
- * per thread.  Where /proc cannot be read (a chroot) the protect comes at
- * once, as without the settle.  What an attacker gains: nothing he can
+ * per thread.  Inside a chroot it reads them through /proc as kept at the
+ * chroot call (os_keep_proc: haproxy's worker); where /proc cannot be read
+ * at all (a process that closed it) the protect comes at once, as without
+ * the settle.  What an attacker gains: nothing he can
  * steer, the settle ends before the program reads its first request. */
 #define SETTLE_MAX_NS (UINT64_C(2) * 1000000000u)
 #define SETTLE_LOOK_NS UINT64_C(1000000)
@@ -254,6 +256,7 @@ void trigger_call(enum policy_call c)
 	if (unlikely(c == POLICY_CALL_CHROOT)) {
 		int e = errno;
 		journal_keep_socket();  /* the journal's socket stays reachable inside */
+		os_keep_proc();         /* and /proc, for on-wait's settle */
 		errno = e;
 	}
 	if (unlikely(c == POLICY_CALL_EXECVE) && learn_active()) {
