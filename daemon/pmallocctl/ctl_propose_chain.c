@@ -516,6 +516,7 @@ static bool render_pool(struct pset *s, const char *pool, uint32_t roles, bool w
 					fputs(n_wrappers++ ? ",\n          " : "\n          ", w);
 					put_rule(w, st->fr, q == 2, true);
 					st->said = true;
+					st->said_in = ordinal;
 				}
 			}
 		}
@@ -678,7 +679,16 @@ size_t pset_render(struct pset *s, uint64_t min_live, FILE *f, FILE *total)
 			if (ok) {
 				fputs(text, f);
 				pools++;
-			} else if (g == 0 && n_groups == 1) {
+			} else {
+				/* Not written: the wrappers it took go to the next
+				 * element written (the shim looks through every
+				 * pool's wrappers; a first element of roles with no
+				 * site left the main role's sites without theirs). */
+				for (size_t k = 0; k < s->ks_n; k++)
+					if (s->ks[k].wrapper && s->ks[k].said && s->ks[k].said_in == ordinal)
+						s->ks[k].said = false;
+			}
+			if (!ok && g == 0 && n_groups == 1) {
 				fputs("\n      # pool ", f);
 				ctl_conf_quote(f, pool);
 				fputs(" left out: no site can be protected without being written\n", f);

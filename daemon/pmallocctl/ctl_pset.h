@@ -53,6 +53,7 @@ struct kstat {
 	bool beyond;                 /* a wrapper name: a call of it is not below a choice */
 	bool partly;                 /* a function: a call of it is a wrapper by its pinned call */
 	bool said;                   /* written into the text already */
+	size_t said_in;              /* a wrapper: the ordinal of the pool element it was written in */
 	uint64_t site_live;          /* step 2: live bytes of the chains whose site it is */
 	uint64_t site_early;         /* and what they freed before the trigger */
 	uint64_t live;               /* protected live bytes through it as a site */

@@ -232,10 +232,41 @@ START_TEST(test_site_weighs_early_together)
 }
 END_TEST
 
+/* Every site safe in role main only (the child wrote them): the element of
+ * both roles has no site and is not written, and the wrappers it chose go
+ * into the element that is (the shim looks through every pool's wrappers;
+ * without them the main role's sites would never be the frame that
+ * allocates, and nothing would be protected). */
+START_TEST(test_wrappers_in_the_element_written)
+{
+	struct pset *s = pset_new();
+	ck_assert_ptr_nonnull(s);
+	/* parse_config's two calls of xalloc, in both roles: one never
+	 * written, one written by the child only. */
+	struct pcounts a = counts(5, 500, 0, 0, 5, 500), b = counts(4, 400, 0, 0, 4, 400);
+	a.roles = b.roles = 1u << 0 | 1u << 1;     /* main and child */
+	b.written = true;
+	b.dirty_roles = 1u << 1;
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", FR("10", "xalloc") " " FR("100", "parse_config") " "
+				  FR("900", "main"), &a), 0);
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", FR("10", "xalloc") " " FR("110", "parse_config") " "
+				  FR("900", "main"), &b), 0);
+	char *pools = NULL, *total = NULL;
+	render(s, &pools, &total);
+	ck_assert_msg(strstr(pools, "the sites safe in role main only"), "%s", pools);
+	ck_assert_msg(strstr(pools, "\"app:parse_config\""), "%s", pools);
+	ck_assert_msg(strstr(pools, "roles = [ \"main\" ];"), "%s", pools);
+	ck_assert_msg(strstr(pools, "wrappers = [\n          \"xalloc\" ];"), "%s", pools);
+	free(pools);
+	free(total);
+	pset_free(s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("propose");
 	TEST_ADD(test_case(s, "counts", 0), test_split, test_clean, test_render,
-		 test_max_bytes_counts_early, test_site_weighs_early_together);
+		 test_max_bytes_counts_early, test_site_weighs_early_together, test_wrappers_in_the_element_written);
 	return test_run_suite(s);
 }
