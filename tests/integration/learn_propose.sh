@@ -101,6 +101,11 @@ s.sendto("".join("%s=%s\n" % kv for kv in fields.items()).encode(), "/run/system
 fields.update(PMALLOC_POOL="big", PMALLOC_CHAIN="%s@%s+0x1238=big_site" % (exe, bid), PMALLOC_BYTES="3000000000",
               PMALLOC_LIVE_BYTES="3000000000")
 s.sendto("".join("%s=%s\n" % kv for kv in fields.items()).encode(), "/run/systemd/journal/socket")
+# Alive while journald reads /proc for _EXE: a sender gone by then leaves
+# no _EXE, and an entry of a trusted uid without one is believed (a
+# learning process killed right after its flush must be).
+import time
+time.sleep(1)
 EOF
 	PMALLOC_CONF=$T/learn.conf LD_PRELOAD=$SHIM "$T/full/learn_prog" >/dev/null 2>&1 || fail "second learn run"
 	journal_sync
