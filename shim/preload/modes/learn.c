@@ -99,14 +99,20 @@ static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
  * wait on its own lock). */
 static __thread bool lock_mine __attribute__((tls_model("initial-exec")));
 
+/* learn_st is a writable word: believed only when it is the armed state
+ * (shim, in its read-only page) of a learn policy.  Forged (the tamper
+ * sweep writes 1 << 32 there), the program's wait calls would otherwise
+ * flush through it (learn_at_wait) and the process die in the shim
+ * without a report; now learning stops for that process. */
 bool learn_active(void)
 {
-	return learn_st != NULL;
+	const struct shim_state *st = learn_st;
+	return st && st == shim && st->image->mode == POLICY_MODE_LEARN;
 }
 
 const struct shim_state *learn_state(void)
 {
-	return learn_st;
+	return learn_active() ? learn_st : NULL;
 }
 
 struct lctx *learn_contexts(uint32_t *ret_n)
@@ -288,7 +294,7 @@ static uint32_t late_weight(uint16_t site)
 void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t site)
 {
 	uintptr_t f[LEARN_FRAMES];
-	struct pmalloc_pool *p = learn_st->pools[i].pool;
+	struct pmalloc_pool *p = shim->pools[i].pool;   /* the read-only state, which learn_st names (learn_active) */
 	uint32_t weight = 1;
 	/* A reload's allocations (reload.c) are learned as the first ones
 	 * were: in the lanes, before the window's protect, every one (a
@@ -390,7 +396,7 @@ void learn_note_free(const void *p)
 	 * never reuses it; its pages, once none holds a live object, are
 	 * given back: release_early).  So is the old configuration a reload frees
 	 * (reload.h): counted with those, not as a free while serving. */
-	bool closed = pool_closed(learn_st->pools[c->pool].pool);
+	bool closed = pool_closed(shim->pools[c->pool].pool);
 	if (!closed && hit.object_size)
 		release_early(hit.object, hit.object_size, id);
 	if (!closed || reload_in_window()) {

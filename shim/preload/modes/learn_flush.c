@@ -196,6 +196,23 @@ struct flush_ctx {
  * chroot hides the files. */
 static struct lframe *named;
 static size_t n_named;
+/* Both words sealed together with the shim's secret (os.h): a forged count
+ * or pointer would have the flush read past the table and free what it
+ * finds there; a table whose seal does not hold is dropped (left, not
+ * freed) and its frames named again from the files. */
+static uintptr_t named_seal;
+static uintptr_t named_seal_of(const struct lframe *t, size_t n)
+{
+	return ((uintptr_t)t ^ ((uintptr_t)n * UINT64_C(0x9e3779b97f4a7c15))) ^ os_secret;
+}
+static void named_check(void)
+{
+	if (named_seal != named_seal_of(named, n_named)) {
+		named = NULL;
+		n_named = 0;
+		named_seal = named_seal_of(NULL, 0);
+	}
+}
 
 static int uptr_cmp(const void *a, const void *b)
 {
@@ -512,6 +529,7 @@ static void flush_locked(const char *reason, bool all)
 	/* Frames the last flush named keep their names (taken over from the
 	 * old table, in address order); only objects with frames new since
 	 * are read. */
+	named_check();
 	for (size_t k = 0, o = 0; k < n_all; k++)
 		if (k == 0 || all_fr[k] != all_fr[k - 1]) {
 			c.fr[c.n].ra = all_fr[k];
@@ -614,11 +632,13 @@ static void flush_locked(const char *reason, bool all)
 	debug_printf("learn: flush %u (%s): %zu contexts written to the journal, %zu not taken; "
 		     "%llu allocations without a context", flush_seq, reason, written, failed,
 		     (unsigned long long)learn_lost());
+	named_check();
 	for (size_t k = 0; k < n_named; k++)
 		heap_free(named[k].func);      /* frames no context has any more (none, today) */
 	heap_free(named);
 	named = c.fr;
 	n_named = c.n;
+	named_seal = named_seal_of(named, n_named);
 	heap_free(c.objs);
 	heap_free(chain);
 }
