@@ -192,10 +192,11 @@ pass "BY self; the fault's function from the module file (build-id checked), nev
 # (journald reads the sender's exe from /proc when the datagram arrives: a
 # sender that has exited by then leaves no _EXE, and pmallocctl rightly says
 # "not attested".  That is journald's race, not the one under test: the
-# entry is sent again, up to 3 times, until journald attested it.)
+# sender stays 0.5 s after sending, and the entry is sent again, up to 3
+# times, until journald attested it.)
 for try in 1 2 3; do
 	since="@$(date +%s.%6N)"
-	bash -c 'exec "$0" OBJECT_PID=$$ "$@"' "$T/inject" MESSAGE_ID=$ID PRIORITY=2 PMALLOC_POLICY=$pol \
+	JOURNAL_INJECT_LINGER_MS=500 bash -c 'exec "$0" OBJECT_PID=$$ "$@"' "$T/inject" MESSAGE_ID=$ID PRIORITY=2 PMALLOC_POLICY=$pol \
 		PMALLOC_POOL=config PMALLOC_MODE=enforce PMALLOC_EXE=/usr/sbin/sshd MESSAGE="self claims" \
 		PMALLOC_FAULT_IP=0x55550000abcf || fail "inject claims"
 	journal_sync

@@ -7,7 +7,9 @@
  *   journal_inject FIELD=VALUE... [hex:FIELD=HEXBYTES...]
  *
  * A "hex:" argument gives the value as hex digits, so that it can hold NUL,
- * newlines or bytes that are not UTF-8.  Exits 0 when journald took the entry.
+ * newlines or bytes that are not UTF-8.  Exits 0 when journald took the entry,
+ * JOURNAL_INJECT_LINGER_MS after it (journald reads the sender's _EXE from
+ * /proc when it takes the datagram: a sender gone by then has none).
  *
  * Calls sd_journal_sendv() from libsystemd.so.0, loaded with dlopen() so that
  * the Makefile's plain rule for test programs (no libsystemd) builds it too.
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 
 static int hexval(char c)
 {
@@ -99,6 +102,13 @@ int main(int argc, char **argv)
 	if (r < 0) {
 		fprintf(stderr, "journal_inject: sd_journal_sendv: %s\n", strerror(-r));
 		return 1;
+	}
+	const char *linger = getenv("JOURNAL_INJECT_LINGER_MS");
+	if (linger) {
+		long ms = strtol(linger, NULL, 10);
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+		if (ms > 0)
+			nanosleep(&ts, NULL);
 	}
 	return 0;
 }
