@@ -351,17 +351,24 @@ static _Atomic int proc_fd = -1;
 static dev_t proc_dev;
 static ino_t proc_ino;
 
+/* The kept /proc, when the descriptor is still the one opened; -1 else. */
+static int kept_proc(void)
+{
+	struct stat st;
+	int fd = atomic_load(&proc_fd);
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == proc_dev && st.st_ino == proc_ino ? fd : -1;
+}
+
 void os_keep_proc(void)
 {
 	int e = errno;
 	struct stat st;
 	struct statfs sf;
-	int fd = atomic_load(&proc_fd);
-	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == proc_dev && st.st_ino == proc_ino) {
+	if (kept_proc() >= 0) {
 		errno = e;
 		return;
 	}
-	fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0 && fstatfs(fd, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC && fstat(fd, &st) == 0) {
 		proc_dev = st.st_dev;
 		proc_ino = st.st_ino;
@@ -376,9 +383,8 @@ void os_keep_proc(void)
 static int open_task_dir(void)
 {
 	int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int kept = atomic_load(&proc_fd);
-	struct stat st;
-	if (dfd < 0 && kept >= 0 && fstat(kept, &st) == 0 && st.st_dev == proc_dev && st.st_ino == proc_ino)
+	int kept = dfd < 0 ? kept_proc() : -1;
+	if (kept >= 0)
 		dfd = openat(kept, "self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return dfd;
 }
