@@ -402,6 +402,7 @@ static int list_ro(void)
 	r |= list_span("program's exported symbols", &dynsym_ro_span);
 	r |= list_span("site rules and tables", &resolve_ro_span);
 	r |= list_span("reload window", &reload_ro_span);
+	r |= list_span("learn tables", &learn_ro_span);
 	r |= list_span("pmallocd connection", &client_ro_span);
 	r |= ro_register("kernel probe", &os_ro, sizeof(os_ro), true);
 	r |= ro_register("heap table", &heap_page, sizeof(heap_page), true);

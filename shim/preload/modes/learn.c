@@ -77,20 +77,34 @@ struct lane {
 	uint64_t used;                     /* tick of the last use, for the choice of a lane */
 };
 
-static const struct shim_state *learn_st;
-static struct lctx *ctxs;              /* [CTX_MAX] */
-static _Atomic uint32_t *ctx_index;    /* [CTX_BUCKETS]: a chain's first context id, 0: none */
+/* The state learning serves and its tables' addresses: set once by
+ * learn_init(), then read-only (one RO_PAGE, listed by init.c).  As
+ * writable words they were forged by the tamper sweep (learn_st, ctxs):
+ * the periodic thread or a wait call's flush read through them and took
+ * the process down in the shim before its kill was reported. */
+struct learn_tables {
+	const struct shim_state *st;
+	struct lctx *ctxs;             /* [CTX_MAX] */
+	_Atomic uint32_t *ctx_index;   /* [CTX_BUCKETS]: a chain's first context id, 0: none */
+	struct lane *lanes;            /* [SHIM_POOLS_MAX][LANES] */
+	struct lane *own_lanes;        /* [CTX_MAX]: [1..n_own), in the order they were given */
+	_Atomic uint32_t *page_ctx;    /* per arena page: its context id, and above PAGE_CTX_ID
+				        * its objects live before the trigger (learn_lock) */
+	_Atomic uint64_t *freed_early; /* per arena granule, a bit: the object starting there
+				        * was freed before the trigger (learn_lock) */
+	_Atomic uint64_t *opened;      /* per arena page: made writable by learning */
+	_Atomic uint64_t *open_done;   /* per arena page: its mprotect returned */
+	_Atomic uint32_t *late_calls;  /* [65536], per site id */
+};
+static union {
+	struct learn_tables t;
+	unsigned char page[RO_PAGE];
+} lro __attribute__((aligned(RO_PAGE)));
+const struct ro_span learn_ro_span = { &lro, sizeof(lro) };   /* ro.h: init.c lists it */
+static_assert(sizeof(lro) == RO_PAGE, "the learn tables' page is one page");
 static uint32_t n_ctx = 1;             /* next id; written under learn_lock */
-static struct lane *lanes;             /* [SHIM_POOLS_MAX][LANES] */
-static struct lane *own_lanes;         /* [CTX_MAX]: [1..n_own), in the order they were given */
 static uint32_t n_own = 1;             /* learn_lock */
 static uint64_t tick;                  /* learn_lock */
-static _Atomic uint32_t *page_ctx;     /* per arena page: its context id, and above PAGE_CTX_ID
-					* its objects live before the trigger (learn_lock) */
-static _Atomic uint64_t *freed_early;  /* per arena granule, a bit: the object starting there
-					* was freed before the trigger (learn_lock) */
-static _Atomic uint64_t *opened;       /* per arena page: made writable by learning */
-static _Atomic uint64_t *open_done;    /* per arena page: its mprotect returned */
 static _Atomic uint64_t lost;          /* allocations no context could take (table full) */
 static _Atomic uint64_t marks;         /* contexts marked written so far (learn_marks) */
 static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -99,26 +113,25 @@ static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
  * wait on its own lock). */
 static __thread bool lock_mine __attribute__((tls_model("initial-exec")));
 
-/* learn_st is a writable word: believed only when it is the armed state
- * (shim, in its read-only page) of a learn policy.  Forged (the tamper
- * sweep writes 1 << 32 there), the program's wait calls would otherwise
- * flush through it (learn_at_wait) and the process die in the shim
- * without a report; now learning stops for that process. */
+/* The learn state is believed only when it is the armed state (shim, in
+ * its read-only page) of a learn policy: in a process of another mode
+ * lro is never made read-only, and a forged word there turns nothing on. */
 bool learn_active(void)
 {
-	const struct shim_state *st = learn_st;
+	const struct shim_state *st = lro.t.st;
 	return st && st == shim && st->image->mode == POLICY_MODE_LEARN;
 }
 
 const struct shim_state *learn_state(void)
 {
-	return learn_active() ? learn_st : NULL;
+	return learn_active() ? lro.t.st : NULL;
 }
 
 struct lctx *learn_contexts(uint32_t *ret_n)
 {
-	*ret_n = __atomic_load_n(&n_ctx, __ATOMIC_ACQUIRE);
-	return ctxs;
+	uint32_t n = __atomic_load_n(&n_ctx, __ATOMIC_ACQUIRE);
+	*ret_n = n < CTX_MAX ? n : CTX_MAX;   /* a writable word: the table's end bounds it */
+	return lro.t.ctxs;
 }
 
 uint64_t learn_lost(void)
@@ -185,19 +198,19 @@ static uint32_t ctx_get(const uintptr_t *f, unsigned n, size_t pool, uint16_t si
 {
 	uint64_t h = chain_hash(f, n, pool);
 	uint32_t b = (uint32_t)(h ^ h >> 32) & (CTX_BUCKETS - 1);
-	uint32_t first = atomic_load_explicit(&ctx_index[b], memory_order_relaxed);
+	uint32_t first = atomic_load_explicit(&lro.t.ctx_index[b], memory_order_relaxed);
 	/* Bounded: the table is writable memory, a chain overwritten into a
 	 * loop ends here too. */
 	uint32_t k = 0;
-	for (uint32_t id = first; id != 0 && id < CTX_MAX && k++ < CTX_MAX; id = ctxs[id].next) {
-		const struct lctx *c = &ctxs[id];
+	for (uint32_t id = first; id != 0 && id < CTX_MAX && k++ < CTX_MAX; id = lro.t.ctxs[id].next) {
+		const struct lctx *c = &lro.t.ctxs[id];
 		if (c->hash == h && c->pool == pool && c->n_frames == n && memcmp(c->frames, f, n * sizeof(*f)) == 0)
 			return id;
 	}
 	uint32_t id = __atomic_load_n(&n_ctx, __ATOMIC_RELAXED);
 	if (id >= CTX_MAX)
 		return 0;
-	struct lctx *c = &ctxs[id];
+	struct lctx *c = &lro.t.ctxs[id];
 	c->hash = h;
 	memcpy(c->frames, f, n * sizeof(*f));
 	c->n_frames = (uint8_t)n;
@@ -208,7 +221,7 @@ static uint32_t ctx_get(const uintptr_t *f, unsigned n, size_t pool, uint16_t si
 	/* Whole before it is counted: a flush reads up to n_ctx without the
 	 * lock. */
 	__atomic_store_n(&n_ctx, id + 1, __ATOMIC_RELEASE);
-	atomic_store_explicit(&ctx_index[b], id, memory_order_release);
+	atomic_store_explicit(&lro.t.ctx_index[b], id, memory_order_release);
 	return id;
 }
 
@@ -237,9 +250,9 @@ static size_t page_of(uintptr_t a)
  * (31 MB of its 70); after two takes, none (36.7 MB in all). */
 static struct lane *lane_for(size_t i, uint32_t id, bool *fresh)
 {
-	struct lctx *c = &ctxs[id];
+	struct lctx *c = &lro.t.ctxs[id];
 	*fresh = false;
-	struct lane *pl = &lanes[i * LANES];
+	struct lane *pl = &lro.t.lanes[i * LANES];
 	if (c->lane >= 0 && pl[c->lane].owner == id) {
 		pl[c->lane].used = ++tick;
 		return &pl[c->lane];
@@ -247,8 +260,8 @@ static struct lane *lane_for(size_t i, uint32_t id, bool *fresh)
 	if (c->takes >= OWN_LANE_AFTER) {
 		if (c->own == 0)
 			c->own = (uint16_t)n_own++;        /* at most one a context: < CTX_MAX */
-		own_lanes[c->own].owner = id;
-		return &own_lanes[c->own];
+		lro.t.own_lanes[c->own].owner = id;
+		return &lro.t.own_lanes[c->own];
 	}
 	c->takes++;
 	int best = 0;
@@ -278,11 +291,10 @@ static struct lane *lane_for(size_t i, uint32_t id, bool *fresh)
  * counted stride times). */
 #define LATE_EACH 32
 #define LATE_STRIDE_MAX 1024u
-static _Atomic uint32_t *late_calls;   /* [65536], per site id */
 
 static uint32_t late_weight(uint16_t site)
 {
-	uint32_t n = atomic_fetch_add_explicit(&late_calls[site], 1, memory_order_relaxed);
+	uint32_t n = atomic_fetch_add_explicit(&lro.t.late_calls[site], 1, memory_order_relaxed);
 	if (n < LATE_EACH)
 		return 1;
 	uint32_t stride = 2;
@@ -315,7 +327,7 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 		atomic_fetch_add_explicit(&lost, 1, memory_order_relaxed);
 		return NULL;
 	}
-	struct lctx *c = &ctxs[id];
+	struct lctx *c = &lro.t.ctxs[id];
 	if (!pool_closed(p) || reload) {
 		bool fresh;
 		struct lane *l = lane_for(i, id, &fresh);
@@ -326,8 +338,8 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 		/* Every page the object touches is its context's: the lane's
 		 * page was fresh when the context took it. */
 		for (size_t pg = page_of((uintptr_t)obj); pg <= page_of((uintptr_t)obj + need - 1); pg++) {
-			uint32_t v = atomic_load_explicit(&page_ctx[pg], memory_order_relaxed);
-			atomic_store_explicit(&page_ctx[pg], ((v & ~PAGE_CTX_ID) + PAGE_LIVE_ONE) | id,
+			uint32_t v = atomic_load_explicit(&lro.t.page_ctx[pg], memory_order_relaxed);
+			atomic_store_explicit(&lro.t.page_ctx[pg], ((v & ~PAGE_CTX_ID) + PAGE_LIVE_ONE) | id,
 					      memory_order_release);
 		}
 		atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
@@ -344,9 +356,9 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 /* The context of pool memory at a, 0 for none. */
 static uint32_t ctx_at(uintptr_t a)
 {
-	if (!page_ctx || !arena_contains((const void *)a))
+	if (!lro.t.page_ctx || !arena_contains((const void *)a))
 		return 0;
-	uint32_t id = atomic_load_explicit(&page_ctx[page_of(a)], memory_order_acquire) & PAGE_CTX_ID;
+	uint32_t id = atomic_load_explicit(&lro.t.page_ctx[page_of(a)], memory_order_acquire) & PAGE_CTX_ID;
 	return id < CTX_MAX ? id : 0;
 }
 
@@ -368,13 +380,13 @@ static void release_early(uintptr_t obj, size_t size, uint32_t id)
 	size_t g = (obj - arena_base) >> ARENA_GRANULE_SHIFT;
 	uint64_t m = UINT64_C(1) << (g % 64);
 	pthread_mutex_lock(&learn_lock);
-	if (!(atomic_fetch_or_explicit(&freed_early[g / 64], m, memory_order_relaxed) & m)) {
+	if (!(atomic_fetch_or_explicit(&lro.t.freed_early[g / 64], m, memory_order_relaxed) & m)) {
 		for (size_t pg = page_of(obj); pg <= page_of(obj + size - 1); pg++) {
-			uint32_t v = atomic_load_explicit(&page_ctx[pg], memory_order_relaxed);
+			uint32_t v = atomic_load_explicit(&lro.t.page_ctx[pg], memory_order_relaxed);
 			if ((v & PAGE_CTX_ID) != id || v < PAGE_LIVE_ONE)
 				continue;          /* not counted: never given back */
 			v -= PAGE_LIVE_ONE;
-			atomic_store_explicit(&page_ctx[pg], v, memory_order_release);
+			atomic_store_explicit(&lro.t.page_ctx[pg], v, memory_order_release);
 			if (v < PAGE_LIVE_ONE)
 				(void)os_discard((void *)(arena_base + pg * os_page_size), os_page_size);
 		}
@@ -390,7 +402,7 @@ void learn_note_free(const void *p)
 		return;
 	if (learn_stopping() || reload_superseded() || life_exiting())
 		return;                 /* the shutdown's or exit's free: live when it began */
-	struct lctx *c = &ctxs[id];
+	struct lctx *c = &lro.t.ctxs[id];
 	/* Before the trigger, a start-up object the program is done with: it
 	 * never reaches protection (what it held stays pool memory, the pool
 	 * never reuses it; its pages, once none holds a live object, are
@@ -411,7 +423,7 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 {
 	/* Read-only state only (fault.c): a pool index, learn_st or a bit of
 	 * opened overwritten never makes an enforced pool learn. */
-	if (fault_mode_of(hit) != FAULT_LEARN || !hit->span || !opened)
+	if (fault_mode_of(hit) != FAULT_LEARN || !hit->span || !lro.t.opened)
 		return false;
 	uintptr_t page = addr & ~(uintptr_t)(os_page_size - 1);
 	size_t bit = page_of(page);
@@ -420,33 +432,33 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 	 * was written by someone else (the table is writable).  Either way the
 	 * page is opened here too (idempotent): the bit never lets a write
 	 * through by itself, and the handler never waits on it. */
-	bool mine = !(atomic_fetch_or_explicit(&opened[bit / 64], m, memory_order_acq_rel) & m);
+	bool mine = !(atomic_fetch_or_explicit(&lro.t.opened[bit / 64], m, memory_order_acq_rel) & m);
 	/* The page holds one context's objects: the one written is marked. */
 	uint32_t id = ctx_at(addr);
-	if (id && !atomic_exchange_explicit(&ctxs[id].written, 1, memory_order_acq_rel)) {
-		uint64_t live = atomic_load_explicit(&ctxs[id].bytes, memory_order_relaxed) -
-				atomic_load_explicit(&ctxs[id].freed_bytes, memory_order_relaxed);
-		atomic_store_explicit(&ctxs[id].written_bytes, live, memory_order_relaxed);
+	if (id && !atomic_exchange_explicit(&lro.t.ctxs[id].written, 1, memory_order_acq_rel)) {
+		uint64_t live = atomic_load_explicit(&lro.t.ctxs[id].bytes, memory_order_relaxed) -
+				atomic_load_explicit(&lro.t.ctxs[id].freed_bytes, memory_order_relaxed);
+		atomic_store_explicit(&lro.t.ctxs[id].written_bytes, live, memory_order_relaxed);
 		atomic_fetch_add_explicit(&marks, 1, memory_order_release);
 	}
 	if (os_protect_rw((void *)page, os_page_size) < 0) {
 		if (mine)
-			atomic_fetch_and_explicit(&opened[bit / 64], ~m, memory_order_acq_rel);
+			atomic_fetch_and_explicit(&lro.t.opened[bit / 64], ~m, memory_order_acq_rel);
 		return false;
 	}
-	atomic_fetch_or_explicit(&open_done[bit / 64], m, memory_order_release);
+	atomic_fetch_or_explicit(&lro.t.open_done[bit / 64], m, memory_order_release);
 	return true;
 }
 
 bool learn_kernel_write(const struct pool_hit *hit, uintptr_t addr)
 {
-	if (fault_mode_of(hit) != FAULT_LEARN || !hit->span || !open_done)
+	if (fault_mode_of(hit) != FAULT_LEARN || !hit->span || !lro.t.open_done)
 		return false;
 	/* Opened already (its context marked then): no system call.  A bit
 	 * forged here makes the kernel's write fail with EFAULT, as it would
 	 * without learn mode; a fault never trusts it (learn_let_through). */
 	size_t bit = page_of(addr & ~(uintptr_t)(os_page_size - 1));
-	if (atomic_load_explicit(&open_done[bit / 64], memory_order_acquire) & (UINT64_C(1) << (bit % 64)))
+	if (atomic_load_explicit(&lro.t.open_done[bit / 64], memory_order_acquire) & (UINT64_C(1) << (bit % 64)))
 		return true;
 	return learn_let_through(hit, addr);
 }
@@ -466,6 +478,8 @@ static void lock_drop_fork(void)
 bool learn_init(const struct shim_state *st)
 {
 	void *c, *x, *l, *ol, *pg, *o, *lc, *od, *fe;
+	if (lro.t.st)
+		return lro.t.st == st;   /* armed once: the page is read-only now */
 	size_t pages = arena_size / os_page_size;
 	size_t words = (pages + 63) / 64;
 	if (os_map_lazy(CTX_MAX * sizeof(struct lctx), &c) < 0 ||
@@ -473,33 +487,41 @@ bool learn_init(const struct shim_state *st)
 	    os_map_lazy(SHIM_POOLS_MAX * LANES * sizeof(struct lane), &l) < 0 ||
 	    os_map_lazy(CTX_MAX * sizeof(struct lane), &ol) < 0 ||
 	    os_map_lazy(pages * sizeof(uint32_t), &pg) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0 ||
-	    os_map_lazy(65536 * sizeof(*late_calls), &lc) < 0 || os_map_lazy(words * sizeof(uint64_t), &od) < 0 ||
+	    os_map_lazy(65536 * sizeof(*lro.t.late_calls), &lc) < 0 || os_map_lazy(words * sizeof(uint64_t), &od) < 0 ||
 	    os_map_lazy((arena_size >> ARENA_GRANULE_SHIFT) / 8, &fe) < 0) {
 		debug_printf("learn mode: no memory for its tables; pools enforce");
 		return false;
 	}
-	ctxs = c;
-	ctx_index = x;
-	lanes = l;
-	own_lanes = ol;
-	page_ctx = pg;
-	opened = o;
-	late_calls = lc;
-	open_done = od;
-	freed_early = fe;
+	lro.t.ctxs = c;
+	lro.t.ctx_index = x;
+	lro.t.lanes = l;
+	lro.t.own_lanes = ol;
+	lro.t.page_ctx = pg;
+	lro.t.opened = o;
+	lro.t.late_calls = lc;
+	lro.t.open_done = od;
+	lro.t.freed_early = fe;
+	lro.t.st = st;
+	/* Still writable (never protected before): one mprotect at arming,
+	 * learn mode only; another mode never reads the page (learn_active
+	 * asks the read-only policy's mode). */
+	if (os_protect_ro(&lro, sizeof(lro)) < 0) {
+		memset(&lro, 0, sizeof(lro));
+		debug_printf("learn mode: its tables' page cannot be made read-only; pools enforce");
+		return false;
+	}
 	/* Registered after pool.c's handlers (the pools exist): taken before
 	 * the pools' locks, the order learn_alloc() takes them in; the flush's
 	 * lock before it (learn_flush_init() registers its handlers after
 	 * these; a flush never takes the others). */
 	pthread_atfork(lock_take_fork, lock_drop_fork, lock_drop_fork);
 	learn_stop_init();
-	learn_st = st;
 	return true;
 }
 
 void learn_forget_opened(void)
 {
-	if (!learn_st || !opened || !open_done)
+	if (!lro.t.st || !lro.t.opened || !lro.t.open_done)
 		return;
 	/* open_done first: a kernel write then goes through
 	 * learn_let_through(), which opens the page again.  Only words with a
@@ -509,9 +531,9 @@ void learn_forget_opened(void)
 	 * mode; the call after the protect clears that too. */
 	size_t words = (arena_size / os_page_size + 63) / 64;
 	for (size_t w = 0; w < words; w++) {
-		if (atomic_load_explicit(&open_done[w], memory_order_relaxed))
-			atomic_store_explicit(&open_done[w], 0, memory_order_release);
-		if (atomic_load_explicit(&opened[w], memory_order_relaxed))
-			atomic_store_explicit(&opened[w], 0, memory_order_release);
+		if (atomic_load_explicit(&lro.t.open_done[w], memory_order_relaxed))
+			atomic_store_explicit(&lro.t.open_done[w], 0, memory_order_release);
+		if (atomic_load_explicit(&lro.t.opened[w], memory_order_relaxed))
+			atomic_store_explicit(&lro.t.opened[w], 0, memory_order_release);
 	}
 }

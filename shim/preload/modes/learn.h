@@ -20,6 +20,7 @@
 
 #include "common.h"
 #include "pool.h"
+#include "ro.h"
 #include <signal.h>
 
 struct shim_state;
@@ -33,6 +34,9 @@ struct shim_state;
  * true: the read-only decision, not learn.c's writable state, says whether
  * the process learns. */
 bool learn_init(const struct shim_state *st);
+/* learn.c's read-only page (the state and its tables' addresses), for
+ * the one list (ro.h). */
+extern const struct ro_span learn_ro_span;
 /* The flush's start-up, once learn_init() said true (learn_flush.c): this
  * run's id, the executable's path and build-id while /proc/self/exe still
  * shows them, PMALLOC_LEARN_INTERVAL, its fork handlers. */

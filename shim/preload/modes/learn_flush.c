@@ -404,10 +404,9 @@ static const char *grouped(char *buf, size_t len, uint64_t v)
 	return buf;
 }
 
-static bool flush_one(const struct flush_ctx *c, const struct lctx *x, uint32_t id, const char *reason,
-		      char *chain, size_t chain_len, unsigned wait_ms)
+static bool flush_one(const struct shim_state *st, const struct flush_ctx *c, const struct lctx *x, uint32_t id,
+		      const char *reason, char *chain, size_t chain_len, unsigned wait_ms)
 {
-	const struct shim_state *st = learn_state();
 	const struct pimg_pool *pp = pimg_pool(st->image, x->pool);
 	char trig[256], site[300], first[800], second[800], msg[2048], b1[32], b2[32];
 	/* The entry has room for about 6 KiB of chain: frames that do not
@@ -483,7 +482,7 @@ static bool flush_due(const struct lctx *x, bool all)
 	       x->sent_freed != atomic_load(&x->freed_objects) || x->sent_written != atomic_load(&x->written);
 }
 
-static void flush_locked(const char *reason, bool all)
+static void flush_locked(const struct shim_state *st, const char *reason, bool all)
 {
 	struct flush_ctx c;
 	memset(&c, 0, sizeof(c));
@@ -612,7 +611,7 @@ static void flush_locked(const char *reason, bool all)
 		uint64_t freed = atomic_load(&x->freed_objects);
 		uint64_t now = os_monotonic_ns(true);
 		unsigned left = now >= wait_end ? 0 : (unsigned)((wait_end - now) / 1000000u);
-		if (flush_one(&c, x, id, reason, chain, 8192, left < wait_ms ? left : wait_ms)) {
+		if (flush_one(st, &c, x, id, reason, chain, 8192, left < wait_ms ? left : wait_ms)) {
 			x->sent_epoch = flush_epoch;
 			x->sent_objects = objects;
 			x->sent_late = late;
@@ -649,10 +648,17 @@ static _Atomic int exited;
 
 static void flush_as(const char *reason, bool all)
 {
+	/* The state taken once, believed only as learn_state() checks it:
+	 * learn_st is a writable word, and a forged one seen by the
+	 * periodic thread (a fork's first flush) took the process down
+	 * with a NULL read before its kill was reported (tamper.sh). */
+	const struct shim_state *st = learn_state();
+	if (!st)
+		return;
 	int busy = shim_busy_enter();
 	pthread_mutex_lock(&flush_lock);
 	if (!atomic_load(&exited) || strcmp(reason, "exit") == 0)
-		flush_locked(reason, all);
+		flush_locked(st, reason, all);
 	if (strcmp(reason, "exec") == 0) {
 		exec_path[0] = '\0';     /* said once: an exec that failed is not the next one */
 		exec_secure = false;
