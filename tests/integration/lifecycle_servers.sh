@@ -313,7 +313,17 @@ day() {
 # no ExecReload), no workers (threads) and no log file (its unit's stdout
 # goes to the journal).
 want() { case " ${LIFECYCLE_SERVERS:-nginx lighttpd} " in *" $1 "*) return 0 ;; esac; return 1; }
-port_of() { echo $((24000 + ($$ + $1) % 900)); }
+# port_of K: a loopback port of 24000-24899 that nothing listens on, the
+# first from the one this pid and K name (a helper's server or another
+# test's left on the port made the server fail to come up).
+port_of() {
+	local k p
+	for k in $(seq 0 899); do
+		p=$((24000 + ($$ + $1 + k) % 900))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+	done
+	echo $((24000 + ($$ + $1) % 900))
+}
 
 if want nginx && [ -x /usr/sbin/nginx ]; then
 	nport=$(port_of 0)

@@ -328,8 +328,13 @@ void journal_violation(const struct pmw_report *r)
 		violation_fmt_fields(&f, r, &shown);
 		/* A kill waits up to 250 ms for room in a busy journald's
 		 * queue (the process ends anyway); an audited write, which
-		 * the program survives, never waits. */
-		if (!send_entry_wait(&f, r->mode == PMW_MODE_ENFORCE ? 250 : 0))
+		 * the program survives, up to 50 ms: it is reported once per
+		 * site and process, and refining a proposal reads it (a site
+		 * whose report was lost would be kept, and kill in enforce).
+		 * Without the wait, a journald busy with other senders (ten
+		 * datagrams queued, net.unix.max_dgram_qlen without a booted
+		 * systemd) lost it. */
+		if (!send_entry_wait(&f, r->mode == PMW_MODE_ENFORCE ? 250 : 50))
 			journal_note_dropped();
 	}
 	errno = e;
