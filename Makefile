@@ -107,7 +107,7 @@ SHIM_LIB := $(B)/libpmalloc_shim.so
 # uses (a write to a protected pool is still reported on stderr by the
 # SIGSEGV handler; no hook is set, hooks.h).  Preloading the shim into
 # such a program replaces all of it: the preload's definitions come first.
-POOL_SRCS := $(wildcard shim/core/*.c) shim/sys/os.c shim/sys/stderr.c shim/sys/guard.c common/proto/fmt.c \
+POOL_SRCS := $(wildcard shim/core/*.c) shim/sys/os.c shim/sys/ro.c shim/sys/stderr.c shim/sys/guard.c common/proto/fmt.c \
 	common/proto/violation_fmt.c
 POOL_OBJS := $(POOL_SRCS:%.c=$(B)/pic/%.o)
 POOL_LIB := $(B)/libpmalloc.so

@@ -141,6 +141,9 @@ struct policy_set {
 	struct policy_daemon_settings daemon;
 	struct policy *policies;
 	size_t n_policies;
+	/* When the file read was last written (its mtime, microseconds since
+	 * the epoch, from the fstat of the descriptor read); 0 for a text. */
+	uint64_t written_us;
 };
 
 /* Whether a policy file with status st may be read by a process whose

@@ -258,5 +258,7 @@ int policy_set_load_file(const char *path, struct policy_set **ret, char *err, s
 	}
 	r = load_text(&c, buf, ret);
 	free(buf);
+	if (r == 0)
+		(*ret)->written_us = (uint64_t)st.st_mtim.tv_sec * 1000000u + (uint64_t)st.st_mtim.tv_nsec / 1000u;
 	return r;
 }

@@ -65,15 +65,22 @@ void fault_install_lock_give(void)
 	atomic_store_explicit(&install_owner, 0, memory_order_release);
 }
 
-/* Async-signal-safe (one system call each). */
+/* Async-signal-safe (one system call each).  Before its first close the
+ * page is the .bss it was loaded as, writable: nothing to open (arming's
+ * take-over is that first close in most processes).  A flag forged to say
+ * "never closed" only makes the writes fault, as site.c's filter's. */
+static bool prog_closed_once;
+
 static void prog_open(void)
 {
-	if (os_protect_rw(&fault_prog, sizeof(fault_prog)) < 0)
+	if (__atomic_load_n(&prog_closed_once, __ATOMIC_ACQUIRE) &&
+	    os_protect_rw(&fault_prog, sizeof(fault_prog)) < 0)
 		fatal("sigaction", "cannot open the program's signal actions");
 }
 
 static void prog_close(void)
 {
+	__atomic_store_n(&prog_closed_once, true, __ATOMIC_RELEASE);
 	if (os_protect_ro(&fault_prog, sizeof(fault_prog)) < 0)
 		fatal("sigaction", "cannot make the program's signal actions read-only");
 }

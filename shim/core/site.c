@@ -16,6 +16,7 @@
 #include "site.h"
 #include "stderr.h"
 #include "os.h"
+#include "ro.h"
 
 #include <string.h>
 
@@ -87,12 +88,13 @@ static_assert(sizeof(site_policy) % RO_PAGE == 0, "the filter is whole pages");
 /* Opened and closed without a flag to trust: opening what is writable
  * already, or closing it twice, is harmless.  Before its first close it is
  * the .bss it was loaded as, writable: nothing to open (a flag forged to
- * say so only makes the writes fault). */
+ * say so only makes the writes fault); nor while arming puts its first
+ * close off (ro.h's held freezes: this thread's, writable until released). */
 static bool policy_closed_once;
 
 void site_policy_open(void)
 {
-	if (!policy_closed_once)
+	if (!policy_closed_once || ro_held(&site_policy, sizeof(site_policy)))
 		return;
 	if (os_protect_rw(&site_policy, sizeof(site_policy)) < 0)
 		fatal("malloc", "cannot open the filter of the policy's sites");
@@ -169,7 +171,48 @@ void site_policy_mark_closed(void)
 void site_policy_close(void)
 {
 	policy_closed_once = true;
-	if (os_protect_ro(&site_policy, sizeof(site_policy)) < 0)
+	if (ro_freeze(&site_policy, sizeof(site_policy)) < 0)
+		fatal("malloc", "cannot make the filter of the policy's sites read-only");
+}
+
+/* The filter's pages holding the bytes of return addresses [lo, hi): the
+ * pages of their one run, or the whole filter when they fold around its
+ * end; *len 0 when there are none. */
+static void range_pages(uintptr_t lo, uintptr_t hi, void **p, size_t *len)
+{
+	struct site_policy_run run[2];
+	size_t n = site_policy_runs(lo, hi, run);
+	*p = &site_policy;
+	*len = n == 0 ? 0 : sizeof(site_policy);
+	if (n != 1)
+		return;
+	uintptr_t a = (uintptr_t)(site_policy.granule + run[0].at) & ~(uintptr_t)(os_page_size - 1);
+	uintptr_t b = ALIGN_UP((uintptr_t)(site_policy.granule + run[0].at + run[0].n), os_page_size);
+	*p = (void *)a;
+	*len = b - a;
+}
+
+void site_policy_open_range(uintptr_t lo, uintptr_t hi)
+{
+	void *p;
+	size_t len;
+	if (!policy_closed_once || ro_held(&site_policy, sizeof(site_policy)))
+		return;
+	range_pages(lo, hi, &p, &len);
+	if (len && os_protect_rw(p, len) < 0)
+		fatal("malloc", "cannot open the filter of the policy's sites");
+}
+
+void site_policy_close_range(uintptr_t lo, uintptr_t hi)
+{
+	void *p;
+	size_t len;
+	if (!policy_closed_once || ro_held(&site_policy, sizeof(site_policy))) {
+		site_policy_close();       /* never closed yet, or its freeze put off: all of it */
+		return;
+	}
+	range_pages(lo, hi, &p, &len);
+	if (len && os_protect_ro(p, len) < 0)
 		fatal("malloc", "cannot make the filter of the policy's sites read-only");
 }
 

@@ -199,6 +199,13 @@ static inline size_t site_policy_runs(uintptr_t lo, uintptr_t hi, struct site_po
 /* Every pool is closed (between site_policy_open and site_policy_close). */
 void site_policy_mark_closed(void);
 void site_policy_close(void);
+/* Only the filter's pages that hold the bytes of return addresses [lo, hi)
+ * opened, and closed again (the whole filter at its first close): a
+ * narrowing writes an object's few pages of the 17, and an mprotect costs
+ * for each page present besides its 2.5 us.  Between them, only those
+ * bytes are written. */
+void site_policy_open_range(uintptr_t lo, uintptr_t hi);
+void site_policy_close_range(uintptr_t lo, uintptr_t hi);
 
 /* Map the table (shim_init, before the policy is armed): what init.c
  * publishes as malloc's "armed?" word, in its read-only page (armed.h).

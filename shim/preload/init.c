@@ -153,14 +153,13 @@ static int load_policy(int r, const char *exe, const char *comm, struct policy_i
 	if (r < 0)
 		say("policy \"%s\" of %s cannot be compiled: %s (running unprotected)", pol->name, conf,
 		    strerror(-r));
+	/* Loaded when the file was last written (as the load's fstat saw
+	 * it, no stat(2) more): learned entries tell the runs of one learn
+	 * policy by it. */
+	if (r == 0)
+		((struct pimg_header *)ret->image)->loaded_us = file->written_us;
 	policy_set_free(file);
 	ret->generation = 0;
-	/* Loaded when the file was last written: learned entries tell the
-	 * runs of one learn policy by it. */
-	struct stat sb;
-	if (r == 0 && stat(conf, &sb) == 0)
-		((struct pimg_header *)ret->image)->loaded_us =
-			(uint64_t)sb.st_mtim.tv_sec * 1000000u + (uint64_t)sb.st_mtim.tv_nsec / 1000u;
 	return r < 0 ? 0 : 1;
 }
 
@@ -241,7 +240,7 @@ static void log_unmatched(const struct pimg_header *img)
  * a seal refused leaves it read-only, said. */
 static int make_ro(void *p, size_t len, bool seal)
 {
-	int r = os_protect_ro(p, len);
+	int r = ro_freeze(p, len);
 	if (r < 0) {
 		say("cannot make the policy's state read-only: %s (running unprotected)", strerror(-r));
 		return r;
@@ -259,6 +258,8 @@ static int unarmed(bool installed, int r)
 		fault_install();
 	return r;
 }
+
+static int arm_state(struct shim_state *st, const char *exe, void *mem, size_t len, bool own_map, bool seal);
 
 /* The state and the image, in the page of the pointer to them (armed.h)
  * when they fit, else in a mapping of their own: the image is copied there
@@ -344,13 +345,44 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 	if (img->mode == POLICY_MODE_AUDIT)
 		fault_enable_audit();
 	st->rules_changed = rules_changed;
-	r = resolve_init(st, exe);
+	bool seal = img->protection == POLICY_PROT_SEAL;
+	/* The first freezes of the filter, the rules, the state pointer and
+	 * the reload state, side by side, held and done in one call (ro.h);
+	 * a seal needs each page read-only first: not held then. */
+	if (!seal)
+		ro_hold();
+	r = arm_state(st, exe, mem, len, own_map, seal);
+	const char *left = "armed state";
+	int released = seal ? 0 : ro_release(&left);
+	if (released < 0) {
+		/* The pointer's page may be writable still: opened for sure, the
+		 * state unpublished, and closed again, as when nothing is armed. */
+		say("the %s cannot be made read-only: %s (running unprotected)", left, strerror(-released));
+		if (shim && os_protect_rw(&shim_ro, sizeof(shim_ro)) == 0) {
+			site_armed = NULL;
+			shim = NULL;
+		}
+		r = released;
+	}
 	if (r < 0)
 		return unarmed(installed, r);
+	interpose_armed();
+	respawn_init(st);          /* its fork handler before the timer's */
+	trigger_init(st);
+	return 0;
+}
+
+/* arm()'s middle: the rules resolved, the fault handler armed, the state
+ * published and frozen (held: arm() releases), with the reload state. */
+static int arm_state(struct shim_state *st, const char *exe, void *mem, size_t len, bool own_map, bool seal)
+{
+	const struct pimg_header *img = st->image;
+	int r = resolve_init(st, exe);
+	if (r < 0)
+		return r;
 	log_unmatched(img);
-	bool seal = img->protection == POLICY_PROT_SEAL;
 	if (own_map && (r = make_ro(mem, len, seal)) < 0)
-		return unarmed(installed, r);
+		return r;
 	/* What a write into these pools gets, kept read-only by fault.c: the
 	 * one place the mode is decided; learn needs its tables first. */
 	struct pmalloc_pool *pools[SHIM_POOLS_MAX];
@@ -363,7 +395,7 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL, reload_let_through,
 		      seal);
 	if (r < 0)
-		return unarmed(installed, r);
+		return r;
 	/* Published in the page frozen right after: a write into the shim's
 	 * data can neither disarm malloc nor point it at a forged state. */
 	site_armed = site_arm();
@@ -371,12 +403,9 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 	if ((r = make_ro(&shim_ro, sizeof(shim_ro), seal)) < 0) {
 		site_armed = NULL;
 		shim = NULL;
-		return unarmed(installed, r);
+		return r;
 	}
-	interpose_armed();
-	reload_init(st);
-	respawn_init(st);          /* its fork handler before the timer's */
-	trigger_init(st);
+	reload_init(st);           /* its page beside the state's: frozen with it */
 	return 0;
 }
 

@@ -2,8 +2,10 @@
 /*
  * ro.c - the list of the shim's own read-only pages (ro.h), itself in a
  * page of its own frozen last: after ro_freeze_all no write can drop a
- * page from it.  Never allocates, never prints, never leaves a page
- * writable without naming it to the caller.
+ * page from it; and arming's freezes of listed pages, held and done
+ * together (ro_hold .. ro_release), adjacent pages in one mprotect.
+ * Never allocates, never prints, never leaves a page writable without
+ * naming it to the caller, never holds a page that is not listed.
  */
 #include "ro.h"
 #include "os.h"
@@ -73,4 +75,83 @@ int ro_freeze_all_page(size_t page, bool seal, const char **left)
 int ro_freeze_all(bool seal, const char **left)
 {
 	return ro_freeze_all_page(os_page_size, seal, left);
+}
+
+/* The freezes put off between ro_hold and ro_release: written by the
+ * constructor's thread alone before main, empty again after, and only
+ * ever pages of the list (never a pool's, never what the program owns),
+ * so no decision rests on them once the program runs. */
+#define HELD_MAX 8
+static struct held {
+	void *p;
+	size_t len;
+} held[HELD_MAX];
+static size_t n_held;
+static __thread bool holding __attribute__((tls_model("initial-exec")));
+
+void ro_hold(void)
+{
+	holding = true;
+}
+
+static const char *listed_name(const void *p, size_t len)
+{
+	for (size_t i = 0; i < list.s.n; i++)
+		if (list.s.e[i].p == p && list.s.e[i].len == len)
+			return list.s.e[i].name;
+	return NULL;
+}
+
+int ro_freeze(void *p, size_t len)
+{
+	if (!holding || !listed_name(p, len))
+		return os_protect_ro(p, len);
+	for (size_t i = 0; i < n_held; i++)
+		if (held[i].p == p && held[i].len == len)
+			return 0;
+	if (n_held == HELD_MAX)
+		return os_protect_ro(p, len);
+	held[n_held++] = (struct held){ p, len };
+	return 0;
+}
+
+bool ro_held(const void *p, size_t len)
+{
+	for (size_t i = 0; holding && i < n_held; i++)
+		if (held[i].p == p && held[i].len == len)
+			return true;
+	return false;
+}
+
+int ro_release(const char **left)
+{
+	holding = false;
+	/* By address (a handful: insertion), then each run of adjacent pages
+	 * in one call; a run that fails is tried again a page at a time, so
+	 * that what stays writable is named as each owner's own call would. */
+	for (size_t i = 1; i < n_held; i++)
+		for (size_t j = i; j > 0 && (uintptr_t)held[j - 1].p > (uintptr_t)held[j].p; j--) {
+			struct held t = held[j];
+			held[j] = held[j - 1];
+			held[j - 1] = t;
+		}
+	int first = 0;
+	for (size_t i = 0; i < n_held;) {
+		size_t j = i + 1;
+		uintptr_t end = (uintptr_t)held[i].p + held[i].len;
+		for (; j < n_held && (uintptr_t)held[j].p == end; j++)
+			end += held[j].len;
+		if (os_protect_ro(held[i].p, end - (uintptr_t)held[i].p) < 0) {
+			for (size_t k = i; k < j; k++) {
+				int r = os_protect_ro(held[k].p, held[k].len);
+				if (r < 0 && first == 0) {
+					first = r;
+					*left = listed_name(held[k].p, held[k].len);
+				}
+			}
+		}
+		i = j;
+	}
+	n_held = 0;
+	return first;
 }

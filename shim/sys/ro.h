@@ -10,7 +10,9 @@
  * frozen by ro_freeze_all.  "By owner" pages are frozen by their owner at
  * a time of its own (the heap's table, once the allocator is found; the
  * kernel probe in os_init): ro_freeze_all only checks that they can be,
- * on this kernel's page size, so that none is left writable unsaid.
+ * on this kernel's page size, so that none is left writable unsaid.  An
+ * owner whose page arming freezes first calls ro_freeze(), which arming
+ * may hold and do with its neighbours' (below).
  */
 #ifndef PMALLOC_RO_H
 #define PMALLOC_RO_H
@@ -55,5 +57,23 @@ int ro_freeze_all(bool seal, const char **left) __attribute__((warn_unused_resul
 int ro_freeze_all_page(size_t page, bool seal, const char **left) __attribute__((warn_unused_result));
 /* How many pages are listed. */
 size_t ro_count(void);
+
+/* Arming's freezes held and done together.  From ro_hold() to
+ * ro_release() (the constructor's thread only, before main), ro_freeze()
+ * of a listed page on that thread is put off; ro_release() freezes every
+ * page put off, adjacent ones in one mprotect: the pages arming freezes
+ * one after the other lie side by side (the Makefile's layout), and an
+ * mprotect costs some 3.8 us here whatever its length.  Outside those,
+ * on other threads, and for what is not a listed page, ro_freeze() is
+ * os_protect_ro().  Never held under protection = "seal" (a seal needs
+ * its page read-only first: the caller does not hold then). */
+void ro_hold(void);
+int ro_freeze(void *p, size_t len) __attribute__((warn_unused_result));
+/* Is a freeze of [p, p+len) put off on this thread (so the page is still
+ * writable: nothing to open)? */
+bool ro_held(const void *p, size_t len);
+/* 0, or -errno of the first page that stayed writable, *left its name
+ * (each page put off is tried again alone when the one call fails). */
+int ro_release(const char **left) __attribute__((warn_unused_result));
 
 #endif

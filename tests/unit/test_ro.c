@@ -5,8 +5,9 @@
  * once and really read-only after; on a simulated 64 KiB-page kernel a
  * page that fits only 4 KiB pages is named, never left writable unsaid,
  * while RO_PAGE-sized ones (the heap's table is one) still fit on
- * kernels with 4 KiB and 64 KiB pages alike.  Each test runs in a fork of
- * its own (the list is frozen once per process).
+ * kernels with 4 KiB and 64 KiB pages alike; arming's freezes held and
+ * done together at the release.  Each test runs in a fork of its own (the
+ * list is frozen once per process).
  */
 #include "testutil.h"
 #include "os.h"
@@ -112,6 +113,74 @@ START_TEST(simulated_4k_pages)
 }
 END_TEST
 
+/* Arming's held freezes (ro_hold .. ro_release): a listed page's freeze
+ * is put off, the page writable until the release, read-only after;
+ * adjacent pages go in one call (not counted here: startup_cost.sh counts
+ * the start-up's calls).  What is not listed is frozen at once. */
+static union { unsigned char b[2][RO_PAGE]; } pair __attribute__((aligned(RO_PAGE)));
+
+static void hold_pair(void)
+{
+	ck_assert_int_eq(os_init(), 0);
+	ck_assert_int_eq(ro_register("first", pair.b[0], RO_PAGE, true), 0);
+	ck_assert_int_eq(ro_register("second", pair.b[1], RO_PAGE, true), 0);
+	ro_hold();
+	ck_assert_int_eq(ro_freeze(pair.b[1], RO_PAGE), 0);
+	ck_assert_int_eq(ro_freeze(pair.b[0], RO_PAGE), 0);
+	ck_assert(ro_held(pair.b[0], RO_PAGE));
+	ck_assert(!ro_held(&at_arm, sizeof(at_arm)));
+	/* Put off: still writable. */
+	TEST_FORCE_WRITE(&pair.b[0][0], 1);
+	TEST_FORCE_WRITE(&pair.b[1][0], 2);
+	const char *left = NULL;
+	ck_assert_int_eq(ro_release(&left), 0);
+	ck_assert_ptr_null(left);
+	ck_assert(!ro_held(pair.b[0], RO_PAGE));
+	ck_assert_int_eq(pair.b[0][0], 1);
+	ck_assert_int_eq(pair.b[1][0], 2);
+}
+
+START_TEST(held_until_release)
+{
+	hold_pair();
+}
+END_TEST
+
+START_TEST(released_first_faults)
+{
+	hold_pair();
+	TEST_FORCE_WRITE(&pair.b[0][1], 7);
+}
+END_TEST
+
+START_TEST(released_second_faults)
+{
+	hold_pair();
+	TEST_FORCE_WRITE(&pair.b[1][RO_PAGE - 1], 7);
+}
+END_TEST
+
+/* A page the list does not hold is frozen at once, held or not. */
+START_TEST(unlisted_frozen_at_once)
+{
+	ck_assert_int_eq(os_init(), 0);
+	ro_hold();
+	ck_assert_int_eq(ro_freeze(&by_owner, sizeof(by_owner)), 0);
+	ck_assert(!ro_held(&by_owner, sizeof(by_owner)));
+	TEST_FORCE_WRITE(&by_owner.b[0], 7);
+}
+END_TEST
+
+/* Not holding: ro_freeze is the freeze itself. */
+START_TEST(not_held_frozen_at_once)
+{
+	ck_assert_int_eq(os_init(), 0);
+	ck_assert_int_eq(ro_register("at arm", &at_arm, sizeof(at_arm), false), 0);
+	ck_assert_int_eq(ro_freeze(&at_arm, sizeof(at_arm)), 0);
+	TEST_FORCE_WRITE(&at_arm.b[0], 7);
+}
+END_TEST
+
 static Suite *ro_suite(void)
 {
 	Suite *s = suite_create("ro");
@@ -122,6 +191,11 @@ static Suite *ro_suite(void)
 	tcase_add_test(tc, simulated_64k_pages);
 	tcase_add_test_raise_signal(tc, simulated_64k_big_page_faults, SIGSEGV);
 	tcase_add_test(tc, simulated_4k_pages);
+	tcase_add_test(tc, held_until_release);
+	tcase_add_test_raise_signal(tc, released_first_faults, SIGSEGV);
+	tcase_add_test_raise_signal(tc, released_second_faults, SIGSEGV);
+	tcase_add_test_raise_signal(tc, unlisted_frozen_at_once, SIGSEGV);
+	tcase_add_test_raise_signal(tc, not_held_frozen_at_once, SIGSEGV);
 	suite_add_tcase(s, tc);
 	return s;
 }

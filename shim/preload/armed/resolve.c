@@ -38,6 +38,7 @@
 #include "resolve.h"
 #include "stderr.h"
 #include "os.h"
+#include "ro.h"
 #include "site.h"
 #include "symtab.h"
 #include "heap.h"
@@ -193,7 +194,7 @@ int resolve_init(struct shim_state *st, const char *exe)
 	if (r < 0)
 		return r;
 	rro.s.frozen = true;
-	if ((r = os_protect_ro(&rro, sizeof(rro))) < 0)
+	if ((r = ro_freeze(&rro, sizeof(rro))) < 0)
 		rro.s.frozen = false;
 	return r;
 }

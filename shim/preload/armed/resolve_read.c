@@ -85,30 +85,77 @@ static void mark_text(uintptr_t lo, uintptr_t hi, void *ctx)
 }
 
 /* The granules narrow() keeps, a bit each (site.h): 8 KiB of .bss under
- * resolve_lock, two pages touched, where a byte map from the heap was
- * 64 KiB of fresh pages at each narrowing (16 first touches, about 60 us
- * of python3's start-up). */
+ * resolve_lock, where a byte map from the heap was 64 KiB of fresh pages
+ * at each narrowing (16 first touches, about 60 us of python3's
+ * start-up).  Only the words of the object being narrowed are cleared
+ * and computed (the window): unmark reads no other, so the rest is
+ * neither touched nor walked (python3's 16,000 granules are 250 words of
+ * the 1,024). */
 static uint64_t keep_bits[SITE_POLICY_KEEP_WORDS];
 
+#define WINDOW_MAX 8
+struct keep_window {
+	size_t n;                    /* word intervals below; 0 with all: every word */
+	bool all;
+	struct {
+		size_t lo, hi;
+	} w[WINDOW_MAX];
+};
+
+/* The words of code [lo, hi)'s granules, into the window (ctx). */
+static void window_add(uintptr_t lo, uintptr_t hi, void *ctx)
+{
+	struct keep_window *kw = ctx;
+	struct site_policy_run run[2];
+	size_t n = site_policy_runs(lo + 1, hi + 1, run);
+	for (size_t k = 0; k < n; k++) {
+		if (kw->n == WINDOW_MAX) {
+			kw->all = true;
+			return;
+		}
+		kw->w[kw->n].lo = run[k].at / 64;
+		kw->w[kw->n].hi = (run[k].at + run[k].n + 63) / 64;
+		kw->n++;
+	}
+}
+
+/* Granules [g, end) kept, a word at a time where it can. */
+static void keep_granules(size_t g, size_t end)
+{
+	for (; g < end && g % 64; g++)
+		keep_bits[g / 64] |= UINT64_C(1) << (g % 64);
+	for (; g + 64 <= end; g += 64)
+		keep_bits[g / 64] = ~UINT64_C(0);
+	for (; g < end; g++)
+		keep_bits[g / 64] |= UINT64_C(1) << (g % 64);
+}
+
+/* Code [lo, hi)'s granules kept, within the window (ctx). */
 static void keep_text(uintptr_t lo, uintptr_t hi, void *ctx)
 {
-	uint64_t *keep = ctx;
+	const struct keep_window *kw = ctx;
 	struct site_policy_run run[2];
 	size_t n = site_policy_runs(lo + 1, hi + 1, run);
 	for (size_t k = 0; k < n; k++) {
 		size_t g = run[k].at, end = run[k].at + run[k].n;
-		for (; g < end && g % 64; g++)
-			keep[g / 64] |= UINT64_C(1) << (g % 64);
-		for (; g + 64 <= end; g += 64)
-			keep[g / 64] = ~UINT64_C(0);
-		for (; g < end; g++)
-			keep[g / 64] |= UINT64_C(1) << (g % 64);
+		if (kw->all) {
+			keep_granules(g, end);
+			continue;
+		}
+		for (size_t i = 0; i < kw->n; i++) {
+			size_t a = kw->w[i].lo * 64, b = kw->w[i].hi * 64;
+			if (g < b && a < end)
+				keep_granules(g > a ? g : a, end < b ? end : b);
+		}
 	}
 }
 
+/* Only the filter's pages of this code opened (site.h). */
 static void unmark_text(uintptr_t lo, uintptr_t hi, void *ctx)
 {
+	site_policy_open_range(lo + 1, hi + 1);
 	site_policy_unmark(lo + 1, hi + 1, ctx);
+	site_policy_close_range(lo + 1, hi + 1);
 }
 
 /* The code of an object whose symbols wait for its first allocation is
@@ -124,17 +171,21 @@ static void narrow(const struct pending *pe)
 {
 	if (!texts_marked)
 		return;
-	memset(keep_bits, 0, sizeof(keep_bits));
+	struct keep_window kw = { 0 };
+	each_text(pe->ph, pe->phnum, pe->obj.base, window_add, &kw);
+	if (kw.all || kw.n == 0)
+		memset(keep_bits, 0, sizeof(keep_bits));
+	for (size_t i = 0; !kw.all && i < kw.n; i++)
+		memset(keep_bits + kw.w[i].lo, 0, (kw.w[i].hi - kw.w[i].lo) * sizeof(keep_bits[0]));
+	kw.all = kw.all || kw.n == 0;
 	struct range_table *tabs[] = { atomic_load(&table), atomic_load(&points) };
 	for (size_t k = 0; k < ARRAY_SIZE(tabs); k++)
 		for (size_t i = 0; tabs[k] && i < tabs[k]->n; i++)
-			keep_text(tabs[k]->r[i].start, tabs[k]->r[i].end, keep_bits);
+			keep_text(tabs[k]->r[i].start, tabs[k]->r[i].end, &kw);
 	for (size_t i = 0; i < n_pending; i++)
 		if (&pending[i] != pe && !atomic_load_explicit(&pending[i].read, memory_order_relaxed))
-			each_text(pending[i].ph, pending[i].phnum, pending[i].obj.base, keep_text, keep_bits);
-	site_policy_open();
+			each_text(pending[i].ph, pending[i].phnum, pending[i].obj.base, keep_text, &kw);
 	each_text(pe->ph, pe->phnum, pe->obj.base, unmark_text, keep_bits);
-	site_policy_close();
 }
 
 /* An object loaded at start-up, at the first allocation from it (or before

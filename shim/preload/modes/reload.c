@@ -85,6 +85,7 @@
 #include "stderr.h"
 #include "os.h"
 #include "pool.h"
+#include "ro.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -184,9 +185,10 @@ void reload_init(const struct shim_state *st)
 		pthread_atfork(NULL, NULL, epoch_after_fork_child);
 	}
 	pthread_atfork(NULL, NULL, ro_after_fork_child);
-	/* Still writable (never protected before): one mprotect at start-up. */
+	/* Still writable (never protected before): one mprotect at start-up,
+	 * with the armed state's (ro.h's held freezes). */
 	ro.s.armed = 1;
-	if (os_protect_ro(&ro, sizeof(ro)) < 0)
+	if (ro_freeze(&ro, sizeof(ro)) < 0)
 		fatal("pmalloc", "cannot make the reload state read-only");
 }
 
