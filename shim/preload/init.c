@@ -392,6 +392,8 @@ static int arm_state(struct shim_state *st, const char *exe, void *mem, size_t l
 			     : img->mode == POLICY_MODE_LEARN && learn_init(st) ? FAULT_LEARN : FAULT_ENFORCE;
 	if (fm == FAULT_LEARN)
 		learn_flush_init();
+	else if ((r = learn_tables_freeze()) < 0)
+		return r;
 	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL, reload_let_through,
 		      seal);
 	if (r < 0)

@@ -502,10 +502,9 @@ bool learn_init(const struct shim_state *st)
 	lro.t.open_done = od;
 	lro.t.freed_early = fe;
 	lro.t.st = st;
-	/* Still writable (never protected before): one mprotect at arming,
-	 * learn mode only; another mode never reads the page (learn_active
-	 * asks the read-only policy's mode). */
-	if (os_protect_ro(&lro, sizeof(lro)) < 0) {
+	/* Frozen with arming's other pages (ro.h: held, then one mprotect
+	 * with its neighbours; at once under a seal). */
+	if (ro_freeze(&lro, sizeof(lro)) < 0) {
 		memset(&lro, 0, sizeof(lro));
 		debug_printf("learn mode: its tables' page cannot be made read-only; pools enforce");
 		return false;
@@ -517,6 +516,11 @@ bool learn_init(const struct shim_state *st)
 	pthread_atfork(lock_take_fork, lock_drop_fork, lock_drop_fork);
 	learn_stop_init();
 	return true;
+}
+
+int learn_tables_freeze(void)
+{
+	return ro_freeze(&lro, sizeof(lro));
 }
 
 void learn_forget_opened(void)

@@ -37,6 +37,11 @@ bool learn_init(const struct shim_state *st);
 /* learn.c's read-only page (the state and its tables' addresses), for
  * the one list (ro.h). */
 extern const struct ro_span learn_ro_span;
+/* That page read-only in a process of another mode too, empty (nothing
+ * there is read then: learn_active asks the read-only policy's mode): it
+ * lies among arming's other pages, and frozen with them it costs no
+ * mprotect of its own (ro.h).  0 or -errno, as ro_freeze(). */
+int learn_tables_freeze(void) __attribute__((warn_unused_result));
 /* The flush's start-up, once learn_init() said true (learn_flush.c): this
  * run's id, the executable's path and build-id while /proc/self/exe still
  * shows them, PMALLOC_LEARN_INTERVAL, its fork handlers. */
