@@ -34,7 +34,7 @@
  * rehash wrote), by 5 frames none fewer, and nginx and haproxy none fewer
  * at any depth.  A context per page cost a page a context (haproxy's
  * master and worker 2,200 and 3,500 contexts): 2.39 x its resident memory
- * alone, 1.97 x shared by 5 frames (doc/figures.md).
+ * alone, 1.99 to 2.01 x shared by 5 frames (doc/figures.md).
  *
  * Cost per learn-pool allocation (learn mode only; enforce never comes
  * here; x86-64, callgrind): about 22,000 instructions for an allocation
