@@ -20,6 +20,11 @@
  *
  * learn_stress inject: at the end, writes into an object of ctx_5 (never
  * written otherwise): with ctx_2 protected, death by SIGSEGV.
+ *
+ * learn_stress shared (with or without inject): the even contexts allocate
+ * through five functions of their own (via1..via5), so that their chains
+ * begin alike and learn mode puts their objects on shared pages, written
+ * and unwritten contexts side by side; the odd ones call malloc as above.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -49,8 +54,18 @@ static size_t size_of(int k)
 	return k % 8 == 5 ? 5000 + (size_t)k : 16 + (size_t)(k * 40 % 600);
 }
 
+static int shared;
+
+/* The even contexts' allocator when shared: five frames alike. */
+__attribute__((noinline)) static char *via5(size_t n) { return malloc(n); }
+__attribute__((noinline)) static char *via4(size_t n) { return via5(n); }
+__attribute__((noinline)) static char *via3(size_t n) { return via4(n); }
+__attribute__((noinline)) static char *via2(size_t n) { return via3(n); }
+__attribute__((noinline)) static char *via1(size_t n) { return via2(n); }
+
 /* ctx_K(): one allocation context each (a function of its own). */
-#define CTX(k) __attribute__((noinline)) static char *ctx_##k(void) { return malloc(size_of(k)); }
+#define CTX(k) __attribute__((noinline)) static char *ctx_##k(void) \
+	{ return shared && (k) % 2 == 0 ? via1(size_of(k)) : malloc(size_of(k)); }
 #define EACH8(M, a) M(a##0) M(a##1) M(a##2) M(a##3) M(a##4) M(a##5) M(a##6) M(a##7)
 CTX(0) CTX(1) CTX(2) CTX(3) CTX(4) CTX(5) CTX(6) CTX(7) CTX(8) CTX(9)
 EACH8(CTX, 1) CTX(18) CTX(19) EACH8(CTX, 2) CTX(28) CTX(29) EACH8(CTX, 3) CTX(38) CTX(39)
@@ -208,7 +223,11 @@ static void *late_thread(void *arg)
 int main(int argc, char **argv)
 {
 	pthread_t th[WRITERS];
-	int n = 0;
+	int n = 0, inject = 0;
+	for (int i = 1; i < argc; i++) {
+		inject |= strcmp(argv[i], "inject") == 0;
+		shared |= strcmp(argv[i], "shared") == 0;
+	}
 	for (int t = 0; t < PRE; t++, n++)
 		if (pthread_create(&th[n], NULL, pre_thread, (void *)(intptr_t)t) != 0)
 			return 2;
@@ -237,7 +256,7 @@ int main(int argc, char **argv)
 	close(s);
 	if (atomic_load(&failures))
 		return 1;
-	if (argc > 1 && strcmp(argv[1], "inject") == 0)
+	if (inject)
 		objs[1].p[0] = 2;   /* thread 0's object 1: ctx_5 */
 	printf("ok %d objects, %d allocated by stragglers\n", PRE * PRE_OBJS + strag_n[0] + strag_n[1],
 	       strag_n[0] + strag_n[1]);

@@ -1,32 +1,40 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * learn.c - learn mode (see learn.h): allocation contexts, their own
- * pages, their counts and the written marks.  What was learned goes to the
+ * learn.c - learn mode (see learn.h): allocation contexts, the pages
+ * they share, their counts and the written marks.  What was learned goes to the
  * journal by learn_flush.c, which reads the context table through
  * learn_inner.h.
  *
  * Owns: the context table (chains hashed, ids 1..CTX_MAX-1, never
- * removed), the lanes (regions of pool.c, each page of a lane holding one
- * context's objects: per learn pool LANES shared in turn, a lane changing
- * hands skips to a fresh page; and a lane of its own for each context
- * that took OWN_LANE_AFTER shared lanes already), the page map (arena
- * page -> context id, and the objects live on it before the trigger) that
- * the fault handler, kwrite.c and free read, and the giving back of pages
- * whose objects were all freed before the trigger.  Must never: let a
- * write through for a pool the read-only decision does not say learns,
- * take a lock or allocate in learn_let_through, keep a write from marking
- * the context it wrote into (a page holds one context, so opening it for
- * good loses no later write of another), or give back a page that holds
- * a live object.
+ * removed), the groups (the contexts whose chains begin with the same
+ * SHARE_FRAMES frames), the lanes (regions of pool.c, each page of a lane
+ * holding one group's objects: per learn pool LANES shared in turn, a
+ * lane changing hands skips to a fresh page; and a lane of its own for
+ * each context that took OWN_LANE_AFTER shared lanes already), the page
+ * map (arena page -> its context, or the runs of its contexts' objects
+ * when a group's contexts share it, and the objects live on it before the
+ * trigger) that the fault handler, kwrite.c and free read, and the giving
+ * back of pages whose objects were all freed before the trigger.  Must
+ * never: let a write through for a pool the read-only decision does not
+ * say learns, take a lock or allocate in learn_let_through, open a page
+ * without marking every context with an object on it (a write there later
+ * is not seen), or give back a page that holds a live object.
  *
- * Why pages of their own rather than the store's address resolved to its
- * object: the address names the first object written on a page, but the
- * page is then writable, and a later write into a neighbour of another
- * context would go unseen (it would be marked unwritten, proposed, and
- * killed in enforce mode), unless every page stayed protected and every
- * store faulted.  One context per page costs memory (a page tail per lane
- * change, LANES lanes per pool, and two pages, a tail and its records', for
- * each context with a lane of its own), never a second fault.
+ * Why a page's first write marks every context on it rather than the
+ * store's object alone: the page is then writable, and a later write into
+ * a neighbour of another context would go unseen (marked unwritten,
+ * proposed, killed in enforce mode), unless every page stayed protected
+ * and every store faulted.  Marking more contexts than were written is
+ * safe (it only leaves them out of the proposal); so pages are shared by
+ * contexts that share their first SHARE_FRAMES frames only, whose fate
+ * is nearly always one: measured on redis 7.0, sharing by the allocator's
+ * caller alone marked 70 more contexts and its proposal protected 17%
+ * fewer bytes, by 3 or 4 frames 4% fewer (populateCommandTable's and
+ * moduleRegisterCoreAPI's dictionary entries sharing pages with entries a
+ * rehash wrote), by 5 frames none fewer, and nginx and haproxy none fewer
+ * at any depth.  A context per page cost a page a context (haproxy's
+ * master and worker 2,200 and 3,500 contexts): 2.39 x its resident memory
+ * alone, 1.99 to 2.01 x shared by 5 frames (doc/figures.md).
  *
  * Cost per learn-pool allocation (learn mode only; enforce never comes
  * here; x86-64, callgrind): about 22,000 instructions for an allocation
@@ -38,14 +46,16 @@
  * unwind only for a sample (late_weight(): each site's first 32, then one
  * in up to 1,024): late allocations are counted per context, the others a
  * load and an atomic add on their site's counter.  A free of a pool
- * object: a page-map load, a record look-up, a load of the pool's flags
+ * object: a page-map load, a record look-up (and on a shared page a walk
+ * of its runs, one per change of hands on it), a load of the pool's flags
  * and two atomic adds; before the trigger four (frees before it are
  * counted apart, PMALLOC_TRIGGER_LIVE_*) and learn_lock for the page's
  * live count, with one madvise for each page it leaves with none.
  *
  * learn_let_through() runs in the SIGSEGV handler and in kwrite.c: it
- * touches only pre-mapped tables (atomics) and makes one mprotect call per
- * page, once (learn_kernel_write: none for a page opened already).
+ * touches only pre-mapped tables (atomics; a page's runs, bounded by
+ * PAGE_RUNS_MAX) and makes one mprotect call per page, once
+ * (learn_kernel_write: none for a page opened already).
  */
 #define _GNU_SOURCE
 #include "learn.h"
@@ -64,8 +74,11 @@
 
 #define CTX_MAX 65536u                 /* context ids 1..CTX_MAX-1; 0: none */
 #define CTX_BUCKETS 8192u              /* hash chains (lctx.next), power of two */
-#define LANES 64                       /* per pool: contexts allocating in turn without a page skip */
+#define LANES 64                       /* per pool: groups allocating in turn without a page skip */
 #define OWN_LANE_AFTER 2               /* shared lanes taken: then a lane of the context's own */
+#define SHARE_FRAMES 5                 /* contexts whose chains begin alike share pages */
+#define NODES_MAX (1u << 21)           /* runs of shared pages, [1..NODES_MAX) */
+#define PAGE_RUNS_MAX 512              /* runs a page can hold (4096 / 16 objects), and a bound */
 #define SHIM_FRAMES_MAX 16             /* the shim's own frames above the allocator's caller */
 #define PAGE_CTX_ID 0xffffu            /* page_ctx's bits that hold the context id */
 #define PAGE_LIVE_ONE 0x10000u         /* one live object in page_ctx's count above them */
@@ -73,21 +86,36 @@ static_assert(CTX_MAX - 1 <= PAGE_CTX_ID, "a context id fits its bits of page_ct
 
 struct lane {
 	struct pool_region r;              /* pool.c's, bound at first use */
-	uint32_t owner;                    /* context id whose page is current */
+	uint32_t owner;                    /* an own lane's: its context id */
 	uint64_t used;                     /* tick of the last use, for the choice of a lane */
+	uint64_t key;                      /* a shared lane's: the group whose page is current, 0: none */
 };
 
+/* A run of a shared page: the objects from offset off (bytes in the page)
+ * up to the next run's are context ctx's.  A page's runs are a list from
+ * page_head, the last run first (offsets descending). */
+struct run {
+	uint32_t next;
+	uint16_t ctx;
+	uint16_t off;
+};
+static_assert(CTX_MAX - 1 <= UINT16_MAX, "a context id fits a run");
+
 /* The state learning serves and its tables' addresses: set once by
- * learn_init(), then read-only (one RO_PAGE, listed by init.c).  As
- * writable words they were forged by the tamper sweep (learn_st, ctxs):
- * the periodic thread or a wait call's flush read through them and took
- * the process down in the shim before its kill was reported. */
+ * learn_init(), then read-only (one RO_PAGE, listed by init.c, frozen
+ * with arming's other pages in every armed process).  As writable words
+ * they were forged by the tamper sweep (learn_st, ctxs): the periodic
+ * thread or a wait call's flush read through them and took the process
+ * down in the shim before its kill was reported. */
 struct learn_tables {
 	const struct shim_state *st;
 	struct lctx *ctxs;             /* [CTX_MAX] */
 	_Atomic uint32_t *ctx_index;   /* [CTX_BUCKETS]: a chain's first context id, 0: none */
 	struct lane *lanes;            /* [SHIM_POOLS_MAX][LANES] */
 	struct lane *own_lanes;        /* [CTX_MAX]: [1..n_own), in the order they were given */
+	_Atomic uint32_t *page_head;   /* per arena page: its last run, 0: one context's page
+				        * (page_ctx's id) */
+	struct run *runs;              /* [NODES_MAX] */
 	_Atomic uint32_t *page_ctx;    /* per arena page: its context id, and above PAGE_CTX_ID
 				        * its objects live before the trigger (learn_lock) */
 	_Atomic uint64_t *freed_early; /* per arena granule, a bit: the object starting there
@@ -103,6 +131,7 @@ static union {
 const struct ro_span learn_ro_span = { &lro, sizeof(lro) };   /* ro.h: init.c lists it */
 static_assert(sizeof(lro) == RO_PAGE, "the learn tables' page is one page");
 static uint32_t n_ctx = 1;             /* next id; written under learn_lock */
+static uint32_t n_runs = 1;            /* learn_lock */
 static uint32_t n_own = 1;             /* learn_lock */
 static uint64_t tick;                  /* learn_lock */
 static _Atomic uint64_t lost;          /* allocations no context could take (table full) */
@@ -114,8 +143,8 @@ static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread bool lock_mine __attribute__((tls_model("initial-exec")));
 
 /* The learn state is believed only when it is the armed state (shim, in
- * its read-only page) of a learn policy: in a process of another mode
- * lro is never made read-only, and a forged word there turns nothing on. */
+ * its read-only page) of a learn policy: lro is read-only in every armed
+ * process, empty in those of another mode. */
 bool learn_active(void)
 {
 	const struct shim_state *st = lro.t.st;
@@ -230,12 +259,25 @@ static size_t page_of(uintptr_t a)
 	return (a - arena_base) / os_page_size;
 }
 
-/* A lane of pool i for context id (learn_lock held): the shared lane it
- * used last while it still holds its page; else, for a context that took
- * OWN_LANE_AFTER shared lanes already, a lane of its own (its page never
- * handed to another context, never skipped; pool_alloc_in's first span of
- * a region starts on a page of its own); else the shared lane least
- * lately used, whose next object then starts on a fresh page (*fresh).
+/* The group of context id in pool i: the contexts whose chains begin
+ * alike (SHARE_FRAMES frames), whose objects share pages.  Once the runs
+ * are spent, each context is a group of its own (learn_lock held). */
+static uint64_t group_of(size_t i, uint32_t id)
+{
+	const struct lctx *c = &lro.t.ctxs[id];
+	if (n_runs >= NODES_MAX - 2)
+		return UINT64_C(1) << 63 | id;
+	uint64_t h = chain_hash(c->frames, c->n_frames < SHARE_FRAMES ? c->n_frames : SHARE_FRAMES, i) &
+		     ~(UINT64_C(1) << 63);
+	return h ? h : 1;                  /* 0: a lane no group holds */
+}
+
+/* A lane of pool i for context id (learn_lock held): for a context that
+ * took OWN_LANE_AFTER shared lanes already, a lane of its own (its page
+ * never handed to another context, never skipped; pool_alloc_in's first
+ * span of a region starts on a page of its own); else the shared lane
+ * whose page its group holds; else the shared lane least lately used,
+ * whose next object then starts on a fresh page (*fresh).
  *
  * Why both: shared lanes skip to a fresh page at each change of hands,
  * and a start-up that interleaves more busy contexts than there are lanes
@@ -248,31 +290,116 @@ static size_t page_of(uintptr_t a)
  * 32 objects (the rule before) haproxy's worker put each of the first 31
  * objects of 390 interleaved contexts on a page of its own, 7,900 pages
  * (31 MB of its 70); after two takes, none (36.7 MB in all). */
+
 static struct lane *lane_for(size_t i, uint32_t id, bool *fresh)
 {
 	struct lctx *c = &lro.t.ctxs[id];
 	*fresh = false;
 	struct lane *pl = &lro.t.lanes[i * LANES];
-	if (c->lane >= 0 && pl[c->lane].owner == id) {
-		pl[c->lane].used = ++tick;
-		return &pl[c->lane];
-	}
-	if (c->takes >= OWN_LANE_AFTER) {
-		if (c->own == 0)
-			c->own = (uint16_t)n_own++;        /* at most one a context: < CTX_MAX */
+	if (c->own == 0 && c->takes >= OWN_LANE_AFTER)
+		c->own = (uint16_t)n_own++;        /* at most one a context: < CTX_MAX */
+	if (c->own != 0) {
 		lro.t.own_lanes[c->own].owner = id;
 		return &lro.t.own_lanes[c->own];
+	}
+	uint64_t g = group_of(i, id);
+	if (c->lane < 0 || pl[c->lane].key != g)
+		for (int k = 0; k < LANES; k++)
+			if (pl[k].key == g)
+				c->lane = (int16_t)k;
+	if (c->lane >= 0 && pl[c->lane].key == g) {
+		pl[c->lane].used = ++tick;
+		return &pl[c->lane];
 	}
 	c->takes++;
 	int best = 0;
 	for (int k = 1; k < LANES; k++)
 		if (pl[k].used < pl[best].used)
 			best = k;
-	*fresh = pl[best].owner != 0;
-	pl[best].owner = id;
+	*fresh = pl[best].key != 0;
+	pl[best].key = g;
 	pl[best].used = ++tick;
 	c->lane = (int16_t)best;
 	return &pl[best];
+}
+
+/* Context id is written: marked, once (async-signal-safe: the fault
+ * handler's). */
+static void mark(uint32_t id)
+{
+	if (id == 0 || id >= CTX_MAX || atomic_exchange_explicit(&lro.t.ctxs[id].written, 1, memory_order_acq_rel))
+		return;
+	uint64_t live = atomic_load_explicit(&lro.t.ctxs[id].bytes, memory_order_relaxed) -
+			atomic_load_explicit(&lro.t.ctxs[id].freed_bytes, memory_order_relaxed);
+	atomic_store_explicit(&lro.t.ctxs[id].written_bytes, live, memory_order_relaxed);
+	atomic_fetch_add_explicit(&marks, 1, memory_order_release);
+}
+
+/* Every context with an object on arena page pg marked written (the
+ * fault handler's: lock-free, bounded). */
+static void mark_page(size_t pg)
+{
+	uint32_t r = atomic_load_explicit(&lro.t.page_head[pg], memory_order_acquire);
+	if (r == 0) {
+		mark(atomic_load_explicit(&lro.t.page_ctx[pg], memory_order_acquire) & PAGE_CTX_ID);
+		return;
+	}
+	for (unsigned k = 0; r != 0 && r < NODES_MAX && k < PAGE_RUNS_MAX; k++, r = lro.t.runs[r].next)
+		mark(lro.t.runs[r].ctx);
+}
+
+static void run_push(size_t pg, uint32_t id, uint16_t off)
+{
+	uint32_t r = n_runs++;
+	lro.t.runs[r] = (struct run){ .next = atomic_load_explicit(&lro.t.page_head[pg], memory_order_relaxed),
+				.ctx = (uint16_t)id, .off = off };
+	atomic_store_explicit(&lro.t.page_head[pg], r, memory_order_release);
+}
+
+/* Object [a, a+need) of context id counted on its pages (learn_lock
+ * held): a page one context's objects alone were on stays that context's
+ * (page_ctx's id); one that another context of its group joins gets a run
+ * for each change of hands, its first context's from offset 0.
+ * Later pages of the object are fresh: nothing of the lane is past its
+ * start.  True when one of the pages is open already (a reload's
+ * allocation on a page a write opened): no write into the object would
+ * fault, so it is marked written now. */
+static bool pages_note(uintptr_t a, size_t need, uint32_t id)
+{
+	bool open = false;
+	size_t first = page_of(a);
+	for (size_t pg = first; pg <= page_of(a + need - 1); pg++) {
+		uint32_t v = atomic_load_explicit(&lro.t.page_ctx[pg], memory_order_relaxed);
+		uint32_t owner = v & PAGE_CTX_ID, head = atomic_load_explicit(&lro.t.page_head[pg], memory_order_relaxed);
+		if (head == 0 && (v < PAGE_LIVE_ONE || owner == id)) {
+			owner = id;
+		} else {
+			if (head == 0)
+				run_push(pg, owner, 0);
+			head = atomic_load_explicit(&lro.t.page_head[pg], memory_order_relaxed);
+			if (head >= NODES_MAX || lro.t.runs[head].ctx != id)   /* a writable word: bounded */
+				run_push(pg, id, pg == first ? (uint16_t)(a & (os_page_size - 1)) : 0);
+		}
+		atomic_store_explicit(&lro.t.page_ctx[pg], ((v & ~PAGE_CTX_ID) + PAGE_LIVE_ONE) | owner, memory_order_release);
+		/* Against learn_let_through's order (opened set, then the runs
+		 * read): one of the two sees the other. */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(&lro.t.opened[pg / 64], memory_order_relaxed) & (UINT64_C(1) << (pg % 64)))
+			open = true;
+	}
+	return open;
+}
+
+/* The context of the object starting at a (pool memory, learn_alloc's). */
+static uint32_t ctx_of_object(uintptr_t a)
+{
+	size_t pg = page_of(a);
+	uint32_t r = atomic_load_explicit(&lro.t.page_head[pg], memory_order_acquire);
+	uint16_t off = (uint16_t)(a & (os_page_size - 1));
+	for (unsigned k = 0; r != 0 && r < NODES_MAX && k < PAGE_RUNS_MAX; k++, r = lro.t.runs[r].next)
+		if (lro.t.runs[r].off <= off)
+			return lro.t.runs[r].ctx;
+	return atomic_load_explicit(&lro.t.page_ctx[pg], memory_order_acquire) & PAGE_CTX_ID;
 }
 
 /* A late allocation's weight: 0 when it is not unwound, else how many
@@ -335,13 +462,8 @@ void *learn_alloc(size_t i, size_t size, size_t align, uintptr_t ra, uint16_t si
 			     : pool_alloc_in(p, &l->r, size, align, site, fresh);
 	}
 	if (obj) {
-		/* Every page the object touches is its context's: the lane's
-		 * page was fresh when the context took it. */
-		for (size_t pg = page_of((uintptr_t)obj); pg <= page_of((uintptr_t)obj + need - 1); pg++) {
-			uint32_t v = atomic_load_explicit(&lro.t.page_ctx[pg], memory_order_relaxed);
-			atomic_store_explicit(&lro.t.page_ctx[pg], ((v & ~PAGE_CTX_ID) + PAGE_LIVE_ONE) | id,
-					      memory_order_release);
-		}
+		if (pages_note((uintptr_t)obj, need, id))
+			mark(id);
 		atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->bytes, need, memory_order_relaxed);
 	} else if (pool_closed(p)) {
@@ -373,7 +495,7 @@ static uint32_t ctx_at(uintptr_t a)
  * have let by drops no other object's page.  A free that interrupted this
  * thread's learn_alloc (a signal handler's) leaves its count as it is:
  * its pages are kept. */
-static void release_early(uintptr_t obj, size_t size, uint32_t id)
+static void release_early(uintptr_t obj, size_t size)
 {
 	if (lock_mine)
 		return;
@@ -383,12 +505,16 @@ static void release_early(uintptr_t obj, size_t size, uint32_t id)
 	if (!(atomic_fetch_or_explicit(&lro.t.freed_early[g / 64], m, memory_order_relaxed) & m)) {
 		for (size_t pg = page_of(obj); pg <= page_of(obj + size - 1); pg++) {
 			uint32_t v = atomic_load_explicit(&lro.t.page_ctx[pg], memory_order_relaxed);
-			if ((v & PAGE_CTX_ID) != id || v < PAGE_LIVE_ONE)
+			if ((v & PAGE_CTX_ID) == 0 || v < PAGE_LIVE_ONE)
 				continue;          /* not counted: never given back */
 			v -= PAGE_LIVE_ONE;
 			atomic_store_explicit(&lro.t.page_ctx[pg], v, memory_order_release);
-			if (v < PAGE_LIVE_ONE)
+			if (v < PAGE_LIVE_ONE) {
+				/* Its runs with it: the page's next object is
+				 * its context's alone. */
+				atomic_store_explicit(&lro.t.page_head[pg], 0, memory_order_release);
 				(void)os_discard((void *)(arena_base + pg * os_page_size), os_page_size);
+			}
 		}
 	}
 	pthread_mutex_unlock(&learn_lock);
@@ -396,9 +522,11 @@ static void release_early(uintptr_t obj, size_t size, uint32_t id)
 
 void learn_note_free(const void *p)
 {
-	uint32_t id = ctx_at((uintptr_t)p);
 	struct pool_hit hit;
-	if (!id || !pool_lookup(p, &hit) || !hit.in_object)
+	if (!ctx_at((uintptr_t)p) || !pool_lookup(p, &hit) || !hit.in_object)
+		return;
+	uint32_t id = ctx_of_object(hit.object);
+	if (id == 0 || id >= CTX_MAX)
 		return;
 	if (learn_stopping() || reload_superseded() || life_exiting())
 		return;                 /* the shutdown's or exit's free: live when it began */
@@ -410,7 +538,7 @@ void learn_note_free(const void *p)
 	 * (reload.h): counted with those, not as a free while serving. */
 	bool closed = pool_closed(shim->pools[c->pool].pool);
 	if (!closed && hit.object_size)
-		release_early(hit.object, hit.object_size, id);
+		release_early(hit.object, hit.object_size);
 	if (!closed || reload_in_window()) {
 		atomic_fetch_add_explicit(&c->early_objects, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->early_bytes, hit.object_size, memory_order_relaxed);
@@ -432,15 +560,13 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 	 * was written by someone else (the table is writable).  Either way the
 	 * page is opened here too (idempotent): the bit never lets a write
 	 * through by itself, and the handler never waits on it. */
-	bool mine = !(atomic_fetch_or_explicit(&lro.t.opened[bit / 64], m, memory_order_acq_rel) & m);
-	/* The page holds one context's objects: the one written is marked. */
-	uint32_t id = ctx_at(addr);
-	if (id && !atomic_exchange_explicit(&lro.t.ctxs[id].written, 1, memory_order_acq_rel)) {
-		uint64_t live = atomic_load_explicit(&lro.t.ctxs[id].bytes, memory_order_relaxed) -
-				atomic_load_explicit(&lro.t.ctxs[id].freed_bytes, memory_order_relaxed);
-		atomic_store_explicit(&lro.t.ctxs[id].written_bytes, live, memory_order_relaxed);
-		atomic_fetch_add_explicit(&marks, 1, memory_order_release);
-	}
+	bool mine = !(atomic_fetch_or_explicit(&lro.t.opened[bit / 64], m, memory_order_seq_cst) & m);
+	/* Every context with an object on the page is marked: the one
+	 * written, and those of its group sharing the page, whose later
+	 * writes the open page no longer shows. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (lro.t.page_ctx && arena_contains((const void *)addr))
+		mark_page(bit);
 	if (os_protect_rw((void *)page, os_page_size) < 0) {
 		if (mine)
 			atomic_fetch_and_explicit(&lro.t.opened[bit / 64], ~m, memory_order_acq_rel);
@@ -477,7 +603,7 @@ static void lock_drop_fork(void)
 
 bool learn_init(const struct shim_state *st)
 {
-	void *c, *x, *l, *ol, *pg, *o, *lc, *od, *fe;
+	void *c, *x, *l, *ol, *pg, *o, *lc, *od, *fe, *ph, *rn;
 	if (lro.t.st)
 		return lro.t.st == st;   /* armed once: the page is read-only now */
 	size_t pages = arena_size / os_page_size;
@@ -488,7 +614,9 @@ bool learn_init(const struct shim_state *st)
 	    os_map_lazy(CTX_MAX * sizeof(struct lane), &ol) < 0 ||
 	    os_map_lazy(pages * sizeof(uint32_t), &pg) < 0 || os_map_lazy(words * sizeof(uint64_t), &o) < 0 ||
 	    os_map_lazy(65536 * sizeof(*lro.t.late_calls), &lc) < 0 || os_map_lazy(words * sizeof(uint64_t), &od) < 0 ||
-	    os_map_lazy((arena_size >> ARENA_GRANULE_SHIFT) / 8, &fe) < 0) {
+	    os_map_lazy((arena_size >> ARENA_GRANULE_SHIFT) / 8, &fe) < 0 ||
+	    os_map_lazy(pages * sizeof(uint32_t), &ph) < 0 ||
+	    os_map_lazy(NODES_MAX * sizeof(struct run), &rn) < 0) {
 		debug_printf("learn mode: no memory for its tables; pools enforce");
 		return false;
 	}
@@ -501,6 +629,8 @@ bool learn_init(const struct shim_state *st)
 	lro.t.late_calls = lc;
 	lro.t.open_done = od;
 	lro.t.freed_early = fe;
+	lro.t.page_head = ph;
+	lro.t.runs = rn;
 	lro.t.st = st;
 	/* Frozen with arming's other pages (ro.h: held, then one mprotect
 	 * with its neighbours; at once under a seal). */
