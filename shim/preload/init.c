@@ -360,8 +360,8 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 			     : img->mode == POLICY_MODE_LEARN && learn_init(st) ? FAULT_LEARN : FAULT_ENFORCE;
 	if (fm == FAULT_LEARN)
 		learn_flush_init();
-	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL, reload_let_through,
-		      seal);
+	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL,
+		      fm == FAULT_LEARN ? learn_window_let_through : reload_let_through, seal);
 	if (r < 0)
 		return unarmed(installed, r);
 	/* Published in the page frozen right after: a write into the shim's

@@ -399,7 +399,22 @@ void learn_note_free(const void *p)
 	bool closed = pool_closed(shim->pools[c->pool].pool);
 	if (!closed && hit.object_size)
 		release_early(hit.object, hit.object_size, id);
-	if (!closed || reload_in_window()) {
+	if (closed && reload_in_window()) {
+		/* The main thread in a window: counted as a start-up object
+		 * once the window ends (learn_early), as a free while serving
+		 * if the process ends first (a stop: learn_window_let_through
+		 * says why).  Only the main thread writes these fields. */
+		uint32_t w = (uint32_t)reload_count();
+		if (atomic_load_explicit(&c->win_free, memory_order_relaxed) != w) {
+			uint64_t o = atomic_exchange_explicit(&c->win_objects, 0, memory_order_relaxed);
+			uint64_t b = atomic_exchange_explicit(&c->win_bytes, 0, memory_order_relaxed);
+			atomic_fetch_add_explicit(&c->early_objects, o, memory_order_relaxed);
+			atomic_fetch_add_explicit(&c->early_bytes, b, memory_order_relaxed);
+			atomic_store_explicit(&c->win_free, w, memory_order_relaxed);
+		}
+		atomic_fetch_add_explicit(&c->win_objects, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->win_bytes, hit.object_size, memory_order_relaxed);
+	} else if (!closed) {
 		atomic_fetch_add_explicit(&c->early_objects, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->early_bytes, hit.object_size, memory_order_relaxed);
 	}
@@ -436,6 +451,73 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 	}
 	atomic_fetch_or_explicit(&open_done[bit / 64], m, memory_order_release);
 	return true;
+}
+
+/* A reload window's writes are not marked (reload.c): enforce lets the
+ * main thread's writes through until its next wait, after a wait returned,
+ * and so learning.  That holds while the program goes back to waiting once
+ * its reload is done: both windows then cover the same writes.  A process
+ * whose window is still open when it ends made no such wait: its signal
+ * was a stop (haproxy's old worker, told by SIGUSR1 to stop at its
+ * master's reload), and how many turns its loop made before it left it is
+ * its threads' timing.  Its deinit() wrote 475 times into protected memory
+ * (its pool cache writing the signal handler records it freed,
+ * pool_put_to_cache) with the window open when its other thread had
+ * acknowledged the stop before its first poll after the signal returned,
+ * and after the window's end, at a second poll, when it had not: learning
+ * marked none of those writes in one run, enforce killed the old worker
+ * in the other (about one day in two).  So the contexts a window let
+ * writes into are noted with the window's number, and marked written at
+ * the exit flush when that window is still open: what a stop writes is
+ * learned as enforce may see it, outside any window; so are its frees
+ * there, counted as frees while serving, not as the old configuration a
+ * reload frees (learn_note_free, learn_early): what deinit() writes varies
+ * from run to run (lua_close, depending on its garbage collector's state,
+ * wrote a Lua object the learn run's had not), and a site whose objects a
+ * stop frees is left out for that role whether or not the learn run saw
+ * the write.  A window that ends at a wait forgets its notes (the next one
+ * has another number) and its frees count as before the trigger.  Costs:
+ * a 4-byte store per page a window opens; the exit flush reads the note
+ * of each context.  A program that writes in a window, waits within its
+ * reload (the window ends there) and writes again is not covered. */
+bool learn_window_let_through(const struct pool_hit *hit, uintptr_t addr)
+{
+	if (!reload_let_through(hit, addr))
+		return false;
+	uint32_t id = ctx_at(addr);
+	if (id && fault_mode_of(hit) == FAULT_LEARN)
+		atomic_store_explicit(&ctxs[id].window, (uint32_t)reload_count(), memory_order_relaxed);
+	return true;
+}
+
+void learn_early(const struct lctx *x, bool exec, uint64_t *objects, uint64_t *bytes)
+{
+	*objects = atomic_load_explicit(&x->early_objects, memory_order_relaxed);
+	*bytes = atomic_load_explicit(&x->early_bytes, memory_order_relaxed);
+	uint32_t w = atomic_load_explicit(&x->win_free, memory_order_relaxed);
+	if (w && (exec || !reload_open() || (uint32_t)reload_count() != w)) {
+		*objects += atomic_load_explicit(&x->win_objects, memory_order_relaxed);
+		*bytes += atomic_load_explicit(&x->win_bytes, memory_order_relaxed);
+	}
+}
+
+void learn_window_unfinished(void)
+{
+	if (!learn_active() || !reload_open())
+		return;
+	uint32_t w = (uint32_t)reload_count(), n = __atomic_load_n(&n_ctx, __ATOMIC_ACQUIRE), k = 0;
+	for (uint32_t id = 1; id < n && id < CTX_MAX; id++) {
+		struct lctx *c = &ctxs[id];
+		if (atomic_load_explicit(&c->window, memory_order_relaxed) != w ||
+		    atomic_exchange_explicit(&c->written, 1, memory_order_acq_rel))
+			continue;
+		uint64_t live = atomic_load_explicit(&c->bytes, memory_order_relaxed) -
+				atomic_load_explicit(&c->freed_bytes, memory_order_relaxed);
+		atomic_store_explicit(&c->written_bytes, live, memory_order_relaxed);
+		atomic_fetch_add_explicit(&marks, 1, memory_order_release);
+		k++;
+	}
+	debug_printf("learn: exit with reload window %u open: %u contexts it wrote marked written", w, k);
 }
 
 bool learn_kernel_write(const struct pool_hit *hit, uintptr_t addr)
