@@ -584,9 +584,8 @@ clean:
 -include $(shell find $(B) -path $(B)/boot -prune -o -path $(B)/deb -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # A service's day for all five servers in one script (make check runs
-# nginx and lighttpd there, and redis and memcached through
-# lifecycle_redis.sh and lifecycle_memcached.sh; haproxy only here: its
-# day ends in a kill at the stop in about one run of four, doc/figures.md).
+# nginx and lighttpd there, and redis, memcached and haproxy through
+# lifecycle_redis.sh, lifecycle_memcached.sh, lifecycle_haproxy.sh).
 check-lifecycle:
 	LIFECYCLE_SERVERS="nginx redis lighttpd memcached haproxy" \
 		$(MAKE) check TESTS="tests/integration/lifecycle_servers.sh tests/integration/reload_generations.sh"

@@ -394,8 +394,8 @@ static int arm_state(struct shim_state *st, const char *exe, void *mem, size_t l
 		learn_flush_init();
 	else if ((r = learn_tables_freeze()) < 0)
 		return r;
-	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL, reload_let_through,
-		      seal);
+	r = fault_arm(fm, pools, st->n_pools, fm == FAULT_LEARN ? learn_let_through : NULL,
+		      fm == FAULT_LEARN ? learn_window_let_through : reload_let_through, seal);
 	if (r < 0)
 		return r;
 	/* Published in the page frozen right after: a write into the shim's

@@ -301,12 +301,12 @@ day() {
 # they apply NAME_reload NAME_respawn NAME_reopen.  MAIN: the main pid.
 
 # make check runs the servers that live their whole day without a false
-# kill every time: nginx and lighttpd here, redis and memcached through
-# lifecycle_redis.sh and lifecycle_memcached.sh (a script each, for
-# run-tests' 300 s a script); make check-lifecycle runs the five in one
-# script, haproxy among them (its day, its re-exec at each reload
-# included, takes 12 to 100 s, and ends in a kill at the stop in about one
-# run of four: doc/figures.md), make soak apache2 and unbound.
+# kill every time: nginx and lighttpd here, redis, memcached and haproxy
+# through lifecycle_redis.sh, lifecycle_memcached.sh and
+# lifecycle_haproxy.sh (a script each, for run-tests' 300 s a script:
+# haproxy's day, its re-exec at each reload included, takes 20 to 100 s
+# on 2 busy cores); make check-lifecycle runs the five in one script, make
+# soak apache2 and unbound.
 # Events that do not apply: redis has no reload (SIGHUP ends it; Debian's
 # unit has no ExecReload, and CONFIG REWRITE writes the file, it reads
 # nothing back) and no workers; memcached has no reload (SIGHUP ignored,

@@ -16,6 +16,11 @@
 # bytes, listed by pmallocctl status, text and --json), and a write into the
 # configuration the last reload built still kills.
 #
+# Softstop: learn_server softstop stops as haproxy's old worker does at a
+# reload (SIGUSR1, a reload signal of the shim's): its writes in a window
+# still open when it exits are learned written; under enforce, the loop
+# turning once more (the window closed before those writes), no kill.
+#
 # Race: learn_server race has a thread that waits (epoll_wait) at a time
 # that varies between runs while the main thread still fills a table it
 # allocated: on-wait fires on the main thread's first wait, so the proposal
@@ -139,6 +144,31 @@ run reload reload inject || rc=$?
 grep -q "write to protected pool \"all\" .* allocated at xstrdup+" "$T/err" ||
 	fail "violation line: $(cat "$T/err")"
 pass "a write into the configuration the last reload built kills"
+
+# ---- softstop ----
+# A stop by a reload signal, as haproxy's old worker makes it: the window
+# the signal opens lets the stop's first write through (its handler
+# record), then the loop turns once (learning) or twice (enforce: the
+# worker's other thread acknowledged the stop later) before the resolver
+# state is written (haproxy's deinit) and the process exits.  Learning's
+# window is still open at that write (no wait was entered after one
+# returned), enforce's is not: a process that ends with its window open
+# has the contexts the window let it write marked written.  Before, the
+# resolver was proposed, and enforce killed at the stop.
+learn_conf softstop
+mkdir -p "$T/softstop"
+cp "$B/progs/learn_server" "$T/softstop/"
+stop_daemon || true
+start_daemon
+run softstop softstop 1 || fail "softstop learn run exited $?: $(cat "$T/err")"
+propose softstop
+grep -q '"learn_server:parse_entry"\|"learn_server:xstrdup"' "$T/softstop.conf" ||
+	fail "softstop: the configuration is not proposed: $(cat "$T/softstop.conf")"
+! grep -q '"learn_server:init_resolver"' "$T/softstop.conf" ||
+	fail "softstop: the resolver state, written after the stop's loop turned, is proposed: $(cat "$T/softstop.conf")"
+run softstop softstop 2 || fail "softstop: enforce run exited $?: $(cat "$T/err")"
+[ "$(kills softstop)" = 0 ] || fail "softstop: a violation in enforce"
+pass "softstop: a stop's write in a window still open at exit is learned (its site not proposed); enforce turning twice: no kill"
 
 # ---- race ----
 learn_conf race

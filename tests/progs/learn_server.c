@@ -36,6 +36,14 @@
  * written (as glibc's NSS state is when nginx looks its user up again),
  * the old configuration freed and a new one read.  inject: then writes
  * into the new configuration (death by SIGSEGV when it is protected).
+ * learn_server softstop [TURNS]: after serving, stops as haproxy's old
+ * worker does when its master reloads: SIGUSR1 (sent to the main thread
+ * while it waits, by a thread of its own) interrupts its epoll_wait; it
+ * writes its handler record (allocated at start-up: the stop's first
+ * work), makes TURNS more turns of its loop (epoll_wait, timeout 0; 1 by
+ * default: haproxy's worker makes one or two, as its other thread
+ * acknowledges the stop sooner or later), then writes its resolver state
+ * (as haproxy's deinit() writes its other signal records) and exits.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -47,6 +55,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -183,7 +192,22 @@ NOINLINE static char *make_reply(const char *req, long n)
 	return r;
 }
 
-static volatile sig_atomic_t terminated, reload_asked;
+/* softstop: the record of the stop signal's handler, allocated at
+ * start-up, written when the stop begins. */
+struct handler_rec {
+	int sig;
+	int gone;
+};
+
+NOINLINE static struct handler_rec *init_handler_rec(int sig)
+{
+	struct handler_rec *h = xmalloc(sizeof(*h));
+	h->sig = sig;
+	h->gone = 0;
+	return h;
+}
+
+static volatile sig_atomic_t terminated, reload_asked, stop_asked;
 static int reload_pipe[2] = { -1, -1 };
 
 static void on_hup(int sig)
@@ -201,6 +225,61 @@ static void on_term(int sig)
 {
 	(void)sig;
 	terminated = 1;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	stop_asked = 1;
+}
+
+/* softstop: SIGUSR1 to the main thread (tid: the process id) once it
+ * sleeps in epoll_wait (its wchan, up to 10 s: a busy machine), so that
+ * the signal interrupts the wait (EINTR), as haproxy's worker is told. */
+static void *stopper(void *arg)
+{
+	(void)arg;
+	char path[64], wchan[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", (int)getpid());
+	for (int k = 0; k < 1000; k++) {
+		struct timespec ts = { 0, 10 * 1000000L };
+		nanosleep(&ts, NULL);
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(wchan, 1, sizeof(wchan) - 1, f) : 0;
+		if (f)
+			fclose(f);
+		wchan[n] = '\0';
+		if (strcmp(wchan, "do_epoll_wait") == 0)
+			break;
+	}
+	syscall(SYS_tgkill, getpid(), getpid(), SIGUSR1);
+	return NULL;
+}
+
+/* softstop: the stop, as haproxy's old worker makes it. */
+static int soft_stop(struct handler_rec *rec, struct resolver *res, int turns)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_usr1;
+	int idle[2];
+	if (pipe(idle) < 0 || sigaction(SIGUSR1, &sa, NULL) < 0)
+		return 6;
+	int ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = idle[0] };
+	pthread_t t;
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, idle[0], &ev) < 0 || pthread_create(&t, NULL, stopper, NULL) != 0)
+		return 6;
+	struct epoll_event got;
+	if (epoll_wait(ep, &got, 1, 5000) != -1 || errno != EINTR || !stop_asked)
+		return 6;
+	rec->gone = 1;                   /* its handler unregistered */
+	for (int k = 0; k < turns; k++)
+		if (epoll_wait(ep, &got, 1, 0) != 0)
+			return 6;
+	lookup_user(res, "stopped");     /* deinit() */
+	pthread_join(t, NULL);
+	return 0;
 }
 
 static void free_config(struct entry *e)
@@ -264,6 +343,7 @@ int main(int argc, char **argv)
 	}
 	struct resolver *res = init_resolver();
 	lookup_user(res, "www-data");
+	struct handler_rec *rec = strcmp(mode, "softstop") == 0 ? init_handler_rec(SIGUSR1) : NULL;
 	struct entry *cfg = read_config(section_a, sizeof(section_a) / sizeof(section_a[0]), NULL);
 	struct stats *stats = init_stats();
 	char *io = init_io(512);
@@ -342,6 +422,8 @@ int main(int argc, char **argv)
 		if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
 			return 4;
 	}
+	if (rec)
+		return soft_stop(rec, res, argc > 2 ? atoi(argv[2]) : 1);
 	if (argc > 1 && strcmp(argv[1], "stop") == 0) {
 		int go[2];
 		char c = 0;

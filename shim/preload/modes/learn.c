@@ -325,14 +325,15 @@ static struct lane *lane_for(size_t i, uint32_t id, bool *fresh)
 
 /* Context id is written: marked, once (async-signal-safe: the fault
  * handler's). */
-static void mark(uint32_t id)
+static bool mark(uint32_t id)
 {
 	if (id == 0 || id >= CTX_MAX || atomic_exchange_explicit(&lro.t.ctxs[id].written, 1, memory_order_acq_rel))
-		return;
+		return false;
 	uint64_t live = atomic_load_explicit(&lro.t.ctxs[id].bytes, memory_order_relaxed) -
 			atomic_load_explicit(&lro.t.ctxs[id].freed_bytes, memory_order_relaxed);
 	atomic_store_explicit(&lro.t.ctxs[id].written_bytes, live, memory_order_relaxed);
 	atomic_fetch_add_explicit(&marks, 1, memory_order_release);
+	return true;
 }
 
 /* Every context with an object on arena page pg marked written (the
@@ -346,6 +347,27 @@ static void mark_page(size_t pg)
 	}
 	for (unsigned k = 0; r != 0 && r < NODES_MAX && k < PAGE_RUNS_MAX; k++, r = lro.t.runs[r].next)
 		mark(lro.t.runs[r].ctx);
+}
+
+static void note_window(uint32_t id, uint32_t w)
+{
+	if (id != 0 && id < CTX_MAX)
+		atomic_store_explicit(&lro.t.ctxs[id].window, w, memory_order_relaxed);
+}
+
+/* Every context with an object on arena page pg noted as written into
+ * in reload window w (learn_window_let_through: the window opened the
+ * page, so a later write of another context there does not fault until
+ * the window ends).  Lock-free, bounded, as mark_page. */
+static void note_window_page(size_t pg, uint32_t w)
+{
+	uint32_t r = atomic_load_explicit(&lro.t.page_head[pg], memory_order_acquire);
+	if (r == 0) {
+		note_window(atomic_load_explicit(&lro.t.page_ctx[pg], memory_order_acquire) & PAGE_CTX_ID, w);
+		return;
+	}
+	for (unsigned k = 0; r != 0 && r < NODES_MAX && k < PAGE_RUNS_MAX; k++, r = lro.t.runs[r].next)
+		note_window(lro.t.runs[r].ctx, w);
 }
 
 static void run_push(size_t pg, uint32_t id, uint16_t off)
@@ -539,7 +561,22 @@ void learn_note_free(const void *p)
 	bool closed = pool_closed(shim->pools[c->pool].pool);
 	if (!closed && hit.object_size)
 		release_early(hit.object, hit.object_size);
-	if (!closed || reload_in_window()) {
+	if (closed && reload_in_window()) {
+		/* The main thread in a window: counted as a start-up object
+		 * once the window ends (learn_early), as a free while serving
+		 * if the process ends first (a stop: learn_window_let_through
+		 * says why).  Only the main thread writes these fields. */
+		uint32_t w = (uint32_t)reload_count();
+		if (atomic_load_explicit(&c->win_free, memory_order_relaxed) != w) {
+			uint64_t o = atomic_exchange_explicit(&c->win_objects, 0, memory_order_relaxed);
+			uint64_t b = atomic_exchange_explicit(&c->win_bytes, 0, memory_order_relaxed);
+			atomic_fetch_add_explicit(&c->early_objects, o, memory_order_relaxed);
+			atomic_fetch_add_explicit(&c->early_bytes, b, memory_order_relaxed);
+			atomic_store_explicit(&c->win_free, w, memory_order_relaxed);
+		}
+		atomic_fetch_add_explicit(&c->win_objects, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->win_bytes, hit.object_size, memory_order_relaxed);
+	} else if (!closed) {
 		atomic_fetch_add_explicit(&c->early_objects, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->early_bytes, hit.object_size, memory_order_relaxed);
 	}
@@ -574,6 +611,64 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 	}
 	atomic_fetch_or_explicit(&lro.t.open_done[bit / 64], m, memory_order_release);
 	return true;
+}
+
+/* A reload window's writes are not marked (reload.c): enforce lets the
+ * main thread's writes through until its next wait, after a wait returned,
+ * and so learning.  That holds while the program goes back to waiting once
+ * its reload is done: both windows then cover the same writes.  A process
+ * whose window is still open when it ends made no such wait: its signal
+ * was a stop (haproxy's old worker, told by SIGUSR1 to stop at its
+ * master's reload), and how many turns its loop made before it left it is
+ * its threads' timing.  Its deinit() wrote 475 times into protected memory
+ * (its pool cache writing the signal handler records it freed,
+ * pool_put_to_cache) with the window open when its other thread had
+ * acknowledged the stop before its first poll after the signal returned,
+ * and after the window's end, at a second poll, when it had not: learning
+ * marked none of those writes in one run, enforce killed the old worker
+ * in the other (about one day in two).  So the contexts a window let
+ * writes into are noted with the window's number, and marked written at
+ * the exit flush when that window is still open: what a stop writes is
+ * learned as enforce may see it, outside any window; so are its frees
+ * there, counted as frees while serving, not as the old configuration a
+ * reload frees (learn_note_free, learn_early): what deinit() writes varies
+ * from run to run (lua_close, depending on its garbage collector's state,
+ * wrote a Lua object the learn run's had not), and a site whose objects a
+ * stop frees is left out for that role whether or not the learn run saw
+ * the write.  A window that ends at a wait forgets its notes (the next one
+ * has another number) and its frees count as before the trigger.  Costs:
+ * a 4-byte store per page a window opens; the exit flush reads the note
+ * of each context.  A program that writes in a window, waits within its
+ * reload (the window ends there) and writes again is not covered. */
+bool learn_window_let_through(const struct pool_hit *hit, uintptr_t addr)
+{
+	if (!reload_let_through(hit, addr))
+		return false;
+	if (fault_mode_of(hit) == FAULT_LEARN && ctx_at(addr))
+		note_window_page(page_of(addr), (uint32_t)reload_count());
+	return true;
+}
+
+void learn_early(const struct lctx *x, bool exec, uint64_t *objects, uint64_t *bytes)
+{
+	*objects = atomic_load_explicit(&x->early_objects, memory_order_relaxed);
+	*bytes = atomic_load_explicit(&x->early_bytes, memory_order_relaxed);
+	uint32_t w = atomic_load_explicit(&x->win_free, memory_order_relaxed);
+	if (w && (exec || !reload_open() || (uint32_t)reload_count() != w)) {
+		*objects += atomic_load_explicit(&x->win_objects, memory_order_relaxed);
+		*bytes += atomic_load_explicit(&x->win_bytes, memory_order_relaxed);
+	}
+}
+
+void learn_window_unfinished(void)
+{
+	if (!learn_active() || !reload_open())
+		return;
+	uint32_t w = (uint32_t)reload_count(), n = __atomic_load_n(&n_ctx, __ATOMIC_ACQUIRE), k = 0;
+	for (uint32_t id = 1; id < n && id < CTX_MAX; id++)
+		if (atomic_load_explicit(&lro.t.ctxs[id].window, memory_order_relaxed) == w)
+			k += mark(id);
+	debug_printf("learn: exit with reload window %u open: %u contexts it wrote marked written", w, k);
 }
 
 bool learn_kernel_write(const struct pool_hit *hit, uintptr_t addr)

@@ -61,6 +61,12 @@ void learn_note_free(const void *p);
  * decision (fault_mode_of) for the pool is not learn.  Async-signal-safe:
  * atomic operations on pre-mapped tables and one mprotect. */
 bool learn_let_through(const struct pool_hit *hit, uintptr_t addr);
+/* The reload hook of learn mode (init.c hands it to fault_arm in place of
+ * reload_let_through): a write by the main thread in a reload window, let
+ * through as reload_let_through does, its context noted with the window's
+ * number: written, if the process ends before the window does
+ * (learn_window_unfinished).  Async-signal-safe. */
+bool learn_window_let_through(const struct pool_hit *hit, uintptr_t addr);
 /* The same for a kernel write about to be made (kwrite.c, normal
  * context): a page learning opened already costs no system call. */
 bool learn_kernel_write(const struct pool_hit *hit, uintptr_t addr);

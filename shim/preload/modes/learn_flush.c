@@ -428,7 +428,8 @@ static bool flush_one(const struct shim_state *st, const struct flush_ctx *c, co
 	uint64_t fo = atomic_load(&x->freed_objects), fb = atomic_load(&x->freed_bytes);
 	fo = fo > objects ? objects : fo;     /* a double free counts once at most */
 	fb = fb > bytes ? bytes : fb;
-	uint64_t eo = atomic_load(&x->early_objects), eb = atomic_load(&x->early_bytes);
+	uint64_t eo, eb;
+	learn_early(x, strcmp(reason, "exec") == 0, &eo, &eb);
 	eo = eo > fo ? fo : eo;
 	eb = eb > fb ? fb : eb;
 	short_frame(first, sizeof(first), c, x->frames[0]);
@@ -673,6 +674,8 @@ void learn_flush(const char *reason)
 {
 	if (!learn_active())
 		return;
+	if (strcmp(reason, "exit") == 0)
+		learn_window_unfinished();   /* a stop in a reload window (learn.c) */
 	flush_as(reason, true);
 }
 

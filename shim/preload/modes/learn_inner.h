@@ -25,6 +25,13 @@ struct lctx {
 	_Atomic uint64_t late_objects, late_bytes;
 	_Atomic uint64_t written_bytes;    /* live bytes at the first mark */
 	_Atomic uint8_t written;
+	/* The reload window (reload_count()) that last let a write into it
+	 * through; 0: none (learn_window_let_through). */
+	_Atomic uint32_t window;
+	/* Frees the main thread made in reload window win_free (counted as
+	 * freed before the trigger once that window ended: learn_early). */
+	_Atomic uint32_t win_free;
+	_Atomic uint64_t win_objects, win_bytes;
 	/* What the journal has of it (flush_lock): its counts as last sent,
 	 * in flush epoch sent_epoch (a forked child starts a new epoch: its
 	 * entries are its own, all sent again). */
@@ -45,5 +52,14 @@ uint64_t learn_lost(void);
  * when a mark is new (learn_flush.c sends new marks before the program
  * waits).  One load. */
 uint64_t learn_marks(void);
+/* The process ends (the exit flush) with a reload window still open: the
+ * contexts that window let writes into are marked written now (learn.c
+ * says why).  Normal context. */
+void learn_window_unfinished(void);
+/* Context x's frees counted as made before its pool's trigger (the
+ * start-up objects the program was done with, and the old configuration
+ * a reload window freed, once that window ended; exec: the process is
+ * about to exec, which ends its window).  Any thread. */
+void learn_early(const struct lctx *x, bool exec, uint64_t *objects, uint64_t *bytes);
 
 #endif

@@ -51,7 +51,11 @@
  *     pages opened during the window.
  * Learn mode sees the same window: the main thread's writes in it are not
  * marked written (enforce lets them through), its allocations are learned
- * as allocated before that generation's protect, not as late ones.
+ * as allocated before that generation's protect, not as late ones.  But a
+ * process that ends with its window still open (a stop, not a reload:
+ * haproxy's old worker at SIGUSR1) has what the window let it write
+ * marked written at its exit flush, and its frees in the window counted
+ * as frees while serving (learn.c: learn_window_let_through).
  *
  * A reload that re-execs (haproxy's master): the window lets the old
  * image's writes through until its exec (execve or execv/execvp, which
