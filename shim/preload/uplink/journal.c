@@ -46,6 +46,14 @@
 #include <unistd.h>
 
 #define JOURNAL_SOCKET "/run/systemd/journal/socket"
+/* A notice said once (a pool protected, a rule matching nothing, the
+ * handler replaced, a role unprotected) waits up to
+ * this long for room in journald's queue: the administrator has no other
+ * word of it.  Without a booted systemd the queue holds ten datagrams, and
+ * a journald busy with other senders lost such notices (rules_waiting.sh,
+ * on a loaded machine).  Rare by design, so the wait is bounded per
+ * process by their number; never when the queue has room. */
+#define NOTICE_WAIT_MS 50u
 
 /* The rate limit pmallocd would apply (daemon.report_burst per
  * report_interval_s), kept by the shim when it writes the journal itself:
@@ -352,7 +360,7 @@ void journal_protected(const struct pmw_protected *m)
 		   "generation %" PRIu64 ")\n",
 		   m->policy, m->pool, m->trigger, m->protected_bytes, m->new_bytes, m->objects, m->pool_generation,
 		   m->freed_bytes, m->pool, m->policy, m->new_bytes, m->trigger, m->pool_generation);
-	entry_end(&f, 0);
+	entry_end(&f, NOTICE_WAIT_MS);
 }
 
 bool journal_learned(const struct journal_learned *m)
@@ -407,7 +415,7 @@ void journal_take_late(const char *policy, const char *pool, const char *site)
 		   "MESSAGE=pmalloc: PID %d (%s): site %s of pool \"%s\" (policy \"%s\") allocates after the pool's"
 		   " trigger: to the heap, unprotected (take = \"until-trigger\"); said once\n", policy, pool, site,
 		   self_exe, (int)getpid(), self_exe, site, pool, policy);
-	entry_end(&f, 0);
+	entry_end(&f, 0);     /* in malloc's path, once per late site: never waits */
 }
 
 void journal_unmatched(const char *policy, const char *pool, const char *kind, const char *rule, bool dropped)
@@ -423,7 +431,7 @@ void journal_unmatched(const char *policy, const char *pool, const char *kind, c
 			   " are): it protects nothing there\n", POLICY_OBJECT_NAME_RULES_MAX, POLICY_OBJECT_NAME_RULES_MAX);
 	else
 		fmt_printf(&f, "matches no function loaded at start-up: it protects nothing\n");
-	entry_end(&f, 0);
+	entry_end(&f, NOTICE_WAIT_MS);
 }
 
 void journal_fault_notice(const char *what)
@@ -433,7 +441,7 @@ void journal_fault_notice(const char *what)
 		return;
 	fmt_printf(&f, "PMALLOC_EXE=%s\nPMALLOC_HANDLER=%s\nMESSAGE=pmalloc: PID %d (%s): %s\n", self_exe, what,
 		   (int)getpid(), self_exe, what);
-	entry_end(&f, 0);
+	entry_end(&f, NOTICE_WAIT_MS);
 }
 
 void journal_role_unprotected(const char *policy, const char *role)
@@ -445,5 +453,5 @@ void journal_role_unprotected(const char *policy, const char *role)
 		   "MESSAGE=pmalloc: PID %d (%s): no pool of policy \"%s\" names role %s: this process runs "
 		   "unprotected (learning never saw this role)\n", policy, self_exe, (int)getpid(), self_exe, policy,
 		   role);
-	entry_end(&f, 0);
+	entry_end(&f, NOTICE_WAIT_MS);
 }
