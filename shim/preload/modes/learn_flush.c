@@ -483,6 +483,72 @@ static bool flush_due(const struct lctx *x, bool all)
 	       x->sent_freed != atomic_load(&x->freed_objects) || x->sent_written != atomic_load(&x->written);
 }
 
+/* The frames of contexts [1, n) and their sites' addresses, each once,
+ * sorted: *ret_n of them, in the shim's heap (NULL: no memory).  Through
+ * a hash set sized by the frames found (hint: the last flush's count),
+ * not an array of every context's frames: that was n x 17 words a flush
+ * (haproxy's worker: 475 KB for its 2,000 distinct frames), and given
+ * back to the heap at once it was counted in its resident peak. */
+static size_t frame_slot(uintptr_t ra, unsigned bits)
+{
+	return (size_t)(((uint64_t)ra * UINT64_C(0x9e3779b97f4a7c15)) >> (64 - bits));
+}
+
+static uintptr_t *frame_set(const struct lctx *ctxs, uint32_t n, size_t hint, size_t *ret_n)
+{
+	unsigned bits = 10;
+	/* The hint is bounded by the frames there can be (named's count is
+	 * a writable word, sealed but not trusted for a size). */
+	if (hint > (size_t)n * (LEARN_FRAMES + 1))
+		hint = (size_t)n * (LEARN_FRAMES + 1);
+	while (bits < 30 && ((size_t)1 << bits) < 2 * hint)
+		bits++;
+	uintptr_t *set = heap_calloc((size_t)1 << bits, sizeof(*set));
+	size_t used = 0;
+	for (uint32_t id = 1; set && id < n; id++) {
+		unsigned nf = ctxs[id].n_frames < LEARN_FRAMES ? ctxs[id].n_frames : LEARN_FRAMES;
+		for (unsigned k = 0; set && k <= nf; k++) {
+			uintptr_t ra = k < nf ? ctxs[id].frames[k] : site_address(ctxs[id].site);
+			if (ra == 0)
+				continue;          /* no site address (0 is the set's empty slot) */
+			size_t mask = ((size_t)1 << bits) - 1;
+			size_t h = frame_slot(ra, bits);
+			while (set[h] != 0 && set[h] != ra)
+				h = (h + 1) & mask;
+			if (set[h] == ra)
+				continue;
+			set[h] = ra;
+			if (++used * 2 <= mask + 1)
+				continue;
+			/* Half full: twice the slots, every frame placed again. */
+			uintptr_t *big = bits < 30 ? heap_calloc((size_t)2 << bits, sizeof(*big)) : NULL;
+			if (big) {
+				size_t bmask = ((size_t)2 << bits) - 1;
+				for (size_t s = 0; s <= mask; s++) {
+					if (set[s] == 0)
+						continue;
+					size_t b = frame_slot(set[s], bits + 1);
+					while (big[b] != 0)
+						b = (b + 1) & bmask;
+					big[b] = set[s];
+				}
+				bits++;
+			}
+			heap_free(set);
+			set = big;
+		}
+	}
+	if (!set)
+		return NULL;
+	size_t u = 0;
+	for (size_t s = 0; s < (size_t)1 << bits; s++)
+		if (set[s] != 0)
+			set[u++] = set[s];
+	qsort(set, u, sizeof(*set), uptr_cmp);
+	*ret_n = u;
+	return set;
+}
+
 static void flush_locked(const struct shim_state *st, const char *reason, bool all)
 {
 	struct flush_ctx c;
@@ -497,32 +563,22 @@ static void flush_locked(const struct shim_state *st, const char *reason, bool a
 		atomic_store(&marks_sent, marks);
 		return;
 	}
-	/* Every frame of every context, once. */
-	uintptr_t *all_fr = heap_malloc((size_t)n_ctx_now * (LEARN_FRAMES + 1) * sizeof(*all_fr) + 1);
+	/* Every frame of every context, once, sorted. */
+	named_check();
+	size_t n_uniq;
+	uintptr_t *uniq = frame_set(ctxs, n_ctx_now, n_named, &n_uniq);
 	char *chain = heap_malloc(8192);
-	if (!all_fr || !chain) {
-		heap_free(all_fr);
+	if (!uniq || !chain) {
+		heap_free(uniq);
 		heap_free(chain);
 		return;
 	}
-	size_t n_all = 0;
-	for (uint32_t id = 1; id < n_ctx_now; id++) {
-		for (unsigned k = 0; k < ctxs[id].n_frames && k < LEARN_FRAMES; k++)
-			all_fr[n_all++] = ctxs[id].frames[k];
-		uintptr_t sa = site_address(ctxs[id].site);
-		if (sa)
-			all_fr[n_all++] = sa;
-	}
-	qsort(all_fr, n_all, sizeof(*all_fr), uptr_cmp);
-	size_t n_uniq = 0;
-	for (size_t k = 0; k < n_all; k++)
-		n_uniq += k == 0 || all_fr[k] != all_fr[k - 1];
 	c.fr = heap_calloc(n_uniq + 1, sizeof(*c.fr));
 	bool *known = heap_calloc(n_uniq + 1, sizeof(*known));
 	if (!c.fr || !known) {
 		heap_free(c.fr);
 		heap_free(known);
-		heap_free(all_fr);
+		heap_free(uniq);
 		heap_free(chain);
 		return;
 	}
@@ -530,20 +586,19 @@ static void flush_locked(const struct shim_state *st, const char *reason, bool a
 	 * old table, in address order); only objects with frames new since
 	 * are read. */
 	named_check();
-	for (size_t k = 0, o = 0; k < n_all; k++)
-		if (k == 0 || all_fr[k] != all_fr[k - 1]) {
-			c.fr[c.n].ra = all_fr[k];
-			c.fr[c.n].obj = -1;
-			while (o < n_named && named[o].ra < all_fr[k])
-				o++;
-			if (o < n_named && named[o].ra == all_fr[k]) {
-				c.fr[c.n].func = named[o].func;
-				named[o].func = NULL;
-				known[c.n] = true;
-			}
-			c.n++;
+	for (size_t k = 0, o = 0; k < n_uniq; k++) {
+		c.fr[c.n].ra = uniq[k];
+		c.fr[c.n].obj = -1;
+		while (o < n_named && named[o].ra < uniq[k])
+			o++;
+		if (o < n_named && named[o].ra == uniq[k]) {
+			c.fr[c.n].func = named[o].func;
+			named[o].func = NULL;
+			known[c.n] = true;
 		}
-	heap_free(all_fr);
+		c.n++;
+	}
+	heap_free(uniq);
 	snprintf(c.exe, sizeof(c.exe), "%s", exe_path);
 	if (!c.exe[0]) {
 		ssize_t n = readlink("/proc/self/exe", c.exe, sizeof(c.exe) - 1);
