@@ -46,8 +46,8 @@
 #include <unistd.h>
 
 #define JOURNAL_SOCKET "/run/systemd/journal/socket"
-/* A notice said once (a pool protected, a rule matching nothing, the
- * handler replaced, a role unprotected) waits up to
+/* A notice said once (a rule matching nothing, the handler replaced, a
+ * role unprotected) waits up to
  * this long for room in journald's queue: the administrator has no other
  * word of it.  Without a booted systemd the queue holds ten datagrams, and
  * a journald busy with other senders lost such notices (rules_waiting.sh,
@@ -360,7 +360,7 @@ void journal_protected(const struct pmw_protected *m)
 		   "generation %" PRIu64 ")\n",
 		   m->policy, m->pool, m->trigger, m->protected_bytes, m->new_bytes, m->objects, m->pool_generation,
 		   m->freed_bytes, m->pool, m->policy, m->new_bytes, m->trigger, m->pool_generation);
-	entry_end(&f, NOTICE_WAIT_MS);
+	entry_end(&f, 0);     /* at each trigger and reload, per pool: never waits */
 }
 
 bool journal_learned(const struct journal_learned *m)
