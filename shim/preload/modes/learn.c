@@ -336,38 +336,33 @@ static bool mark(uint32_t id)
 	return true;
 }
 
-/* Every context with an object on arena page pg marked written (the
- * fault handler's: lock-free, bounded). */
-static void mark_page(size_t pg)
+/* fn(id, arg) for every context with an object on arena page pg: the
+ * page's one context, or the context of each of its runs.  Lock-free and
+ * bounded (the fault handler's), a page head forged or not. */
+static void page_contexts(size_t pg, void (*fn)(uint32_t id, uint32_t arg), uint32_t arg)
 {
 	uint32_t r = atomic_load_explicit(&lro.t.page_head[pg], memory_order_acquire);
 	if (r == 0) {
-		mark(atomic_load_explicit(&lro.t.page_ctx[pg], memory_order_acquire) & PAGE_CTX_ID);
+		fn(atomic_load_explicit(&lro.t.page_ctx[pg], memory_order_acquire) & PAGE_CTX_ID, arg);
 		return;
 	}
 	for (unsigned k = 0; r != 0 && r < NODES_MAX && k < PAGE_RUNS_MAX; k++, r = lro.t.runs[r].next)
-		mark(lro.t.runs[r].ctx);
+		fn(lro.t.runs[r].ctx, arg);
 }
 
+static void mark_one(uint32_t id, uint32_t unused)
+{
+	(void)unused;
+	(void)mark(id);
+}
+
+/* Context id noted as written into in reload window w
+ * (learn_window_let_through: the window opened the page, so a later write
+ * of another context there does not fault until the window ends). */
 static void note_window(uint32_t id, uint32_t w)
 {
 	if (id != 0 && id < CTX_MAX)
 		atomic_store_explicit(&lro.t.ctxs[id].window, w, memory_order_relaxed);
-}
-
-/* Every context with an object on arena page pg noted as written into
- * in reload window w (learn_window_let_through: the window opened the
- * page, so a later write of another context there does not fault until
- * the window ends).  Lock-free, bounded, as mark_page. */
-static void note_window_page(size_t pg, uint32_t w)
-{
-	uint32_t r = atomic_load_explicit(&lro.t.page_head[pg], memory_order_acquire);
-	if (r == 0) {
-		note_window(atomic_load_explicit(&lro.t.page_ctx[pg], memory_order_acquire) & PAGE_CTX_ID, w);
-		return;
-	}
-	for (unsigned k = 0; r != 0 && r < NODES_MAX && k < PAGE_RUNS_MAX; k++, r = lro.t.runs[r].next)
-		note_window(lro.t.runs[r].ctx, w);
 }
 
 static void run_push(size_t pg, uint32_t id, uint16_t off)
@@ -603,7 +598,7 @@ bool learn_let_through(const struct pool_hit *hit, uintptr_t addr)
 	 * writes the open page no longer shows. */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (lro.t.page_ctx && arena_contains((const void *)addr))
-		mark_page(bit);
+		page_contexts(bit, mark_one, 0);
 	if (os_protect_rw((void *)page, os_page_size) < 0) {
 		if (mine)
 			atomic_fetch_and_explicit(&lro.t.opened[bit / 64], ~m, memory_order_acq_rel);
@@ -645,7 +640,7 @@ bool learn_window_let_through(const struct pool_hit *hit, uintptr_t addr)
 	if (!reload_let_through(hit, addr))
 		return false;
 	if (fault_mode_of(hit) == FAULT_LEARN && ctx_at(addr))
-		note_window_page(page_of(addr), (uint32_t)reload_count());
+		page_contexts(page_of(addr), note_window, (uint32_t)reload_count());
 	return true;
 }
 
