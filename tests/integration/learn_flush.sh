@@ -91,13 +91,21 @@ else
 	at_exit rm_cgroup
 	mkdir -p "$cg" $ucg || fail "cannot make $cg $ucg"
 	sh -c 'echo $$ >"$1/cgroup.procs" && { [ -z "$2" ] || echo $$ >"$2/cgroup.procs"; } || exit 1
-		for i in $(seq 30); do "$0" MESSAGE_ID='$MID_LEARNED' OBJECT_PID='$ppid' \
+		for i in $(seq 15); do JOURNAL_INJECT_LINGER_MS=200 "$0" MESSAGE_ID='$MID_LEARNED' OBJECT_PID='$ppid' \
 		PMALLOC_LEARN_REASON=learn-flush PMALLOC_POOL=setup PMALLOC_SITE=unit_site \
 		PMALLOC_OBJECTS=1 PMALLOC_BYTES=777 PMALLOC_WRITTEN=0 MESSAGE=unit; sleep 0.1; done' \
 		"$B/progs/journal_inject" "$cg" "$ucg" &
 	upid=$!
-	"$B/pmallocctl" sites "$ppid" --socket "$SOCK" >"$T/sites" 2>"$T/sites.err" ||
-		fail "sites: $(cat "$T/sites" "$T/sites.err")"
+	# sites reads the entries written from its request on, once its
+	# process's flush is in: the writer's, one each 0.3 s, may all fall
+	# outside that window (a fresh-clone CI run showed no row), so sites
+	# is asked again while the writer writes; each writer stays 0.2 s
+	# after its entry, so that journald attests its _UID and unit.
+	unit_row_shown() {
+		"$B/pmallocctl" sites "$ppid" --socket "$SOCK" >"$T/sites" 2>"$T/sites.err" &&
+			grep -q '^setup  *unit_site  *1  *777  *no$' "$T/sites"
+	}
+	wait_until 40 unit_row_shown
 	wait $upid || fail "the writer in pmallocd.service's cgroup failed"
 	journal_sync
 	# (Some entries may lack the fields: see below.)
