@@ -494,6 +494,19 @@ static size_t frame_slot(uintptr_t ra, unsigned bits)
 	return (size_t)(((uint64_t)ra * UINT64_C(0x9e3779b97f4a7c15)) >> (64 - bits));
 }
 
+/* ra (not 0) into set, 1 << bits slots, linear probing: true when it was
+ * not there yet.  The set always has an empty slot (at most half full). */
+static bool frame_put(uintptr_t *set, unsigned bits, uintptr_t ra)
+{
+	size_t mask = ((size_t)1 << bits) - 1, h = frame_slot(ra, bits);
+	while (set[h] != 0 && set[h] != ra)
+		h = (h + 1) & mask;
+	if (set[h] == ra)
+		return false;
+	set[h] = ra;
+	return true;
+}
+
 static uintptr_t *frame_set(const struct lctx *ctxs, uint32_t n, size_t hint, size_t *ret_n)
 {
 	unsigned bits = 10;
@@ -511,27 +524,14 @@ static uintptr_t *frame_set(const struct lctx *ctxs, uint32_t n, size_t hint, si
 			uintptr_t ra = k < nf ? ctxs[id].frames[k] : site_address(ctxs[id].site);
 			if (ra == 0)
 				continue;          /* no site address (0 is the set's empty slot) */
-			size_t mask = ((size_t)1 << bits) - 1;
-			size_t h = frame_slot(ra, bits);
-			while (set[h] != 0 && set[h] != ra)
-				h = (h + 1) & mask;
-			if (set[h] == ra)
-				continue;
-			set[h] = ra;
-			if (++used * 2 <= mask + 1)
+			if (!frame_put(set, bits, ra) || ++used * 2 <= ((size_t)1 << bits))
 				continue;
 			/* Half full: twice the slots, every frame placed again. */
 			uintptr_t *big = bits < 30 ? heap_calloc((size_t)2 << bits, sizeof(*big)) : NULL;
 			if (big) {
-				size_t bmask = ((size_t)2 << bits) - 1;
-				for (size_t s = 0; s <= mask; s++) {
-					if (set[s] == 0)
-						continue;
-					size_t b = frame_slot(set[s], bits + 1);
-					while (big[b] != 0)
-						b = (b + 1) & bmask;
-					big[b] = set[s];
-				}
+				for (size_t s = 0; s < ((size_t)1 << bits); s++)
+					if (set[s] != 0)
+						(void)frame_put(big, bits + 1, set[s]);
 				bits++;
 			}
 			heap_free(set);
