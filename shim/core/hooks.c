@@ -11,6 +11,7 @@
 
 union core_hooks_page core_hooks_ro __attribute__((aligned(RO_PAGE)));
 static_assert(sizeof(core_hooks_ro) == RO_PAGE, "the hooks have their page to themselves");
+_Atomic int core_deferred_pending;
 
 void core_hooks_set(const struct core_hooks *h)
 {

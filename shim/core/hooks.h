@@ -17,6 +17,8 @@
 #include "arena.h"
 #include "common.h"
 
+#include <stdatomic.h>
+
 struct pmw_report;
 
 struct core_hooks {
@@ -41,6 +43,13 @@ struct core_hooks {
 	 * what in words (the journal).  Not in a signal handler.  NULL: said
 	 * under PMALLOC_DEBUG only. */
 	void (*fault_notice)(unsigned int kind, const char *what);
+	/* trigger.c: a deadline that the process's own calls look at while
+	 * core_deferred_pending is set (on-wait's fallback in a
+	 * single-threaded process, which no thread of the shim's waits for):
+	 * the clock read and what is due protected.  Called by the read family
+	 * as a call returns (kwrite.c), never in a signal handler; keeps
+	 * errno.  NULL: nothing is ever deferred. */
+	void (*deferred_poll)(void);
 };
 
 union core_hooks_page {
@@ -49,6 +58,17 @@ union core_hooks_page {
 };
 extern union core_hooks_page core_hooks_ro __attribute__((visibility("hidden")));
 #define core_hook (core_hooks_ro.h)
+
+/* Set by trigger.c while a deadline is left to the process's own calls: a
+ * writable hint (forged to 0, the deadline waits for the next wait call;
+ * to 1, a look at the clock).  core_deferred_poll(): a load and a branch. */
+extern _Atomic int core_deferred_pending __attribute__((visibility("hidden")));
+static inline void core_deferred_poll(void)
+{
+	if (__builtin_expect(atomic_load_explicit(&core_deferred_pending, memory_order_relaxed) != 0, 0) &&
+	    core_hook.deferred_poll)
+		core_hook.deferred_poll();
+}
 
 /* Set the hooks and make their page read-only; once per process (a second
  * call is a broken invariant: fatal, as a failed protect is). */

@@ -196,6 +196,7 @@ static void set_hooks(void)
 		.arena_on_reserve = on_arena_reserved,
 		.protect_named = trigger_protect_named,
 		.fault_notice = on_fault_notice,
+		.deferred_poll = trigger_fallback_poll_slow,
 	});
 	/* A pool made before this constructor ran (another library's): the
 	 * arena read the hook unset (arena.c publishes its size first). */
@@ -335,6 +336,9 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 			snprintf(sp->after_text, sizeof(sp->after_text), "after:%llums",
 				 (unsigned long long)(sp->after_ns / 1000000u));
 		st->call_mask |= sp->call_mask;
+		st->named_call_mask |= named_calls;
+		if (sp->wait_mask)
+			st->wait_pools |= 1u << i;
 		if (img->mode == POLICY_MODE_LEARN)
 			st->has_manual = true;   /* read pmallocd's orders: pmallocctl learn-flush */
 		debug_printf("pool \"%s\": %u sites, %u wrappers, %u triggers, max_bytes %llu",

@@ -42,6 +42,8 @@ struct shim_state {
 	uint64_t generation;             /* the daemon's policy generation; 0 from a file */
 	size_t n_pools;
 	uint32_t call_mask;              /* union of the pools' on-call triggers */
+	uint32_t named_call_mask;        /* those of them named by on-call (not on-wait's) */
+	uint32_t wait_pools;             /* bit i: pool i has on-wait */
 	int match_all;                   /* pool taking every allocation ("*"), or -1 */
 	bool has_manual;                 /* a pool has the manual trigger: read pmallocctl's orders */
 	uint64_t start_ns;               /* CLOCK_MONOTONIC at start-up */

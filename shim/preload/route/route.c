@@ -29,7 +29,9 @@ cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct site_hit h
 	if (shim_is_busy())
 		return NULL;
 	/* Every pool closed (take = "until-trigger", each one's trigger
-	 * fired; enforce or audit): every allocation goes to the heap, so a
+	 * fired; enforce or audit) and no reload window open (which takes
+	 * the main thread's allocations into a new generation, reload.c):
+	 * every allocation goes to the heap, so a
 	 * heap route is the truth whatever its word says, and an allocation
 	 * through a wrapper is resolved to its caller (an unwind, some 9,000
 	 * instructions) only for the first few through each wrapper call, to
@@ -39,11 +41,20 @@ cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct site_hit h
 	 * in code the policy names (the range search of
 	 * resolve_policy_route) and a few loads for a wrapper, not an
 	 * unwind. */
-	if (site_policy_closed()) {
+	if (site_policy_closed() && !reload_open()) {
 		if (h.route == SITE_ROUTE_HEAP)
 			return NULL;
-		if (h.route == SITE_ROUTE_WRAPPER && !reload_open() && !take_resolve_late(h.id))
+		/* A wrapper call whose late allocations were counted enough:
+		 * its word says heap from now on, which the inline path takes
+		 * (interpose.c's heap_is_truth) without coming here: an nginx
+		 * request's three calls through ngx_alloc and ngx_memalign cost
+		 * 300 instructions here before.  A reload window's allocations
+		 * come here whatever the word says, and find the wrapper in the
+		 * read-only ranges below. */
+		if (h.route == SITE_ROUTE_WRAPPER && !take_resolve_late(h.id)) {
+			site_set_route(h.id, SITE_ROUTE_HEAP);
 			return NULL;
+		}
 	}
 	/* The cached route is a writable word: believed only as far as the
 	 * read-only policy agrees.  A heap route for code the policy names

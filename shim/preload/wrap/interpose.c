@@ -53,6 +53,18 @@
 
 #define CALLER() ((uintptr_t)__builtin_return_address(0))
 
+/* Is a heap route the truth whatever the filter says?  Once every pool is
+ * closed (site.h's read-only closed byte) and no reload window takes
+ * allocations: then a call site in code the policy names that goes to the
+ * heap (a wrapper's call whose late allocations were counted enough,
+ * route.c, or a heap site beside a policy site in one granule) goes there
+ * from the inline path, not through route_slow.  A load and, only for
+ * such a site, a call that reads the reload page. */
+static inline bool heap_is_truth(void)
+{
+	return site_policy_closed() && !reload_open();
+}
+
 /* Where an allocation from return address ra goes, when a policy is armed:
  * a pool object, or NULL for "the heap".  The common case, a site that was
  * seen before and goes to the heap, is one table probe (after one TLS load). */
@@ -68,7 +80,7 @@ static inline void *route_as(size_t size, size_t align, uintptr_t ra, bool move)
 		return NULL;
 	if (unlikely(!site_lookup_home(ra, &h)))
 		h = site_lookup_slow(ra);
-	if (likely(h.route == SITE_ROUTE_HEAP) && likely(!site_maybe_policy(ra)))
+	if (likely(h.route == SITE_ROUTE_HEAP) && (likely(!site_maybe_policy(ra)) || heap_is_truth()))
 		return NULL;
 	return route_slow(size, align, ra, h, move);
 }
@@ -118,7 +130,7 @@ static void *realloc_heap(void *old, size_t size, uintptr_t ra);
 static inline void *malloc_at(size_t size, uintptr_t ra)
 {
 	struct site *t = site_armed;
-	if (likely(site_is_heap(t, ra)) && likely(!site_maybe_policy(ra)))
+	if (likely(site_is_heap(t, ra)) && (likely(!site_maybe_policy(ra)) || heap_is_truth()))
 		return heap_next.malloc(size);
 	return malloc_routed(size, ra);
 }

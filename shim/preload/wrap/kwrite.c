@@ -49,6 +49,7 @@
 #include "pool.h"
 #include "report.h"
 #include "armed.h"
+#include "hooks.h"
 
 #include <errno.h>
 #include <string.h>
@@ -264,15 +265,20 @@ static cold ssize_t no_libc(void)
 /* An exported call: libc's lib (looked up at load into real_lib), made as
  * it is unless touches - the fast path, kwrite_may_touch's two compares a
  * buffer - says the kernel may write into the arena; then slow, the call's
- * cold path, named with fn and the caller's address. */
+ * cold path, named with fn and the caller's address.  After the fast
+ * path's return, a load and a branch: on-wait's fallback deferred in a
+ * single-threaded process (hooks.h) is looked at as a read returns. */
 #define KW_WRAP(name, lib, params, args, touches, slow) \
 	PMALLOC_EXPORT ssize_t name params \
 	{ \
 		lib##_fn fn = REAL(lib, lib##_fn); \
 		if (unlikely(!fn)) \
 			return no_libc(); \
-		if (likely(!(touches))) \
-			return fn args; \
+		if (likely(!(touches))) { \
+			ssize_t r_ = fn args; \
+			core_deferred_poll(); \
+			return r_; \
+		} \
 		return slow; \
 	}
 
@@ -296,8 +302,11 @@ static inline __attribute__((always_inline)) ssize_t pread_via(pread_fn fn, uint
 {
 	if (unlikely(!fn))
 		return no_libc();
-	if (likely(!kwrite_may_touch(buf, n)))
-		return fn(fd, buf, n, off);
+	if (likely(!kwrite_may_touch(buf, n))) {
+		ssize_t r = fn(fd, buf, n, off);
+		core_deferred_poll();
+		return r;
+	}
 	return pread_slow(fn, ra, fd, buf, n, off);
 }
 

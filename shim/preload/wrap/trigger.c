@@ -32,6 +32,8 @@
 #include "rules_msg.h"
 #include "reload.h"
 #include "take.h"
+#include "hooks.h"
+#include "site.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -41,6 +43,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/single_threaded.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -241,11 +244,24 @@ static void settle(void)
  * not needed; forged, it only delays protection to the next trigger. */
 static _Atomic uint32_t wait_fired;
 
+static void timer_start_as(bool may_defer);
+
 void trigger_call(enum policy_call c)
 {
 	const struct shim_state *st = shim;
 	if (likely(!st) || shim_is_busy())
 		return;
+	if (unlikely(atomic_load_explicit(&core_deferred_pending, memory_order_relaxed))) {
+		/* The program's first thread of its own: the process is
+		 * multi-threaded from now on, and the fallback the timer's. */
+		if (c == POLICY_CALL_PTHREAD_CREATE) {
+			int e = errno;
+			timer_start_as(false);
+			errno = e;
+		} else {
+			trigger_fallback_poll_slow();
+		}
+	}
 	if (unlikely(st->image->mode == POLICY_MODE_AUDIT))
 		audit_reclose_due();
 	if (unlikely(st->has_manual) && !atomic_load_explicit(&orders_thread, memory_order_relaxed)) {
@@ -283,6 +299,16 @@ void trigger_call(enum policy_call c)
 		errno = e;
 	}
 	if (likely(!(st->call_mask & bit)))
+		return;
+	/* A server's every wait once it serves: each on-wait pool fired in
+	 * this process (the writable hint below) and every pool closed (the
+	 * read-only byte, site.h), no on-call pool named by this call: the
+	 * loop below would find nothing to do, 90 instructions a wait.  A
+	 * forged hint skips what the loop's own check of it would skip: the
+	 * pools are closed (no new object), and their pages were protected
+	 * when the byte was set. */
+	if (!(st->named_call_mask & bit) && site_policy_closed() &&
+	    (atomic_load_explicit(&wait_fired, memory_order_relaxed) & st->wait_pools) == st->wait_pools)
 		return;
 	int e = errno;              /* the program sees only the real call's errno */
 	/* The trigger's words are written only when an on-call pool is to be
@@ -578,21 +604,85 @@ static bool shim_thread(void *(*fn)(void *), const char *name)
 	return ok;
 }
 
-static void timer_start(void)
+/* The fallback in a single-threaded process: no thread of the shim's.  A
+ * first thread makes glibc take its multi-threaded paths for the rest of
+ * the process's life, whether or not that thread is still there: every
+ * cancellable system call through the cancellation checks and every
+ * malloc and free through the arena's lock (glibc reads
+ * __libc_single_threaded, and a flag in the thread's control block, both
+ * set by the first pthread_create, never cleared).  That was 350 of the
+ * 1,400 instructions the shim added to an nginx request under its
+ * proposal (callgrind): nginx's master and workers are single-threaded,
+ * and every pool of a proposal is on-wait.  So, while the process has no
+ * other thread and no after: deadline is ahead, the fallback's deadlines
+ * are looked at by the process's own calls instead (hooks.h's deferred_poll,
+ * at each interposed call and after each return of the read family,
+ * kwrite.c): a main thread that never waits, blocked in read(2), is
+ * protected as that read returns past the deadline, before the program
+ * sees what it read.  The thread is started after all when the program
+ * starts a thread of its own (it pays glibc's paths then anyway).
+ * core_deferred_pending is a writable hint: forged to 0, the fallback comes
+ * at the next wait instead; forged to 1, a look at the clock. */
+
+static bool single_threaded(void)
+{
+	return __libc_single_threaded != 0;
+}
+
+static void timer_start_as(bool may_defer)
 {
 	const struct shim_state *st = shim;
 	uint64_t now = os_monotonic_ns(false);
-	bool ahead = false;
-	for (size_t i = 0; st && i < st->n_pools; i++)
-		for (int k = 0; k < 2; k++)
-			if (deadline(st, i, k) > now)
-				ahead = true;
-	if (!ahead || atomic_exchange(&timer_running, 1))
+	bool after_ahead = false, fallback_ahead = false;
+	for (size_t i = 0; st && i < st->n_pools; i++) {
+		after_ahead |= deadline(st, i, 0) > now;
+		fallback_ahead |= deadline(st, i, 1) > now;
+	}
+	if (may_defer && !after_ahead && fallback_ahead && single_threaded()) {
+		atomic_store(&core_deferred_pending, 1);
+		return;
+	}
+	atomic_store(&core_deferred_pending, 0);
+	if (!(after_ahead || fallback_ahead) || atomic_exchange(&timer_running, 1))
 		return;
 	if (!shim_thread(timer_main, "pmalloc-timer")) {
 		atomic_store(&timer_running, 0);
 		debug_printf("cannot start the after: timer thread; after: triggers will not fire");
 	}
+}
+
+static void timer_start(void)
+{
+	timer_start_as(true);
+}
+
+void trigger_fallback_poll_slow(void)
+{
+	const struct shim_state *st = shim;
+	if (!st || shim_is_busy())
+		return;
+	int e = errno;
+	if (!single_threaded()) {
+		timer_start();            /* a thread came by a way not seen: the timer's */
+		errno = e;
+		return;
+	}
+	uint64_t now = os_monotonic_ns(true);
+	bool pending = false;
+	for (size_t i = 0; i < st->n_pools; i++) {
+		uint64_t d = deadline(st, i, 1);
+		if (!d || atomic_load_explicit(&wait_fired, memory_order_relaxed) & (1u << i))
+			continue;
+		if (now < d) {
+			pending = true;
+			continue;
+		}
+		atomic_fetch_or_explicit(&wait_fired, 1u << i, memory_order_relaxed);
+		shim_protect_pool(i, "on-wait:fallback");
+	}
+	if (!pending)
+		atomic_store(&core_deferred_pending, 0);
+	errno = e;
 }
 
 /* Until pmallocd goes away (or the connection is no longer this

@@ -9,8 +9,13 @@
 
 #include "armed.h"
 
+
 void trigger_call(enum policy_call c);
 void trigger_init(const struct shim_state *st);
+/* On-wait's fallback, in a single-threaded process, looked at by the
+ * process's own calls (trigger.c): the clock, and each pool whose
+ * deadline passed protected (hooks.h's deferred_poll; keeps errno). */
+void trigger_fallback_poll_slow(void);
 size_t shim_protect_pool(size_t i, const char *trigger);
 /* Protect the pool of the policy named name (the manual trigger): 0, or -1
  * with errno ENOENT when no pool of the armed policy has that name.  The
