@@ -304,6 +304,9 @@ PROG_STD = -std=gnu11
 $(B)/progs/api_sig_c99: PROG_STD = -std=c99
 # relro_host is a full-RELRO program, as the servers the shim goes into.
 $(B)/progs/relro_host: PROG_LDFLAGS := -fPIE -pie -Wl,-z,relro,-z,now
+# ip_wrapframes optimised as the servers are (no frame pointer): its fixed
+# wrapper's unwind rule is the stack pointer's, which frames.c reads.
+$(B)/progs/ip_wrapframes: PROG_LDFLAGS := -O2 -fomit-frame-pointer
 $(B)/progs/%: tests/progs/%.c $(SHIM_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_STD) -O0 -g -Wall -Wextra $(WERROR_FLAG) -Iinclude $(PROG_LDFLAGS) -o $@ $(filter %.c,$^) -L$(B) \

@@ -525,6 +525,22 @@ START_TEST(test_wrapper_chains)
 }
 END_TEST
 
+/* Many allocations through wrappers, alternating between a site and a
+ * function no rule names: after the unwinder confirmed a wrapper call's
+ * unwind rule, its caller is read off the stack (frames.c); a wrapper
+ * whose frame varies (a variable-length array) is unwound every time.
+ * Every object is charged to its own caller either way. */
+START_TEST(test_wrapper_callers_read_off_the_stack)
+{
+	write_policy("ip_wrapframes", NULL, "conf",
+		     "sites = [ \"load_conf\" ]; wrappers = [ \"xalloc\", \"xalloc_outer\", \"valloc_pad\" ]; " LISTEN);
+	run("ip_wrapframes");
+	expect_exit(0);
+	expect_stdout("conf 40 40\nrequest 0 0\n");
+	expect_stderr("");
+}
+END_TEST
+
 START_TEST(test_strdup_and_strndup_charge_their_caller)
 {
 	static const char *out = "strdup 1, strndup 1, main strdup 0, main strndup 0\n"
@@ -1017,6 +1033,7 @@ int main(void)
 	tcase_add_test(tc, test_library_loaded_where_a_site_library_was);
 	tcase_add_test(tc, test_wrapper_charges_its_caller);
 	tcase_add_test(tc, test_wrapper_chains);
+	tcase_add_test(tc, test_wrapper_callers_read_off_the_stack);
 	tcase_add_test(tc, test_strdup_and_strndup_charge_their_caller);
 	tcase_add_test(tc, test_rule_matching_nothing_is_reported);
 

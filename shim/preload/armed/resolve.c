@@ -41,6 +41,7 @@
 #include "ro.h"
 #include "site.h"
 #include "symtab.h"
+#include "frames.h"
 #include "heap.h"
 
 #include <dlfcn.h>
@@ -122,20 +123,64 @@ static _Unwind_Reason_Code unwind_step(struct _Unwind_Context *ctx, void *arg)
 	return _URC_END_OF_STACK;
 }
 
-/* Costs one _Unwind_Backtrace up to the first caller outside a wrapper,
- * at every allocation through a wrapper (the caller's own decision is then
- * the cached one): about 9,000 instructions for one wrapper level called
- * 8 frames deep (x86-64, callgrind), some 1,000 a frame walked, the
- * shim's own frames included. */
-struct site_hit resolve_through_wrapper(uintptr_t ra)
+/* The first caller outside a wrapper, read off the stack (frames.c): from
+ * the slot of the program's return address ra, each wrapper's own return
+ * address sits at the distance its call instruction's unwind rule says.
+ * 0 when a rule of the chain cannot be used (the unwind decides); *chain
+ * and *n the wrapper calls walked, *trusted whether each rule was
+ * confirmed enough. */
+#define CHAIN_MAX 8
+
+static uintptr_t caller_from_stack(uintptr_t ra, uintptr_t slot, uintptr_t *chain, size_t *n, bool *trusted)
 {
-	struct unwind_walk w = { .ra = ra };
-	_Unwind_Backtrace(unwind_step, &w);
-	if (!w.caller)          /* no caller found: charge the wrapper, to the heap */
+	*n = 0;
+	*trusted = true;
+	if (!slot || *(const uintptr_t *)slot != ra)
+		return 0;            /* not the slot the program's call pushed ra into */
+	uintptr_t pc = ra;
+	while (*n < CHAIN_MAX) {
+		intptr_t k;
+		enum frames_rule fr = frames_rule(pc, &k);
+		if (fr == FRAMES_UNUSABLE)
+			return 0;
+		*trusted &= fr == FRAMES_TRUSTED;
+		chain[(*n)++] = pc;
+		slot += (uintptr_t)k;
+		uintptr_t caller = *(const uintptr_t *)slot;
+		/* A caller in an object not read yet may be a wrapper too. */
+		resolve_read_if_pending(caller - 1);
+		const struct range *r = lookup(caller - 1);
+		if (!r || r->route != SITE_ROUTE_WRAPPER)
+			return caller;
+		pc = caller;
+	}
+	return 0;
+}
+
+/* An unwind costs one _Unwind_Backtrace up to the first caller outside a
+ * wrapper: about 11,000 instructions for one wrapper level (x86-64,
+ * callgrind), some 1,000 a frame walked, the shim's own frames included.
+ * So it is made only while a chain's rules are not yet confirmed (the
+ * first FRAMES_CHECKS allocations through each wrapper call, each
+ * compared) or cannot be used; then the stack says, in a few loads. */
+struct site_hit resolve_through_wrapper(uintptr_t ra, uintptr_t slot)
+{
+	uintptr_t chain[CHAIN_MAX];
+	size_t n;
+	bool trusted;
+	uintptr_t caller = caller_from_stack(ra, slot, chain, &n, &trusted);
+	if (!caller || !trusted) {
+		struct unwind_walk w = { .ra = ra };
+		_Unwind_Backtrace(unwind_step, &w);
+		for (size_t i = 0; caller && i < n; i++)
+			frames_checked(chain[i], w.caller == caller);
+		caller = w.caller;
+	}
+	if (!caller)            /* no caller found: charge the wrapper, to the heap */
 		return (struct site_hit){ SITE_ROUTE_HEAP, site_id(ra) };
-	struct site_hit h = site_lookup(w.caller);
+	struct site_hit h = site_lookup(caller);
 	if (h.route == SITE_ROUTE_UNKNOWN)
-		h.route = resolve_route(w.caller, h.id);
+		h.route = resolve_route(caller, h.id);
 	if (h.route == SITE_ROUTE_WRAPPER)  /* cannot be (wrappers are skipped), but never loop */
 		h.route = SITE_ROUTE_HEAP;
 	return h;
@@ -171,9 +216,12 @@ void resolve_forget_unloaded(void)
 	}
 	pthread_mutex_unlock(&resolve_lock);
 	heap_free(l.o);
-	/* Return addresses may now mean other code: decide every site again. */
-	if (changed)
+	/* Return addresses may now mean other code: decide every site again,
+	 * and read every wrapper's unwind rule again. */
+	if (changed) {
 		site_reset_routes();
+		frames_forget();
+	}
 }
 
 static void resolve_lock_take(void)

@@ -28,8 +28,10 @@ void resolve_read_sharing(uintptr_t ra);
  * resolve_lock; idempotent.  Normal context only. */
 void resolve_pools_closed(void);
 /* The site to charge an allocation to, and its route, looking through
- * wrappers from the call at ra: the first caller outside a wrapper. */
-struct site_hit resolve_through_wrapper(uintptr_t ra);
+ * wrappers from the call at ra: the first caller outside a wrapper.  slot:
+ * where the program's call pushed ra (the interposer's CFA less a word),
+ * or 0 when not known (then always an unwind). */
+struct site_hit resolve_through_wrapper(uintptr_t ra, uintptr_t slot);
 /* After dlclose: forget the ranges of objects no longer loaded and decide
  * every call site again (another object may now sit at the same place). */
 void resolve_forget_unloaded(void);

@@ -23,7 +23,7 @@
 /* The rare part of routing: a site seen for the first time, an allocation
  * wrapper (whose caller decides), a site that goes to a pool, or the shim
  * allocating for itself.  NULL means "the heap". */
-cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct site_hit h, bool move)
+cold void *route_slow(size_t size, size_t align, uintptr_t ra, uintptr_t slot, struct site_hit h, bool move)
 {
 	const struct shim_state *st = shim;
 	if (shim_is_busy())
@@ -86,7 +86,7 @@ cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct site_hit h
 		if (h.route == SITE_ROUTE_UNKNOWN)
 			h.route = resolve_route(ra, h.id);
 		if (h.route == SITE_ROUTE_WRAPPER)
-			h = resolve_through_wrapper(ra);
+			h = resolve_through_wrapper(ra, slot);
 		shim_busy_leave(busy);
 		errno = e;
 	}

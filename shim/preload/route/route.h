@@ -16,8 +16,10 @@
 /* The rare part of routing: a site seen for the first time, an allocation
  * wrapper (whose caller decides), a site that goes to a pool, or the shim
  * allocating for itself.  size and align (0: PM_ALIGN) of the allocation,
- * ra its return address, h the site table's hit for it; move: a heap
+ * ra its return address and slot where its call pushed it (0: not known;
+ * resolve.c reads a wrapper's caller from there), h the site table's hit
+ * for it; move: a heap
  * block moved by realloc.  A pool object, or NULL for "the heap". */
-cold void *route_slow(size_t size, size_t align, uintptr_t ra, struct site_hit h, bool move);
+cold void *route_slow(size_t size, size_t align, uintptr_t ra, uintptr_t slot, struct site_hit h, bool move);
 
 #endif

@@ -52,6 +52,11 @@
 
 
 #define CALLER() ((uintptr_t)__builtin_return_address(0))
+/* Where the program's call pushed CALLER(): the interposer's CFA less a
+ * word (resolve.c reads a wrapper's caller off the stack from there).
+ * Evaluated in the function the program called, or the one its entry
+ * stub jumped to; 0 where not known. */
+#define SLOT() ((uintptr_t)__builtin_dwarf_cfa() - sizeof(void *))
 
 /* Is a heap route the truth whatever the filter says?  Once every pool is
  * closed (site.h's read-only closed byte) and no reload window takes
@@ -68,7 +73,7 @@ static inline bool heap_is_truth(void)
 /* Where an allocation from return address ra goes, when a policy is armed:
  * a pool object, or NULL for "the heap".  The common case, a site that was
  * seen before and goes to the heap, is one table probe (after one TLS load). */
-static inline void *route_as(size_t size, size_t align, uintptr_t ra, bool move)
+static inline void *route_as(size_t size, size_t align, uintptr_t ra, uintptr_t slot, bool move)
 {
 	struct site_hit h;
 	/* The shim's own allocations (reading symbols, say) go to the heap and
@@ -82,19 +87,19 @@ static inline void *route_as(size_t size, size_t align, uintptr_t ra, bool move)
 		h = site_lookup_slow(ra);
 	if (likely(h.route == SITE_ROUTE_HEAP) && (likely(!site_maybe_policy(ra)) || heap_is_truth()))
 		return NULL;
-	return route_slow(size, align, ra, h, move);
+	return route_slow(size, align, ra, slot, h, move);
 }
 
-static inline void *route(size_t size, size_t align, uintptr_t ra)
+static inline void *route(size_t size, size_t align, uintptr_t ra, uintptr_t slot)
 {
-	return route_as(size, align, ra, false);
+	return route_as(size, align, ra, slot, false);
 }
 
 /* malloc from a site that is not known to go to the heap (first seen, a
  * wrapper, or a pool's); apart, so that malloc's fast paths stay short. */
-static __attribute__((noinline)) void *malloc_routed(size_t size, uintptr_t ra)
+static __attribute__((noinline)) void *malloc_routed(size_t size, uintptr_t ra, uintptr_t slot)
 {
-	void *p = route(size, PM_ALIGN, ra);
+	void *p = route(size, PM_ALIGN, ra, slot);
 	return p ? p : heap_next.malloc(size);
 }
 
@@ -117,8 +122,8 @@ void free_checked(void *p)
 	heap_next.free(p);
 }
 
-static void *realloc_from(void *old, size_t size, uintptr_t ra);
-static void *realloc_heap(void *old, size_t size, uintptr_t ra);
+static void *realloc_from(void *old, size_t size, uintptr_t ra, uintptr_t slot);
+static void *realloc_heap(void *old, size_t size, uintptr_t ra, uintptr_t slot);
 
 /* The routing entries, in force while a policy routes (heap_set_routed).
  * malloc from a site seen before that goes to the heap: 16 instructions
@@ -127,15 +132,15 @@ static void *realloc_heap(void *old, size_t size, uintptr_t ra);
  * word's heap route checked against the read-only filter of the policy's
  * code, site_maybe_policy: a shift, a truncation, a byte compared, 4; the
  * jump to the heap's malloc).  Everything else: malloc_routed. */
-static inline void *malloc_at(size_t size, uintptr_t ra)
+static inline void *malloc_at(size_t size, uintptr_t ra, uintptr_t slot)
 {
 	struct site *t = site_armed;
 	if (likely(site_is_heap(t, ra)) && (likely(!site_maybe_policy(ra)) || heap_is_truth()))
 		return heap_next.malloc(size);
-	return malloc_routed(size, ra);
+	return malloc_routed(size, ra, slot);
 }
 
-static inline void *calloc_at(size_t n, size_t size, uintptr_t ra)
+static inline void *calloc_at(size_t n, size_t size, uintptr_t ra, uintptr_t slot)
 {
 	size_t total;
 	if (unlikely(__builtin_mul_overflow(n, size, &total))) {
@@ -144,17 +149,17 @@ static inline void *calloc_at(size_t n, size_t size, uintptr_t ra)
 	}
 	/* Pool memory is never reused inside a span and spans are committed
 	 * fresh, so it is already zero (checked by the unit tests). */
-	void *p = route(total, PM_ALIGN, ra);
+	void *p = route(total, PM_ALIGN, ra, slot);
 	return p ? p : heap_next.calloc(n, size);
 }
 
 /* Heap objects stay on the heap (but realloc_heap's moves); realloc(NULL)
  * is a malloc to route. */
-static inline void *realloc_at(void *old, size_t size, uintptr_t ra)
+static inline void *realloc_at(void *old, size_t size, uintptr_t ra, uintptr_t slot)
 {
 	if (likely(!arena_contains(old)) && likely(old != NULL))
-		return realloc_heap(old, size, ra);
-	return realloc_from(old, size, ra);
+		return realloc_heap(old, size, ra, slot);
+	return realloc_from(old, size, ra, slot);
 }
 
 /* realloc once the arena is reserved and no policy routes: the range
@@ -164,7 +169,7 @@ static void *realloc_checked(void *old, size_t size)
 {
 	if (likely(!arena_contains(old)))
 		return heap_next.realloc(old, size);
-	return realloc_from(old, size, 0);
+	return realloc_from(old, size, 0, 0);
 }
 
 /* The exported malloc, free, calloc and realloc are one jump through the
@@ -200,17 +205,17 @@ __attribute__((used, visibility("hidden"))) void *realloc_entry(void *old, size_
 
 void *malloc_entry(size_t size)
 {
-	return malloc_at(size, CALLER());
+	return malloc_at(size, CALLER(), SLOT());
 }
 
 void *calloc_entry(size_t n, size_t size)
 {
-	return calloc_at(n, size, CALLER());
+	return calloc_at(n, size, CALLER(), SLOT());
 }
 
 void *realloc_entry(void *old, size_t size)
 {
-	return realloc_at(old, size, CALLER());
+	return realloc_at(old, size, CALLER(), SLOT());
 }
 
 /* The filter's entries, in force while the policy's rules resolve and the
@@ -268,7 +273,7 @@ PMALLOC_EXPORT void *malloc(size_t size)
 {
 	if (likely(!heap_page.routed))
 		return heap_page.entry.malloc(size);
-	return malloc_at(size, CALLER());
+	return malloc_at(size, CALLER(), SLOT());
 }
 
 PMALLOC_EXPORT void free(void *p)
@@ -280,14 +285,14 @@ PMALLOC_EXPORT void *calloc(size_t n, size_t size)
 {
 	if (likely(!heap_page.routed))
 		return heap_page.entry.calloc(n, size);
-	return calloc_at(n, size, CALLER());
+	return calloc_at(n, size, CALLER(), SLOT());
 }
 
 PMALLOC_EXPORT void *realloc(void *old, size_t size)
 {
 	if (likely(!heap_page.routed))
 		return heap_page.entry.realloc(old, size);
-	return realloc_at(old, size, CALLER());
+	return realloc_at(old, size, CALLER(), SLOT());
 }
 #endif
 
@@ -303,14 +308,14 @@ static cold void *pool_fillable(void *p, size_t size, uintptr_t ra, const char *
 	if (likely(!pool_is_protected(p)))
 		return p;
 	note_free(p, api);
-	p = route(size, PM_ALIGN, ra);
+	p = route(size, PM_ALIGN, ra, 0);
 	return p ? p : heap_next.malloc(size);
 }
 
-static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
+static cold void *realloc_from(void *old, size_t size, uintptr_t ra, uintptr_t slot)
 {
 	if (!old) {
-		void *p = heap_page.routed ? route(size, PM_ALIGN, ra) : NULL;
+		void *p = heap_page.routed ? route(size, PM_ALIGN, ra, slot) : NULL;
 		return p ? p : heap_next.malloc(size);
 	}
 	if (likely(!arena_contains(old)))
@@ -322,7 +327,7 @@ static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
 	size_t have = pool_usable_size(old, "realloc");
 	if (size <= have && !pool_is_protected(old))
 		return old;
-	void *p = heap_page.routed ? route(size, PM_ALIGN, ra) : NULL;
+	void *p = heap_page.routed ? route(size, PM_ALIGN, ra, slot) : NULL;
 	bool fill = p != NULL;
 	p = fill ? pool_fillable(p, size, ra, "realloc") : heap_next.malloc(size);
 	if (p) {
@@ -342,12 +347,12 @@ static cold void *realloc_from(void *old, size_t size, uintptr_t ra)
  * protects what grew.  Every other heap block stays on the heap.  Cost:
  * a site seen before that goes to the heap, the table probe of malloc's
  * fast path; a move, an allocation, a copy and a free. */
-static cold void *realloc_heap(void *old, size_t size, uintptr_t ra)
+static cold void *realloc_heap(void *old, size_t size, uintptr_t ra, uintptr_t slot)
 {
 	struct site *t = site_armed;
 	if (size == 0 || site_is_heap(t, ra))
 		return heap_next.realloc(old, size);
-	void *p = route_as(size, PM_ALIGN, ra, true);
+	void *p = route_as(size, PM_ALIGN, ra, slot, true);
 	if (!p)
 		return heap_next.realloc(old, size);
 	p = pool_fillable(p, size, ra, "realloc");
@@ -367,12 +372,12 @@ PMALLOC_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return realloc_from(old, total, CALLER());
+	return realloc_from(old, total, CALLER(), SLOT());
 }
 
-static void *aligned_from(size_t align, size_t size, uintptr_t ra)
+static void *aligned_from(size_t align, size_t size, uintptr_t ra, uintptr_t slot)
 {
-	void *p = heap_page.routed ? route(size, align, ra) : NULL;
+	void *p = heap_page.routed ? route(size, align, ra, slot) : NULL;
 	return p ? p : heap_next.memalign(align, size);
 }
 
@@ -386,7 +391,7 @@ PMALLOC_EXPORT int posix_memalign(void **ret, size_t align, size_t size)
 	if (!power_of_two(align) || align % sizeof(void *))
 		return EINVAL;
 	int e = errno;
-	void *p = aligned_from(align, size, CALLER());
+	void *p = aligned_from(align, size, CALLER(), SLOT());
 	if (!p) {
 		int r = errno;
 		errno = e;
@@ -403,7 +408,7 @@ PMALLOC_EXPORT void *aligned_alloc(size_t align, size_t size)
 		errno = EINVAL;
 		return NULL;
 	}
-	return aligned_from(align, size, CALLER());
+	return aligned_from(align, size, CALLER(), SLOT());
 }
 
 PMALLOC_EXPORT void *memalign(size_t align, size_t size)
@@ -412,12 +417,12 @@ PMALLOC_EXPORT void *memalign(size_t align, size_t size)
 		errno = EINVAL;
 		return NULL;
 	}
-	return aligned_from(align, size, CALLER());
+	return aligned_from(align, size, CALLER(), SLOT());
 }
 
 PMALLOC_EXPORT void *valloc(size_t size)
 {
-	return aligned_from((size_t)getpagesize(), size, CALLER());
+	return aligned_from((size_t)getpagesize(), size, CALLER(), SLOT());
 }
 
 PMALLOC_EXPORT void *pvalloc(size_t size)
@@ -428,7 +433,7 @@ PMALLOC_EXPORT void *pvalloc(size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return aligned_from(ps, total, CALLER());
+	return aligned_from(ps, total, CALLER(), SLOT());
 }
 
 PMALLOC_EXPORT size_t malloc_usable_size(void *p)
@@ -446,7 +451,7 @@ PMALLOC_EXPORT size_t malloc_usable_size(void *p)
 PMALLOC_EXPORT char *strdup(const char *s)
 {
 	size_t n = strlen(s) + 1;
-	void *p = heap_page.routed ? route(n, PM_ALIGN, CALLER()) : NULL;
+	void *p = heap_page.routed ? route(n, PM_ALIGN, CALLER(), SLOT()) : NULL;
 	if (likely(!p)) {
 		p = heap_next.malloc(n);
 		return p ? memcpy(p, s, n) : NULL;
@@ -461,7 +466,7 @@ PMALLOC_EXPORT char *strdup(const char *s)
 PMALLOC_EXPORT char *strndup(const char *s, size_t max)
 {
 	size_t n = strnlen(s, max);
-	char *p = heap_page.routed ? route(n + 1, PM_ALIGN, CALLER()) : NULL;
+	char *p = heap_page.routed ? route(n + 1, PM_ALIGN, CALLER(), SLOT()) : NULL;
 	bool fill = p != NULL;
 	p = fill ? pool_fillable(p, n + 1, CALLER(), "strndup") : heap_next.malloc(n + 1);
 	if (p) {
