@@ -120,8 +120,12 @@ static uintptr_t first_protected(const void *p, size_t len, bool *refused)
 {
 	uintptr_t a = (uintptr_t)p, end = a + len;
 	while (a < end) {
+		/* The span's mark first (a few loads); the object, whose
+		 * search is the costly part of pool_lookup (770 instructions
+		 * a page in haproxy's buffers, which come from pools it filled
+		 * before its trigger), only for a protected page. */
 		struct pool_hit hit;
-		if (pool_lookup((const void *)a, &hit) && hit.is_protected &&
+		if (pool_is_protected((const void *)a) && pool_lookup((const void *)a, &hit) && hit.is_protected &&
 		    !learn_kernel_write(&hit, a)) {    /* learn mode: the page is writable now */
 			*refused = !kw_lets_through(&hit);
 			return a;
@@ -269,6 +273,14 @@ static cold ssize_t no_libc(void)
  * path's return, a load and a branch: on-wait's fallback deferred in a
  * single-threaded process (hooks.h) is looked at as a read returns. */
 #define KW_WRAP(name, lib, params, args, touches, slow) \
+	KW_WRAP_AGAIN(name, lib, params, args, touches, false, slow)
+/* The same, with a fast path for pool memory that is not protected (a
+ * server's buffers from pools it filled before its trigger: haproxy's
+ * every recv(), whose slow path was 1,500 instructions): touches then says
+ * whether a page is protected, and a call that failed with EFAULT while
+ * again holds (the buffer in the arena: a protect came while the call
+ * waited) is made again by the slow path, as the slow path itself does. */
+#define KW_WRAP_AGAIN(name, lib, params, args, touches, again, slow) \
 	PMALLOC_EXPORT ssize_t name params \
 	{ \
 		lib##_fn fn = REAL(lib, lib##_fn); \
@@ -276,19 +288,34 @@ static cold ssize_t no_libc(void)
 			return no_libc(); \
 		if (likely(!(touches))) { \
 			ssize_t r_ = fn args; \
+			if (unlikely(r_ < 0) && errno == EFAULT && (again)) \
+				return slow; \
 			core_deferred_poll(); \
 			return r_; \
 		} \
 		return slow; \
 	}
 
+/* Any page of [p, p+len) in protected pool memory (or being protected:
+ * the span's mark, pool_is_protected)?  Outside the arena, kwrite_may_touch's
+ * two compares; inside it, a few loads a page. */
+static inline bool touches_protected(const void *p, size_t len)
+{
+	if (likely(!kwrite_may_touch(p, len)))
+		return false;
+	for (uintptr_t a = (uintptr_t)p, end = a + len; a < end; a = (a | (os_page_size - 1)) + 1)
+		if (pool_is_protected((const void *)a))
+			return true;
+	return false;
+}
+
 static cold ssize_t read_slow(ssize_t (*fn)(int, void *, size_t), uintptr_t ra, int fd, void *buf, size_t n)
 {
 	KW_BOUNCE_ONE("read", buf, n, fn(fd, buf, n), r, r > 0 ? (size_t)r : 0);
 }
 
-KW_WRAP(read, read, (int fd, void *buf, size_t n), (fd, buf, n), kwrite_may_touch(buf, n),
-	read_slow(fn, CALLER(), fd, buf, n))
+KW_WRAP_AGAIN(read, read, (int fd, void *buf, size_t n), (fd, buf, n), touches_protected(buf, n),
+	      kwrite_may_touch(buf, n), read_slow(fn, CALLER(), fd, buf, n))
 
 static cold ssize_t pread_slow(ssize_t (*fn)(int, void *, size_t, off_t), uintptr_t ra, int fd, void *buf,
 			       size_t n, off_t off)
@@ -302,8 +329,10 @@ static inline __attribute__((always_inline)) ssize_t pread_via(pread_fn fn, uint
 {
 	if (unlikely(!fn))
 		return no_libc();
-	if (likely(!kwrite_may_touch(buf, n))) {
+	if (likely(!touches_protected(buf, n))) {
 		ssize_t r = fn(fd, buf, n, off);
+		if (unlikely(r < 0) && errno == EFAULT && kwrite_may_touch(buf, n))
+			return pread_slow(fn, ra, fd, buf, n, off);
 		core_deferred_poll();
 		return r;
 	}
@@ -404,8 +433,9 @@ KW_WRAP(recvfrom, recvfrom,
 		kwrite_may_touch(addr, alen ? *alen : 0),
 	recvfrom_slow(fn, CALLER(), "recvfrom", fd, buf, n, flags, addr, alen))
 
-KW_WRAP(recv, recvfrom, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags, NULL, NULL),
-	kwrite_may_touch(buf, n), recvfrom_slow(fn, CALLER(), "recv", fd, buf, n, flags, NULL, NULL))
+KW_WRAP_AGAIN(recv, recvfrom, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags, NULL, NULL),
+	      touches_protected(buf, n), kwrite_may_touch(buf, n),
+	      recvfrom_slow(fn, CALLER(), "recv", fd, buf, n, flags, NULL, NULL))
 
 static bool msg_may_touch(const struct msghdr *m)
 {
