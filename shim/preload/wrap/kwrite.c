@@ -273,20 +273,25 @@ static cold ssize_t no_libc(void)
  * path's return, a load and a branch: on-wait's fallback deferred in a
  * single-threaded process (hooks.h) is looked at as a read returns. */
 #define KW_WRAP(name, lib, params, args, touches, slow) \
-	KW_WRAP_AGAIN(name, lib, params, args, touches, false, slow)
+	KW_WRAP_AGAIN(name, lib, params, args, touches, touches, false, slow)
 /* The same, with a fast path for pool memory that is not protected (a
  * server's buffers from pools it filled before its trigger: haproxy's
- * every recv(), whose slow path was 1,500 instructions): touches then says
- * whether a page is protected, and a call that failed with EFAULT while
- * again holds (the buffer in the arena: a protect came while the call
- * waited) is made again by the slow path, as the slow path itself does. */
-#define KW_WRAP_AGAIN(name, lib, params, args, touches, again, slow) \
+ * every recv(), whose slow path was 1,500 instructions): may_touch is the
+ * arena's two compares, touches whether a page is protected; a call that
+ * failed with EFAULT while again holds (the buffer in the arena: a protect
+ * came while the call waited) is made again by the slow path, as the
+ * slow path itself does.  Outside the arena, with no deadline left to the
+ * process's calls (hooks.h), the call is a tail call, as without the shim. */
+#define KW_WRAP_AGAIN(name, lib, params, args, may_touch, touches, again, slow) \
 	PMALLOC_EXPORT ssize_t name params \
 	{ \
 		lib##_fn fn = REAL(lib, lib##_fn); \
 		if (unlikely(!fn)) \
 			return no_libc(); \
-		if (likely(!(touches))) { \
+		if (likely(!(may_touch)) && \
+		    likely(!atomic_load_explicit(&core_deferred_pending, memory_order_relaxed))) \
+			return fn args; \
+		if (!(touches)) { \
 			ssize_t r_ = fn args; \
 			if (unlikely(r_ < 0) && errno == EFAULT && (again)) \
 				return slow; \
@@ -314,8 +319,8 @@ static cold ssize_t read_slow(ssize_t (*fn)(int, void *, size_t), uintptr_t ra, 
 	KW_BOUNCE_ONE("read", buf, n, fn(fd, buf, n), r, r > 0 ? (size_t)r : 0);
 }
 
-KW_WRAP_AGAIN(read, read, (int fd, void *buf, size_t n), (fd, buf, n), touches_protected(buf, n),
-	      kwrite_may_touch(buf, n), read_slow(fn, CALLER(), fd, buf, n))
+KW_WRAP_AGAIN(read, read, (int fd, void *buf, size_t n), (fd, buf, n), kwrite_may_touch(buf, n),
+	      touches_protected(buf, n), kwrite_may_touch(buf, n), read_slow(fn, CALLER(), fd, buf, n))
 
 static cold ssize_t pread_slow(ssize_t (*fn)(int, void *, size_t, off_t), uintptr_t ra, int fd, void *buf,
 			       size_t n, off_t off)
@@ -329,7 +334,10 @@ static inline __attribute__((always_inline)) ssize_t pread_via(pread_fn fn, uint
 {
 	if (unlikely(!fn))
 		return no_libc();
-	if (likely(!touches_protected(buf, n))) {
+	if (likely(!kwrite_may_touch(buf, n)) &&
+	    likely(!atomic_load_explicit(&core_deferred_pending, memory_order_relaxed)))
+		return fn(fd, buf, n, off);
+	if (!touches_protected(buf, n)) {
 		ssize_t r = fn(fd, buf, n, off);
 		if (unlikely(r < 0) && errno == EFAULT && kwrite_may_touch(buf, n))
 			return pread_slow(fn, ra, fd, buf, n, off);
@@ -434,7 +442,7 @@ KW_WRAP(recvfrom, recvfrom,
 	recvfrom_slow(fn, CALLER(), "recvfrom", fd, buf, n, flags, addr, alen))
 
 KW_WRAP_AGAIN(recv, recvfrom, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags, NULL, NULL),
-	      touches_protected(buf, n), kwrite_may_touch(buf, n),
+	      kwrite_may_touch(buf, n), touches_protected(buf, n), kwrite_may_touch(buf, n),
 	      recvfrom_slow(fn, CALLER(), "recv", fd, buf, n, flags, NULL, NULL))
 
 static bool msg_may_touch(const struct msghdr *m)

@@ -281,7 +281,7 @@ void trigger_call(enum policy_call c)
 		errno = e;
 	}
 	uint32_t bit = 1u << c;
-	if (unlikely(bit & POLICY_WAIT_CALLS) && learn_active())
+	if (unlikely(bit & POLICY_WAIT_CALLS) && st->image->mode == POLICY_MODE_LEARN && learn_active())
 		learn_at_wait();    /* no flush thread (RLIMIT_NPROC 0): here */
 	/* A reload under way ends at the main thread's next wait (reload.c). */
 	if (unlikely(reload_open()) && (bit & POLICY_WAIT_CALLS)) {
