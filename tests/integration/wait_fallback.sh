@@ -13,7 +13,12 @@
 #   - with a thread of the program's (THREADED=1), the shim's timer thread
 #     (pmalloc-timer) waits for the deadline and protects on its own, with
 #     no call of the program's.
-# Both run side by side: the test takes the deadline's 30 s once.
+# Beside them, routing's quiet: a third one (protect = after:1s, take =
+# "until-trigger", as proposals are) whose
+# every pool is closed; 30 s later, at a wait, its allocations go to the
+# heap unrouted (malloc as cheap as the idle shim's); a reload's signal
+# puts routing back as the wait it interrupted returns.
+# All run side by side: the test takes the 30 s once.
 . "$(dirname "$0")/lib.sh"
 
 P=$(readlink -f "$B/progs/wait_reader")
@@ -22,7 +27,8 @@ version = 1;
 policies = ( { name = "reader"; match = { exe = [ "$P" ]; }; mode = "enforce";
   pools = ( { name = "cfg"; sites = [ "setup" ]; protect = [ "on-wait" ]; } ); } );
 EOF2
-chmod 0644 "$T/p.conf"
+sed 's/protect = \[ "on-wait" \]/protect = [ "after:1s" ]; take = "until-trigger"/' "$T/p.conf" >"$T/q.conf"
+chmod 0644 "$T/p.conf" "$T/q.conf"
 PIDS=()
 stop_all() { local p; for p in ${PIDS[@]+"${PIDS[@]}"}; do kill "$p" 2>/dev/null; done; }
 at_exit stop_all
@@ -45,7 +51,12 @@ start single
 single=${PIDS[0]}
 start threaded THREADED=1
 threaded=${PIDS[1]}
+start quiet PMALLOC_CONF="$T/q.conf"
+quiet=${PIDS[2]}
 t0=$(date +%s)
+send quiet poll
+wait_until 100 grep -qx polled "$T/quiet.out" || fail "quiet: no answer: $(cat "$T/quiet.out" "$T/quiet.err")"
+grep -q unrouted "$T/quiet.err" && fail "quiet: routing quiet at once: $(cat "$T/quiet.err")"
 
 send single threads
 wait_until 100 grep -q '^threads' "$T/single.out" || fail "single: no answer: $(cat "$T/single.out" "$T/single.err")"
@@ -79,3 +90,26 @@ for name in single threaded; do
 	grep -q 'enforce: killed by SIGSEGV' "$T/$name.err" || fail "$name: no report line: $(cat "$T/$name.err")"
 done
 pass "past the deadline both are protected (on-wait:fallback), the single-threaded one as its read returned; each write killed"
+
+# Routing quiet 30 s after every pool closed (at 1 s), at a wait.
+while [ $(($(date +%s) - t0)) -lt 33 ]; do sleep 1; done
+grep -q 'made read-only (after:1000ms)' "$T/quiet.err" || fail "quiet: not protected at after:1s: $(cat "$T/quiet.err")"
+send quiet poll
+wait_until 100 grep -q 'allocations go to the heap unrouted' "$T/quiet.err" ||
+	fail "quiet: routing not quiet at a wait 30 s after the pools closed: $(cat "$T/quiet.err")"
+send quiet alloc
+wait_until 100 grep -qx allocated "$T/quiet.out" || fail "quiet: an allocation: $(cat "$T/quiet.out" "$T/quiet.err")"
+kill -HUP "$quiet"
+sleep 0.2
+send quiet poll
+wait_until 100 grep -q 'allocations routed again (a reload)' "$T/quiet.err" ||
+	fail "quiet: a reload's signal did not put routing back: $(cat "$T/quiet.err")"
+send quiet alloc
+wait_until 100 [ "$(lines quiet '^allocated')" = 2 ] || fail "quiet: an allocation in the reload: $(cat "$T/quiet.out" "$T/quiet.err")"
+send quiet poll
+wait_until 100 grep -q 'reload 1 done' "$T/quiet.err" || fail "quiet: the reload window did not end: $(cat "$T/quiet.err")"
+send quiet write-last
+wait "$quiet"; rc=$?
+[ "$rc" = $((128 + 11)) ] ||
+	fail "quiet: the reload's allocation not in the pool's new generation (exit $rc): $(cat "$T/quiet.out" "$T/quiet.err")"
+pass "routing quiet 30 s after every pool closed, at a wait; a reload's signal put it back: its allocation protected at the window's end"

@@ -8,13 +8,19 @@
  *   write    overwrite the configuration's name, as a heap bug would,
  *            and print "wrote"
  *   thread   start a thread that sleeps for ever, print "started"
+ *   poll     a wait call (poll(2) on nothing), print "polled"
+ *   alloc    setup() again (an allocation from the site), print "allocated"
+ *   write-last  overwrite the name of what alloc made last, print "wrote"
  *   exit     exit 0 (so does end of input)
+ * SIGHUP is handled (a reload's signal: the handler only counts it).
  * With THREADED=1 in its environment it starts that thread before setup.
  * Knows nothing of pmalloc.
  */
 #include <dirent.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +28,14 @@
 #include <unistd.h>
 
 #include "e2e_victim.h"
+
+static volatile sig_atomic_t hups;
+
+static void on_hup(int sig)
+{
+	(void)sig;
+	hups++;
+}
 
 static void *sleeper(void *arg)
 {
@@ -62,7 +76,8 @@ int main(void)
 	const char *threaded = getenv("THREADED");
 	if (threaded && strcmp(threaded, "1") == 0)
 		start_thread();
-	struct config *c = setup();
+	signal(SIGHUP, on_hup);
+	struct config *c = setup(), *last = c;
 	say("ready\n");
 	char line[64];
 	size_t have = 0;
@@ -85,6 +100,16 @@ int main(void)
 			} else if (strcmp(line, "thread") == 0) {
 				start_thread();
 				say("started\n");
+			} else if (strcmp(line, "poll") == 0) {
+				poll(NULL, 0, 0);
+				say("polled\n");
+			} else if (strcmp(line, "alloc") == 0) {
+				if (!(last = setup()))
+					return 2;
+				say("allocated\n");
+			} else if (strcmp(line, "write-last") == 0) {
+				corrupt(last->name, 'm');
+				say("wrote\n");
 			} else if (strcmp(line, "exit") == 0) {
 				return 0;
 			}

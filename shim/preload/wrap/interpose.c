@@ -647,13 +647,36 @@ PMALLOC_EXPORT int dlclose(void *handle)
 static pthread_mutex_t mode_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool dlopen_seen;
 static const struct heap_entries *mode_entries;
+/* Quiet: the heap's own entries in, mode_entries kept for a reload. */
+static bool quiet_now;
 
 static void route_by(const struct heap_entries *e)
 {
 	if (shim && site_armed && mode_entries != e) {
-		heap_set_routed(e);
 		mode_entries = e;
+		if (!quiet_now)         /* quiet: every pool closed, nothing to route */
+			heap_set_routed(e);
 	}
+}
+
+/* Once every pool is closed (take = "until-trigger") every allocation
+ * goes to the heap; routing is kept a while for the late sites it counts
+ * and says (take.c), then trigger.c asks for quiet: malloc costs what the
+ * idle shim's does (the routing entries' test of each call site, and a
+ * wrapper's heap word, were 250 instructions of an nginx request), and
+ * late allocations are no longer counted.  A reload window's return to
+ * the main thread asks for the routing entries again (its allocations go
+ * to a new generation), and its end for quiet after the same while. */
+void interpose_quiet(bool quiet)
+{
+	pthread_mutex_lock(&mode_lock);
+	if (quiet != quiet_now && mode_entries) {
+		heap_set_routed(quiet ? NULL : mode_entries);
+		quiet_now = quiet;
+		debug_printf("%s", quiet ? "every pool closed a while: allocations go to the heap unrouted"
+				       : "allocations routed again (a reload)");
+	}
+	pthread_mutex_unlock(&mode_lock);
 }
 
 /* The child of a fork made while another thread decided: the lock free

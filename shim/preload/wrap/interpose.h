@@ -8,6 +8,8 @@
 #ifndef PMALLOC_INTERPOSE_H
 #define PMALLOC_INTERPOSE_H
 
+#include <stdbool.h>
+
 /* free() with the arena check: a pool pointer is counted, never freed. */
 void free_checked(void *p) __attribute__((visibility("hidden")));
 /* The arena is reserved: free() and realloc() check for pool pointers. */
@@ -16,5 +18,9 @@ void interpose_arena_reserved(void) __attribute__((visibility("hidden")));
  * unless none of its rules resolves in this process (then not until a
  * dlopen). */
 void interpose_armed(void) __attribute__((visibility("hidden")));
+/* Serving (quiet): every pool closed and protected for a while, no reload
+ * window open (trigger.c decides): the heap's own entries, as with no
+ * policy; not quiet, the entries the policy chose.  Normal context. */
+void interpose_quiet(bool quiet) __attribute__((visibility("hidden")));
 
 #endif

@@ -26,6 +26,8 @@
 #include "os.h"
 #include "pmalloc.h"
 #include "kwrite.h"
+#include "interpose.h"
+#include "heap.h"
 #include "journal.h"
 #include "learn.h"
 #include "resolve.h"
@@ -48,6 +50,13 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+/* When every pool was last found closed (the first time, and at each
+ * reload's end): routing goes quiet QUIET_AFTER_NS later (interpose.h),
+ * at a wait.  A writable hint: forged, quiet comes sooner or later, and
+ * late allocations are counted for less or more time; nothing else. */
+#define QUIET_AFTER_NS (UINT64_C(30) * 1000000000u)
+static _Atomic uint64_t closed_ns;
 
 /* Each pool's protects that made something read-only: its generations
  * (1 the first trigger's, then one per reload window, reload.h).  For
@@ -82,8 +91,11 @@ size_t shim_protect_pool(size_t i, const char *trigger)
 	/* The last pool closed and protected: from now on every allocation
 	 * goes to the heap, and routing need check no heap route (site.h's
 	 * closed byte).  Learn mode keeps learning what comes late. */
-	if (st->pools[i].until_trigger && st->image->mode != POLICY_MODE_LEARN && take_all_closed(st))
+	if (st->pools[i].until_trigger && st->image->mode != POLICY_MODE_LEARN && take_all_closed(st)) {
 		resolve_pools_closed();
+		uint64_t none = 0;
+		atomic_compare_exchange_strong(&closed_ns, &none, os_monotonic_ns(true));
+	}
 	if (n && st->image->mode == POLICY_MODE_LEARN)
 		learn_note_protected();    /* the periodic flush of what is learned */
 	if (n) {
@@ -193,6 +205,8 @@ static void reload_end(void)
 		if (atomic_load_explicit(&generation[i], memory_order_relaxed))
 			n += shim_protect_pool(i, "reload");
 	reload_done();
+	if (atomic_load(&closed_ns))
+		atomic_store(&closed_ns, os_monotonic_ns(true));   /* a new while of late counts */
 	debug_printf("reload %llu done: %zu bytes of a new generation made read-only; %llu writes let "
 		     "through so far", (unsigned long long)reload_count(), n,
 		     (unsigned long long)reload_writes());
@@ -246,6 +260,19 @@ static _Atomic uint32_t wait_fired;
 
 static void timer_start_as(bool may_defer);
 
+/* Routing quiet (interpose.h) once every pool has been closed a while, no
+ * reload window open, not learning: at a wait, a coarse clock's look. */
+static void quiet_if_due(const struct shim_state *st)
+{
+	uint64_t c = atomic_load_explicit(&closed_ns, memory_order_relaxed);
+	if (!c || st->image->mode == POLICY_MODE_LEARN || reload_open())
+		return;
+	int e = errno;
+	if (os_monotonic_ns(true) - c >= QUIET_AFTER_NS)
+		interpose_quiet(true);
+	errno = e;
+}
+
 void trigger_call(enum policy_call c)
 {
 	const struct shim_state *st = shim;
@@ -297,6 +324,8 @@ void trigger_call(enum policy_call c)
 		int e = errno;
 		(void)fault_recheck(false);
 		errno = e;
+		if (unlikely(heap_page.routed) && site_policy_closed())
+			quiet_if_due(st);
 	}
 	if (likely(!(st->call_mask & bit)))
 		return;
@@ -361,9 +390,14 @@ void trigger_call(enum policy_call c)
  * find the reload's pipe or flag then). */
 static void trigger_returned(enum policy_call c, bool interrupted)
 {
+	int e = errno;
+	/* The reload's allocations go to the pools (a new generation): the
+	 * routing entries back in, whatever call returned. */
+	if (!heap_page.routed)
+		interpose_quiet(false);
+	errno = e;
 	if (!((1u << c) & POLICY_WAIT_CALLS) || (interrupted && !((1u << c) & SIGNAL_WAIT_CALLS)))
 		return;
-	int e = errno;
 	reload_returned();
 	errno = e;
 }
