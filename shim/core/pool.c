@@ -8,8 +8,10 @@
  *
  * Lock order (pool.h): registry_lock, a pool's lock, the arena's.  No lock
  * is held while calling anything outside the shim.  Never calls malloc.
- * Pool structs live in their own mapping, apart from the heap and from the
- * pages that get protected, and are validated on every API call.
+ * Pool structs live in a mapping of the shim's own (its first pages, the
+ * arena's side tables after them: one mmap for both), apart from the heap
+ * and from the pages that get protected, and are validated on every API
+ * call.
  */
 #define _GNU_SOURCE
 #include "pool.h"
@@ -304,10 +306,8 @@ static void atfork_child(void)
 static void global_init_once(void)
 {
 	void *p;
-	if (os_init() < 0 || arena_init() < 0)
-		return;
-	size_t len = ALIGN_UP(POOL_MAX * sizeof(struct pmalloc_pool), os_page_size);
-	if (os_map_lazy(len, &p) < 0)
+	/* The pool structs' mapping comes with the arena's side tables. */
+	if (os_init() < 0 || arena_init(POOL_MAX * sizeof(struct pmalloc_pool), &p) < 0)
 		return;
 	if (pthread_key_create(&exit_key, thread_exit) != 0)
 		return;
