@@ -43,8 +43,9 @@ union arena_ro_page units_ro __attribute__((aligned(RO_PAGE)));
 static_assert(PM_ALIGN == 1u << ARENA_GRANULE_SHIFT, "one record granule per alignment granule");
 static_assert(REC_START_SHIFT == 32 && REC_SIZE_SHIFT == 16 && SITE_BITS <= 16, "record layout");
 
-int arena_init(void)
+int arena_init(size_t extra, void **extra_mem)
 {
+	extra = ALIGN_UP(extra, os_page_size);
 	/* 32 GiB of address space, less where the system refuses (ulimit -v). */
 	for (size_t size = (size_t)32 << 30; size >= (size_t)256 << 20; size /= 2) {
 		void *res;
@@ -58,11 +59,14 @@ int arena_init(void)
 		 * slack around stays reserved, address space and no memory:
 		 * trimming it would cost every process a system call or two. */
 		void *p = (void *)ALIGN_UP((uintptr_t)res, HUGE);
-		/* Writable at once, present only where touched: one call for both. */
-		if (os_map_lazy(heads_len + spans_len, &heads) < 0) {
+		/* Writable at once, present only where touched: one call for the
+		 * caller's extra (first) and the two. */
+		void *m;
+		if (os_map_lazy(extra + heads_len + spans_len, &m) < 0) {
 			os_unmap(res, size + HUGE);
 			continue;
 		}
+		heads = (char *)m + extra;
 		sp = (char *)heads + heads_len;
 		unit_head = heads;
 		spans = sp;
@@ -74,10 +78,11 @@ int arena_init(void)
 		units_ro.m.size = size;
 		if (os_protect_ro(&units_ro, sizeof(units_ro)) < 0) {
 			units_ro.m.size = 0;
-			os_unmap(heads, heads_len + spans_len);
+			os_unmap(m, extra + heads_len + spans_len);
 			os_unmap(res, size + HUGE);
 			break;
 		}
+		*extra_mem = m;
 		return 0;
 	}
 	return -ENOMEM;

@@ -122,8 +122,11 @@ extern union arena_ro_page units_ro __attribute__((visibility("hidden")));
 #define arena_size (units_ro.m.size)
 
 /* Reserve the arena.  0 or -errno.  Called once, from pool.c's global
- * initialisation (which its pthread_once serialises). */
-int arena_init(void);
+ * initialisation (which its pthread_once serialises).  extra bytes more
+ * (page-rounded), writable and present only where touched, come with the
+ * side tables' mapping, at *extra_mem: the pool structs' (one mmap fewer
+ * at the first pool, some 2.5 us). */
+int arena_init(size_t extra, void **extra_mem);
 
 /* Is p inside the arena?  One compare; false before arena_init(). */
 static inline bool arena_contains(const void *p)

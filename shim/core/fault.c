@@ -48,6 +48,7 @@
 #include "hooks.h"
 #include "common.h"
 #include "os.h"
+#include "ro.h"
 #include "pool.h"
 #include "report.h"
 #include "audit.h"
@@ -362,14 +363,21 @@ static void on_trap(int sig, siginfo_t *si, void *uctx)
 
 /* ro read-only, once there is a pool whose writes it decides.  It cannot
  * fail but for want of memory mappings: then the process cannot be kept
- * safe and says so (fatal), as a failed mprotect of a pool does. */
+ * safe and says so (fatal), as a failed mprotect of a pool does.  Arming's
+ * freeze (fault_arm) is held with its other freezes and done with the
+ * program's actions' page beside it, under the install lock (ro.h): a
+ * failure is then arming's, which runs unprotected and says so, and the
+ * next lock tries again. */
 static void ro_lock(void)
 {
 	if (atomic_load(&ro_locked))
 		return;
-	if (os_protect_ro(&ro, sizeof(ro)) < 0)
+	if (ro_freeze_locked(&ro, sizeof(ro), fault_install_lock_take, fault_install_lock_give) < 0)
 		fatal("pmalloc_create_pool", "cannot make the fault handler's state read-only");
-	atomic_store(&ro_locked, 1);
+	/* Put off, the hint stays clear: a later lock (an API pool's, or a
+	 * start-up whose release failed) freezes it again, fatal as ever. */
+	if (!ro_held(&ro, sizeof(ro)))
+		atomic_store(&ro_locked, 1);
 }
 
 static void install_segv(bool lock)

@@ -10,11 +10,15 @@
  * Must never: decide what a fault is or report one (fault.c), or leave
  * the program's actions writable (a failed mprotect is fatal).
  * fault_program_publish() runs in the handler (SA_RESETHAND):
- * async-signal-safe, as prog_open() and prog_close() are.
+ * async-signal-safe, as prog_open() and prog_close() are.  Arming's first
+ * close (the take-over) is held with its other freezes and done with
+ * fault.c's page beside it, one mprotect for the two, under the install
+ * lock (ro_freeze_locked); an open after it opens as ever.
  */
 #define _GNU_SOURCE
 #include "stderr.h"
 #include "os.h"
+#include "ro.h"
 #include "fault_inner.h"
 
 #include <signal.h>
@@ -81,7 +85,7 @@ static void prog_open(void)
 static void prog_close(void)
 {
 	__atomic_store_n(&prog_closed_once, true, __ATOMIC_RELEASE);
-	if (os_protect_ro(&fault_prog, sizeof(fault_prog)) < 0)
+	if (ro_freeze_locked(&fault_prog, sizeof(fault_prog), fault_install_lock_take, fault_install_lock_give) < 0)
 		fatal("sigaction", "cannot make the program's signal actions read-only");
 }
 

@@ -8,8 +8,11 @@
  *
  * Lock order (pool.h): registry_lock, a pool's lock, the arena's.  No lock
  * is held while calling anything outside the shim.  Never calls malloc.
- * Pool structs live in their own mapping, apart from the heap and from the
- * pages that get protected, and are validated on every API call.
+ * Pool structs live in a mapping of the shim's own (its first pages, the
+ * arena's side tables after them: one mmap for both), apart from the heap
+ * and from the pages that get protected, and are validated on every API
+ * call.  The table's first freeze may be held by arming (ro.h) and done
+ * with its neighbours' under registry_lock: one mprotect fewer.
  */
 #define _GNU_SOURCE
 #include "pool.h"
@@ -18,6 +21,7 @@
 #include "pmalloc.h"
 #include "dlist.h"
 #include "os.h"
+#include "ro.h"
 
 #include <errno.h>
 #include <string.h>
@@ -59,6 +63,18 @@ static union {
 const struct ro_span pool_ro_span = { &pool_ro, sizeof(pool_ro) };   /* ro.h: init.c lists it */
 static_assert(PMALLOC_POOL_SEAL <= 0xff && POOL_INTERPOSED <= 0xff && POOL_CLOSED <= 0xff, "flags fit a byte");
 static bool pool_ro_locked;                 /* registry_lock */
+
+/* registry_lock as ro.c takes it to do a held first freeze of the table
+ * (ro_freeze_locked): never between another thread's open and write. */
+static void registry_take(void)
+{
+	pthread_mutex_lock(&registry_lock);
+}
+
+static void registry_give(void)
+{
+	pthread_mutex_unlock(&registry_lock);
+}
 
 /* What a free slot of pool_tls points to: never a live pool, so the fast
  * path's first compare fails for every pool, NULL included. */
@@ -304,10 +320,8 @@ static void atfork_child(void)
 static void global_init_once(void)
 {
 	void *p;
-	if (os_init() < 0 || arena_init() < 0)
-		return;
-	size_t len = ALIGN_UP(POOL_MAX * sizeof(struct pmalloc_pool), os_page_size);
-	if (os_map_lazy(len, &p) < 0)
+	/* The pool structs' mapping comes with the arena's side tables. */
+	if (os_init() < 0 || arena_init(POOL_MAX * sizeof(struct pmalloc_pool), &p) < 0)
 		return;
 	if (pthread_key_create(&exit_key, thread_exit) != 0)
 		return;
@@ -357,7 +371,10 @@ struct pmalloc_pool *pool_create(const char *name, unsigned int flags, uint64_t 
 		p = NULL;
 	}
 	if (p && !pool_ro_locked) {
-		if (os_protect_ro(&pool_ro, sizeof(pool_ro)) < 0) {
+		/* Put off with arming's other freezes when arming holds them
+		 * (ro.h): the filter's pages lie after the table, one mprotect
+		 * for all.  A later change opens and closes it as ever. */
+		if (ro_freeze_locked(&pool_ro, sizeof(pool_ro), registry_take, registry_give) < 0) {
 			pool_ro.s.flags[(size_t)(p - pool_ro.s.slab)] = 0;
 			p->reg_next = slab_free;
 			slab_free = p;

@@ -262,6 +262,17 @@ static int unarmed(bool installed, int r)
 
 static int arm_state(struct shim_state *st, const char *exe, void *mem, size_t len, bool own_map, bool seal);
 
+/* An arming that stops while its freezes are held (not under seal): what
+ * was put off done now, said when a page stays writable; r passed on. */
+static int held_released(bool seal, int r)
+{
+	const char *left = "armed state";
+	int released = seal ? 0 : ro_release(&left);
+	if (released < 0)
+		say("the %s cannot be made read-only: %s", left, strerror(-released));
+	return r;
+}
+
 /* The state and the image, in the page of the pointer to them (armed.h)
  * when they fit, else in a mapping of their own: the image is copied there
  * and validated again in place (what is armed is what was checked), then
@@ -299,6 +310,14 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 		return -E2BIG;
 	}
 	bool installed = false;
+	bool seal = img->protection == POLICY_PROT_SEAL;
+	/* The first freezes of the pools' table, the fault handler's two
+	 * pages, the filter, the rules, the state pointer and the reload
+	 * state, held and done together (ro.h): two calls where there were
+	 * five (the pools' table lies against the filter, the handler's pages
+	 * side by side).  A seal needs each page read-only first: not held. */
+	if (!seal)
+		ro_hold();
 	for (size_t i = 0; i < img->n_pools; i++) {
 		const struct pimg_pool *pp = pimg_pool(img, i);
 		struct shim_pool *sp = &st->pools[i];
@@ -307,7 +326,7 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 					  ? PMALLOC_POOL_SEAL : 0) | POOL_INTERPOSED;
 		sp->pool = pool_create(pimg_str(img, pp->name), flags, pp->max_bytes);
 		if (!sp->pool)
-			return unarmed(installed, -ENOMEM);
+			return unarmed(installed, held_released(seal, -ENOMEM));
 		fault_install_for_arm();         /* before any pool can be protected */
 		installed = true;
 		snprintf(sp->pool->policy, sizeof(sp->pool->policy), "%s", policy_name);
@@ -349,12 +368,6 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 	if (img->mode == POLICY_MODE_AUDIT)
 		fault_enable_audit();
 	st->rules_changed = rules_changed;
-	bool seal = img->protection == POLICY_PROT_SEAL;
-	/* The first freezes of the filter, the rules, the state pointer and
-	 * the reload state, side by side, held and done in one call (ro.h);
-	 * a seal needs each page read-only first: not held then. */
-	if (!seal)
-		ro_hold();
 	r = arm_state(st, exe, mem, len, own_map, seal);
 	const char *left = "armed state";
 	int released = seal ? 0 : ro_release(&left);

@@ -3,7 +3,8 @@
  * ro.c - the list of the shim's own read-only pages (ro.h), itself in a
  * page of its own frozen last: after ro_freeze_all no write can drop a
  * page from it; and arming's freezes of listed pages, held and done
- * together (ro_hold .. ro_release), adjacent pages in one mprotect.
+ * together (ro_hold .. ro_release), adjacent pages in one mprotect, under
+ * the owners' locks of pages other threads open (ro_freeze_locked).
  * Never allocates, never prints, never leaves a page writable without
  * naming it to the caller, never holds a page that is not listed.
  */
@@ -81,10 +82,11 @@ int ro_freeze_all(bool seal, const char **left)
  * constructor's thread alone before main, empty again after, and only
  * ever pages of the list (never a pool's, never what the program owns),
  * so no decision rests on them once the program runs. */
-#define HELD_MAX 8
+#define HELD_MAX 12
 static struct held {
 	void *p;
 	size_t len;
+	void (*lock)(void), (*unlock)(void);   /* its owner's, or NULL */
 } held[HELD_MAX];
 static size_t n_held;
 static __thread bool holding __attribute__((tls_model("initial-exec")));
@@ -102,7 +104,7 @@ static const char *listed_name(const void *p, size_t len)
 	return NULL;
 }
 
-int ro_freeze(void *p, size_t len)
+int ro_freeze_locked(void *p, size_t len, void (*lock)(void), void (*unlock)(void))
 {
 	if (!holding || !listed_name(p, len))
 		return os_protect_ro(p, len);
@@ -111,8 +113,31 @@ int ro_freeze(void *p, size_t len)
 			return 0;
 	if (n_held == HELD_MAX)
 		return os_protect_ro(p, len);
-	held[n_held++] = (struct held){ p, len };
+	held[n_held++] = (struct held){ p, len, lock && unlock ? lock : NULL, lock && unlock ? unlock : NULL };
 	return 0;
+}
+
+int ro_freeze(void *p, size_t len)
+{
+	return ro_freeze_locked(p, len, NULL, NULL);
+}
+
+/* The owners' locks of held[i..j), each once, in address order. */
+struct lock_pair {
+	void (*lock)(void), (*unlock)(void);
+};
+
+static size_t run_locks(size_t i, size_t j, struct lock_pair *out)
+{
+	size_t n = 0;
+	for (size_t k = i; k < j; k++) {
+		bool seen = !held[k].lock;
+		for (size_t m = 0; m < n && !seen; m++)
+			seen = out[m].lock == held[k].lock;
+		if (!seen)
+			out[n++] = (struct lock_pair){ held[k].lock, held[k].unlock };
+	}
+	return n;
 }
 
 bool ro_held(const void *p, size_t len)
@@ -141,6 +166,12 @@ int ro_release(const char **left)
 		uintptr_t end = (uintptr_t)held[i].p + held[i].len;
 		for (; j < n_held && (uintptr_t)held[j].p == end; j++)
 			end += held[j].len;
+		/* Under the owners' locks: never between another thread's open
+		 * and its write (ro_freeze_locked). */
+		struct lock_pair lk[HELD_MAX];
+		size_t n_lk = run_locks(i, j, lk);
+		for (size_t m = 0; m < n_lk; m++)
+			lk[m].lock();
 		if (os_protect_ro(held[i].p, end - (uintptr_t)held[i].p) < 0) {
 			for (size_t k = i; k < j; k++) {
 				int r = os_protect_ro(held[k].p, held[k].len);
@@ -150,6 +181,8 @@ int ro_release(const char **left)
 				}
 			}
 		}
+		for (size_t m = n_lk; m > 0; m--)
+			lk[m - 1].unlock();
 		i = j;
 	}
 	n_held = 0;

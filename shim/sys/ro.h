@@ -69,6 +69,14 @@ size_t ro_count(void);
  * its page read-only first: the caller does not hold then). */
 void ro_hold(void);
 int ro_freeze(void *p, size_t len) __attribute__((warn_unused_result));
+/* ro_freeze() of a page that other threads open and close under a lock of
+ * its owner's (the pools' table, the fault handler's pages): when put off,
+ * ro_release() freezes it between lock() and unlock(), so that it never
+ * lands between another thread's open and its write.  Never called with
+ * that lock held by the caller at the release (ro_release runs in arm(),
+ * holding none). */
+int ro_freeze_locked(void *p, size_t len, void (*lock)(void), void (*unlock)(void))
+	__attribute__((warn_unused_result));
 /* Is a freeze of [p, p+len) put off on this thread (so the page is still
  * writable: nothing to open)? */
 bool ro_held(const void *p, size_t len);

@@ -160,6 +160,43 @@ START_TEST(released_second_faults)
 }
 END_TEST
 
+/* A held freeze with its owner's lock (ro_freeze_locked): the lock is
+ * taken only by the release, around the freeze (the page still writable
+ * when the lock is taken, as another thread's open would find it; read-only
+ * after), once for two pages of one run that name the same lock. */
+static int lock_calls, unlock_calls, writable_at_lock;
+
+static void test_lock(void)
+{
+	lock_calls++;
+	pair.b[0][5] = 9;
+	writable_at_lock = pair.b[0][5] == 9;
+}
+
+static void test_unlock(void)
+{
+	unlock_calls++;
+}
+
+START_TEST(held_locked_released_under_lock)
+{
+	ck_assert_int_eq(os_init(), 0);
+	ck_assert_int_eq(ro_register("first", pair.b[0], RO_PAGE, true), 0);
+	ck_assert_int_eq(ro_register("second", pair.b[1], RO_PAGE, true), 0);
+	ro_hold();
+	ck_assert_int_eq(ro_freeze_locked(pair.b[0], RO_PAGE, test_lock, test_unlock), 0);
+	ck_assert_int_eq(ro_freeze_locked(pair.b[1], RO_PAGE, test_lock, test_unlock), 0);
+	ck_assert_int_eq(lock_calls, 0);
+	const char *left = NULL;
+	ck_assert_int_eq(ro_release(&left), 0);
+	ck_assert_int_eq(lock_calls, 1);
+	ck_assert_int_eq(unlock_calls, 1);
+	ck_assert(writable_at_lock);
+	ck_assert_int_eq(pair.b[0][5], 9);
+	TEST_FORCE_WRITE(&pair.b[1][0], 7);   /* read-only now */
+}
+END_TEST
+
 /* A page the list does not hold is frozen at once, held or not. */
 START_TEST(unlisted_frozen_at_once)
 {
@@ -194,6 +231,7 @@ static Suite *ro_suite(void)
 	tcase_add_test(tc, held_until_release);
 	tcase_add_test_raise_signal(tc, released_first_faults, SIGSEGV);
 	tcase_add_test_raise_signal(tc, released_second_faults, SIGSEGV);
+	tcase_add_test_raise_signal(tc, held_locked_released_under_lock, SIGSEGV);
 	tcase_add_test_raise_signal(tc, unlisted_frozen_at_once, SIGSEGV);
 	tcase_add_test_raise_signal(tc, not_held_frozen_at_once, SIGSEGV);
 	suite_add_tcase(s, tc);

@@ -9,8 +9,10 @@
  * through the read-only entry table (heap.h), 2 instructions, to:
  * - no policy, or a policy none of whose rules resolves here (until a
  *   dlopen): the heap's own functions; free and realloc checked for pool
- *   pointers once the first span is made (free_checked, realloc_checked:
- *   6 more, a range compare);
+ *   pointers once the first span is made, or from arming on when a policy
+ *   routes (free_checked, realloc_checked: 6 more, a range compare; put in
+ *   with the routing entries, one opening of the heap's table where the
+ *   first span's hook made another: 2 mprotects, some 5 us);
  * - a policy whose rules resolve: the filter's entries (6 more for malloc
  *   and calloc, the read-only filter of the code the policy names looked
  *   at first; 10 for realloc, and the range compare);
@@ -650,12 +652,19 @@ static const struct heap_entries *mode_entries;
 /* Quiet: the heap's own entries in, mode_entries kept for a reload. */
 static bool quiet_now;
 
+/* free and realloc once pool memory may exist (the arena's reserve hook,
+ * at the first span). */
+static const struct heap_entries checked_entries = { .free = free_checked, .realloc = realloc_checked };
+
+/* The arena is reserved when a policy routes (its pools are made): the
+ * checked entries go in with the routing ones, one opening of the heap's
+ * table where the first span's hook opened it again. */
 static void route_by(const struct heap_entries *e)
 {
 	if (shim && site_armed && mode_entries != e) {
 		mode_entries = e;
 		if (!quiet_now)         /* quiet: every pool closed, nothing to route */
-			heap_set_routed(e);
+			heap_set_entries(__atomic_load_n(&arena_size, __ATOMIC_SEQ_CST) ? &checked_entries : NULL, e);
 	}
 }
 
@@ -735,5 +744,5 @@ __asm__(".text\n.globl dlopen\n.type dlopen, @function\n.p2align 4\ndlopen:\n" E
 
 void interpose_arena_reserved(void)
 {
-	heap_set_checked(&(struct heap_entries){ .free = free_checked, .realloc = realloc_checked });
+	heap_set_checked(&checked_entries);
 }
