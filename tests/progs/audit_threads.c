@@ -27,15 +27,6 @@
 
 #include "prog.h"
 
-static __attribute__((noinline)) char *make_config(size_t n)
-{
-	char *p = malloc(n);
-	if (!p)
-		exit(3);
-	memset(p, 0, n);
-	return p;
-}
-
 static void *blocked_writer(void *arg)
 {
 	char *s = arg;

@@ -45,12 +45,12 @@ NOINLINE void *valloc_pad(size_t size, size_t pad);
 NOINLINE void *valloc_pad(size_t size, size_t pad)
 {
 	volatile char scratch[pad + 1];
-	scratch[pad] = 1;
-	void *p = malloc(size);
+	scratch[pad] = (char)size;
+	void *p = malloc(size + (size_t)(scratch[pad] - (char)size));
 	if (!p)
 		exit(3);
 	__asm__ __volatile__("" ::: "memory");
-	return scratch[pad] ? p : NULL;
+	return p;
 }
 
 struct pair {

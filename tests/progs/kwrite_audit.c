@@ -20,14 +20,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-static __attribute__((noinline)) void *make_config(size_t n)
-{
-	void *p = malloc(n);
-	if (!p)
-		exit(3);
-	memset(p, 0, n);
-	return p;
-}
+#include "prog.h"
 
 static void say(const char *call, long r)
 {

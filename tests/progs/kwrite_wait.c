@@ -20,19 +20,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "prog.h"
+
 static char *buf;
 static int pfd[2];
 static ssize_t got;
 static int got_errno;
-
-static __attribute__((noinline)) void *make_config(size_t n)
-{
-	void *p = malloc(n);
-	if (!p)
-		exit(3);
-	memset(p, 0, n);
-	return p;
-}
 
 static void *reader(void *arg)
 {

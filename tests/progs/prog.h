@@ -3,7 +3,7 @@
  * prog.h - what the test programs run under the shim share: asking the shim
  * whether an address is protected, calling the "listen" trigger, the
  * deliberate bug (corrupt), the string-making call sites their policies name
- * (STRING_SITE), and the unix socket the fake daemons and journals
+ * (STRING_SITE), the kernel-write tests' buffers (make_config), and the unix socket the fake daemons and journals
  * (e2e_mute, e2e_sink) bind.
  *
  * Header-only: each program is one .c file.  Allocates only in the sites a
@@ -29,6 +29,17 @@ static inline int is_protected(const void *p)
 {
 	int (*fn)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "pmalloc_is_protected");
 	return fn ? fn(p) : -1;
+}
+
+/* A zeroed buffer of n bytes from the call site make_config, which the
+ * kernel-write tests' policies name (exits 3 when malloc fails). */
+__attribute__((noinline, unused)) static void *make_config(size_t n)
+{
+	void *p = malloc(n);
+	if (!p)
+		exit(3);
+	memset(p, 0, n);
+	return p;
 }
 
 /* One listen() on loopback: the call the tests' on-call:listen triggers

@@ -121,7 +121,7 @@ static int64_t sleb(struct reader *r)
 		shift += 7;
 		if (!(b & 0x80)) {
 			if (shift < 64 && (b & 0x40))
-				v |= -((int64_t)1 << shift);
+				v = (int64_t)((uint64_t)v | ~(uint64_t)0 << shift);   /* sign-extended */
 			return v;
 		}
 	}
