@@ -358,6 +358,8 @@ size_t pool_usable_size(const void *p, const char *api);
  * publishes it, before its mprotect (what the fault handler and realloc
  * must believe). */
 bool pool_is_protected(const void *p);
+/* Is any byte of [p, p+len) so?  One look a span. */
+bool pool_range_protected(const void *p, size_t len);
 /* 1 if p lies in pool memory whose protect has completed: a write into it
  * faults now (pmalloc_is_protected()'s answer). */
 bool pool_is_read_only(const void *p);

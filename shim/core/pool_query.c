@@ -92,6 +92,23 @@ bool pool_is_protected(const void *p)
 	return s && (uintptr_t)p - s->base < span_prot_hi(s);
 }
 
+bool pool_range_protected(const void *p, size_t len)
+{
+	/* A span's protected part is its start, [base, base+prot): past it,
+	 * nothing more of that span is; one look a span, not a page. */
+	for (uintptr_t a = (uintptr_t)p, end = a + len; a < end;) {
+		struct span *s = arena_span_of((const void *)a);
+		if (!s) {
+			a = (a | (ARENA_UNIT - 1)) + 1;
+			continue;
+		}
+		if (a - s->base < span_prot_hi(s))
+			return true;
+		a = s->base + s->bytes;
+	}
+	return false;
+}
+
 bool pool_is_read_only(const void *p)
 {
 	struct span *s = arena_span_of(p);

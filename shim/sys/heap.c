@@ -37,10 +37,9 @@
  * without the check (some 15 instructions and a jump each: 7.6 million of
  * redis's 222 million serving 40,000 requests, callgrind).
  * The exported entry points (heap_page.entry) are written here too, from
- * what the layer above asks (heap_set_checked, heap_set_routed, both at
- * once with heap_set_entries), under one mutex held only for those stores
- * and the page's two mprotects; asked again what it holds, the table is
- * left alone (no mprotect).
+ * what the layer above asks (heap_set_checked, heap_set_routed), under
+ * one mutex held only for those stores and the page's two mprotects;
+ * asked again what it holds, the table is left alone (no mprotect).
  * Never allocates on its own behalf; no other lock.
  */
 #define _GNU_SOURCE
@@ -362,9 +361,7 @@ static bool entries_asked(const struct heap_entries *checked, const struct heap_
 }
 
 /* What was asked, written now when the table is (else find() writes it).
- * Asked again as it is (the arena's reserve hook after arming set the
- * checked entries with the routing ones), nothing is written: no mprotect
- * pair (2 x 2.5 us at the first span's allocation). */
+ * Asked again as it is, nothing is written: no mprotect pair. */
 static void entries_set(const struct heap_entries *checked, const struct heap_entries *routed)
 {
 	pthread_mutex_lock(&entry_lock);
@@ -405,10 +402,6 @@ void heap_set_routed(const struct heap_entries *e)
 	entries_set(NULL, e);
 }
 
-void heap_set_entries(const struct heap_entries *checked, const struct heap_entries *routed)
-{
-	entries_set(checked, routed);
-}
 
 /* The child of a fork made while another thread wrote the entries: the
  * lock made free again, and the page read-only (it may have been open).

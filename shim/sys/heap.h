@@ -114,10 +114,6 @@ void heap_set_checked(const struct heap_entries *e);
  * (NULL: the heap's own, or the checked ones).  Normal context; a mutex
  * orders the writers (the page is opened for the stores). */
 void heap_set_routed(const struct heap_entries *e);
-/* Both at once, in one opening of the table (arming, with the arena
- * reserved: the reserve hook's heap_set_checked at the first span then
- * finds them asked already and opens nothing). */
-void heap_set_entries(const struct heap_entries *checked, const struct heap_entries *routed);
 
 /* Find the next allocator now (idempotent; shim_init calls it so that the
  * table is read-only before main).  Safe before constructors have run. */

@@ -9,20 +9,23 @@
  * through the read-only entry table (heap.h), 2 instructions, to:
  * - no policy, or a policy none of whose rules resolves here (until a
  *   dlopen): the heap's own functions; free and realloc checked for pool
- *   pointers once the first span is made, or from arming on when a policy
- *   routes (free_checked, realloc_checked: 6 more, a range compare; put in
- *   with the routing entries, one opening of the heap's table where the
- *   first span's hook made another: 2 mprotects, some 5 us);
+ *   pointers once the first span is made (free_checked, realloc_checked:
+ *   6 more, a range compare);
  * - a policy whose rules resolve: the filter's entries (6 more for malloc
  *   and calloc, the read-only filter of the code the policy names looked
  *   at first; 10 for realloc, and the range compare);
  * - after a dlopen, or with a pool that takes every site: the table's
  *   entries (malloc from a site seen before that goes to the heap 16 more:
  *   the site table probed, the writable heap route checked against the
- *   filter), as before the filter's.
+ *   filter), as before the filter's;
+ * - every pool closed, no reload window open: a heap route in code the
+ *   policy names taken inline (heap_is_truth: a load and a call, 10 more);
+ *   30 s later, quiet (trigger.c asks): the heap's own entries again, as
+ *   with no policy, until a reload's signal (interpose_quiet).
  * No lock, no syscall, no symbol look-up on these paths: decisions are
  * made once per call site in resolve.c, and which entries are in force
- * once per arming or dlopen (interpose_armed, the dlopen stub).
+ * once per arming, dlopen, quiet or reload (interpose_armed, the dlopen
+ * stub, interpose_quiet).
  *
  * The heap's table works from the first instruction of the process (it
  * finds the allocator on its first call, heap.c).  errno is left as the
@@ -656,15 +659,17 @@ static bool quiet_now;
  * at the first span). */
 static const struct heap_entries checked_entries = { .free = free_checked, .realloc = realloc_checked };
 
-/* The arena is reserved when a policy routes (its pools are made): the
- * checked entries go in with the routing ones, one opening of the heap's
- * table where the first span's hook opened it again. */
+/* The checked free and realloc stay out until the first span (its
+ * reserve hook): put in at arming with the routing entries, they saved
+ * the first span's two mprotects (5 us of start-up) but cost a process
+ * whose sites never allocate 6 instructions a free for its whole life
+ * (the churn bench's "sites unused": 1.043 -> 1.057 x glibc). */
 static void route_by(const struct heap_entries *e)
 {
 	if (shim && site_armed && mode_entries != e) {
 		mode_entries = e;
 		if (!quiet_now)         /* quiet: every pool closed, nothing to route */
-			heap_set_entries(__atomic_load_n(&arena_size, __ATOMIC_SEQ_CST) ? &checked_entries : NULL, e);
+			heap_set_routed(e);
 	}
 }
 

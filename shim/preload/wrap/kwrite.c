@@ -273,24 +273,33 @@ static cold ssize_t no_libc(void)
  * path's return, a load and a branch: on-wait's fallback deferred in a
  * single-threaded process (hooks.h) is looked at as a read returns. */
 #define KW_WRAP(name, lib, params, args, touches, slow) \
-	KW_WRAP_AGAIN(name, lib, params, args, touches, touches, false, slow)
-/* The same, with a fast path for pool memory that is not protected (a
- * server's buffers from pools it filled before its trigger: haproxy's
- * every recv(), whose slow path was 1,500 instructions): may_touch is the
- * arena's two compares, touches whether a page is protected; a call that
- * failed with EFAULT while again holds (the buffer in the arena: a protect
- * came while the call waited) is made again by the slow path, as the
- * slow path itself does.  Outside the arena, with no deadline left to the
- * process's calls (hooks.h), the call is a tail call, as without the shim. */
-#define KW_WRAP_AGAIN(name, lib, params, args, may_touch, touches, again, slow) \
 	PMALLOC_EXPORT ssize_t name params \
 	{ \
 		lib##_fn fn = REAL(lib, lib##_fn); \
 		if (unlikely(!fn)) \
 			return no_libc(); \
-		if (likely(!(may_touch)) && \
-		    likely(!atomic_load_explicit(&core_deferred_pending, memory_order_relaxed))) \
-			return fn args; \
+		if (likely(!(touches))) { \
+			ssize_t r_ = fn args; \
+			core_deferred_poll(); \
+			return r_; \
+		} \
+		return slow; \
+	}
+/* The same for a call of one buffer, with a fast path for pool memory
+ * that is not protected (a server's buffers from pools it filled before
+ * its trigger: haproxy's every recv(), whose slow path was 1,500
+ * instructions): may_touch is the arena's two compares, touches whether a
+ * page is protected; a call that failed with EFAULT while again holds (the
+ * buffer in the arena: a protect came while the call waited) is made again
+ * by the slow path, as the slow path itself does.  The exported function
+ * is the two compares and a tail call, as without the shim (the rest in
+ * name##_mid, out of line: inline, its registers were saved and restored
+ * around every call, 20 instructions); names: the parameters' names; slow
+ * names the caller's address ra_. */
+#define KW_UNPAREN(...) __VA_ARGS__
+#define KW_WRAP_AGAIN(name, lib, params, names, args, may_touch, touches, again, slow) \
+	static __attribute__((noinline)) ssize_t name##_mid(lib##_fn fn, uintptr_t ra_, KW_UNPAREN params) \
+	{ \
 		if (!(touches)) { \
 			ssize_t r_ = fn args; \
 			if (unlikely(r_ < 0) && errno == EFAULT && (again)) \
@@ -299,19 +308,24 @@ static cold ssize_t no_libc(void)
 			return r_; \
 		} \
 		return slow; \
+	} \
+	PMALLOC_EXPORT ssize_t name params \
+	{ \
+		lib##_fn fn = REAL(lib, lib##_fn); \
+		if (unlikely(!fn)) \
+			return no_libc(); \
+		if (likely(!(may_touch)) && \
+		    likely(!atomic_load_explicit(&core_deferred_pending, memory_order_relaxed))) \
+			return fn args; \
+		return name##_mid(fn, CALLER(), KW_UNPAREN names); \
 	}
 
-/* Any page of [p, p+len) in protected pool memory (or being protected:
- * the span's mark, pool_is_protected)?  Outside the arena, kwrite_may_touch's
- * two compares; inside it, a few loads a page. */
+/* Any byte of [p, p+len) in protected pool memory (or being protected:
+ * the span's mark, pool_range_protected)?  Outside the arena,
+ * kwrite_may_touch's two compares; inside it, a few loads a span. */
 static inline bool touches_protected(const void *p, size_t len)
 {
-	if (likely(!kwrite_may_touch(p, len)))
-		return false;
-	for (uintptr_t a = (uintptr_t)p, end = a + len; a < end; a = (a | (os_page_size - 1)) + 1)
-		if (pool_is_protected((const void *)a))
-			return true;
-	return false;
+	return kwrite_may_touch(p, len) && pool_range_protected(p, len);
 }
 
 static cold ssize_t read_slow(ssize_t (*fn)(int, void *, size_t), uintptr_t ra, int fd, void *buf, size_t n)
@@ -319,8 +333,8 @@ static cold ssize_t read_slow(ssize_t (*fn)(int, void *, size_t), uintptr_t ra, 
 	KW_BOUNCE_ONE("read", buf, n, fn(fd, buf, n), r, r > 0 ? (size_t)r : 0);
 }
 
-KW_WRAP_AGAIN(read, read, (int fd, void *buf, size_t n), (fd, buf, n), kwrite_may_touch(buf, n),
-	      touches_protected(buf, n), kwrite_may_touch(buf, n), read_slow(fn, CALLER(), fd, buf, n))
+KW_WRAP_AGAIN(read, read, (int fd, void *buf, size_t n), (fd, buf, n), (fd, buf, n), kwrite_may_touch(buf, n),
+	      touches_protected(buf, n), kwrite_may_touch(buf, n), read_slow(fn, ra_, fd, buf, n))
 
 static cold ssize_t pread_slow(ssize_t (*fn)(int, void *, size_t, off_t), uintptr_t ra, int fd, void *buf,
 			       size_t n, off_t off)
@@ -328,15 +342,11 @@ static cold ssize_t pread_slow(ssize_t (*fn)(int, void *, size_t, off_t), uintpt
 	KW_BOUNCE_ONE("pread", buf, n, fn(fd, buf, n, off), r, r > 0 ? (size_t)r : 0);
 }
 
-/* pread and pread64 (the same call on 64-bit), each with libc's own. */
-static inline __attribute__((always_inline)) ssize_t pread_via(pread_fn fn, uintptr_t ra, int fd,
-							       void *buf, size_t n, off_t off)
+/* pread and pread64 (the same call on 64-bit), each with libc's own; the
+ * fast path a tail call, the rest out of line (KW_WRAP_AGAIN's reasons). */
+static __attribute__((noinline)) ssize_t pread_mid(pread_fn fn, uintptr_t ra, int fd, void *buf, size_t n,
+						   off_t off)
 {
-	if (unlikely(!fn))
-		return no_libc();
-	if (likely(!kwrite_may_touch(buf, n)) &&
-	    likely(!atomic_load_explicit(&core_deferred_pending, memory_order_relaxed)))
-		return fn(fd, buf, n, off);
 	if (!touches_protected(buf, n)) {
 		ssize_t r = fn(fd, buf, n, off);
 		if (unlikely(r < 0) && errno == EFAULT && kwrite_may_touch(buf, n))
@@ -345,6 +355,17 @@ static inline __attribute__((always_inline)) ssize_t pread_via(pread_fn fn, uint
 		return r;
 	}
 	return pread_slow(fn, ra, fd, buf, n, off);
+}
+
+static inline __attribute__((always_inline)) ssize_t pread_via(pread_fn fn, uintptr_t ra, int fd,
+							       void *buf, size_t n, off_t off)
+{
+	if (unlikely(!fn))
+		return no_libc();
+	if (likely(!kwrite_may_touch(buf, n)) &&
+	    likely(!atomic_load_explicit(&core_deferred_pending, memory_order_relaxed)))
+		return fn(fd, buf, n, off);
+	return pread_mid(fn, ra, fd, buf, n, off);
 }
 
 PMALLOC_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
@@ -441,9 +462,9 @@ KW_WRAP(recvfrom, recvfrom,
 		kwrite_may_touch(addr, alen ? *alen : 0),
 	recvfrom_slow(fn, CALLER(), "recvfrom", fd, buf, n, flags, addr, alen))
 
-KW_WRAP_AGAIN(recv, recvfrom, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags, NULL, NULL),
-	      kwrite_may_touch(buf, n), touches_protected(buf, n), kwrite_may_touch(buf, n),
-	      recvfrom_slow(fn, CALLER(), "recv", fd, buf, n, flags, NULL, NULL))
+KW_WRAP_AGAIN(recv, recvfrom, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags),
+	      (fd, buf, n, flags, NULL, NULL), kwrite_may_touch(buf, n), touches_protected(buf, n),
+	      kwrite_may_touch(buf, n), recvfrom_slow(fn, ra_, "recv", fd, buf, n, flags, NULL, NULL))
 
 static bool msg_may_touch(const struct msghdr *m)
 {
