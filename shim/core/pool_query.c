@@ -104,7 +104,11 @@ bool pool_range_protected(const void *p, size_t len)
 		}
 		if (a - s->base < span_prot_hi(s))
 			return true;
-		a = s->base + s->bytes;
+		/* Forward only: a forged base or size (its words are
+		 * writable) must not walk the loop back (a base of 1 made it
+		 * step through the address space, tamper.sh). */
+		uintptr_t next = s->base + s->bytes, unit_end = (a | (ARENA_UNIT - 1)) + 1;
+		a = next > a ? next : unit_end;
 	}
 	return false;
 }
