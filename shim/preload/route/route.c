@@ -33,20 +33,21 @@ cold void *route_slow(size_t size, size_t align, uintptr_t ra, uintptr_t slot, s
 	 * the main thread's allocations into a new generation, reload.c):
 	 * every allocation goes to the heap, so a
 	 * heap route is the truth whatever its word says, and an allocation
-	 * through a wrapper is resolved to its caller (an unwind, some 9,000
-	 * instructions) only for the first few through each wrapper call, to
-	 * count and say their sites (take.c).  The read-only closed byte
+	 * through a wrapper is resolved to its caller (a few loads from the
+	 * stack, or an unwind of some 11,000 instructions where the wrapper's
+	 * frame rule cannot be read: resolve.c) only for the first few
+	 * through each wrapper call, to count and say their sites (take.c).  The read-only closed byte
 	 * (site.h), set when the last pool was protected, says so in one
 	 * load: a server's serving then pays nothing here for a heap route
 	 * in code the policy names (the range search of
 	 * resolve_policy_route) and a few loads for a wrapper, not an
 	 * unwind. */
-	if (site_policy_closed() && !reload_open()) {
+	if (route_heap_is_truth()) {
 		if (h.route == SITE_ROUTE_HEAP)
 			return NULL;
 		/* A wrapper call whose late allocations were counted enough:
 		 * its word says heap from now on, which the inline path takes
-		 * (interpose.c's heap_is_truth) without coming here: an nginx
+		 * (interpose.c, route_heap_is_truth) without coming here: an nginx
 		 * request's three calls through ngx_alloc and ngx_memalign cost
 		 * 300 instructions here before.  A reload window's allocations
 		 * come here whatever the word says, and find the wrapper in the

@@ -8,10 +8,21 @@
 
 #include "common.h"
 #include "site.h"
+#include "reload.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Is a heap route the truth whatever the filter says?  Every pool closed
+ * (site.h's read-only closed byte) and no reload window taking the main
+ * thread's allocations (reload.h): then every allocation goes to the
+ * heap.  A load and, only then, a call that reads the reload page.  The
+ * one test of it: interpose.c's inline paths and route_slow. */
+static inline bool route_heap_is_truth(void)
+{
+	return site_policy_closed() && !reload_open();
+}
 
 /* The rare part of routing: a site seen for the first time, an allocation
  * wrapper (whose caller decides), a site that goes to a pool, or the shim

@@ -19,7 +19,8 @@
  *   the site table probed, the writable heap route checked against the
  *   filter), as before the filter's;
  * - every pool closed, no reload window open: a heap route in code the
- *   policy names taken inline (heap_is_truth: a load and a call, 10 more);
+ *   policy names taken inline (route_heap_is_truth: a load and a call,
+ *   10 more);
  *   30 s later, quiet (trigger.c asks): the heap's own entries again, as
  *   with no policy, until a reload's signal (interpose_quiet).
  * No lock, no syscall, no symbol look-up on these paths: decisions are
@@ -63,18 +64,6 @@
  * stub jumped to; 0 where not known. */
 #define SLOT() ((uintptr_t)__builtin_dwarf_cfa() - sizeof(void *))
 
-/* Is a heap route the truth whatever the filter says?  Once every pool is
- * closed (site.h's read-only closed byte) and no reload window takes
- * allocations: then a call site in code the policy names that goes to the
- * heap (a wrapper's call whose late allocations were counted enough,
- * route.c, or a heap site beside a policy site in one granule) goes there
- * from the inline path, not through route_slow.  A load and, only for
- * such a site, a call that reads the reload page. */
-static inline bool heap_is_truth(void)
-{
-	return site_policy_closed() && !reload_open();
-}
-
 /* Where an allocation from return address ra goes, when a policy is armed:
  * a pool object, or NULL for "the heap".  The common case, a site that was
  * seen before and goes to the heap, is one table probe (after one TLS load). */
@@ -90,7 +79,7 @@ static inline void *route_as(size_t size, size_t align, uintptr_t ra, uintptr_t 
 		return NULL;
 	if (unlikely(!site_lookup_home(ra, &h)))
 		h = site_lookup_slow(ra);
-	if (likely(h.route == SITE_ROUTE_HEAP) && (likely(!site_maybe_policy(ra)) || heap_is_truth()))
+	if (likely(h.route == SITE_ROUTE_HEAP) && (likely(!site_maybe_policy(ra)) || route_heap_is_truth()))
 		return NULL;
 	return route_slow(size, align, ra, slot, h, move);
 }
@@ -140,7 +129,7 @@ static void *realloc_heap(void *old, size_t size, uintptr_t ra, uintptr_t slot);
 static inline void *malloc_at(size_t size, uintptr_t ra, uintptr_t slot)
 {
 	struct site *t = site_armed;
-	if (likely(site_is_heap(t, ra)) && (likely(!site_maybe_policy(ra)) || heap_is_truth()))
+	if (likely(site_is_heap(t, ra)) && (likely(!site_maybe_policy(ra)) || route_heap_is_truth()))
 		return heap_next.malloc(size);
 	return malloc_routed(size, ra, slot);
 }
