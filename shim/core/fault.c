@@ -458,17 +458,16 @@ static void notice(unsigned int kind, const char *what)
 }
 
 /* When fault_recheck last looked, unless forced (a writable hint: forged,
- * it delays a look by RECHECK_EVERY_NS at most). */
-#define RECHECK_EVERY_NS UINT64_C(1000000000)
-static _Atomic uint64_t recheck_last;
+ * it delays a look by FAULT_RECHECK_EVERY_NS at most; fault.h). */
+_Atomic uint64_t fault_recheck_last;
 
 int fault_recheck(bool force)
 {
 	int fixed = 0;
-	uint64_t now = os_monotonic_ns(true), last = atomic_load_explicit(&recheck_last, memory_order_relaxed);
-	if (!force && now - last < RECHECK_EVERY_NS)
+	uint64_t now = os_monotonic_ns(true), last = atomic_load_explicit(&fault_recheck_last, memory_order_relaxed);
+	if (!force && now - last < FAULT_RECHECK_EVERY_NS)
 		return 0;
-	atomic_store_explicit(&recheck_last, now, memory_order_relaxed);
+	atomic_store_explicit(&fault_recheck_last, now, memory_order_relaxed);
 	fault_install_lock_take();
 	bool segv = fault_recheck_action(SIGSEGV, on_segv, &prog_segv);
 	bool trap = fault_recheck_action(SIGTRAP, on_trap, &prog_trap);

@@ -12,6 +12,7 @@
 #define PMALLOC_FAULT_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,6 +47,15 @@ void fault_filter_mask(sigset_t *set);
  * second (a protect with nothing new, an event-loop call's, costs one
  * coarse clock read); nothing per allocation. */
 int fault_recheck(bool force);
+/* Is fault_recheck(false) due: a second since its last look?  Inline for
+ * the wait calls' short path (trigger.c): a load and a compare with the
+ * coarse clock's now. */
+#define FAULT_RECHECK_EVERY_NS UINT64_C(1000000000)
+extern _Atomic uint64_t fault_recheck_last __attribute__((visibility("hidden")));
+static inline bool fault_recheck_due(uint64_t now)
+{
+	return now - atomic_load_explicit(&fault_recheck_last, memory_order_relaxed) >= FAULT_RECHECK_EVERY_NS;
+}
 /* Audit pools exist: let their faulting writes through by single-stepping
  * them (installs a SIGTRAP handler once). */
 void fault_enable_audit(void);

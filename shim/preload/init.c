@@ -365,6 +365,7 @@ static int arm(const struct policy_image_buf *in, const char *exe)
 			     (unsigned long long)pp->max_bytes);
 	}
 	st->n_pools = img->n_pools;
+	st->lean_waits = img->mode == POLICY_MODE_ENFORCE && !st->has_manual;
 	if (img->mode == POLICY_MODE_AUDIT)
 		fault_enable_audit();
 	st->rules_changed = rules_changed;

@@ -46,6 +46,9 @@ struct shim_state {
 	uint32_t wait_pools;             /* bit i: pool i has on-wait */
 	int match_all;                   /* pool taking every allocation ("*"), or -1 */
 	bool has_manual;                 /* a pool has the manual trigger: read pmallocctl's orders */
+	bool lean_waits;                 /* enforce, no orders to read: a wait once every pool is
+					  * closed and routing quiet has only the handler's look
+					  * (trigger.c's wait_is_lean) */
 	uint64_t start_ns;               /* CLOCK_MONOTONIC at start-up */
 	void (*rules_changed)(void);     /* resolve.c: a rule that matched nothing matches now (a
 					  * dlopen); init.c's, read-only here like the rest */

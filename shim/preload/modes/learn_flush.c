@@ -565,7 +565,7 @@ static void flush_locked(const struct shim_state *st, const char *reason, bool a
 	}
 	/* Every frame of every context, once, sorted. */
 	named_check();
-	size_t n_uniq;
+	size_t n_uniq = 0;
 	uintptr_t *uniq = frame_set(ctxs, n_ctx_now, n_named, &n_uniq);
 	char *chain = heap_malloc(8192);
 	if (!uniq || !chain) {

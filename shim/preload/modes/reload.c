@@ -207,10 +207,7 @@ bool reload_signal(int sig)
 	return sig_index(sig) >= 0 && ro.s.armed;
 }
 
-bool reload_open(void)
-{
-	return __atomic_load_n(&ro.s.open, __ATOMIC_ACQUIRE) != 0;
-}
+const int *const reload_open_word = &ro.s.open;
 
 static bool main_thread(void)
 {

@@ -26,8 +26,13 @@ bool reload_signal(int sig);
  * kept in read-only memory and a trampoline of the shim's is installed in
  * its place; old says what the program set.  0 or -errno. */
 int reload_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
-/* Is a reload window open?  One load of a read-only page. */
-bool reload_open(void);
+/* Is a reload window open?  Two loads: the word's address (relro) and the
+ * word, in reload.c's read-only page; inline for the wait calls. */
+extern const int *const reload_open_word __attribute__((visibility("hidden")));
+static inline bool reload_open(void)
+{
+	return __atomic_load_n(reload_open_word, __ATOMIC_ACQUIRE) != 0;
+}
 /* A window open, and this is the main thread (what it frees there is the
  * old configuration: learn.c counts it as freed before a trigger). */
 bool reload_in_window(void);

@@ -706,46 +706,39 @@ PMALLOC_EXPORT int ioctl(int fd, unsigned long req, ...)
 
 /* ---- the calls trigger.c interposes (it passes their real function) ---- */
 
-int kwrite_epoll_wait(kwrite_epoll_fn fn, uintptr_t ra, int fd, struct epoll_event *e, int n, int t)
+/* The wait calls' slow paths: kwrite.h's inline fast path found their
+ * buffer may be pool memory. */
+
+int kwrite_epoll_wait_slow(kwrite_epoll_fn fn, uintptr_t ra, int fd, struct epoll_event *e, int n, int t)
 {
 	size_t len = n > 0 ? (size_t)n * sizeof(*e) : 0;
-	if (likely(!kwrite_may_touch(e, len)))
-		return fn(fd, e, n, t);
 	KW_BOUNCE_ONE("epoll_wait", e, len, fn(fd, e, n, t), r, r > 0 ? (size_t)r * sizeof(*e) : 0);
 }
 
-int kwrite_epoll_pwait(kwrite_epoll_p_fn fn, uintptr_t ra, int fd, struct epoll_event *e, int n, int t,
+int kwrite_epoll_pwait_slow(kwrite_epoll_p_fn fn, uintptr_t ra, int fd, struct epoll_event *e, int n, int t,
 		       const sigset_t *s)
 {
 	size_t len = n > 0 ? (size_t)n * sizeof(*e) : 0;
-	if (likely(!kwrite_may_touch(e, len)))
-		return fn(fd, e, n, t, s);
 	KW_BOUNCE_ONE("epoll_pwait", e, len, fn(fd, e, n, t, s), r, r > 0 ? (size_t)r * sizeof(*e) : 0);
 }
 
-int kwrite_epoll_pwait2(kwrite_epoll_p2_fn fn, uintptr_t ra, int fd, struct epoll_event *e, int n,
+int kwrite_epoll_pwait2_slow(kwrite_epoll_p2_fn fn, uintptr_t ra, int fd, struct epoll_event *e, int n,
 			const struct timespec *t, const sigset_t *s)
 {
 	size_t len = n > 0 ? (size_t)n * sizeof(*e) : 0;
-	if (likely(!kwrite_may_touch(e, len)))
-		return fn(fd, e, n, t, s);
 	KW_BOUNCE_ONE("epoll_pwait2", e, len, fn(fd, e, n, t, s), r, r > 0 ? (size_t)r * sizeof(*e) : 0);
 }
 
-int kwrite_poll(kwrite_poll_fn fn, uintptr_t ra, struct pollfd *f, nfds_t n, int t)
+int kwrite_poll_slow(kwrite_poll_fn fn, uintptr_t ra, struct pollfd *f, nfds_t n, int t)
 {
 	size_t len = n * sizeof(*f);
-	if (likely(!kwrite_may_touch(f, len)))
-		return fn(f, n, t);
 	KW_BOUNCE_ONE("poll", f, len, fn(f, n, t), r, r >= 0 ? len : 0);
 }
 
-int kwrite_ppoll(kwrite_ppoll_fn fn, uintptr_t ra, struct pollfd *f, nfds_t n, const struct timespec *t,
+int kwrite_ppoll_slow(kwrite_ppoll_fn fn, uintptr_t ra, struct pollfd *f, nfds_t n, const struct timespec *t,
 		 const sigset_t *s)
 {
 	size_t len = n * sizeof(*f);
-	if (likely(!kwrite_may_touch(f, len)))
-		return fn(f, n, t, s);
 	KW_BOUNCE_ONE("ppoll", f, len, fn(f, n, t, s), r, r >= 0 ? len : 0);
 }
 
