@@ -122,8 +122,10 @@ SHIM_CFLAGS = $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fno-plt -fdata-sections 
 # their own functions included: libconfig from its static archive, the
 # unwinder from libgcc_eh (-static-libgcc).  Debian's libconfig.a is built
 # for executables and reads stdin, stdout and stderr PC-relative, which a
-# shared object cannot: objcopy renames those three to the shim's own
-# (shim/sys/libconfig_streams.c).  tests/integration/host_symbols.sh checks it.
+# shared object cannot: objcopy renames those three to the shim's own, and
+# its allocator to the shim's own allocations (shim/sys/libconfig_private.c:
+# a policy file's parse never in the program's heap).
+# tests/integration/host_symbols.sh checks it.
 OBJCOPY ?= objcopy
 LIBCONFIG_PRIVATE := $(B)/libconfig_private.a
 HIDE_LIBS := -Wl,--exclude-libs,libconfig_private.a:libgcc_eh.a:libgcc.a
@@ -224,9 +226,12 @@ $(B)/pie/%.o: %.c | $(B)/.deps
 
 # Each library carries a versioned SONAME (libNAME.so.$(SOVERSION)); the
 # build tree has that name as a link too, for the programs linked here.
-$(LIBCONFIG_PRIVATE): | $(B)/.deps
+$(LIBCONFIG_PRIVATE): Makefile | $(B)/.deps
 	$(OBJCOPY) --redefine-sym stdin=pmalloc_libconfig_stdin --redefine-sym stdout=pmalloc_libconfig_stdout \
-		--redefine-sym stderr=pmalloc_libconfig_stderr $(call pc_var,libconfig,libdir)/libconfig.a $@
+		--redefine-sym stderr=pmalloc_libconfig_stderr --redefine-sym malloc=pmalloc_libconfig_malloc \
+		--redefine-sym calloc=pmalloc_libconfig_calloc --redefine-sym realloc=pmalloc_libconfig_realloc \
+		--redefine-sym free=pmalloc_libconfig_free --redefine-sym __strdup=pmalloc_libconfig_strdup \
+		$(call pc_var,libconfig,libdir)/libconfig.a $@
 
 $(SHIM_LIB): $(SHIM_OBJS) shim/preload/exports.map $(LIBCONFIG_PRIVATE)
 	$(CC) -shared $(LDHARDEN) $(LDFLAGS) $(SHIM_LAYOUT) -Wl,--version-script=shim/preload/exports.map \

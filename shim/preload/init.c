@@ -36,6 +36,7 @@
 #include "resolve.h"
 #include "respawn.h"
 #include "ro.h"
+#include "scratch.h"
 #include "rules_msg.h"
 #include "trigger.h"
 #include "pmalloc.h"
@@ -492,7 +493,12 @@ static void shim_init(void)
 	client_init(exe, comm);
 
 	struct policy_image_buf in = { 0 };
+	/* The load (the daemon's answer, or the file's parse and compile) in
+	 * a mapping of its own, so that it leaves no holes in the program's
+	 * heap (scratch.c); what arming builds to keep, in the heap. */
+	scratch_begin();
 	int loaded = load_policy(started, exe, comm, &in);
+	scratch_pause(true);
 	/* Where reports go is fixed now, read-only like the policy. */
 	int r = client_freeze();
 	const char *left = "list of read-only pages";
@@ -528,6 +534,7 @@ static void shim_init(void)
 		explicit_bzero(in.image, in.len);
 		heap_free(in.image);
 	}
+	scratch_end();
 	shim_busy_leave(busy);
 	errno = saved;
 }

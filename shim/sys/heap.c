@@ -532,6 +532,20 @@ static size_t boot_usable_size(void *p)
 	return atomic_load(&ops_ready) ? found.usable_size(p) : 0;
 }
 
+void *heap_realloc_from_scratch(void *p, size_t size)
+{
+	void *q = scratch_realloc(p, size);
+	if (q)
+		return q;
+	q = heap_next.malloc(size);
+	if (q) {
+		size_t had = scratch_size(p);
+		memcpy(q, p, had < size ? had : size);
+		scratch_free(p);
+	}
+	return q;
+}
+
 char *heap_strdup(const char *s)
 {
 	return heap_strndup(s, SIZE_MAX);

@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "os.h"                     /* RO_PAGE */
+#include "scratch.h"
 
 struct heap_ops {
 	void *(*malloc)(size_t size);
@@ -80,26 +81,45 @@ extern union heap_page heap_page __attribute__((visibility("hidden")));
 
 /* The shim's own allocations, by name: straight to the heap, never through
  * the malloc family the shim exports to the program (interpose.c), whose
- * routing would otherwise have to be told to keep out.  What they return
- * is freed with heap_free. */
+ * routing would otherwise have to be told to keep out; on the thread that
+ * loads the policy, from the load's own mapping instead (scratch.h).  What
+ * they return is freed with heap_free. */
 static inline void *heap_malloc(size_t size)
 {
-	return heap_next.malloc(size);
+	void *p = unlikely(scratch_here) ? scratch_alloc(size) : NULL;
+	return p ? p : heap_next.malloc(size);
 }
 
 static inline void *heap_calloc(size_t n, size_t size)
 {
+	size_t total;
+	if (unlikely(scratch_here) && !__builtin_mul_overflow(n, size, &total)) {
+		void *p = scratch_alloc(total);
+		if (p)
+			return p;
+	}
 	return heap_next.calloc(n, size);
 }
 
+/* A block of the load's scratch grown where the scratch cannot: moved to
+ * the heap (heap.c). */
+void *heap_realloc_from_scratch(void *p, size_t size);
+
 static inline void *heap_realloc(void *p, size_t size)
 {
+	if (unlikely(scratch_owns(p)))
+		return heap_realloc_from_scratch(p, size);
+	if (unlikely(scratch_here) && !p)
+		return heap_malloc(size);
 	return heap_next.realloc(p, size);
 }
 
 static inline void heap_free(void *p)
 {
-	heap_next.free(p);
+	if (unlikely(scratch_owns(p)))
+		scratch_free(p);
+	else
+		heap_next.free(p);
 }
 
 char *heap_strdup(const char *s);

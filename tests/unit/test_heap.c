@@ -11,8 +11,30 @@
 
 #include <malloc.h>
 
-/* What heap.c needs from the rest of the shim. */
+/* What heap.c needs from the rest of the shim, and scratch.c (compiled in
+ * too, with a real mapping: a block of the load's scratch grown once the
+ * scope is paused moves to the heap, heap_realloc_from_scratch). */
+#include "scratch.c"
+#include <sys/mman.h>
 __thread uintptr_t shim_busy __attribute__((tls_model("initial-exec")));
+void debug_printf(const char *format, ...)
+{
+	(void)format;
+}
+
+int os_map_lazy(size_t len, void **ret)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	*ret = p;
+	return 0;
+}
+
+int os_unmap(void *p, size_t len)
+{
+	return munmap(p, len) == 0 ? 0 : -errno;
+}
 union os_ro_page os_ro;         /* page size 0: the table is never made read-only here */
 int os_protect_ro(void *p, size_t len)
 {
@@ -194,6 +216,26 @@ END_TEST
 /* free() jumps through entry.free: the heap's own free until the arena is
  * reserved (heap_set_checked), the checked free from then on, whichever
  * comes first. */
+/* The load's scratch (scratch.c): a block grown while the scope is paused
+ * leaves for the heap, its bytes with it, and the scratch counts it freed
+ * (the end unmaps). */
+START_TEST(test_scratch_block_grown_paused_moves_to_the_heap)
+{
+	find_now(false);
+	scratch_begin();
+	char *s = heap_malloc(8);
+	ck_assert(scratch_owns(s));
+	strcpy(s, "rules");
+	scratch_pause(true);
+	char *m = heap_realloc(s, 4000);
+	ck_assert(m && !scratch_owns(m));
+	ck_assert_str_eq(m, "rules");
+	heap_free(m);
+	scratch_end();
+	ck_assert_uint_eq(scratch_len, 0);
+}
+END_TEST
+
 START_TEST(test_free_entry_checks_once_the_arena_exists)
 {
 	const struct heap_entries checked = { .free = free_checked };
@@ -219,6 +261,7 @@ int main(void)
 	TEST_ADD(test_case(s, "bootstrap", 0), test_bootstrap_pointers_go_back_to_glibc,
 		 test_realloc_during_the_search_stays_recorded, test_no_pointer_outstanding_no_check,
 		 test_allocation_under_way_keeps_the_check, test_allocator_known_no_glibc_pointer,
-		 test_found_allocator_is_one_object, test_free_entry_checks_once_the_arena_exists);
+		 test_found_allocator_is_one_object, test_free_entry_checks_once_the_arena_exists,
+		 test_scratch_block_grown_paused_moves_to_the_heap);
 	return test_run_suite(s);
 }

@@ -213,13 +213,34 @@ static int freeze_rules(void)
 			os_unmap(mem, len);
 		return matched && object_loaded && dropped ? r : -ENOMEM;
 	}
+	/* The working copy was the load's (resolve_rules_load): the array,
+	 * and the strings wrapper_call cut from a wrapper call. */
+	for (size_t i = 0; i < n_rules; i++)
+		if (rules[i].route == SITE_ROUTE_WRAPPER && rules[i].by_offset) {
+			heap_free((void *)(uintptr_t)rules[i].object);
+			heap_free((void *)(uintptr_t)rules[i].build_id);
+		}
 	heap_free(rules);
 	rules = fr;
 	return 0;
 }
 
-/* The rules, read from the policy's image into the read-only page (start-up). */
+static int collect_rules(struct shim_state *st);
+
+/* The rules, read from the policy's image into the read-only page (start-up).
+ * Their working copy is made in the load's scratch (scratch.h: arming runs
+ * with it paused), so that it leaves no hole in the program's heap when
+ * freeze_rules frees it: a policy of 300 sites made it 300 reallocations
+ * and a 19 KB block, freed before main. */
 int resolve_rules_load(struct shim_state *st)
+{
+	scratch_pause(false);
+	int r = collect_rules(st);
+	scratch_pause(true);
+	return r < 0 ? r : freeze_rules();
+}
+
+static int collect_rules(struct shim_state *st)
 {
 	/* The rules, read from the policy's image (read-only, like the state):
 	 * wrappers first, so a function named both ways is looked through. */
@@ -263,7 +284,7 @@ int resolve_rules_load(struct shim_state *st)
 			any_specific = true;
 		}
 	}
-	return freeze_rules();
+	return 0;
 }
 
 size_t resolve_n_rules(void)

@@ -75,6 +75,7 @@
 /* An ELF file open, with its section headers, and the bytes around them. */
 struct elf_file {
 	int fd;
+	int slot;                   /* its buffers' in elf_bufs, or -1: the heap's */
 	size_t size;
 	ElfW(Shdr) *sh;
 	size_t n_sh;
@@ -91,22 +92,66 @@ static bool within(uint64_t off, uint64_t size, uint64_t file_size)
 	return off <= file_size && size <= file_size - off;
 }
 
+/* Buffers for the ELF files open at once (an object's file, and its debug
+ * file inside locate()), in .bss: from the heap, the 4 KB head and the
+ * section headers' 6 KB freed at each object read were holes at the bottom
+ * of a server's heap, which its request buffers then split and merged at
+ * every request (scratch.c tells the cost).  A slot is taken by its flag;
+ * a file that does not fit, or a third open at once (another thread),
+ * has the heap's. */
+#define ELF_BUF 16384
+static struct {
+	atomic_flag taken;
+	char bytes[ELF_BUF] __attribute__((aligned(16)));
+} elf_bufs[2] = { { .taken = ATOMIC_FLAG_INIT }, { .taken = ATOMIC_FLAG_INIT } };
+
+static int elf_slot_take(void)
+{
+	for (int i = 0; i < 2; i++)
+		if (!atomic_flag_test_and_set(&elf_bufs[i].taken))
+			return i;
+	return -1;
+}
+
+/* n bytes at *at of f's slot, or the heap's when they do not fit. */
+static void *elf_buf(const struct elf_file *f, size_t *at, size_t n)
+{
+	if (f->slot >= 0 && n <= ELF_BUF - *at) {
+		void *p = elf_bufs[f->slot].bytes + *at;
+		*at = ALIGN_UP(*at + n, 16);
+		if (*at > ELF_BUF)
+			*at = ELF_BUF;
+		return p;
+	}
+	return heap_malloc(n);
+}
+
+static void elf_buf_free(const struct elf_file *f, void *p)
+{
+	if (f->slot < 0 || (char *)p < elf_bufs[f->slot].bytes || (char *)p >= elf_bufs[f->slot].bytes + ELF_BUF)
+		heap_free(p);
+}
+
 static void elf_close(struct elf_file *f)
 {
 	if (f->fd >= 0)
 		close(f->fd);
-	heap_free(f->sh);
-	heap_free(f->head);
-	heap_free(f->tail);
-	*f = (struct elf_file){ .fd = -1 };
+	elf_buf_free(f, f->sh);
+	elf_buf_free(f, f->head);
+	elf_buf_free(f, f->tail);
+	if (f->slot >= 0)
+		atomic_flag_clear(&elf_bufs[f->slot].taken);
+	*f = (struct elf_file){ .fd = -1, .slot = -1 };
 }
 
 /* Open path: its header and section headers read and checked, in two reads. */
 static int elf_open(const char *path, struct elf_file *ret)
 {
-	struct elf_file f = { .fd = open(path, O_RDONLY | O_CLOEXEC) };
+	struct elf_file f = { .fd = open(path, O_RDONLY | O_CLOEXEC), .slot = -1 };
 	if (f.fd < 0)
 		return -errno;
+	f.slot = elf_slot_take();
+	size_t at = 0;
 	struct stat st;
 	ElfW(Ehdr) eh;
 	int r = fstat(f.fd, &st) == 0 ? 0 : -errno;
@@ -115,7 +160,7 @@ static int elf_open(const char *path, struct elf_file *ret)
 	if (r == 0) {
 		f.size = (size_t)st.st_size;
 		f.head_len = f.size < AHEAD ? f.size : AHEAD;
-		f.head = heap_malloc(f.head_len);
+		f.head = elf_buf(&f, &at, f.head_len);
 		r = !f.head ? -ENOMEM : os_pread(f.fd, f.head, f.head_len, 0) != (ssize_t)f.head_len ? -EIO : 0;
 	}
 	if (r == 0) {
@@ -131,8 +176,8 @@ static int elf_open(const char *path, struct elf_file *ret)
 		f.shstrndx = eh.e_shstrndx;
 		f.tail_off = eh.e_shoff > AHEAD ? eh.e_shoff - AHEAD : 0;
 		f.tail_len = (size_t)(eh.e_shoff - f.tail_off) + len;
-		f.tail = heap_malloc(f.tail_len);
-		f.sh = heap_malloc(len);
+		f.tail = elf_buf(&f, &at, f.tail_len);
+		f.sh = elf_buf(&f, &at, len);
 		if (!f.tail || !f.sh)
 			r = -ENOMEM;
 		else if (os_pread(f.fd, f.tail, f.tail_len, f.tail_off) != (ssize_t)f.tail_len)
