@@ -55,6 +55,9 @@ int identify_fd(const struct identify *q);
 struct identify_job *identify_job_get(struct identify *q);
 /* Hand j (owner, fd, pid filled) to the worker. */
 void identify_submit(struct identify *q, struct identify_job *j);
+/* The worker waits for work: nothing queued, nothing in hand (true
+ * without a worker).  Loop only. */
+bool identify_idle(struct identify *q);
 /* The jobs done since the last call, oldest first (a list through next;
  * NULL: none, or q is NULL); the eventfd is read (reset) before, when the
  * worker wrote it since, or when woken (the caller was woken by it).  Each

@@ -81,6 +81,13 @@ struct server {
 	struct repeats repeats;           /* crash loops: one executable's new processes */
 	struct identify *identify;        /* the worker reading clients' identity */
 	sd_event_source *identified_src;  /* its eventfd: jobs back */
+	/* The first HELLO of a wake-up's batch (its accepts, or its reads),
+	 * kept from the worker until the batch ends (answer_identified()):
+	 * alone in its batch with the worker waiting, the loop identifies it
+	 * itself, one thread's wake-up and one turn of the loop saved; a
+	 * second HELLO sends both to the worker. */
+	struct identify_job *held;
+	unsigned int batch_hellos;        /* HELLOs read since the batch began */
 	sd_event_source *trim_timer;      /* malloc_trim once frees stop */
 	uint64_t last_free;               /* when the last client left */
 };

@@ -133,7 +133,9 @@ int handle_hello(struct client *c, const struct pmw_hello *m, const struct ucred
 	}
 
 	/* Who it is, by the worker (the answer follows in answer_identified()),
-	 * or here when IDENTIFY_QUEUE jobs are out already. */
+	 * or by the loop: the batch's only HELLO while the worker waits
+	 * (answer_identified() too), or here when IDENTIFY_QUEUE jobs are out
+	 * already. */
 	c->deadline = 0;
 	j = identify_job_get(c->server->identify);
 	if (!j)
@@ -152,6 +154,14 @@ int handle_hello(struct client *c, const struct pmw_hello *m, const struct ucred
 	}
 	c->job = j;
 	c->state = CLIENT_IDENTIFYING;
+	if (c->server->batch_hellos++ == 0) {
+		c->server->held = j;     /* the batch's first: see answer_identified() */
+		return 0;
+	}
+	if (c->server->held) {
+		identify_submit(c->server->identify, c->server->held);
+		c->server->held = NULL;
+	}
 	identify_submit(c->server->identify, j);
 	return 0;
 }

@@ -12,7 +12,10 @@
 #   - a served client costs at most HANDOUT_CALLS calls of work in all
 #     threads together (accept to close, its journal entry and the
 #     hand-over between the threads included), the waiting apart;
-#   - the loop reads nothing of /proc for a hand-out: the worker does;
+#   - clients one at a time are identified by the loop itself, the
+#     worker idle (no call of its but its wait); of a burst, the worker
+#     identifies some, and the loop reads no other /proc file than the
+#     worker would;
 #   - clients that tell their comm in the HELLO (as the shim does) have
 #     none read, and the cgroup is read once per cgroup (v2 and hybrid
 #     layouts), not once per client;
@@ -26,7 +29,9 @@ strace -o /dev/null true 2>/dev/null || skip "strace cannot trace here"
 # All calls together were 25 while one thread did it all, 18.8 with the
 # identification worker, the comm told in the HELLO and the cgroup known by
 # its id, and 22 to 23 on a loaded host: the waiting calls grow with the
-# load (below).  The work alone: 14.2 a hand-out, loaded or not.
+# load (below).  The work alone: 14.2 a hand-out, loaded or not; 11.8 with
+# a HELLO alone in its batch identified by the loop (no hand-over: the
+# worker's wake-up, its eventfd write, the loop's read of it).
 HANDOUT_CALLS=16
 HANDOUT_WAITS=30
 SEQ=20 BURST=24
@@ -54,6 +59,8 @@ for i in $(seq $SEQ); do
 	printf '%s\n' "$out" | grep -qx "POLICY generation=1" || fail "client $i: no policy: $out"
 	pids+=("$(printf '%s\n' "$out" | sed -n 's/^pid=//p')")
 done
+# Where each thread's trace stood when the burst began.
+for f in "$T"/trace.*; do echo "$f $(wc -l <"$f")"; done >"$T/seq"
 for i in $(seq $BURST); do client --comm wire_client >"$T/burst.$i" 2>&1 & done
 wait_until 200 sh -c "[ \$(cat \"$T\"/burst.* | grep -c '^POLICY generation=1\$') = $BURST ]" ||
 	fail "a burst of $BURST clients: $(grep -L '^POLICY' "$T"/burst.* | head -n 3 | xargs cat)"
@@ -74,6 +81,12 @@ strace_stop
 while read -r f lines; do
 	tail -n +"$((lines + 1))" "$f" >"$f.served"
 done <"$T/start"
+# The one-at-a-time clients' part of each thread's trace, and the burst's.
+while read -r f lines; do
+	start=$(awk -v f="$f" '$1 == f { print $2 }' "$T/start")
+	sed -n "$((start + 1)),${lines}p" "$f" >"$f.seq"
+	tail -n +"$((lines + 1))" "$f" >"$f.burst"
+done <"$T/seq"
 cp "$T/trace.$DPID.served" "$T/loop"
 cat "$T"/trace.*.served >"$T/served"
 n=$((SEQ + BURST))
@@ -123,15 +136,26 @@ awk -v p="$wper" -v m="$HANDOUT_WAITS" 'BEGIN { exit !(p <= m) }' ||
 	fail "$wper waiting calls per hand-out ($waits for $n), want at most $HANDOUT_WAITS (a spinning loop?)"
 pass "$per system calls of work per hand-out ($work for $n clients, all threads, at most $HANDOUT_CALLS), $wper waiting"
 
-# The identification (exe, cgroup; the pidfd) is the worker's: the
-# loop's thread makes none of it, though it made every accept4.
+# Clients one at a time: each HELLO comes alone while the worker waits,
+# and the loop identifies it itself (server.c): the worker makes no call
+# (its wait on its condition variable, under way when strace attached, may
+# end in the trace).
+# A burst: HELLOs come several to a wake-up, and the worker has its share.
+# The loop, that made every accept4, reads of /proc no more than the
+# worker would (exe, and a cgroup once: no comm, no status).
 accepts=$(grep -c '^accept4(.*= [0-9]*$' "$T/loop")
 [ "$accepts" -ge $n ] || fail "the loop accepted $accepts clients, want $n"
-procs=$(grep -c -E '^(openat|readlink)\(.*"/proc/[0-9]+/' "$T/loop")
-[ "$procs" = 0 ] || fail "the loop read /proc $procs times for $n hand-outs: $(grep -m 3 '"/proc/' "$T/loop")"
 exes=$(grep -h -c '^readlink("/proc/[0-9]*/exe"' "$T"/trace.*.served | awk '{ s += $1 } END { print s + 0 }')
 [ "$exes" -ge $n ] || fail "$exes reads of /proc/PID/exe for $n hand-outs"
-pass "the loop accepted all $n and read no /proc file; the worker read their exe"
+loop_seq=$(grep -c '^readlink("/proc/[0-9]*/exe"' "$T/trace.$DPID.seq")
+[ "$loop_seq" = $SEQ ] || fail "the loop read the exe of $loop_seq of $SEQ clients that came one at a time"
+worker_seq=$(cat $(ls "$T"/trace.*.seq | grep -v "trace\.$DPID\.seq$") | grep -v -e '^futex(' -e '^[^a-z]' | grep -c '^[a-z_0-9]*(')
+[ "$worker_seq" = 0 ] || fail "the worker made $worker_seq calls for $SEQ clients one at a time: $(cat $(ls "$T"/trace.*.seq | grep -v "trace\.$DPID\.seq$") | grep -v '^futex(' | head -n 3)"
+worker_burst=$(cat $(ls "$T"/trace.*.burst | grep -v "trace\.$DPID\.burst$") | grep -c '^readlink("/proc/[0-9]*/exe"')
+[ "$worker_burst" -ge 1 ] || fail "the worker identified none of a burst of $BURST"
+others=$(grep -E '^(openat|readlink)\(.*"/proc/[0-9]+/' "$T/loop" | grep -c -v -E '"/proc/[0-9]+/(exe|cgroup)"')
+[ "$others" = 0 ] || fail "the loop read /proc $others times besides exe and cgroup: $(grep -E '"/proc/[0-9]+/' "$T/loop" | grep -v -E '/(exe|cgroup)"' | head -n 3)"
+pass "the loop accepted all $n, identified the $SEQ that came one at a time itself (the worker made no call but its wait), the worker $worker_burst of the burst of $BURST"
 
 # The comm came in each HELLO (as the shim sends it): none is read.  The
 # cgroup is read once per cgroup where its id names it (cgroup v2, or a

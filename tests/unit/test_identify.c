@@ -95,6 +95,35 @@ START_TEST(test_identifies_its_peer)
 }
 END_TEST
 
+/* The loop identifies a HELLO itself only while the worker waits
+ * (server.c): idle once started, busy from a submit until the worker has
+ * handed the job back and waits again; and without a worker, idle. */
+START_TEST(test_idle)
+{
+	struct identify_job *j = identify_job_get(q), *back = NULL;
+	int sv[2], tries = 0;
+
+	ck_assert(identify_idle(NULL));
+	ck_assert(identify_idle(q));
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	j->owner = sv;
+	j->fd = sv[0];
+	j->pid = getpid();
+	identify_submit(q, j);
+	ck_assert(!identify_idle(q));
+	while (!back)
+		back = wait_woken();
+	ck_assert_ptr_eq(back, j);
+	identify_job_put(q, back);
+	while (!identify_idle(q) && tries++ < 5000)
+		usleep(1000);
+	ck_assert_msg(identify_idle(q), "the worker gave its job back and is still busy after 5 s");
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
 /* One identification of this process, the comm told if given. */
 static struct identify_job *identify_self(const char *comm, int sv[2])
 {
@@ -259,6 +288,7 @@ static Suite *identify_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_identifies_its_peer);
+	tcase_add_test(tc, test_idle);
 	tcase_add_test(tc, test_gone);
 	tcase_add_test(tc, test_no_result_left_asleep);
 	tcase_add_test(tc, test_comm_told);
