@@ -267,25 +267,36 @@ void journal_protected(const struct proc_entry *e, const struct pmw_protected *m
 
 void journal_exiting(const struct proc_entry *e, const struct pmw_exiting *msg)
 {
+	char gen_buf[JENTRY_DEC], pid_buf[JENTRY_DEC], via_buf[JENTRY_DEC], status_buf[JENTRY_DEC + 1];
+	const char *gen, *pid, *status, *how_said, *how, *exe = exe_of(e), *role = role_name(e->role_depth);
 	struct jentry j;
 
 	if (!budget_journal_admit(e->budget))
 		return;
+	/* Without printf, as journal_handed(): an entry at every clean exit of
+	 * a served process cost ~12,000 instructions through vsnprintf, as
+	 * much as the rest of its hand-out (callgrind, /bin/true's). */
+	gen = jentry_dec(gen_buf, e->generation);
+	pid = jentry_dec(pid_buf, (uint64_t)e->pid);
+	status_buf[0] = '-';
+	jentry_dec(status_buf + 1, msg->status < 0 ? -(uint64_t)(int64_t)msg->status : (uint64_t)msg->status);
+	status = msg->status < 0 ? status_buf : status_buf + 1;
+	how_said = msg->how == PMW_EXIT_MAIN ? "main returned" : "exit called";
+	how = msg->how == PMW_EXIT_MAIN ? "main" : "exit";
 	jentry_init(&j, MID_EXITING, LOG_DEBUG);
 	jentry_about(&j, proc_entry_person(e));
-	jentry_add(&j, "MESSAGE=pmalloc: PID %d (%s, %s) of policy \"%s\" exits cleanly (%s, status %d)", (int)e->pid,
-		   exe_of(e), role_name(e->role_depth), e->policy,
-		   msg->how == PMW_EXIT_MAIN ? "main returned" : "exit called", (int)msg->status);
-	jentry_add(&j, "OBJECT_PID=%d", (int)e->pid);
-	jentry_add(&j, "PMALLOC_POLICY=%s", e->policy);
-	jentry_add(&j, "PMALLOC_MODE=%s", policy_mode_name(e->mode));
-	jentry_add(&j, "PMALLOC_EXE=%s", exe_of(e));
-	jentry_add(&j, "PMALLOC_ROLE=%s", role_name(e->role_depth));
+	jentry_add_cat(&j, "MESSAGE", "pmalloc: PID ", pid, " (", exe, ", ", role, ") of policy \"", e->policy,
+		       "\" exits cleanly (", how_said, ", status ", status, ")", (const char *)NULL);
+	jentry_add_str(&j, "OBJECT_PID", pid);
+	jentry_add_str(&j, "PMALLOC_POLICY", e->policy);
+	jentry_add_str(&j, "PMALLOC_MODE", policy_mode_name(e->mode));
+	jentry_add_str(&j, "PMALLOC_EXE", exe);
+	jentry_add_str(&j, "PMALLOC_ROLE", role);
 	if (e->via_pid)
-		jentry_add(&j, "PMALLOC_VIA_PID=%d", (int)e->via_pid);
-	jentry_add(&j, "PMALLOC_EXIT_STATUS=%d", (int)msg->status);
-	jentry_add(&j, "PMALLOC_EXIT_HOW=%s", msg->how == PMW_EXIT_MAIN ? "main" : "exit");
-	jentry_add(&j, "PMALLOC_GENERATION=%" PRIu64, e->generation);
+		jentry_add_str(&j, "PMALLOC_VIA_PID", jentry_dec(via_buf, (uint64_t)e->via_pid));
+	jentry_add_str(&j, "PMALLOC_EXIT_STATUS", status);
+	jentry_add_str(&j, "PMALLOC_EXIT_HOW", how);
+	jentry_add_str(&j, "PMALLOC_GENERATION", gen);
 	journal_add_object(&j, &e->object);
 	(void)jentry_send(&j);
 }
