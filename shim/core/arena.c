@@ -18,6 +18,7 @@
 #include "dlist.h"
 #include "hooks.h"
 #include "os.h"
+#include "ro.h"
 #include "site.h"
 
 #include <errno.h>
@@ -73,10 +74,14 @@ int arena_init(size_t extra, void **extra_mem)
 		n_units = units;
 		/* Published with the page's freeze: no pool object exists yet,
 		 * so a free() that sees the range before its check is switched
-		 * on (the hook, at the first span) has no pool pointer to misroute. */
+		 * on (the hook, at the first span) has no pool pointer to misroute.
+		 * Arming's first pool puts the freeze off to its neighbours' (ro.h:
+		 * the fault handler's pages follow); a span marked meanwhile on
+		 * another thread (an API pool's) opens the map under arena_mutex,
+		 * which the put-off freeze takes. */
 		units_ro.m.base = (uintptr_t)p;
 		units_ro.m.size = size;
-		if (os_protect_ro(&units_ro, sizeof(units_ro)) < 0) {
+		if (ro_freeze_locked(&units_ro, sizeof(units_ro), arena_lock, arena_unlock) < 0) {
 			units_ro.m.size = 0;
 			os_unmap(m, extra + heads_len + spans_len);
 			os_unmap(res, size + HUGE);
