@@ -216,6 +216,39 @@ void site_policy_close_range(uintptr_t lo, uintptr_t hi)
 		fatal("malloc", "cannot make the filter of the policy's sites read-only");
 }
 
+/* The filter's pages of [lo, hi) through the page(s) at next, which lie
+ * right after the filter; *len 0 when there is no granule. */
+static void joint_pages(uintptr_t lo, uintptr_t hi, const void *next, size_t next_len, void **p, size_t *len)
+{
+	range_pages(lo, hi, p, len);
+	if (*len)
+		*len = (size_t)((const char *)next + next_len - (const char *)*p);
+}
+
+bool site_policy_open_range_next(uintptr_t lo, uintptr_t hi, void *next, size_t next_len)
+{
+	void *p;
+	size_t len;
+	if (!policy_closed_once || ro_held(&site_policy, sizeof(site_policy)) ||
+	    (const char *)next != (const char *)&site_policy + sizeof(site_policy) || next_len == 0)
+		return false;
+	joint_pages(lo, hi, next, next_len, &p, &len);
+	if (len == 0)
+		return false;
+	if (os_protect_rw(p, len) < 0)
+		fatal("malloc", "cannot open the filter of the policy's sites");
+	return true;
+}
+
+void site_policy_close_range_next(uintptr_t lo, uintptr_t hi, void *next, size_t next_len)
+{
+	void *p;
+	size_t len;
+	joint_pages(lo, hi, next, next_len, &p, &len);
+	if (len && os_protect_ro(p, len) < 0)
+		fatal("malloc", "cannot make the filter of the policy's sites read-only");
+}
+
 struct site *site_arm(void)
 {
 	return site_init();

@@ -169,6 +169,15 @@ bool resolve_publish(struct collect *c, struct collect *p)
 	return c->n && resolve_merge(&table, c, true) == 0;
 }
 
+bool resolve_publish_built(struct collect *c, struct range_table **ret)
+{
+	*ret = NULL;
+	if (resolve_already_read(c->obj.base, c->obj.name))
+		return false;
+	resolve_mark_read(c->obj);
+	return c->n && resolve_merge_build(&table, c, true, ret) == 0;
+}
+
 /* Said outside the lock: nothing that may call out runs under it. */
 void resolve_say_ranges(const struct collect *c, const char *path)
 {
