@@ -33,6 +33,8 @@ static pthread_mutex_t arena_mutex = PTHREAD_MUTEX_INITIALIZER;
 #define spans (units_ro.m.spans)
 #define n_units (units_ro.m.n_units)
 static uint32_t next_unit;               /* units [next_unit, n_units) were never used */
+static char *side;                       /* ARENA_SIDE bytes (arena.h), set once by arena_init */
+static _Atomic size_t side_used;
 static struct span *free_runs;           /* released spans, coalesced */
 
 /* The range and the unit map (arena.h). */
@@ -61,13 +63,13 @@ int arena_init(size_t extra, void **extra_mem)
 		 * trimming it would cost every process a system call or two. */
 		void *p = (void *)ALIGN_UP((uintptr_t)res, HUGE);
 		/* Writable at once, present only where touched: one call for the
-		 * caller's extra (first) and the two. */
+		 * caller's extra (first), the side space and the two. */
 		void *m;
-		if (os_map_lazy(extra + heads_len + spans_len, &m) < 0) {
+		if (os_map_lazy(extra + ARENA_SIDE + heads_len + spans_len, &m) < 0) {
 			os_unmap(res, size + HUGE);
 			continue;
 		}
-		heads = (char *)m + extra;
+		heads = (char *)m + extra + ARENA_SIDE;
 		sp = (char *)heads + heads_len;
 		unit_head = heads;
 		spans = sp;
@@ -83,14 +85,27 @@ int arena_init(size_t extra, void **extra_mem)
 		units_ro.m.size = size;
 		if (ro_freeze_locked(&units_ro, sizeof(units_ro), arena_lock, arena_unlock) < 0) {
 			units_ro.m.size = 0;
-			os_unmap(m, extra + heads_len + spans_len);
+			os_unmap(m, extra + ARENA_SIDE + heads_len + spans_len);
 			os_unmap(res, size + HUGE);
 			break;
 		}
+		__atomic_store_n(&side, (char *)m + extra, __ATOMIC_RELEASE);
 		*extra_mem = m;
 		return 0;
 	}
 	return -ENOMEM;
+}
+
+void *arena_side_take(size_t len)
+{
+	char *base = __atomic_load_n(&side, __ATOMIC_ACQUIRE);
+	len = ALIGN_UP(len, os_page_size);
+	if (!base || len > ARENA_SIDE)
+		return NULL;
+	size_t at = atomic_fetch_add(&side_used, len);
+	if (at > ARENA_SIDE - len)
+		return NULL;             /* used up (what was added stays counted: nothing fits after it) */
+	return base + at;
 }
 
 void arena_lock(void)

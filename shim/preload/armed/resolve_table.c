@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "resolve.h"
+#include "arena.h"
 #include "stderr.h"
 #include "os.h"
 #include "site.h"
@@ -66,19 +67,20 @@ static int range_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Tables come from one mapping made at start-up: no mmap while the
- * program runs (after a dlclose, a fresh mapping would also take the place
- * of the object just unloaded), and nothing is ever unmapped.  Writable
- * and present only where touched (no commit call per table); each table
- * is made read-only once written. */
+/* Tables come from one mapping made at start-up, the arena's side space
+ * (arena.h) when there is a pool: no mmap while the program runs (after a
+ * dlclose, a fresh mapping would also take the place of the object just
+ * unloaded), and nothing is ever unmapped.  Writable and present only where
+ * touched (no commit call per table); each table is made read-only once
+ * written. */
 #define TABLE_SPACE ((size_t)16 << 20)
 static char *table_base;
 static size_t table_used;
 
 void resolve_table_reserve(void)
 {
-	void *space;
-	if (os_map_lazy(TABLE_SPACE, &space) == 0)
+	void *space = arena_side_take(TABLE_SPACE);
+	if (space || os_map_lazy(TABLE_SPACE, &space) == 0)
 		table_base = space;
 }
 
