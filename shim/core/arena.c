@@ -266,7 +266,12 @@ int arena_span_alloc(size_t bytes, bool single, bool interposed, struct pmalloc_
 	uint32_t units = (uint32_t)(bytes >> ARENA_UNIT_SHIFT), first;
 	void *meta = NULL;
 	size_t mlen = single ? 0 : meta_len(bytes);
-	int r = mlen ? os_map_lazy(mlen, &meta) : 0;
+	/* From the side space while it lasts (a process's first spans: no
+	 * mmap of their own); unmapped at release all the same, a hole the
+	 * side space never hands out again. */
+	int r = 0;
+	if (mlen && !(meta = arena_side_take(mlen)))
+		r = os_map_lazy(mlen, &meta);
 	if (r < 0)
 		return r;
 

@@ -130,11 +130,12 @@ int arena_init(size_t extra, void **extra_mem);
 
 /* ARENA_SIDE bytes more come with that mapping, for the tables of the
  * layers above that live as long as the process (site.c's call-site table,
- * resolve's range tables): no mapping of their own at arming (two mmaps
- * fewer, some 5 us of python3's start-up).  arena_side_take() hands out
- * len bytes of it (page-rounded), zero, writable, present only where
- * touched, never given back; NULL before arena_init() or once it is used
- * up (the caller maps its own then).  Any thread. */
+ * resolve's range tables) and for the first spans' records: no mapping of
+ * their own at arming or at those spans (some 2.6 us an mmap here).
+ * arena_side_take() hands out len bytes of it (page-rounded), zero,
+ * writable, present only where touched, never handed out again (a span's
+ * records are unmapped at its release: a hole); NULL before arena_init()
+ * or once it is used up (the caller maps its own then).  Any thread. */
 #define ARENA_SIDE ((size_t)20 << 20)
 void *arena_side_take(size_t len);
 
