@@ -129,9 +129,10 @@ extern union arena_ro_page units_ro __attribute__((visibility("hidden")));
 int arena_init(size_t extra, void **extra_mem);
 
 /* ARENA_SIDE bytes more come with that mapping, for the tables of the
- * layers above that live as long as the process (site.c's call-site table,
- * resolve's range tables) and for the first spans' records: no mapping of
- * their own at arming or at those spans (some 2.6 us an mmap here).
+ * layers above that live as long as the process (resolve's range tables)
+ * and for the first spans' records: no mapping of their own at arming or
+ * at those spans (some 2.6 us an mmap here).  Not site.c's call-site table:
+ * site.c is the arena's neighbour in the core, and includes go one way.
  * arena_side_take() hands out len bytes of it (page-rounded), zero,
  * writable, present only where touched, never handed out again (a span's
  * records are unmapped at its release: a hole); NULL before arena_init()

@@ -9,12 +9,11 @@
  * a cached heap route is checked against, and beside it the byte that
  * says every pool is closed (no route needs checking then).
  *
- * Never allocates through malloc (its table comes from the arena's side
- * space, or os_map) and never blocks.
+ * Never allocates through malloc (its table comes from os_map) and never
+ * blocks.
  */
 #define _GNU_SOURCE
 #include "site.h"
-#include "arena.h"
 #include "stderr.h"
 #include "os.h"
 #include "ro.h"
@@ -58,13 +57,8 @@ static struct site *site_table_checked(void)
 static struct site *site_init(void)
 {
 	struct site *t = __atomic_load_n(&site_table, __ATOMIC_ACQUIRE);
-	if (t)
-		return t;
-	/* Beside the arena's side tables (arena.h) once a pool exists: no
-	 * mapping of its own. */
-	void *p = arena_side_take(SITE_MAP_LEN);
-	bool own = !p;
-	if (own && os_map(SITE_MAP_LEN, &p) < 0)
+	void *p;
+	if (t || os_map(SITE_MAP_LEN, &p) < 0)
 		return t;
 	/* The homes' pages written before any site is: a read first (malloc's
 	 * probe) would map the zero page and the first insertion copy it, two
@@ -78,8 +72,7 @@ static struct site *site_init(void)
 		atomic_store_explicit(&site_table_sealed, (uintptr_t)p ^ os_secret, memory_order_release);
 		return (struct site *)p;
 	}
-	if (own)
-		os_unmap(p, SITE_MAP_LEN);   /* the side space's stays unused: it is never given back */
+	os_unmap(p, SITE_MAP_LEN);
 	return t;
 }
 
