@@ -18,6 +18,7 @@
 #include "dlist.h"
 #include "hooks.h"
 #include "os.h"
+#include "ro.h"
 #include "site.h"
 
 #include <errno.h>
@@ -32,6 +33,8 @@ static pthread_mutex_t arena_mutex = PTHREAD_MUTEX_INITIALIZER;
 #define spans (units_ro.m.spans)
 #define n_units (units_ro.m.n_units)
 static uint32_t next_unit;               /* units [next_unit, n_units) were never used */
+static char *side;                       /* ARENA_SIDE bytes (arena.h), set once by arena_init */
+static _Atomic size_t side_used;
 static struct span *free_runs;           /* released spans, coalesced */
 
 /* The range and the unit map (arena.h). */
@@ -60,32 +63,49 @@ int arena_init(size_t extra, void **extra_mem)
 		 * trimming it would cost every process a system call or two. */
 		void *p = (void *)ALIGN_UP((uintptr_t)res, HUGE);
 		/* Writable at once, present only where touched: one call for the
-		 * caller's extra (first) and the two. */
+		 * caller's extra (first), the side space and the two. */
 		void *m;
-		if (os_map_lazy(extra + heads_len + spans_len, &m) < 0) {
+		if (os_map_lazy(extra + ARENA_SIDE + heads_len + spans_len, &m) < 0) {
 			os_unmap(res, size + HUGE);
 			continue;
 		}
-		heads = (char *)m + extra;
+		heads = (char *)m + extra + ARENA_SIDE;
 		sp = (char *)heads + heads_len;
 		unit_head = heads;
 		spans = sp;
 		n_units = units;
 		/* Published with the page's freeze: no pool object exists yet,
 		 * so a free() that sees the range before its check is switched
-		 * on (the hook, at the first span) has no pool pointer to misroute. */
+		 * on (the hook, at the first span) has no pool pointer to misroute.
+		 * Arming's first pool puts the freeze off to its neighbours' (ro.h:
+		 * the fault handler's pages follow); a span marked meanwhile on
+		 * another thread (an API pool's) opens the map under arena_mutex,
+		 * which the put-off freeze takes. */
 		units_ro.m.base = (uintptr_t)p;
 		units_ro.m.size = size;
-		if (os_protect_ro(&units_ro, sizeof(units_ro)) < 0) {
+		if (ro_freeze_locked(&units_ro, sizeof(units_ro), arena_lock, arena_unlock) < 0) {
 			units_ro.m.size = 0;
-			os_unmap(m, extra + heads_len + spans_len);
+			os_unmap(m, extra + ARENA_SIDE + heads_len + spans_len);
 			os_unmap(res, size + HUGE);
 			break;
 		}
+		__atomic_store_n(&side, (char *)m + extra, __ATOMIC_RELEASE);
 		*extra_mem = m;
 		return 0;
 	}
 	return -ENOMEM;
+}
+
+void *arena_side_take(size_t len)
+{
+	char *base = __atomic_load_n(&side, __ATOMIC_ACQUIRE);
+	len = ALIGN_UP(len, os_page_size);
+	if (!base || len > ARENA_SIDE)
+		return NULL;
+	size_t at = atomic_fetch_add(&side_used, len);
+	if (at > ARENA_SIDE - len)
+		return NULL;             /* used up (what was added stays counted: nothing fits after it) */
+	return base + at;
 }
 
 void arena_lock(void)
@@ -246,7 +266,12 @@ int arena_span_alloc(size_t bytes, bool single, bool interposed, struct pmalloc_
 	uint32_t units = (uint32_t)(bytes >> ARENA_UNIT_SHIFT), first;
 	void *meta = NULL;
 	size_t mlen = single ? 0 : meta_len(bytes);
-	int r = mlen ? os_map_lazy(mlen, &meta) : 0;
+	/* From the side space while it lasts (a process's first spans: no
+	 * mmap of their own); unmapped at release all the same, a hole the
+	 * side space never hands out again. */
+	int r = 0;
+	if (mlen && !(meta = arena_side_take(mlen)))
+		r = os_map_lazy(mlen, &meta);
 	if (r < 0)
 		return r;
 

@@ -128,6 +128,18 @@ extern union arena_ro_page units_ro __attribute__((visibility("hidden")));
  * at the first pool, some 2.5 us). */
 int arena_init(size_t extra, void **extra_mem);
 
+/* ARENA_SIDE bytes more come with that mapping, for the tables of the
+ * layers above that live as long as the process (resolve's range tables)
+ * and for the first spans' records: no mapping of their own at arming or
+ * at those spans (some 2.6 us an mmap here).  Not site.c's call-site table:
+ * site.c is the arena's neighbour in the core, and includes go one way.
+ * arena_side_take() hands out len bytes of it (page-rounded), zero,
+ * writable, present only where touched, never handed out again (a span's
+ * records are unmapped at its release: a hole); NULL before arena_init()
+ * or once it is used up (the caller maps its own then).  Any thread. */
+#define ARENA_SIDE ((size_t)20 << 20)
+void *arena_side_take(size_t len);
+
 /* Is p inside the arena?  One compare; false before arena_init(). */
 static inline bool arena_contains(const void *p)
 {

@@ -206,6 +206,14 @@ void site_policy_close(void);
  * bytes are written. */
 void site_policy_open_range(uintptr_t lo, uintptr_t hi);
 void site_policy_close_range(uintptr_t lo, uintptr_t hi);
+/* The same with the page(s) [next, next + next_len) of the layer above in
+ * the same call, when they lie right after the filter (the Makefile's
+ * layout: the rules' page, whose table pointer is stored with a
+ * narrowing): one mprotect each way where there were two.  false, nothing
+ * opened, when they cannot be one call: the caller then opens the filter's
+ * pages and its own apart.  The close closes what the open opened. */
+bool site_policy_open_range_next(uintptr_t lo, uintptr_t hi, void *next, size_t next_len);
+void site_policy_close_range_next(uintptr_t lo, uintptr_t hi, void *next, size_t next_len);
 
 /* Map the table (shim_init, before the policy is armed): what init.c
  * publishes as malloc's "armed?" word, in its read-only page (armed.h).

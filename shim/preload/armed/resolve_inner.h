@@ -140,6 +140,11 @@ int resolve_collect_add(struct collect *c, uintptr_t start, uintptr_t end, int r
 /* Publish c's ranges, with the current table's when keep_old, as a new
  * read-only table in *tab. */
 int resolve_merge(struct range_table *_Atomic *tab, struct collect *c, bool keep_old);
+/* resolve_merge() in two steps: the new table built, read-only, its code
+ * marked in the filter (*ret), then stored in *tab, its page opened for
+ * the store unless page_open (the caller opened it). */
+int resolve_merge_build(struct range_table *_Atomic *tab, struct collect *c, bool keep_old, struct range_table **ret);
+void resolve_store_table(struct range_table *_Atomic *tab, struct range_table *t, bool page_open);
 /* The range of t holding a, or NULL.  Lock-free. */
 const struct range *resolve_lookup_in(const struct range_table *t, uintptr_t a);
 
@@ -186,6 +191,10 @@ void resolve_collect_functions(struct collect *c, const struct applicable *a, co
 /* Publish what was collected of one object and remember it as read,
  * unless another thread did first (resolve_lock held).  false when it did. */
 bool resolve_publish(struct collect *c, struct collect *p);
+/* The same, the function table built but left to the caller to store
+ * (resolve_store_table): *ret the table, or NULL when there is none to
+ * store (no range, no memory, or read already: false then). */
+bool resolve_publish_built(struct collect *c, struct range_table **ret);
 /* The ranges collected, said (debug), outside the lock. */
 void resolve_say_ranges(const struct collect *c, const char *path);
 /* An object loaded after start-up, at the first allocation from it: read

@@ -150,12 +150,31 @@ static void keep_text(uintptr_t lo, uintptr_t hi, void *ctx)
 	}
 }
 
-/* Only the filter's pages of this code opened (site.h). */
+/* What unmark_text does: the granules kept, and the object's new table,
+ * stored at its first text, before any granule is cleared. */
+struct unmark {
+	const uint64_t *keep;
+	struct range_table *store;
+};
+
+/* Only the filter's pages of this code opened (site.h), with the rules'
+ * page after them when a table is to be stored: one mprotect each way for
+ * the store and the narrowing, where each had its two. */
 static void unmark_text(uintptr_t lo, uintptr_t hi, void *ctx)
 {
-	site_policy_open_range(lo + 1, hi + 1);
-	site_policy_unmark(lo + 1, hi + 1, ctx);
-	site_policy_close_range(lo + 1, hi + 1);
+	struct unmark *u = ctx;
+	bool joint = u->store && site_policy_open_range_next(lo + 1, hi + 1, &rro, sizeof(rro));
+	if (u->store) {
+		resolve_store_table(&table, u->store, joint);
+		u->store = NULL;
+	}
+	if (!joint)
+		site_policy_open_range(lo + 1, hi + 1);
+	site_policy_unmark(lo + 1, hi + 1, u->keep);
+	if (joint)
+		site_policy_close_range_next(lo + 1, hi + 1, &rro, sizeof(rro));
+	else
+		site_policy_close_range(lo + 1, hi + 1);
 }
 
 /* The code of an object whose symbols wait for its first allocation is
@@ -167,10 +186,10 @@ static void unmark_text(uintptr_t lo, uintptr_t hi, void *ctx)
  * shares them (the filter folds addresses). */
 static bool texts_marked;          /* start-up's unread objects are (resolve_init) */
 
-static void narrow(const struct pending *pe)
+/* nt: pe's new function table, not stored yet (or NULL): stored here,
+ * before a granule is cleared. */
+static void narrow(const struct pending *pe, struct range_table *nt)
 {
-	if (!texts_marked)
-		return;
 	struct keep_window kw = { 0 };
 	each_text(pe->ph, pe->phnum, pe->obj.base, window_add, &kw);
 	if (kw.all || kw.n == 0)
@@ -178,14 +197,17 @@ static void narrow(const struct pending *pe)
 	for (size_t i = 0; !kw.all && i < kw.n; i++)
 		memset(keep_bits + kw.w[i].lo, 0, (kw.w[i].hi - kw.w[i].lo) * sizeof(keep_bits[0]));
 	kw.all = kw.all || kw.n == 0;
-	struct range_table *tabs[] = { atomic_load(&table), atomic_load(&points) };
+	struct range_table *tabs[] = { nt ? nt : atomic_load(&table), atomic_load(&points) };
 	for (size_t k = 0; k < ARRAY_SIZE(tabs); k++)
 		for (size_t i = 0; tabs[k] && i < tabs[k]->n; i++)
 			keep_text(tabs[k]->r[i].start, tabs[k]->r[i].end, &kw);
 	for (size_t i = 0; i < n_pending; i++)
 		if (&pending[i] != pe && !atomic_load_explicit(&pending[i].read, memory_order_relaxed))
 			each_text(pending[i].ph, pending[i].phnum, pending[i].obj.base, keep_text, &kw);
-	each_text(pe->ph, pe->phnum, pe->obj.base, unmark_text, keep_bits);
+	struct unmark u = { keep_bits, nt };
+	each_text(pe->ph, pe->phnum, pe->obj.base, unmark_text, &u);
+	if (u.store)                       /* no code to narrow */
+		resolve_store_table(&table, u.store, false);
 }
 
 /* An object loaded at start-up, at the first allocation from it (or before
@@ -217,10 +239,16 @@ static void read_pending(struct pending *pe, struct collect *c)
 		symtab_close(&t);
 	heap_free(pe->dyn_r);
 	pe->dyn_r = NULL;
-	resolve_publish(c, NULL);
+	/* The table stored before the object is said read: a thread that
+	 * sees it read finds its ranges. */
+	struct range_table *nt;
+	resolve_publish_built(c, &nt);
+	if (texts_marked)
+		narrow(pe, nt);
+	else if (nt)
+		resolve_store_table(&table, nt, false);
 	atomic_store_explicit(&pe->read, true, memory_order_release);
 	atomic_fetch_sub(&n_unread, 1);
-	narrow(pe);
 }
 
 /* The object holding code address a, read if it was not. */

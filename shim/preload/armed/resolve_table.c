@@ -3,12 +3,14 @@
  * resolve_table.c - the range tables of resolve (resolve_inner.h): one
  * object's ranges collected, merged with the current table into a new one
  * made read-only and published with one atomic store (the page of the
- * decision opened for that store alone), and looked up without a lock.
+ * decision opened for that store alone, or with the filter's pages of the
+ * object being narrowed: resolve_read.c), and looked up without a lock.
  * A table is never written again nor freed: a lookup may still be reading
  * an old one.  Never called from a signal handler.
  */
 #define _GNU_SOURCE
 #include "resolve.h"
+#include "arena.h"
 #include "stderr.h"
 #include "os.h"
 #include "site.h"
@@ -65,19 +67,20 @@ static int range_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* Tables come from one mapping made at start-up: no mmap while the
- * program runs (after a dlclose, a fresh mapping would also take the place
- * of the object just unloaded), and nothing is ever unmapped.  Writable
- * and present only where touched (no commit call per table); each table
- * is made read-only once written. */
+/* Tables come from one mapping made at start-up, the arena's side space
+ * (arena.h) when there is a pool: no mmap while the program runs (after a
+ * dlclose, a fresh mapping would also take the place of the object just
+ * unloaded), and nothing is ever unmapped.  Writable and present only where
+ * touched (no commit call per table); each table is made read-only once
+ * written. */
 #define TABLE_SPACE ((size_t)16 << 20)
 static char *table_base;
 static size_t table_used;
 
 void resolve_table_reserve(void)
 {
-	void *space;
-	if (os_map_lazy(TABLE_SPACE, &space) == 0)
+	void *space = arena_side_take(TABLE_SPACE);
+	if (space || os_map_lazy(TABLE_SPACE, &space) == 0)
 		table_base = space;
 }
 
@@ -91,11 +94,10 @@ static int table_space(size_t len, void **ret)
 	return os_map(len, ret);
 }
 
-/* The one writer of the table pointers (resolve_lock held, or start-up):
- * the page opened for the store, then closed; the code the new ranges
- * cover marked in site.c's read-only filter first, so a heap route cached
- * for a call site there is confirmed against them (site.h). */
-static void publish_table(struct range_table *_Atomic *tab, struct range_table *t)
+/* The code the new ranges cover marked in site.c's read-only filter before
+ * the table is published, so a heap route cached for a call site there is
+ * confirmed against them (site.h). */
+static void mark_ranges(const struct range_table *t)
 {
 	size_t i = 0;
 	while (i < t->n && site_policy_marked(t->r[i].start + 1, t->r[i].end + 1))
@@ -106,16 +108,34 @@ static void publish_table(struct range_table *_Atomic *tab, struct range_table *
 			site_policy_mark(t->r[i].start + 1, t->r[i].end + 1);
 		site_policy_close();
 	}
-	if (rro.s.frozen && os_protect_rw(&rro, sizeof(rro)) < 0)
+}
+
+/* The one writer of the table pointers (resolve_lock held, or start-up):
+ * the page opened for the store, then closed, unless the caller has it
+ * open (page_open: resolve_read.c's narrowing opens it with the filter's
+ * pages before it, one mprotect each way). */
+void resolve_store_table(struct range_table *_Atomic *tab, struct range_table *t, bool page_open)
+{
+	bool open = rro.s.frozen && !page_open;
+	if (open && os_protect_rw(&rro, sizeof(rro)) < 0)
 		fatal("malloc", "cannot open the policy's site tables");
 	atomic_store(tab, t);
-	if (rro.s.frozen && os_protect_ro(&rro, sizeof(rro)) < 0)
+	if (open && os_protect_ro(&rro, sizeof(rro)) < 0)
 		fatal("malloc", "cannot make the policy's site tables read-only again");
 }
 
 /* Publish c's ranges, with the current table's when keep_old, as a new
  * read-only table in *tab. */
 int resolve_merge(struct range_table *_Atomic *tab, struct collect *c, bool keep_old)
+{
+	struct range_table *t;
+	int r = resolve_merge_build(tab, c, keep_old, &t);
+	if (r == 0)
+		resolve_store_table(tab, t, false);
+	return r;
+}
+
+int resolve_merge_build(struct range_table *_Atomic *tab, struct collect *c, bool keep_old, struct range_table **ret)
 {
 	struct range_table *old = keep_old ? atomic_load(tab) : NULL;
 	size_t n = (old ? old->n : 0) + c->n;
@@ -133,8 +153,9 @@ int resolve_merge(struct range_table *_Atomic *tab, struct collect *c, bool keep
 	qsort(t->r, n, sizeof(struct range), range_cmp);
 	if (os_protect_ro(mem, len) < 0)
 		fatal("malloc", "cannot make a table of the policy's sites read-only");
-	publish_table(tab, t);
+	mark_ranges(t);
 	/* The old table stays mapped: a lookup may still be reading it. */
+	*ret = t;
 	return 0;
 }
 
