@@ -35,11 +35,8 @@
 pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
 #define OBJECTS_MAX 4096
 
-/* The objects already read, from the heap (a few dozen in most
- * processes: a static table of OBJECTS_MAX was a page of its own first
- * touched at the first read); resolve_lock held, or start-up. */
-static struct object_key *scanned;
-static size_t n_scanned, scanned_cap;
+static struct object_key scanned[OBJECTS_MAX];   /* objects already read */
+static size_t n_scanned;
 
 static int collect_symbol(void *ctx, const char *name, uintptr_t start, size_t size)
 {
@@ -62,15 +59,8 @@ bool resolve_already_read(uintptr_t base, const char *name)
 /* Remember obj as read (resolve_lock held, or start-up). */
 void resolve_mark_read(struct object_key obj)
 {
-	if (n_scanned == scanned_cap) {
-		size_t cap = scanned_cap ? scanned_cap * 2 : 32;
-		struct object_key *ns = cap <= OBJECTS_MAX ? heap_realloc(scanned, cap * sizeof(*ns)) : NULL;
-		if (!ns)
-			return;          /* not remembered: read again at its next first allocation */
-		scanned = ns;
-		scanned_cap = cap;
-	}
-	scanned[n_scanned++] = obj;
+	if (n_scanned < OBJECTS_MAX)
+		scanned[n_scanned++] = obj;
 }
 
 /* The call sites that offset rules name in one object (at path), into p.

@@ -378,8 +378,7 @@ static bool by_build_id(const char *id, struct symtab *ret)
  * share a few folders, and a failed open costs microseconds).  Only
  * symtab_open() uses it, whose callers serialise it. */
 #define ABSENT_MAX 16
-#define ABSENT_LEN 256
-static char *absent[ABSENT_MAX];     /* from the heap: a static 4 KiB was a page touched for one name */
+static char absent[ABSENT_MAX][256];
 static size_t n_absent;
 
 /* Whether the folder of path may hold it: false when it is known missing,
@@ -388,18 +387,18 @@ static bool folder_may_exist(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	size_t len = slash ? (size_t)(slash - path) : 0;
-	if (!slash || len >= ABSENT_LEN)
+	if (!slash || len >= sizeof(absent[0]))
 		return true;
 	for (size_t i = 0; i < n_absent; i++)
 		if (strncmp(absent[i], path, len) == 0 && absent[i][len] == '\0')
 			return false;
-	char dir[ABSENT_LEN];
+	char dir[sizeof(absent[0])];
 	memcpy(dir, path, len);
 	dir[len] = '\0';
 	if (access(dir, F_OK) == 0 || errno != ENOENT)
 		return true;
-	if (n_absent < ABSENT_MAX && (absent[n_absent] = heap_strdup(dir)) != NULL)
-		n_absent++;
+	if (n_absent < ABSENT_MAX)
+		memcpy(absent[n_absent++], dir, len + 1);
 	return false;
 }
 
