@@ -494,7 +494,7 @@ static void shim_init(void)
 
 	struct policy_image_buf in = { 0 };
 	/* The load (the daemon's answer, or the file's parse and compile) in
-	 * a mapping of its own, so that it leaves no holes in the program's
+	 * the shim's own memory, so that it leaves no holes in the program's
 	 * heap (scratch.c); what arming builds to keep, in the heap. */
 	scratch_begin();
 	int loaded = load_policy(started, exe, comm, &in);

@@ -23,30 +23,43 @@
  * live: that invariant is checked at the end, and a leak is kept mapped
  * (and said under PMALLOC_DEBUG), never left dangling.  Costs outside a
  * scope: a thread-local flag's test in heap_malloc and kin, a range compare
- * in heap_free and heap_realloc.  A scope that allocates costs an mmap and
- * a munmap; one that does not (no policy file, no daemon), nothing.
+ * in heap_free and heap_realloc.  A scope whose load fits in 16 KB costs no
+ * system call; a larger one an mmap and a munmap.
  */
 #include "scratch.h"
 #include "os.h"
 #include "stderr.h"
 
+#include <assert.h>
 #include <stdatomic.h>
 #include <string.h>
 
-/* The reservation: address space, not memory (os_map_lazy: not charged to
- * the commit limit, pages made as they are touched).  A policy file is at
- * most 1 MB (policy_load.c); libconfig's tree of one is some ten times
- * that.  Full, the scratch answers NULL and the heap serves the rest. */
+/* The first bytes of a load come from the shim's .bss (a python3 policy's
+ * load is 5 KB, pmallocd's image for /bin/true less): no mapping, no
+ * system call.  A larger load (nginx's proposal from a file: 411 KB)
+ * goes on in the reservation, address space, not memory (os_map_lazy:
+ * not charged to the commit limit, pages made as they are touched).  A
+ * policy file is at most 1 MB (policy_load.c); libconfig's tree of one is
+ * some ten times that.  Full, the scratch answers NULL and the heap serves
+ * the rest.  The .bss part serves one scope in a process's life (its
+ * bytes are zero only once). */
+#define SCRATCH_FIRST ((size_t)16 << 10)
 #define SCRATCH_MAX ((size_t)64 << 20)
 #define SCRATCH_ALIGN 16u
 
 __thread bool scratch_here __attribute__((tls_model("initial-exec")));
+char scratch_first[SCRATCH_FIRST] __attribute__((aligned(SCRATCH_ALIGN)));
+static_assert(sizeof(scratch_first) == SCRATCH_FIRST, "scratch.h's size");
 uintptr_t scratch_base;
 size_t scratch_len;
-static size_t used;             /* bytes handed out, headers included */
-static size_t last;             /* offset of the last block's header */
+static uintptr_t cur;           /* the region blocks are cut from: scratch_first or the mapping */
+static size_t cur_len;
+static size_t used;             /* bytes of it handed out, headers included */
+static size_t last;             /* offset of its last block's header */
+static size_t total;            /* bytes handed out in the scope */
 static _Atomic size_t live;     /* blocks handed out and not freed */
 static bool open_here;          /* a scope is open (on one thread) */
+static bool first_spent;        /* scratch_first served a scope already */
 
 /* Each block: its size in a header of SCRATCH_ALIGN bytes, then the bytes. */
 struct block {
@@ -58,26 +71,34 @@ void scratch_begin(void)
 {
 	if (open_here)
 		return;
-	used = last = 0;
+	cur = first_spent ? 0 : (uintptr_t)scratch_first;
+	cur_len = first_spent ? 0 : SCRATCH_FIRST;
+	used = last = total = 0;
 	atomic_store(&live, 0);
 	open_here = true;
 	scratch_here = true;
 }
 
-/* The mapping, made at the scope's first allocation: a process whose load
- * allocates nothing (no policy file, no daemon) makes no system call. */
-static bool mapped(void)
+/* need bytes in the current region, or else in the mapping, made at the
+ * first block that does not fit in the .bss part: a load of a few KB (or
+ * none: no policy file, no daemon) makes no system call. */
+static bool room(size_t need)
 {
 	static bool failed;
 	void *p = NULL;
-	if (scratch_base)
+	if (need <= cur_len - used)
 		return true;
-	if (failed || os_map_lazy(SCRATCH_MAX, &p) < 0) {
+	if (scratch_base || failed || need > SCRATCH_MAX)
+		return false;
+	if (os_map_lazy(SCRATCH_MAX, &p) < 0) {
 		failed = true;
 		return false;
 	}
 	scratch_len = SCRATCH_MAX;
 	scratch_base = (uintptr_t)p;
+	cur = scratch_base;
+	cur_len = SCRATCH_MAX;
+	used = last = 0;
 	return true;
 }
 
@@ -93,12 +114,15 @@ void scratch_end(void)
 		return;
 	scratch_here = false;
 	open_here = false;
+	first_spent = first_spent || cur == (uintptr_t)scratch_first || scratch_base;
 	size_t n = atomic_load(&live);
+	if (total)
+		debug_printf("the policy's load: %zu KB in the shim's own memory%s", total / 1024,
+			     scratch_base ? " (a mapping of its own)" : "");
 	if (!scratch_base)
 		return;
 	if (n) {
-		debug_printf("scratch: %zu allocations of the policy's load outlive it: its %zu KB kept mapped", n,
-			     used / 1024);
+		debug_printf("scratch: %zu allocations of the policy's load outlive it: its mapping kept", n);
 		return;
 	}
 	void *p = (void *)scratch_base;
@@ -110,29 +134,31 @@ void scratch_end(void)
 void *scratch_alloc(size_t size)
 {
 	size_t need = sizeof(struct block) + ((size + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1));
-	if (!scratch_here || size > SCRATCH_MAX || !mapped() || need > scratch_len - used)
+	if (!scratch_here || size > SCRATCH_MAX || !room(need))
 		return NULL;
-	struct block *b = (struct block *)(scratch_base + used);
+	struct block *b = (struct block *)(cur + used);
 	b->size = size;
 	last = used;
 	used += need;
+	total += need;
 	atomic_fetch_add(&live, 1);
-	return b + 1;                  /* fresh pages: zero */
+	return b + 1;                  /* never handed out before: zero */
 }
 
 void *scratch_realloc(void *p, size_t size)
 {
 	struct block *b = (struct block *)p - 1;
-	size_t off = (uintptr_t)b - scratch_base;
+	size_t off = (uintptr_t)b - cur;
 	if (!scratch_here)
 		return NULL;
 	size_t need = sizeof(*b) + ((size + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1));
-	if (off == last && size <= SCRATCH_MAX && need <= scratch_len - off) {
+	if (off == last && off < cur_len && size <= SCRATCH_MAX && need <= cur_len - off) {
 		/* The last block: grown or shrunk where it is.  What it grows
 		 * into was never handed out: zero. */
 		if (size < b->size)
 			memset((char *)p + size, 0, b->size - size);
 		b->size = size;
+		total = total - (used - off) + need;
 		used = off + need;
 		return p;
 	}

@@ -2,9 +2,9 @@
 /*
  * scratch.h - the policy's load in memory of its own (scratch.c): while a
  * thread holds the scope open, the shim's own allocations on that thread
- * (heap.h's heap_malloc and kin, the private libconfig's) come from one
- * mapping of the shim's, unmapped when the scope ends, never from the
- * program's heap.
+ * (heap.h's heap_malloc and kin, the private libconfig's) come from the
+ * shim's own memory (16 KB of .bss, then a mapping unmapped when the scope
+ * ends), never from the program's heap.
  */
 #ifndef PMALLOC_SCRATCH_H
 #define PMALLOC_SCRATCH_H
@@ -15,16 +15,18 @@
 
 /* This thread has the scope open (and not paused). */
 extern __thread bool scratch_here __attribute__((tls_model("initial-exec"), visibility("hidden")));
-/* The mapping, [scratch_base, scratch_base + scratch_len); 0 and 0 when
- * there is none. */
+/* Its memory: 16 KB of the shim's .bss, then a mapping, [scratch_base,
+ * scratch_base + scratch_len) (0 and 0 when there is none). */
+extern char scratch_first[16384] __attribute__((visibility("hidden")));
 extern uintptr_t scratch_base __attribute__((visibility("hidden")));
 extern size_t scratch_len __attribute__((visibility("hidden")));
 
-/* Was p handed out by the scratch (a range compare: what heap_free and
+/* Was p handed out by the scratch (two range compares: what heap_free and
  * heap_realloc ask of every pointer)? */
 static inline bool scratch_owns(const void *p)
 {
-	return (uintptr_t)p - scratch_base < scratch_len;
+	return (uintptr_t)p - (uintptr_t)scratch_first < sizeof(scratch_first) ||
+	       (uintptr_t)p - scratch_base < scratch_len;
 }
 
 /* Open the scope on this thread: its mapping made (when that fails, the

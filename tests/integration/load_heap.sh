@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # load_heap.sh - the shim loads its policy (a file's parse and compile, or
 # pmallocd's image) and arms it before main without leaving anything in the
-# program's heap: the load is in a mapping of its own (scratch.c), arming's
+# program's heap: the load is in the shim's own memory (scratch.c), arming's
 # working copy of the rules too, the ELF files' buffers in the shim's .bss.
 # Freed from the heap, that work left holes at its bottom which a server's
 # request buffers then split and merged at every request (nginx: 180
