@@ -48,6 +48,7 @@
 #define SCRATCH_ALIGN 16u
 
 __thread bool scratch_here __attribute__((tls_model("initial-exec")));
+__thread bool scratch_scope __attribute__((tls_model("initial-exec")));
 char scratch_first[SCRATCH_FIRST] __attribute__((aligned(SCRATCH_ALIGN)));
 static_assert(sizeof(scratch_first) == SCRATCH_FIRST, "scratch.h's size");
 uintptr_t scratch_base;
@@ -77,6 +78,7 @@ void scratch_begin(void)
 	atomic_store(&live, 0);
 	open_here = true;
 	scratch_here = true;
+	scratch_scope = true;
 }
 
 /* need bytes in the current region, or else in the mapping, made at the
@@ -113,6 +115,7 @@ void scratch_end(void)
 	if (!open_here)
 		return;
 	scratch_here = false;
+	scratch_scope = false;
 	open_here = false;
 	first_spent = first_spent || cur == (uintptr_t)scratch_first || scratch_base;
 	size_t n = atomic_load(&live);
@@ -172,7 +175,11 @@ void *scratch_realloc(void *p, size_t size)
 
 size_t scratch_size(const void *p)
 {
-	return ((const struct block *)p - 1)->size;
+	uintptr_t a = (uintptr_t)p;
+	size_t room = a - (uintptr_t)scratch_first < SCRATCH_FIRST ? (uintptr_t)scratch_first + SCRATCH_FIRST - a
+		      : scratch_base + scratch_len - a;
+	size_t size = ((const struct block *)p - 1)->size;
+	return size < room ? size : room;
 }
 
 void scratch_free(void *p)

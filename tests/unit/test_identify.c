@@ -96,8 +96,8 @@ START_TEST(test_identifies_its_peer)
 END_TEST
 
 /* The loop identifies a HELLO itself only while the worker waits
- * (server.c): idle once started, busy from a submit until the worker has
- * handed the job back and waits again; and without a worker, idle. */
+ * (server.c): idle once started, idle again once the worker has handed the
+ * job back and waits; and without a worker, idle. */
 START_TEST(test_idle)
 {
 	struct identify_job *j = identify_job_get(q), *back = NULL;
@@ -111,7 +111,9 @@ START_TEST(test_idle)
 	j->fd = sv[0];
 	j->pid = getpid();
 	identify_submit(q, j);
-	ck_assert(!identify_idle(q));
+	/* Busy now, unless the worker was quicker than this thread and is
+	 * asleep again already (its job in the done list): not asserted, a
+	 * race the worker may win (1 run in 6 here). */
 	while (!back)
 		back = wait_woken();
 	ck_assert_ptr_eq(back, j);
