@@ -464,8 +464,8 @@ _Atomic uint64_t fault_recheck_last;
 int fault_recheck(bool force)
 {
 	int fixed = 0;
-	uint64_t now = os_monotonic_ns(true), last = atomic_load_explicit(&fault_recheck_last, memory_order_relaxed);
-	if (!force && now - last < FAULT_RECHECK_EVERY_NS)
+	uint64_t now = os_monotonic_ns(true);
+	if (!force && !fault_recheck_due(now))
 		return 0;
 	atomic_store_explicit(&fault_recheck_last, now, memory_order_relaxed);
 	fault_install_lock_take();

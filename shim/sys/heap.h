@@ -82,7 +82,7 @@ extern union heap_page heap_page __attribute__((visibility("hidden")));
 /* The shim's own allocations, by name: straight to the heap, never through
  * the malloc family the shim exports to the program (interpose.c), whose
  * routing would otherwise have to be told to keep out; on the thread that
- * loads the policy, from the load's own mapping instead (scratch.h).  What
+ * loads the policy, from the load's own memory instead (scratch.h).  What
  * they return is freed with heap_free. */
 static inline void *heap_malloc(size_t size)
 {
