@@ -68,6 +68,13 @@ struct block {
 	size_t pad;
 };
 
+/* What a block of size bytes takes, its header included (size is at most
+ * SCRATCH_MAX: no overflow). */
+static size_t block_need(size_t size)
+{
+	return sizeof(struct block) + ALIGN_UP(size, SCRATCH_ALIGN);
+}
+
 void scratch_begin(void)
 {
 	if (open_here)
@@ -117,7 +124,7 @@ void scratch_end(void)
 	scratch_here = false;
 	scratch_scope = false;
 	open_here = false;
-	first_spent = first_spent || cur == (uintptr_t)scratch_first || scratch_base;
+	first_spent = first_spent || total;        /* a block was cut: its bytes no longer zero */
 	size_t n = atomic_load(&live);
 	if (total)
 		debug_printf("the policy's load: %zu KB in the shim's own memory%s", total / 1024,
@@ -136,8 +143,10 @@ void scratch_end(void)
 
 void *scratch_alloc(size_t size)
 {
-	size_t need = sizeof(struct block) + ((size + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1));
-	if (!scratch_here || size > SCRATCH_MAX || !room(need))
+	if (!scratch_here || size > SCRATCH_MAX)
+		return NULL;
+	size_t need = block_need(size);
+	if (!room(need))
 		return NULL;
 	struct block *b = (struct block *)(cur + used);
 	b->size = size;
@@ -152,10 +161,10 @@ void *scratch_realloc(void *p, size_t size)
 {
 	struct block *b = (struct block *)p - 1;
 	size_t off = (uintptr_t)b - cur;
-	if (!scratch_here)
+	if (!scratch_here || size > SCRATCH_MAX)
 		return NULL;
-	size_t need = sizeof(*b) + ((size + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1));
-	if (off == last && off < cur_len && size <= SCRATCH_MAX && need <= cur_len - off) {
+	size_t need = block_need(size);
+	if (off == last && off < cur_len && need <= cur_len - off) {
 		/* The last block: grown or shrunk where it is.  What it grows
 		 * into was never handed out: zero. */
 		if (size < b->size)
