@@ -18,7 +18,8 @@
  * (site.h's read-only closed byte) and no reload window taking the main
  * thread's allocations (reload.h): then every allocation goes to the
  * heap.  A load and, only then, a call that reads the reload page.  The
- * one test of it: interpose.c's inline paths and route_slow. */
+ * one test of it: interpose.c's inline paths, route_slow and trigger.c's
+ * short wait path. */
 static inline bool route_heap_is_truth(void)
 {
 	return site_policy_closed() && !reload_open();

@@ -37,6 +37,7 @@
 #include "resolve.h"
 #include "rules_msg.h"
 #include "reload.h"
+#include "route.h"
 #include "take.h"
 #include "hooks.h"
 #include "site.h"
@@ -420,9 +421,9 @@ int trigger_protect_named(const char *name)
 	return -1;
 }
 
-/* A wait of a process that serves: every pool closed (the read-only
- * byte, site.h), routing quiet (the heap's read-only page), no reload
- * window (reload.h), an enforce policy with no orders to read at calls
+/* A wait of a process that serves: routing quiet (the heap's read-only
+ * page), every pool closed and no reload window (route.h's
+ * route_heap_is_truth: site.h's read-only byte, reload.h), an enforce policy with no orders to read at calls
  * (the state, read-only): trigger_call would find nothing to do but the
  * fault handler's look, at most once a second, which the clock says is
  * not due.  Only read-only words decide it, so no forged word sends a wait
@@ -433,7 +434,7 @@ int trigger_protect_named(const char *name)
 static inline bool wait_is_lean(void)
 {
 	const struct shim_state *st = shim;
-	if (!st || !st->lean_waits || !site_policy_closed() || heap_page.routed || reload_open())
+	if (!st || !st->lean_waits || heap_page.routed || !route_heap_is_truth())
 		return false;
 	return !fault_recheck_due(os_monotonic_ns(true));
 }
