@@ -46,6 +46,10 @@ start() {
 }
 send() { local fd="fd_$1"; printf '%s\n' "$2" >&"${!fd}"; }
 lines() { grep -c "$2" "$T/$1.out"; }
+# has NAME PATTERN N: NAME's output has N lines matching PATTERN, counted at
+# each of wait_until's tries (a $(lines ...) in its arguments is counted
+# once, before the first: it raced the reader on a loaded machine).
+has() { [ "$(lines "$1" "$2")" = "$3" ]; }
 
 start single
 single=${PIDS[0]}
@@ -78,7 +82,7 @@ pass "the timer thread protected the threaded process at its deadline"
 
 # The single-threaded one: its next read returns past the deadline.
 send single threads
-wait_until 100 [ "$(lines single '^threads')" = 2 ] || fail "single: no answer: $(cat "$T/single.out" "$T/single.err")"
+wait_until 100 has single '^threads' 2 || fail "single: no answer: $(cat "$T/single.out" "$T/single.err")"
 grep -q 'made read-only (on-wait:fallback)' "$T/single.err" ||
 	fail "single: its read past the deadline did not protect: $(cat "$T/single.err")"
 [ "$(sed -n '$p' "$T/single.out")" = 'threads 1' ] || fail "single: a thread appeared: $(cat "$T/single.out")"
@@ -105,7 +109,7 @@ send quiet poll
 wait_until 100 grep -q 'allocations routed again (a reload)' "$T/quiet.err" ||
 	fail "quiet: a reload's signal did not put routing back: $(cat "$T/quiet.err")"
 send quiet alloc
-wait_until 100 [ "$(lines quiet '^allocated')" = 2 ] || fail "quiet: an allocation in the reload: $(cat "$T/quiet.out" "$T/quiet.err")"
+wait_until 100 has quiet '^allocated' 2 || fail "quiet: an allocation in the reload: $(cat "$T/quiet.out" "$T/quiet.err")"
 send quiet poll
 wait_until 100 grep -q 'reload 1 done' "$T/quiet.err" || fail "quiet: the reload window did not end: $(cat "$T/quiet.err")"
 send quiet write-last
