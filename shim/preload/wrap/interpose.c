@@ -443,10 +443,12 @@ PMALLOC_EXPORT void *pvalloc(size_t size)
 	return aligned_from(ps, total, CALLER(), SLOT());
 }
 
+/* 6 instructions: NULL is not in the arena, and goes to the heap's own,
+ * which answers 0 for it (glibc, jemalloc, tcmalloc and mimalloc alike):
+ * redis asks 9 times a request, and a test of its own here cost it 18
+ * instructions a request. */
 PMALLOC_EXPORT size_t malloc_usable_size(void *p)
 {
-	if (!p)
-		return 0;
 	if (arena_contains(p))
 		return pool_usable_size(p, "malloc_usable_size");
 	return heap_next.usable_size(p);
