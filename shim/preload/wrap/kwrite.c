@@ -294,12 +294,18 @@ static cold ssize_t no_libc(void)
  * by the slow path, as the slow path itself does.  The exported function
  * is the two compares and a tail call, as without the shim (the rest in
  * name##_mid, out of line: inline, its registers were saved and restored
- * around every call, 20 instructions); names: the parameters' names; slow
- * names the caller's address ra_. */
+ * around every call, 20 instructions; libc's entry looked up there too
+ * when the table has none yet, before the constructor: a call on the
+ * exported function's path kept a register and the stack for it, 6
+ * instructions of redis's every read); names: the parameters' names; slow
+ * names the caller's address ra_, and takes the arguments in the exported
+ * function's order, fn and ra_ after them (no register moved for it). */
 #define KW_UNPAREN(...) __VA_ARGS__
 #define KW_WRAP_AGAIN(name, lib, params, names, args, may_touch, touches, again, slow) \
-	static __attribute__((noinline)) ssize_t name##_mid(lib##_fn fn, uintptr_t ra_, KW_UNPAREN params) \
+	static __attribute__((noinline)) ssize_t name##_mid(KW_UNPAREN params, lib##_fn fn, uintptr_t ra_) \
 	{ \
+		if (unlikely(!fn) && !(fn = REAL(lib, lib##_fn))) \
+			return no_libc(); \
 		if (!(touches)) { \
 			ssize_t r_ = fn args; \
 			if (unlikely(r_ < 0) && errno == EFAULT && (again)) \
@@ -311,13 +317,11 @@ static cold ssize_t no_libc(void)
 	} \
 	PMALLOC_EXPORT ssize_t name params \
 	{ \
-		lib##_fn fn = REAL(lib, lib##_fn); \
-		if (unlikely(!fn)) \
-			return no_libc(); \
-		if (likely(!(may_touch)) && \
+		lib##_fn fn = libc_ro.s.fn[LIBC_FN_##lib]; \
+		if (likely(fn) && likely(!(may_touch)) && \
 		    likely(!atomic_load_explicit(&core_deferred_pending, memory_order_relaxed))) \
 			return fn args; \
-		return name##_mid(fn, CALLER(), KW_UNPAREN names); \
+		return name##_mid(KW_UNPAREN names, fn, CALLER()); \
 	}
 
 /* Any byte of [p, p+len) in protected pool memory (or being protected:
