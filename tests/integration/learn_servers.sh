@@ -107,6 +107,7 @@ cycle() {
 	# What liblearn_inject.so said (a worker's stderr is the server's output).
 	inject_said() { cat "$T/inject" "$T"/*/out 2>/dev/null | grep learn_inject; }
 	not_found() { inject_said | grep -q 'not found in protected memory'; }
+	wrote() { inject_said | grep -q 'learn_inject: writing at'; }
 	for needle in $needles; do
 		for n in "$T"/*/out; do [ -e "$n" ] && : >"$n"; done
 		since=@$(date +%s.%6N)
@@ -120,11 +121,14 @@ cycle() {
 		for n in $(seq 20); do
 			killed && break
 			not_found && break
+			wrote && break
 			# A load the write cut short waits for answers that never
 			# come: bounded by seconds, not by the load's own 30.
 			LOAD_TIMEOUT=3 $load >/dev/null 2>&1 || true
 		done
-		not_found || wait_until 50 killed || true
+		# A write made is a kill to come: its journal entry, which a loaded
+		# machine may take seconds to store, waited for up to 20 s.
+		if wrote; then wait_until 400 killed || true; else not_found || wait_until 50 killed || true; fi
 		stop_server
 		journal_sync
 		v=$(journalctl --no-pager -o json --since "$since" MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$exe" PMALLOC_POLICY="$POLICY" | head -n 1)
