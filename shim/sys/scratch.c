@@ -30,7 +30,6 @@
 #include "os.h"
 #include "stderr.h"
 
-#include <assert.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -43,14 +42,12 @@
  * some ten times that.  Full, the scratch answers NULL and the heap serves
  * the rest.  The .bss part serves one scope in a process's life (its
  * bytes are zero only once). */
-#define SCRATCH_FIRST ((size_t)16 << 10)
 #define SCRATCH_MAX ((size_t)64 << 20)
 #define SCRATCH_ALIGN 16u
 
 __thread bool scratch_here __attribute__((tls_model("initial-exec")));
 __thread bool scratch_scope __attribute__((tls_model("initial-exec")));
 char scratch_first[SCRATCH_FIRST] __attribute__((aligned(SCRATCH_ALIGN)));
-static_assert(sizeof(scratch_first) == SCRATCH_FIRST, "scratch.h's size");
 uintptr_t scratch_base;
 size_t scratch_len;
 static uintptr_t cur;           /* the region blocks are cut from: scratch_first or the mapping */

@@ -22,7 +22,8 @@ extern __thread bool scratch_here __attribute__((tls_model("initial-exec"), visi
 extern __thread bool scratch_scope __attribute__((tls_model("initial-exec"), visibility("hidden")));
 /* Its memory: 16 KB of the shim's .bss, then a mapping, [scratch_base,
  * scratch_base + scratch_len) (0 and 0 when there is none). */
-extern char scratch_first[16384] __attribute__((visibility("hidden")));
+#define SCRATCH_FIRST ((size_t)16 << 10)
+extern char scratch_first[SCRATCH_FIRST] __attribute__((visibility("hidden")));
 extern uintptr_t scratch_base __attribute__((visibility("hidden")));
 extern size_t scratch_len __attribute__((visibility("hidden")));
 
