@@ -157,13 +157,22 @@ void resolve_collect_functions(struct collect *c, const struct applicable *a, co
 		debug_printf("cannot read symbols of %s: %s", path, strerror(-r));
 }
 
-/* Publish what was collected of one object and remember it as read, unless
- * another thread did first (resolve_lock held).  false when it did. */
-bool resolve_publish(struct collect *c, struct collect *p)
+/* c's object remembered as read, unless another thread did first
+ * (resolve_lock held): false then, and nothing of c is to be published. */
+static bool claim_read(const struct collect *c)
 {
 	if (resolve_already_read(c->obj.base, c->obj.name))
 		return false;
 	resolve_mark_read(c->obj);
+	return true;
+}
+
+/* Publish what was collected of one object and remember it as read, unless
+ * another thread did first (resolve_lock held).  false when it did. */
+bool resolve_publish(struct collect *c, struct collect *p)
+{
+	if (!claim_read(c))
+		return false;
 	if (p && p->n)
 		resolve_merge(&points, p, true);
 	return c->n && resolve_merge(&table, c, true) == 0;
@@ -172,10 +181,7 @@ bool resolve_publish(struct collect *c, struct collect *p)
 bool resolve_publish_built(struct collect *c, struct range_table **ret)
 {
 	*ret = NULL;
-	if (resolve_already_read(c->obj.base, c->obj.name))
-		return false;
-	resolve_mark_read(c->obj);
-	return c->n && resolve_merge_build(&table, c, true, ret) == 0;
+	return claim_read(c) && c->n && resolve_merge_build(&table, c, true, ret) == 0;
 }
 
 /* Said outside the lock: nothing that may call out runs under it. */
