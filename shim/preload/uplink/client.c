@@ -180,30 +180,45 @@ int client_wait(unsigned int timeout_ms, void **ret_image, size_t *ret_len, uint
 {
 	if (pending_fd < 0)
 		return -ENOTCONN;
-	char *buf = heap_malloc(PMW_MAX_MSG + 1);
-	if (!buf)
-		return -ENOMEM;
-	uint64_t deadline = os_monotonic_ns(false) / 1000000u + timeout_ms;
+	uint64_t deadline = 0;
 	ssize_t n;
+	char peek;
 	int r;
+	/* The answer's length first (MSG_PEEK | MSG_TRUNC: the packet stays),
+	 * then a buffer of that size: an answer (224 bytes for /bin/true's
+	 * policy, 272 for python3's) then fits the load's first bytes in .bss
+	 * (scratch.c), where a buffer for the largest packet took a 64 MiB
+	 * reservation, its munmap and a page fault of every process pmallocd
+	 * served (one system call more here: the peek).  The clock is read
+	 * only when the answer is not there yet. */
 	for (;;) {
-		n = os_recv(pending_fd, buf, PMW_MAX_MSG + 1, MSG_TRUNC);
+		n = os_recv(pending_fd, &peek, 1, MSG_PEEK | MSG_TRUNC);
 		if (n != -EAGAIN)
 			break;
 		uint64_t now = os_monotonic_ns(false) / 1000000u;
-		if (now >= deadline) {
-			heap_free(buf);
+		if (!deadline)
+			deadline = now + timeout_ms;
+		if (now >= deadline)
 			return -ETIMEDOUT;
-		}
 		short revents;
 		uint64_t left_ms = deadline - now;
 		(void)os_wait_fd(pending_fd, POLLIN, left_ms > INT_MAX ? INT_MAX : (int)left_ms, &revents);
 	}
-	r = n < 0 ? (int)n : read_answer(buf, n, ret_image, ret_len, ret_generation);
+	/* Larger than any message: taken (and dropped) in a buffer one byte
+	 * over the limit, which the decoder refuses as it always did. */
+	size_t len = n <= 0 ? 1 : (size_t)n < PMW_MAX_MSG + 1 ? (size_t)n : PMW_MAX_MSG + 1;
+	char *buf = heap_malloc(len);
+	if (!buf) {
+		client_abandon();
+		return -ENOMEM;
+	}
+	if (n > 0)
+		n = os_recv(pending_fd, buf, len, MSG_TRUNC | MSG_DONTWAIT);
+	r = n < 0 ? (int)n : n == 0 ? -ECONNRESET : read_answer(buf, n, ret_image, ret_len, ret_generation);
 	/* No stale copy of the policy is left in writable memory: the one the
 	 * shim reads is the read-only copy init.c makes. */
 	if (n > 0)
-		explicit_bzero(buf, (size_t)n < PMW_MAX_MSG + 1 ? (size_t)n : PMW_MAX_MSG + 1);
+		explicit_bzero(buf, (size_t)n < len ? (size_t)n : len);
 	heap_free(buf);
 	if (r < 0) {
 		client_abandon();
