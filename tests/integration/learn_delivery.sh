@@ -44,7 +44,9 @@ chmod 644 "$T/learn.conf"
 
 # start: the program, its input on fd 3 (a fifo), its pid in PID.
 start() {
-	rm -f "$T/in"
+	# A "ready" left by the last start must not pass for this one's: the
+	# program opens its output only once the fifo has a writer.
+	rm -f "$T/in" "$T/out" "$T/err"
 	mkfifo "$T/in"
 	PMALLOC_CONF=${CONF:-$T/learn.conf} LD_PRELOAD=$SHIM "$exe" <"$T/in" >"$T/out" 2>"$T/err" &
 	PID=$!

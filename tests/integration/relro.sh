@@ -68,6 +68,9 @@ perms_of() {  # PID SYM
 for conf in "$NOFILE" "$T/relro.conf"; do
 	what="no policy"; [ "$conf" = "$NOFILE" ] || what="a policy armed and protected"
 	mkfifo "$T/in.$$"
+	# The last round's "ready" must not pass for this one's: the program
+	# opens its output only once the fifo has a writer (below).
+	rm -f "$T/out" "$T/err"
 	LD_PRELOAD=$SHIM PMALLOC_SOCKET=$SOCK PMALLOC_CONF=$conf "$HOST" <"$T/in.$$" >"$T/out" 2>"$T/err" &
 	pid=$!
 	exec 9>"$T/in.$$"
