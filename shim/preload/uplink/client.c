@@ -204,17 +204,20 @@ int client_wait(unsigned int timeout_ms, void **ret_image, size_t *ret_len, uint
 		uint64_t left_ms = deadline - now;
 		(void)os_wait_fd(pending_fd, POLLIN, left_ms > INT_MAX ? INT_MAX : (int)left_ms, &revents);
 	}
+	if (n <= 0) {               /* an error, or the daemon closed without answering */
+		client_abandon();
+		return n < 0 ? (int)n : -ECONNRESET;
+	}
 	/* Larger than any message: taken (and dropped) in a buffer one byte
 	 * over the limit, which the decoder refuses as it always did. */
-	size_t len = n <= 0 ? 1 : (size_t)n < PMW_MAX_MSG + 1 ? (size_t)n : PMW_MAX_MSG + 1;
+	size_t len = (size_t)n < PMW_MAX_MSG + 1 ? (size_t)n : PMW_MAX_MSG + 1;
 	char *buf = heap_malloc(len);
 	if (!buf) {
 		client_abandon();
 		return -ENOMEM;
 	}
-	if (n > 0)
-		n = os_recv(pending_fd, buf, len, MSG_TRUNC | MSG_DONTWAIT);
-	r = n < 0 ? (int)n : n == 0 ? -ECONNRESET : read_answer(buf, n, ret_image, ret_len, ret_generation);
+	n = os_recv(pending_fd, buf, len, MSG_TRUNC | MSG_DONTWAIT);
+	r = n < 0 ? (int)n : read_answer(buf, n, ret_image, ret_len, ret_generation);
 	/* No stale copy of the policy is left in writable memory: the one the
 	 * shim reads is the read-only copy init.c makes. */
 	if (n > 0)
