@@ -88,9 +88,12 @@ D=${FAKE_DIR:?}
 pid=$(cat "$D/pid" 2>/dev/null) rsig=$(cat "$D/reload" 2>/dev/null) ssig=$(cat "$D/stop" 2>/dev/null)
 start_of() { cut -d')' -f2- "/proc/$1/stat" 2>/dev/null | cut -d' ' -f21; }
 [ -z "$pid" ] || [ -s "$D/start" ] || start_of "$pid" >"$D/start"
+# Its state and start time from one read of its stat: read from two files,
+# a zombie reaped between the reads was taken for alive (stat read, status
+# gone), and a stop that had worked failed.
 alive() {
-	s=$(start_of "$pid")
-	[ -n "$s" ] && [ "$s" = "$(cat "$D/start" 2>/dev/null)" ] && ! grep -q '^State:.Z' "/proc/$pid/status" 2>/dev/null
+	set -- $(cut -d')' -f2- "/proc/$pid/stat" 2>/dev/null)
+	[ $# -ge 20 ] && [ "$1" != Z ] && [ "$1" != X ] && [ "${20}" = "$(cat "$D/start" 2>/dev/null)" ]
 }
 case $1 in
 show)

@@ -5,7 +5,7 @@
  * at each reload), a table (load_types, built once) and a cache
  * (init_cache), all only read while serving; listen() on 127.0.0.1 (port
  * 0: the kernel chooses); the port goes to PORTFILE and the pid to
- * PIDFILE; then WORKERS children wait in poll() and accept connections,
+ * PIDFILE; then WORKERS children wait in ppoll() and accept connections,
  * each a line:
  *   "get\n"  answers the configuration's name and a type (reads only)
  *   "set\n"  writes the cache (the path a learn load never sent), answers "set"
@@ -90,11 +90,16 @@ static void on_signal(int sig)
 		term = 1;
 }
 
+/* SIGTERM stays blocked but in ppoll(), which takes it with the wait: a
+ * TERM between the look at term and a plain poll() left the worker in it
+ * for good, and the master waiting for it. */
 static void serve(int lfd)
 {
+	sigset_t waiting;
+	sigemptyset(&waiting);
 	while (!term) {
 		struct pollfd p = { .fd = lfd, .events = POLLIN };
-		if (poll(&p, 1, -1) <= 0)
+		if (ppoll(&p, 1, NULL, &waiting) <= 0)
 			continue;                /* EINTR: term is looked at */
 		int fd = accept(lfd, NULL, NULL);
 		if (fd < 0)
@@ -121,11 +126,12 @@ static pid_t spawn(int lfd)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
-		sigset_t none;
-		sigemptyset(&none);
+		sigset_t term_only;
+		sigemptyset(&term_only);
+		sigaddset(&term_only, SIGTERM);
 		signal(SIGHUP, SIG_IGN);
 		signal(SIGCHLD, SIG_DFL);
-		sigprocmask(SIG_SETMASK, &none, NULL);
+		sigprocmask(SIG_SETMASK, &term_only, NULL);   /* taken in ppoll() only */
 		serve(lfd);
 	}
 	return pid;
