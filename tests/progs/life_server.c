@@ -92,7 +92,10 @@ static void on_signal(int sig)
 
 /* SIGTERM stays blocked but in ppoll(), which takes it with the wait: a
  * TERM between the look at term and a plain poll() left the worker in it
- * for good, and the master waiting for it. */
+ * for good, and the master waiting for it.  The listening socket is
+ * non-blocking (as nginx's): both workers wake for one connection, and
+ * the one that finds it taken must come back here, not wait in accept()
+ * with SIGTERM blocked. */
 static void serve(int lfd)
 {
 	sigset_t waiting;
@@ -101,9 +104,9 @@ static void serve(int lfd)
 		struct pollfd p = { .fd = lfd, .events = POLLIN };
 		if (ppoll(&p, 1, NULL, &waiting) <= 0)
 			continue;                /* EINTR: term is looked at */
-		int fd = accept(lfd, NULL, NULL);
+		int fd = accept(lfd, NULL, NULL);    /* a blocking socket, the listener's flag not inherited */
 		if (fd < 0)
-			continue;
+			continue;                /* EAGAIN: the other worker took it */
 		char buf[64];
 		ssize_t n = read(fd, buf, sizeof(buf) - 1);
 		if (n > 0) {
@@ -157,7 +160,7 @@ int main(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGCHLD, &sa, NULL);
-	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(a);
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 64) < 0 ||
