@@ -109,6 +109,9 @@ fi
 sites_of "$CONF" >"$T/sites.audit"
 grep -q 'init_cache' "$T/sites.audit" && grep -q 'load_types' "$T/sites.audit" ||
 	fail "proposal: want load_types and init_cache: $(cat "$T/sites.audit")"
+# What libc allocates when the shim starts a thread of its own (its timer,
+# at the listen) is the shim's: never learned, never a site.
+! grep -q 'libpmalloc_shim' "$T/sites.audit" || fail "proposal: a site in the shim itself: $(cat "$T/sites.audit")"
 daemon_reload
 "$CTL" status --socket "$SOCK" | grep -q '^  life_server: audit  (exe ' || fail "status does not show the stage: $("$CTL" status --socket "$SOCK")"
 pass "propose: mode audit by default (status says the stage), sites $(tr '\n' ' ' <"$T/sites.audit")"

@@ -748,7 +748,9 @@ static void *flusher_main(void *arg)
 }
 
 /* A detached thread of the shim's, every signal blocked (the program's
- * handlers never run on it), a small stack. */
+ * handlers never run on it), a small stack.  What libc allocates to make
+ * it is the shim's: made busy, to the heap, never learned (as the
+ * trigger's threads, trigger.c). */
 static void flusher_start(void)
 {
 	if (atomic_exchange(&flusher, 1))
@@ -768,7 +770,10 @@ static void flusher_start(void)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);   /* the flush's frames and the unwinder's */
-	if (create(&t, &attr, flusher_main, NULL) == 0) {
+	int busy = shim_busy_enter();
+	int created = create(&t, &attr, flusher_main, NULL);
+	shim_busy_leave(busy);
+	if (created == 0) {
 		pthread_setname_np(t, "pmalloc-learn");
 	} else {
 		/* haproxy's workers set RLIMIT_NPROC to 0 (no fork, no thread):

@@ -637,7 +637,12 @@ static void *timer_main(void *arg)
 }
 
 /* A detached thread of the shim's, with every signal blocked (the
- * program's handlers never run on it); false when it could not start. */
+ * program's handlers never run on it); false when it could not start.
+ * What libc allocates to make it (the thread's TLS vector: ld.so's calloc)
+ * is the shim's, not the program's: made with shim_busy set, it goes to
+ * the heap, unrouted and unlearned.  Learned, it was proposed as a site of
+ * the program's, "libpmalloc_shim.so:shim_thread" (a timer started at a
+ * server's listen). */
 static bool shim_thread(void *(*fn)(void *), const char *name)
 {
 	typedef int (*create_t)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
@@ -655,7 +660,9 @@ static bool shim_thread(void *(*fn)(void *), const char *name)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 64 * 1024);
+	int busy = shim_busy_enter();
 	bool ok = create && create(&t, &attr, fn, NULL) == 0;
+	shim_busy_leave(busy);
 	if (ok)
 		pthread_setname_np(t, name);
 	pthread_attr_destroy(&attr);
