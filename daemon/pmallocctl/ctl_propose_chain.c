@@ -129,6 +129,19 @@ static bool by_name_ok(const struct pframe *f)
 	return function_ok(f) && object_glob(f);
 }
 
+/* The shim's own code: never a choice nor a site, nor looked through (the
+ * shim never routes from its own object).  A chain that reaches it from
+ * the allocator up is libc's own bookkeeping for a call through one of
+ * the shim's interposers (the TLS vector pthread_create allocates, which
+ * ld.so writes again as modules with TLS load), or one of the shim's own
+ * threads as an older shim learned it: never a program's start-up data.
+ * Proposed, they were sites such as "libpmalloc_shim.so:pthread_create"
+ * (redis's proposal). */
+static bool in_shim(const struct pframe *f)
+{
+	return strncmp(base_name(f->object), "libpmalloc_shim.so", 18) == 0;
+}
+
 /* A call can be named when its object can, or its build-id can stand for it. */
 static bool by_call_ok(const struct pframe *f)
 {
@@ -200,6 +213,10 @@ static int choose_wrappers(struct pset *s, const char *pool)
 		for (d = 0; d < c->n; d++) {
 			const struct pframe *f = &c->f[d];
 			size_t n = name_key(s, c, f, false), k = call_key(s, c, f, false);
+			if (in_shim(f)) {
+				d = c->n;
+				break;
+			}
 			if ((by_name_ok(f) && !s->ks[n].dirty) || (by_call_ok(f) && !s->ks[k].dirty))
 				break;
 			if (!function_ok(f) && !by_call_ok(f)) {
@@ -262,6 +279,8 @@ static void choose_sites(struct pset *s, const char *pool)
 		for (size_t d = 0; d < c->n && c->site < 0; d++)
 			if (!wrapped(s, c, &c->f[d]))
 				c->site = (ssize_t)d;
+		if (c->site >= 0 && in_shim(&c->f[c->site]))
+			c->site = -1;
 		if (c->site < 0)
 			continue;
 		size_t n = name_key(s, c, &c->f[c->site], false), k = call_key(s, c, &c->f[c->site], false);

@@ -263,10 +263,51 @@ START_TEST(test_wrappers_in_the_element_written)
 }
 END_TEST
 
+/* The shim's own code is never a site, nor looked through: what libc
+ * allocates for a program's thread through the shim's pthread_create (ld.so
+ * writes that TLS vector again) and for one of the shim's own threads (as
+ * an older shim learned it) stays out; the program's own site beside them
+ * is proposed. */
+#define SHIM_FR(off, fn) "/usr/lib/libpmalloc_shim.so.0@" BID "+0x" off "=" fn
+#define LIBC_FR(off, fn) "/lib/libc.so.6@" BID "+0x" off "=" fn
+START_TEST(test_never_a_site_in_the_shim)
+{
+	struct pset *s = pset_new();
+	ck_assert_ptr_nonnull(s);
+	struct pcounts dtv = counts(2, 576, 0, 0, 2, 576), timer = counts(1, 288, 0, 0, 1, 288),
+		       conf = counts(3, 300, 0, 0, 3, 300), later = counts(1, 288, 0, 0, 1, 288);
+	/* libc's frames are passed by a written chain too (a thread the
+	 * program makes while serving), as in a server's learning. */
+	later.written = true;
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", LIBC_FR("10", "allocate_dtv") " " LIBC_FR("20",
+				  "__pthread_create_2_1") " " SHIM_FR("30", "pthread_create") " " FR("300",
+				  "handle") " " FR("930", "main"), &later), 0);
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", LIBC_FR("10", "allocate_dtv") " " LIBC_FR("20",
+				  "__pthread_create_2_1") " " SHIM_FR("30", "pthread_create") " " FR("200",
+				  "start_workers") " " FR("900", "main"), &dtv), 0);
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", LIBC_FR("10", "allocate_dtv") " " LIBC_FR("20",
+				  "__pthread_create_2_1") " " SHIM_FR("40", "shim_thread") " " SHIM_FR("50", "listen") " "
+				  FR("910", "main"), &timer), 0);
+	ck_assert_int_eq(pset_add(s, "learned", "on-wait", FR("100", "parse_config") " " FR("920", "main"), &conf),
+			 0);
+	char *pools = NULL, *total = NULL;
+	render(s, &pools, &total);
+	ck_assert_msg(!strstr(pools, "libpmalloc_shim"), "%s", pools);
+	ck_assert_msg(!strstr(pools, "libc.so.6:"), "%s", pools);
+	ck_assert_msg(!strstr(pools, "start_workers") && !strstr(pools, "\"app:main\""), "%s", pools);
+	ck_assert_msg(strstr(pools, "\"app:parse_config\""), "%s", pools);
+	ck_assert_msg(strstr(total, "# protected: 300 bytes live in 1 sites;"), "%s", total);
+	free(pools);
+	free(total);
+	pset_free(s);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("propose");
 	TEST_ADD(test_case(s, "counts", 0), test_split, test_clean, test_render,
-		 test_max_bytes_counts_early, test_site_weighs_early_together, test_wrappers_in_the_element_written);
+		 test_max_bytes_counts_early, test_site_weighs_early_together, test_wrappers_in_the_element_written,
+		 test_never_a_site_in_the_shim);
 	return test_run_suite(s);
 }
