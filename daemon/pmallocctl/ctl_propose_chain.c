@@ -212,11 +212,11 @@ static int choose_wrappers(struct pset *s, const char *pool)
 		size_t d;
 		for (d = 0; d < c->n; d++) {
 			const struct pframe *f = &c->f[d];
-			size_t n = name_key(s, c, f, false), k = call_key(s, c, f, false);
 			if (in_shim(f)) {
 				d = c->n;
 				break;
 			}
+			size_t n = name_key(s, c, f, false), k = call_key(s, c, f, false);
 			if ((by_name_ok(f) && !s->ks[n].dirty) || (by_call_ok(f) && !s->ks[k].dirty))
 				break;
 			if (!function_ok(f) && !by_call_ok(f)) {
