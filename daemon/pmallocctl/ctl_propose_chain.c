@@ -29,7 +29,9 @@
  * max_bytes counts.  A site by name past the POLICY_OBJECT_NAME_RULES_MAX
  * the shim applies to its object (counting every pool's wrappers by name,
  * which fit every object) is written as its calls, pinned (offsets have no
- * limit), never as a name the shim would drop.  Must never propose a site that a written or late
+ * limit), never as a name the shim would drop.  Neither the shim's frames
+ * nor glibc's are ever a choice or a site, and what glibc allocated for
+ * itself is never proposed (in_glibc).  Must never propose a site that a written or late
  * chain reaches, or one that freed while serving; never write a value
  * into the text but through ctl_conf_quote().  Costs: one hash lookup per
  * frame per step (a few thousand contexts of 16 frames for a server:
@@ -142,6 +144,77 @@ static bool in_shim(const struct pframe *f)
 	return strncmp(base_name(f->object), "libpmalloc_shim.so", 18) == 0;
 }
 
+/* The C library and the loader (glibc's objects: libc, ld.so, the
+ * libraries split from libc, the name-service and gconv modules).  What
+ * they allocate for themselves is their state, not the program's: the
+ * name-service module records a first lookup allocates for every module
+ * nsswitch.conf names (written when a later lookup first needs one), the
+ * link maps a dlopen adds to (the next dlopen writes the last), the time
+ * zone's strings (appended to when the zone changes), the locale's,
+ * environ's array (setenv), FILE buffers.  glibc writes that state on
+ * events of its own, which a learn run sees only if its load happened to
+ * cause them: proposed, it killed the program at the first such event
+ * (tests/integration/learn_libc_state.sh).  So a glibc frame is never a
+ * choice nor a site, and a chain glibc allocated for itself is never
+ * proposed; glibc frames below a program's frame are looked through as
+ * wrappers only where they hand the caller what they allocated. */
+static bool in_glibc(const struct pframe *f)
+{
+	static const char *const objects[] = {
+		"libc.so", "ld-linux", "ld64.so", "libm.so", "libmvec.so", "libpthread.so", "libdl.so",
+		"librt.so", "libresolv.so", "libanl.so", "libutil.so", "libnsl.so", "libnss_", "libBrokenLocale.so",
+		"libthread_db.so", "libc_malloc_debug.so", "libmemusage.so",
+	};
+	const char *b = base_name(f->object);
+	for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++)
+		if (strncmp(b, objects[i], strlen(objects[i])) == 0)
+			return true;
+	return strstr(f->object, "/gconv/") != NULL;
+}
+
+/* glibc's functions that allocate what they return for the caller to own
+ * and free, and do nothing else with it (the C library's own strdup and
+ * strndup, which the shim interposes for the program, appear only inside
+ * glibc, or below one of these): by their names in glibc's tables, less
+ * "__GI_", leading underscores and an "_internal" or "_chk" ending.  A
+ * function not here keeps what it allocates (or may: getaddrinfo and glob
+ * look names up), and a chain through it is glibc's state. */
+static bool hands_to_caller(const char *fn)
+{
+	static const char *const names[] = {
+		"strdup", "strndup", "wcsdup", "asprintf", "vasprintf", "getline", "getdelim", "getcwd",
+		"get_current_dir_name", "realpath", "canonicalize_file_name", "scandir", "scandir64", "scandirat",
+		"scandirat64", "scandir_tail", "scandir64_tail", "tempnam", "backtrace_symbols",
+	};
+	static const char *const endings[] = { "_internal", "_chk" };
+	if (strncmp(fn, "__GI_", 5) == 0)
+		fn += 5;
+	while (*fn == '_')
+		fn++;
+	size_t len = strlen(fn);
+	for (size_t i = 0; i < sizeof(endings) / sizeof(endings[0]); i++) {
+		size_t e = strlen(endings[i]);
+		if (len > e && strcmp(fn + len - e, endings[i]) == 0)
+			len -= e;
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i]) == len && strncmp(fn, names[i], len) == 0)
+			return true;
+	return false;
+}
+
+/* A chain glibc allocated for itself: its frames from the allocator up
+ * are glibc's to the end, or to a frame of the program's below which one
+ * does not hand the caller what it allocated. */
+static bool glibc_own(const struct pchain *c)
+{
+	size_t d;
+	for (d = 0; d < c->n && in_glibc(&c->f[d]); d++)
+		if (!c->f[d].function || !hands_to_caller(c->f[d].function))
+			return true;
+	return c->n > 0 && d == c->n;
+}
+
 /* A call can be named when its object can, or its build-id can stand for it. */
 static bool by_call_ok(const struct pframe *f)
 {
@@ -207,7 +280,7 @@ static int choose_wrappers(struct pset *s, const char *pool)
 		if (c->pool != pool)
 			continue;
 		c->choice = -1;
-		if (!clean(c))
+		if (!clean(c) || glibc_own(c))
 			continue;
 		size_t d;
 		for (d = 0; d < c->n; d++) {
@@ -216,6 +289,8 @@ static int choose_wrappers(struct pset *s, const char *pool)
 				d = c->n;
 				break;
 			}
+			if (in_glibc(f) && (function_ok(f) || by_call_ok(f)))
+				continue;            /* looked through: never the choice */
 			size_t n = name_key(s, c, f, false), k = call_key(s, c, f, false);
 			if ((by_name_ok(f) && !s->ks[n].dirty) || (by_call_ok(f) && !s->ks[k].dirty))
 				break;
@@ -279,7 +354,7 @@ static void choose_sites(struct pset *s, const char *pool)
 		for (size_t d = 0; d < c->n && c->site < 0; d++)
 			if (!wrapped(s, c, &c->f[d]))
 				c->site = (ssize_t)d;
-		if (c->site >= 0 && in_shim(&c->f[c->site]))
+		if (c->site >= 0 && (in_shim(&c->f[c->site]) || in_glibc(&c->f[c->site])))
 			c->site = -1;
 		if (c->site < 0)
 			continue;
@@ -358,6 +433,7 @@ static bool put_triggers(FILE *f, const char *triggers)
 
 struct coverage {
 	uint64_t live, unwritten, written, late, freed;
+	uint64_t glibc;              /* unwritten, glibc's own state (glibc_own): never proposed */
 	uint64_t early;              /* freed before the trigger by the protected contexts (max_bytes) */
 	size_t sites;
 };
@@ -371,6 +447,11 @@ static void put_coverage(FILE *f, const char *indent, const struct coverage *v)
 		tenths / 10, tenths % 10);
 	fprintf(f, "%s# left out: %" PRIu64 " bytes written, %" PRIu64 " bytes allocating while serving, %" PRIu64
 		   " bytes freed\n", indent, v->written, v->late, v->freed);
+	if (v->glibc)
+		fprintf(f, "%s# left on the heap: %" PRIu64 " bytes of the C library's and the loader's own state\n"
+			   "%s#   (name-service records, link maps, locale, time zone, environ: written by them on\n"
+			   "%s#   events a learn load may never cause; not counted above)\n",
+			indent, v->glibc, indent, indent);
 }
 
 /* Pool memory is never reused: a cap keeps a site that allocates in a way
@@ -460,12 +541,15 @@ static bool render_pool(struct pset *s, const char *pool, uint32_t roles, bool w
 			/* Written: in every role learning saw it in (a role
 			 * that did not write it may protect it). */
 			bool written = c->c.written && !site_roles(c->c.roles, c->c.dirty_roles);
+			bool own = !written && c->site < 0 && glibc_own(c);
 			v.freed += c->c.freed_bytes;
 			if (written)
 				v.written += c->c.live_bytes;
+			else if (own)
+				v.glibc += c->c.live_bytes;
 			else
 				v.unwritten += c->c.live_bytes;
-			if (!written && c->c.late_objects)
+			if (!written && !own && c->c.late_objects)
 				v.late += c->c.live_bytes;
 		}
 		size_t r = site_key(s, c, roles);
@@ -601,6 +685,7 @@ static bool render_pool(struct pset *s, const char *pool, uint32_t roles, bool w
 	total->written += v.written;
 	total->late += v.late;
 	total->freed += v.freed;
+	total->glibc += v.glibc;
 	total->early += v.early;
 	total->sites += v.sites;
 	return ok;
