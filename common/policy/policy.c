@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * policy.c - the policy model in memory (policy.h): freeing a policy set,
- * and matching a process (its executable, comm and uid) against it.  The
+ * matching a process (its executable, comm and uid) against it, and which
+ * objects are glibc's (which a site by glob never fits).  The
  * file is read by policy_load.c, which parses it through policy_scan.c,
  * policy_setting.c and policy_parse.c.
  *
@@ -12,6 +13,7 @@
 #include <fnmatch.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "policy.h"
 
@@ -69,6 +71,21 @@ static bool glob_any(char *const *globs, size_t n, const char *s)
 		if (fnmatch(globs[i], s, 0) == 0)
 			return true;
 	return false;
+}
+
+bool policy_object_is_glibc(const char *path)
+{
+	static const char *const names[] = {
+		"libc.so", "ld-linux", "ld64.so", "libm.so", "libmvec.so", "libpthread.so", "libdl.so",
+		"librt.so", "libresolv.so", "libanl.so", "libutil.so", "libnsl.so", "libnss_", "libBrokenLocale.so",
+		"libthread_db.so", "libc_malloc_debug.so", "libmemusage.so",
+	};
+	const char *b = strrchr(path, '/');
+	b = b ? b + 1 : path;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strncmp(b, names[i], strlen(names[i])) == 0)
+			return true;
+	return strstr(path, "/gconv/") != NULL;
 }
 
 const struct policy *policy_set_match(const struct policy_set *set, const char *exe,

@@ -164,6 +164,15 @@ int policy_set_load_string(const char *text, const char *name, struct policy_set
 			   char *err, size_t errlen);
 void policy_set_free(struct policy_set *set);
 
+/* The C library and the loader: glibc's objects (libc, ld.so, the
+ * libraries split from libc, the name-service and gconv modules), by path
+ * or file name.  What they allocate for themselves is their state, which
+ * they write again on events of their own (a lookup that first needs a
+ * name-service module, a dlopen, a time zone change, setenv): a site rule
+ * fits one only when it names the object without a glob (the shim), and
+ * pmallocctl propose names none.  A few string compares. */
+bool policy_object_is_glibc(const char *path);
+
 /* The first policy whose match fits (every given criterion must fit: exe
  * glob AND comm glob AND uid list, each only when present; a policy with
  * no criterion matches nothing); NULL when none does. */

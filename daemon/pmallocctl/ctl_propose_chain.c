@@ -160,16 +160,7 @@ static bool in_shim(const struct pframe *f)
  * wrappers only where they hand the caller what they allocated. */
 static bool in_glibc(const struct pframe *f)
 {
-	static const char *const objects[] = {
-		"libc.so", "ld-linux", "ld64.so", "libm.so", "libmvec.so", "libpthread.so", "libdl.so",
-		"librt.so", "libresolv.so", "libanl.so", "libutil.so", "libnsl.so", "libnss_", "libBrokenLocale.so",
-		"libthread_db.so", "libc_malloc_debug.so", "libmemusage.so",
-	};
-	const char *b = base_name(f->object);
-	for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++)
-		if (strncmp(b, objects[i], strlen(objects[i])) == 0)
-			return true;
-	return strstr(f->object, "/gconv/") != NULL;
+	return policy_object_is_glibc(f->object);
 }
 
 /* glibc's functions that allocate what they return for the caller to own

@@ -22,7 +22,7 @@ policies = (
   { name = "demo"; match = { exe = [ "*/wire_client" ]; comm = [ "wire_client" ]; };
     pools = ( { name = "config"; sites = [ "wire_alloc_site" ]; protect = [ "manual" ]; } ); },
   { name = "true"; match = { exe = [ "$TRUE" ]; comm = [ "true" ]; };
-    pools = ( { name = "locale"; sites = [ "setlocale" ]; protect = [ "on-call:listen" ]; } ); }
+    pools = ( { name = "locale"; sites = [ "libc.so.6:setlocale" ]; protect = [ "on-call:listen" ]; } ); }
 );
 EOF
 start_daemon

@@ -14,6 +14,11 @@
 #   enforce: no site in libc or ld.so, the comment says what was left on
 #   the heap and why -> enforce: 5 "who" and 5 "get" all answered, no
 #   violation, the master and its workers alive.
+# The shim keeps the same rule for a policy written by hand: a site with
+# no object or an object glob ("global_state_allocate", "*:__nss_*")
+# never fits glibc's objects, so "who" is answered; named without a glob
+# ("libc.so.6:global_state_allocate"), it does, and "who" kills a worker
+# (the explicit choice is the author's).
 . "$(dirname "$0")/e2e_lib.sh"
 
 journald_ensure
@@ -23,9 +28,9 @@ EXE=$T/bin/life_server
 CTL=$B/pmallocctl
 
 SPID=
-start_server() {
+start_server() {  # [POLICY FILE]
 	rm -f "$T/svc/pid" "$T/svc/port"
-	env LD_PRELOAD="$SHIM" PMALLOC_SOCKET="$SOCK" PMALLOC_CONF="$NOFILE" "$EXE" "$T/svc/port" "$T/svc/pid" 2 \
+	env LD_PRELOAD="$SHIM" PMALLOC_SOCKET="$SOCK" PMALLOC_CONF="${1:-$NOFILE}" "$EXE" "$T/svc/port" "$T/svc/pid" 2 \
 		>>"$T/server.err" 2>&1 &
 	SPID=$!
 	wait_until 200 test -s "$T/svc/port" || fail "life_server did not come up: $(cat "$T/server.err")"
@@ -85,3 +90,37 @@ journal_sync
 v=$(jnow MESSAGE_ID="$MID_VIOLATION" PMALLOC_EXE="$EXE")
 [ -z "$v" ] || fail "violations under the proposal: $(printf '%s\n' "$v" | jfield PMALLOC_OBJECT_SITE | sort | uniq -c)"
 pass "enforce: 5 lookups of modules learning never needed and 5 \"get\" answered, no violation; $(grep -o -m1 "left on the heap: [0-9]* bytes" "$CONF")"
+
+# -- a policy by hand, from a file (no daemon)
+stop_daemon
+hand() {  # SITE...: a policy file naming load_config and SITE...
+	local sites='"load_config"' x
+	for x in "$@"; do sites+=", \"$x\""; done
+	cat >"$T/hand.conf" <<EOF
+version = 1;
+policies = ( { name = "hand"; match = { exe = [ "$EXE" ]; };
+  pools = ( { name = "conf"; sites = [ $sites ]; protect = [ "on-wait" ]; } ); } );
+EOF
+}
+since=$(date '+%Y-%m-%d %H:%M:%S')
+hand "global_state_allocate" "*:__nss_*" "__nss_action_allocate"
+start_server "$T/hand.conf"
+load who 3
+load get 2
+stop_server
+journal_sync
+v=$(journalctl --no-pager -o json --since "$since" MESSAGE_ID="$MID_VIOLATION" PMALLOC_EXE="$EXE" 2>/dev/null)
+[ -z "$v" ] || fail "a site by no object or a glob fit glibc: $(printf '%s\n' "$v" | jfield PMALLOC_OBJECT_SITE)"
+pass "by hand: sites \"global_state_allocate\", \"*:__nss_*\", \"__nss_action_allocate\" fit no glibc object: 3 \"who\" answered"
+
+hand "libc.so.6:global_state_allocate"
+start_server "$T/hand.conf"
+exec 3<>"/dev/tcp/127.0.0.1/$PORT" || fail "connect $PORT"
+printf 'who\n' >&3
+IFS= read -r reply <&3 && fail "who answered under libc.so.6:global_state_allocate: $reply"
+exec 3>&-
+e=$(jsel 1 MESSAGE_ID="$MID_VIOLATION" PMALLOC_EXE="$EXE") || fail "no violation under libc.so.6:global_state_allocate"
+printf '%s\n' "$e" | jfield PMALLOC_OBJECT_SITE | grep -q '^global_state_allocate+' ||
+	fail "the write was not into global_state_allocate's object: $e"
+stop_server
+pass "by hand: \"libc.so.6:global_state_allocate\" (no glob) fits: the first \"who\" killed the worker, reported at that site"

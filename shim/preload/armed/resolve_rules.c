@@ -14,6 +14,7 @@
 #include "os.h"
 #include "site.h"
 #include "heap.h"
+#include "policy.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -49,10 +50,29 @@ const char *resolve_base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* Does rule r fit the object at path (glibc: whether it is glibc's,
+ * policy_object_is_glibc, asked once an object)?  A rule without an object
+ * fits every object, and a glob the objects whose path or file name fit
+ * it; but a site fits glibc's objects only when it names one without a
+ * glob ("libc.so.6:setlocale"): what glibc allocates for itself is state
+ * it writes again on events of its own (a lookup that first needs a
+ * name-service module, a dlopen, a time zone change), so "parse_*" or
+ * "*:foo_*" meaning the program's code never route it, and an object that
+ * only such rules could name is never read for them (python3's start-up
+ * with the bench's "*:_PyObject_*": libc's debug file opened, 132 KB of
+ * names searched, 57 us).  Wrappers fit as before. */
+static bool object_fits(const struct rule *r, const char *path, bool glibc)
+{
+	bool fits = !r->object || fnmatch(r->object, path, 0) == 0 ||
+		    fnmatch(r->object, resolve_base_name(path), 0) == 0;
+	if (!fits || !glibc || r->route == SITE_ROUTE_WRAPPER)
+		return fits;
+	return r->object && !strpbrk(r->object, "*?[\\");
+}
+
 bool resolve_object_matches(const struct rule *r, const char *path)
 {
-	return !r->object || fnmatch(r->object, path, 0) == 0 ||
-	       fnmatch(r->object, resolve_base_name(path), 0) == 0;
+	return object_fits(r, path, policy_object_is_glibc(path));
 }
 
 /* A rule by name past the first POLICY_OBJECT_NAME_RULES_MAX that fit the
@@ -72,9 +92,10 @@ static void drop_rule(size_t i, const char *path)
 
 void resolve_applicable_rules(const char *path, struct applicable *a)
 {
+	bool glibc = policy_object_is_glibc(path);
 	a->n_name = a->n_offset = 0;
 	for (size_t i = 0; i < n_rules; i++) {
-		if (!resolve_object_matches(&rules[i], path))
+		if (!object_fits(&rules[i], path, glibc))
 			continue;
 		if (object_loaded)
 			object_loaded[i] = true;
