@@ -9,7 +9,8 @@
 # client ARGS (build/progs/wire_client on $SOCK), jentries FILTER... (the
 # daemon's journal entries as JSON lines, synced first), jfield FIELD
 # (values of FIELD in JSON lines on stdin), jwait N FILTER... (jentries once
-# N entries are there), std_conf FILE [BURST INTERVAL].
+# N entries are there), std_conf FILE [BURST INTERVAL], daemon_reload
+# (SIGHUP, and the next policy generation awaited).
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	_daemon_lib_main=1
@@ -87,6 +88,18 @@ stop_daemon() {
 }
 
 client() { "$WIRE" --socket "$SOCK" "$@"; }
+
+# daemon_reload: SIGHUP to pmallocd, and its next policy generation awaited
+# (pmallocctl status says it), not a guess of how long a reload takes.
+daemon_generation() { "$B/pmallocctl" status --socket "$SOCK" 2>/dev/null | sed -n 's/^policy file: .*, generation \([0-9]*\) .*/\1/p'; }
+_daemon_generation_past() { [ "$(daemon_generation)" -gt "$1" ]; }
+daemon_reload() {
+	local g
+	g=$(daemon_generation)
+	[ -n "$g" ] || fail "pmallocd's status names no generation: $("$B/pmallocctl" status --socket "$SOCK" 2>&1 | head -n 20)"
+	kill -HUP "$DPID"
+	wait_until 200 _daemon_generation_past "$g" || fail "pmallocd did not reload (generation $g): $(tail -n 5 "$T/daemon.log")"
+}
 
 # The daemon's entries matching the journalctl filters given (e.g.
 # MESSAGE_ID=...), one JSON object a line.

@@ -47,6 +47,9 @@
 #                             background (60 s at most), fed through the
 #                             fifo $T/in on fd 7, "listening": its pid in
 #                             $hpid, its output in $T/hold.out, .err
+#   line_load WHAT N          N one-line requests WHAT to 127.0.0.1:$PORT, a
+#                             connection each, each answered (life_server)
+#   sites_of FILE             the sites a policy file names, sorted
 #
 # A test that needs a private mount namespace (private_journal_dir) sets
 # E2E_PRIVATE_NS_WHY ("to hide the journal in") before sourcing this file:
@@ -235,3 +238,18 @@ hold_served() {
 # at_exit_first FN: run FN at exit before the clean-ups registered so far
 # (daemon_lib.sh's SIGTERM-and-wait would wait forever on a stopped daemon).
 at_exit_first() { _cleanup_fns=("$1" "${_cleanup_fns[@]}"); }
+
+# line_load WHAT N: N requests of one line, WHAT, to 127.0.0.1:$PORT, each
+# on a connection of its own; fails on a request not answered (with the
+# end of $T/server.err, where a killed server's report is).
+line_load() {
+	local i reply
+	for i in $(seq "$2"); do
+		exec 3<>"/dev/tcp/127.0.0.1/$PORT" || fail "connect $PORT"
+		printf '%s\n' "$1" >&3
+		IFS= read -r reply <&3 || fail "$1 request $i not answered: $(tail -n 3 "$T/server.err" 2>/dev/null)"
+		exec 3>&-
+	done
+}
+# sites_of FILE: the sites a policy file names, one a line, sorted.
+sites_of() { sed -n '/sites = \[/,/\]/p' "$1" | grep -o '"[^"]*"' | sort; }

@@ -40,30 +40,12 @@ stop_server() {
 	kill -TERM "$SPID"
 	wait "$SPID" || fail "life_server exited $? at its stop: $(tail -n 5 "$T/server.err")"
 }
-load() {  # WHAT N: each request on a connection of its own, each answered
-	local i reply
-	for i in $(seq "$2"); do
-		exec 3<>"/dev/tcp/127.0.0.1/$PORT" || fail "connect $PORT"
-		printf '%s\n' "$1" >&3
-		IFS= read -r reply <&3 || fail "$1 request $i not answered (killed?): $(tail -n 3 "$T/server.err")"
-		exec 3>&-
-	done
-}
-generation() { "$CTL" status --socket "$SOCK" 2>/dev/null | sed -n 's/^policy file: .*, generation \([0-9]*\) .*/\1/p'; }
-generation_past() { [ "$(generation)" -gt "$1" ]; }
-daemon_reload() {
-	local g
-	g=$(generation)
-	kill -HUP "$DPID"
-	wait_until 200 generation_past "$g" || fail "pmallocd did not reload (generation $g)"
-}
-sites_of() { sed -n '/sites = \[/,/\]/p' "$1" | grep -o '"[^"]*"' | sort; }
 
 "$CTL" learn --exe "$EXE" --output "$CONF" >/dev/null 2>"$T/err" || fail "learn: $(cat "$T/err")"
 chmod 0644 "$CONF"
 start_daemon
 start_server
-load get 20
+line_load get 20
 stop_server
 journal_sync
 # What the start-up allocated for the C library's lookup was learned (and
@@ -81,8 +63,8 @@ grep -q "^        # left on the heap: [0-9]* bytes of the C library's and the lo
 daemon_reload
 
 start_server
-load who 5
-load get 5
+line_load who 5
+line_load get 5
 kill -0 "$SPID" || fail "the master is gone"
 [ "$(pgrep -P "$SPID" | grep -c .)" = 2 ] || fail "want 2 workers: $(pgrep -P "$SPID")"
 stop_server
@@ -105,8 +87,8 @@ EOF
 since=$(date '+%Y-%m-%d %H:%M:%S')
 hand "global_state_allocate" "*:__nss_*" "__nss_action_allocate"
 start_server "$T/hand.conf"
-load who 3
-load get 2
+line_load who 3
+line_load get 2
 stop_server
 journal_sync
 v=$(journalctl --no-pager -o json --since "$since" MESSAGE_ID="$MID_VIOLATION" PMALLOC_EXE="$EXE" 2>/dev/null)

@@ -50,36 +50,13 @@ start_server() {
 	PORT=$(cat "$T/svc/port")
 }
 stop_server() { "$PMALLOC_SYSTEMCTL" stop life; wait "$SPID" 2>/dev/null; }
-# load WHAT N: N requests, each on a connection of its own; fails on a
-# request not answered.
-load() {
-	local i reply
-	for i in $(seq "$2"); do
-		exec 3<>"/dev/tcp/127.0.0.1/$PORT" || fail "connect $PORT"
-		printf '%s\n' "$1" >&3
-		IFS= read -r reply <&3 || fail "$1 request $i not answered"
-		exec 3>&-
-	done
-}
-# daemon_reload: SIGHUP to pmallocd, and its next policy generation awaited
-# (status says it), not a guess of how long a reload takes.
-generation() { "$CTL" status --socket "$SOCK" 2>/dev/null | sed -n 's/^policy file: .*, generation \([0-9]*\) .*/\1/p'; }
-generation_past() { [ "$(generation)" -gt "$1" ]; }
-daemon_reload() {
-	local g
-	g=$(generation)
-	[ -n "$g" ] || fail "pmallocd's status names no generation: $("$CTL" status --socket "$SOCK" 2>&1 | head -n 20)"
-	kill -HUP "$DPID"
-	wait_until 200 generation_past "$g" || fail "pmallocd did not reload (generation $g): $(tail -n 5 "$T/daemon.log")"
-}
-sites_of() { sed -n '/sites = \[/,/\]/p' "$1" | grep -o '"[^"]*"' | sort; }
 
 # -- learn
 "$CTL" learn --exe "$EXE" --output "$CONF" >/dev/null 2>"$T/err" || fail "learn: $(cat "$T/err")"
 chmod 0644 "$CONF"
 start_daemon
 start_server
-load get 20
+line_load get 20
 "$CTL" exercise life >"$T/ex" 2>&1 || fail "exercise: $(cat "$T/ex")"
 grep -q '^reload: systemctl reload life.service' "$T/ex" && grep -q '^  respawned: worker PID' "$T/ex" &&
 	grep -q '^  check: life.service inactive, main PID [0-9]* gone' "$T/ex" || fail "exercise said: $(cat "$T/ex")"
@@ -90,7 +67,7 @@ pass "learn: 20 requests, then exercise: reload, a worker respawned, stop, each 
 # her entries are the program's own (journald's _EXE), her uid is not trusted.
 if command -v setpriv >/dev/null; then
 	start_server nobody
-	load get 3
+	line_load get 3
 	stop_server
 	wait_until 100 sh -c "journalctl --no-pager -o json --since '$E2E_SINCE' MESSAGE_ID=$MID_LEARNED _UID=65534 PMALLOC_EXE='$EXE' | grep -q ." ||
 		fail "no learned entry of uid nobody"
@@ -118,13 +95,13 @@ pass "propose: mode audit by default (status says the stage), sites $(tr '\n' ' 
 
 # -- audit: the learned load, then one it never sent
 start_server
-load get 5
+line_load get 5
 rc=0; "$CTL" ready --exe "$EXE" --config "$CONF" >"$T/ready" 2>&1 || rc=$?
 [ $rc = 1 ] || fail "ready before 24 h: exit $rc: $(cat "$T/ready")"
 grep -q '^not ready:' "$T/ready" && grep -q 'in audit for .*, less than 24h00min (--min-time)' "$T/ready" ||
 	fail "ready's reasons: $(cat "$T/ready")"
 pass "ready before the audit load: not ready ($(grep -- '  - ' "$T/ready" | head -n 1 | sed 's/^ *- //'))"
-load set 20
+line_load set 20
 "$CTL" exercise life >"$T/ex" 2>&1 || fail "exercise in audit: $(cat "$T/ex")"
 wait "$SPID" || fail "life_server exited $? after the stop in audit"
 e=$(jsel 1 MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$EXE" PMALLOC_MODE=audit) || fail "no audit report"
@@ -174,9 +151,9 @@ grep -q '^    mode = "enforce";' "$CONF" || fail "not enforce: $(cat "$CONF")"
 daemon_reload
 since=$(date +%s.%6N)
 start_server
-load get 10
-load set 20
-load get 10
+line_load get 10
+line_load set 20
+line_load get 10
 stop_server
 journal_sync
 k=$(journalctl --no-pager -o json --since "@$since" MESSAGE_ID=$MID_VIOLATION PMALLOC_EXE="$EXE" | grep -c .)
