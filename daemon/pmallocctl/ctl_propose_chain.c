@@ -156,8 +156,10 @@ static bool in_shim(const struct pframe *f)
  * cause them: proposed, it killed the program at the first such event
  * (tests/integration/learn_libc_state.sh).  So a glibc frame is never a
  * choice nor a site, and a chain glibc allocated for itself is never
- * proposed; glibc frames below a program's frame are looked through as
- * wrappers only where they hand the caller what they allocated. */
+ * proposed (glibc_own); in any other chain its glibc frames are looked
+ * through as wrappers (below the first frame of the program's, only
+ * functions that hand the caller what they allocated: else the chain is
+ * glibc's own). */
 static bool in_glibc(const struct pframe *f)
 {
 	return policy_object_is_glibc(f->object);

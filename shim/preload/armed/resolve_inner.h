@@ -120,7 +120,9 @@ extern union resolve_ro_page rro;
 /* resolve_rules.c */
 int resolve_rules_load(struct shim_state *st);
 const char *resolve_base_name(const char *path);
-bool resolve_object_matches(const struct rule *r, const char *path);
+/* Does rule r fit the object at path?  glibc: policy_object_is_glibc(path),
+ * asked once an object by the caller, whatever the number of rules. */
+bool resolve_object_fits(const struct rule *r, const char *path, bool glibc);
 /* The rules that can name something in the object at path, into *a. */
 void resolve_applicable_rules(const char *path, struct applicable *a);
 /* The first of list[n] that names function name, or NULL. */

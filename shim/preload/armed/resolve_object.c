@@ -70,9 +70,10 @@ void resolve_collect_points(struct collect *p, const char *path, const ElfW(Phdr
 {
 	char id[SYMTAB_BUILD_ID_MAX];
 	int have_id = -1;            /* read when a rule first asks */
+	bool glibc = policy_object_is_glibc(path);
 	for (size_t i = 0; i < n_rules; i++) {
 		struct rule *ru = &rules[i];
-		if (!ru->by_offset || !resolve_object_matches(ru, path))
+		if (!ru->by_offset || !resolve_object_fits(ru, path, glibc))
 			continue;
 		if (ru->build_id) {
 			if (have_id < 0)

@@ -61,18 +61,13 @@ const char *resolve_base_name(const char *path)
  * only such rules could name is never read for them (python3's start-up
  * with the bench's "*:_PyObject_*": libc's debug file opened, 132 KB of
  * names searched, 57 us).  Wrappers fit as before. */
-static bool object_fits(const struct rule *r, const char *path, bool glibc)
+bool resolve_object_fits(const struct rule *r, const char *path, bool glibc)
 {
 	bool fits = !r->object || fnmatch(r->object, path, 0) == 0 ||
 		    fnmatch(r->object, resolve_base_name(path), 0) == 0;
 	if (!fits || !glibc || r->route == SITE_ROUTE_WRAPPER)
 		return fits;
 	return r->object && !strpbrk(r->object, "*?[\\");
-}
-
-bool resolve_object_matches(const struct rule *r, const char *path)
-{
-	return object_fits(r, path, policy_object_is_glibc(path));
 }
 
 /* A rule by name past the first POLICY_OBJECT_NAME_RULES_MAX that fit the
@@ -95,7 +90,7 @@ void resolve_applicable_rules(const char *path, struct applicable *a)
 	bool glibc = policy_object_is_glibc(path);
 	a->n_name = a->n_offset = 0;
 	for (size_t i = 0; i < n_rules; i++) {
-		if (!object_fits(&rules[i], path, glibc))
+		if (!resolve_object_fits(&rules[i], path, glibc))
 			continue;
 		if (object_loaded)
 			object_loaded[i] = true;
