@@ -45,10 +45,8 @@ void fmt_vline(bool with_pid, const char *format, va_list ap)
 	os_write_all(STDERR_FILENO, buf, len);
 }
 
-void debug_printf(const char *format, ...)
+void debug_line(const char *format, ...)
 {
-	if (!pm_debug)
-		return;
 	va_list ap;
 	va_start(ap, format);
 	fmt_vline(true, format, ap);

@@ -15,7 +15,17 @@ __attribute__((__noreturn__)) void fatal(const char *api, const char *msg);
 /* 1 when PMALLOC_DEBUG=1 (read once at start-up with secure_getenv). */
 extern int pm_debug;
 
-/* A debug line (PMALLOC_DEBUG=1), "pmalloc[PID]: ...". */
-void debug_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
+/* A debug line (PMALLOC_DEBUG=1), "pmalloc[PID]: ...".  A macro, so that
+ * without PMALLOC_DEBUG its arguments are not evaluated either: a
+ * strerror() among them, the process's first, loaded the C library's
+ * message catalog (12 us of every preloaded start-up with no pmallocd,
+ * python3's constructor measured by marks).  No argument may have an
+ * effect the program relies on. */
+void debug_line(const char *format, ...) __attribute__((format(printf, 1, 2)));
+#define debug_printf(...)                               \
+	do {                                            \
+		if (__builtin_expect(pm_debug, 0))      \
+			debug_line(__VA_ARGS__);        \
+	} while (0)
 
 #endif

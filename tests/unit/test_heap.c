@@ -17,7 +17,8 @@
 #include "scratch.c"
 #include <sys/mman.h>
 __thread uintptr_t shim_busy __attribute__((tls_model("initial-exec")));
-void debug_printf(const char *format, ...)
+int pm_debug = 1;
+void debug_line(const char *format, ...)
 {
 	(void)format;
 }

@@ -20,7 +20,8 @@
 
 /* What scratch.c needs from the rest of the shim. */
 static int debug_lines;
-void debug_printf(const char *format, ...)
+int pm_debug = 1;
+void debug_line(const char *format, ...)
 {
 	(void)format;
 	debug_lines++;
