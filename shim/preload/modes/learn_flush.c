@@ -34,6 +34,7 @@
 #include "site.h"
 #include "symtab.h"
 #include "libc.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <link.h>
@@ -747,43 +748,19 @@ static void *flusher_main(void *arg)
 	return NULL;
 }
 
-/* A detached thread of the shim's, every signal blocked (the program's
- * handlers never run on it), a small stack.  What libc allocates to make
- * it is the shim's: made busy, to the heap, never learned (as the
- * trigger's threads, trigger.c). */
+/* The periodic flush's thread (thread.c): a stack for the flush's frames
+ * and the unwinder's. */
 static void flusher_start(void)
 {
 	if (atomic_exchange(&flusher, 1))
 		return;
-	typedef int (*create_t)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-	create_t create = REAL(pthread_create, create_t);
-	typedef int (*mask_t)(int, const sigset_t *, sigset_t *);
-	mask_t mask = REAL(pthread_sigmask, mask_t);   /* libc's: this is not the program's call */
-	if (!create || !mask)
-		return;
-	sigset_t every, old;
-	sigfillset(&every);
-	fault_filter_mask(&every);
-	mask(SIG_SETMASK, &every, &old);
-	pthread_t t;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 * 1024);   /* the flush's frames and the unwinder's */
-	int busy = shim_busy_enter();
-	int created = create(&t, &attr, flusher_main, NULL);
-	shim_busy_leave(busy);
-	if (created == 0) {
-		pthread_setname_np(t, "pmalloc-learn");
-	} else {
+	if (!shim_thread_start(flusher_main, "pmalloc-learn", 256 * 1024)) {
 		/* haproxy's workers set RLIMIT_NPROC to 0 (no fork, no thread):
 		 * the flushes are then made at the program's wait calls. */
 		atomic_store(&wait_flush_due, 0);
 		atomic_store(&wait_flush, 1);
 		debug_printf("learn: no thread for the periodic flush: flushed at the program's wait calls");
 	}
-	pthread_attr_destroy(&attr);
-	mask(SIG_SETMASK, &old, NULL);
 }
 
 /* A wait call of the program's (trigger.c, before the call): a context

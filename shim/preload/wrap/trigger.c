@@ -42,6 +42,7 @@
 #include "take.h"
 #include "hooks.h"
 #include "site.h"
+#include "thread.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -651,40 +652,6 @@ static void *timer_main(void *arg)
 	return NULL;
 }
 
-/* A detached thread of the shim's, with every signal blocked (the
- * program's handlers never run on it); false when it could not start.
- * What libc allocates to make it (the thread's TLS vector: ld.so's calloc)
- * is the shim's, not the program's: made with shim_busy set, it goes to
- * the heap, unrouted and unlearned.  Learned, it was proposed as a site of
- * the program's, "libpmalloc_shim.so:shim_thread" (a timer started at a
- * server's listen). */
-static bool shim_thread(void *(*fn)(void *), const char *name)
-{
-	typedef int (*create_t)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-	create_t create = REAL(pthread_create, create_t);
-	typedef int (*mask_t)(int, const sigset_t *, sigset_t *);
-	mask_t mask = REAL(pthread_sigmask, mask_t);   /* libc's: this is not the program's call */
-	if (!mask)
-		return false;
-	sigset_t all, old;
-	sigfillset(&all);
-	fault_filter_mask(&all);   /* as the program's own calls get it (sigmask.c) */
-	mask(SIG_SETMASK, &all, &old);
-	pthread_t t;
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64 * 1024);
-	int busy = shim_busy_enter();
-	bool ok = create && create(&t, &attr, fn, NULL) == 0;
-	shim_busy_leave(busy);
-	if (ok)
-		pthread_setname_np(t, name);
-	pthread_attr_destroy(&attr);
-	mask(SIG_SETMASK, &old, NULL);
-	return ok;
-}
-
 /* The fallback in a single-threaded process: no thread of the shim's.  A
  * first thread makes glibc take its multi-threaded paths for the rest of
  * the process's life, whether or not that thread is still there: every
@@ -726,7 +693,7 @@ static void timer_start_as(bool may_defer)
 	atomic_store(&core_deferred_pending, 0);
 	if (!(after_ahead || fallback_ahead) || atomic_exchange(&timer_running, 1))
 		return;
-	if (!shim_thread(timer_main, "pmalloc-timer")) {
+	if (!shim_thread_start(timer_main, "pmalloc-timer", 64 * 1024)) {
 		atomic_store(&timer_running, 0);
 		debug_printf("cannot start the after: timer thread; after: triggers will not fire");
 	}
@@ -785,7 +752,7 @@ static void orders_start(void)
 	if (!st || !st->has_manual || client_wait_orders(0) == -ENOTCONN ||
 	    atomic_exchange(&orders_thread, 1))
 		return;
-	if (!shim_thread(orders_main, "pmalloc-orders")) {
+	if (!shim_thread_start(orders_main, "pmalloc-orders", 64 * 1024)) {
 		atomic_store(&orders_thread, 0);
 		debug_printf("cannot start the orders thread; pmallocctl protect is read at event-loop calls");
 	}
