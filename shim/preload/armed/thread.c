@@ -9,10 +9,10 @@
  * that the new thread inherits it and the caller's mask comes back as it
  * was.  Both calls are libc's (REAL): these are not the program's calls.
  * What libc allocates to make the thread (its TLS vector: ld.so's
- * calloc) is the shim's: made with shim_busy set, it goes
- * to the heap, unrouted and unlearned.  Learned as the program's, it was
- * proposed as a site, "libpmalloc_shim.so:shim_thread" (a timer started at
- * a server's listen).
+ * calloc) is the shim's: made with shim_busy set, it goes to the heap,
+ * unrouted and unlearned.  Learned as the program's, it was proposed as a
+ * site, "libpmalloc_shim.so:shim_thread" (a timer started at a server's
+ * listen).
  * Owns nothing after the call returns; never called from a signal handler,
  * nor with a lock of the shim's held (pthread_create takes libc's).
  */
